@@ -1,0 +1,246 @@
+"""One experiment's settings, shared by `train.py`, `evaluate.py` and notebooks.
+
+The defaults are the built-in synthetic benchmark sized for 2 CPU cores; `configs/*.cfg` hold the
+papers' settings. Scripts turn absl flags into an `ExperimentConfig` (`keras_privacy.flags`);
+library code only ever sees this object.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import field
+
+from keras_privacy.data.augment import SUPERVISED, AugmentConfig
+
+METHODS = ("spact",)
+ACTION_DATASETS = ("synthetic", "ucf101", "hmdb51")
+PRIVACY_DATASETS = ("synthetic", "vispr")
+PAIR_SAMPLERS = ("random", "near", "far")
+
+
+def _help(text: str, group: str) -> dict:
+    return {"help": text, "group": group}
+
+
+@dataclasses.dataclass
+class ExperimentConfig:
+    """Every setting of a training and evaluation run (see the README's flag table)."""
+
+    # Run
+    method: str = field(default="spact", metadata=_help("Training method: spact.", "run"))
+    run_dir: str = field(
+        default="runs/synthetic", metadata=_help("Checkpoints, logs, models, report.", "run")
+    )
+    seed: int = field(default=0, metadata=_help("Seed of data order, augmentation, init.", "run"))
+    jit_compile: bool = field(default=True, metadata=_help("XLA-compile the training step.", "run"))
+
+    # Data
+    action_dataset: str = field(
+        default="synthetic", metadata=_help("synthetic | ucf101 | hmdb51", "data")
+    )
+    action_annotations: str = field(
+        default="", metadata=_help("Split-list folder of the action dataset.", "data")
+    )
+    action_root: str = field(default="", metadata=_help("Folder of the action videos.", "data"))
+    action_cache: str = field(
+        default="", metadata=_help("Prepared TFRecord cache of the action videos.", "data")
+    )
+    action_split: int = field(default=1, metadata=_help("Official split number (1-3).", "data"))
+    privacy_dataset: str = field(default="synthetic", metadata=_help("synthetic | vispr", "data"))
+    privacy_annotations: str = field(
+        default="", metadata=_help("VISPR annotation folder (list files, JSON).", "data")
+    )
+    privacy_root: str = field(default="", metadata=_help("Folder of the privacy images.", "data"))
+    privacy_cache: str = field(
+        default="", metadata=_help("Prepared TFRecord cache of the privacy images.", "data")
+    )
+    privacy_attributes: str = field(
+        default="vispr1",
+        metadata=_help("vispr1 | vispr2 | all | comma-separated attribute ids.", "data"),
+    )
+    synthetic_dir: str = field(
+        default="data/synthetic",
+        metadata=_help("Where the built-in synthetic benchmark is written.", "data"),
+    )
+    frame_size: int = field(
+        default=48, metadata=_help("Decoded frame side (short side, centre square).", "data")
+    )
+    image_size: int = field(default=32, metadata=_help("Input frame side after crop.", "data"))
+    clip_length: int = field(default=8, metadata=_help("Frames per clip (T).", "data"))
+    clip_stride: int = field(default=2, metadata=_help("Take every s-th frame.", "data"))
+    flip_probability: float = field(
+        default=0.5,
+        metadata=_help(
+            "Horizontal flip probability of action clips (0 where direction is the class).", "data"
+        ),
+    )
+    pair_sampler: str = field(
+        default="random",
+        metadata=_help("Temporal sampler of NT-Xent frame pairs: random | near | far.", "data"),
+    )
+    batch_size: int = field(default=8, metadata=_help("Action clips per batch.", "data"))
+    privacy_batch_size: int = field(
+        default=16, metadata=_help("Privacy images per batch (two views each).", "data")
+    )
+
+    # Models
+    anonymizer: str = field(default="unet_tiny", metadata=_help("Anonymizer f_A.", "models"))
+    action_model: str = field(
+        default="r3d_tiny", metadata=_help("Action model f_T (registry name).", "models")
+    )
+    privacy_backbone: str = field(
+        default="resnet_tiny", metadata=_help("Backbone of the privacy encoder f_B.", "models")
+    )
+    projection_hidden: int = field(
+        default=128, metadata=_help("Hidden width of f_B's projection head.", "models")
+    )
+    projection_dim: int = field(
+        default=64, metadata=_help("Output width of f_B's projection head.", "models")
+    )
+
+    # Training phases
+    identity_epochs: int = field(
+        default=2, metadata=_help("Epochs of f_A identity initialisation.", "train")
+    )
+    identity_lr: float = field(
+        default=1e-3, metadata=_help("Identity-init learning rate.", "train")
+    )
+    identity_warmup_epochs: int = field(
+        default=1, metadata=_help("Linear warm-up epochs of the identity init.", "train")
+    )
+    action_init_epochs: int = field(
+        default=4, metadata=_help("Epochs of f_T on f_A(x) before the minimax.", "train")
+    )
+    action_init_lr: float = field(default=1e-3, metadata=_help("f_T init learning rate.", "train"))
+    privacy_init_epochs: int = field(
+        default=2, metadata=_help("Epochs of self-supervised f_B before the minimax.", "train")
+    )
+    privacy_init_lr: float = field(default=1e-3, metadata=_help("f_B init learning rate.", "train"))
+    minimax_epochs: int = field(default=4, metadata=_help("Epochs of the minimax.", "train"))
+    anonymizer_lr: float = field(
+        default=1e-4, metadata=_help("f_A minimax learning rate.", "train")
+    )
+    action_lr: float = field(default=1e-4, metadata=_help("f_T minimax learning rate.", "train"))
+    privacy_lr: float = field(default=1e-4, metadata=_help("f_B minimax learning rate.", "train"))
+    steps_per_epoch: int = field(
+        default=0, metadata=_help("Batches per epoch; 0 = one pass over the action set.", "train")
+    )
+    action_weight: float = field(default=1.0, metadata=_help("w_T of L_T for f_A.", "train"))
+    privacy_weight: float = field(default=1.0, metadata=_help("w_B of -L_B for f_A.", "train"))
+    temperature: float = field(default=0.1, metadata=_help("NT-Xent temperature.", "train"))
+    penalty_weight: float = field(
+        default=0.0, metadata=_help("lambda of the RMS penalty (0 = off).", "train")
+    )
+    penalty_budget: float = field(default=0.3, metadata=_help("B of the RMS penalty.", "train"))
+
+    # Evaluation
+    eval_methods: str = field(
+        default="learned,raw,downsample_4x,blur_strong,blacken",
+        metadata=_help(
+            "Comma-separated methods: learned (the trained anonymizer), raw, downsample_2x, "
+            "downsample_4x, blacken, blur_strong, blur_weak.",
+            "eval",
+        ),
+    )
+    anonymizer_path: str = field(
+        default="", metadata=_help("Saved anonymizer of `learned`; default run_dir's.", "eval")
+    )
+    eval_dir: str = field(
+        default="", metadata=_help("Report folder; default run_dir/evaluation.", "eval")
+    )
+    eval_action_model: str = field(
+        default="", metadata=_help("Target action model f'_T; default --action_model.", "eval")
+    )
+    eval_privacy_model: str = field(
+        default="",
+        metadata=_help("Target privacy backbone f'_B; default --privacy_backbone.", "eval"),
+    )
+    eval_action_epochs: int = field(
+        default=8, metadata=_help("Epochs of the target action model.", "eval")
+    )
+    eval_privacy_epochs: int = field(
+        default=8, metadata=_help("Epochs of the target privacy model.", "eval")
+    )
+    eval_lr: float = field(default=1e-3, metadata=_help("Target models' learning rate.", "eval"))
+    eval_clips: int = field(
+        default=10, metadata=_help("K equidistant clips per test video (video top-1).", "eval")
+    )
+    eval_boxes: str = field(
+        default="",
+        metadata=_help(
+            "JSON of person boxes per file for the people baselines (else HOG).", "eval"
+        ),
+    )
+
+    def action_augmentation(self) -> AugmentConfig:
+        """The augmentation of action clips: SPAct's, with this run's flip probability."""
+        return dataclasses.replace(SUPERVISED, flip=self.flip_probability)
+
+    def validate(self) -> None:
+        """Raise ValueError naming the first setting that makes no sense."""
+        _one_of("method", self.method, METHODS)
+        _one_of("action_dataset", self.action_dataset, ACTION_DATASETS)
+        _one_of("privacy_dataset", self.privacy_dataset, PRIVACY_DATASETS)
+        _one_of("pair_sampler", self.pair_sampler, PAIR_SAMPLERS)
+        for name in ("image_size", "clip_length", "clip_stride", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name} must be at least 1, got {getattr(self, name)}")
+        if self.image_size > self.frame_size:
+            raise ValueError(
+                f"--image_size ({self.image_size}) cannot exceed --frame_size ({self.frame_size})"
+            )
+        if not 0 <= self.flip_probability <= 1:
+            raise ValueError(f"--flip_probability must be in [0, 1], got {self.flip_probability}")
+        if self.privacy_batch_size < 1:
+            raise ValueError("--privacy_batch_size must be at least 1")
+        for name in (
+            "identity_epochs",
+            "action_init_epochs",
+            "privacy_init_epochs",
+            "minimax_epochs",
+            "steps_per_epoch",
+        ):
+            if getattr(self, name) < 0:
+                raise ValueError(f"--{name} cannot be negative, got {getattr(self, name)}")
+        if self.identity_warmup_epochs > self.identity_epochs:
+            raise ValueError(
+                f"--identity_warmup_epochs ({self.identity_warmup_epochs}) exceeds "
+                f"--identity_epochs ({self.identity_epochs})"
+            )
+        for name in (
+            "identity_lr",
+            "action_init_lr",
+            "privacy_init_lr",
+            "anonymizer_lr",
+            "action_lr",
+            "privacy_lr",
+            "temperature",
+        ):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"--{name} must be positive, got {getattr(self, name)}")
+        for name in ("eval_action_epochs", "eval_privacy_epochs", "eval_clips"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name} must be at least 1, got {getattr(self, name)}")
+        if not self.eval_lr > 0:
+            raise ValueError(f"--eval_lr must be positive, got {self.eval_lr}")
+        if self.penalty_weight < 0 or self.penalty_budget < 0:
+            raise ValueError("--penalty_weight and --penalty_budget cannot be negative")
+        if self.action_dataset != "synthetic" and not (
+            self.action_cache or (self.action_annotations and self.action_root)
+        ):
+            raise ValueError(
+                f"--action_dataset={self.action_dataset} needs --action_cache, or both "
+                "--action_annotations and --action_root"
+            )
+        if self.privacy_dataset != "synthetic" and not (
+            self.privacy_cache or (self.privacy_annotations and self.privacy_root)
+        ):
+            raise ValueError(
+                f"--privacy_dataset={self.privacy_dataset} needs --privacy_cache, or both "
+                "--privacy_annotations and --privacy_root"
+            )
+
+
+def _one_of(name: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ValueError(f"--{name}={value!r} is not one of {', '.join(allowed)}")

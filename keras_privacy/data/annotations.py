@@ -1,0 +1,46 @@
+"""Helpers shared by the dataset readers: reading list files, resolving paths on disk."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from keras_privacy.data.errors import DatasetFormatError
+
+
+def read_lines(path: str | os.PathLike) -> list[tuple[int, str]]:
+    """Non-empty lines of a text file as (line number, text), CRLF and trailing blanks removed."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: annotation file not found")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise DatasetFormatError(f"{path}: not UTF-8 text ({error})") from error
+    return [(i, line.strip()) for i, line in enumerate(text.splitlines(), 1) if line.strip()]
+
+
+def resolve(root: str | os.PathLike | None, relative: str) -> tuple[str, bool]:
+    """The on-disk path of `relative` under `root` and whether it exists.
+
+    When the exact path is missing, a case-insensitive match is looked for in its folder (UCF101
+    names `HandstandPushups` files `v_HandStandPushups_*`). Without a root the relative path
+    is returned as it is and counted as present.
+    """
+    if not root:
+        return relative, True
+    path = Path(root) / relative
+    if path.exists():
+        return str(path), True
+    folder = path.parent
+    if not folder.is_dir():
+        for candidate in Path(root).iterdir() if Path(root).is_dir() else []:
+            if candidate.name.lower() == folder.name.lower() and candidate.is_dir():
+                folder = candidate
+                break
+        else:
+            return str(path), False
+    for candidate in folder.iterdir():
+        if candidate.name.lower() == path.name.lower():
+            return str(candidate), True
+    return str(path), False

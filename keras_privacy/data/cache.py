@@ -1,0 +1,396 @@
+"""Decode-once caches: videos and images as JPEG frames in sharded TFRecords.
+
+`prepare_video_cache` decodes every video of a split once and stores it as a
+`tf.train.SequenceExample` (context: label, privacy, num_frames, path, height, width, index;
+feature list `frames`: one JPEG string per frame, resized so the short side is `short_side`).
+`prepare_image_cache` stores images as `tf.train.Example`s the same way. Pipelines then pick a
+clip's frames on the still-encoded strings and decode only those (TF Model Garden / TFDS style).
+
+Preparation is resumable: each shard is written under a temporary name and renamed when it is
+complete, with a small JSON sidecar (its count, failures and a fingerprint of the split and
+settings); a restart skips every complete shard with the same fingerprint. A file that fails to
+decode is skipped and named (file and reason) in the manifest, never fatal.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import cv2
+import numpy as np
+import tensorflow as tf
+from tqdm import tqdm
+
+from keras_privacy.data.errors import VideoDecodeError
+from keras_privacy.data.examples import Example, Split
+from keras_privacy.data.video import iter_video_frames
+
+MANIFEST = "manifest.json"
+FORMAT_VERSION = 1
+EXAMPLES_PER_SHARD = 100
+DECODE_ERRORS = (VideoDecodeError, ValueError, cv2.error)
+"""What makes a file be skipped (and named in the manifest) instead of stopping the cache."""
+
+
+def resize_short_side(frame: np.ndarray, short_side: int | None) -> np.ndarray:
+    """Resize so the short side is `short_side` (area filter down, bilinear up); None keeps it."""
+    height, width = frame.shape[:2]
+    if short_side is None or min(height, width) == short_side:
+        return frame
+    scale = short_side / min(height, width)
+    size = (max(short_side, round(width * scale)), max(short_side, round(height * scale)))
+    interpolation = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
+    return cv2.resize(frame, size, interpolation=interpolation)
+
+
+def encode_jpeg(rgb: np.ndarray, quality: int) -> bytes:
+    """JPEG bytes of an RGB uint8 image."""
+    ok, data = cv2.imencode(".jpg", rgb[..., ::-1], [cv2.IMWRITE_JPEG_QUALITY, quality])
+    if not ok:
+        raise ValueError("JPEG encoding failed")
+    return data.tobytes()
+
+
+def _int64(values) -> tf.train.Feature:
+    return tf.train.Feature(int64_list=tf.train.Int64List(value=[int(v) for v in values]))
+
+
+def _bytes(values) -> tf.train.Feature:
+    return tf.train.Feature(bytes_list=tf.train.BytesList(value=list(values)))
+
+
+def _context(example: Example, index: int, height: int, width: int) -> dict:
+    return {
+        "label": _int64([example.label]),
+        "privacy": _int64(example.privacy),
+        "index": _int64([index]),
+        "height": _int64([height]),
+        "width": _int64([width]),
+        "path": _bytes([example.path.encode()]),
+    }
+
+
+def video_record(example: Example, index: int, short_side: int | None, quality: int) -> bytes:
+    """The serialized SequenceExample of one video; raises VideoDecodeError when it fails."""
+    frames, height, width = [], 0, 0
+    for frame in iter_video_frames(example.path):
+        frame = resize_short_side(frame, short_side)
+        height, width = frame.shape[:2]
+        frames.append(encode_jpeg(frame, quality))
+    if not frames:
+        raise VideoDecodeError(f"{example.path}: contains no decodable frame")
+    context = _context(example, index, height, width)
+    context["num_frames"] = _int64([len(frames)])
+    record = tf.train.SequenceExample(
+        context=tf.train.Features(feature=context),
+        feature_lists=tf.train.FeatureLists(
+            feature_list={"frames": tf.train.FeatureList(feature=[_bytes([f]) for f in frames])}
+        ),
+    )
+    return record.SerializeToString()
+
+
+def image_record(example: Example, index: int, short_side: int | None, quality: int) -> bytes:
+    """The serialized Example of one image; raises ValueError when it is unreadable."""
+    bgr = cv2.imread(example.path, cv2.IMREAD_COLOR)
+    if bgr is None:
+        raise ValueError(f"{example.path}: unreadable image")
+    image = resize_short_side(bgr[..., ::-1], short_side)
+    height, width = image.shape[:2]
+    features = _context(example, index, height, width)
+    features["image"] = _bytes([encode_jpeg(image, quality)])
+    return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
+
+
+def _fingerprint(kind: str, split: Split, short_side: int | None, quality: int, shards: int):
+    """A digest of everything that determines a shard's content."""
+    digest = hashlib.sha256()
+    digest.update(json.dumps([FORMAT_VERSION, kind, short_side, quality, shards]).encode())
+    for example in split.examples:
+        digest.update(json.dumps([example.path, example.label, list(example.privacy)]).encode())
+    return digest.hexdigest()[:16]
+
+
+def _shard_name(shard: int, num_shards: int) -> str:
+    return f"shard-{shard:05d}-of-{num_shards:05d}.tfrecord"
+
+
+def _sidecar(path: Path) -> Path:
+    return path.with_suffix(".json")
+
+
+def _complete(path: Path, fingerprint: str) -> dict | None:
+    """The sidecar of a finished shard written with `fingerprint`, else None."""
+    if not path.exists() or not _sidecar(path).exists():
+        return None
+    info = json.loads(_sidecar(path).read_text())
+    return info if info.get("fingerprint") == fingerprint else None
+
+
+def _write_shard(path: Path, records: Iterator[tuple[Example, bytes | str]], fingerprint: str):
+    """Write `records` ((example, serialized record or failure reason)) to `path` atomically:
+    a temporary file, then (after removing any older shard, so a crash in between never pairs an
+    old shard with a new sidecar) its sidecar, then the rename that marks the shard complete."""
+    temporary = path.with_name(path.name + ".tmp")
+    count, failures = 0, []
+    with tf.io.TFRecordWriter(str(temporary)) as writer:
+        for example, record in records:
+            if isinstance(record, bytes):
+                writer.write(record)
+                count += 1
+            else:
+                failures.append({"path": example.path, "reason": record})
+    info = {"fingerprint": fingerprint, "count": count, "failures": failures}
+    sidecar_tmp = temporary.with_suffix(".json.tmp")
+    sidecar_tmp.write_text(json.dumps(info))
+    path.unlink(missing_ok=True)
+    os.replace(sidecar_tmp, _sidecar(path))
+    os.replace(temporary, path)
+    return info
+
+
+def _encode_all(
+    encode: Callable[[Example, int], bytes], examples: list[tuple[int, Example]], workers: int
+) -> Iterator[tuple[Example, bytes | str]]:
+    """Encode examples in order on `workers` threads (decoders release the GIL); a decoding
+    failure becomes its reason string."""
+
+    def one(item: tuple[int, Example]) -> tuple[Example, bytes | str]:
+        index, example = item
+        try:
+            return example, encode(example, index)
+        except DECODE_ERRORS as error:
+            return example, str(error)
+
+    with concurrent.futures.ThreadPoolExecutor(max(1, workers)) as pool:
+        yield from pool.map(one, examples)
+
+
+def _prepare(
+    kind: str,
+    encode: Callable[[Example, int], bytes],
+    split: Split,
+    out_dir: str | os.PathLike,
+    short_side: int | None,
+    num_shards: int | None,
+    jpeg_quality: int,
+    workers: int | None,
+) -> dict:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    num_shards = num_shards or max(1, -(-len(split) // EXAMPLES_PER_SHARD))
+    num_shards = max(1, min(num_shards, len(split)))
+    fingerprint = _fingerprint(kind, split, short_side, jpeg_quality, num_shards)
+    chunks = np.array_split(np.arange(len(split)), num_shards)
+    shards = []
+    with tqdm(total=len(split), desc=f"caching {kind}s", unit=kind) as bar:
+        for shard, chunk in enumerate(chunks):
+            path = out / _shard_name(shard, num_shards)
+            info = _complete(path, fingerprint)
+            if info is None:
+                items = [(int(i), split.examples[i]) for i in chunk]
+                records = _encode_all(encode, items, workers or os.cpu_count() or 1)
+                info = _write_shard(path, _progress(records, bar), fingerprint)
+            else:
+                bar.update(len(chunk))
+            shards.append({"file": path.name, **info})
+    manifest = {
+        "format_version": FORMAT_VERSION,
+        "kind": kind,
+        "fingerprint": fingerprint,
+        "num_examples": len(split),
+        "num_records": sum(s["count"] for s in shards),
+        "short_side": short_side,
+        "jpeg_quality": jpeg_quality,
+        "class_names": list(split.class_names),
+        "attribute_names": list(split.attribute_names),
+        "shards": [{"file": s["file"], "count": s["count"]} for s in shards],
+        "failures": [f for s in shards for f in s["failures"]],
+        "missing": list(split.missing),
+    }
+    temporary = out / (MANIFEST + ".tmp")
+    temporary.write_text(json.dumps(manifest, indent=1))
+    os.replace(temporary, out / MANIFEST)
+    return manifest
+
+
+def _progress(records, bar):
+    for item in records:
+        bar.update(1)
+        yield item
+
+
+def prepare_video_cache(
+    split: Split,
+    out_dir: str | os.PathLike,
+    short_side: int | None = 128,
+    num_shards: int | None = None,
+    jpeg_quality: int = 90,
+    workers: int | None = None,
+) -> dict:
+    """Decode every video of `split` once into `out_dir` (sharded TFRecords + manifest.json).
+
+    Args:
+        split: The videos (with labels and privacy labels) to cache.
+        out_dir: The cache folder; complete shards already there are kept (resumable).
+        short_side: Frames are resized so their short side is this (None: keep the size).
+        num_shards: Number of shards (default: about 100 videos per shard).
+        jpeg_quality: JPEG quality of the stored frames.
+        workers: Decoding threads (default: the number of CPU cores).
+
+    Returns:
+        The manifest: counts, shards, and `failures` (path and reason of skipped videos).
+    """
+
+    def encode(example: Example, index: int) -> bytes:
+        return video_record(example, index, short_side, jpeg_quality)
+
+    return _prepare("video", encode, split, out_dir, short_side, num_shards, jpeg_quality, workers)
+
+
+def prepare_image_cache(
+    split: Split,
+    out_dir: str | os.PathLike,
+    short_side: int | None = 128,
+    num_shards: int | None = None,
+    jpeg_quality: int = 90,
+    workers: int | None = None,
+) -> dict:
+    """Store every image of `split` once into `out_dir`, like `prepare_video_cache`."""
+
+    def encode(example: Example, index: int) -> bytes:
+        return image_record(example, index, short_side, jpeg_quality)
+
+    return _prepare("image", encode, split, out_dir, short_side, num_shards, jpeg_quality, workers)
+
+
+def read_manifest(cache_dir: str | os.PathLike) -> dict:
+    """The manifest of a prepared cache (raises FileNotFoundError when it is not complete)."""
+    path = Path(cache_dir) / MANIFEST
+    if not path.is_file():
+        raise FileNotFoundError(f"{cache_dir}: no {MANIFEST}; run `prepare` first")
+    return json.loads(path.read_text())
+
+
+def shard_paths(cache_dir: str | os.PathLike, manifest: dict | None = None) -> list[str]:
+    """The shard files of a cache, in split order."""
+    manifest = manifest or read_manifest(cache_dir)
+    return [str(Path(cache_dir) / shard["file"]) for shard in manifest["shards"]]
+
+
+def _context_spec(num_attributes: int) -> dict:
+    return {
+        "label": tf.io.FixedLenFeature([], tf.int64),
+        "privacy": tf.io.FixedLenFeature([num_attributes], tf.int64),
+        "index": tf.io.FixedLenFeature([], tf.int64),
+        "height": tf.io.FixedLenFeature([], tf.int64),
+        "width": tf.io.FixedLenFeature([], tf.int64),
+        "path": tf.io.FixedLenFeature([], tf.string),
+    }
+
+
+def _typed(features: dict) -> dict:
+    """int64 scalars as int32, privacy labels as float32 (ready for BCE)."""
+    out = {}
+    for key, value in features.items():
+        if key == "privacy":
+            out[key] = tf.cast(value, tf.float32)
+        elif value.dtype == tf.int64:
+            out[key] = tf.cast(value, tf.int32)
+        else:
+            out[key] = value
+    return out
+
+
+def parse_video_record(serialized, num_attributes: int) -> dict:
+    """A video record as {"frames": (T,) JPEG strings, "num_frames", "label", "privacy",
+    "index", "height", "width", "path"}."""
+    context_spec = _context_spec(num_attributes)
+    context_spec["num_frames"] = tf.io.FixedLenFeature([], tf.int64)
+    context, sequence = tf.io.parse_single_sequence_example(
+        serialized,
+        context_features=context_spec,
+        sequence_features={"frames": tf.io.FixedLenSequenceFeature([], tf.string)},
+    )
+    return _typed({**context, "frames": sequence["frames"]})
+
+
+def parse_image_record(serialized, num_attributes: int) -> dict:
+    """An image record as {"image": JPEG string, "label", "privacy", "index", "height",
+    "width", "path"}."""
+    spec = _context_spec(num_attributes)
+    spec["image"] = tf.io.FixedLenFeature([], tf.string)
+    return _typed(tf.io.parse_single_example(serialized, spec))
+
+
+def _read(cache_dir, kind: str, parse) -> tf.data.Dataset:
+    manifest = read_manifest(cache_dir)
+    if manifest["kind"] != kind:
+        raise ValueError(f"{cache_dir}: a {manifest['kind']} cache, not a {kind} cache")
+    num_attributes = len(manifest["attribute_names"])
+    dataset = tf.data.TFRecordDataset(shard_paths(cache_dir, manifest))
+    return dataset.map(lambda r: parse(r, num_attributes), num_parallel_calls=tf.data.AUTOTUNE)
+
+
+def read_video_cache(cache_dir: str | os.PathLike) -> tf.data.Dataset:
+    """The parsed records of a video cache in split order (frames still JPEG-encoded)."""
+    return _read(cache_dir, "video", parse_video_record)
+
+
+def read_image_cache(cache_dir: str | os.PathLike) -> tf.data.Dataset:
+    """The parsed records of an image cache in split order (images still JPEG-encoded)."""
+    return _read(cache_dir, "image", parse_image_record)
+
+
+def verify_cache(cache_dir: str | os.PathLike) -> dict:
+    """Check that every shard of a cache parses, that each record's frame count and JPEG size
+    match its context, and that the counts match the manifest.
+
+    Returns {"ok", "kind", "records", "expected", "errors": [...], "failures": manifest's}.
+    """
+    manifest = read_manifest(cache_dir)
+    kind, num_attributes = manifest["kind"], len(manifest["attribute_names"])
+    parse = parse_video_record if kind == "video" else parse_image_record
+    errors, total = [], 0
+    for shard, path in zip(manifest["shards"], shard_paths(cache_dir, manifest)):
+        count = 0
+        try:
+            for serialized in tf.data.TFRecordDataset(path):
+                record = parse(serialized, num_attributes)
+                problem = _check_record(record, kind)
+                if problem:
+                    errors.append(f"{shard['file']} record {count}: {problem}")
+                count += 1
+        except (tf.errors.OpError, OSError) as error:
+            errors.append(f"{shard['file']}: unreadable after {count} records ({error})")
+        if count != shard["count"]:
+            errors.append(f"{shard['file']}: {count} records, the manifest says {shard['count']}")
+        total += count
+    if total != manifest["num_records"]:
+        errors.append(f"{total} records in all, the manifest says {manifest['num_records']}")
+    return {
+        "ok": not errors,
+        "kind": kind,
+        "records": total,
+        "expected": manifest["num_records"],
+        "errors": errors,
+        "failures": manifest["failures"],
+    }
+
+
+def _check_record(record: dict, kind: str) -> str:
+    """What is wrong with one parsed record, or ''."""
+    first = record["frames"][0] if kind == "video" else record["image"]
+    if kind == "video" and int(tf.size(record["frames"])) != int(record["num_frames"]):
+        return f"{int(tf.size(record['frames']))} frames, num_frames says {record['num_frames']}"
+    shape = tf.io.extract_jpeg_shape(first).numpy()
+    if (shape[0], shape[1]) != (int(record["height"]), int(record["width"])):
+        return (
+            f"JPEG is {shape[0]}x{shape[1]}, the record says {record['height']}x{record['width']}"
+        )
+    return ""

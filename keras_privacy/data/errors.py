@@ -1,0 +1,13 @@
+"""Errors of the data layer; every message names the file and the problem."""
+
+
+class DatasetFormatError(ValueError):
+    """An annotation file does not follow its dataset's official format.
+
+    The message starts with `path:line:` (or `path:` for a whole-file problem) so the faulty
+    line can be found at once.
+    """
+
+
+class VideoDecodeError(RuntimeError):
+    """A video cannot be decoded: missing, empty, corrupt, or without any decodable frame."""

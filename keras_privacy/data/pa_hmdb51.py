@@ -1,0 +1,127 @@
+"""PA-HMDB51: HMDB51 videos with frame-level privacy annotations (`<action>.json` per action)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from keras_privacy.data.annotations import resolve
+from keras_privacy.data.errors import DatasetFormatError
+from keras_privacy.data.examples import Example, Split
+from keras_privacy.data.vispr import VISPR1
+
+PA_HMDB51_TO_VISPR1 = {
+    "gender": ("a4_gender",),
+    "face": ("a9_face_complete", "a10_face_partial"),
+    "nudity": ("a12_semi_nudity",),
+    "skin_color": ("a17_color",),
+    "relationship": ("a64_rel_personal", "a65_rel_social"),
+}
+"""The VISPR-1 ids behind each PA-HMDB51 attribute, in the order of the field's
+`attributes_pa_hmdb51` table (idx 0-4, Wu et al.'s code): a PA-HMDB51 attribute is present
+when any of its VISPR ids is (complete or partial face; personal or social relationship)."""
+
+PA_HMDB51_ATTRIBUTES = tuple(PA_HMDB51_TO_VISPR1)
+"""The five PA-HMDB51 attributes in label order: gender, face, nudity, skin_color,
+relationship."""
+
+
+def read_pa_hmdb51(
+    annotations_dir: str | os.PathLike, root: str | os.PathLike | None = None
+) -> dict[str, Split]:
+    """The PA-HMDB51 evaluation videos as {"test": Split}, with action and privacy labels.
+
+    `annotations_dir` holds one `<action>.json` per HMDB51 action (`PrivacyAttributes/`), each
+    `{"video.avi": {"face": [[start, end, value], ...], ...}}` with inclusive frame ranges and
+    an int or a list of ints (one per person) as value. An attribute's binary label is
+    "present in any frame" (some value > 0); labels follow `PA_HMDB51_ATTRIBUTES`. Action
+    classes are the sorted action names, which is HMDB51's label order when all 51 files are
+    there. With `root`, videos are `root/<action>/<video>` and those not on disk are listed in
+    `Split.missing`. A malformed file raises `DatasetFormatError` naming it and the video.
+    """
+    files = {f.stem: f for f in Path(annotations_dir).glob("*.json")}
+    if not files:
+        raise FileNotFoundError(f"{annotations_dir}: no PA-HMDB51 '<action>.json' files")
+    class_names = sorted(files)
+    examples, missing = [], []
+    for label, action in enumerate(class_names):
+        for video, privacy in _read_action_file(files[action]).items():
+            path, exists = resolve(root, f"{action}/{video}")
+            if exists:
+                examples.append(Example(path=path, label=label, privacy=privacy))
+            else:
+                missing.append(f"{path}: file not found")
+    split = Split(
+        examples,
+        class_names=class_names,
+        attribute_names=list(PA_HMDB51_ATTRIBUTES),
+        missing=missing,
+    )
+    return {"test": split}
+
+
+def _read_action_file(path: Path) -> dict[str, tuple[int, ...]]:
+    """Video name -> binary labels over PA_HMDB51_ATTRIBUTES, from one `<action>.json`."""
+    try:
+        videos = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise DatasetFormatError(f"{path}:{error.lineno}: invalid JSON ({error.msg})") from error
+    if not isinstance(videos, dict):
+        raise DatasetFormatError(f"{path}: expected an object mapping video names to annotations")
+    labels = {}
+    for video, record in videos.items():
+        if not isinstance(record, dict):
+            raise DatasetFormatError(f"{path}: video {video!r}: expected an object of attributes")
+        labels[video] = tuple(
+            int(_present(record.get(name), path, video, name)) for name in PA_HMDB51_ATTRIBUTES
+        )
+    return labels
+
+
+def _present(ranges, path: Path, video: str, name: str) -> bool:
+    """Whether some `[start, end, value]` range of an attribute has a value (or person) > 0."""
+    if not isinstance(ranges, list):
+        raise DatasetFormatError(
+            f"{path}: video {video!r}: attribute {name!r} missing or not a list of ranges"
+        )
+    present = False
+    for entry in ranges:
+        values = entry[2] if isinstance(entry, list) and len(entry) == 3 else None
+        values = [values] if isinstance(values, int) else values
+        if not isinstance(values, list) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in [*entry[:2], *values]
+        ):
+            raise DatasetFormatError(
+                f"{path}: video {video!r}: attribute {name!r}: expected [start, end, value] with "
+                f"an int or a list of ints as value, got {entry!r}"
+            )
+        present = present or any(v > 0 for v in values)
+    return present
+
+
+def vispr_to_pa_hmdb51(
+    values: np.ndarray | Sequence[Sequence[float]], attribute_names: Sequence[str] = VISPR1
+) -> np.ndarray:
+    """(N, len(attribute_names)) VISPR labels or scores -> (N, 5) over PA_HMDB51_ATTRIBUTES.
+
+    Each PA-HMDB51 column is the maximum of its VISPR-1 columns (`PA_HMDB51_TO_VISPR1`), so a
+    privacy model trained on VISPR-1 can be scored on PA-HMDB51, as in the cross-dataset
+    protocols.
+    """
+    values = np.asarray(values)
+    if values.ndim != 2 or values.shape[1] != len(attribute_names):
+        raise ValueError(
+            f"expected values of shape (N, {len(attribute_names)}), got {values.shape}"
+        )
+    absent = [i for ids in PA_HMDB51_TO_VISPR1.values() for i in ids if i not in attribute_names]
+    if absent:
+        raise ValueError(f"attribute_names lack the VISPR-1 id(s) {absent}")
+    columns = {name: i for i, name in enumerate(attribute_names)}
+    return np.stack(
+        [values[:, [columns[i] for i in ids]].max(axis=1) for ids in PA_HMDB51_TO_VISPR1.values()],
+        axis=1,
+    )

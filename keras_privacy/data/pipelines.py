@@ -1,0 +1,352 @@
+"""tf.data pipelines of training clips, privacy views and evaluation clips (any Keras backend).
+
+A source is a prepared cache folder (`keras_privacy.data.cache`) or a `Split` of files. From a
+cache, a clip's frame indices are picked on the still-encoded JPEG strings and only those
+frames are decoded; from files, videos are decoded with PyAV (`read_video`) and images with
+`tf.io.decode_image`. Every random choice (order, clip start, augmentation, frame pair) comes
+from stateless seeds derived from (seed, epoch, example index), so the same seed gives the same
+batches, and one video gets the same clip from a cache as from its file. A file that fails to
+decode is skipped with a warning naming it.
+
+Clips shorter than their span (clip_length - 1) * stride + 1 LOOP: index i is taken modulo the
+number of frames (no blank or frozen padding frames).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from keras_privacy.data import augment
+from keras_privacy.data.cache import parse_image_record, parse_video_record, read_manifest
+from keras_privacy.data.cache import shard_paths as cache_shards
+from keras_privacy.data.examples import Split
+from keras_privacy.data.video import read_video
+
+PAIR_SAMPLERS = ("random", "near", "far")
+NEAR_FRAMES = 8  # "near": fewer than 8 frames apart in the original video
+FAR_FRAMES = 64  # "far": more than 64 frames apart, or as far apart as the clip allows
+VIDEO_SHUFFLE_WINDOW = 256  # cached videos shuffled within windows of this many records
+IMAGE_SHUFFLE_WINDOW = 4096
+
+Source = Split | str | os.PathLike
+AUTOTUNE = tf.data.AUTOTUNE
+
+
+# ---------------------------------------------------------------------------- frame choice
+
+
+def clip_indices(num_frames, clip_length: int, stride: int, start):
+    """Indices of `clip_length` frames every `stride`-th frame from `start`; a video shorter
+    than the clip's span loops back to its first frame."""
+    return (start + tf.range(clip_length) * stride) % tf.maximum(num_frames, 1)
+
+
+def random_start(seed, num_frames, clip_length: int, stride: int):
+    """A uniformly random start so that the clip fits when the video is long enough (else 0)."""
+    last = tf.maximum(num_frames - (clip_length - 1) * stride, 1)
+    return tf.random.stateless_uniform([], seed, 0, last, dtype=tf.int32)
+
+
+def equidistant_starts(num_frames, num_clips: int, clip_length: int, stride: int):
+    """`num_clips` starts spread evenly (linspace) from the first to the last that fits."""
+    last = tf.maximum(num_frames - (clip_length - 1) * stride - 1, 0)
+    spaced = tf.linspace(0.0, tf.cast(last, tf.float32), num_clips)
+    return tf.cast(tf.round(spaced), tf.int32)
+
+
+def frame_pair(seed, clip_length: int, stride: int, sampler: str = "random"):
+    """Positions (int32 (2,)) of two distinct frames of a clip, the NT-Xent positive pair.
+
+    random: any two frames; near: fewer than NEAR_FRAMES original frames apart; far: more
+    than FAR_FRAMES apart, or (clips spanning fewer frames) the first and last frame. Distances
+    are counted in the original video (clip positions times `stride`).
+    """
+    if sampler not in PAIR_SAMPLERS:
+        raise ValueError(f"pair sampler {sampler!r} is not one of {PAIR_SAMPLERS}")
+    if clip_length < 2:
+        return tf.zeros([2], tf.int32)
+    seed = tf.cast(seed, tf.int64)
+    seeds = [tf.random.experimental.stateless_fold_in(seed, k) for k in range(3)]
+    if sampler == "random":
+        first = tf.random.stateless_uniform([], seeds[0], 0, clip_length, dtype=tf.int32)
+        other = tf.random.stateless_uniform([], seeds[1], 0, clip_length - 1, dtype=tf.int32)
+        return tf.stack([first, other + tf.cast(other >= first, tf.int32)])
+    if sampler == "near":
+        low, high = 1, max(1, min(clip_length - 1, (NEAR_FRAMES - 1) // stride))
+    else:
+        low = high = min(clip_length - 1, FAR_FRAMES // stride + 1)
+        high = max(high, clip_length - 1)
+    gap = tf.random.stateless_uniform([], seeds[0], low, high + 1, dtype=tf.int32)
+    first = tf.random.stateless_uniform([], seeds[1], 0, clip_length - gap, dtype=tf.int32)
+    pair = tf.stack([first, first + gap])
+    swap = tf.random.stateless_uniform([], seeds[2]) < 0.5
+    return tf.where(swap, pair[::-1], pair)
+
+
+def take_frames(frames, indices):
+    """Frames `indices` of a video as uint8 (T, H, W, 3). `frames` is either (N,) JPEG strings,
+    of which only the distinct indexed ones are decoded, or decoded (N, H, W, 3) pixels."""
+    if frames.dtype != tf.string:
+        return tf.gather(frames, indices)
+    unique, position = tf.unique(indices)
+    decoded = tf.map_fn(
+        lambda data: tf.io.decode_jpeg(data, channels=3),
+        tf.gather(frames, unique),
+        fn_output_signature=tf.uint8,
+    )
+    return tf.gather(decoded, position)
+
+
+# ---------------------------------------------------------------------------- sources
+
+
+def _element_seed(seed: int, epoch, index):
+    """The stateless seed of one example in one epoch."""
+    base = tf.stack([tf.constant(seed, tf.int64), tf.cast(epoch, tf.int64)])
+    return tf.random.experimental.stateless_fold_in(base, tf.cast(index, tf.int64))
+
+
+def _permutation(count, seed):
+    return tf.argsort(tf.random.stateless_uniform([count], seed))
+
+
+def _window_shuffle(dataset: tf.data.Dataset, window: int, seed) -> tf.data.Dataset:
+    """Shuffle within consecutive windows of `window` elements, statelessly from `seed`."""
+
+    def permute(position, batch):
+        window_seed = tf.random.experimental.stateless_fold_in(seed, position)
+        order = _permutation(tf.shape(batch)[0], window_seed)
+        return tf.data.Dataset.from_tensor_slices(tf.gather(batch, order))
+
+    return dataset.batch(window).enumerate().flat_map(permute)
+
+
+class _Cache:
+    """A prepared cache: shards of serialized records."""
+
+    def __init__(self, directory: str | os.PathLike, kind: str):
+        self.manifest = read_manifest(directory)
+        if self.manifest["kind"] != kind:
+            raise ValueError(f"{directory}: a {self.manifest['kind']} cache, not a {kind} cache")
+        self.files = cache_shards(directory, self.manifest)
+        self.kind = kind
+        self.num_attributes = len(self.manifest["attribute_names"])
+
+    def items(self, epoch, seed: int | None) -> tf.data.Dataset:
+        """Serialized records of one epoch: in split order, or (with a seed) shards in a
+        random order, interleaved, then shuffled within windows."""
+        files = tf.constant(self.files)
+        if seed is None:
+            records = tf.data.TFRecordDataset(files)
+        else:
+            epoch_seed = tf.stack([tf.constant(seed, tf.int64), tf.cast(epoch, tf.int64)])
+            files = tf.gather(files, _permutation(len(self.files), epoch_seed))
+            records = tf.data.Dataset.from_tensor_slices(files).interleave(
+                tf.data.TFRecordDataset, cycle_length=min(4, len(self.files)), deterministic=True
+            )
+            window = VIDEO_SHUFFLE_WINDOW if self.kind == "video" else IMAGE_SHUFFLE_WINDOW
+            records = _window_shuffle(records, window, epoch_seed)
+        return records.map(lambda record: {"serialized": record, "epoch": epoch})
+
+    def load(self, item) -> dict:
+        """A parsed record: video frames stay JPEG strings; images are decoded."""
+        if self.kind == "video":
+            return parse_video_record(item["serialized"], self.num_attributes)
+        record = parse_image_record(item["serialized"], self.num_attributes)
+        record["image"] = tf.io.decode_jpeg(record["image"], channels=3)
+        return record
+
+
+class _Files:
+    """A `Split` of video or image files."""
+
+    def __init__(self, split: Split, kind: str):
+        if not split.examples:
+            raise ValueError("the split has no examples")
+        self.kind = kind
+        self.paths = tf.constant([e.path for e in split.examples])
+        self.labels = tf.constant([e.label for e in split.examples], tf.int32)
+        width = max(len(e.privacy) for e in split.examples)
+        privacy = [e.privacy if len(e.privacy) == width else (0,) * width for e in split.examples]
+        self.privacy = tf.constant(np.array(privacy, np.float32).reshape(len(privacy), width))
+
+    def items(self, epoch, seed: int | None) -> tf.data.Dataset:
+        count = self.paths.shape[0]
+        if seed is None:
+            order = tf.range(count)
+        else:
+            epoch_seed = tf.stack([tf.constant(seed, tf.int64), tf.cast(epoch, tf.int64)])
+            order = tf.cast(_permutation(count, epoch_seed), tf.int32)
+        return tf.data.Dataset.from_tensor_slices(order).map(
+            lambda index: {"index": index, "epoch": epoch}
+        )
+
+    def load(self, item) -> dict:
+        """The decoded file of an item, with its labels."""
+        index = item["index"]
+        record = {
+            "index": index,
+            "label": self.labels[index],
+            "privacy": self.privacy[index],
+        }
+        if self.kind == "image":
+            data = tf.io.read_file(self.paths[index])
+            record["image"] = tf.io.decode_image(data, channels=3, expand_animations=False)
+            return record
+        frames = tf.numpy_function(_read_video, [self.paths[index]], tf.uint8, stateful=False)
+        record["frames"] = tf.ensure_shape(frames, [None, None, None, 3])
+        record["num_frames"] = tf.shape(frames)[0]
+        return record
+
+
+def _read_video(path: bytes) -> np.ndarray:
+    return read_video(path.decode())
+
+
+def _source(source: Source, kind: str) -> _Cache | _Files:
+    return _Files(source, kind) if isinstance(source, Split) else _Cache(source, kind)
+
+
+def _items(source: _Cache | _Files, seed: int | None, epochs: int | None) -> tf.data.Dataset:
+    """The items of `epochs` epochs (None: endless), each epoch in its own seeded order."""
+    counter = tf.data.Dataset.range(epochs) if epochs else tf.data.Dataset.counter()
+    return counter.flat_map(lambda epoch: source.items(epoch, seed))
+
+
+def _map(dataset: tf.data.Dataset, function, source) -> tf.data.Dataset:
+    """Parallel, order-keeping map; a file that fails to decode is skipped with a warning."""
+    dataset = dataset.map(function, num_parallel_calls=AUTOTUNE, deterministic=True)
+    return dataset.ignore_errors(log_warning=True) if isinstance(source, _Files) else dataset
+
+
+# ---------------------------------------------------------------------------- pipelines
+
+
+def action_train_dataset(
+    source: Source,
+    batch_size: int,
+    clip_length: int = 16,
+    stride: int = 2,
+    size: int = 112,
+    seed: int = 0,
+    pair_sampler: str = "random",
+    config: augment.AugmentConfig = augment.SUPERVISED,
+    epochs: int | None = 1,
+) -> tf.data.Dataset:
+    """Shuffled, augmented training clips of `epochs` passes (None: endless), last partial
+    batch dropped: {"clips" float32 (B, T, size, size, 3) in [0, 1], "labels" int32 (B,),
+    "frame_pairs" int32 (B, 2) positions in the clip of the NT-Xent pair}."""
+    videos = _source(source, "video")
+
+    def make(item):
+        record = videos.load(item)
+        element_seed = _element_seed(seed, item["epoch"], record["index"])
+        start_seed, augment_seed, pair_seed = (
+            tf.random.experimental.stateless_fold_in(element_seed, k) for k in range(3)
+        )
+        start = random_start(start_seed, record["num_frames"], clip_length, stride)
+        indices = clip_indices(record["num_frames"], clip_length, stride, start)
+        frames = take_frames(record["frames"], indices)
+        clip = augment.augment_clip(frames, augment_seed, size, config)
+        return {
+            "clips": tf.ensure_shape(clip, [clip_length, size, size, 3]),
+            "labels": record["label"],
+            "frame_pairs": frame_pair(pair_seed, clip_length, stride, pair_sampler),
+        }
+
+    dataset = _map(_items(videos, seed, epochs), make, videos)
+    return dataset.batch(batch_size, drop_remainder=True).prefetch(AUTOTUNE)
+
+
+def action_eval_dataset(
+    source: Source,
+    num_clips: int = 10,
+    clip_length: int = 16,
+    stride: int = 2,
+    size: int = 112,
+    fraction: float = 1.0,
+) -> tf.data.Dataset:
+    """Per video in source order, `num_clips` equidistant centre-cropped clips:
+    {"clips" float32 (K, T, size, size, 3), "label" int32, "video_index" int32}."""
+    videos = _source(source, "video")
+
+    def make(item):
+        record = videos.load(item)
+        starts = equidistant_starts(record["num_frames"], num_clips, clip_length, stride)
+        indices = tf.reshape(
+            clip_indices(record["num_frames"], clip_length, stride, starts[:, None]), [-1]
+        )
+        clips = augment.evaluation_clip(take_frames(record["frames"], indices), size, fraction)
+        return {
+            "clips": tf.reshape(clips, [num_clips, clip_length, size, size, 3]),
+            "label": record["label"],
+            "video_index": record["index"],
+        }
+
+    return _map(_items(videos, None, 1), make, videos).prefetch(AUTOTUNE)
+
+
+def privacy_pair_dataset(
+    source: Source,
+    batch_size: int,
+    size: int,
+    seed: int = 0,
+    config: augment.AugmentConfig = augment.CONTRASTIVE,
+    epochs: int | None = None,
+) -> tf.data.Dataset:
+    """Batches of two independently augmented views of each image: {"views" float32
+    (B, 2, size, size, 3)}; endless by default (each pass in a new seeded order)."""
+    images = _source(source, "image")
+
+    def make(item):
+        record = images.load(item)
+        element_seed = _element_seed(seed, item["epoch"], record["index"])
+        image = record["image"][None]
+        views = [
+            augment.augment_clip(
+                image, tf.random.experimental.stateless_fold_in(element_seed, k), size, config
+            )[0]
+            for k in range(2)
+        ]
+        return {"views": tf.ensure_shape(tf.stack(views), [2, size, size, 3])}
+
+    dataset = _map(_items(images, seed, epochs), make, images)
+    return dataset.batch(batch_size, drop_remainder=True).prefetch(AUTOTUNE)
+
+
+def privacy_labelled_dataset(
+    source: Source,
+    batch_size: int,
+    size: int,
+    training: bool,
+    seed: int = 0,
+    config: augment.AugmentConfig = augment.SUPERVISED,
+    epochs: int | None = 1,
+) -> tf.data.Dataset:
+    """Batches of {"images" float32 (B, size, size, 3), "privacy" float32 (B, A)}: shuffled,
+    augmented and without the last partial batch for training; else centre-cropped, in order,
+    every image once."""
+    images = _source(source, "image")
+
+    def make(item):
+        record = images.load(item)
+        image = record["image"][None]
+        if training:
+            element_seed = _element_seed(seed, item["epoch"], record["index"])
+            image = augment.augment_clip(image, element_seed, size, config)
+        else:
+            image = augment.evaluation_clip(image, size)
+        return {"images": tf.ensure_shape(image[0], [size, size, 3]), "privacy": record["privacy"]}
+
+    items = _items(images, seed, epochs) if training else _items(images, None, 1)
+    dataset = _map(items, make, images)
+    return dataset.batch(batch_size, drop_remainder=training).prefetch(AUTOTUNE)
+
+
+def minimax_dataset(action: tf.data.Dataset, privacy: tf.data.Dataset) -> tf.data.Dataset:
+    """One element dict per step for the minimax trainers: an action batch merged with a
+    privacy batch; it ends with the shorter of the two (the privacy one is usually endless)."""
+    return tf.data.Dataset.zip(action, privacy).map(lambda a, p: {**a, **p})

@@ -1,0 +1,134 @@
+"""From an `ExperimentConfig` to decoded datasets and per-epoch tf.data pipelines.
+
+The built-in synthetic benchmark is written on first use into `config.synthetic_dir` and read
+back through the same UCF101 and VISPR readers as the real datasets.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from keras_privacy.config import ExperimentConfig
+from keras_privacy.data import pipelines
+from keras_privacy.data.cache import read_manifest
+from keras_privacy.data.examples import Split
+from keras_privacy.data.hmdb51 import read_hmdb51
+from keras_privacy.data.synthetic import write_synthetic_benchmark
+from keras_privacy.data.ucf101 import read_ucf101
+from keras_privacy.data.vispr import read_vispr
+
+_DONE = ".complete"
+
+
+def synthetic_benchmark(directory: str | Path, seed: int = 0) -> Path:
+    """The synthetic benchmark in `directory`, written first if it is not complete there."""
+    directory = Path(directory)
+    if not (directory / _DONE).exists():
+        logging.info("writing the synthetic benchmark to %s", directory)
+        write_synthetic_benchmark(directory, seed=seed)
+        (directory / _DONE).write_text("ok\n")
+    return directory
+
+
+def action_splits(config: ExperimentConfig) -> dict[str, Split]:
+    """The action dataset's train and test splits as the config names them."""
+    if config.action_dataset == "synthetic":
+        root = synthetic_benchmark(config.synthetic_dir)
+        return read_ucf101(root / "ucf_splits", root / "videos", split=1)
+    reader = {"ucf101": read_ucf101, "hmdb51": read_hmdb51}[config.action_dataset]
+    return reader(config.action_annotations, config.action_root, split=config.action_split)
+
+
+def privacy_splits(config: ExperimentConfig) -> dict[str, Split]:
+    """The privacy image dataset's splits as the config names them."""
+    if config.privacy_dataset == "synthetic":
+        root = synthetic_benchmark(config.synthetic_dir) / "vispr"
+        return read_vispr(root, root, attributes="all")
+    return read_vispr(
+        config.privacy_annotations, config.privacy_root, attributes=config.privacy_attributes
+    )
+
+
+def _report_missing(name: str, split: Split) -> None:
+    if split.missing:
+        logging.warning(
+            "%s: %d listed files are missing, e.g. %s", name, len(split.missing), split.missing[0]
+        )
+
+
+def _count(source: pipelines.Source) -> int:
+    """Examples in a split or in a prepared cache."""
+    if isinstance(source, Split):
+        return len(source.examples)
+    return int(read_manifest(source)["num_examples"])
+
+
+@dataclasses.dataclass
+class TrainingData:
+    """The training videos and privacy images (a prepared cache or a split of files), and the
+    per-epoch minimax batches made of them."""
+
+    config: ExperimentConfig
+    videos: pipelines.Source
+    images: pipelines.Source
+    class_names: list[str]
+    attribute_names: list[str]
+
+    @property
+    def steps_per_epoch(self) -> int:
+        """Batches in one pass over the action videos."""
+        return max(1, _count(self.videos) // self.config.batch_size)
+
+    def dataset(self, epoch: int, steps: int):
+        """`steps` batches of the minimax format for `epoch` (seeded by seed and epoch)."""
+        c = self.config
+        seed = c.seed * 1000 + epoch
+        action = pipelines.action_train_dataset(
+            self.videos,
+            c.batch_size,
+            c.clip_length,
+            c.clip_stride,
+            c.image_size,
+            seed=seed,
+            pair_sampler=c.pair_sampler,
+            config=c.action_augmentation(),
+            epochs=None,
+        )
+        privacy = pipelines.privacy_pair_dataset(
+            self.images, c.privacy_batch_size, c.image_size, seed=seed
+        )
+        return pipelines.minimax_dataset(action, privacy).take(steps)
+
+    def fixed_clip(self) -> np.ndarray:
+        """The centre-cropped first clip of the first video, to watch the anonymization."""
+        c = self.config
+        dataset = pipelines.action_eval_dataset(
+            self.videos, 1, c.clip_length, c.clip_stride, c.image_size
+        )
+        return next(iter(dataset.take(1).as_numpy_iterator()))["clips"][0]
+
+
+def training_data(config: ExperimentConfig) -> TrainingData:
+    """The training splits of the config's action and privacy datasets (their caches when
+    given)."""
+    actions = action_splits(config)["train"] if not config.action_cache else None
+    images = privacy_splits(config)["train"] if not config.privacy_cache else None
+    if actions is not None:
+        _report_missing("action train split", actions)
+    if images is not None:
+        _report_missing("privacy train split", images)
+    return TrainingData(
+        config=config,
+        videos=config.action_cache or actions,
+        images=config.privacy_cache or images,
+        class_names=_names(actions, config.action_cache, "class_names"),
+        attribute_names=_names(images, config.privacy_cache, "attribute_names"),
+    )
+
+
+def _names(split: Split | None, cache: str, key: str) -> list[str]:
+    return list(getattr(split, key)) if split is not None else list(read_manifest(cache)[key])

@@ -1,0 +1,296 @@
+"""A built-in benchmark standing in for UCF101 + VISPR, written as real files in their formats.
+
+The ACTION is carried by motion only: a person-like actor (skin-toned head, body, legs) moves
+right, left, down, up, or around a circle clockwise or anticlockwise, from a uniformly random
+start position at a random speed, wrapping around the frame edges, so no single frame tells the
+class. The PRIVACY attributes are static appearance only; each is present in exactly half of
+every split (half of every class for videos), drawn independently of the others:
+
+- `s1_warm_actor` (colour, coarse): the body is warm (red-orange) rather than cool (blue-green);
+- `s2_striped_actor` (texture, fine): horizontal body stripes of a 4-pixel period (at 64 px);
+- `s3_face_mark` (face, fine): a 4 x 4 pixel checker mark on the face;
+- `s4_outdoor_scene` (scene, coarse): sky-and-grass background rather than a tiled room;
+- `s5_object` (object, coarse): a lamp-like object stands in the scene.
+
+The fine cues keep the mean colour of what they cover: 4x down-sampling by area averaging
+removes them, while the coarse ones survive. The same renderer makes the privacy images (actor
+in a scene, no motion) and the video frames, so what is learned on images transfers to frames.
+
+Layout written under `out_dir`:
+
+    videos/<Class>/v_<Class>_gXX_cYY.avi               H.264, 64 x 64, 32 frames, 25 fps
+    ucf_splits/{classInd,trainlist01,testlist01}.txt   UCF101 split format (CRLF)
+    vispr/images/{train,val,test}2017/<id>.jpg         privacy images (JPEG, quality 95)
+    vispr/annotations/{train,val,test}2017/<id>.json   VISPR per-image annotations
+    vispr/{train,val,test}2017.txt, vispr/attributes.tsv
+    vp_labels.csv                                      video-level privacy labels (VP style)
+"""
+
+from __future__ import annotations
+
+import colorsys
+import dataclasses
+import json
+import os
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from keras_privacy.data.video import write_video
+
+CLASSES = ("MoveRight", "MoveLeft", "MoveDown", "MoveUp", "CircleClockwise", "CircleAnticlockwise")
+ATTRIBUTES = (
+    ("s1_warm_actor", "Colour", "Warm-coloured clothing (coarse cue)"),
+    ("s2_striped_actor", "Texture", "Thin horizontal stripes on the clothing (fine cue)"),
+    ("s3_face_mark", "Face", "Small checker mark on the face (fine cue)"),
+    ("s4_outdoor_scene", "Scene", "Outdoor scene instead of a tiled room (coarse cue)"),
+    ("s5_object", "Object", "A lamp-like object in the scene (coarse cue)"),
+)
+ATTRIBUTE_IDS = tuple(a[0] for a in ATTRIBUTES)
+SAFE = "a0_safe"
+_KIND_CODES = {"video": 1, "image": 2, "split": 3}
+
+
+@dataclasses.dataclass(frozen=True)
+class SyntheticPaths:
+    """Where the benchmark's parts are: pass `ucf_splits` and `videos` to `read_ucf101`
+    (annotations_dir, root) and `vispr` to `read_vispr` (annotations_dir and root)."""
+
+    root: Path
+    videos: Path
+    ucf_splits: Path
+    vispr: Path
+    vp_labels: Path
+
+
+def _rng(seed: int, kind: str, *index: int) -> np.random.Generator:
+    """An independent generator per (seed, kind, index): output does not depend on order."""
+    return np.random.default_rng([seed, _KIND_CODES[kind], *index])
+
+
+def balanced_attributes(rng: np.random.Generator, count: int) -> np.ndarray:
+    """(count, A) binary labels: each attribute present in exactly half (rounded down) of the
+    rows, each column shuffled independently."""
+    column = (np.arange(count) < count // 2).astype(np.int64)
+    return np.stack([rng.permutation(column) for _ in ATTRIBUTE_IDS], axis=1)
+
+
+def _hsv(h: float, s: float, v: float) -> np.ndarray:
+    return np.array(colorsys.hsv_to_rgb(h % 1.0, s, v), np.float32)
+
+
+def _background(rng: np.random.Generator, size: int, outdoor: bool) -> np.ndarray:
+    """A textured scene (float RGB in [0, 1]): sky above grass, or a tiled wall above a floor."""
+    yy, xx = np.mgrid[0:size, 0:size].astype(np.float32) / size
+    horizon = rng.uniform(0.4, 0.6)
+    grain = rng.normal(0.0, 0.025, (size, size, 1)).astype(np.float32)
+    if outdoor:
+        sky = _hsv(rng.uniform(0.55, 0.62), rng.uniform(0.3, 0.5), rng.uniform(0.75, 0.9))
+        grass = _hsv(rng.uniform(0.22, 0.32), rng.uniform(0.5, 0.7), rng.uniform(0.35, 0.55))
+        sky_part = sky * (1.1 - 0.25 * yy[..., None])
+        blades = 0.08 * np.sin(2 * np.pi * xx * size / rng.uniform(5, 7))[..., None]
+        image = np.where(yy[..., None] < horizon, sky_part, grass + blades)
+    else:
+        wall = _hsv(rng.uniform(0.05, 0.15), rng.uniform(0.1, 0.25), rng.uniform(0.6, 0.8))
+        floor = _hsv(rng.uniform(0.05, 0.12), rng.uniform(0.3, 0.5), rng.uniform(0.3, 0.45))
+        tile = max(4, round(size * rng.uniform(0.12, 0.16)))
+        grid = (np.arange(size)[:, None] // tile + np.arange(size)[None] // tile) % 2
+        image = np.where(yy[..., None] < horizon, wall * (0.92 + 0.12 * grid[..., None]), floor)
+    return np.clip(image + grain, 0.0, 1.0).astype(np.float32)
+
+
+def _add_object(rng: np.random.Generator, scene: np.ndarray) -> None:
+    """Draw a lamp (a bright shade on a dark pole) at a random place, in place."""
+    size = scene.shape[0]
+    width, height = max(4, round(size * 0.14)), max(6, round(size * 0.25))
+    y, x = rng.integers(0, size - height), rng.integers(0, size - width)
+    shade = _hsv(rng.uniform(0.1, 0.17), rng.uniform(0.7, 0.9), rng.uniform(0.9, 1.0))
+    scene[y : y + height // 2, x : x + width] = shade
+    pole = slice(x + width // 2 - max(1, width // 6), x + width // 2 + max(1, width // 6))
+    scene[y + height // 2 : y + height, pole] = 0.15
+
+
+def actor_sprite(rng: np.random.Generator, attrs: dict, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The actor as (RGB float image, alpha mask), about 0.4 x 0.2 of a `size` frame.
+
+    Fine cues are mean-preserving (light and dark halves around the same base), so averaging
+    4 x 4 pixels removes them while 2x down-sampling keeps them visible.
+    """
+    unit = size / 64
+    head, body, legs = round(8 * unit), round(11 * unit), round(6 * unit)
+    width = round(12 * unit)
+    height = head + body + legs
+    yy, xx = np.mgrid[0:height, 0:width].astype(np.float32)
+    centre = (width - 1) / 2
+    head_mask = (yy - (head - 1) / 2) ** 2 + (xx - centre) ** 2 <= (head / 2) ** 2
+    body_mask = (yy >= head) & (yy < head + body)
+    leg_mask = (yy >= head + body) & (np.abs(xx - centre) >= 1.0 * unit)
+    hue = rng.uniform(0.0, 0.09) if attrs["s1_warm_actor"] else rng.uniform(0.45, 0.62)
+    clothes = _hsv(hue, rng.uniform(0.65, 0.9), rng.uniform(0.6, 0.8))
+    skin = _hsv(rng.uniform(0.05, 0.1), rng.uniform(0.25, 0.5), rng.uniform(0.65, 0.9))
+    image = np.zeros((height, width, 3), np.float32)
+    image[head_mask] = skin
+    image[body_mask] = clothes
+    image[leg_mask] = 0.2
+    if attrs["s2_striped_actor"]:
+        period = max(2, round(4 * unit))
+        light = ((yy - head) % period) < period / 2
+        image[body_mask & light] *= 1.3
+        image[body_mask & ~light] *= 0.7
+    if attrs["s3_face_mark"]:
+        block = max(1, round(2 * unit))
+        y0, x0 = round((head - 2 * block) / 2), round(centre + 0.5 - block)
+        for dy in range(2):
+            for dx in range(2):
+                tone = 0.45 if (dy + dx) % 2 == 0 else 1.55
+                region = (
+                    slice(y0 + dy * block, y0 + (dy + 1) * block),
+                    slice(x0 + dx * block, x0 + (dx + 1) * block),
+                )
+                image[region] = skin * tone
+    mask = (head_mask | body_mask | leg_mask).astype(np.float32)
+    return np.clip(image, 0.0, 1.0), mask
+
+
+@dataclasses.dataclass
+class Scene:
+    """The static appearance of one example: background (with object) and actor sprite."""
+
+    background: np.ndarray
+    sprite: np.ndarray
+    mask: np.ndarray
+
+    @classmethod
+    def sample(cls, rng: np.random.Generator, attrs: dict, size: int) -> Scene:
+        """A random scene of `size` x `size` pixels showing the attributes `attrs`."""
+        background = _background(rng, size, bool(attrs["s4_outdoor_scene"]))
+        if attrs["s5_object"]:
+            _add_object(rng, background)
+        sprite, mask = actor_sprite(rng, attrs, size)
+        return cls(background, sprite, mask)
+
+    def render(self, y: float, x: float) -> np.ndarray:
+        """The scene with the actor's top-left corner at (y, x), wrapping around the edges,
+        as RGB uint8."""
+        frame = self.background.copy()
+        size = frame.shape[0]
+        rows = (np.arange(self.mask.shape[0]) + round(y)) % size
+        cols = (np.arange(self.mask.shape[1]) + round(x)) % size
+        alpha = self.mask[..., None]
+        frame[np.ix_(rows, cols)] = frame[np.ix_(rows, cols)] * (1 - alpha) + self.sprite * alpha
+        return np.round(frame * 255).astype(np.uint8)
+
+
+def trajectory(
+    rng: np.random.Generator, label: int, num_frames: int, size: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(y, x) of the actor in each frame for motion class `label` of `CLASSES`: a uniformly
+    random start, a random speed (0.8-1.6 pixels a frame at 64 px), and for circles a random
+    radius and phase. Positions are not wrapped (the renderer wraps them)."""
+    y0, x0 = rng.uniform(0, size, size=2)
+    speed = rng.uniform(0.8, 1.6) * size / 64
+    t = np.arange(num_frames, dtype=np.float64)
+    if label < 4:
+        dy, dx = ((0, 1), (0, -1), (1, 0), (-1, 0))[label]
+        return y0 + dy * speed * t, x0 + dx * speed * t
+    radius = rng.uniform(0.12, 0.2) * size
+    turn = (1 if CLASSES[label] == "CircleClockwise" else -1) * speed / radius
+    phase = rng.uniform(0, 2 * np.pi)
+    # Image rows grow downwards, so an increasing angle turns clockwise on screen.
+    return y0 + radius * np.sin(phase + turn * t), x0 + radius * np.cos(phase + turn * t)
+
+
+def _attrs(row: np.ndarray) -> dict:
+    return dict(zip(ATTRIBUTE_IDS, (int(v) for v in row)))
+
+
+def _write_videos(
+    paths: SyntheticPaths, seed: int, size: int, num_frames: int, per_class: tuple[int, int], fps
+) -> None:
+    lists: dict[str, list[str]] = {"train": [], "test": []}
+    rows = []
+    for label, name in enumerate(CLASSES):
+        (paths.videos / name).mkdir(parents=True, exist_ok=True)
+        for subset, count, offset in (("train", per_class[0], 0), ("test", per_class[1], 1)):
+            labels = balanced_attributes(_rng(seed, "split", label, offset), count)
+            for index in range(count):
+                number = index + offset * per_class[0]
+                relative = f"{name}/v_{name}_g{number // 4 + 1:02d}_c{number % 4 + 1:02d}.avi"
+                rng = _rng(seed, "video", label, number)
+                attrs = _attrs(labels[index])
+                scene = Scene.sample(rng, attrs, size)
+                ys, xs = trajectory(rng, label, num_frames, size)
+                frames = (scene.render(y, x) for y, x in zip(ys, xs))
+                write_video(paths.videos / relative, frames, fps=fps, codec="libx264", quality=2)
+                lists[subset].append(f"{relative} {label + 1}" if subset == "train" else relative)
+                rows.append([relative, *labels[index]])
+    class_index = "".join(f"{i + 1} {name}\r\n" for i, name in enumerate(CLASSES))
+    (paths.ucf_splits / "classInd.txt").write_text(class_index, newline="")
+    for subset, lines in lists.items():
+        text = "".join(f"{line}\r\n" for line in lines)
+        (paths.ucf_splits / f"{subset}list01.txt").write_text(text, newline="")
+    header = ",".join(("video", *ATTRIBUTE_IDS))
+    paths.vp_labels.write_text("\n".join([header, *(",".join(map(str, r)) for r in rows)]) + "\n")
+
+
+def _write_images(paths: SyntheticPaths, seed: int, size: int, counts: dict[str, int]) -> None:
+    vocabulary = [(SAFE, "Safe", "Safe"), *ATTRIBUTES]
+    tsv = "idx\tattribute_id\tgroup\tdescription\r\n" + "".join(
+        f"{i}\t{a}\t{g}\t{d}\r\n" for i, (a, g, d) in enumerate(vocabulary)
+    )
+    (paths.vispr / "attributes.tsv").write_text(tsv, newline="")
+    for number, (subset, count) in enumerate(counts.items()):
+        for folder in ("images", "annotations"):
+            (paths.vispr / folder / f"{subset}2017").mkdir(parents=True, exist_ok=True)
+        labels = balanced_attributes(_rng(seed, "split", len(CLASSES), number), count)
+        lines = []
+        for index in range(count):
+            image_id = f"2017_{number + 1}{index:07d}"
+            rng = _rng(seed, "image", number, index)
+            scene = Scene.sample(rng, _attrs(labels[index]), size)
+            y, x = rng.uniform(0, size, size=2)
+            image_path = f"images/{subset}2017/{image_id}.jpg"
+            cv2.imwrite(
+                str(paths.vispr / image_path),
+                scene.render(y, x)[..., ::-1],
+                [cv2.IMWRITE_JPEG_QUALITY, 95],
+            )
+            present = [a for a, v in zip(ATTRIBUTE_IDS, labels[index]) if v] or [SAFE]
+            record = {"id": image_id, "image_path": image_path, "labels": present}
+            annotation = f"annotations/{subset}2017/{image_id}.json"
+            (paths.vispr / annotation).write_text(json.dumps(record))
+            lines.append(annotation)
+        (paths.vispr / f"{subset}2017.txt").write_text("".join(f"{x}\n" for x in lines))
+
+
+def write_synthetic_benchmark(
+    out_dir: str | os.PathLike,
+    seed: int = 0,
+    *,
+    size: int = 64,
+    num_frames: int = 32,
+    videos_per_class: tuple[int, int] = (36, 14),
+    num_images: tuple[int, int, int] = (600, 60, 240),
+    fps: int = 25,
+) -> SyntheticPaths:
+    """Write the benchmark (see the module docstring) into `out_dir` and return its paths.
+
+    Defaults: 6 classes x (36 train + 14 test) = 216 + 84 videos of 32 frames at 64 x 64,
+    600 / 60 / 240 train / val / test images; a few MB, written in seconds. The same seed
+    writes the same frames and labels. Files already there are overwritten.
+    """
+    root = Path(out_dir)
+    paths = SyntheticPaths(
+        root=root,
+        videos=root / "videos",
+        ucf_splits=root / "ucf_splits",
+        vispr=root / "vispr",
+        vp_labels=root / "vp_labels.csv",
+    )
+    for folder in (paths.videos, paths.ucf_splits, paths.vispr):
+        folder.mkdir(parents=True, exist_ok=True)
+    _write_videos(paths, seed, size, num_frames, videos_per_class, fps)
+    counts = dict(zip(("train", "val", "test"), num_images))
+    _write_images(paths, seed, size, counts)
+    return paths

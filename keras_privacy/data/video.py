@@ -1,0 +1,148 @@
+"""Video decoding and encoding with PyAV, which bundles FFmpeg (tensorflow-io no longer loads).
+
+Every failure to read a video (missing, empty, corrupt, no decodable frame) raises
+`VideoDecodeError` naming the file, so callers can skip and report it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterable, Iterator
+from fractions import Fraction
+
+import av
+import numpy as np
+
+from keras_privacy.data.errors import VideoDecodeError
+
+
+@dataclasses.dataclass(frozen=True)
+class VideoInfo:
+    """Frame count, frame rate and frame size of a video's first video stream."""
+
+    num_frames: int
+    fps: float
+    height: int
+    width: int
+
+
+def _open(path: str | os.PathLike) -> av.container.InputContainer:
+    """Open `path` for reading, checking it is a non-empty file with a video stream."""
+    if not os.path.isfile(path):
+        raise VideoDecodeError(f"{path}: no such file")
+    if os.path.getsize(path) == 0:
+        raise VideoDecodeError(f"{path}: empty file (0 bytes)")
+    try:
+        container = av.open(os.fspath(path))
+    except (av.error.FFmpegError, OSError, ValueError) as error:
+        raise VideoDecodeError(f"{path}: cannot be opened as a video ({error})") from error
+    if not container.streams.video:
+        container.close()
+        raise VideoDecodeError(f"{path}: has no video stream")
+    return container
+
+
+def _decoded_frames(path: str | os.PathLike) -> Iterator[av.VideoFrame]:
+    """The decoded frames of the first video stream, decoding errors as VideoDecodeError."""
+    container = _open(path)
+    try:
+        stream = container.streams.video[0]
+        stream.thread_type = "AUTO"
+        yield from container.decode(stream)
+    except av.error.FFmpegError as error:
+        raise VideoDecodeError(f"{path}: decoding failed ({error})") from error
+    finally:
+        container.close()
+
+
+def iter_video_frames(path: str | os.PathLike) -> Iterator[np.ndarray]:
+    """Yield the frames of `path` one at a time as RGB uint8 (H, W, 3) arrays.
+
+    Streams long videos without holding them in memory. A file that yields no frame at all
+    raises `VideoDecodeError` (after the last frame), like a missing or corrupt one.
+    """
+    count = 0
+    for frame in _decoded_frames(path):
+        count += 1
+        yield frame.to_ndarray(format="rgb24")
+    if count == 0:
+        raise VideoDecodeError(f"{path}: contains no decodable frame (empty video)")
+
+
+def read_video(path: str | os.PathLike, max_frames: int | None = None) -> np.ndarray:
+    """All frames (or the first `max_frames`) of `path` as an RGB uint8 (T, H, W, 3) array.
+
+    Any container and codec FFmpeg reads is accepted. Frames decode in RGB order (not OpenCV's
+    BGR). A truncated file gives the frames that still decode.
+    """
+    if max_frames is not None and max_frames < 1:
+        raise ValueError(f"max_frames must be at least 1, got {max_frames}")
+    frames = []
+    for frame in iter_video_frames(path):
+        frames.append(frame)
+        if max_frames is not None and len(frames) >= max_frames:
+            break
+    return np.stack(frames)
+
+
+def probe_video(path: str | os.PathLike) -> VideoInfo:
+    """Frame count, frame rate and size of `path`.
+
+    The container's frame count is trusted only when the stream has as many packets as it
+    declares (a cheap demux, no decoding); otherwise (no count, as in Matroska, or a truncated
+    file whose header promises more) the frames are counted by decoding them.
+    """
+    container = _open(path)
+    try:
+        stream = container.streams.video[0]
+        rate = stream.average_rate or stream.guessed_rate or 0
+        height, width = stream.codec_context.height, stream.codec_context.width
+        declared = stream.frames
+        packets = sum(1 for packet in container.demux(stream) if packet.size) if declared else 0
+    except av.error.FFmpegError as error:
+        raise VideoDecodeError(f"{path}: reading the container failed ({error})") from error
+    finally:
+        container.close()
+    count = declared if declared and packets == declared else sum(1 for _ in _decoded_frames(path))
+    if count == 0:
+        raise VideoDecodeError(f"{path}: contains no decodable frame (empty video)")
+    return VideoInfo(num_frames=int(count), fps=float(rate), height=height, width=width)
+
+
+def write_video(
+    path: str | os.PathLike,
+    frames: Iterable[np.ndarray],
+    fps: float = 25.0,
+    codec: str = "mpeg4",
+    quality: int = 2,
+) -> None:
+    """Write RGB uint8 frames (an array or an iterable of (H, W, 3)) as a playable video.
+
+    Used to write test and benchmark videos in the real datasets' formats. Odd sizes are padded
+    by one edge pixel (yuv420p needs even sizes). `quality` is MPEG-4's qscale (1 = best); for
+    other codecs (libx264) it is passed as CRF = 5 * quality.
+    """
+    container = av.open(os.fspath(path), "w")
+    try:
+        stream = None
+        for frame in frames:
+            frame = np.asarray(frame, dtype=np.uint8)
+            if stream is None:
+                stream = container.add_stream(codec, rate=Fraction(fps).limit_denominator(1001))
+                stream.height = frame.shape[0] + frame.shape[0] % 2
+                stream.width = frame.shape[1] + frame.shape[1] % 2
+                stream.pix_fmt = "yuv420p"
+                stream.options = (
+                    {"qscale": str(quality)} if codec == "mpeg4" else {"crf": str(quality * 5)}
+                )
+            pad = ((0, stream.height - frame.shape[0]), (0, stream.width - frame.shape[1]), (0, 0))
+            image = av.VideoFrame.from_ndarray(np.pad(frame, pad, mode="edge"), format="rgb24")
+            for packet in stream.encode(image):
+                container.mux(packet)
+        if stream is None:
+            raise ValueError(f"{path}: no frames to write")
+        for packet in stream.encode():
+            container.mux(packet)
+    finally:
+        container.close()

@@ -1,0 +1,165 @@
+"""VISPR privacy images: list files naming per-image JSON annotations of attribute ids."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+
+from keras_privacy.data.annotations import read_lines, resolve
+from keras_privacy.data.errors import DatasetFormatError
+from keras_privacy.data.examples import Example, Split
+
+VISPR1 = (
+    "a17_color",
+    "a4_gender",
+    "a9_face_complete",
+    "a10_face_partial",
+    "a12_semi_nudity",
+    "a64_rel_personal",
+    "a65_rel_social",
+)
+"""VISPR-1: the seven attributes of SPAct (supplementary Table 1) and of the penalty paper
+(Table 4), after Wu et al.; the papers truncate the last id to `a65_rel_soci`."""
+
+VISPR2 = (
+    "a6_hair_color",
+    "a16_race",
+    "a59_sports",
+    "a1_age_approx",
+    "a2_weight_approx",
+    "a73_landmark",
+    "a11_tattoo",
+)
+"""VISPR-2: the seven novel attributes of the VISPR1 -> VISPR2 generalisation protocol (SPAct
+supplementary Table 1, penalty paper Table 4)."""
+
+SAFE = "a0_safe"
+"""The id an image carries when it shows none of the 68 attributes; never a label column."""
+
+SUBSETS = ("train", "val", "test")
+
+
+def read_attribute_vocabulary(path: str | os.PathLike) -> list[str]:
+    """Attribute ids of `attributes.tsv` (TAB separated `idx attribute_id group description`)."""
+    ids = []
+    for number, line in read_lines(path):
+        fields = [field.strip() for field in line.split("\t")]
+        if number == 1 and fields[:2] == ["idx", "attribute_id"]:
+            continue
+        if len(fields) < 2 or not fields[1]:
+            raise DatasetFormatError(
+                f"{path}:{number}: expected TAB-separated 'idx attribute_id ...', got {line!r}"
+            )
+        ids.append(fields[1])
+    return ids
+
+
+def attribute_subset(
+    attributes: str | Sequence[str], vocabulary: Sequence[str], source: str = "attributes.tsv"
+) -> list[str]:
+    """The attribute ids that `attributes` names, each checked against `vocabulary`.
+
+    `attributes` is "vispr1", "vispr2", "all" (every id of the vocabulary but a0_safe), or
+    explicit ids (a list, or a comma-separated string as a command line gives them). An
+    unknown id raises ValueError naming it and `source` (where the vocabulary comes from).
+    """
+    if isinstance(attributes, str):
+        named = {"vispr1": list(VISPR1), "vispr2": list(VISPR2)}
+        if attributes in named:
+            chosen = named[attributes]
+        elif attributes == "all":
+            chosen = [a for a in vocabulary if a != SAFE]
+        else:
+            chosen = [a.strip() for a in attributes.split(",") if a.strip()]
+    else:
+        chosen = list(attributes)
+    unknown = [a for a in chosen if a not in vocabulary]
+    if unknown:
+        raise ValueError(f"unknown VISPR attribute id(s) {unknown}: not in {source}")
+    if not chosen or len(set(chosen)) != len(chosen):
+        raise ValueError(f"choose distinct privacy attributes, got {chosen}")
+    return chosen
+
+
+def read_vispr(
+    annotations_dir: str | os.PathLike,
+    root: str | os.PathLike | None = None,
+    attributes: str | Sequence[str] = "vispr1",
+) -> dict[str, Split]:
+    """The "train", "val" and "test" images of VISPR with binary labels over `attributes`.
+
+    `annotations_dir` holds `{train,val,test}2017.txt` and `attributes.tsv`. Each list line
+    names a per-image JSON (`{"image_path": ..., "labels": [ids]}`), looked for under
+    `annotations_dir`, then under `root`. An image is positive for an attribute its `labels`
+    list. A JSON not on disk is listed in `Split.missing` and its image still returned with
+    `privacy=()` (unknown), at the conventional path `images/<subset>/<id>.jpg`. With `root`,
+    images are `root/<image_path>` and images not on disk are listed in `missing` instead.
+    A malformed JSON or an attribute id not in attributes.tsv raises `DatasetFormatError`.
+    """
+    annotations_dir = Path(annotations_dir)
+    tsv = annotations_dir / "attributes.tsv"
+    vocabulary = read_attribute_vocabulary(tsv)
+    chosen = attribute_subset(attributes, vocabulary, source=str(tsv))
+    known = set(vocabulary)
+    result = {}
+    for subset in SUBSETS:
+        examples, missing = [], []
+        for _, line in read_lines(annotations_dir / f"{subset}2017.txt"):
+            json_path = _find(line, annotations_dir, root)
+            if json_path is None:
+                missing.append(f"{annotations_dir / line}: annotation JSON not found")
+                image_path, privacy = _image_of_annotation(line), ()
+            else:
+                image_path, labels = _read_image_annotation(json_path, known)
+                privacy = tuple(int(a in labels) for a in chosen)
+            file, exists = resolve(root, image_path)
+            if exists:
+                examples.append(Example(path=file, privacy=privacy))
+            else:
+                missing.append(f"{file}: image not found")
+        result[subset] = Split(examples, attribute_names=chosen, missing=missing)
+    return result
+
+
+def _find(relative: str, *folders: str | os.PathLike | None) -> str | None:
+    """The first on-disk match of `relative` under the given folders (None ones skipped)."""
+    for folder in folders:
+        if folder is not None:
+            path, exists = resolve(folder, relative)
+            if exists:
+                return path
+    return None
+
+
+def _image_of_annotation(relative: str) -> str:
+    """`annotations/train2017/<id>.json` -> `images/train2017/<id>.jpg` (the VISPR layout)."""
+    parts = PurePosixPath(relative).with_suffix(".jpg").parts
+    if parts[0] == "annotations":
+        parts = ("images", *parts[1:])
+    return str(PurePosixPath(*parts))
+
+
+def _read_image_annotation(path: str, known: set[str]) -> tuple[str, set[str]]:
+    """The image path and attribute ids of one VISPR JSON, checked against `known` ids."""
+    try:
+        record = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise DatasetFormatError(f"{path}:{error.lineno}: invalid JSON ({error.msg})") from error
+    if (
+        not isinstance(record, dict)
+        or not isinstance(record.get("image_path"), str)
+        or not isinstance(record.get("labels"), list)
+        or not all(isinstance(label, str) for label in record["labels"])
+    ):
+        raise DatasetFormatError(
+            f"{path}: expected an object with an 'image_path' string and a 'labels' list of "
+            "attribute ids"
+        )
+    unknown = [label for label in record["labels"] if label not in known]
+    if unknown:
+        raise DatasetFormatError(
+            f"{path}: unknown attribute id(s) {unknown} (not in attributes.tsv)"
+        )
+    return record["image_path"], set(record["labels"])

@@ -1,0 +1,132 @@
+"""Video-level privacy labels (VP-UCF101 / VP-HMDB51 style) from a CSV or JSON file."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path, PurePath
+
+from keras_privacy.data.errors import DatasetFormatError
+from keras_privacy.data.examples import Split
+
+VP_ATTRIBUTES = ("face", "skin_color", "gender", "nudity", "relationship")
+"""The five binary attributes of VP-UCF101 and VP-HMDB51 (face, skin colour, gender, nudity,
+familial relationship), in the order of the penalty paper's dataset section."""
+
+
+def read_vp_labels(
+    path: str | os.PathLike, attribute_names: Sequence[str] | None = None
+) -> dict[str, tuple[int, ...]]:
+    """Video name -> binary labels over `attribute_names` (default `VP_ATTRIBUTES`).
+
+    Formats, chosen by the file suffix:
+    - `.csv`: header `video,<attr1>,...`, one row per video; columns are picked by name, so
+      their order in the file does not matter and extra columns are ignored;
+    - `.json`: `{"video.avi": {"attr": 0/1, ...}}` (picked by name) or
+      `{"video.avi": [0, 1, ...]}` (taken in `attribute_names` order).
+    Video names are kept as written (a bare name or `Class/video.avi`). A value other than
+    0/1, a missing attribute or a repeated video raises `DatasetFormatError` naming the file.
+    """
+    names = tuple(attribute_names or VP_ATTRIBUTES)
+    path = Path(path)
+    if path.suffix.lower() == ".csv":
+        return _read_csv(path, names)
+    if path.suffix.lower() == ".json":
+        return _read_json(path, names)
+    raise ValueError(f"{path}: privacy labels must be a .csv or .json file")
+
+
+def _binary(value, where: str) -> int:
+    """0 or 1 from an int, a bool or a string "0"/"1"; anything else is a format error."""
+    text = str(int(value)) if isinstance(value, bool) else str(value).strip()
+    if text not in ("0", "1"):
+        raise DatasetFormatError(f"{where}: expected a 0/1 label, got {value!r}")
+    return int(text)
+
+
+def _read_csv(path: Path, names: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
+    with path.open(newline="", encoding="utf-8-sig") as file:
+        rows = list(csv.reader(file))
+    if not rows:
+        raise DatasetFormatError(f"{path}:1: empty file, expected a 'video,<attr>,...' header")
+    header = [column.strip() for column in rows[0]]
+    absent = [name for name in names if name not in header]
+    if not header or header[0].lower() != "video" or absent:
+        raise DatasetFormatError(
+            f"{path}:1: expected a header 'video,<attr>,...' with columns {list(names)}, "
+            f"missing {absent or ['video']}"
+        )
+    columns = [header.index(name) for name in names]
+    labels = {}
+    for number, row in enumerate(rows[1:], 2):
+        if not any(cell.strip() for cell in row):
+            continue
+        where = f"{path}:{number}"
+        if len(row) != len(header):
+            raise DatasetFormatError(f"{where}: expected {len(header)} fields, got {len(row)}")
+        video = row[0].strip()
+        if video in labels:
+            raise DatasetFormatError(f"{where}: video {video!r} listed twice")
+        labels[video] = tuple(_binary(row[c], where) for c in columns)
+    return labels
+
+
+def _read_json(path: Path, names: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
+    try:
+        records = json.loads(path.read_text(encoding="utf-8-sig"))
+    except json.JSONDecodeError as error:
+        raise DatasetFormatError(f"{path}:{error.lineno}: invalid JSON ({error.msg})") from error
+    if not isinstance(records, dict):
+        raise DatasetFormatError(f"{path}: expected an object mapping video names to labels")
+    labels = {}
+    for video, record in records.items():
+        where = f"{path}: video {video!r}"
+        if isinstance(record, dict):
+            absent = [name for name in names if name not in record]
+            if absent:
+                raise DatasetFormatError(f"{where}: missing attribute(s) {absent}")
+            labels[video] = tuple(_binary(record[name], where) for name in names)
+        elif isinstance(record, list) and len(record) == len(names):
+            labels[video] = tuple(_binary(value, where) for value in record)
+        else:
+            raise DatasetFormatError(
+                f"{where}: expected an object of attributes or a list of {len(names)} labels"
+            )
+    return labels
+
+
+def attach_privacy_labels(
+    split: Split,
+    labels: dict[str, tuple[int, ...]],
+    attribute_names: Sequence[str] = VP_ATTRIBUTES,
+) -> Split:
+    """A copy of `split` whose examples carry their video's labels from `labels`.
+
+    Videos are matched by file name, case-insensitively (label keys may also hold the class
+    folder). Examples without labels are left out and listed in `missing`.
+    `attribute_names` names the label positions: pass the names given to `read_vp_labels`.
+    """
+    by_name: dict[str, tuple[int, ...]] = {}
+    for video, values in labels.items():
+        if len(values) != len(attribute_names):
+            raise ValueError(
+                f"labels of {video!r} have {len(values)} values for {len(attribute_names)} "
+                "attribute names"
+            )
+        key = PurePath(video.replace("\\", "/")).name.lower()
+        if key in by_name and by_name[key] != tuple(values):
+            raise ValueError(f"two different labels for video file name {key!r}")
+        by_name[key] = tuple(values)
+    examples, missing = [], list(split.missing)
+    for example in split.examples:
+        values = by_name.get(PurePath(example.path).name.lower())
+        if values is None:
+            missing.append(f"{example.path}: no privacy labels")
+        else:
+            examples.append(dataclasses.replace(example, privacy=values))
+    return dataclasses.replace(
+        split, examples=examples, attribute_names=list(attribute_names), missing=missing
+    )

@@ -1,0 +1,164 @@
+"""Action and privacy metrics of the SPAct / TeD-SPAD evaluation (NumPy and scikit-learn only).
+
+- Action: top-1 of the video-level prediction, the mean softmax over a video's clips.
+- Privacy: cMAP, the mean over attributes of scikit-learn's `average_precision_score`, and F1,
+  the mean over attributes of the F1 of probabilities thresholded at 0.5 (probabilities, not
+  logits: SPAct's code thresholded logits, i.e. probability 0.62).
+
+An attribute with no positive example in the test set has no average precision (and an F1 that is
+either 0 or undefined), so both privacy metrics skip it and name it in `MetricResult.skipped`
+rather than returning NaN or a silent 0.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+from sklearn.metrics import average_precision_score, f1_score
+
+_SUM_TOLERANCE = 1e-2
+
+
+@dataclasses.dataclass(frozen=True)
+class MetricResult:
+    """A mean over attributes (or classes), the per-attribute values it averages, and the
+    attributes left out because the test set holds no positive example of them."""
+
+    value: float
+    per_attribute: dict[str, float]
+    skipped: tuple[str, ...]
+
+
+def top1(probs: np.ndarray, labels: np.ndarray) -> float:
+    """Fraction of rows of `probs` (N, C) whose arg-max equals the integer label (N,)."""
+    probs, labels = np.asarray(probs), np.asarray(labels)
+    if probs.ndim != 2 or labels.shape != probs.shape[:1]:
+        raise ValueError(f"expected probs (N, C), labels (N,); got {probs.shape}, {labels.shape}")
+    return float(np.mean(np.argmax(probs, axis=1) == labels))
+
+
+def video_scores(clip_scores: np.ndarray, video_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean of the clip rows of each video: (sorted unique video ids, (V, C) mean scores)."""
+    clip_scores, video_index = np.asarray(clip_scores, np.float64), np.asarray(video_index)
+    if clip_scores.ndim != 2 or video_index.shape != clip_scores.shape[:1]:
+        raise ValueError(
+            f"expected scores (N, C) and video_index (N,), got {clip_scores.shape}, "
+            f"{video_index.shape}"
+        )
+    videos, inverse = np.unique(video_index, return_inverse=True)
+    sums = np.zeros((len(videos), clip_scores.shape[1]))
+    np.add.at(sums, inverse, clip_scores)
+    counts = np.bincount(inverse, minlength=len(videos))
+    return videos, sums / counts[:, None]
+
+
+def video_top1(clip_probs: np.ndarray, video_index: np.ndarray, labels: np.ndarray) -> float:
+    """Top-1 of the video-level prediction: mean softmax over each video's clips, then arg-max.
+
+    Args:
+        clip_probs: (N, C) softmax probabilities of N clips (rows must sum to 1: averaging
+            logits instead is a different prediction, so logits are rejected).
+        video_index: (N,) id of the video each clip comes from (any integers).
+        labels: (N,) integer action label of each clip; the clips of a video must agree.
+    """
+    clip_probs, labels = np.asarray(clip_probs), np.asarray(labels)
+    _check_softmax(clip_probs)
+    _, probs = video_scores(clip_probs, video_index)
+    return top1(probs, _video_labels(labels, np.asarray(video_index)))
+
+
+def privacy_cmap(
+    labels: np.ndarray, probs: np.ndarray, names: Sequence[str] | None = None
+) -> MetricResult:
+    """Privacy cMAP: mean over attributes of the average precision of `probs` (N, A) against
+    the binary `labels` (N, A). AP depends only on the ranking, so logits give the same value."""
+    return _mean_over_attributes(labels, probs, names, average_precision_score)
+
+
+def action_cmap(
+    labels: np.ndarray, scores: np.ndarray, names: Sequence[str] | None = None
+) -> MetricResult:
+    """Multi-label action cMAP (e.g. P-HVU): mean over classes of the average precision of the
+    (N, C) `scores` against binary `labels`; classes with no positive are skipped and named.
+    For video-level cMAP, average the clip scores first with `video_scores`."""
+    return _mean_over_attributes(labels, scores, names, average_precision_score)
+
+
+def privacy_f1(
+    labels: np.ndarray,
+    probs: np.ndarray,
+    threshold: float = 0.5,
+    names: Sequence[str] | None = None,
+) -> MetricResult:
+    """Privacy F1: mean over attributes of the F1 of `probs >= threshold` against `labels`.
+
+    `probs` must be sigmoid probabilities in [0, 1] (values outside raise: they are logits).
+    Attributes with no positive label are skipped, as in `privacy_cmap`, so both metrics
+    average the same attributes. A kept attribute never predicted positive has F1 0.
+    """
+    probs = np.asarray(probs, np.float64)
+    if probs.size and (probs.min() < 0.0 or probs.max() > 1.0):
+        raise ValueError("privacy_f1 expects probabilities in [0, 1]; got values outside (logits?)")
+
+    def f1(y_true: np.ndarray, y_prob: np.ndarray) -> float:
+        return f1_score(y_true, y_prob >= threshold, zero_division=0.0)
+
+    return _mean_over_attributes(labels, probs, names, f1)
+
+
+def relative_drop(value: float, raw_value: float) -> float:
+    """Relative drop of `value` from the raw-data `raw_value`: (raw - value) / raw, as a
+    fraction (SPAct's "down 14%" is 0.14); negative when `value` is higher than raw."""
+    if raw_value == 0:
+        raise ValueError("relative drop from a raw value of 0 is undefined")
+    return (raw_value - value) / raw_value
+
+
+def _mean_over_attributes(labels, scores, names, metric) -> MetricResult:
+    """Apply `metric` to every column with at least one positive label and average them."""
+    labels, scores = np.asarray(labels), np.asarray(scores, np.float64)
+    if labels.ndim != 2 or labels.shape != scores.shape:
+        raise ValueError(
+            f"expected labels, scores of one (N, A) shape; got {labels.shape}, {scores.shape}"
+        )
+    names = _attribute_names(names, labels.shape[1])
+    labels = labels > 0
+    per_attribute, skipped = {}, []
+    for column, name in enumerate(names):
+        if labels[:, column].any():
+            per_attribute[name] = float(metric(labels[:, column], scores[:, column]))
+        else:
+            skipped.append(name)
+    if not per_attribute:
+        raise ValueError("no attribute has a positive example: the metric is undefined")
+    value = float(np.mean(list(per_attribute.values())))
+    return MetricResult(value=value, per_attribute=per_attribute, skipped=tuple(skipped))
+
+
+def _attribute_names(names: Sequence[str] | None, count: int) -> list[str]:
+    if names is None:
+        return [str(column) for column in range(count)]
+    if len(names) != count:
+        raise ValueError(f"{len(names)} names for {count} attributes")
+    return list(names)
+
+
+def _check_softmax(probs: np.ndarray) -> None:
+    sums_to_one = np.allclose(probs.sum(axis=-1), 1.0, atol=_SUM_TOLERANCE)
+    if probs.ndim != 2 or probs.min() < 0 or not sums_to_one:
+        raise ValueError("expected (N, C) softmax probabilities whose rows sum to 1 (logits?)")
+
+
+def _video_labels(labels: np.ndarray, video_index: np.ndarray) -> np.ndarray:
+    """The label of each video (sorted ids), checking that all its clips carry the same one."""
+    if labels.shape != video_index.shape:
+        raise ValueError(f"labels {labels.shape} and video_index {video_index.shape} differ")
+    videos, inverse = np.unique(video_index, return_inverse=True)
+    result = np.empty(len(videos), dtype=labels.dtype)
+    result[inverse] = labels
+    disagree = np.unique(video_index[result[inverse] != labels])
+    if disagree.size:
+        raise ValueError(f"clips of videos {disagree.tolist()} carry different labels")
+    return result

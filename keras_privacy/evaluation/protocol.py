@@ -1,0 +1,387 @@
+"""The evaluation protocol of the papers: fresh target models trained and tested on anonymized data.
+
+For every method (a learned anonymizer or a baseline) a *new* action model f'_T is trained on
+anonymized training clips and tested on anonymized test videos (video-level top-1 over K
+equidistant clips), and a *new* privacy model f'_B is trained with multi-label BCE on anonymized
+training images and tested on anonymized test images (cMAP, F1 at 0.5). A privacy model trained
+on raw images (the "raw-trained attacker") is also tested on each method's anonymized images.
+
+How the anonymization is applied:
+- a learned anonymizer (a frame-wise Keras model) is frozen and placed in front of the target
+  model, so it sees the same augmented, resized inputs as during its own training;
+- a baseline (down-sampling, blur or blackening of detected people) is applied once to every
+  source video and image, written under `work_dir/<method>/` and read back like a dataset:
+  detection runs once per video, and an interrupted evaluation keeps the files it wrote.
+
+Cross-dataset and novel-attribute protocols are the same computation with other datasets: pass
+the trained anonymizer (`anonymizer_path`) with the evaluation datasets' flags.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import cv2
+import keras
+import numpy as np
+from tqdm import tqdm
+
+from keras_privacy.config import ExperimentConfig
+from keras_privacy.data import pipelines
+from keras_privacy.data.errors import VideoDecodeError
+from keras_privacy.data.examples import Split
+from keras_privacy.data.video import probe_video, read_video, write_video
+from keras_privacy.evaluation import metrics
+from keras_privacy.evaluation.baselines import BASELINES, PEOPLE_BASELINES, build_baseline
+from keras_privacy.evaluation.detection import BoxesFromFile, Detector, PersonOrFaceDetector
+from keras_privacy.evaluation.report import Report, save_frame_strip
+from keras_privacy.models import registry
+from keras_privacy.models.resnet import privacy_classifier
+from keras_privacy.models.unet import apply_per_frame
+
+LEARNED = "learned"
+ClipFn = Callable[[np.ndarray], np.ndarray]
+
+
+@dataclasses.dataclass
+class Anonymization:
+    """One method to evaluate: a frozen frame-wise `model`, a `baseline` applied to the source
+    files, or neither (raw data). People baselines find people with `detector`, or take the
+    boxes of each file from `boxes`, looked up by file name (`v_ApplyEyeMakeup_g01_c01.avi`)."""
+
+    name: str
+    model: keras.Model | None = None
+    baseline: str | None = None
+    detector: Detector | None = None
+    boxes: BoxesFromFile | None = None
+
+    def clip_fn(self, file_name: str) -> ClipFn:
+        """The baseline as a function of one uint8 (T, H, W, 3) clip of the file `file_name`."""
+        if self.boxes is not None and self.baseline in PEOPLE_BASELINES:
+            return build_baseline(self.baseline, self.boxes.detector(file_name))
+        if self.detector is None and self.baseline in PEOPLE_BASELINES:
+            self.detector = PersonOrFaceDetector()
+        return build_baseline(self.baseline, self.detector)
+
+
+@dataclasses.dataclass
+class EvaluationData:
+    """The four splits of an evaluation, with the names of their labels."""
+
+    action_train: Split
+    action_test: Split
+    privacy_train: Split
+    privacy_test: Split
+
+    @property
+    def class_names(self) -> list[str]:
+        return self.action_train.class_names
+
+    @property
+    def attribute_names(self) -> list[str]:
+        return self.privacy_train.attribute_names
+
+
+def load_anonymizer(path: str | Path, name: str | None = None) -> Anonymization:
+    """A learned anonymizer saved as `.keras`, frozen."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no saved anonymizer there (train one, or fix the path)")
+    model = keras.saving.load_model(path, compile=False)
+    model.trainable = False
+    return Anonymization(name or path.stem, model=model)
+
+
+def baseline_anonymization(name: str, boxes: BoxesFromFile | None = None) -> Anonymization:
+    """The baseline `name` (see `baselines.BASELINES`); raw data has no anonymization at all."""
+    if name not in BASELINES:
+        raise ValueError(f"unknown method {name!r}; choose {LEARNED} or one of {sorted(BASELINES)}")
+    return Anonymization(name, baseline=None if name == "raw" else name, boxes=boxes)
+
+
+def methods_of(config: ExperimentConfig) -> list[Anonymization]:
+    """The methods `config.eval_methods` names; `learned` is `config.anonymizer_path`, or the
+    anonymizer that `train.py` saved in `run_dir`."""
+    boxes = BoxesFromFile(config.eval_boxes) if config.eval_boxes else None
+    result = []
+    for name in (name.strip() for name in config.eval_methods.split(",")):
+        if not name:
+            continue
+        if name == LEARNED:
+            path = config.anonymizer_path or Path(config.run_dir) / "anonymizer.keras"
+            result.append(load_anonymizer(path, name=LEARNED))
+        else:
+            result.append(baseline_anonymization(name, boxes))
+    if not result:
+        raise ValueError("--eval_methods names no method")
+    return result
+
+
+# ---------------------------------------------------------------------------- baselines on files
+
+
+def anonymize_videos(split: Split, method: Anonymization, out_dir: Path, desc: str) -> Split:
+    """Write the baseline of every video of `split` under `out_dir` (kept if already there) and
+    return the split of the written files. Undecodable videos are skipped and named."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    examples, missing = [], list(split.missing)
+    for index, example in enumerate(tqdm(split.examples, desc=desc, unit="video", leave=False)):
+        target = out_dir / f"{index:06d}_{Path(example.path).stem}.mp4"
+        if not target.exists():
+            try:
+                frames = read_video(example.path)
+                fps = probe_video(example.path).fps
+            except VideoDecodeError as error:
+                logging.warning("skipping %s", error)
+                missing.append(str(error))
+                continue
+            anonymized = method.clip_fn(Path(example.path).name)(frames)
+            partial = target.with_suffix(".partial.mp4")
+            write_video(partial, anonymized, fps=fps, codec="libx264", quality=0)
+            partial.rename(target)
+        examples.append(dataclasses.replace(example, path=str(target)))
+    return dataclasses.replace(split, examples=examples, missing=missing)
+
+
+def anonymize_images(split: Split, method: Anonymization, out_dir: Path, desc: str) -> Split:
+    """Write the baseline of every image of `split` (as a one-frame clip) under `out_dir` as PNG."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    examples, missing = [], list(split.missing)
+    for index, example in enumerate(tqdm(split.examples, desc=desc, unit="image", leave=False)):
+        target = out_dir / f"{index:06d}_{Path(example.path).stem}.png"
+        if not target.exists():
+            image = cv2.imread(example.path, cv2.IMREAD_COLOR)
+            if image is None:
+                logging.warning("skipping %s: unreadable image", example.path)
+                missing.append(f"{example.path}: unreadable image")
+                continue
+            clip_fn = method.clip_fn(Path(example.path).name)
+            anonymized = clip_fn(np.ascontiguousarray(image[None, ..., ::-1]))[0]
+            cv2.imwrite(str(target), np.ascontiguousarray(anonymized[..., ::-1]))
+        examples.append(dataclasses.replace(example, path=str(target)))
+    return dataclasses.replace(split, examples=examples, missing=missing)
+
+
+def anonymized_data(data: EvaluationData, method: Anonymization, work_dir: Path) -> EvaluationData:
+    """The splits a baseline's target models see (written once); others see the source."""
+    if method.baseline is None:
+        return data
+    root = work_dir / method.name
+    return EvaluationData(
+        action_train=anonymize_videos(
+            data.action_train, method, root / "action_train", f"{method.name}: train"
+        ),
+        action_test=anonymize_videos(
+            data.action_test, method, root / "action_test", f"{method.name}: test"
+        ),
+        privacy_train=anonymize_images(
+            data.privacy_train, method, root / "privacy_train", f"{method.name}: images"
+        ),
+        privacy_test=anonymize_images(
+            data.privacy_test, method, root / "privacy_test", f"{method.name}: images"
+        ),
+    )
+
+
+# ---------------------------------------------------------------------------- target models
+
+
+def with_anonymizer(target: keras.Model, anonymizer: keras.Model | None, clips: bool):
+    """`target` behind a frozen frame-wise `anonymizer` (clips: applied frame by frame)."""
+    if anonymizer is None:
+        return target
+    anonymizer.trainable = False
+    inputs = keras.Input(target.input_shape[1:], name="inputs")
+    anonymized = apply_per_frame(anonymizer, inputs) if clips else anonymizer(inputs)
+    return keras.Model(inputs, target(anonymized), name=f"anonymized_{target.name}")
+
+
+def train_action_target(
+    config: ExperimentConfig, train: Split, anonymizer: keras.Model | None
+) -> keras.Model:
+    """A fresh f'_T trained with cross-entropy on (anonymized) training clips."""
+    c = config
+    keras.utils.set_random_seed(c.seed)
+    target = registry.build_action_model(
+        c.eval_action_model or c.action_model,
+        num_classes=len(train.class_names),
+        input_shape=(c.clip_length, c.image_size, c.image_size, 3),
+    )
+    model = with_anonymizer(target, anonymizer, clips=True)
+    model.compile(
+        keras.optimizers.Adam(c.eval_lr),
+        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+        jit_compile=c.jit_compile,
+    )
+    dataset = pipelines.action_train_dataset(
+        train,
+        c.batch_size,
+        c.clip_length,
+        c.clip_stride,
+        c.image_size,
+        seed=c.seed,
+        config=c.action_augmentation(),
+        epochs=None,
+    ).map(lambda batch: (batch["clips"], batch["labels"]))
+    steps = c.steps_per_epoch or max(1, len(train) // c.batch_size)
+    model.fit(dataset, epochs=c.eval_action_epochs, steps_per_epoch=steps, verbose=2)
+    return model
+
+
+def test_action_target(config: ExperimentConfig, model: keras.Model, test: Split) -> dict:
+    """Video-level top-1 of `model` on `test`: mean softmax over K equidistant clips."""
+    c = config
+    dataset = pipelines.action_eval_dataset(
+        test, c.eval_clips, c.clip_length, c.clip_stride, c.image_size
+    )
+    probs, labels, videos = [], [], []
+    for video in tqdm(dataset.as_numpy_iterator(), desc="testing f'_T", unit="video", leave=False):
+        logits = np.asarray(model.predict_on_batch(video["clips"]), np.float64)
+        probs.append(_softmax(logits))
+        labels.append(np.full(len(logits), video["label"]))
+        videos.append(np.full(len(logits), video["video_index"]))
+    probs, labels, videos = np.concatenate(probs), np.concatenate(labels), np.concatenate(videos)
+    return {
+        "action_top1": metrics.video_top1(probs, videos, labels),
+        "action_clip_top1": metrics.top1(probs, labels),
+        "action_test_videos": int(len(np.unique(videos))),
+    }
+
+
+def train_privacy_target(
+    config: ExperimentConfig, train: Split, anonymizer: keras.Model | None
+) -> keras.Model:
+    """A fresh f'_B trained with multi-label BCE on (anonymized) training images."""
+    c = config
+    keras.utils.set_random_seed(c.seed)
+    backbone = registry.build_image_backbone(
+        c.eval_privacy_model or c.privacy_backbone, input_shape=(c.image_size, c.image_size, 3)
+    )
+    target = privacy_classifier(backbone, len(train.attribute_names))
+    model = with_anonymizer(target, anonymizer, clips=False)
+    model.compile(
+        keras.optimizers.Adam(c.eval_lr),
+        keras.losses.BinaryCrossentropy(from_logits=True),
+        jit_compile=c.jit_compile,
+    )
+    dataset = pipelines.privacy_labelled_dataset(
+        train, c.privacy_batch_size, c.image_size, training=True, seed=c.seed, epochs=None
+    ).map(lambda batch: (batch["images"], batch["privacy"]))
+    steps = max(1, len(train) // c.privacy_batch_size)
+    model.fit(dataset, epochs=c.eval_privacy_epochs, steps_per_epoch=steps, verbose=2)
+    return model
+
+
+def test_privacy_target(
+    config: ExperimentConfig, model: keras.Model, test: Split, prefix: str = "privacy"
+) -> dict:
+    """cMAP and mean F1 (at probability 0.5) of `model` on the test images."""
+    dataset = pipelines.privacy_labelled_dataset(
+        test, config.privacy_batch_size, config.image_size, training=False
+    )
+    probs, labels = [], []
+    for batch in dataset.as_numpy_iterator():
+        logits = np.asarray(model.predict_on_batch(batch["images"]), np.float64)
+        probs.append(1.0 / (1.0 + np.exp(-logits)))
+        labels.append(batch["privacy"])
+    probs, labels = np.concatenate(probs), np.concatenate(labels)
+    cmap = metrics.privacy_cmap(labels, probs, test.attribute_names)
+    f1 = metrics.privacy_f1(labels, probs, names=test.attribute_names)
+    return {
+        f"{prefix}_cmap": cmap.value,
+        f"{prefix}_f1": f1.value,
+        f"{prefix}_ap": cmap.per_attribute,
+        f"{prefix}_skipped": list(cmap.skipped),
+    }
+
+
+def _softmax(logits: np.ndarray) -> np.ndarray:
+    shifted = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return shifted / shifted.sum(axis=1, keepdims=True)
+
+
+# ---------------------------------------------------------------------------- the whole run
+
+
+def evaluate(
+    config: ExperimentConfig,
+    data: EvaluationData,
+    methods: Sequence[Anonymization],
+    out_dir: str | Path,
+) -> Report:
+    """Evaluate every method not yet in `out_dir/report.json`, writing the report after each
+    one, then the trade-off plot and the strip of anonymized frames."""
+    out_dir = Path(out_dir)
+    report = Report(out_dir)
+    attacker = _raw_attacker(config, data, out_dir)
+    for method in methods:
+        if report.has(method.name):
+            logging.info("%s: already in %s, skipped", method.name, out_dir / "report.json")
+            continue
+        logging.info("evaluating %s", method.name)
+        seen = anonymized_data(data, method, out_dir / "anonymized")
+        action = train_action_target(config, seen.action_train, method.model)
+        result = test_action_target(config, action, seen.action_test)
+        privacy = train_privacy_target(config, seen.privacy_train, method.model)
+        result |= test_privacy_target(config, privacy, seen.privacy_test)
+        result |= test_privacy_target(
+            config,
+            with_anonymizer(attacker, method.model, False),
+            seen.privacy_test,
+            "raw_attacker",
+        )
+        report.add(
+            method.name,
+            result.pop("action_top1"),
+            result.pop("privacy_cmap"),
+            result.pop("privacy_f1"),
+            extra=result,
+        )
+    report.plot_tradeoff()
+    save_frame_strip(_example_frames(config, data, methods, out_dir), out_dir / "frames.png")
+    return report
+
+
+def _raw_attacker(config: ExperimentConfig, data: EvaluationData, out_dir: Path) -> keras.Model:
+    """A privacy model trained on raw images (trained once, kept in out_dir)."""
+    path = out_dir / "raw_attacker.keras"
+    if path.is_file():
+        return keras.saving.load_model(path, compile=False)
+    model = train_privacy_target(config, data.privacy_train, None)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model.save(path)
+    return model
+
+
+def _example_frames(
+    config: ExperimentConfig,
+    data: EvaluationData,
+    methods: Sequence[Anonymization],
+    out_dir: Path,
+) -> dict[str, np.ndarray]:
+    """The first test clip as each method shows it."""
+    source = data.action_test.examples[0]
+    clip = read_video(source.path, max_frames=config.clip_length * config.clip_stride)
+    frames = {"raw": clip}
+    for method in methods:
+        if method.model is not None:
+            size = (config.image_size, config.image_size)
+            resized = np.stack([cv2.resize(f, size, interpolation=cv2.INTER_AREA) for f in clip])
+            frames[method.name] = np.asarray(method.model.predict(resized / 255.0, verbose=0))
+        elif method.baseline is not None:
+            written = out_dir / "anonymized" / method.name / "action_test"
+            first = sorted(written.glob("000000_*.mp4"))
+            frames[method.name] = read_video(first[0], max_frames=len(clip)) if first else clip
+    return frames
+
+
+def evaluation_data(config: ExperimentConfig) -> EvaluationData:
+    """The train and test splits of the config's action and privacy datasets."""
+    from keras_privacy.data.sources import action_splits, privacy_splits
+
+    actions, images = action_splits(config), privacy_splits(config)
+    return EvaluationData(actions["train"], actions["test"], images["train"], images["test"])

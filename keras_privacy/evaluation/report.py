@@ -1,0 +1,220 @@
+"""The evaluation report: a resumable `report.json`, a Markdown table in the layout of SPAct's
+Table 1, the action / privacy trade-off plot of SPAct's Fig. 4, and strips of anonymised frames.
+
+Metric values are stored as fractions in [0, 1] and shown as percentages (top-1, cMAP) or as
+they are (F1), as in SPAct's tables. Relative drops are from the "raw" row when there is one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from keras_privacy.evaluation.metrics import relative_drop
+
+RAW_METHOD = "raw"
+_DPI = 100
+_LABEL_WIDTH = 40
+_JSON_NAME = "report.json"
+_MARKDOWN_NAME = "report.md"
+
+
+@dataclasses.dataclass(frozen=True)
+class MethodResult:
+    """The three headline metrics of one method (fractions) and anything else worth keeping."""
+
+    action_top1: float
+    privacy_cmap: float
+    privacy_f1: float
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+class Report:
+    """Per-method results of an evaluation, kept in `out_dir/report.json` and `report.md`.
+
+    An existing `report.json` is loaded, so an interrupted evaluation resumes: the caller skips
+    the methods for which `has(method)` is true.
+    """
+
+    def __init__(self, out_dir: str | os.PathLike) -> None:
+        self.out_dir = Path(out_dir)
+        self._results: dict[str, MethodResult] = {}
+        json_path = self.out_dir / _JSON_NAME
+        if json_path.is_file():
+            self._results = _load_results(json_path)
+
+    @property
+    def methods(self) -> list[str]:
+        """The methods reported so far, in the order they were first added."""
+        return list(self._results)
+
+    def has(self, method: str) -> bool:
+        """Whether `method` is already reported (done: an evaluation may skip it)."""
+        return method in self._results
+
+    def get(self, method: str) -> MethodResult:
+        """The result of `method`."""
+        return self._results[method]
+
+    def add(
+        self,
+        method: str,
+        action_top1: float,
+        privacy_cmap: float,
+        privacy_f1: float,
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Record (or replace) the result of `method` and rewrite report.json and report.md at
+        once, so that nothing done is lost if the evaluation stops. `extra` must be JSON
+        serialisable (e.g. per-attribute AP, skipped attributes, the checkpoint evaluated)."""
+        self._results[method] = MethodResult(
+            float(action_top1), float(privacy_cmap), float(privacy_f1), dict(extra or {})
+        )
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        payload = {name: dataclasses.asdict(result) for name, result in self._results.items()}
+        _write_atomically(self.out_dir / _JSON_NAME, json.dumps({"methods": payload}, indent=2))
+        _write_atomically(self.out_dir / _MARKDOWN_NAME, self.markdown())
+
+    def markdown(self) -> str:
+        """The results as a Markdown table like SPAct's Table 1, with relative drops from raw."""
+        raw = self._results.get(RAW_METHOD)
+        header = ["Method"]
+        for title in ("Action top-1 (%) ↑", "Privacy cMAP (%) ↓", "F1 ↓"):
+            header += [title, "↓ vs raw"]
+        lines = [_table_row(header), _table_row(["---"] + ["---:"] * (len(header) - 1))]
+        for method, result in self._results.items():
+            no_drop = raw is None or method == RAW_METHOD
+            cells = [method]
+            for field, scale, digits in _COLUMNS:
+                value = getattr(result, field)
+                cells.append(f"{value * scale:.{digits}f}")
+                cells.append("–" if no_drop else _format_drop(value, getattr(raw, field)))
+            lines.append(_table_row(cells))
+        note = "↓ vs raw: relative drop from the raw-data row, (raw - value) / raw."
+        return "\n".join(lines) + "\n\n" + note + "\n"
+
+    def plot_tradeoff(self, path: str | os.PathLike = "tradeoff.png") -> Path:
+        """Privacy cMAP (x) against action top-1 (y), one labelled point per method, like
+        SPAct's Fig. 4; the best trade-off lies top left. A relative `path` is in `out_dir`."""
+        path = self._resolve(path)
+        figure = Figure(figsize=(6, 4.5), dpi=_DPI)
+        FigureCanvasAgg(figure)
+        axes = figure.add_subplot()
+        for method, result in self._results.items():
+            x, y = 100 * result.privacy_cmap, 100 * result.action_top1
+            axes.scatter(x, y, s=50, marker="*" if method == RAW_METHOD else "o")
+            axes.annotate(method, (x, y), xytext=(5, 5), textcoords="offset points", fontsize=8)
+        axes.annotate(
+            "better",
+            xy=(0.06, 0.94),
+            xytext=(0.28, 0.72),
+            xycoords="axes fraction",
+            arrowprops={"arrowstyle": "->", "lw": 1.5},
+            fontsize=9,
+        )
+        axes.set_xlabel("privacy cMAP (%) (lower is better)")
+        axes.set_ylabel("action top-1 (%) (higher is better)")
+        axes.margins(0.25)
+        axes.grid(alpha=0.3)
+        figure.tight_layout()
+        figure.savefig(path)
+        return path
+
+    def _resolve(self, path: str | os.PathLike) -> Path:
+        path = Path(path)
+        if not path.is_absolute():
+            path = self.out_dir / path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+
+def save_frame_strip(
+    frames_by_method: Mapping[str, np.ndarray],
+    path: str | os.PathLike,
+    num_frames: int = 4,
+    tile_width: int = 200,
+) -> Path:
+    """A PNG grid of anonymised frames: one row per method, `num_frames` equidistant frames of
+    its (T, H, W, 3) clip (uint8, or float in [0, 1]), the method name at the left.
+
+    Tiles are `tile_width` pixels wide with the first clip's aspect ratio, after a label
+    column, so the image is (rows * round(tile_width * H / W), 40 + num_frames * tile_width)
+    pixels.
+    """
+    if not frames_by_method:
+        raise ValueError("no frames to draw")
+    clips = {method: np.asarray(clip) for method, clip in frames_by_method.items()}
+    height, width = next(iter(clips.values())).shape[1:3]
+    tile_height = round(tile_width * height / width)
+    figure_width = _LABEL_WIDTH + num_frames * tile_width
+    figure = Figure(figsize=(figure_width / _DPI, len(clips) * tile_height / _DPI), dpi=_DPI)
+    FigureCanvasAgg(figure)
+    grid = figure.subplots(len(clips), num_frames, squeeze=False)
+    for row, (method, clip) in enumerate(clips.items()):
+        indices = np.linspace(0, len(clip) - 1, num_frames).round().astype(int)
+        for column, index in enumerate(indices):
+            axes = grid[row, column]
+            axes.imshow(_displayable(clip[index]), aspect="auto")
+            axes.set_xticks([])
+            axes.set_yticks([])
+        grid[row, 0].set_ylabel(method, fontsize=9)
+    figure.subplots_adjust(
+        left=_LABEL_WIDTH / figure_width, right=1, bottom=0, top=1, wspace=0, hspace=0
+    )
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path)
+    return path
+
+
+_COLUMNS = (("action_top1", 100, 2), ("privacy_cmap", 100, 2), ("privacy_f1", 1, 3))
+"""(MethodResult field, display scale, decimals) of the table's metric columns."""
+
+
+def _table_row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _format_drop(value: float, raw_value: float) -> str:
+    if raw_value == 0:
+        return "n/a"
+    drop = relative_drop(value, raw_value)
+    arrow = "↓" if drop >= 0 else "↑"
+    return f"{arrow}{abs(drop) * 100:.0f}%"
+
+
+def _displayable(frame: np.ndarray) -> np.ndarray:
+    """uint8 as is; floats clipped to [0, 1] (imshow would warn and clip them anyway)."""
+    return frame if frame.dtype == np.uint8 else np.clip(frame, 0.0, 1.0)
+
+
+def _load_results(path: Path) -> dict[str, MethodResult]:
+    try:
+        methods = json.loads(path.read_text(encoding="utf-8"))["methods"]
+        return {name: MethodResult(**fields) for name, fields in methods.items()}
+    except (json.JSONDecodeError, KeyError, TypeError) as error:
+        raise ValueError(f"{path} is not a keras-privacy report ({error})") from error
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Write `text` to a temporary file next to `path`, then rename it over `path`: a reader
+    (or a crash) never sees a half-written file."""
+    with tempfile.NamedTemporaryFile(
+        "w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", delete=False
+    ) as file:
+        file.write(text)
+        temporary = file.name
+    try:
+        os.replace(temporary, path)
+    except OSError:
+        os.unlink(temporary)
+        raise

@@ -1,0 +1,82 @@
+"""Losses of the privacy-preserving methods, written with `keras.ops` for every backend.
+
+Every loss casts its inputs to float32 first, so that under a mixed-precision policy
+(`mixed_bfloat16`, `mixed_float16`) the softmax, log-sum-exp and square roots stay exact.
+"""
+
+from __future__ import annotations
+
+from keras import ops
+
+
+def nt_xent(z1, z2, temperature: float = 0.1):
+    """NT-Xent (SimCLR) loss in the full 2N x 2N form.
+
+    Row i of `z1` and row i of `z2` are the two views of one example (the positive pair); every
+    other view in the batch, from either side, is a negative. Embeddings are L2-normalised here, so
+    the similarity is the cosine. This is SPAct's Eq. 5 averaged over all 2N anchors (not the
+    cross-view-only variant of keras-io's SimCLR example).
+
+    Args:
+        z1: (N, D) embeddings of the first views.
+        z2: (N, D) embeddings of the second views.
+        temperature: Softmax temperature tau (SPAct: 0.1).
+
+    Returns:
+        The scalar mean loss.
+    """
+    z = ops.concatenate([ops.cast(z1, "float32"), ops.cast(z2, "float32")], axis=0)
+    z = z / ops.maximum(ops.norm(z, axis=1, keepdims=True), 1e-12)
+    n2 = ops.shape(z)[0]
+    n = n2 // 2
+    logits = ops.matmul(z, ops.transpose(z)) / temperature
+    logits = ops.where(ops.eye(n2, dtype="bool"), -1e9, logits)
+    positives = ops.concatenate([ops.arange(n, n2), ops.arange(0, n)], axis=0)
+    log_prob = logits - ops.logsumexp(logits, axis=1, keepdims=True)
+    positive_log_prob = ops.take_along_axis(log_prob, positives[:, None], axis=1)
+    return -ops.mean(positive_log_prob)
+
+
+def softmax_cross_entropy(labels, logits):
+    """Mean sparse categorical cross-entropy of integer `labels` under `logits`."""
+    logits = ops.cast(logits, "float32")
+    return ops.mean(ops.sparse_categorical_crossentropy(labels, logits, from_logits=True))
+
+
+def accuracy(labels, logits):
+    """Fraction of rows of `logits` whose arg-max equals the integer label."""
+    predicted = ops.argmax(logits, axis=-1)
+    return ops.mean(ops.cast(ops.equal(predicted, ops.cast(labels, predicted.dtype)), "float32"))
+
+
+def masked_binary_cross_entropy(labels, logits, mask=None):
+    """Mean binary cross-entropy over the (example, attribute) entries where `mask` is 1.
+
+    Masked entries ("label not available", as in the meta-generalisation support/query sets)
+    contribute nothing to the loss or its gradient. With no mask every entry counts.
+    """
+    logits = ops.cast(logits, "float32")
+    labels = ops.cast(labels, "float32")
+    per_entry = ops.maximum(logits, 0) - logits * labels + ops.log1p(ops.exp(-ops.abs(logits)))
+    if mask is None:
+        return ops.mean(per_entry)
+    mask = ops.cast(mask, "float32")
+    return ops.sum(per_entry * mask) / ops.maximum(ops.sum(mask), 1.0)
+
+
+def l1_reconstruction(target, output):
+    """Mean absolute error, the identity-initialisation loss of the anonymizer."""
+    return ops.mean(ops.abs(ops.cast(target, "float32") - ops.cast(output, "float32")))
+
+
+def rms_penalty(inputs, outputs, budget: float):
+    """Penalty-driven anonymization: max(0, RMS(inputs - outputs) - budget), per sample, averaged.
+
+    The RMS is taken per sample (over all its pixels) and the hinge applied per sample, so one
+    strongly changed clip is penalised even when the others are untouched. Differentiable
+    everywhere except at the hinge (unlike the authors' `.item()` version, which never was).
+    """
+    diff = ops.cast(inputs, "float32") - ops.cast(outputs, "float32")
+    diff = ops.reshape(diff, (ops.shape(inputs)[0], -1))
+    rms = ops.sqrt(ops.mean(ops.square(diff), axis=1) + 1e-12)
+    return ops.mean(ops.relu(rms - budget))

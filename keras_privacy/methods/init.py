@@ -1,0 +1,127 @@
+"""The initialisation phases that every adversarial method starts from (SPAct Sec. 3.3).
+
+1. `IdentityInit`: f_A learns the identity (L1 reconstruction) on privacy images and frames.
+2. `ActionInit`: f_T learns the action from f_A(x), f_A frozen (cross-entropy).
+3. `PrivacyInit`: f_B learns NT-Xent on f_A(x), f_A frozen.
+
+They take single batches in the format of `keras_privacy.methods.spact` (not pairs), each trains
+one group, and each is a plain `fit`, so it can run alone and be resumed from a checkpoint.
+"""
+
+from __future__ import annotations
+
+import keras
+from keras import ops
+
+from keras_privacy import losses
+from keras_privacy.methods.engine import StatelessTrainer, Update
+from keras_privacy.methods.spact import (
+    action_logits,
+    anonymize_batch,
+    contrastive_views,
+    privacy_loss,
+)
+
+
+class IdentityInit(StatelessTrainer):
+    """Train f_A to reproduce its input (L1), on the privacy views and two frames per clip."""
+
+    log_names = ("reconstruction_loss",)
+
+    def __init__(self, anonymizer: keras.Model, **kwargs):
+        super().__init__(**kwargs)
+        self.anonymizer = anonymizer
+
+    def groups(self) -> dict[str, keras.Model]:
+        return {"anonymizer": self.anonymizer}
+
+    def updates(self, data) -> list[Update]:
+        return [Update(("anonymizer",), lambda values: self._loss(values, data))]
+
+    def _loss(self, values, batch):
+        anon_frames, anon_views, state = anonymize_batch(self, values, batch, training=True)
+        raw_frames, raw_views = _raw_inputs(batch)
+        first, second = contrastive_views(anon_frames, anon_views, batch)
+        target_first, target_second = contrastive_views(raw_frames, raw_views, batch)
+        loss = losses.l1_reconstruction(
+            ops.concatenate([target_first, target_second], axis=0),
+            ops.concatenate([first, second], axis=0),
+        )
+        return loss, {"logs": {"reconstruction_loss": loss}, "non_trainable": {"anonymizer": state}}
+
+
+def _raw_inputs(batch):
+    """The un-anonymized frames and views laid out like `anonymize_batch`'s outputs."""
+    clips = batch["clips"]
+    shape = ops.shape(clips)
+    frames = ops.reshape(clips, (-1, shape[2], shape[3], shape[4]))
+    views = None
+    if "views" in batch:
+        view_shape = ops.shape(batch["views"])
+        views = ops.reshape(batch["views"], (-1, view_shape[2], view_shape[3], view_shape[4]))
+    return frames, views
+
+
+class ActionInit(StatelessTrainer):
+    """Train f_T on clips anonymized by the frozen f_A (cross-entropy)."""
+
+    log_names = ("action_loss", "action_accuracy")
+
+    def __init__(self, anonymizer: keras.Model, action_model: keras.Model, **kwargs):
+        super().__init__(**kwargs)
+        self.anonymizer = anonymizer
+        self.action_model = action_model
+
+    def groups(self) -> dict[str, keras.Model]:
+        return {"anonymizer": self.anonymizer, "action": self.action_model}
+
+    def updates(self, data) -> list[Update]:
+        return [Update(("action",), lambda values: self._loss(values, data))]
+
+    def _loss(self, values, batch):
+        clips_only = {"clips": batch["clips"]}
+        anon_frames, _, _ = anonymize_batch(self, values, clips_only, training=False)
+        logits, state = action_logits(
+            self, values, ops.stop_gradient(anon_frames), ops.shape(batch["clips"])[1], True
+        )
+        loss = losses.softmax_cross_entropy(batch["labels"], logits)
+        return loss, {
+            "logs": {
+                "action_loss": loss,
+                "action_accuracy": losses.accuracy(batch["labels"], logits),
+            },
+            "non_trainable": {"action": state},
+        }
+
+
+class PrivacyInit(StatelessTrainer):
+    """Train f_B with NT-Xent on frame pairs and image views anonymized by the frozen f_A."""
+
+    log_names = ("privacy_loss",)
+
+    def __init__(
+        self,
+        anonymizer: keras.Model,
+        privacy_encoder: keras.Model,
+        temperature: float = 0.1,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.anonymizer = anonymizer
+        self.privacy_encoder = privacy_encoder
+        self.temperature = temperature
+
+    def groups(self) -> dict[str, keras.Model]:
+        return {"anonymizer": self.anonymizer, "privacy": self.privacy_encoder}
+
+    def updates(self, data) -> list[Update]:
+        return [Update(("privacy",), lambda values: self._loss(values, data))]
+
+    def _loss(self, values, batch):
+        anon_frames, anon_views, _ = anonymize_batch(self, values, batch, training=False)
+        anon_frames = ops.stop_gradient(anon_frames)
+        if anon_views is not None:
+            anon_views = ops.stop_gradient(anon_views)
+        first, second = contrastive_views(anon_frames, anon_views, batch)
+        loss, state = privacy_loss(self, values, first, second, self.temperature, training=True)
+        return loss, {"logs": {"privacy_loss": loss}, "non_trainable": {"privacy": state}}

@@ -1,0 +1,220 @@
+"""SPAct: self-supervised privacy preservation (Dave et al., CVPR 2022), and its init phases.
+
+A batch is a dict of
+- `clips`: (B, T, H, W, 3) float frames in [0, 1];
+- `labels`: (B,) action labels;
+- `frame_pairs`: (B, 2) indices of two frames of each clip (the temporal sampler's positive pair);
+- `views` (optional): (N, 2, H, W, 3) two augmented views of N privacy images, same H, W.
+
+The minimax trainer alternates per batch as the authors ran it. `fit` feeds it *pairs* of such
+batches (leading axis 2, see `pair_batches`): the first batch updates the anonymizer f_A alone on
+`w_T * L_T - w_B * L_B (+ lambda * penalty)` with f_T and f_B frozen; the second updates f_T on
+L_T and f_B on L_B with f_A frozen. One `fit` step is therefore one full minimax iteration.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+from keras import ops
+
+from keras_privacy import losses
+from keras_privacy.methods.engine import GroupValues, StatelessTrainer, Update, fold_time
+
+
+def pair_batches(dataset):
+    """Group consecutive batches of a `tf.data.Dataset` in twos, for the alternating trainer."""
+    return dataset.batch(2, drop_remainder=True)
+
+
+def _half(data: dict, index: int) -> dict:
+    return {key: value[index] for key, value in data.items()}
+
+
+def anonymize_batch(trainer: StatelessTrainer, values: GroupValues, batch: dict, training: bool):
+    """Run f_A on every frame of the clips and on the privacy views in one call.
+
+    Returns (anonymized frames (B*T, H, W, 3), anonymized views (2N, H, W, 3) or None,
+    f_A's new non-trainable values).
+    """
+    frames = fold_time(batch["clips"])
+    num_frames = ops.shape(frames)[0]
+    inputs = frames
+    if "views" in batch:
+        views = batch["views"]
+        shape = ops.shape(views)
+        inputs = ops.concatenate(
+            [frames, ops.reshape(views, (-1, shape[2], shape[3], shape[4]))], axis=0
+        )
+    outputs, non_trainable = trainer.run("anonymizer", values, inputs, training=training)
+    anon_views = outputs[num_frames:] if "views" in batch else None
+    return outputs[:num_frames], anon_views, non_trainable
+
+
+def contrastive_views(anon_frames, anon_views, batch: dict):
+    """The two sides of the NT-Xent positive pairs: two frames of each anonymized clip
+    (chosen by the temporal sampler) and the two views of each anonymized privacy image."""
+    clips = batch["clips"]
+    num_clips, clip_length = ops.shape(clips)[0], ops.shape(clips)[1]
+    pairs = ops.cast(batch["frame_pairs"], "int32")
+    offsets = ops.arange(num_clips, dtype="int32") * clip_length
+    first = [ops.take(anon_frames, offsets + pairs[:, 0], axis=0)]
+    second = [ops.take(anon_frames, offsets + pairs[:, 1], axis=0)]
+    if anon_views is not None:
+        shape = ops.shape(anon_views)
+        views = ops.reshape(anon_views, (-1, 2, shape[1], shape[2], shape[3]))
+        first.append(views[:, 0])
+        second.append(views[:, 1])
+    return ops.concatenate(first, axis=0), ops.concatenate(second, axis=0)
+
+
+def privacy_loss(trainer, values, first, second, temperature: float, training: bool):
+    """NT-Xent of f_B's embeddings of the two sides, and f_B's new non-trainable values."""
+    num = ops.shape(first)[0]
+    embeddings, non_trainable = trainer.run(
+        "privacy", values, ops.concatenate([first, second], axis=0), training=training
+    )
+    return losses.nt_xent(embeddings[:num], embeddings[num:], temperature), non_trainable
+
+
+def action_logits(trainer, values, anon_frames, clip_length, training: bool):
+    """f_T's logits on the anonymized clips, and f_T's new non-trainable values."""
+    shape = ops.shape(anon_frames)
+    clips = ops.reshape(anon_frames, (-1, clip_length, shape[1], shape[2], shape[3]))
+    return trainer.run("action", values, clips, training=training)
+
+
+@keras.saving.register_keras_serializable(package="keras_privacy")
+class SPAct(StatelessTrainer):
+    """The SPAct minimax trainer: f_A against a self-supervised (NT-Xent) adversary f_B,
+    while an action model f_T keeps the action recognisable.
+
+    Args:
+        anonymizer: f_A, frames in [0, 1] -> frames in [0, 1].
+        action_model: f_T, clips (B, T, H, W, 3) -> action logits.
+        privacy_encoder: f_B, images -> L2-normalised embeddings.
+        action_weight: w_T, weight of L_T in the anonymizer loss (SPAct: 1).
+        privacy_weight: w_B (omega), weight of the maximised L_B (SPAct: omega in (0, 1]).
+        temperature: NT-Xent temperature (SPAct: 0.1).
+        penalty_weight: lambda of the penalty-driven term (0 turns it off).
+        penalty_budget: B of the penalty `max(0, RMS(x - f_A(x)) - B)` (penalty paper: 0.3).
+    """
+
+    log_names = (
+        "action_loss",
+        "privacy_loss",
+        "action_accuracy",
+        "anonymizer_action_loss",
+        "anonymizer_privacy_loss",
+        "penalty",
+    )
+
+    def __init__(
+        self,
+        anonymizer: keras.Model,
+        action_model: keras.Model,
+        privacy_encoder: keras.Model,
+        action_weight: float = 1.0,
+        privacy_weight: float = 1.0,
+        temperature: float = 0.1,
+        penalty_weight: float = 0.0,
+        penalty_budget: float = 0.3,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.anonymizer = anonymizer
+        self.action_model = action_model
+        self.privacy_encoder = privacy_encoder
+        self.action_weight = action_weight
+        self.privacy_weight = privacy_weight
+        self.temperature = temperature
+        self.penalty_weight = penalty_weight
+        self.penalty_budget = penalty_budget
+
+    def groups(self) -> dict[str, keras.Model]:
+        return {
+            "anonymizer": self.anonymizer,
+            "action": self.action_model,
+            "privacy": self.privacy_encoder,
+        }
+
+    def call(self, clips, training=False):
+        """Action logits of f_T on the anonymized clips."""
+        frames = self.anonymizer(fold_time(clips), training=training)
+        shape = ops.shape(clips)
+        return self.action_model(ops.reshape(frames, shape), training=training)
+
+    def updates(self, data: dict[str, Any]) -> list[Update]:
+        return [
+            Update(("anonymizer",), lambda values: self._anonymizer_loss(values, _half(data, 0))),
+            Update(
+                ("action", "privacy"), lambda values: self._adversary_loss(values, _half(data, 1))
+            ),
+        ]
+
+    def _anonymizer_loss(self, values: GroupValues, batch: dict):
+        clip_length = ops.shape(batch["clips"])[1]
+        anon_frames, anon_views, anonymizer_state = anonymize_batch(
+            self, values, batch, training=True
+        )
+        logits, _ = action_logits(self, values, anon_frames, clip_length, training=False)
+        action_loss = losses.softmax_cross_entropy(batch["labels"], logits)
+        first, second = contrastive_views(anon_frames, anon_views, batch)
+        contrastive, _ = privacy_loss(self, values, first, second, self.temperature, training=False)
+        penalty = losses.rms_penalty(
+            batch["clips"], ops.reshape(anon_frames, ops.shape(batch["clips"])), self.penalty_budget
+        )
+        loss = (
+            self.action_weight * action_loss
+            - self.privacy_weight * contrastive
+            + self.penalty_weight * penalty
+        )
+        return loss, {
+            "logs": {
+                "anonymizer_action_loss": action_loss,
+                "anonymizer_privacy_loss": contrastive,
+                "penalty": penalty,
+            },
+            "non_trainable": {"anonymizer": anonymizer_state},
+        }
+
+    def _adversary_loss(self, values: GroupValues, batch: dict):
+        clip_length = ops.shape(batch["clips"])[1]
+        anon_frames, anon_views, _ = anonymize_batch(self, values, batch, training=False)
+        anon_frames = ops.stop_gradient(anon_frames)
+        if anon_views is not None:
+            anon_views = ops.stop_gradient(anon_views)
+        logits, action_state = action_logits(self, values, anon_frames, clip_length, training=True)
+        action_loss = losses.softmax_cross_entropy(batch["labels"], logits)
+        first, second = contrastive_views(anon_frames, anon_views, batch)
+        contrastive, privacy_state = privacy_loss(
+            self, values, first, second, self.temperature, training=True
+        )
+        return action_loss + contrastive, {
+            "logs": {
+                "action_loss": action_loss,
+                "privacy_loss": contrastive,
+                "action_accuracy": losses.accuracy(batch["labels"], logits),
+            },
+            "non_trainable": {"action": action_state, "privacy": privacy_state},
+        }
+
+    def get_config(self) -> dict:
+        return {
+            "anonymizer": keras.saving.serialize_keras_object(self.anonymizer),
+            "action_model": keras.saving.serialize_keras_object(self.action_model),
+            "privacy_encoder": keras.saving.serialize_keras_object(self.privacy_encoder),
+            "action_weight": self.action_weight,
+            "privacy_weight": self.privacy_weight,
+            "temperature": self.temperature,
+            "penalty_weight": self.penalty_weight,
+            "penalty_budget": self.penalty_budget,
+        }
+
+    @classmethod
+    def from_config(cls, config: dict):
+        config = dict(config)
+        for key in ("anonymizer", "action_model", "privacy_encoder"):
+            config[key] = keras.saving.deserialize_keras_object(config[key])
+        return cls(**config)

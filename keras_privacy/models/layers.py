@@ -1,0 +1,100 @@
+"""Small custom layers shared by the model builders (registered for `.keras` saving)."""
+
+from __future__ import annotations
+
+import keras
+from keras import ops
+
+
+@keras.saving.register_keras_serializable(package="keras_privacy")
+class SpatialSubsample(keras.layers.Layer):
+    """Keep every `factor`-th row and column of (B, T, H, W, C) or (B, H, W, C) inputs.
+
+    A stride-1 convolution followed by this equals the strided convolution, which lets a
+    convolution be strided in space and dilated in time (Keras' Conv3D refuses both at once).
+    """
+
+    def __init__(self, factor: int = 2, **kwargs):
+        super().__init__(**kwargs)
+        self.factor = factor
+
+    def call(self, inputs):
+        if len(inputs.shape) == 5:
+            return inputs[:, :, :: self.factor, :: self.factor, :]
+        return inputs[:, :: self.factor, :: self.factor, :]
+
+    def compute_output_shape(self, input_shape):
+        shape = list(input_shape)
+        for axis in (-3, -2):
+            if shape[axis] is not None:
+                shape[axis] = (shape[axis] + self.factor - 1) // self.factor
+        return tuple(shape)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "factor": self.factor}
+
+
+@keras.saving.register_keras_serializable(package="keras_privacy")
+class BilinearUpSampling2D(keras.layers.Layer):
+    """Bilinear up-sampling of (B, H, W, C) by `size` with aligned corners.
+
+    This is PyTorch's `nn.Upsample(scale_factor=size, mode="bilinear", align_corners=True)`,
+    the up-sampling of SPAct's UNet: output pixel i samples input position
+    i * (n - 1) / (size * n - 1), so the corner pixels map onto each other. Keras'
+    `UpSampling2D(interpolation="bilinear")` uses half-pixel centres instead, which shifts the
+    image and would break weights imported from PyTorch.
+    """
+
+    def __init__(self, size: int = 2, **kwargs):
+        super().__init__(**kwargs)
+        self.size = size
+
+    def call(self, inputs):
+        x = inputs
+        for axis in (1, 2):
+            n = ops.shape(x)[axis]
+            out = n * self.size
+            scale = ops.cast(n - 1, "float32") / ops.cast(ops.maximum(out - 1, 1), "float32")
+            position = ops.arange(out, dtype="float32") * scale
+            low = ops.cast(ops.floor(position), "int32")
+            high = ops.minimum(low + 1, n - 1)
+            weight = ops.cast(position - ops.cast(low, "float32"), x.dtype)
+            weight = ops.reshape(weight, (-1, 1, 1) if axis == 1 else (-1, 1))
+            low_rows, high_rows = ops.take(x, low, axis=axis), ops.take(x, high, axis=axis)
+            x = low_rows + (high_rows - low_rows) * weight
+        return x
+
+    def compute_output_shape(self, input_shape):
+        batch, height, width, channels = input_shape
+        return (
+            batch,
+            None if height is None else height * self.size,
+            None if width is None else width * self.size,
+            channels,
+        )
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "size": self.size}
+
+
+@keras.saving.register_keras_serializable(package="keras_privacy")
+class L2Normalize(keras.layers.Layer):
+    """Scale each row to unit L2 norm along the last axis (the SimCLR projection output).
+
+    As PyTorch's `F.normalize(eps=1e-12)`, with the norm clamped below by `epsilon` through the
+    squared norm, so the gradient of an all-zero row is zero rather than NaN.
+    """
+
+    def __init__(self, epsilon: float = 1e-12, **kwargs):
+        super().__init__(**kwargs)
+        self.epsilon = epsilon
+
+    def call(self, inputs):
+        squared = ops.sum(ops.square(inputs), axis=-1, keepdims=True)
+        return inputs * ops.rsqrt(ops.maximum(squared, self.epsilon**2))
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "epsilon": self.epsilon}

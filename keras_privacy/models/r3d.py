@@ -1,0 +1,114 @@
+"""R3D-18: torchvision's `video.r3d_18` layout in Keras, and SPAct's variant of it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import keras
+from keras import layers
+
+from keras_privacy.models.layers import SpatialSubsample
+
+BN = {"momentum": 0.9, "epsilon": 1e-5}  # PyTorch's BatchNorm defaults
+
+
+def conv3x3x3(x, filters: int, strides=(1, 1, 1), dilation=(1, 1, 1), name: str = ""):
+    """3x3x3 convolution padded like PyTorch's Conv3DSimple (symmetric padding = dilation),
+    no bias.
+
+    Keras refuses a convolution both strided and dilated, so one strided in space and dilated
+    in time (SPAct's) runs at stride 1 and is then subsampled in space: the same outputs, at
+    the cost of computing the skipped positions.
+    """
+    x = layers.ZeroPadding3D(tuple(dilation), name=f"{name}_pad")(x)
+    if max(dilation) > 1 and max(strides) > 1:
+        if strides[0] > 1 or strides[1] != strides[2]:
+            raise ValueError(f"dilation {dilation} needs strides (1, s, s), got {strides}")
+        x = layers.Conv3D(filters, 3, dilation_rate=dilation, use_bias=False, name=f"{name}_conv")(
+            x
+        )
+        return SpatialSubsample(strides[1], name=f"{name}_subsample")(x)
+    return layers.Conv3D(
+        filters, 3, strides=strides, dilation_rate=dilation, use_bias=False, name=f"{name}_conv"
+    )(x)
+
+
+def basic_block(x, filters: int, strides, first_dilation, name: str):
+    """The BasicBlock of torchvision's video ResNet: conv-BN-ReLU-conv-BN plus shortcut.
+
+    `first_dilation` dilates the first convolution only (SPAct's change to layer4).
+    """
+    shortcut = x
+    if max(strides) > 1 or x.shape[-1] != filters:
+        shortcut = layers.Conv3D(
+            filters, 1, strides=strides, use_bias=False, name=f"{name}_downsample_conv"
+        )(x)
+        shortcut = layers.BatchNormalization(**BN, name=f"{name}_downsample_bn")(shortcut)
+    x = conv3x3x3(x, filters, strides, first_dilation, name=f"{name}_1")
+    x = layers.BatchNormalization(**BN, name=f"{name}_1_bn")(x)
+    x = layers.ReLU(name=f"{name}_1_relu")(x)
+    x = conv3x3x3(x, filters, name=f"{name}_2")
+    x = layers.BatchNormalization(**BN, name=f"{name}_2_bn")(x)
+    x = layers.Add(name=f"{name}_add")([shortcut, x])
+    return layers.ReLU(name=f"{name}_out")(x)
+
+
+def r3d_18(
+    num_classes: int = 400,
+    widths: Sequence[int] = (64, 128, 256, 512),
+    blocks: Sequence[int] = (2, 2, 2, 2),
+    stem_width: int = 64,
+    last_stage_temporal_stride: int = 2,
+    last_stage_temporal_dilation: int = 1,
+    include_top: bool = True,
+    dropout: float = 0.0,
+    input_shape: tuple = (None, None, None, 3),
+    name: str = "r3d_18",
+) -> keras.Model:
+    """An 18-layer 3D ResNet on clips (B, T, H, W, 3) in [0, 1] with torchvision's exact
+    `video.r3d_18` layout: stem Conv3D (3, 7, 7) stride (1, 2, 2) padding (1, 3, 3), four
+    stages of BasicBlocks (first stride 1, then 2 in time and space; 1x1x1 convolution + BN
+    shortcut where the shape changes), global average pooling and a Dense head (pooled
+    features when `include_top=False`). Padding is explicit, so every output position
+    matches PyTorch's. At the defaults it has torchvision's 33,371,472 parameters.
+
+    `last_stage_temporal_stride` and `last_stage_temporal_dilation` set the temporal stride of
+    the last stage and the temporal dilation of its first convolution: (1, 2) is SPAct's f_T
+    (see `r3d_18_spact`). Neither changes a weight shape.
+    """
+    inputs = keras.Input(input_shape, name="clips")
+    x = layers.ZeroPadding3D((1, 3, 3), name="stem_pad")(inputs)
+    x = layers.Conv3D(stem_width, (3, 7, 7), strides=(1, 2, 2), use_bias=False, name="stem_conv")(x)
+    x = layers.BatchNormalization(**BN, name="stem_bn")(x)
+    x = layers.ReLU(name="stem_relu")(x)
+    for stage, (width, count) in enumerate(zip(widths, blocks)):
+        last = stage == len(widths) - 1
+        for block in range(count):
+            strides, dilation = (1, 1, 1), (1, 1, 1)
+            if block == 0 and stage > 0:
+                strides = (last_stage_temporal_stride if last else 2, 2, 2)
+            if block == 0 and last:
+                dilation = (last_stage_temporal_dilation, 1, 1)
+            x = basic_block(x, width, strides, dilation, name=f"layer{stage + 1}_{block}")
+    x = layers.GlobalAveragePooling3D(name="pool")(x)
+    if include_top:
+        if dropout:
+            x = layers.Dropout(dropout, name="dropout")(x)
+        x = layers.Dense(num_classes, dtype="float32", name="fc")(x)
+    return keras.Model(inputs, x, name=name)
+
+
+def r3d_18_spact(num_classes: int = 400, name: str = "r3d_18_spact", **kwargs) -> keras.Model:
+    """SPAct's f_T: R3D-18 whose last stage keeps the temporal resolution.
+
+    As in SPAct's official code, layer4's first convolution has stride (1, 2, 2), dilation
+    (2, 1, 1) and padding (2, 1, 1), and its shortcut stride (1, 2, 2); every other layer is
+    torchvision's. A 16-frame clip reaches layer4 with 4 time steps instead of 2.
+    """
+    return r3d_18(
+        num_classes,
+        last_stage_temporal_stride=1,
+        last_stage_temporal_dilation=2,
+        name=name,
+        **kwargs,
+    )

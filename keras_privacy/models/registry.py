@@ -1,0 +1,76 @@
+"""Registries of every model by name, so flags like `--action_model=NAME` work everywhere.
+
+python -m keras_privacy.models list
+python -m keras_privacy.models count r3d_18 --num_classes 400
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import keras
+
+from keras_privacy.models import r3d, resnet, unet
+
+ACTION_MODELS: dict[str, Callable[..., keras.Model]] = {
+    "r3d_18": r3d.r3d_18,
+    "r3d_18_spact": r3d.r3d_18_spact,
+    # SPAct's R3D at 1/8 width and one block per stage, for the synthetic benchmark and tests.
+    "r3d_tiny": functools.partial(
+        r3d.r3d_18_spact,
+        widths=(8, 16, 32, 64),
+        blocks=(1, 1, 1, 1),
+        stem_width=8,
+        name="r3d_tiny",
+    ),
+}
+"""Clips (B, T, H, W, 3) in [0, 1] -> action logits. Builders take `num_classes`."""
+
+IMAGE_MODELS: dict[str, Callable[..., keras.Model]] = {
+    "resnet18": functools.partial(
+        resnet.resnet, blocks=(2, 2, 2, 2), bottleneck=False, name="resnet18"
+    ),
+    "resnet34": functools.partial(
+        resnet.resnet, blocks=(3, 4, 6, 3), bottleneck=False, name="resnet34"
+    ),
+    "resnet50": functools.partial(resnet.resnet, blocks=(3, 4, 6, 3), name="resnet50"),
+    "resnet101": functools.partial(resnet.resnet, blocks=(3, 4, 23, 3), name="resnet101"),
+    "resnet152": functools.partial(resnet.resnet, blocks=(3, 8, 36, 3), name="resnet152"),
+    "resnet_tiny": functools.partial(
+        resnet.resnet,
+        blocks=(1, 1, 1, 1),
+        widths=(8, 16, 32, 64),
+        bottleneck=False,
+        name="resnet_tiny",
+    ),
+}
+"""Images (B, H, W, 3) in [0, 1] -> pooled features (with `num_classes`: logits)."""
+
+ANONYMIZERS: dict[str, Callable[..., keras.Model]] = {
+    "unet": unet.unet,
+    "unet_small": functools.partial(unet.unet, widths=(16, 32, 64, 128)),
+    "unet_tiny": functools.partial(unet.unet, widths=(8, 16, 32)),
+}
+"""Frames (B, H, W, 3) in [0, 1] -> frames in [0, 1]."""
+
+
+def _lookup(registry: dict, kind: str, name: str) -> Callable[..., keras.Model]:
+    if name not in registry:
+        raise ValueError(f"unknown {kind} {name!r}; known: {', '.join(sorted(registry))}")
+    return registry[name]
+
+
+def build_action_model(name: str, num_classes: int, **kwargs) -> keras.Model:
+    """The action model registered as `name`, with a `num_classes`-way head."""
+    return _lookup(ACTION_MODELS, "action model", name)(num_classes=num_classes, **kwargs)
+
+
+def build_image_backbone(name: str, **kwargs) -> keras.Model:
+    """The image model registered as `name`, pooled features out (or logits with num_classes)."""
+    return _lookup(IMAGE_MODELS, "image model", name)(**kwargs)
+
+
+def build_anonymizer(name: str, **kwargs) -> keras.Model:
+    """The anonymizer registered as `name`."""
+    return _lookup(ANONYMIZERS, "anonymizer", name)(**kwargs)

@@ -1,0 +1,116 @@
+"""2D ResNets (torchvision layout) for the privacy branch, with SimCLR's projection head."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import keras
+from keras import layers
+
+from keras_privacy.models.layers import L2Normalize
+
+BN = {"momentum": 0.9, "epsilon": 1e-5}  # PyTorch's BatchNorm defaults
+
+
+def conv_bn(x, filters: int, kernel: int, strides: int, name: str, relu: bool = True):
+    """Convolution padded like PyTorch (kernel // 2 on each side), BatchNorm, optional ReLU."""
+    if kernel > 1:
+        x = layers.ZeroPadding2D(kernel // 2, name=f"{name}_pad")(x)
+    x = layers.Conv2D(filters, kernel, strides=strides, use_bias=False, name=f"{name}_conv")(x)
+    x = layers.BatchNormalization(**BN, name=f"{name}_bn")(x)
+    return layers.ReLU(name=f"{name}_relu")(x) if relu else x
+
+
+def basic_block(x, width: int, strides: int, name: str):
+    """Two 3x3 convolutions with a shortcut (ResNet-18/34)."""
+    shortcut = x
+    if strides > 1 or x.shape[-1] != width:
+        shortcut = conv_bn(x, width, 1, strides, f"{name}_downsample", relu=False)
+    x = conv_bn(x, width, 3, strides, f"{name}_1")
+    x = conv_bn(x, width, 3, 1, f"{name}_2", relu=False)
+    return layers.ReLU(name=f"{name}_out")(layers.Add(name=f"{name}_add")([shortcut, x]))
+
+
+def bottleneck_block(x, width: int, strides: int, name: str):
+    """1x1 - 3x3 (strided, torchvision v1.5) - 1x1 x4 with a shortcut (ResNet-50/101/152)."""
+    shortcut = x
+    if strides > 1 or x.shape[-1] != 4 * width:
+        shortcut = conv_bn(x, 4 * width, 1, strides, f"{name}_downsample", relu=False)
+    x = conv_bn(x, width, 1, 1, f"{name}_1")
+    x = conv_bn(x, width, 3, strides, f"{name}_2")
+    x = conv_bn(x, 4 * width, 1, 1, f"{name}_3", relu=False)
+    return layers.ReLU(name=f"{name}_out")(layers.Add(name=f"{name}_add")([shortcut, x]))
+
+
+def resnet(
+    blocks: Sequence[int],
+    widths: Sequence[int] = (64, 128, 256, 512),
+    bottleneck: bool = True,
+    stem_width: int | None = None,
+    num_classes: int | None = None,
+    input_shape: tuple = (None, None, 3),
+    name: str = "resnet",
+) -> keras.Model:
+    """A ResNet on images (B, H, W, 3) with torchvision's layout: 7x7/2 stem, 3x3/2 max-pool,
+    stages of basic or bottleneck blocks (stride 2 from the second stage on, on the 3x3
+    convolution as torchvision's v1.5), global average pooling, and a Dense head when
+    `num_classes` is given (else pooled features: widths[-1], times 4 with bottlenecks).
+    Padding is explicit, so every output position matches PyTorch's.
+
+    ResNet-18: blocks (2, 2, 2, 2), basic; -34: (3, 4, 6, 3), basic; -50: (3, 4, 6, 3),
+    bottleneck; -101: (3, 4, 23, 3); -152: (3, 8, 36, 3).
+    """
+    inputs = keras.Input(input_shape, name="images")
+    x = conv_bn(inputs, stem_width or widths[0], 7, 2, "stem")
+    # Zeros pad like PyTorch's -inf here, as the input is post-ReLU (>= 0).
+    x = layers.ZeroPadding2D(1, name="stem_pool_pad")(x)
+    x = layers.MaxPooling2D(3, strides=2, name="stem_pool")(x)
+    block_fn = bottleneck_block if bottleneck else basic_block
+    for stage, (width, count) in enumerate(zip(widths, blocks)):
+        for block in range(count):
+            strides = 2 if block == 0 and stage > 0 else 1
+            x = block_fn(x, width, strides, name=f"layer{stage + 1}_{block}")
+    x = layers.GlobalAveragePooling2D(name="pool")(x)
+    if num_classes is not None:
+        x = layers.Dense(num_classes, dtype="float32", name="fc")(x)
+    return keras.Model(inputs, x, name=name)
+
+
+def resnet50_encoder(
+    widths: Sequence[int] = (64, 128, 256, 512),
+    blocks: Sequence[int] = (3, 4, 6, 3),
+    input_shape: tuple = (None, None, 3),
+    name: str = "resnet50",
+) -> keras.Model:
+    """ResNet-50 without classifier: images -> 2048 pooled features (at default widths)."""
+    return resnet(blocks, widths, bottleneck=True, input_shape=input_shape, name=name)
+
+
+def projection_head(
+    input_dim: int, hidden: int = 2048, output: int = 128, name: str = "projection_head"
+) -> keras.Model:
+    """SimCLR's head as SPAct uses it: Dense(hidden) - ReLU - Dense(output) - L2 normalisation.
+
+    The output layer and the normalisation run in float32 under mixed precision.
+    """
+    inputs = keras.Input((input_dim,), name="features")
+    x = layers.Dense(hidden, activation="relu", name="hidden")(inputs)
+    x = layers.Dense(output, dtype="float32", name="output")(x)
+    return keras.Model(inputs, L2Normalize(dtype="float32", name="l2_normalize")(x), name=name)
+
+
+def privacy_encoder(
+    backbone: keras.Model, head: keras.Model, name: str = "privacy_encoder"
+) -> keras.Model:
+    """f_B of SPAct: images -> L2-normalised embeddings (backbone then projection head)."""
+    inputs = keras.Input(backbone.input_shape[1:], name="images")
+    return keras.Model(inputs, head(backbone(inputs)), name=name)
+
+
+def privacy_classifier(
+    backbone: keras.Model, num_attributes: int, name: str = "privacy_classifier"
+) -> keras.Model:
+    """A multi-label attribute classifier: images -> (N, num_attributes) logits."""
+    inputs = keras.Input(backbone.input_shape[1:], name="images")
+    logits = layers.Dense(num_attributes, dtype="float32", name="attributes")(backbone(inputs))
+    return keras.Model(inputs, logits, name=name)

@@ -1,0 +1,247 @@
+"""A whole training run: the initialisation phases, then the minimax, with exact resume.
+
+`train(config)` builds the models and the data, then runs each phase epoch by epoch. After every
+epoch it writes a checkpoint (models + the phase's optimizer state) and an image of the
+anonymized frames of a fixed clip; a restarted run continues from the last checkpoint with the
+same per-epoch data (each epoch's order and augmentation are seeded by `seed + epoch`), so it ends
+where an uninterrupted run ends. The trained models are saved as `.keras` files at the end.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import keras
+import numpy as np
+
+from keras_privacy import checkpoint
+from keras_privacy.config import ExperimentConfig
+from keras_privacy.data import sources
+from keras_privacy.methods.engine import StatelessTrainer
+from keras_privacy.methods.init import ActionInit, IdentityInit, PrivacyInit
+from keras_privacy.methods.spact import SPAct, pair_batches
+from keras_privacy.models import registry
+from keras_privacy.models.resnet import privacy_encoder, projection_head
+
+MODEL_FILES = {
+    "anonymizer": "anonymizer.keras",
+    "action": "action_model.keras",
+    "privacy": "privacy_encoder.keras",
+}
+
+
+class TrainingDivergedError(RuntimeError):
+    """A loss became NaN or infinite; the last good checkpoint is kept."""
+
+
+@keras.saving.register_keras_serializable(package="keras_privacy")
+class LinearWarmup(keras.optimizers.schedules.LearningRateSchedule):
+    """Learning rate rising linearly from target / warmup_steps to `target`, then constant."""
+
+    def __init__(self, target: float, warmup_steps: int):
+        self.target = target
+        self.warmup_steps = warmup_steps
+
+    def __call__(self, step):
+        fraction = (keras.ops.cast(step, "float32") + 1.0) / max(self.warmup_steps, 1)
+        return self.target * keras.ops.minimum(fraction, 1.0)
+
+    def get_config(self) -> dict:
+        return {"target": self.target, "warmup_steps": self.warmup_steps}
+
+
+@dataclasses.dataclass
+class Phase:
+    """One stage of a run: a trainer for `epochs` epochs on single or paired batches."""
+
+    name: str
+    epochs: int
+    make_trainer: Callable[[], StatelessTrainer]
+    optimizers: Callable[[], dict[str, keras.optimizers.Optimizer]]
+    paired: bool = False
+
+
+@dataclasses.dataclass
+class TrainResult:
+    """Where a finished run put its models, and the per-phase history of its logs."""
+
+    run_dir: Path
+    model_paths: dict[str, Path]
+    history: dict
+
+
+def build_models(config: ExperimentConfig, num_classes: int) -> dict[str, keras.Model]:
+    """f_A, f_T and f_B as the config names them, freshly initialised."""
+    anonymizer = registry.build_anonymizer(config.anonymizer)
+    action_model = registry.build_action_model(config.action_model, num_classes=num_classes)
+    backbone = registry.build_image_backbone(config.privacy_backbone)
+    head = projection_head(
+        backbone.output_shape[-1], hidden=config.projection_hidden, output=config.projection_dim
+    )
+    return {
+        "anonymizer": anonymizer,
+        "action": action_model,
+        "privacy": privacy_encoder(backbone, head),
+    }
+
+
+def training_phases(
+    config: ExperimentConfig, models: dict[str, keras.Model], steps_per_epoch: int
+) -> list[Phase]:
+    """The phases of `config.method`, in order."""
+    adam = keras.optimizers.Adam
+    anonymizer, action, privacy = models["anonymizer"], models["action"], models["privacy"]
+    warmup_steps = config.identity_warmup_epochs * steps_per_epoch
+    return [
+        Phase(
+            "identity",
+            config.identity_epochs,
+            lambda: IdentityInit(anonymizer),
+            lambda: {"anonymizer": adam(LinearWarmup(config.identity_lr, warmup_steps))},
+        ),
+        Phase(
+            "action_init",
+            config.action_init_epochs,
+            lambda: ActionInit(anonymizer, action),
+            lambda: {"action": adam(config.action_init_lr)},
+        ),
+        Phase(
+            "privacy_init",
+            config.privacy_init_epochs,
+            lambda: PrivacyInit(anonymizer, privacy, temperature=config.temperature),
+            lambda: {"privacy": adam(config.privacy_init_lr)},
+        ),
+        Phase(
+            "minimax",
+            config.minimax_epochs,
+            lambda: SPAct(
+                anonymizer,
+                action,
+                privacy,
+                action_weight=config.action_weight,
+                privacy_weight=config.privacy_weight,
+                temperature=config.temperature,
+                penalty_weight=config.penalty_weight,
+                penalty_budget=config.penalty_budget,
+            ),
+            lambda: {
+                "anonymizer": adam(config.anonymizer_lr),
+                "action": adam(config.action_lr),
+                "privacy": adam(config.privacy_lr),
+            },
+            paired=True,
+        ),
+    ]
+
+
+class _FailOnNonFinite(keras.callbacks.Callback):
+    """Stop at the first batch whose logs hold a NaN or an infinity, and remember where."""
+
+    def __init__(self):
+        super().__init__()
+        self.failure: str | None = None
+
+    def on_train_batch_end(self, batch, logs=None):
+        for name, value in (logs or {}).items():
+            if not math.isfinite(float(value)):
+                self.failure = f"batch {batch}: {name} = {float(value)}"
+                self.model.stop_training = True
+                return
+
+
+def train(
+    config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callback] = ()
+) -> TrainResult:
+    """Run (or resume) every phase of `config` and save the trained models in `run_dir`."""
+    config.validate()
+    run_dir = Path(config.run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.json").write_text(json.dumps(dataclasses.asdict(config), indent=1))
+    keras.utils.set_random_seed(config.seed)
+
+    data = sources.training_data(config)
+    models = build_models(config, num_classes=len(data.class_names))
+    steps = config.steps_per_epoch or data.steps_per_epoch
+    phases = training_phases(config, models, steps)
+    names = [phase.name for phase in phases]
+
+    state = checkpoint.latest_checkpoint(run_dir)
+    history: dict = {}
+    if state is not None:
+        checkpoint.restore_models(state, models)
+        history = state["history"]
+    fixed_clip = data.fixed_clip()
+
+    for index, phase in enumerate(phases):
+        done = 0
+        if state is not None:
+            reached = names.index(state["phase"])
+            if index < reached or (index == reached and state["epoch"] >= phase.epochs):
+                continue
+            if index == reached:
+                done = state["epoch"]
+        if phase.epochs == 0:
+            continue
+        trainer = phase.make_trainer()
+        trainer.compile(phase.optimizers(), jit_compile=config.jit_compile)
+        if state is not None and state["phase"] == phase.name and done > 0:
+            checkpoint.restore_optimizer(state, trainer.optimizer)
+        for epoch in range(done, phase.epochs):
+            dataset = data.dataset(epoch=_global_epoch(phases, index, epoch), steps=steps)
+            if phase.paired:
+                dataset = pair_batches(dataset)
+            guard = _FailOnNonFinite()
+            logs = trainer.fit(
+                dataset,
+                initial_epoch=epoch,
+                epochs=epoch + 1,
+                verbose=2,
+                callbacks=[
+                    guard,
+                    keras.callbacks.TensorBoard(log_dir=str(run_dir / "logs" / phase.name)),
+                    *callbacks,
+                ],
+            ).history
+            if guard.failure:
+                last = checkpoint.latest_checkpoint(run_dir)
+                kept = f"the checkpoint {last['path']} is kept" if last else "no checkpoint yet"
+                raise TrainingDivergedError(
+                    f"phase {phase.name}, epoch {epoch + 1}, {guard.failure}; {kept}. Lower the "
+                    "learning rates or the privacy weight and restart."
+                )
+            for name, values in logs.items():
+                history.setdefault(phase.name, {}).setdefault(name, []).extend(
+                    float(v) for v in values
+                )
+            checkpoint.save_checkpoint(
+                run_dir, phase.name, epoch + 1, models, trainer.optimizer, history
+            )
+            _save_frames(models["anonymizer"], fixed_clip, run_dir, phase.name, epoch + 1)
+        state = checkpoint.latest_checkpoint(run_dir)
+
+    paths = {}
+    for name, filename in MODEL_FILES.items():
+        paths[name] = run_dir / filename
+        models[name].save(paths[name])
+    (run_dir / "history.json").write_text(json.dumps(history, indent=1))
+    return TrainResult(run_dir=run_dir, model_paths=paths, history=history)
+
+
+def _global_epoch(phases: list[Phase], index: int, epoch: int) -> int:
+    """A distinct number per (phase, epoch), so every epoch of a run has its own data seed."""
+    return sum(phase.epochs for phase in phases[:index]) + epoch
+
+
+def _save_frames(anonymizer: keras.Model, clip: np.ndarray, run_dir: Path, phase: str, epoch: int):
+    """Save the raw and anonymized frames of the fixed clip side by side as one PNG."""
+    anonymized = np.asarray(anonymizer.predict(clip, verbose=0))
+    strip = np.concatenate(
+        [np.concatenate(list(clip), axis=1), np.concatenate(list(anonymized), axis=1)], axis=0
+    )
+    folder = run_dir / "frames"
+    folder.mkdir(exist_ok=True)
+    keras.utils.save_img(folder / f"{phase}_epoch{epoch:03d}.png", np.clip(strip, 0, 1) * 255)

@@ -1,0 +1,31 @@
+"""Shared test fixtures. The backend is chosen by KERAS_BACKEND (tensorflow or jax)."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+_FIXTURE_CANDIDATES = [
+    os.environ.get("KERAS_PRIVACY_FIXTURES", ""),
+    str(Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"),
+    "/work/shared/fixtures",
+]
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir() -> Path:
+    """The real dataset files in ../shared/fixtures (read in place, never copied)."""
+    for candidate in _FIXTURE_CANDIDATES:
+        if candidate and (Path(candidate) / "README.md").is_file():
+            return Path(candidate)
+    pytest.fail("real fixtures not found: set KERAS_PRIVACY_FIXTURES to the shared/fixtures folder")
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    import keras
+
+    keras.utils.set_random_seed(0)

@@ -1,0 +1,210 @@
+"""Anonymisation baselines and offline person detection, on the real UCF101 clip test.avi."""
+
+import json
+
+import cv2
+import numpy as np
+import pytest
+
+from keras_privacy.data.video import read_video
+from keras_privacy.evaluation.baselines import (
+    BASELINES,
+    blacken_people,
+    blur_people,
+    box_mask,
+    build_baseline,
+    downsample,
+)
+from keras_privacy.evaluation.detection import (
+    BoxesFromFile,
+    FrameDetector,
+    HogPeopleDetector,
+    PersonOrFaceDetector,
+    keyframe_indices,
+    non_max_suppression,
+)
+
+# test.avi (ApplyEyeMakeup): the woman's head fills the right half of the 320 x 240 frame.
+_HEAD_REGION = (180, 0, 320, 200)
+
+
+class _FixedDetector:
+    """A stand-in detector giving one box on every frame."""
+
+    def __init__(self, box):
+        self.box = np.asarray([box], np.int32)
+
+    def detect_clip(self, clip):
+        return [self.box] * len(clip)
+
+
+@pytest.fixture(scope="module")
+def clip(fixtures_dir):
+    """The first 16 frames of test.avi as float32 in [0, 1], (16, 240, 320, 3)."""
+    frames = read_video(fixtures_dir / "videos" / "test.avi", max_frames=16)
+    return frames.astype(np.float32) / 255.0
+
+
+@pytest.fixture(scope="module")
+def boxes(clip):
+    """Person-or-face boxes of the clip, detected once on two keyframes."""
+    return PersonOrFaceDetector(keyframes=2).detect_clip(clip)
+
+
+def _in_head_region(box):
+    x1, y1, x2, y2 = _HEAD_REGION
+    centre_x, centre_y = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+    return x1 <= centre_x <= x2 and y1 <= centre_y <= y2
+
+
+def test_detector_finds_the_head_on_test_avi(clip, boxes):
+    assert len(boxes) == len(clip)
+    union = boxes[0]
+    assert union.dtype == np.int32 and union.shape[1] == 4
+    assert any(_in_head_region(box) and (box[2] - box[0]) >= 48 for box in union)
+    for frame_boxes in boxes:
+        np.testing.assert_array_equal(frame_boxes, union)
+
+
+@pytest.mark.parametrize("anonymize", [blacken_people, blur_people])
+def test_people_baselines_change_the_person_and_nothing_else(clip, boxes, anonymize):
+    result = anonymize(clip, boxes)
+    assert result.shape == clip.shape and result.dtype == clip.dtype
+    mask = box_mask(240, 320, boxes[0])
+    assert 0.02 < mask.mean() < 0.9
+    np.testing.assert_array_equal(result[:, ~mask], clip[:, ~mask])
+    changed = np.abs(result[:, mask] - clip[:, mask]).mean()
+    assert changed > 0.02
+    if anonymize is blacken_people:
+        assert np.all(result[:, mask] == 0)
+
+
+def test_strong_blur_blurs_more_than_weak(clip):
+    whole_frame = _FixedDetector([0, 0, 320, 240])
+    strong = build_baseline("blur_strong", whole_frame)(clip[:4])
+    weak = build_baseline("blur_weak", whole_frame)(clip[:4])
+    assert _detail(strong) < _detail(weak) < 0.5 * _detail(clip[:4])
+
+
+def _detail(frames):
+    """Mean absolute Laplacian: the energy of fine detail."""
+    grey = frames.mean(axis=-1).astype(np.float32)
+    return np.mean([np.abs(cv2.Laplacian(frame, cv2.CV_32F)).mean() for frame in grey])
+
+
+def test_downsample_removes_fine_detail_and_keeps_shape(clip):
+    half, quarter = downsample(clip, 2), downsample(clip, 4)
+    for result in (half, quarter):
+        assert result.shape == clip.shape and result.dtype == clip.dtype
+        assert 0.0 <= result.min() and result.max() <= 1.0
+        assert abs(result.mean() - clip.mean()) < 0.01
+    assert _detail(quarter) < _detail(half) < 0.8 * _detail(clip)
+
+
+@pytest.mark.parametrize("name", sorted(BASELINES))
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8])
+def test_every_baseline_keeps_shape_and_dtype(clip, name, dtype):
+    frames = clip[:3] if dtype == np.float32 else np.rint(clip[:3] * 255).astype(np.uint8)
+    result = build_baseline(name, detector=_FixedDetector([100, 50, 220, 200]))(frames)
+    assert result.shape == frames.shape and result.dtype == frames.dtype
+
+
+def test_default_detector_runs_inside_build_baseline(clip):
+    result = build_baseline("blacken")(clip[:2])
+    assert result.shape == (2, 240, 320, 3)
+    assert (result == 0).all(axis=-1).mean() > 0.02
+
+
+def test_single_frame_and_per_frame_boxes():
+    frame = np.full((40, 60, 3), 200, np.uint8)
+    blackened = blacken_people(frame, [[10, 5, 20, 15]])
+    assert (blackened == 0).all(axis=-1).sum() == 100
+    clip = np.stack([frame, frame])
+    per_frame = [np.array([[0, 0, 10, 10]]), np.zeros((0, 4))]
+    result = blacken_people(clip, per_frame)
+    assert (result[0] == 0).all(axis=-1).sum() == 100 and (result[1] == frame).all()
+    with pytest.raises(ValueError, match="per-frame"):
+        blacken_people(clip, per_frame[:1])
+
+
+def test_unknown_baseline_is_rejected():
+    with pytest.raises(ValueError, match="unknown baseline"):
+        build_baseline("pixelate")
+
+
+class _FakeHog:
+    """Stands in for cv2.HOGDescriptor: records the image size, returns two windows."""
+
+    def detectMultiScale(self, image, **kwargs):  # noqa: N802 (OpenCV's name)
+        self.shape = image.shape
+        return np.array([[100, 50, 64, 128], [300, 300, 64, 128]]), np.array([1.2, 0.1])
+
+
+def test_hog_upscales_small_frames_and_maps_boxes_back():
+    detector = HogPeopleDetector()
+    detector._hog = _FakeHog()
+    boxes = detector.detect(np.zeros((240, 320, 3), np.uint8))
+    assert detector._hog.shape == (480, 640, 3)
+    np.testing.assert_array_equal(boxes, [[50, 25, 82, 89]])
+
+
+def test_hog_on_the_real_frame_returns_int_boxes(clip):
+    boxes = HogPeopleDetector().detect(clip[0])
+    assert boxes.dtype == np.int32 and boxes.shape[1:] == (4,)
+
+
+def test_non_max_suppression():
+    boxes = np.array([[0, 0, 10, 10], [1, 1, 11, 11], [20, 20, 30, 30]])
+    np.testing.assert_array_equal(non_max_suppression(boxes, [0.5, 0.9, 0.1]), [1, 2])
+
+
+class _BoxPerFrame(FrameDetector):
+    """Detects a 1-pixel box at x = the frame's value."""
+
+    def detect(self, frame):
+        x = int(frame[0, 0, 0])
+        return np.array([[x, 0, x + 1, 1]], np.int32)
+
+
+def test_keyframe_union_and_per_frame_detection():
+    clip = np.arange(10, dtype=np.uint8)[:, None, None, None] * np.ones((1, 4, 20, 3), np.uint8)
+    np.testing.assert_array_equal(keyframe_indices(10, 3), [0, 4, 9])
+    union = _BoxPerFrame(keyframes=3).detect_clip(clip)
+    assert len(union) == 10
+    for frame_boxes in union:
+        np.testing.assert_array_equal(frame_boxes[:, 0], [0, 4, 9])
+    per_frame = _BoxPerFrame(keyframes=None).detect_clip(clip)
+    assert [int(b[0, 0]) for b in per_frame] == list(range(10))
+
+
+def test_boxes_from_file(tmp_path):
+    path = tmp_path / "boxes.json"
+    boxes = {
+        "ApplyEyeMakeup/v_ApplyEyeMakeup_g01_c01.avi": [
+            [0, 1, 2, 5, 6],
+            [0, 10, 10, 12, 12],
+            [2, 0, 0, 4, 4],
+        ],
+        "2017_10001018.jpg": [[12, 40, 200, 380]],
+    }
+    path.write_text(json.dumps(boxes))
+    source = BoxesFromFile(path)
+    video = "ApplyEyeMakeup/v_ApplyEyeMakeup_g01_c01.avi"
+    assert set(source.names) == set(boxes) and video in source
+    np.testing.assert_array_equal(source.frame_boxes(video, 0), [[1, 2, 5, 6], [10, 10, 12, 12]])
+    assert source.frame_boxes(video, 1).shape == (0, 4)
+    np.testing.assert_array_equal(source.frame_boxes("2017_10001018.jpg", 7), [[12, 40, 200, 380]])
+    with pytest.raises(KeyError):
+        source.frame_boxes("missing.avi")
+
+    clip = np.ones((2, 16, 16, 3), np.float32)
+    blackened = build_baseline("blacken", source.detector(video, frame_indices=[1, 2]))(clip)
+    assert blackened[0].min() == 1.0
+    assert (blackened[1, :4, :4] == 0).all() and blackened[1].sum() == 3 * (256 - 16)
+
+
+def test_boxes_from_file_rejects_mixed_forms(tmp_path):
+    path = tmp_path / "boxes.json"
+    path.write_text(json.dumps({"a.avi": [[0, 1, 2, 3, 4], [1, 2, 3, 4]]}))
+    with pytest.raises(ValueError):
+        BoxesFromFile(path)

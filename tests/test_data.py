@@ -1,0 +1,795 @@
+"""Behaviour tests of the dataset readers, video decoding and the TFRecord caches.
+
+The annotation lists and videos are the real files of ../shared/fixtures (read in place);
+inputs that must be broken or that cannot be redistributed are generated in tmp_path.
+"""
+
+import json
+import os
+import re
+
+import cv2
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_privacy.data.cache import (
+    prepare_image_cache,
+    prepare_video_cache,
+    read_image_cache,
+    read_manifest,
+    read_video_cache,
+    verify_cache,
+)
+from keras_privacy.data.errors import DatasetFormatError, VideoDecodeError
+from keras_privacy.data.examples import Example, Split
+from keras_privacy.data.hmdb51 import read_hmdb51
+from keras_privacy.data.pa_hmdb51 import PA_HMDB51_ATTRIBUTES, read_pa_hmdb51
+from keras_privacy.data.ucf101 import read_class_index, read_ucf101
+from keras_privacy.data.video import iter_video_frames, probe_video, read_video, write_video
+from keras_privacy.data.vispr import (
+    VISPR1,
+    VISPR2,
+    attribute_subset,
+    read_attribute_vocabulary,
+    read_vispr,
+)
+from keras_privacy.data.vp_labels import VP_ATTRIBUTES, attach_privacy_labels, read_vp_labels
+
+# ---------------------------------------------------------------- UCF101
+
+
+@pytest.fixture(scope="module")
+def ucf101_lists(fixtures_dir):
+    return fixtures_dir / "ucf101"
+
+
+def test_ucf101_class_index_crlf(ucf101_lists):
+    assert b"\r\n" in (ucf101_lists / "classInd.txt").read_bytes()
+    names = read_class_index(ucf101_lists / "classInd.txt")
+    assert len(names) == 101
+    assert names[0] == "ApplyEyeMakeup" and names[-1] == "YoYo"
+    assert names[36] == "HandstandPushups"
+    assert all("\r" not in name and name == name.strip() for name in names)
+
+
+def test_ucf101_split1_counts_without_root(ucf101_lists):
+    splits = read_ucf101(ucf101_lists, split=1)
+    assert set(splits) == {"train", "test"}
+    train, test = splits["train"], splits["test"]
+    assert len(train.class_names) == 101 and test.class_names == train.class_names
+    assert len(train) == 9537 and len(test) == 3783
+    assert train.missing == [] and test.missing == []
+    assert not any("\r" in e.path or e.path != e.path.strip() for e in train.examples)
+    first = train.examples[0]
+    assert first.path == "ApplyEyeMakeup/v_ApplyEyeMakeup_g08_c01.avi" and first.label == 0
+    assert test.examples[-1].label == 100  # YoYo
+    # every label in range, every class present in both subsets
+    assert {e.label for e in train.examples} == set(range(101))
+    assert {e.label for e in test.examples} == set(range(101))
+    # the label follows the class folder in train and test alike
+    for subset in (train, test):
+        for example in subset.examples[::97]:
+            assert subset.class_names[example.label] == example.path.split("/")[0]
+
+
+def test_ucf101_handstand_case_mismatch(ucf101_lists):
+    splits = read_ucf101(ucf101_lists)
+    for subset in ("train", "test"):
+        handstand = [e for e in splits[subset].examples if "v_HandStandPushups_" in e.path]
+        assert handstand, subset
+        assert {e.label for e in handstand} == {36}
+        assert splits[subset].class_names[36] == "HandstandPushups"
+
+
+def test_ucf101_missing_files_reported(ucf101_lists, tmp_path):
+    # An empty dataset root: every listed video is reported missing, none is returned.
+    splits = read_ucf101(ucf101_lists, root=tmp_path)
+    assert len(splits["train"]) == 0 and len(splits["test"]) == 0
+    assert len(splits["train"].missing) == 9537
+    assert len(splits["test"].missing) == 3783
+    entry = splits["train"].missing[0]
+    assert str(tmp_path / "ApplyEyeMakeup" / "v_ApplyEyeMakeup_g08_c01.avi") in entry
+    assert "not found" in entry
+
+
+def test_ucf101_root_resolves_case_insensitively(ucf101_lists, tmp_path):
+    # One file on disk whose name differs in case from the list (HandStand vs Handstand),
+    # and one class folder whose name differs in case from classInd.txt.
+    (tmp_path / "HandstandPushups").mkdir()
+    on_disk = tmp_path / "HandstandPushups" / "v_HandstandPushups_g01_c01.avi"
+    on_disk.write_bytes(b"x")
+    (tmp_path / "applyeyemakeup").mkdir()
+    other = tmp_path / "applyeyemakeup" / "v_ApplyEyeMakeup_g01_c01.avi"
+    other.write_bytes(b"x")
+    test = read_ucf101(ucf101_lists, root=tmp_path)["test"]
+    found = {e.path: e.label for e in test.examples}
+    assert found == {str(on_disk): 36, str(other): 0}
+    assert len(test.missing) == 3783 - 2
+
+
+def test_ucf101_bad_split_number(ucf101_lists):
+    with pytest.raises(ValueError, match="4"):
+        read_ucf101(ucf101_lists, split=4)
+
+
+def _ucf101_copy(fixtures_dir, tmp_path, train_lines):
+    """A tmp annotations folder: the real classInd.txt and a generated trainlist/testlist."""
+    folder = tmp_path / "lists"
+    folder.mkdir()
+    (folder / "classInd.txt").write_bytes((fixtures_dir / "ucf101" / "classInd.txt").read_bytes())
+    (folder / "trainlist01.txt").write_text("\r\n".join(train_lines) + "\r\n")
+    (folder / "testlist01.txt").write_text("ApplyEyeMakeup/v_ApplyEyeMakeup_g01_c01.avi\r\n")
+    return folder
+
+
+@pytest.mark.parametrize(
+    "bad_line, line_number",
+    [
+        ("ApplyEyeMakeup/v_ApplyEyeMakeup_g08_c02.avi one", 2),
+        ("ApplyEyeMakeup/v_ApplyEyeMakeup_g08_c02.avi 5", 2),  # label of another class
+        ("NoSuchClass/v_NoSuchClass_g08_c02.avi 1", 2),
+        ("ApplyEyeMakeup/v_ApplyEyeMakeup_g08_c02.avi 1 2", 2),
+    ],
+)
+def test_ucf101_malformed_line_names_file_and_line(fixtures_dir, tmp_path, bad_line, line_number):
+    folder = _ucf101_copy(
+        fixtures_dir, tmp_path, ["ApplyEyeMakeup/v_ApplyEyeMakeup_g08_c01.avi 1", bad_line]
+    )
+    with pytest.raises(DatasetFormatError) as info:
+        read_ucf101(folder)
+    assert f"{folder / 'trainlist01.txt'}:{line_number}:" in str(info.value)
+
+
+def test_ucf101_malformed_class_index(tmp_path):
+    path = tmp_path / "classInd.txt"
+    path.write_text("1 ApplyEyeMakeup\r\nx ApplyLipstick\r\n")
+    with pytest.raises(DatasetFormatError, match=re.escape(f"{path}:2:")):
+        read_class_index(path)
+    path.write_text("1 ApplyEyeMakeup\n3 Archery\n")
+    with pytest.raises(DatasetFormatError, match=re.escape(f"{path}:2:")):
+        read_class_index(path)
+
+
+def test_ucf101_missing_annotation_file(fixtures_dir, tmp_path):
+    folder = _ucf101_copy(fixtures_dir, tmp_path, ["ApplyEyeMakeup/v_ApplyEyeMakeup_g08_c01.avi 1"])
+    with pytest.raises(FileNotFoundError, match="trainlist02.txt"):
+        read_ucf101(folder, split=2)
+    (folder / "classInd.txt").unlink()
+    with pytest.raises(FileNotFoundError, match=re.escape(str(folder / "classInd.txt"))):
+        read_ucf101(folder)
+
+
+def test_ucf101_non_utf8_list(fixtures_dir, tmp_path):
+    folder = _ucf101_copy(fixtures_dir, tmp_path, ["ApplyEyeMakeup/v_ApplyEyeMakeup_g08_c01.avi 1"])
+    (folder / "testlist01.txt").write_bytes(b"ApplyEyeMakeup/v_\xff\xfe.avi\r\n")
+    with pytest.raises(DatasetFormatError, match=re.escape(str(folder / "testlist01.txt"))):
+        read_ucf101(folder)
+
+
+# ---------------------------------------------------------------- HMDB51
+
+
+def test_hmdb51_split1_counts(fixtures_dir):
+    splits = read_hmdb51(fixtures_dir / "hmdb51" / "splits", split=1)
+    train, test = splits["train"], splits["test"]
+    assert len(train.class_names) == 51 and train.class_names == sorted(train.class_names)
+    assert train.class_names.index("climb") < train.class_names.index("climb_stairs")
+    assert len(train) == 3570 and len(test) == 1530
+    assert {e.label for e in train.examples} == set(range(51))
+    # 70 train / 30 test videos per class
+    counts = np.bincount([e.label for e in train.examples], minlength=51)
+    assert (counts == 70).all()
+    assert not any(e.path != e.path.strip() for e in train.examples + test.examples)
+
+
+def test_hmdb51_names_with_hash(fixtures_dir):
+    test = read_hmdb51(fixtures_dir / "hmdb51" / "splits")["test"]
+    hashed = [e for e in test.examples if "#" in e.path]
+    assert hashed
+    name = "catch/Goalkeeper_Training_Day_#_2_catch_f_cm_np1_ba_bad_3.avi"
+    match = [e for e in hashed if e.path == name]
+    assert len(match) == 1
+    assert test.class_names[match[0].label] == "catch"
+
+
+def test_hmdb51_missing_files_reported(fixtures_dir, tmp_path):
+    (tmp_path / "catch").mkdir()
+    video = tmp_path / "catch" / "Goalkeeper_Training_Day_#_2_catch_f_cm_np1_ba_bad_3.avi"
+    video.write_bytes(b"x")
+    splits = read_hmdb51(fixtures_dir / "hmdb51" / "splits", root=tmp_path)
+    assert len(splits["train"]) == 0 and len(splits["train"].missing) == 3570
+    assert [e.path for e in splits["test"].examples] == [str(video)]
+    assert len(splits["test"].missing) == 1529
+    assert all(m.endswith("file not found") for m in splits["test"].missing)
+
+
+def test_hmdb51_malformed_line(tmp_path):
+    path = tmp_path / "brush_hair_test_split1.txt"
+    path.write_text("a.avi 1 \nb.avi 2 \nc.avi 7 \n")
+    with pytest.raises(DatasetFormatError, match=re.escape(f"{path}:3:")):
+        read_hmdb51(tmp_path)
+
+
+def test_hmdb51_no_split_files(tmp_path):
+    with pytest.raises(FileNotFoundError, match=re.escape(str(tmp_path))):
+        read_hmdb51(tmp_path, split=2)
+
+
+# ---------------------------------------------------------------- VISPR
+
+
+def test_vispr_lists_counted_without_jsons(fixtures_dir):
+    splits = read_vispr(fixtures_dir / "vispr")
+    assert {name: len(split) for name, split in splits.items()} == {
+        "train": 10000,
+        "val": 4167,
+        "test": 8000,
+    }
+    train = splits["train"]
+    assert train.attribute_names == list(VISPR1)
+    assert train.examples[0].path == "images/train2017/2017_10001018.jpg"
+    assert train.examples[0].privacy == ()  # unknown: the JSON is not redistributable
+    assert len(train.missing) == 10000
+    assert "2017_10001018.json" in train.missing[0] and "not found" in train.missing[0]
+
+
+def test_vispr_attribute_vocabulary(fixtures_dir):
+    vocabulary = read_attribute_vocabulary(fixtures_dir / "vispr" / "attributes.tsv")
+    assert len(vocabulary) == 68 and vocabulary[0] == "a0_safe"
+    assert all("\r" not in a for a in vocabulary)
+    assert len(attribute_subset("vispr1", vocabulary)) == 7
+    assert len(attribute_subset("vispr2", vocabulary)) == 7
+    assert set(VISPR1).isdisjoint(VISPR2)
+    assert "a0_safe" not in attribute_subset("all", vocabulary)
+    assert len(attribute_subset("all", vocabulary)) == 67
+    assert attribute_subset("a4_gender, a16_race", vocabulary) == ["a4_gender", "a16_race"]
+    pa = read_attribute_vocabulary(fixtures_dir / "vispr" / "attributes_pa_hmdb51.tsv")
+    assert sorted(pa) == sorted(VISPR1)
+
+
+@pytest.mark.parametrize("attributes", ["vispr2", list(VISPR2)])
+def test_vispr2_subset(fixtures_dir, attributes):
+    splits = read_vispr(fixtures_dir / "vispr", attributes=attributes)
+    assert splits["val"].attribute_names == list(VISPR2)
+    assert len(splits["val"].attribute_names) == 7
+
+
+def test_vispr_unknown_attribute_named(fixtures_dir):
+    with pytest.raises(ValueError, match="a99_not_an_attribute"):
+        read_vispr(fixtures_dir / "vispr", attributes=["a4_gender", "a99_not_an_attribute"])
+    with pytest.raises(ValueError, match="a65_rel_soci"):
+        read_vispr(fixtures_dir / "vispr", attributes="a4_gender,a65_rel_soci")
+
+
+def _vispr_annotations(fixtures_dir, tmp_path, records):
+    """A VISPR folder with the real attributes.tsv and small generated lists and JSONs."""
+    folder = tmp_path / "vispr"
+    folder.mkdir()
+    tsv = (fixtures_dir / "vispr" / "attributes.tsv").read_bytes()
+    (folder / "attributes.tsv").write_bytes(tsv)
+    for subset in ("train", "val", "test"):
+        lines = []
+        for image_id, labels in records.get(subset, {}).items():
+            relative = f"annotations/{subset}2017/{image_id}.json"
+            lines.append(relative)
+            json_path = folder / relative
+            json_path.parent.mkdir(parents=True, exist_ok=True)
+            record = {
+                "id": image_id,
+                "image_path": f"images/{subset}2017/{image_id}.jpg",
+                "labels": labels,
+            }
+            json_path.write_text(json.dumps(record) if isinstance(labels, list) else labels)
+        (folder / f"{subset}2017.txt").write_text("\r\n".join(lines) + "\r\n")
+    return folder
+
+
+def test_vispr_per_image_json_labels(fixtures_dir, tmp_path):
+    folder = _vispr_annotations(
+        fixtures_dir,
+        tmp_path,
+        {
+            "train": {
+                "2017_1": ["a10_face_partial", "a16_race"],
+                "2017_2": ["a0_safe"],
+                "2017_3": ["a4_gender", "a65_rel_social"],
+            }
+        },
+    )
+    train = read_vispr(folder)["train"]
+    assert train.missing == []
+    assert [e.privacy for e in train.examples] == [
+        (0, 0, 0, 1, 0, 0, 0),
+        (0, 0, 0, 0, 0, 0, 0),
+        (0, 1, 0, 0, 0, 0, 1),
+    ]
+    train2 = read_vispr(folder, attributes="vispr2")["train"]
+    assert train2.examples[0].privacy == (0, 1, 0, 0, 0, 0, 0)
+    # With a root, an image not on disk is reported instead of returned.
+    images = tmp_path / "root" / "images" / "train2017"
+    images.mkdir(parents=True)
+    (images / "2017_2.jpg").write_bytes(b"x")
+    train = read_vispr(folder, root=tmp_path / "root")["train"]
+    assert [e.path for e in train.examples] == [str(images / "2017_2.jpg")]
+    assert len(train.missing) == 2 and all("image not found" in m for m in train.missing)
+
+
+def test_vispr_malformed_json_named(fixtures_dir, tmp_path):
+    folder = _vispr_annotations(fixtures_dir, tmp_path, {"val": {"2017_9": '{"labels": ['}})
+    with pytest.raises(DatasetFormatError, match="2017_9.json"):
+        read_vispr(folder)
+
+
+def test_vispr_unknown_label_in_json_named(fixtures_dir, tmp_path):
+    folder = _vispr_annotations(fixtures_dir, tmp_path, {"test": {"2017_5": ["a999_bogus"]}})
+    with pytest.raises(DatasetFormatError, match="2017_5.json") as info:
+        read_vispr(folder)
+    assert "a999_bogus" in str(info.value)
+
+
+# ---------------------------------------------------------------- PA-HMDB51
+
+
+def _pa_record(face=1, gender=(1, 2), skin=0, nudity=0, relationship=0):
+    return {
+        "face": [[0, 10, 0], [11, 20, face]],
+        "gender": [[0, 20, list(gender)]],
+        "skin_color": [[0, 20, skin]],
+        "nudity": [[0, 20, nudity]],
+        "relationship": [[0, 20, relationship]],
+        "review": False,
+        "note": "",
+    }
+
+
+def test_pa_hmdb51_reader(tmp_path):
+    annotations = tmp_path / "PrivacyAttributes"
+    annotations.mkdir()
+    (annotations / "brush_hair.json").write_text(
+        json.dumps(
+            {
+                "a#1.avi": _pa_record(face=2, gender=[1, 2], skin=[0, 3]),
+                "b.avi": _pa_record(face=0, gender=[0], nudity=1, relationship=1),
+            }
+        )
+    )
+    (annotations / "cartwheel.json").write_text(json.dumps({"c.avi": _pa_record(gender=[0])}))
+    test = read_pa_hmdb51(annotations)["test"]
+    assert test.class_names == ["brush_hair", "cartwheel"]
+    assert test.attribute_names == list(PA_HMDB51_ATTRIBUTES)
+    assert PA_HMDB51_ATTRIBUTES == ("gender", "face", "nudity", "skin_color", "relationship")
+    by_path = {e.path: (e.label, e.privacy) for e in test.examples}
+    assert by_path == {
+        "brush_hair/a#1.avi": (0, (1, 1, 0, 1, 0)),
+        "brush_hair/b.avi": (0, (0, 0, 1, 0, 1)),
+        "cartwheel/c.avi": (1, (0, 1, 0, 0, 0)),
+    }
+    # With a root, videos not on disk are listed as missing.
+    (tmp_path / "videos" / "cartwheel").mkdir(parents=True)
+    (tmp_path / "videos" / "cartwheel" / "c.avi").write_bytes(b"x")
+    test = read_pa_hmdb51(annotations, root=tmp_path / "videos")["test"]
+    assert [e.path for e in test.examples] == [str(tmp_path / "videos" / "cartwheel" / "c.avi")]
+    assert len(test.missing) == 2
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        '{"a.avi": {"face": [[0, 1, 1]]',  # truncated JSON
+        json.dumps(["a.avi"]),
+        json.dumps({"a.avi": "face"}),
+        json.dumps({"a.avi": {**_pa_record(), "face": [[0, 10, "yes"]]}}),
+        json.dumps({"a.avi": {**_pa_record(), "nudity": [[0, 10]]}}),
+        json.dumps({"a.avi": {**_pa_record(), "gender": [[0, 10, [1, True]]]}}),
+        json.dumps({"a.avi": {k: v for k, v in _pa_record().items() if k != "skin_color"}}),
+    ],
+)
+def test_pa_hmdb51_malformed_names_file(tmp_path, content):
+    path = tmp_path / "kiss.json"
+    path.write_text(content)
+    with pytest.raises(DatasetFormatError, match=re.escape(str(path))):
+        read_pa_hmdb51(tmp_path)
+
+
+def test_pa_hmdb51_no_files(tmp_path):
+    with pytest.raises(FileNotFoundError, match=re.escape(str(tmp_path))):
+        read_pa_hmdb51(tmp_path)
+
+
+# ---------------------------------------------------------------- VP labels
+
+
+def test_vp_labels_csv_and_json_agree(tmp_path):
+    csv_path = tmp_path / "labels.csv"
+    # columns in another order than VP_ATTRIBUTES, an extra column, CRLF, a blank line
+    csv_path.write_text(
+        "video,gender,face,extra,skin_color,nudity,relationship\r\n"
+        "v_A_g01_c01.avi,1,0,x,1,0,0\r\n"
+        "\r\n"
+        "ApplyEyeMakeup/v_B_g01_c01.avi, 0 ,1,y,0,1,1\r\n"
+    )
+    expected = {
+        "v_A_g01_c01.avi": (0, 1, 1, 0, 0),
+        "ApplyEyeMakeup/v_B_g01_c01.avi": (1, 0, 0, 1, 1),
+    }
+    assert VP_ATTRIBUTES == ("face", "skin_color", "gender", "nudity", "relationship")
+    assert read_vp_labels(csv_path) == expected
+    json_path = tmp_path / "labels.json"
+    json_path.write_text(
+        json.dumps(
+            {
+                "v_A_g01_c01.avi": {
+                    "gender": 1,
+                    "face": 0,
+                    "skin_color": 1,
+                    "nudity": 0,
+                    "relationship": False,
+                },
+                "ApplyEyeMakeup/v_B_g01_c01.avi": [1, 0, 0, "1", True],
+            }
+        )
+    )
+    assert read_vp_labels(json_path) == expected
+    assert read_vp_labels(csv_path, ["nudity", "face"]) == {
+        "v_A_g01_c01.avi": (0, 0),
+        "ApplyEyeMakeup/v_B_g01_c01.avi": (1, 1),
+    }
+
+
+@pytest.mark.parametrize(
+    "name, content, where",
+    [
+        ("a.csv", "video,face,skin_color,gender,nudity,relationship\nv.avi,1,0,2,0,0\n", ":2:"),
+        ("a.csv", "video,face,skin_color,gender,nudity,relationship\nv.avi,1,0,1,0\n", ":2:"),
+        ("a.csv", "video,face,skin_color,gender,nudity\nv.avi,1,0,1,0\n", ":1:"),
+        ("a.csv", "", ":1:"),
+        (
+            "a.csv",
+            "video,face,skin_color,gender,nudity,relationship\nv.avi,1,0,1,0,0\nv.avi,1,0,1,0,1\n",
+            ":3:",
+        ),
+        ("a.json", '{"v.avi": [1, 0, 1, 0, 0]', ":1:"),
+        ("a.json", '{"v.avi": [1, 0, 1, 0]}', ": video 'v.avi'"),
+        ("a.json", '{"v.avi": [1, 0, 1, 0, -1]}', ": video 'v.avi'"),
+        ("a.json", '{"v.avi": {"face": 1}}', ": video 'v.avi'"),
+        ("a.json", "[1, 2]", ":"),
+    ],
+)
+def test_vp_labels_malformed_names_file(tmp_path, name, content, where):
+    path = tmp_path / name
+    path.write_text(content)
+    with pytest.raises(DatasetFormatError, match=re.escape(f"{path}{where}")):
+        read_vp_labels(path)
+
+
+def test_vp_labels_bad_suffix(tmp_path):
+    with pytest.raises(ValueError, match="labels.txt"):
+        read_vp_labels(tmp_path / "labels.txt")
+
+
+def test_attach_privacy_labels():
+    split = Split(
+        [Example("/d/ApplyEyeMakeup/v_A_g01_c01.avi", 0), Example("/d/Archery/v_C.avi", 2)],
+        class_names=["ApplyEyeMakeup", "ApplyLipstick", "Archery"],
+        missing=["/d/x.avi: file not found"],
+    )
+    labeled = attach_privacy_labels(split, {"ApplyEyeMakeup/V_A_G01_C01.AVI": (1, 0, 0, 0, 1)})
+    assert labeled.examples == [Example("/d/ApplyEyeMakeup/v_A_g01_c01.avi", 0, (1, 0, 0, 0, 1))]
+    assert labeled.attribute_names == list(VP_ATTRIBUTES)
+    assert labeled.missing == ["/d/x.avi: file not found", "/d/Archery/v_C.avi: no privacy labels"]
+    assert len(split) == 2  # the input split is left unchanged
+    with pytest.raises(ValueError, match="v.avi"):
+        attach_privacy_labels(split, {"v.avi": (1, 0)})
+
+
+# ---------------------------------------------------------------- video decoding
+
+
+@pytest.mark.parametrize(
+    "name, frames, fps, size",
+    [("test.avi", 164, 25.0, (240, 320)), ("part_0.mp4", 32, 30.0, (256, 340))],
+)
+def test_read_and_probe_fixture_videos(fixtures_dir, name, frames, fps, size):
+    path = fixtures_dir / "videos" / name
+    info = probe_video(path)
+    assert (info.num_frames, info.fps, (info.height, info.width)) == (frames, fps, size)
+    video = read_video(path)
+    assert video.dtype == np.uint8 and video.shape == (frames, *size, 3)
+    assert video.std() > 5  # real content, not a blank frame
+    first = read_video(path, max_frames=3)
+    assert first.shape == (3, *size, 3)
+    np.testing.assert_array_equal(first, video[:3])
+    streamed = iter_video_frames(path)
+    np.testing.assert_array_equal(next(streamed), video[0])
+    streamed.close()
+
+
+def test_read_video_is_rgb(tmp_path):
+    # A red-green-blue striped clip written with write_video decodes in RGB order.
+    frame = np.zeros((32, 48, 3), np.uint8)
+    frame[:, :16, 0] = 255
+    frame[:, 16:32, 1] = 255
+    frame[:, 32:, 2] = 255
+    path = tmp_path / "rgb.avi"
+    write_video(path, [frame] * 4, fps=10)
+    video = read_video(path)
+    assert video.shape == (4, 32, 48, 3)
+    centre = video[:, 16, [8, 24, 40]].astype(int)  # (T, 3 stripes, RGB)
+    assert (np.argmax(centre, axis=-1) == [0, 1, 2]).all()
+    info = probe_video(path)
+    assert (info.num_frames, info.fps, info.height, info.width) == (4, 10.0, 32, 48)
+
+
+def test_write_video_odd_size_and_h264(tmp_path):
+    frames = np.random.default_rng(0).integers(0, 255, (5, 17, 23, 3), dtype=np.uint8)
+    path = tmp_path / "odd.mp4"
+    try:
+        write_video(path, frames, fps=30, codec="libx264")
+    except Exception:  # noqa: BLE001 - a PyAV build without libx264
+        path = tmp_path / "odd.avi"
+        write_video(path, frames, fps=30)
+    video = read_video(path)
+    assert video.shape == (5, 18, 24, 3)
+    assert probe_video(path).num_frames == 5
+    with pytest.raises(ValueError, match="no frames"):
+        write_video(tmp_path / "none.avi", [])
+
+
+def test_read_video_bad_max_frames(fixtures_dir):
+    with pytest.raises(ValueError, match="max_frames"):
+        read_video(fixtures_dir / "videos" / "test.avi", max_frames=0)
+
+
+def _bad_videos(tmp_path, fixtures_dir):
+    empty = tmp_path / "empty.avi"
+    empty.write_bytes(b"")
+    garbage = tmp_path / "garbage.mp4"
+    garbage.write_bytes(np.random.default_rng(1).integers(0, 256, 4096, np.uint8).tobytes())
+    header_only = tmp_path / "header_only.avi"
+    header_only.write_bytes((fixtures_dir / "videos" / "test.avi").read_bytes()[:4000])
+    text = tmp_path / "notes.avi"
+    text.write_text("not a video\n")
+    return {
+        "empty": empty,
+        "garbage": garbage,
+        "header_only": header_only,
+        "text": text,
+        "absent": tmp_path / "absent.avi",
+    }
+
+
+@pytest.mark.parametrize("kind", ["empty", "garbage", "header_only", "text", "absent"])
+@pytest.mark.parametrize("reader", [read_video, probe_video, lambda p: list(iter_video_frames(p))])
+def test_bad_videos_raise_video_decode_error(tmp_path, fixtures_dir, kind, reader):
+    path = _bad_videos(tmp_path, fixtures_dir)[kind]
+    with pytest.raises(VideoDecodeError, match=re.escape(str(path))):
+        reader(path)
+
+
+def test_truncated_video_gives_frames_that_decode(tmp_path, fixtures_dir):
+    data = (fixtures_dir / "videos" / "test.avi").read_bytes()
+    path = tmp_path / "half.avi"
+    path.write_bytes(data[: len(data) // 2])
+    video = read_video(path)
+    assert 0 < len(video) < 164 and video.shape[1:] == (240, 320, 3)
+    assert probe_video(path).num_frames == len(video)
+
+
+# ---------------------------------------------------------------- caches
+
+
+def _clip(num_frames, height, width, seed):
+    rng = np.random.default_rng(seed)
+    base = rng.integers(0, 255, (height // 8, width // 8, 3), dtype=np.uint8)
+    frame = cv2.resize(base, (width, height), interpolation=cv2.INTER_NEAREST)
+    return np.stack([np.roll(frame, t, axis=1) for t in range(num_frames)])
+
+
+@pytest.fixture
+def video_split(tmp_path, fixtures_dir):
+    """Three written videos, the real part_0.mp4 and a corrupt file, in one split."""
+    videos = tmp_path / "videos"
+    videos.mkdir()
+    paths = []
+    for i, (frames, height, width) in enumerate([(5, 48, 64), (7, 64, 48), (3, 40, 40)]):
+        path = videos / f"v{i}.avi"
+        write_video(path, _clip(frames, height, width, i), fps=25)
+        paths.append(str(path))
+    corrupt = videos / "corrupt.avi"
+    corrupt.write_bytes(b"\x00garbage" * 100)
+    examples = [
+        Example(paths[0], 0, (1, 0)),
+        Example(str(corrupt), 1, (0, 0)),
+        Example(paths[1], 1, (0, 1)),
+        Example(str(fixtures_dir / "videos" / "part_0.mp4"), 2, (1, 1)),
+        Example(paths[2], 0, (0, 0)),
+    ]
+    split = Split(
+        examples,
+        class_names=["a", "b", "c"],
+        attribute_names=["face", "gender"],
+        missing=["/nowhere/x.avi: file not found"],
+    )
+    return split, str(corrupt)
+
+
+def _records(dataset):
+    return [{k: v.numpy() for k, v in record.items()} for record in dataset]
+
+
+def test_video_cache_prepare_verify_read(tmp_path, video_split):
+    split, corrupt = video_split
+    out = tmp_path / "cache"
+    manifest = prepare_video_cache(split, out, short_side=32, num_shards=2, workers=2)
+    assert manifest["kind"] == "video"
+    assert manifest["num_examples"] == 5 and manifest["num_records"] == 4
+    assert [s["count"] for s in manifest["shards"]] == [2, 2]
+    assert all((out / s["file"]).is_file() for s in manifest["shards"])
+    assert [f["path"] for f in manifest["failures"]] == [corrupt]
+    assert corrupt in manifest["failures"][0]["reason"]
+    assert manifest["missing"] == split.missing
+    assert manifest["class_names"] == ["a", "b", "c"]
+    assert read_manifest(out) == manifest
+    assert not list(out.glob("*.tmp"))
+
+    report = verify_cache(out)
+    assert report["ok"], report["errors"]
+    assert report["records"] == report["expected"] == 4
+    assert report["failures"] == manifest["failures"]
+
+    records = _records(read_video_cache(out))
+    assert [r["num_frames"] for r in records] == [5, 7, 32, 3]
+    assert [len(r["frames"]) for r in records] == [5, 7, 32, 3]
+    assert [r["index"] for r in records] == [0, 2, 3, 4]
+    assert [r["label"] for r in records] == [0, 1, 2, 0]
+    assert [r["path"].decode() for r in records] == [split.examples[i].path for i in (0, 2, 3, 4)]
+    assert records[0]["privacy"].dtype == np.float32
+    np.testing.assert_array_equal(records[1]["privacy"], [0.0, 1.0])
+    # short side 32, aspect ratio kept
+    sizes = [(r["height"], r["width"]) for r in records]
+    assert sizes == [(32, 43), (43, 32), (32, 42), (32, 32)]  # 340x256 -> 42.5 -> 42
+    image = tf.io.decode_jpeg(records[2]["frames"][0]).numpy()
+    assert image.shape == (32, 42, 3) and image.dtype == np.uint8
+    # the cached frame is the decoded frame, resized (RGB order kept)
+    first = read_video(split.examples[3].path, 1)[0]
+    original = cv2.resize(first, (42, 32), interpolation=cv2.INTER_AREA).astype(int)
+    assert np.abs(image.astype(int) - original).mean() < 8  # JPEG loss on a tiny frame
+    assert np.abs(image.astype(int) - original[..., ::-1]).mean() > 20  # not BGR
+
+
+def test_video_cache_resumes(tmp_path, video_split):
+    split, _ = video_split
+    out = tmp_path / "cache"
+    first = prepare_video_cache(split, out, short_side=32, num_shards=2, workers=1)
+    shards = [out / s["file"] for s in first["shards"]]
+    stamps = {p: p.stat().st_mtime_ns for p in shards}
+    # a complete rerun rewrites nothing
+    assert prepare_video_cache(split, out, short_side=32, num_shards=2, workers=1) == first
+    assert {p: p.stat().st_mtime_ns for p in shards} == stamps
+    # an interrupted run: the second shard never got renamed into place
+    shards[1].rename(shards[1].with_name(shards[1].name + ".tmp"))
+    os.utime(shards[0], ns=(1, 1))  # an old mtime, so a rewrite would be visible
+    again = prepare_video_cache(split, out, short_side=32, num_shards=2, workers=1)
+    assert again == first
+    assert shards[0].stat().st_mtime_ns == 1
+    assert shards[1].is_file()
+    assert verify_cache(out)["ok"]
+    # other settings change the fingerprint: the shards are written again
+    changed = prepare_video_cache(split, out, short_side=24, num_shards=2, workers=1)
+    assert changed["fingerprint"] != first["fingerprint"]
+    assert shards[0].stat().st_mtime_ns != 1
+    assert [r["height"] for r in _records(read_video_cache(out))][:1] == [24]
+
+
+def test_verify_cache_detects_damage(tmp_path, video_split):
+    split, _ = video_split
+    out = tmp_path / "cache"
+    manifest = prepare_video_cache(split, out, short_side=32, num_shards=2, workers=1)
+    shard = out / manifest["shards"][1]["file"]
+    shard.write_bytes(shard.read_bytes()[:-20])
+    report = verify_cache(out)
+    assert not report["ok"]
+    assert any(manifest["shards"][1]["file"] in error for error in report["errors"])
+
+
+def test_read_cache_errors(tmp_path, video_split):
+    with pytest.raises(FileNotFoundError, match="manifest.json"):
+        read_video_cache(tmp_path / "nothing")
+    split, _ = video_split
+    prepare_video_cache(split, tmp_path / "cache", short_side=32, num_shards=1, workers=1)
+    with pytest.raises(ValueError, match="video cache"):
+        read_image_cache(tmp_path / "cache")
+
+
+def test_image_cache(tmp_path):
+    images = tmp_path / "images"
+    images.mkdir()
+    rng = np.random.default_rng(0)
+    examples = []
+    for i, (height, width, suffix) in enumerate(
+        [(40, 60, ".png"), (64, 48, ".jpg"), (33, 33, ".png")]
+    ):
+        rgb = cv2.resize(
+            rng.integers(0, 255, (4, 4, 3), dtype=np.uint8),
+            (width, height),
+            interpolation=cv2.INTER_NEAREST,
+        )
+        path = images / f"im{i}{suffix}"
+        assert cv2.imwrite(str(path), rgb[..., ::-1])
+        examples.append(Example(str(path), privacy=(i % 2, 1, 0)))
+    broken = images / "broken.jpg"
+    broken.write_bytes(b"\xff\xd8 not really a jpeg")
+    examples.insert(1, Example(str(broken), privacy=(0, 0, 0)))
+    split = Split(examples, attribute_names=list(VISPR1[:3]))
+    out = tmp_path / "cache"
+
+    manifest = prepare_image_cache(split, out, short_side=32, num_shards=2, workers=2)
+    assert manifest["kind"] == "image"
+    assert manifest["num_examples"] == 4 and manifest["num_records"] == 3
+    assert [f["path"] for f in manifest["failures"]] == [str(broken)]
+    assert str(broken) in manifest["failures"][0]["reason"]
+    assert verify_cache(out)["ok"]
+
+    records = _records(read_image_cache(out))
+    assert [r["index"] for r in records] == [0, 2, 3]
+    assert [r["label"] for r in records] == [-1, -1, -1]
+    assert [(r["height"], r["width"]) for r in records] == [(32, 48), (43, 32), (32, 32)]
+    np.testing.assert_array_equal(records[1]["privacy"], [1.0, 1.0, 0.0])
+    decoded = tf.io.decode_jpeg(records[0]["image"]).numpy()
+    assert decoded.shape == (32, 48, 3)
+
+    stamps = {p: p.stat().st_mtime_ns for p in out.glob("*.tfrecord")}
+    assert len(stamps) == 2
+    assert prepare_image_cache(split, out, short_side=32, num_shards=2) == manifest
+    assert {p: p.stat().st_mtime_ns for p in out.glob("*.tfrecord")} == stamps
+    with pytest.raises(ValueError, match="image cache"):
+        read_video_cache(out)
+
+
+def test_vp_labels_csv_with_byte_order_mark(tmp_path):
+    # Spreadsheet programs save "CSV UTF-8" with a BOM before the header.
+    path = tmp_path / "labels.csv"
+    path.write_bytes(
+        "video,face,skin_color,gender,nudity,relationship\r\nv.avi,1,0,1,0,0\r\n".encode(
+            "utf-8-sig"
+        )
+    )
+    assert read_vp_labels(path) == {"v.avi": (1, 0, 1, 0, 0)}
+
+
+def test_video_cache_crash_between_renames_is_not_resumed(tmp_path, video_split, monkeypatch):
+    # A rerun with other settings dies while marking its first shard complete; the old shard
+    # must not then pass for a complete shard of the new settings.
+    import keras_privacy.data.cache as cache
+
+    split, _ = video_split
+    out = tmp_path / "cache"
+    prepare_video_cache(split, out, short_side=32, num_shards=1, workers=1)
+    real_replace = os.replace
+
+    def crash_on_shard(source, target):
+        if str(target).endswith(".tfrecord"):
+            raise KeyboardInterrupt
+        real_replace(source, target)
+
+    monkeypatch.setattr(cache.os, "replace", crash_on_shard)
+    with pytest.raises(KeyboardInterrupt):
+        prepare_video_cache(split, out, short_side=24, num_shards=1, workers=1)
+    monkeypatch.setattr(cache.os, "replace", real_replace)
+    prepare_video_cache(split, out, short_side=24, num_shards=1, workers=1)
+    assert verify_cache(out)["ok"]
+    assert min(min(r["height"], r["width"]) for r in _records(read_video_cache(out))) == 24
+
+
+def test_cache_of_an_empty_or_all_failing_split(tmp_path):
+    empty = prepare_video_cache(Split([]), tmp_path / "empty", short_side=32)
+    assert empty["num_records"] == 0 and verify_cache(tmp_path / "empty")["ok"]
+    assert _records(read_video_cache(tmp_path / "empty")) == []
+    bad = tmp_path / "bad.avi"
+    bad.write_bytes(b"")
+    manifest = prepare_video_cache(Split([Example(str(bad))]), tmp_path / "bad", short_side=32)
+    assert manifest["num_records"] == 0
+    assert [f["path"] for f in manifest["failures"]] == [str(bad)]
+    assert "empty" in manifest["failures"][0]["reason"]
+    assert verify_cache(tmp_path / "bad")["ok"]

@@ -1,0 +1,66 @@
+import numpy as np
+import pytest
+from keras import ops
+
+from keras_privacy import losses
+
+
+def nt_xent_reference(z1, z2, temperature):
+    """SPAct Eq. 5 averaged over all 2N anchors, written with loops."""
+    z = np.concatenate([z1, z2])
+    z = z / np.linalg.norm(z, axis=1, keepdims=True)
+    n = len(z1)
+    total = 0.0
+    for i in range(2 * n):
+        positive = (i + n) % (2 * n)
+        sims = np.exp(z @ z[i] / temperature)
+        denominator = sims.sum() - sims[i]
+        total += -np.log(sims[positive] / denominator)
+    return total / (2 * n)
+
+
+@pytest.mark.parametrize("temperature", [0.1, 0.5])
+def test_nt_xent_matches_numpy_reference(temperature):
+    rng = np.random.default_rng(1)
+    z1, z2 = rng.normal(size=(5, 7)), rng.normal(size=(5, 7))
+    got = float(losses.nt_xent(z1.astype("float32"), z2.astype("float32"), temperature))
+    assert got == pytest.approx(nt_xent_reference(z1, z2, temperature), rel=1e-4)
+
+
+def test_nt_xent_is_low_for_matching_views_and_log_2n_minus_1_for_identical_embeddings():
+    rng = np.random.default_rng(2)
+    z = rng.normal(size=(4, 16)).astype("float32")
+    assert float(losses.nt_xent(z, z, 0.05)) < 0.2
+    same = np.ones((4, 16), "float32")
+    assert float(losses.nt_xent(same, same, 0.1)) == pytest.approx(np.log(7), rel=1e-5)
+
+
+def test_masked_binary_cross_entropy_ignores_masked_entries():
+    labels = np.array([[1, 0], [0, 1]], "float32")
+    logits = np.array([[2.0, -1.0], [0.5, 3.0]], "float32")
+    mask = np.array([[1, 0], [1, 0]], "float32")
+    p = 1 / (1 + np.exp(-logits))
+    bce = -(labels * np.log(p) + (1 - labels) * np.log(1 - p))
+    expected = (bce[0, 0] + bce[1, 0]) / 2
+    got = losses.masked_binary_cross_entropy(labels, logits, mask)
+    assert float(got) == pytest.approx(expected, rel=1e-5)
+    changed = logits.copy()
+    changed[:, 1] = [-50.0, 50.0]
+    assert float(losses.masked_binary_cross_entropy(labels, changed, mask)) == pytest.approx(
+        expected, rel=1e-5
+    )
+
+
+def test_rms_penalty_is_zero_below_budget_and_hinged_above():
+    x = np.zeros((2, 4, 4, 3), "float32")
+    y = np.full((2, 4, 4, 3), 0.2, "float32")
+    assert float(losses.rms_penalty(x, y, 0.3)) == pytest.approx(0.0)
+    assert float(losses.rms_penalty(x, y, 0.1)) == pytest.approx(0.1, rel=1e-4)
+
+
+def test_accuracy_and_cross_entropy():
+    logits = ops.convert_to_tensor(np.array([[3.0, 0.0], [0.0, 1.0]], "float32"))
+    labels = np.array([0, 0], "int32")
+    assert float(losses.accuracy(labels, logits)) == pytest.approx(0.5)
+    expected = np.mean([np.log1p(np.exp(-3.0)), np.log1p(np.exp(1.0))])
+    assert float(losses.softmax_cross_entropy(labels, logits)) == pytest.approx(expected, rel=1e-5)

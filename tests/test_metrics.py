@@ -1,0 +1,133 @@
+"""Action and privacy metrics against scikit-learn and hand-worked cases."""
+
+import math
+
+import numpy as np
+import pytest
+from sklearn.metrics import average_precision_score, f1_score
+
+from keras_privacy.evaluation.metrics import (
+    action_cmap,
+    privacy_cmap,
+    privacy_f1,
+    relative_drop,
+    top1,
+    video_scores,
+    video_top1,
+)
+
+
+def _random_multilabel(seed=0, n=200, attributes=5):
+    rng = np.random.default_rng(seed)
+    labels = (rng.random((n, attributes)) < 0.3).astype(np.int64)
+    probs = rng.random((n, attributes))
+    return labels, probs
+
+
+def test_perfect_predictions_score_one():
+    labels, _ = _random_multilabel()
+    probs = labels * 0.9 + 0.05
+    assert privacy_cmap(labels, probs).value == pytest.approx(1.0)
+    assert privacy_f1(labels, probs).value == pytest.approx(1.0)
+
+
+def test_random_predictions_match_scikit_learn():
+    labels, probs = _random_multilabel()
+    cmap = privacy_cmap(labels, probs, names=list("abcde"))
+    expected = [average_precision_score(labels[:, k], probs[:, k]) for k in range(5)]
+    assert cmap.value == pytest.approx(np.mean(expected))
+    assert cmap.value == pytest.approx(average_precision_score(labels, probs, average="macro"))
+    assert list(cmap.per_attribute) == list("abcde")
+    assert cmap.skipped == ()
+    f1 = privacy_f1(labels, probs)
+    assert f1.value == pytest.approx(f1_score(labels, probs >= 0.5, average="macro"))
+
+
+def test_constant_predictions():
+    labels, _ = _random_multilabel()
+    prevalence = labels.mean(axis=0)
+    # All scores tied: AP is the fraction of positives.
+    assert privacy_cmap(labels, np.full(labels.shape, 0.7)).value == pytest.approx(
+        prevalence.mean()
+    )
+    # Everything predicted present: precision = prevalence, recall = 1.
+    all_present = privacy_f1(labels, np.full(labels.shape, 0.7)).value
+    assert all_present == pytest.approx(np.mean(2 * prevalence / (1 + prevalence)))
+    assert privacy_f1(labels, np.full(labels.shape, 0.3)).value == 0.0
+
+
+def test_hand_worked_average_precision_and_f1():
+    labels = np.array([[1], [0], [1], [0]])
+    # Ranked: positive (precision 1), negative, positive (precision 2/3).
+    scores = np.array([[0.9], [0.8], [0.7], [0.1]])
+    assert privacy_cmap(labels, scores).value == pytest.approx((1 + 2 / 3) / 2)
+    # Thresholded at 0.5 (inclusive): TP 1, FP 1, FN 1 -> F1 = 2 / 4.
+    probs = np.array([[0.5], [0.7], [0.45], [0.2]])
+    assert privacy_f1(labels, probs).value == pytest.approx(0.5)
+
+
+def test_attribute_without_positive_is_skipped_and_reported_not_nan():
+    labels, probs = _random_multilabel()
+    labels[:, 2] = 0
+    names = ["face", "gender", "tattoo", "skin", "nudity"]
+    for metric in (privacy_cmap, privacy_f1):
+        result = metric(labels, probs, names=names)
+        assert result.skipped == ("tattoo",)
+        assert "tattoo" not in result.per_attribute
+        assert not math.isnan(result.value)
+        assert result.value == pytest.approx(np.mean(list(result.per_attribute.values())))
+
+
+def test_no_attribute_with_positive_raises():
+    with pytest.raises(ValueError, match="no attribute"):
+        privacy_cmap(np.zeros((4, 2)), np.full((4, 2), 0.5))
+
+
+def test_f1_rejects_logits():
+    labels, probs = _random_multilabel()
+    with pytest.raises(ValueError, match="probabilities"):
+        privacy_f1(labels, np.log(probs / (1 - probs)))
+
+
+def test_action_cmap_matches_scikit_learn_and_skips_absent_classes():
+    labels, scores = _random_multilabel(seed=1, attributes=4)
+    labels[:, 0] = 0
+    result = action_cmap(labels, scores)
+    expected = np.mean([average_precision_score(labels[:, k], scores[:, k]) for k in (1, 2, 3)])
+    assert result.value == pytest.approx(expected)
+    assert result.skipped == ("0",)
+
+
+def test_top1():
+    probs = np.array([[0.7, 0.3], [0.2, 0.8], [0.6, 0.4]])
+    assert top1(probs, np.array([0, 1, 1])) == pytest.approx(2 / 3)
+
+
+def test_video_level_averaging_changes_the_answer():
+    # Video 7 (label 0): one confident right clip, two mildly wrong ones -> mean says 1: wrong.
+    # Video 3 (label 0): two mildly wrong clips, one confident right one -> mean says 0: right.
+    clip_probs = np.array(
+        [[0.9, 0.1], [0.4, 0.6], [0.2, 0.8], [0.45, 0.55], [0.3, 0.7], [1.0, 0.0]]
+    )
+    video_index = np.array([7, 3, 7, 3, 7, 3])
+    labels = np.zeros(6, dtype=np.int64)
+    assert top1(clip_probs, labels) == pytest.approx(2 / 6)
+    assert video_top1(clip_probs, video_index, labels) == pytest.approx(0.5)
+    videos, means = video_scores(clip_probs, video_index)
+    np.testing.assert_array_equal(videos, [3, 7])
+    np.testing.assert_allclose(means, [[0.6166667, 0.3833333], [0.4666667, 0.5333333]], atol=1e-6)
+
+
+def test_video_top1_rejects_logits_and_inconsistent_labels():
+    with pytest.raises(ValueError, match="softmax"):
+        video_top1(np.array([[2.0, 1.0]]), np.array([0]), np.array([0]))
+    with pytest.raises(ValueError, match="different labels"):
+        video_top1(np.array([[0.5, 0.5], [0.5, 0.5]]), np.array([1, 1]), np.array([0, 1]))
+
+
+def test_relative_drop():
+    # SPAct Table 1: supervised cMAP 55.32 from raw 64.41 is "down 14%".
+    assert relative_drop(55.32, 64.41) == pytest.approx(0.1411, abs=1e-4)
+    assert relative_drop(0.6, 0.5) == pytest.approx(-0.2)
+    with pytest.raises(ValueError):
+        relative_drop(0.3, 0.0)

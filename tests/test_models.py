@@ -1,0 +1,141 @@
+import keras
+import numpy as np
+import pytest
+
+from keras_privacy.models import (
+    apply_per_frame,
+    build_action_model,
+    build_anonymizer,
+    build_image_backbone,
+    privacy_classifier,
+    privacy_encoder,
+    projection_head,
+    registry,
+    unet,
+)
+from keras_privacy.models.__main__ import main as models_cli
+from keras_privacy.models.__main__ import trainable_parameters
+
+
+def test_r3d_18_has_torchvision_parameter_count():
+    assert trainable_parameters(build_action_model("r3d_18", num_classes=400)) == 33_371_472
+
+
+def test_resnet50_has_torchvision_parameter_count():
+    assert trainable_parameters(build_image_backbone("resnet50", num_classes=1000)) == 25_557_032
+
+
+def test_unet_has_spact_parameter_count():
+    # milesial's Pytorch-UNet(n_channels=3, n_classes=3, bilinear=True), used by SPAct.
+    assert trainable_parameters(unet()) == 17_263_107
+
+
+def test_unet_output_is_an_image_in_unit_range():
+    model = unet(widths=(8, 16, 32))
+    frames = np.random.default_rng(0).random((2, 16, 24, 3), dtype="float32")
+    out = np.asarray(model(frames))
+    assert out.shape == (2, 16, 24, 3)
+    assert out.min() >= 0.0 and out.max() <= 1.0
+
+
+def test_apply_per_frame_equals_a_loop_over_frames():
+    model = unet(widths=(8, 16))
+    clips = np.random.default_rng(1).random((2, 3, 8, 8, 3), dtype="float32")
+    folded = np.asarray(apply_per_frame(model, clips))
+    looped = np.stack(
+        [np.stack([np.asarray(model(clips[b, t : t + 1]))[0] for t in range(3)]) for b in range(2)]
+    )
+    np.testing.assert_allclose(folded, looped, atol=1e-5)
+
+
+def test_spact_r3d_keeps_time_in_the_last_stage():
+    plain = build_action_model(
+        "r3d_18", 5, widths=(4, 8, 8, 8), blocks=(1, 1, 1, 1), stem_width=4, include_top=False
+    )
+    spact = build_action_model(
+        "r3d_18_spact", 5, widths=(4, 8, 8, 8), blocks=(1, 1, 1, 1), stem_width=4, include_top=False
+    )
+    clips = np.zeros((1, 16, 32, 32, 3), "float32")
+    last = {}
+    for name, model in (("plain", plain), ("spact", spact)):
+        features = keras.Model(model.input, model.get_layer("layer4_0_out").output)
+        last[name] = features(clips).shape
+    assert last["plain"][1] == 2 and last["spact"][1] == 4
+    assert last["plain"][2:4] == last["spact"][2:4] == (2, 2)
+
+
+def test_privacy_encoder_embeddings_have_unit_norm_and_classifier_gives_logits():
+    backbone = build_image_backbone("resnet_tiny")
+    encoder = privacy_encoder(backbone, projection_head(backbone.output_shape[-1], 16, 8))
+    images = np.random.default_rng(2).random((3, 32, 32, 3), dtype="float32")
+    z = np.asarray(encoder(images))
+    np.testing.assert_allclose(np.linalg.norm(z, axis=1), 1.0, atol=1e-5)
+    assert privacy_classifier(backbone, 7)(images).shape == (3, 7)
+
+
+def tiny_instance(kind, name):
+    if kind == "action":
+        model = build_action_model(
+            name,
+            3,
+            **(
+                {}
+                if name == "r3d_tiny"
+                else {"widths": (4, 4, 4, 4), "blocks": (1, 1, 1, 1), "stem_width": 4}
+            ),
+        )
+        return model, np.zeros((2, 4, 16, 16, 3), "float32"), np.array([0, 1])
+    if kind == "image":
+        depth = {
+            "resnet18": (1, 1, 1, 1),
+            "resnet34": (1, 1, 1, 1),
+            "resnet50": (1, 1, 1, 1),
+            "resnet101": (1, 1, 1, 1),
+            "resnet152": (1, 1, 1, 1),
+        }
+        kwargs = {"num_classes": 3}
+        if name in depth:
+            kwargs.update(blocks=depth[name], widths=(4, 4, 4, 4))
+        return (
+            build_image_backbone(name, **kwargs),
+            np.zeros((2, 32, 32, 3), "float32"),
+            np.array([0, 1]),
+        )
+    model = build_anonymizer(name, **({} if name.endswith("tiny") else {"widths": (4, 8)}))
+    return model, np.zeros((2, 16, 16, 3), "float32"), np.zeros((2, 16, 16, 3), "float32")
+
+
+@pytest.mark.parametrize(
+    "kind, name",
+    [("action", n) for n in registry.ACTION_MODELS]
+    + [("image", n) for n in registry.IMAGE_MODELS]
+    + [("anonymizer", n) for n in registry.ANONYMIZERS],
+)
+def test_every_registered_model_builds_runs_and_trains_one_step(kind, name):
+    model, x, y = tiny_instance(kind, name)
+    loss = "mse" if kind == "anonymizer" else keras.losses.SparseCategoricalCrossentropy(True)
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss=loss)
+    before = [np.array(v.numpy()) for v in model.trainable_variables]
+    model.fit(x + 0.5, y, epochs=1, verbose=0)
+    after = [np.array(v.numpy()) for v in model.trainable_variables]
+    assert any(not np.array_equal(a, b) for a, b in zip(before, after))
+
+
+def test_saved_model_reloads_to_the_same_outputs(tmp_path):
+    model = build_action_model("r3d_tiny", 4)
+    clips = np.random.default_rng(3).random((1, 4, 16, 16, 3), dtype="float32")
+    model.save(tmp_path / "model.keras")
+    reloaded = keras.saving.load_model(tmp_path / "model.keras")
+    np.testing.assert_allclose(reloaded(clips), model(clips), atol=1e-5)
+
+
+def test_unknown_model_name_lists_the_known_ones():
+    with pytest.raises(ValueError, match="known: .*unet"):
+        build_anonymizer("nope")
+
+
+def test_cli_lists_and_counts(capsys):
+    models_cli(["list"])
+    assert "r3d_18" in capsys.readouterr().out
+    models_cli(["count", "resnet50", "--num_classes", "1000"])
+    assert "25,557,032" in capsys.readouterr().out

@@ -1,0 +1,95 @@
+"""The resumable evaluation report: JSON round trip, Markdown table, trade-off plot, strips."""
+
+import json
+
+import matplotlib.image
+import numpy as np
+import pytest
+
+from keras_privacy.evaluation.report import Report, save_frame_strip
+
+
+def _filled_report(out_dir):
+    report = Report(out_dir)
+    report.add("raw", 0.60, 0.80, 0.50, extra={"skipped": ["tattoo"], "epochs": 3})
+    report.add("downsample_4x", 0.45, 0.60, 0.55)
+    report.add("spact", 0.60, 0.40, 0.25)
+    return report
+
+
+def test_add_writes_json_and_markdown_at_once(tmp_path):
+    report = Report(tmp_path / "eval")
+    report.add("raw", 0.6, 0.8, 0.5)
+    assert json.loads((tmp_path / "eval" / "report.json").read_text())["methods"]["raw"] == {
+        "action_top1": 0.6,
+        "privacy_cmap": 0.8,
+        "privacy_f1": 0.5,
+        "extra": {},
+    }
+    assert "| raw |" in (tmp_path / "eval" / "report.md").read_text()
+    assert sorted(p.name for p in (tmp_path / "eval").iterdir()) == ["report.json", "report.md"]
+
+
+def test_json_round_trip_and_resume(tmp_path):
+    _filled_report(tmp_path)
+    resumed = Report(tmp_path)
+    assert resumed.methods == ["raw", "downsample_4x", "spact"]
+    assert resumed.has("spact") and not resumed.has("blur_strong")
+    assert resumed.get("raw").extra == {"skipped": ["tattoo"], "epochs": 3}
+    assert resumed.get("downsample_4x").privacy_cmap == pytest.approx(0.60)
+    resumed.add("blur_strong", 0.55, 0.7, 0.45)
+    resumed.add("spact", 0.61, 0.41, 0.26)
+    again = Report(tmp_path)
+    assert again.methods == ["raw", "downsample_4x", "spact", "blur_strong"]
+    assert again.get("spact").action_top1 == pytest.approx(0.61)
+
+
+def test_markdown_table_has_every_method_and_relative_drops(tmp_path):
+    rows = _filled_report(tmp_path).markdown().splitlines()
+    cells = [row.strip("| ").split(" | ") for row in rows[2:5]]
+    table = {row[0]: row for row in cells}
+    assert list(table) == ["raw", "downsample_4x", "spact"]
+    assert table["raw"] == ["raw", "60.00", "–", "80.00", "–", "0.500", "–"]
+    # top-1 0.60 -> 0.45: 25 % drop; cMAP 0.80 -> 0.60: 25 %; F1 0.50 -> 0.55: 10 % rise.
+    assert table["downsample_4x"] == [
+        "downsample_4x",
+        "45.00",
+        "↓25%",
+        "60.00",
+        "↓25%",
+        "0.550",
+        "↑10%",
+    ]
+    assert table["spact"][2] == "↓0%" and table["spact"][4] == "↓50%"
+    assert (tmp_path / "report.md").read_text().startswith(rows[0])
+
+
+def test_markdown_without_raw_row_has_no_drops(tmp_path):
+    report = Report(tmp_path)
+    report.add("spact", 0.6, 0.4, 0.25)
+    assert report.markdown().splitlines()[2] == "| spact | 60.00 | – | 40.00 | – | 0.250 | – |"
+
+
+def test_corrupt_report_json_is_an_error(tmp_path):
+    (tmp_path / "report.json").write_text("{not json")
+    with pytest.raises(ValueError, match="not a keras-privacy report"):
+        Report(tmp_path)
+
+
+def test_tradeoff_plot_is_written(tmp_path):
+    path = _filled_report(tmp_path).plot_tradeoff()
+    assert path == tmp_path / "tradeoff.png" and path.stat().st_size > 1000
+    assert matplotlib.image.imread(path).shape == (450, 600, 4)
+
+
+def test_frame_strip_one_row_per_method(tmp_path):
+    rng = np.random.default_rng(0)
+    frames = {
+        "raw": rng.random((10, 30, 40, 3)).astype(np.float32),
+        "blur_strong": (rng.random((10, 30, 40, 3)) * 255).astype(np.uint8),
+        "downsample_4x": rng.random((10, 30, 40, 3)).astype(np.float32),
+    }
+    path = save_frame_strip(frames, tmp_path / "strips" / "frames.png")
+    assert path.stat().st_size > 1000
+    # 3 rows of 200 x 150 tiles (4:3 frames), 4 columns after the 40-pixel label column.
+    assert matplotlib.image.imread(path).shape == (3 * 150, 40 + 4 * 200, 4)

@@ -1,0 +1,131 @@
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+import tiny_models
+
+from keras_privacy.methods.init import ActionInit, IdentityInit, PrivacyInit
+from keras_privacy.methods.spact import SPAct
+
+GROUPS = ("anonymizer", "action", "privacy")
+
+
+def make_trainer(cls=SPAct, **kwargs):
+    trainer = cls(
+        tiny_models.anonymizer(),
+        tiny_models.action_model(),
+        tiny_models.privacy_encoder(),
+        **kwargs,
+    )
+    trainer.compile({g: keras.optimizers.Adam(1e-2) for g in GROUPS})
+    return trainer
+
+
+def snapshot(trainer):
+    return {
+        group: [np.array(v.numpy()) for v in model.weights]
+        for group, model in trainer.groups().items()
+    }
+
+
+def changed_groups(before, after):
+    return {
+        group
+        for group in before
+        if any(not np.array_equal(b, a) for b, a in zip(before[group], after[group]))
+    }
+
+
+def test_every_optimizer_advances_each_minimax_step():
+    trainer = make_trainer()
+    trainer.fit(tiny_models.paired_dataset(3), epochs=1, verbose=0)
+    assert [int(trainer.group_optimizer(g).iterations) for g in GROUPS] == [3, 3, 3]
+    assert int(trainer.optimizer.iterations) == 3
+
+
+class AnonymizerHalfOnly(SPAct):
+    def updates(self, data):
+        return super().updates(data)[:1]
+
+
+class AdversaryHalfOnly(SPAct):
+    def updates(self, data):
+        return super().updates(data)[1:]
+
+
+def test_anonymizer_step_changes_only_the_anonymizer():
+    trainer = make_trainer(AnonymizerHalfOnly)
+    before = snapshot(trainer)
+    trainer.fit(tiny_models.paired_dataset(1), epochs=1, verbose=0)
+    assert changed_groups(before, snapshot(trainer)) == {"anonymizer"}
+
+
+def test_adversary_step_changes_only_the_action_model_and_privacy_encoder():
+    trainer = make_trainer(AdversaryHalfOnly)
+    before = snapshot(trainer)
+    trainer.fit(tiny_models.paired_dataset(1), epochs=1, verbose=0)
+    assert changed_groups(before, snapshot(trainer)) == {"action", "privacy"}
+
+
+def test_logs_hold_both_halves_losses_and_accuracy():
+    trainer = make_trainer()
+    history = trainer.fit(tiny_models.paired_dataset(2), epochs=1, verbose=0).history
+    for name in ("action_loss", "privacy_loss", "action_accuracy", "anonymizer_privacy_loss"):
+        assert np.isfinite(history[name][0])
+    assert 0.0 <= history["action_accuracy"][0] <= 1.0
+
+
+@pytest.mark.parametrize(
+    "phase, trained",
+    [(IdentityInit, "anonymizer"), (ActionInit, "action"), (PrivacyInit, "privacy")],
+)
+def test_init_phase_trains_only_its_group(phase, trained):
+    models = {
+        "anonymizer": tiny_models.anonymizer(),
+        "action": tiny_models.action_model(),
+        "privacy": tiny_models.privacy_encoder(),
+    }
+    trainer = phase(*[models[g] for g in GROUPS if g == "anonymizer" or g == trained])
+    trainer.compile({trained: keras.optimizers.Adam(1e-2)})
+    before = snapshot(trainer)
+    dataset = tiny_models.paired_dataset(2).unbatch().batch(1)
+    dataset = dataset.map(lambda d: {k: v[0] for k, v in d.items()})
+    trainer.fit(dataset, epochs=1, verbose=0)
+    assert changed_groups(before, snapshot(trainer)) == {trained}
+    assert int(trainer.group_optimizer(trained).iterations) == 4
+
+
+def test_same_first_steps_on_both_backends():
+    here = tiny_models.first_steps_history()
+    other = "jax" if keras.backend.backend() == "tensorflow" else "tensorflow"
+    code = "import json, tiny_models; print(json.dumps(tiny_models.first_steps_history()))"
+    env = dict(os.environ, KERAS_BACKEND=other, TF_CPP_MIN_LOG_LEVEL="3")
+    output = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path(__file__).parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    there = json.loads(output.strip().splitlines()[-1])
+    assert set(here) == set(there)
+    for key in here:
+        np.testing.assert_allclose(here[key], there[key], rtol=2e-4, atol=2e-5, err_msg=key)
+
+
+def test_saved_trainer_and_anonymizer_reload_to_the_same_outputs(tmp_path):
+    trainer = make_trainer()
+    trainer.fit(tiny_models.paired_dataset(1), epochs=1, verbose=0)
+    clips = np.random.default_rng(3).random((2, 4, 8, 8, 3), dtype="float32")
+    trainer.save(tmp_path / "trainer.keras")
+    trainer.anonymizer.save(tmp_path / "anonymizer.keras")
+    reloaded = keras.saving.load_model(tmp_path / "trainer.keras", compile=False)
+    np.testing.assert_allclose(reloaded(clips), trainer(clips), atol=1e-5)
+    anonymizer = keras.saving.load_model(tmp_path / "anonymizer.keras")
+    np.testing.assert_allclose(anonymizer(clips[0]), trainer.anonymizer(clips[0]), atol=1e-5)

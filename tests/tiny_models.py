@@ -1,0 +1,157 @@
+"""Tiny hand-built f_A, f_T, f_B and batches for fast trainer tests."""
+
+import keras
+import numpy as np
+from keras import layers
+
+
+def anonymizer() -> keras.Model:
+    inputs = keras.Input((None, None, 3))
+    x = layers.Conv2D(4, 3, padding="same")(inputs)
+    x = layers.BatchNormalization()(x)
+    x = layers.Conv2D(3, 1)(x)
+    return keras.Model(inputs, layers.Activation("sigmoid")(x), name="anonymizer")
+
+
+def action_model(num_classes: int = 3) -> keras.Model:
+    inputs = keras.Input((None, None, None, 3))
+    x = layers.Conv3D(4, 3, padding="same")(inputs)
+    x = layers.BatchNormalization()(x)
+    x = layers.GlobalAveragePooling3D()(x)
+    return keras.Model(inputs, layers.Dense(num_classes)(x), name="action")
+
+
+def privacy_encoder() -> keras.Model:
+    inputs = keras.Input((None, None, 3))
+    x = layers.Conv2D(4, 3, padding="same")(inputs)
+    x = layers.BatchNormalization()(x)
+    x = layers.GlobalAveragePooling2D()(x)
+    return keras.Model(inputs, layers.Dense(8)(x), name="privacy")
+
+
+def deterministic_weights(model: keras.Model, seed: int) -> None:
+    """Give `model` weights drawn by NumPy, identical on every backend."""
+    rng = np.random.default_rng(seed)
+    for variable in model.weights:
+        if "moving_variance" in variable.path:
+            value = np.ones(variable.shape)
+        elif "moving_mean" in variable.path:
+            value = np.zeros(variable.shape)
+        else:
+            value = rng.normal(0, 0.3, variable.shape)
+        variable.assign(value.astype("float32"))
+
+
+def batch(rng: np.random.Generator, clips=2, frames=4, size=8, images=3, classes=3) -> dict:
+    return {
+        "clips": rng.random((clips, frames, size, size, 3), dtype="float32"),
+        "labels": rng.integers(0, classes, (clips,)).astype("int32"),
+        "frame_pairs": rng.integers(0, frames, (clips, 2)).astype("int32"),
+        "views": rng.random((images, 2, size, size, 3), dtype="float32"),
+    }
+
+
+def paired_dataset(num_pairs: int, seed: int = 0):
+    """A tf.data dataset of `num_pairs` pairs of batches, as the minimax trainer takes them."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(seed)
+    batches = [batch(rng) for _ in range(2 * num_pairs)]
+    stacked = {key: np.stack([b[key] for b in batches]) for key in batches[0]}
+    return tf.data.Dataset.from_tensor_slices(stacked).batch(2, drop_remainder=True)
+
+
+def first_steps_history(num_pairs: int = 2) -> dict:
+    """Losses of the first SPAct steps from NumPy-drawn weights, to compare backends."""
+    import keras
+
+    from keras_privacy.methods.spact import SPAct
+
+    models = [anonymizer(), action_model(), privacy_encoder()]
+    for seed, model in enumerate(models):
+        deterministic_weights(model, seed)
+    trainer = SPAct(*models, privacy_weight=0.5)
+    trainer.compile({g: keras.optimizers.SGD(0.05) for g in ("anonymizer", "action", "privacy")})
+    history = trainer.fit(paired_dataset(num_pairs), epochs=2, verbose=0, shuffle=False)
+    return {key: [float(v) for v in values] for key, values in history.history.items()}
+
+
+def budget_model(num_attributes: int = 4, width: int = 4) -> keras.Model:
+    inputs = keras.Input((None, None, 3))
+    x = layers.Conv2D(width, 3, padding="same")(inputs)
+    x = layers.BatchNormalization()(x)
+    x = layers.GlobalAveragePooling2D()(x)
+    return keras.Model(inputs, layers.Dense(num_attributes)(x))
+
+
+def labelled_dataset(num_batches: int, seed: int = 0, attributes: int = 4):
+    """Single batches with labelled privacy images, as VITA and the meta trainer take them."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(seed)
+    batches = []
+    for _ in range(num_batches):
+        b = batch(rng)
+        views = b.pop("views")
+        b["images"] = views[:, 0]
+        b["privacy"] = rng.integers(0, 2, (len(views), attributes)).astype("float32")
+        batches.append(b)
+    stacked = {key: np.stack([b[key] for b in batches]) for key in batches[0]}
+    return tf.data.Dataset.from_tensor_slices(stacked)
+
+
+def meta_batch(seed: int = 0, iteration: int = 1, attributes: int = 4, models: int = 3) -> dict:
+    """One labelled batch with the support/query masks of `iteration`."""
+    from keras_privacy.methods.meta import split_masks
+
+    rng = np.random.default_rng(seed)
+    b = batch(rng)
+    views = b.pop("views")
+    b["images"] = views[:, 0]
+    b["privacy"] = rng.integers(0, 2, (len(views), attributes)).astype("float32")
+    b.update(
+        split_masks(
+            rng,
+            iteration,
+            len(views),
+            attributes,
+            models,
+            rng.permutation(attributes),
+            rng.permutation(models),
+        )
+    )
+    return b
+
+
+def meta_trainer(alpha: float = 0.5, first_order: bool = False, **kwargs):
+    from keras_privacy.methods.meta import MetaGeneralization
+
+    models = [
+        anonymizer(),
+        action_model(),
+        budget_model(width=3),
+        budget_model(width=4),
+        budget_model(width=5),
+    ]
+    for seed, model in enumerate(models):
+        deterministic_weights(model, seed)
+    return MetaGeneralization(
+        models[0], models[1], models[2:], alpha=alpha, first_order=first_order, **kwargs
+    )
+
+
+def meta_gradient(first_order: bool = False) -> list:
+    """The meta-gradient of the anonymizer's weights at NumPy-drawn weights, as lists."""
+    from keras_privacy.methods.engine import value_and_gradient
+
+    trainer = meta_trainer(first_order=first_order)
+    values = trainer.current_values()
+    data = meta_batch()
+
+    def objective(phi):
+        replaced = dict(values)
+        replaced["anonymizer"] = (phi, values["anonymizer"][1])
+        return trainer.meta_objective(replaced, data)[0]
+
+    _, grads = value_and_gradient(objective, values["anonymizer"][0])
+    return [np.asarray(g).tolist() for g in grads]

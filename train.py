@@ -1,0 +1,49 @@
+"""Train a privacy-preserving anonymizer.
+
+    python train.py --flagfile=configs/synthetic.cfg            # built-in benchmark, 2 CPU cores
+    python train.py --flagfile=configs/ucf101_vispr.cfg --backend=jax
+
+The backend comes from --backend, else from KERAS_BACKEND (default tensorflow). A run resumes
+from its last checkpoint in --run_dir when restarted. See the README for every flag.
+"""
+
+import os
+import sys
+
+from absl import app, flags
+
+from keras_privacy.config import ExperimentConfig
+from keras_privacy.flags import config_from_flags, define_flags
+
+define_flags(flags.FLAGS, ExperimentConfig)
+flags.DEFINE_enum(
+    "backend", None, ["tensorflow", "jax"], "Keras backend (default: $KERAS_BACKEND or tensorflow)."
+)
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    if flags.FLAGS.backend:
+        os.environ["KERAS_BACKEND"] = flags.FLAGS.backend
+    if "keras" in sys.modules and flags.FLAGS.backend:
+        import keras
+
+        if keras.backend.backend() != flags.FLAGS.backend:
+            raise app.UsageError("--backend must be chosen before keras is imported")
+    config = config_from_flags(flags.FLAGS, ExperimentConfig)
+    try:
+        config.validate()
+    except ValueError as error:
+        raise app.UsageError(str(error)) from error
+
+    from keras_privacy.training import train
+
+    result = train(config)
+    print(f"trained models in {result.run_dir}:")
+    for name, path in result.model_paths.items():
+        print(f"  {name}: {path}")
+
+
+if __name__ == "__main__":
+    app.run(main)
