@@ -77,7 +77,11 @@ class TrainResult:
 def build_models(config: ExperimentConfig, num_classes: int) -> dict[str, keras.Model]:
     """f_A, f_T and f_B as the config names them, freshly initialised."""
     anonymizer = registry.build_anonymizer(config.anonymizer)
-    action_model = registry.build_action_model(config.action_model, num_classes=num_classes)
+    action_model = registry.build_action_model(
+        config.action_model,
+        num_classes=num_classes,
+        input_shape=(config.clip_length, config.image_size, config.image_size, 3),
+    )
     backbone = registry.build_image_backbone(config.privacy_backbone)
     head = projection_head(
         backbone.output_shape[-1], hidden=config.projection_hidden, output=config.projection_dim

@@ -6,7 +6,9 @@ frames are decoded; from files, videos are decoded with PyAV (`read_video`) and 
 `tf.io.decode_image`. Every random choice (order, clip start, augmentation, frame pair) comes
 from stateless seeds derived from (seed, epoch, example index), so the same seed gives the same
 batches, and one video gets the same clip from a cache as from its file. A file that fails to
-decode is skipped with a warning naming it.
+decode is skipped with a warning naming it. Decoded videos are kept in a bounded in-memory
+cache (`DecodedVideos`, 1 GiB by default), so later epochs over a small split of files skip
+decoding; large datasets should use a prepared cache.
 
 Clips shorter than their span (clip_length - 1) * stride + 1 LOOP: index i is taken modulo the
 number of frames (no blank or frozen padding frames).
@@ -14,7 +16,9 @@ number of frames (no blank or frozen padding frames).
 
 from __future__ import annotations
 
+import collections
 import os
+import threading
 
 import numpy as np
 import tensorflow as tf
@@ -202,8 +206,31 @@ class _Files:
         return record
 
 
-def _read_video(path: bytes) -> np.ndarray:
-    return read_video(path.decode())
+class DecodedVideos:
+    """A thread-safe LRU cache of decoded videos holding at most `capacity_bytes` of frames."""
+
+    def __init__(self, capacity_bytes: int):
+        self.capacity_bytes = capacity_bytes
+        self._frames: collections.OrderedDict[bytes, np.ndarray] = collections.OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, path: bytes) -> np.ndarray:
+        with self._lock:
+            if path in self._frames:
+                self._frames.move_to_end(path)
+                return self._frames[path]
+        frames = read_video(path.decode())
+        with self._lock:
+            if path not in self._frames and frames.nbytes <= self.capacity_bytes:
+                self._frames[path] = frames
+                self._bytes += frames.nbytes
+                while self._bytes > self.capacity_bytes:
+                    self._bytes -= self._frames.popitem(last=False)[1].nbytes
+        return frames
+
+
+_read_video = DecodedVideos(capacity_bytes=1 << 30)
 
 
 def _source(source: Source, kind: str) -> _Cache | _Files:

@@ -1,0 +1,155 @@
+"""The evaluation protocol end to end on a tiny synthetic benchmark with tiny models."""
+
+import json
+
+import keras
+import numpy as np
+import pytest
+import tiny_models
+
+from keras_privacy.config import ExperimentConfig
+from keras_privacy.data import sources
+from keras_privacy.data.synthetic import write_synthetic_benchmark
+from keras_privacy.data.video import read_video
+from keras_privacy.evaluation import protocol
+from keras_privacy.models import registry
+from keras_privacy.models.unet import apply_per_frame
+
+
+@pytest.fixture(scope="module")
+def benchmark(tmp_path_factory):
+    root = tmp_path_factory.mktemp("synthetic")
+    write_synthetic_benchmark(
+        root, size=32, num_frames=12, videos_per_class=(2, 1), num_images=(12, 2, 8)
+    )
+    (root / sources._DONE).write_text("ok\n")
+    return root
+
+
+def tiny_config(benchmark, tmp_path, **overrides) -> ExperimentConfig:
+    settings = dict(
+        action_dataset="synthetic",
+        privacy_dataset="synthetic",
+        synthetic_dir=str(benchmark),
+        run_dir=str(tmp_path / "run"),
+        frame_size=32,
+        image_size=16,
+        clip_length=4,
+        clip_stride=2,
+        batch_size=4,
+        privacy_batch_size=4,
+        action_model="factorized_tiny",
+        privacy_backbone="resnet_tiny",
+        eval_action_epochs=1,
+        eval_privacy_epochs=1,
+        eval_clips=2,
+        jit_compile=False,
+    )
+    config = ExperimentConfig(**(settings | overrides))
+    config.validate()
+    return config
+
+
+def saved_anonymizer(tmp_path) -> str:
+    path = tmp_path / "anonymizer.keras"
+    registry.build_anonymizer("unet_tiny").save(path)
+    return str(path)
+
+
+def test_evaluate_learned_and_baselines_then_resume(benchmark, tmp_path, monkeypatch):
+    config = tiny_config(
+        benchmark,
+        tmp_path,
+        eval_methods="learned,raw,downsample_4x",
+        anonymizer_path=saved_anonymizer(tmp_path),
+    )
+    data = protocol.evaluation_data(config)
+    out = tmp_path / "evaluation"
+    report = protocol.evaluate(config, data, protocol.methods_of(config), out)
+
+    results = json.loads((out / "report.json").read_text())["methods"]
+    assert list(results) == ["learned", "raw", "downsample_4x"]
+    for result in results.values():
+        assert 0.0 <= result["action_top1"] <= 1.0
+        assert 0.0 <= result["privacy_cmap"] <= 1.0
+        assert 0.0 <= result["extra"]["raw_attacker_cmap"] <= 1.0
+        assert result["extra"]["action_test_videos"] == len(data.action_test)
+    for name in ("report.md", "tradeoff.png", "frames.png", "raw_attacker.keras"):
+        assert (out / name).is_file(), name
+    assert "downsample_4x" in report.markdown()
+
+    # The baseline was applied once to the source files: same shape, fine detail gone.
+    written = sorted((out / "anonymized" / "downsample_4x" / "action_test").glob("*.mp4"))
+    assert len(written) == len(data.action_test)
+    source = read_video(data.action_test.examples[0].path)
+    anonymized = read_video(written[0])
+    assert anonymized.shape == source.shape
+    assert (
+        np.abs(np.diff(anonymized.astype(int), axis=2)).mean()
+        < np.abs(np.diff(source.astype(int), axis=2)).mean()
+    )
+
+    # A rerun resumes: every method is in the report, so no target model is trained again.
+    def no_training(*args, **kwargs):
+        raise AssertionError("a finished method was trained again")
+
+    monkeypatch.setattr(protocol, "train_action_target", no_training)
+    monkeypatch.setattr(protocol, "train_privacy_target", no_training)
+    again = protocol.evaluate(config, data, protocol.methods_of(config), out)
+    assert again.methods == report.methods
+
+
+def test_interrupted_evaluation_keeps_finished_methods(benchmark, tmp_path, monkeypatch):
+    config = tiny_config(benchmark, tmp_path, eval_methods="raw,downsample_2x")
+    data = protocol.evaluation_data(config)
+    out = tmp_path / "evaluation"
+    real_anonymized_data = protocol.anonymized_data
+
+    def interrupt_on_baseline(data, method, work_dir):
+        if method.baseline:
+            raise KeyboardInterrupt
+        return real_anonymized_data(data, method, work_dir)
+
+    monkeypatch.setattr(protocol, "anonymized_data", interrupt_on_baseline)
+    with pytest.raises(KeyboardInterrupt):
+        protocol.evaluate(config, data, protocol.methods_of(config), out)
+    assert list(json.loads((out / "report.json").read_text())["methods"]) == ["raw"]
+
+    monkeypatch.setattr(protocol, "anonymized_data", real_anonymized_data)
+    trained = []
+    real_train = protocol.train_action_target
+
+    def counting_train(config, train, anonymizer):
+        trained.append(train.examples[0].path)
+        return real_train(config, train, anonymizer)
+
+    monkeypatch.setattr(protocol, "train_action_target", counting_train)
+    report = protocol.evaluate(config, data, protocol.methods_of(config), out)
+    assert report.methods == ["raw", "downsample_2x"]
+    assert len(trained) == 1 and "downsample_2x" in trained[0]
+
+
+def test_with_anonymizer_applies_the_frozen_anonymizer_frame_by_frame():
+    anonymizer = tiny_models.anonymizer()
+    target = tiny_models.action_model(num_classes=3)
+    clips = np.random.default_rng(0).random((2, 3, 8, 8, 3), dtype="float32")
+    expected = target(apply_per_frame(anonymizer, clips))
+    chained = protocol.with_anonymizer(target, anonymizer, clips=True)
+    np.testing.assert_allclose(chained(clips), expected, atol=1e-5)
+    assert not anonymizer.trainable
+    assert len(chained.trainable_variables) == len(target.trainable_variables)
+
+
+def test_methods_are_checked(benchmark, tmp_path):
+    with pytest.raises(ValueError, match="unknown method 'sharpen'"):
+        protocol.methods_of(tiny_config(benchmark, tmp_path, eval_methods="raw,sharpen"))
+    missing = tiny_config(
+        benchmark,
+        tmp_path,
+        eval_methods="learned",
+        anonymizer_path=str(tmp_path / "none.keras"),
+    )
+    with pytest.raises(FileNotFoundError, match="none.keras"):
+        protocol.methods_of(missing)
+    loaded = protocol.load_anonymizer(saved_anonymizer(tmp_path))
+    assert isinstance(loaded.model, keras.Model) and not loaded.model.trainable
