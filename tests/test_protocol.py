@@ -119,9 +119,9 @@ def test_interrupted_evaluation_keeps_finished_methods(benchmark, tmp_path, monk
     trained = []
     real_train = protocol.train_action_target
 
-    def counting_train(config, train, anonymizer):
-        trained.append(train.examples[0].path)
-        return real_train(config, train, anonymizer)
+    def counting_train(config, train, num_classes, anonymizer):
+        trained.append(str(train))
+        return real_train(config, train, num_classes, anonymizer)
 
     monkeypatch.setattr(protocol, "train_action_target", counting_train)
     report = protocol.evaluate(config, data, protocol.methods_of(config), out)

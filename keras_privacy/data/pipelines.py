@@ -233,6 +233,13 @@ class DecodedVideos:
 _read_video = DecodedVideos(capacity_bytes=1 << 30)
 
 
+def count_examples(source: Source) -> int:
+    """Examples in a split or in a prepared cache."""
+    if isinstance(source, Split):
+        return len(source.examples)
+    return int(read_manifest(source)["num_records"])
+
+
 def _source(source: Source, kind: str) -> _Cache | _Files:
     return _Files(source, kind) if isinstance(source, Split) else _Cache(source, kind)
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from keras_privacy.config import ExperimentConfig
 from keras_privacy.data import pipelines
-from keras_privacy.data.cache import read_manifest
+from keras_privacy.data.cache import prepare_image_cache, prepare_video_cache, read_manifest
 from keras_privacy.data.examples import Split
 from keras_privacy.data.hmdb51 import read_hmdb51
 from keras_privacy.data.synthetic import write_synthetic_benchmark
@@ -60,13 +60,6 @@ def _report_missing(name: str, split: Split) -> None:
         )
 
 
-def _count(source: pipelines.Source) -> int:
-    """Examples in a split or in a prepared cache."""
-    if isinstance(source, Split):
-        return len(source.examples)
-    return int(read_manifest(source)["num_examples"])
-
-
 @dataclasses.dataclass
 class TrainingData:
     """The training videos and privacy images (a prepared cache or a split of files), and the
@@ -81,7 +74,7 @@ class TrainingData:
     @property
     def steps_per_epoch(self) -> int:
         """Batches in one pass over the action videos."""
-        return max(1, _count(self.videos) // self.config.batch_size)
+        return max(1, pipelines.count_examples(self.videos) // self.config.batch_size)
 
     def dataset(self, epoch: int, steps: int):
         """`steps` batches of the minimax format for `epoch` (seeded by seed and epoch)."""
@@ -121,13 +114,27 @@ def training_data(config: ExperimentConfig) -> TrainingData:
         _report_missing("action train split", actions)
     if images is not None:
         _report_missing("privacy train split", images)
+    videos, pictures = config.action_cache or actions, config.privacy_cache or images
+    if config.action_dataset == "synthetic" and not config.action_cache:
+        videos = _synthetic_cache(actions, "video", config)
+    if config.privacy_dataset == "synthetic" and not config.privacy_cache:
+        pictures = _synthetic_cache(images, "image", config)
     return TrainingData(
         config=config,
-        videos=config.action_cache or actions,
-        images=config.privacy_cache or images,
+        videos=videos,
+        images=pictures,
         class_names=_names(actions, config.action_cache, "class_names"),
         attribute_names=_names(images, config.privacy_cache, "attribute_names"),
     )
+
+
+def _synthetic_cache(split: Split, kind: str, config: ExperimentConfig) -> str:
+    """The built-in benchmark's training split as a prepared cache (written once next to it),
+    so its input pipeline runs TensorFlow ops only."""
+    directory = Path(config.synthetic_dir) / "cache" / f"{kind}_train_{config.frame_size}"
+    prepare = prepare_video_cache if kind == "video" else prepare_image_cache
+    prepare(split, directory, short_side=config.frame_size)
+    return str(directory)
 
 
 def _names(split: Split | None, cache: str, key: str) -> list[str]:

@@ -18,7 +18,7 @@ in a scene, no motion) and the video frames, so what is learned on images transf
 
 Layout written under `out_dir`:
 
-    videos/<Class>/v_<Class>_gXX_cYY.avi               H.264, 32 x 32, 32 frames, 25 fps
+    videos/<Class>/v_<Class>_gXX_cYY.avi               H.264, 64 x 64, 32 frames, 25 fps
     ucf_splits/{classInd,trainlist01,testlist01}.txt   UCF101 split format (CRLF)
     vispr/images/{train,val,test}2017/<id>.jpg         privacy images (JPEG, quality 95)
     vispr/annotations/{train,val,test}2017/<id>.json   VISPR per-image annotations
@@ -268,7 +268,7 @@ def write_synthetic_benchmark(
     out_dir: str | os.PathLike,
     seed: int = 0,
     *,
-    size: int = 32,
+    size: int = 64,
     num_frames: int = 32,
     videos_per_class: tuple[int, int] = (150, 30),
     num_images: tuple[int, int, int] = (600, 60, 240),
@@ -276,11 +276,10 @@ def write_synthetic_benchmark(
 ) -> SyntheticPaths:
     """Write the benchmark (see the module docstring) into `out_dir` and return its paths.
 
-    Defaults: 6 classes x (150 train + 30 test) = 900 + 180 videos of 32 frames at 32 x 32
+    Defaults: 6 classes x (150 train + 30 test) = 900 + 180 videos of 32 frames at 64 x 64
     (with fewer videos a small action model memorises each video's look instead of learning
-    its motion), 600 / 60 / 240 train / val / test images; about 10 MB, written in about 30 s.
-    At 32 x 32 the fine cues are one-pixel stripes and checks, which the models see at full
-    resolution and 4x down-sampling removes. The same seed
+    its motion), 600 / 60 / 240 train / val / test images; about 27 MB, written in about 40 s.
+    The same seed
     writes the same frames and labels. Files already there are overwritten.
     """
     root = Path(out_dir)

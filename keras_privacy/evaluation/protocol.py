@@ -31,6 +31,7 @@ from tqdm import tqdm
 
 from keras_privacy.config import ExperimentConfig
 from keras_privacy.data import pipelines
+from keras_privacy.data.cache import prepare_image_cache, prepare_video_cache
 from keras_privacy.data.errors import VideoDecodeError
 from keras_privacy.data.examples import Split
 from keras_privacy.data.video import probe_video, read_video, write_video
@@ -166,9 +167,7 @@ def anonymize_images(split: Split, method: Anonymization, out_dir: Path, desc: s
 
 
 def anonymized_data(data: EvaluationData, method: Anonymization, work_dir: Path) -> EvaluationData:
-    """The splits a baseline's target models see (written once); others see the source."""
-    if method.baseline is None:
-        return data
+    """The splits of the baseline `method` applied to the files of `data` (written once)."""
     root = work_dir / method.name
     return EvaluationData(
         action_train=anonymize_videos(
@@ -199,15 +198,41 @@ def with_anonymizer(target: keras.Model, anonymizer: keras.Model | None, clips: 
     return keras.Model(inputs, target(anonymized), name=f"anonymized_{target.name}")
 
 
+def cached(split: Split, kind: str, directory: Path, short_side: int) -> Path:
+    """`split` as a prepared cache in `directory` (written once, resumable), so that target
+    models read their data with TensorFlow ops only."""
+    prepare = prepare_video_cache if kind == "video" else prepare_image_cache
+    prepare(split, directory, short_side=short_side)
+    return directory
+
+
+def cached_data(data: EvaluationData, directory: Path, short_side: int) -> EvaluationData:
+    """The four splits of `data` as prepared caches under `directory`."""
+    return EvaluationData(
+        *(
+            cached(getattr(data, name), kind, directory / name, short_side)
+            for name, kind in (
+                ("action_train", "video"),
+                ("action_test", "video"),
+                ("privacy_train", "image"),
+                ("privacy_test", "image"),
+            )
+        )
+    )
+
+
 def train_action_target(
-    config: ExperimentConfig, train: Split, anonymizer: keras.Model | None
+    config: ExperimentConfig,
+    train: pipelines.Source,
+    num_classes: int,
+    anonymizer: keras.Model | None,
 ) -> keras.Model:
     """A fresh f'_T trained with cross-entropy on (anonymized) training clips."""
     c = config
     keras.utils.set_random_seed(c.seed)
     target = registry.build_action_model(
         c.eval_action_model or c.action_model,
-        num_classes=len(train.class_names),
+        num_classes=num_classes,
         input_shape=(c.clip_length, c.image_size, c.image_size, 3),
     )
     model = with_anonymizer(target, anonymizer, clips=True)
@@ -227,12 +252,14 @@ def train_action_target(
         config=c.action_augmentation(),
         epochs=None,
     ).map(lambda batch: (batch["clips"], batch["labels"]))
-    steps = c.steps_per_epoch or max(1, len(train) // c.batch_size)
+    steps = c.steps_per_epoch or max(1, pipelines.count_examples(train) // c.batch_size)
     model.fit(dataset, epochs=c.eval_action_epochs, steps_per_epoch=steps, verbose=2)
     return model
 
 
-def test_action_target(config: ExperimentConfig, model: keras.Model, test: Split) -> dict:
+def test_action_target(
+    config: ExperimentConfig, model: keras.Model, test: pipelines.Source
+) -> dict:
     """Video-level top-1 of `model` on `test`: mean softmax over K equidistant clips."""
     c = config
     dataset = pipelines.action_eval_dataset(
@@ -253,7 +280,10 @@ def test_action_target(config: ExperimentConfig, model: keras.Model, test: Split
 
 
 def train_privacy_target(
-    config: ExperimentConfig, train: Split, anonymizer: keras.Model | None
+    config: ExperimentConfig,
+    train: pipelines.Source,
+    num_attributes: int,
+    anonymizer: keras.Model | None,
 ) -> keras.Model:
     """A fresh f'_B trained with multi-label BCE on (anonymized) training images."""
     c = config
@@ -261,7 +291,7 @@ def train_privacy_target(
     backbone = registry.build_image_backbone(
         c.eval_privacy_model or c.privacy_backbone, input_shape=(c.image_size, c.image_size, 3)
     )
-    target = privacy_classifier(backbone, len(train.attribute_names))
+    target = privacy_classifier(backbone, num_attributes)
     model = with_anonymizer(target, anonymizer, clips=False)
     model.compile(
         keras.optimizers.Adam(c.eval_lr),
@@ -271,13 +301,17 @@ def train_privacy_target(
     dataset = pipelines.privacy_labelled_dataset(
         train, c.privacy_batch_size, c.image_size, training=True, seed=c.seed, epochs=None
     ).map(lambda batch: (batch["images"], batch["privacy"]))
-    steps = max(1, len(train) // c.privacy_batch_size)
+    steps = max(1, pipelines.count_examples(train) // c.privacy_batch_size)
     model.fit(dataset, epochs=c.eval_privacy_epochs, steps_per_epoch=steps, verbose=2)
     return model
 
 
 def test_privacy_target(
-    config: ExperimentConfig, model: keras.Model, test: Split, prefix: str = "privacy"
+    config: ExperimentConfig,
+    model: keras.Model,
+    test: pipelines.Source,
+    names: Sequence[str],
+    prefix: str = "privacy",
 ) -> dict:
     """cMAP and mean F1 (at probability 0.5) of `model` on the test images."""
     dataset = pipelines.privacy_labelled_dataset(
@@ -289,8 +323,8 @@ def test_privacy_target(
         probs.append(1.0 / (1.0 + np.exp(-logits)))
         labels.append(batch["privacy"])
     probs, labels = np.concatenate(probs), np.concatenate(labels)
-    cmap = metrics.privacy_cmap(labels, probs, test.attribute_names)
-    f1 = metrics.privacy_f1(labels, probs, names=test.attribute_names)
+    cmap = metrics.privacy_cmap(labels, probs, names)
+    f1 = metrics.privacy_f1(labels, probs, names=names)
     return {
         f"{prefix}_cmap": cmap.value,
         f"{prefix}_f1": f1.value,
@@ -317,21 +351,27 @@ def evaluate(
     one, then the trade-off plot and the strip of anonymized frames."""
     out_dir = Path(out_dir)
     report = Report(out_dir)
-    attacker = _raw_attacker(config, data, out_dir)
+    classes, names = len(data.class_names), data.attribute_names
+    source = cached_data(data, out_dir / "cache" / "source", config.frame_size)
+    attacker = _raw_attacker(config, source.privacy_train, len(names), out_dir)
     for method in methods:
         if report.has(method.name):
             logging.info("%s: already in %s, skipped", method.name, out_dir / "report.json")
             continue
         logging.info("evaluating %s", method.name)
-        seen = anonymized_data(data, method, out_dir / "anonymized")
-        action = train_action_target(config, seen.action_train, method.model)
+        seen = source
+        if method.baseline is not None:
+            written = anonymized_data(data, method, out_dir / "anonymized")
+            seen = cached_data(written, out_dir / "cache" / method.name, config.frame_size)
+        action = train_action_target(config, seen.action_train, classes, method.model)
         result = test_action_target(config, action, seen.action_test)
-        privacy = train_privacy_target(config, seen.privacy_train, method.model)
-        result |= test_privacy_target(config, privacy, seen.privacy_test)
+        privacy = train_privacy_target(config, seen.privacy_train, len(names), method.model)
+        result |= test_privacy_target(config, privacy, seen.privacy_test, names)
         result |= test_privacy_target(
             config,
             with_anonymizer(attacker, method.model, False),
             seen.privacy_test,
+            names,
             "raw_attacker",
         )
         report.add(
@@ -346,12 +386,14 @@ def evaluate(
     return report
 
 
-def _raw_attacker(config: ExperimentConfig, data: EvaluationData, out_dir: Path) -> keras.Model:
+def _raw_attacker(
+    config: ExperimentConfig, images: pipelines.Source, num_attributes: int, out_dir: Path
+) -> keras.Model:
     """A privacy model trained on raw images (trained once, kept in out_dir)."""
     path = out_dir / "raw_attacker.keras"
     if path.is_file():
         return keras.saving.load_model(path, compile=False)
-    model = train_privacy_target(config, data.privacy_train, None)
+    model = train_privacy_target(config, images, num_attributes, None)
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save(path)
     return model
