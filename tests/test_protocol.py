@@ -131,7 +131,9 @@ def test_interrupted_evaluation_keeps_finished_methods(benchmark, tmp_path, monk
 
 def test_with_anonymizer_applies_the_frozen_anonymizer_frame_by_frame():
     anonymizer = tiny_models.anonymizer()
-    target = tiny_models.action_model(num_classes=3)
+    target = registry.build_action_model(
+        "factorized_tiny", 3, input_shape=(3, 8, 8, 3), widths=(4,)
+    )
     clips = np.random.default_rng(0).random((2, 3, 8, 8, 3), dtype="float32")
     expected = target(apply_per_frame(anonymizer, clips))
     chained = protocol.with_anonymizer(target, anonymizer, clips=True)
