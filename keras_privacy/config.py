@@ -74,6 +74,15 @@ class ExperimentConfig:
             "Horizontal flip probability of action clips (0 where direction is the class).", "data"
         ),
     )
+    crop_min_side: float = field(
+        default=0.6,
+        metadata=_help(
+            "Smallest random crop of action clips, as a fraction of the short side.", "data"
+        ),
+    )
+    erase_probability: float = field(
+        default=0.25, metadata=_help("Random-erase probability of action clips.", "data")
+    )
     pair_sampler: str = field(
         default="random",
         metadata=_help("Temporal sampler of NT-Xent frame pairs: random | near | far.", "data"),
@@ -173,8 +182,13 @@ class ExperimentConfig:
     )
 
     def action_augmentation(self) -> AugmentConfig:
-        """The augmentation of action clips: SPAct's, with this run's flip probability."""
-        return dataclasses.replace(SUPERVISED, flip=self.flip_probability)
+        """The augmentation of action clips: SPAct's, with this run's flip, crop and erase."""
+        return dataclasses.replace(
+            SUPERVISED,
+            flip=self.flip_probability,
+            crop_side=(self.crop_min_side, 1.0),
+            erase=self.erase_probability,
+        )
 
     def validate(self) -> None:
         """Raise ValueError naming the first setting that makes no sense."""
@@ -191,6 +205,10 @@ class ExperimentConfig:
             )
         if not 0 <= self.flip_probability <= 1:
             raise ValueError(f"--flip_probability must be in [0, 1], got {self.flip_probability}")
+        if not 0 < self.crop_min_side <= 1:
+            raise ValueError(f"--crop_min_side must be in (0, 1], got {self.crop_min_side}")
+        if not 0 <= self.erase_probability <= 1:
+            raise ValueError(f"--erase_probability must be in [0, 1], got {self.erase_probability}")
         if self.privacy_batch_size < 1:
             raise ValueError("--privacy_batch_size must be at least 1")
         for name in (

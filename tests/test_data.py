@@ -624,7 +624,7 @@ def test_video_cache_prepare_verify_read(tmp_path, video_split):
     manifest = prepare_video_cache(split, out, short_side=32, num_shards=2, workers=2)
     assert manifest["kind"] == "video"
     assert manifest["num_examples"] == 5 and manifest["num_records"] == 4
-    assert [s["count"] for s in manifest["shards"]] == [2, 2]
+    assert len(manifest["shards"]) == 2 and sum(s["count"] for s in manifest["shards"]) == 4
     assert all((out / s["file"]).is_file() for s in manifest["shards"])
     assert [f["path"] for f in manifest["failures"]] == [corrupt]
     assert corrupt in manifest["failures"][0]["reason"]
@@ -638,7 +638,8 @@ def test_video_cache_prepare_verify_read(tmp_path, video_split):
     assert report["records"] == report["expected"] == 4
     assert report["failures"] == manifest["failures"]
 
-    records = _records(read_video_cache(out))
+    # Shards hold a fixed random order of the (class-sorted) split; records keep their index.
+    records = sorted(_records(read_video_cache(out)), key=lambda r: int(r["index"]))
     assert [r["num_frames"] for r in records] == [5, 7, 32, 3]
     assert [len(r["frames"]) for r in records] == [5, 7, 32, 3]
     assert [r["index"] for r in records] == [0, 2, 3, 4]
@@ -679,7 +680,7 @@ def test_video_cache_resumes(tmp_path, video_split):
     changed = prepare_video_cache(split, out, short_side=24, num_shards=2, workers=1)
     assert changed["fingerprint"] != first["fingerprint"]
     assert shards[0].stat().st_mtime_ns != 1
-    assert [r["height"] for r in _records(read_video_cache(out))][:1] == [24]
+    assert {min(r["height"], r["width"]) for r in _records(read_video_cache(out))} == {24}
 
 
 def test_verify_cache_detects_damage(tmp_path, video_split):
@@ -731,7 +732,7 @@ def test_image_cache(tmp_path):
     assert str(broken) in manifest["failures"][0]["reason"]
     assert verify_cache(out)["ok"]
 
-    records = _records(read_image_cache(out))
+    records = sorted(_records(read_image_cache(out)), key=lambda r: int(r["index"]))
     assert [r["index"] for r in records] == [0, 2, 3]
     assert [r["label"] for r in records] == [-1, -1, -1]
     assert [(r["height"], r["width"]) for r in records] == [(32, 48), (43, 32), (32, 32)]

@@ -31,8 +31,9 @@ from keras_privacy.data.examples import Example, Split
 from keras_privacy.data.video import iter_video_frames
 
 MANIFEST = "manifest.json"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 EXAMPLES_PER_SHARD = 100
+SHARD_ORDER_SEED = 0
 DECODE_ERRORS = (VideoDecodeError, ValueError, cv2.error)
 """What makes a file be skipped (and named in the manifest) instead of stopping the cache."""
 
@@ -186,7 +187,10 @@ def _prepare(
     num_shards = num_shards or max(1, -(-len(split) // EXAMPLES_PER_SHARD))
     num_shards = max(1, min(num_shards, len(split)))
     fingerprint = _fingerprint(kind, split, short_side, jpeg_quality, num_shards)
-    chunks = np.array_split(np.arange(len(split)), num_shards)
+    # Split lists are sorted by class: shards of a fixed random order, so that a shuffle
+    # window over a few interleaved shards still sees every class (records keep their index).
+    order = np.random.default_rng(SHARD_ORDER_SEED).permutation(len(split))
+    chunks = np.array_split(order, num_shards)
     shards = []
     with tqdm(total=len(split), desc=f"caching {kind}s", unit=kind) as bar:
         for shard, chunk in enumerate(chunks):

@@ -140,7 +140,7 @@ class _Cache:
         self.num_attributes = len(self.manifest["attribute_names"])
 
     def items(self, epoch, seed: int | None) -> tf.data.Dataset:
-        """Serialized records of one epoch: in split order, or (with a seed) shards in a
+        """Serialized records of one epoch: in stored order, or (with a seed) shards in a
         random order, interleaved, then shuffled within windows."""
         files = tf.constant(self.files)
         if seed is None:
