@@ -1,0 +1,138 @@
+"""Dataset command line: counts, cache preparation and the synthetic benchmark.
+
+    python -m keras_privacy.data stats --dataset ucf101 --annotations DIR [--root DIR] [--json]
+    python -m keras_privacy.data prepare --dataset hmdb51 --annotations DIR --root DIR --out DIR
+    python -m keras_privacy.data synthetic --out DIR
+
+`stats` needs only the annotation files: without --root (or with videos absent) it counts what
+the lists name and says how many files are missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sys
+from collections.abc import Sequence
+
+from keras_privacy.data.cache import prepare_image_cache, prepare_video_cache
+from keras_privacy.data.errors import DatasetFormatError
+from keras_privacy.data.examples import Split
+from keras_privacy.data.hmdb51 import read_hmdb51
+from keras_privacy.data.synthetic import write_synthetic_benchmark
+from keras_privacy.data.ucf101 import read_ucf101
+from keras_privacy.data.vispr import read_vispr
+
+VIDEO_DATASETS = ("ucf101", "hmdb51")
+DATASETS = (*VIDEO_DATASETS, "vispr")
+
+
+def read_dataset(
+    name: str, annotations: str, root: str | None, split: int, attributes: str
+) -> dict[str, Split]:
+    """The subsets of dataset `name` as its reader returns them."""
+    if name == "ucf101":
+        return read_ucf101(annotations, root, split=split)
+    if name == "hmdb51":
+        return read_hmdb51(annotations, root, split=split)
+    return read_vispr(annotations, root, attributes=attributes)
+
+
+def split_stats(split: Split) -> dict:
+    """Counts of one subset: examples, per class, per attribute, missing files."""
+    per_class = collections.Counter(
+        split.class_names[e.label] for e in split.examples if e.label >= 0
+    )
+    per_attribute = {
+        name: sum(1 for e in split.examples if len(e.privacy) > i and e.privacy[i])
+        for i, name in enumerate(split.attribute_names)
+    }
+    return {
+        "examples": len(split.examples),
+        "missing": len(split.missing),
+        "per_class": dict(sorted(per_class.items())),
+        "per_attribute": per_attribute,
+    }
+
+
+def stats(subsets: dict[str, Split]) -> dict:
+    """Counts of every subset; `train` and `test` also hold the example counts at the top."""
+    first = next(iter(subsets.values()))
+    result = {
+        "num_classes": len(first.class_names),
+        "num_attributes": len(first.attribute_names),
+        "subsets": {name: split_stats(split) for name, split in subsets.items()},
+    }
+    for name in ("train", "test"):
+        if name in subsets:
+            result[name] = len(subsets[name].examples)
+    return result
+
+
+def _print_stats(result: dict) -> None:
+    print(f"classes: {result['num_classes']}, attributes: {result['num_attributes']}")
+    for name, subset in result["subsets"].items():
+        print(f"{name}: {subset['examples']} examples, {subset['missing']} missing files")
+        for attribute, count in subset["per_attribute"].items():
+            print(f"  {attribute}: {count}")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m keras_privacy.data", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    for command in ("stats", "prepare"):
+        sub = commands.add_parser(command)
+        sub.add_argument("--dataset", required=True, choices=DATASETS)
+        sub.add_argument("--annotations", required=True, help="split lists / annotation folder")
+        sub.add_argument("--root", default=None, help="folder of the videos or images")
+        sub.add_argument("--split", type=int, default=1, help="official split number (1-3)")
+        sub.add_argument("--attributes", default="vispr1", help="VISPR attribute subset")
+    commands.choices["stats"].add_argument("--json", action="store_true", help="one JSON object")
+    prepare = commands.choices["prepare"]
+    prepare.add_argument("--out", required=True, help="cache folder; one sub-folder per subset")
+    prepare.add_argument("--short_side", type=int, default=128)
+    prepare.add_argument("--workers", type=int, default=None)
+    synthetic = commands.add_parser("synthetic")
+    synthetic.add_argument("--out", required=True)
+    synthetic.add_argument("--seed", type=int, default=0)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "synthetic":
+        paths = write_synthetic_benchmark(args.out, seed=args.seed)
+        print(f"synthetic benchmark written to {paths.root}")
+        return 0
+    try:
+        subsets = read_dataset(
+            args.dataset, args.annotations, args.root, args.split, args.attributes
+        )
+    except (DatasetFormatError, FileNotFoundError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if args.command == "stats":
+        result = stats(subsets)
+        if args.json:
+            print(json.dumps(result))
+        else:
+            _print_stats(result)
+        return 0
+    if args.root is None:
+        print("error: prepare needs --root (the files to decode)", file=sys.stderr)
+        return 2
+    prepare = prepare_video_cache if args.dataset in VIDEO_DATASETS else prepare_image_cache
+    for name, split in subsets.items():
+        manifest = prepare(
+            split, f"{args.out}/{name}", short_side=args.short_side, workers=args.workers
+        )
+        print(
+            f"{name}: {manifest['num_records']} cached, {len(manifest['failures'])} failed, "
+            f"{len(manifest['missing'])} missing"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
