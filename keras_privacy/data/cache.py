@@ -273,6 +273,15 @@ def prepare_image_cache(
     return _prepare("image", encode, split, out_dir, short_side, num_shards, jpeg_quality, workers)
 
 
+def prepare_cache(
+    split: Split, kind: str, out_dir: str | os.PathLike, short_side: int | None
+) -> Path:
+    """`split` as a prepared "video" or "image" cache in `out_dir` (written once, resumable)."""
+    prepare = prepare_video_cache if kind == "video" else prepare_image_cache
+    prepare(split, out_dir, short_side=short_side)
+    return Path(out_dir)
+
+
 def read_manifest(cache_dir: str | os.PathLike) -> dict:
     """The manifest of a prepared cache (raises FileNotFoundError when it is not complete)."""
     path = Path(cache_dir) / MANIFEST

@@ -14,7 +14,7 @@ import numpy as np
 
 from keras_privacy.config import ExperimentConfig
 from keras_privacy.data import pipelines
-from keras_privacy.data.cache import prepare_image_cache, prepare_video_cache, read_manifest
+from keras_privacy.data.cache import prepare_cache, read_manifest
 from keras_privacy.data.examples import Split
 from keras_privacy.data.hmdb51 import read_hmdb51
 from keras_privacy.data.synthetic import write_synthetic_benchmark
@@ -132,9 +132,7 @@ def _synthetic_cache(split: Split, kind: str, config: ExperimentConfig) -> str:
     """The built-in benchmark's training split as a prepared cache (written once next to it),
     so its input pipeline runs TensorFlow ops only."""
     directory = Path(config.synthetic_dir) / "cache" / f"{kind}_train_{config.frame_size}"
-    prepare = prepare_video_cache if kind == "video" else prepare_image_cache
-    prepare(split, directory, short_side=config.frame_size)
-    return str(directory)
+    return str(prepare_cache(split, kind, directory, config.frame_size))
 
 
 def _names(split: Split | None, cache: str, key: str) -> list[str]:

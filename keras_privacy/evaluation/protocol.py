@@ -31,7 +31,7 @@ from tqdm import tqdm
 
 from keras_privacy.config import ExperimentConfig
 from keras_privacy.data import pipelines
-from keras_privacy.data.cache import prepare_image_cache, prepare_video_cache
+from keras_privacy.data.cache import prepare_cache
 from keras_privacy.data.errors import VideoDecodeError
 from keras_privacy.data.examples import Split
 from keras_privacy.data.video import probe_video, read_video, write_video
@@ -198,19 +198,12 @@ def with_anonymizer(target: keras.Model, anonymizer: keras.Model | None, clips: 
     return keras.Model(inputs, target(anonymized), name=f"anonymized_{target.name}")
 
 
-def cached(split: Split, kind: str, directory: Path, short_side: int) -> Path:
-    """`split` as a prepared cache in `directory` (written once, resumable), so that target
-    models read their data with TensorFlow ops only."""
-    prepare = prepare_video_cache if kind == "video" else prepare_image_cache
-    prepare(split, directory, short_side=short_side)
-    return directory
-
-
 def cached_data(data: EvaluationData, directory: Path, short_side: int) -> EvaluationData:
-    """The four splits of `data` as prepared caches under `directory`."""
+    """The four splits of `data` as prepared caches under `directory` (written once), so that
+    target models read their data with TensorFlow ops only."""
     return EvaluationData(
         *(
-            cached(getattr(data, name), kind, directory / name, short_side)
+            prepare_cache(getattr(data, name), kind, directory / name, short_side)
             for name, kind in (
                 ("action_train", "video"),
                 ("action_test", "video"),
