@@ -99,45 +99,78 @@ def centre_box(height, width, fraction: float = 1.0):
 
 def crop_and_resize(clip, box, size: int):
     """Cut the same normalised box out of every frame and resize it to size x size (bilinear);
-    float32 in [0, 1] out."""
+    a box with x1 > x2 gives the mirrored crop. float32 in [0, 1] out."""
     frames = tf.shape(clip)[0]
     boxes = tf.tile(box[None], [frames, 1])
     resized = tf.image.crop_and_resize(clip, boxes, tf.range(frames), [size, size])
     return resized / 255.0 if clip.dtype == tf.uint8 else resized
 
 
-def random_flip(clip, seed, probability: float):
-    """Mirror every frame left-right with `probability`."""
-    return tf.cond(_uniform(seed, _FLIP) < probability, lambda: tf.reverse(clip, [2]), lambda: clip)
+def maybe_mirror(box, seed, probability: float):
+    """The box with its x coordinates swapped with `probability`: crop_and_resize then
+    mirrors the crop left-right, at no extra cost."""
+    mirrored = tf.gather(box, [0, 3, 2, 1])
+    return tf.where(_uniform(seed, _FLIP) < probability, mirrored, box)
 
 
-def colour_jitter(clip, seed, config: AugmentConfig):
-    """With probability `config.jitter`: brightness, contrast, saturation, then hue, each with
-    one factor for the whole clip (contrast pulls towards the clip's mean luminance)."""
-
-    def jitter():
-        out = clip * _uniform(seed, _BRIGHTNESS, 1 - config.brightness, 1 + config.brightness)
-        out = tf.clip_by_value(out, 0.0, 1.0)
-        mean = tf.reduce_mean(tf.image.rgb_to_grayscale(out))
-        contrast = _uniform(seed, _CONTRAST, 1 - config.contrast, 1 + config.contrast)
-        out = tf.clip_by_value((out - mean) * contrast + mean, 0.0, 1.0)
-        gray = tf.image.rgb_to_grayscale(out)
-        saturation = _uniform(seed, _SATURATION, 1 - config.saturation, 1 + config.saturation)
-        out = tf.clip_by_value((out - gray) * saturation + gray, 0.0, 1.0)
-        return tf.image.adjust_hue(out, _uniform(seed, _HUE, -config.hue, config.hue))
-
-    if config.jitter <= 0:
-        return clip
-    return tf.cond(_uniform(seed, _JITTER) < config.jitter, jitter, lambda: clip)
+# RGB luminance weights (ITU-R 601, as tf.image.rgb_to_grayscale) and the RGB <-> YIQ bases,
+# for pixels as row vectors: yiq = rgb @ _RGB_TO_YIQ.
+_LUMA = tf.constant([[0.2989], [0.587], [0.114]])
+_RGB_TO_YIQ = tf.constant(
+    [
+        [0.299, 0.59590059, 0.2115],
+        [0.587, -0.27455667, -0.52273617],
+        [0.114, -0.32134392, 0.31119955],
+    ]
+)
+_YIQ_TO_RGB = tf.linalg.inv(_RGB_TO_YIQ)
 
 
-def random_grayscale(clip, seed, probability: float):
-    """Replace colour by luminance (kept as 3 channels) with `probability`."""
-    return tf.cond(
-        _uniform(seed, _GRAY) < probability,
-        lambda: tf.tile(tf.image.rgb_to_grayscale(clip), [1, 1, 1, 3]),
-        lambda: clip,
-    )
+def _affine(matrix, offset=None):
+    return matrix, tf.zeros([3]) if offset is None else offset
+
+
+def _then(first, second):
+    """The affine colour map `second` after `first` (row-vector pixels: rgb @ M + v)."""
+    (m1, v1), (m2, v2) = first, second
+    return m1 @ m2, tf.linalg.matvec(m2, v1, transpose_a=True) + v2
+
+
+def _hue_rotation(turns):
+    """Hue shift by `turns` of the colour circle as a rotation of the IQ plane of YIQ."""
+    cos, sin = tf.cos(2 * math.pi * turns), tf.sin(2 * math.pi * turns)
+    rotation = tf.stack([[1.0, 0.0, 0.0], [0.0, cos, -sin], [0.0, sin, cos]])
+    return _RGB_TO_YIQ @ rotation @ _YIQ_TO_RGB
+
+
+def colour_transform(clip, seed, config: AugmentConfig):
+    """The clip's colour augmentation as ONE affine map of RGB (3 x 3 matrix, offset), drawn
+    once per clip: with probability `config.jitter` brightness, contrast (towards the clip's
+    mean luminance), saturation and a hue rotation in YIQ, then grayscale with probability
+    `config.grayscale`. One fused map instead of four image passes (the pipeline's hot spot);
+    the result is clipped to [0, 1] once, at the end."""
+    identity = tf.eye(3)
+    brightness = _uniform(seed, _BRIGHTNESS, 1 - config.brightness, 1 + config.brightness)
+    contrast = _uniform(seed, _CONTRAST, 1 - config.contrast, 1 + config.contrast)
+    saturation = _uniform(seed, _SATURATION, 1 - config.saturation, 1 + config.saturation)
+    hue = _uniform(seed, _HUE, -config.hue, config.hue)
+    mean_luma = brightness * tf.reduce_sum(tf.reduce_mean(clip, axis=[0, 1, 2]) * _LUMA[:, 0])
+    gray = _LUMA @ tf.ones([1, 3])
+    jitter = _affine(brightness * identity)
+    jitter = _then(jitter, _affine(contrast * identity, (1 - contrast) * mean_luma * tf.ones([3])))
+    jitter = _then(jitter, _affine(saturation * identity + (1 - saturation) * gray))
+    jitter = _then(jitter, _affine(_hue_rotation(hue)))
+    use_jitter = _uniform(seed, _JITTER) < config.jitter
+    matrix, offset = (tf.where(use_jitter, a, b) for a, b in zip(jitter, _affine(identity)))
+    use_gray = _uniform(seed, _GRAY) < config.grayscale
+    grayed = matrix @ gray, tf.linalg.matvec(gray, offset, transpose_a=True)
+    return tf.where(use_gray, grayed[0], matrix), tf.where(use_gray, grayed[1], offset)
+
+
+def apply_colour(clip, matrix, offset):
+    """Apply an affine colour map to every pixel of a float clip and clip to [0, 1]."""
+    coloured = tf.reshape(tf.reshape(clip, [-1, 3]) @ matrix, tf.shape(clip)) + offset
+    return tf.clip_by_value(coloured, 0.0, 1.0)
 
 
 def random_erase(clip, seed, probability: float, area: tuple[float, float]):
@@ -167,12 +200,11 @@ def random_erase(clip, seed, probability: float, area: tuple[float, float]):
 
 def augment_clip(clip, seed, size: int, config: AugmentConfig = SUPERVISED):
     """Training augmentation of one clip (T, H, W, 3), parameters drawn once per clip: random
-    resized crop, flip, colour jitter, grayscale, erase. Returns float32 (T, size, size, 3)."""
+    resized crop with flip, colour jitter and grayscale, erase. Returns float32
+    (T, size, size, 3)."""
     box = crop_box(seed, tf.shape(clip)[1], tf.shape(clip)[2], config)
-    clip = crop_and_resize(clip, box, size)
-    clip = random_flip(clip, seed, config.flip)
-    clip = colour_jitter(clip, seed, config)
-    clip = random_grayscale(clip, seed, config.grayscale)
+    clip = crop_and_resize(clip, maybe_mirror(box, seed, config.flip), size)
+    clip = apply_colour(clip, *colour_transform(clip, seed, config))
     return random_erase(clip, seed, config.erase, config.erase_area)
 
 
