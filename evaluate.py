@@ -43,12 +43,13 @@ def main(argv):
     from keras_privacy.evaluation import protocol
 
     logging.set_verbosity(logging.INFO)
+    data = protocol.evaluation_data(config)
     try:
         methods = protocol.methods_of(config)
     except (FileNotFoundError, ValueError) as error:
         raise app.UsageError(str(error)) from error
     out_dir = Path(config.eval_dir or Path(config.run_dir) / "evaluation")
-    report = protocol.evaluate(config, protocol.evaluation_data(config), methods, out_dir)
+    report = protocol.evaluate(config, data, methods, out_dir)
     print(report.markdown())
     print(f"report, trade-off plot and frames in {out_dir}")
 

@@ -15,6 +15,7 @@ from keras_privacy.models import (
 )
 from keras_privacy.models.__main__ import main as models_cli
 from keras_privacy.models.__main__ import trainable_parameters
+from keras_privacy.models.layers import TemporalDifference
 
 
 def test_r3d_18_has_torchvision_parameter_count():
@@ -74,9 +75,10 @@ def test_privacy_encoder_embeddings_have_unit_norm_and_classifier_gives_logits()
 
 
 def tiny_instance(kind, name):
-    if kind == "action" and name == "factorized_tiny":
+    if kind == "action" and name.startswith("factorized"):
         model = build_action_model(name, 3, input_shape=(4, 16, 16, 3), widths=(4, 4))
-        return model, np.zeros((2, 4, 16, 16, 3), "float32"), np.array([0, 1])
+        clips = np.random.default_rng(0).random((2, 4, 16, 16, 3), dtype="float32")
+        return model, clips, np.array([0, 1])
     if kind == "action":
         model = build_action_model(
             name,
@@ -122,6 +124,14 @@ def test_every_registered_model_builds_runs_and_trains_one_step(kind, name):
     model.fit(x + 0.5, y, epochs=1, verbose=0)
     after = [np.array(v.numpy()) for v in model.trainable_variables]
     assert any(not np.array_equal(a, b) for a, b in zip(before, after))
+
+
+def test_difference_stem_appends_the_difference_to_the_next_frame():
+    clips = np.random.default_rng(1).random((2, 4, 3, 3, 3), dtype="float32")
+    out = keras.ops.convert_to_numpy(TemporalDifference()(clips))
+    np.testing.assert_allclose(out[..., :3], clips)
+    np.testing.assert_allclose(out[:, :-1, ..., 3:], clips[:, 1:] - clips[:, :-1], atol=1e-6)
+    np.testing.assert_array_equal(out[:, -1, ..., 3:], 0.0)
 
 
 def test_saved_model_reloads_to_the_same_outputs(tmp_path):

@@ -25,9 +25,10 @@ _DONE = ".complete"
 
 
 def synthetic_benchmark(directory: str | Path, seed: int = 0) -> Path:
-    """The synthetic benchmark in `directory`, written first if it is not complete there."""
+    """The synthetic benchmark in `directory`, written first if it is not complete there (or
+    was written by a version without the actor's boxes)."""
     directory = Path(directory)
-    if not (directory / _DONE).exists():
+    if not ((directory / _DONE).exists() and (directory / "person_boxes.json").exists()):
         logging.info("writing the synthetic benchmark to %s", directory)
         write_synthetic_benchmark(directory, seed=seed)
         (directory / _DONE).write_text("ok\n")

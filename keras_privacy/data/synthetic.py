@@ -24,6 +24,8 @@ Layout written under `out_dir`:
     vispr/annotations/{train,val,test}2017/<id>.json   VISPR per-image annotations
     vispr/{train,val,test}2017.txt, vispr/attributes.tsv
     vp_labels.csv                                      video-level privacy labels (VP style)
+    person_boxes.json                                  the actor's true boxes per video frame and
+                                                       image (`--eval_boxes` of the baselines)
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ class SyntheticPaths:
     ucf_splits: Path
     vispr: Path
     vp_labels: Path
+    person_boxes: Path
 
 
 def _rng(seed: int, kind: str, *index: int) -> np.random.Generator:
@@ -182,6 +185,21 @@ class Scene:
         return np.round(frame * 255).astype(np.uint8)
 
 
+def actor_boxes(y: float, x: float, height: int, width: int, size: int) -> list[list[int]]:
+    """The boxes `[x1, y1, x2, y2]` (exclusive ends) covering a `height` x `width` actor drawn
+    at (y, x) on a `size` frame as `Scene.render` draws it: up to four when it wraps around the
+    edges."""
+
+    def spans(start: int, length: int) -> list[tuple[int, int]]:
+        start %= size
+        end = start + length
+        return [(start, min(end, size))] + ([(0, end - size)] if end > size else [])
+
+    return [
+        [x1, y1, x2, y2] for y1, y2 in spans(round(y), height) for x1, x2 in spans(round(x), width)
+    ]
+
+
 def trajectory(
     rng: np.random.Generator, label: int, num_frames: int, size: int
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -207,8 +225,10 @@ def _attrs(row: np.ndarray) -> dict:
 
 def _write_videos(
     paths: SyntheticPaths, seed: int, size: int, num_frames: int, per_class: tuple[int, int], fps
-) -> None:
+) -> dict[str, list]:
+    """Write the videos and their split lists; return the actor's boxes of every frame."""
     lists: dict[str, list[str]] = {"train": [], "test": []}
+    boxes = {}
     rows = []
     for label, name in enumerate(CLASSES):
         (paths.videos / name).mkdir(parents=True, exist_ok=True)
@@ -222,6 +242,11 @@ def _write_videos(
                 scene = Scene.sample(rng, attrs, size)
                 ys, xs = trajectory(rng, label, num_frames, size)
                 frames = (scene.render(y, x) for y, x in zip(ys, xs))
+                boxes[Path(relative).name] = [
+                    [t, *box]
+                    for t, (y, x) in enumerate(zip(ys, xs))
+                    for box in actor_boxes(y, x, *scene.mask.shape, size)
+                ]
                 write_video(paths.videos / relative, frames, fps=fps, codec="libx264", quality=2)
                 lists[subset].append(f"{relative} {label + 1}" if subset == "train" else relative)
                 rows.append([relative, *labels[index]])
@@ -232,9 +257,14 @@ def _write_videos(
         (paths.ucf_splits / f"{subset}list01.txt").write_text(text, newline="")
     header = ",".join(("video", *ATTRIBUTE_IDS))
     paths.vp_labels.write_text("\n".join([header, *(",".join(map(str, r)) for r in rows)]) + "\n")
+    return boxes
 
 
-def _write_images(paths: SyntheticPaths, seed: int, size: int, counts: dict[str, int]) -> None:
+def _write_images(
+    paths: SyntheticPaths, seed: int, size: int, counts: dict[str, int]
+) -> dict[str, list]:
+    """Write the images, their annotations and lists; return the actor's boxes of each."""
+    boxes = {}
     vocabulary = [(SAFE, "Safe", "Safe"), *ATTRIBUTES]
     tsv = "idx\tattribute_id\tgroup\tdescription\r\n" + "".join(
         f"{i}\t{a}\t{g}\t{d}\r\n" for i, (a, g, d) in enumerate(vocabulary)
@@ -251,6 +281,7 @@ def _write_images(paths: SyntheticPaths, seed: int, size: int, counts: dict[str,
             scene = Scene.sample(rng, _attrs(labels[index]), size)
             y, x = rng.uniform(0, size, size=2)
             image_path = f"images/{subset}2017/{image_id}.jpg"
+            boxes[f"{image_id}.jpg"] = actor_boxes(y, x, *scene.mask.shape, size)
             cv2.imwrite(
                 str(paths.vispr / image_path),
                 scene.render(y, x)[..., ::-1],
@@ -262,6 +293,7 @@ def _write_images(paths: SyntheticPaths, seed: int, size: int, counts: dict[str,
             (paths.vispr / annotation).write_text(json.dumps(record))
             lines.append(annotation)
         (paths.vispr / f"{subset}2017.txt").write_text("".join(f"{x}\n" for x in lines))
+    return boxes
 
 
 def write_synthetic_benchmark(
@@ -289,10 +321,12 @@ def write_synthetic_benchmark(
         ucf_splits=root / "ucf_splits",
         vispr=root / "vispr",
         vp_labels=root / "vp_labels.csv",
+        person_boxes=root / "person_boxes.json",
     )
     for folder in (paths.videos, paths.ucf_splits, paths.vispr):
         folder.mkdir(parents=True, exist_ok=True)
-    _write_videos(paths, seed, size, num_frames, videos_per_class, fps)
+    boxes = _write_videos(paths, seed, size, num_frames, videos_per_class, fps)
     counts = dict(zip(("train", "val", "test"), num_images))
-    _write_images(paths, seed, size, counts)
+    boxes |= _write_images(paths, seed, size, counts)
+    paths.person_boxes.write_text(json.dumps(boxes, separators=(",", ":")))
     return paths

@@ -12,6 +12,8 @@ from __future__ import annotations
 import keras
 from keras import layers
 
+from keras_privacy.models.layers import TemporalDifference
+
 BN = {"momentum": 0.9, "epsilon": 1e-5}
 
 
@@ -40,17 +42,19 @@ def factorized_cnn(
     input_shape: tuple[int, int, int, int] = (8, 32, 32, 3),
     widths: tuple[int, ...] = (16, 32, 64),
     dropout: float = 0.0,
+    difference_stem: bool = False,
     name: str = "factorized_cnn",
 ) -> keras.Model:
     """Clips (B, T, H, W, 3) in [0, 1] -> `num_classes` logits.
 
     Each stage halves the spatial size (stride-2 frame convolution) and mixes 3 neighbouring
-    frames; time is never down-sampled, and global average pooling ends the network.
+    frames; time is never down-sampled, and global average pooling ends the network. With
+    `difference_stem`, each frame enters with its difference to the next (`TemporalDifference`).
     """
     if any(dim is None for dim in input_shape):
         raise ValueError(f"factorized_cnn needs a fixed clip shape, got input_shape={input_shape}")
     inputs = keras.Input(input_shape, name="clips")
-    x = inputs
+    x = TemporalDifference(name="difference_stem")(inputs) if difference_stem else inputs
     for stage, width in enumerate(widths):
         x = spatial_conv(x, width, strides=2, name=f"stage{stage + 1}")
         x = temporal_conv(x, width, name=f"stage{stage + 1}")

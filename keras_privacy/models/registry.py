@@ -27,6 +27,10 @@ ACTION_MODELS: dict[str, Callable[..., keras.Model]] = {
     # A (2+1)D CNN built from 2-D convolutions, ~20x faster than r3d_tiny on a CPU: the
     # synthetic benchmark's f_T. Needs a fixed input_shape.
     "factorized_tiny": functools.partial(factorized.factorized_cnn, name="factorized_tiny"),
+    # The same with frame differences at the input: learns motion in a few epochs.
+    "factorized_tiny_diff": functools.partial(
+        factorized.factorized_cnn, difference_stem=True, name="factorized_tiny_diff"
+    ),
 }
 """Clips (B, T, H, W, 3) in [0, 1] -> action logits. Builders take `num_classes` and
 `input_shape` (T, H, W, 3)."""
