@@ -18,7 +18,7 @@ from keras_privacy.methods.engine import StatelessTrainer, Update
 from keras_privacy.methods.spact import (
     action_logits,
     anonymize_batch,
-    contrastive_views,
+    pair_inputs,
     privacy_loss,
 )
 
@@ -39,27 +39,10 @@ class IdentityInit(StatelessTrainer):
         return [Update(("anonymizer",), lambda values: self._loss(values, data))]
 
     def _loss(self, values, batch):
-        anon_frames, anon_views, state = anonymize_batch(self, values, batch, training=True)
-        raw_frames, raw_views = _raw_inputs(batch)
-        first, second = contrastive_views(anon_frames, anon_views, batch)
-        target_first, target_second = contrastive_views(raw_frames, raw_views, batch)
-        loss = losses.l1_reconstruction(
-            ops.concatenate([target_first, target_second], axis=0),
-            ops.concatenate([first, second], axis=0),
-        )
+        targets = ops.concatenate(pair_inputs(batch), axis=0)
+        outputs, state = self.run("anonymizer", values, targets, training=True)
+        loss = losses.l1_reconstruction(targets, outputs)
         return loss, {"logs": {"reconstruction_loss": loss}, "non_trainable": {"anonymizer": state}}
-
-
-def _raw_inputs(batch):
-    """The un-anonymized frames and views laid out like `anonymize_batch`'s outputs."""
-    clips = batch["clips"]
-    shape = ops.shape(clips)
-    frames = ops.reshape(clips, (-1, shape[2], shape[3], shape[4]))
-    views = None
-    if "views" in batch:
-        view_shape = ops.shape(batch["views"])
-        views = ops.reshape(batch["views"], (-1, view_shape[2], view_shape[3], view_shape[4]))
-    return frames, views
 
 
 class ActionInit(StatelessTrainer):
@@ -118,10 +101,12 @@ class PrivacyInit(StatelessTrainer):
         return [Update(("privacy",), lambda values: self._loss(values, data))]
 
     def _loss(self, values, batch):
-        anon_frames, anon_views, _ = anonymize_batch(self, values, batch, training=False)
-        anon_frames = ops.stop_gradient(anon_frames)
-        if anon_views is not None:
-            anon_views = ops.stop_gradient(anon_views)
-        first, second = contrastive_views(anon_frames, anon_views, batch)
+        first, second = pair_inputs(batch)
+        anonymized, _ = self.run(
+            "anonymizer", values, ops.concatenate([first, second], axis=0), training=False
+        )
+        anonymized = ops.stop_gradient(anonymized)
+        num = ops.shape(first)[0]
+        first, second = anonymized[:num], anonymized[num:]
         loss, state = privacy_loss(self, values, first, second, self.temperature, training=True)
         return loss, {"logs": {"privacy_loss": loss}, "non_trainable": {"privacy": state}}

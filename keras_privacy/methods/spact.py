@@ -69,6 +69,17 @@ def contrastive_views(anon_frames, anon_views, batch: dict):
     return ops.concatenate(first, axis=0), ops.concatenate(second, axis=0)
 
 
+def pair_inputs(batch: dict):
+    """The raw (un-anonymized) two sides of the NT-Xent positive pairs, laid out as
+    `contrastive_views` lays out the anonymized ones: phases that only need the pairs run f_A
+    on these 2 (B + N) images instead of on every frame of every clip."""
+    views = batch.get("views")
+    if views is not None:
+        shape = ops.shape(views)
+        views = ops.reshape(views, (-1, shape[2], shape[3], shape[4]))
+    return contrastive_views(fold_time(batch["clips"]), views, batch)
+
+
 def privacy_loss(trainer, values, first, second, temperature: float, training: bool):
     """NT-Xent of f_B's embeddings of the two sides, and f_B's new non-trainable values."""
     num = ops.shape(first)[0]
