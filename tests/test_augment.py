@@ -1,0 +1,377 @@
+"""Behaviour tests of the per-clip augmentation ops (keras_privacy.data.augment).
+
+Every op is checked against a NumPy reference or an exact property on tiny clips.
+"""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_privacy.data import augment
+from keras_privacy.data.augment import CONTRASTIVE, SUPERVISED, AugmentConfig
+
+# Nothing random but what a test turns on.
+PLAIN = AugmentConfig(
+    crop_side=(1.0, 1.0), flip=0.0, jitter=0.0, grayscale=0.0, erase=0.0, erase_area=(0.0, 0.0)
+)
+LUMA = np.array([0.2989, 0.587, 0.114], np.float32)  # tf.image.rgb_to_grayscale's weights
+YIQ_Y = np.array([0.299, 0.587, 0.114], np.float32)
+
+
+def _seed(*values):
+    return tf.constant(values, tf.int64)
+
+
+def _over_seeds(function, count, stream=0):
+    """function(seed) for seeds (0, stream) ... (count - 1, stream), traced once (fast)."""
+    seeds = tf.stack(
+        [tf.range(count, dtype=tf.int64), tf.fill([count], tf.constant(stream, tf.int64))], 1
+    )
+    run = tf.function(lambda s: tf.map_fn(function, s, fn_output_signature=tf.float32))
+    return run(seeds).numpy()
+
+
+def _random_clip(frames=4, height=24, width=32, seed=0, dtype=np.uint8):
+    """A blocky random clip (4x upscaled noise), uint8 in [0, 255] or float in [0, 1]."""
+    rng = np.random.default_rng(seed)
+    coarse = rng.uniform(0, 1, (frames, height // 4, width // 4, 3)).astype(np.float32)
+    clip = np.repeat(np.repeat(coarse, 4, axis=1), 4, axis=2)
+    return (clip * 255).round().astype(np.uint8) if dtype == np.uint8 else clip
+
+
+def _static_clip(frames=4, height=24, width=32, seed=0):
+    """A clip whose frames are all the same random image."""
+    return np.repeat(_random_clip(1, height, width, seed), frames, axis=0)
+
+
+def _ramp(height, width):
+    """A float image: red ramps 0 -> 1 along x, green along y, blue in raster order."""
+    yy, xx = np.mgrid[0:height, 0:width].astype(np.float32)
+    red = xx / (width - 1)
+    green = yy / (height - 1)
+    blue = (xx + width * yy) / (height * width - 1)
+    return np.stack([red, green, blue], axis=-1)
+
+
+# ---------------------------------------------------------------------------- augment_clip
+
+
+@pytest.mark.parametrize("config", [SUPERVISED, CONTRASTIVE], ids=["supervised", "contrastive"])
+def test_static_clip_stays_static(config):
+    # One draw of every parameter per clip: a clip of identical frames keeps identical frames.
+    clip = _static_clip(frames=5)
+    outs = _over_seeds(lambda seed: augment.augment_clip(clip, seed, 16, config), 40, 7)
+    assert outs.shape == (40, 5, 16, 16, 3)
+    for out in outs:
+        for frame in out[1:]:
+            np.testing.assert_array_equal(frame, out[0])
+    assert len({out.tobytes() for out in outs}) == 40
+
+
+@pytest.mark.parametrize("config", [SUPERVISED, CONTRASTIVE], ids=["supervised", "contrastive"])
+def test_uniform_clip_stays_constant_across_time(config):
+    # A uniformly coloured clip stays one colour in every frame; frames never differ.
+    clip = np.full((6, 20, 30, 3), [200, 60, 30], np.uint8)
+    outs = _over_seeds(lambda seed: augment.augment_clip(clip, seed, 8, config), 40, 1)
+    for out in outs:
+        np.testing.assert_array_equal(out, np.broadcast_to(out[:1], out.shape))
+    assert len({tuple(out[0, 0, 0].round(4)) for out in outs}) > 1  # but the colour is augmented
+
+
+@pytest.mark.parametrize("config", [SUPERVISED, CONTRASTIVE], ids=["supervised", "contrastive"])
+def test_augment_clip_is_seeded(config):
+    clip = _random_clip(frames=3)
+    first = augment.augment_clip(clip, _seed(3, 4), 16, config).numpy()
+    again = augment.augment_clip(clip, _seed(3, 4), 16, config).numpy()
+    np.testing.assert_array_equal(first, again)
+    for other in (_seed(3, 5), _seed(4, 4)):
+        assert not np.allclose(first, augment.augment_clip(clip, other, 16, config).numpy())
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+@pytest.mark.parametrize("config", [SUPERVISED, CONTRASTIVE], ids=["supervised", "contrastive"])
+def test_augment_clip_output_type_shape_range(dtype, config):
+    clip = _random_clip(frames=3, height=20, width=36, dtype=dtype)
+    if dtype == np.float32:  # the full [0, 1] range going in
+        clip[0, 0, 0] = [0.0, 1.0, 0.0]
+    out = augment.augment_clip(clip, _seed(0, 0), 12, config)
+    assert out.dtype == tf.float32 and out.shape == (3, 12, 12, 3)
+    outs = _over_seeds(lambda seed: augment.augment_clip(clip, seed, 12, config), 40)
+    assert outs.min() >= 0.0 and outs.max() <= 1.0
+    assert outs.max() > 0.9 and outs.min() < 0.1
+
+
+def test_uint8_and_float_inputs_give_the_same_clip():
+    clip = _random_clip(frames=2)
+    as_uint8 = augment.augment_clip(clip, _seed(1, 2), 16, CONTRASTIVE).numpy()
+    as_float = augment.augment_clip(clip / np.float32(255), _seed(1, 2), 16, CONTRASTIVE).numpy()
+    np.testing.assert_allclose(as_uint8, as_float, atol=1e-5)
+
+
+def test_plain_config_is_a_resize():
+    clip = _random_clip(frames=2, height=16, width=16, dtype=np.float32)
+    out = augment.augment_clip(clip, _seed(0, 0), 16, PLAIN).numpy()
+    np.testing.assert_allclose(out, clip, atol=1e-6)
+
+
+def test_flip_in_augment_clip_mirrors_the_clip():
+    clip = _random_clip(frames=2, height=16, width=16, dtype=np.float32)
+    mirrored = dataclasses.replace(PLAIN, flip=1.0)
+    out = augment.augment_clip(clip, _seed(5, 5), 16, mirrored).numpy()
+    np.testing.assert_allclose(out, clip[:, :, ::-1], atol=1e-6)
+
+
+# ---------------------------------------------------------------------------- geometry
+
+
+def test_maybe_mirror_swaps_x_and_mirrors_the_crop():
+    full = tf.constant([0.0, 0.0, 1.0, 1.0])
+    kept = augment.maybe_mirror(full, _seed(0, 1), 0.0)
+    mirrored = augment.maybe_mirror(full, _seed(0, 1), 1.0)
+    np.testing.assert_array_equal(kept.numpy(), full)
+    np.testing.assert_array_equal(mirrored.numpy(), [0.0, 1.0, 1.0, 0.0])
+    # crop_and_resize of the full box at the clip's size is the clip, of the swapped box its flip
+    clip = np.stack([_ramp(8, 8), _ramp(8, 8)[::-1]])
+    as_is = augment.crop_and_resize(clip, kept, 8).numpy()
+    flipped = augment.crop_and_resize(clip, mirrored, 8).numpy()
+    np.testing.assert_allclose(as_is, clip, atol=1e-6)
+    np.testing.assert_allclose(flipped, np.flip(clip, axis=2), atol=1e-6)
+    assert not np.allclose(flipped, clip)
+
+
+def test_maybe_mirror_probability():
+    box = tf.constant([0.1, 0.2, 0.7, 0.9])
+    boxes = {
+        p: _over_seeds(lambda seed, p=p: augment.maybe_mirror(box, seed, p), 200)
+        for p in (0, 0.5, 1)
+    }
+    np.testing.assert_array_equal(boxes[0], np.broadcast_to(box, (200, 4)))
+    np.testing.assert_allclose(boxes[1], np.broadcast_to([0.1, 0.9, 0.7, 0.2], (200, 4)))
+    flipped = boxes[0.5][:, 1] > boxes[0.5][:, 3]
+    assert 60 < flipped.sum() < 140
+
+
+@pytest.mark.parametrize("height, width", [(30, 50), (50, 30), (40, 40)])
+@pytest.mark.parametrize("config", [SUPERVISED, CONTRASTIVE], ids=["supervised", "contrastive"])
+def test_crop_box_inside_frame_with_side_in_range(config, height, width):
+    short = min(height, width)
+    sides, aspects = [], []
+    for box in _over_seeds(lambda seed: augment.crop_box(seed, height, width, config), 100, 9):
+        y1, x1, y2, x2 = box
+        assert 0.0 <= y1 < y2 <= 1.0 + 1e-6 and 0.0 <= x1 < x2 <= 1.0 + 1e-6
+        crop_h, crop_w = (y2 - y1) * height, (x2 - x1) * width
+        side = np.sqrt(crop_h * crop_w) / short
+        assert config.crop_side[0] - 1e-4 <= side <= config.crop_side[1] + 1e-4
+        sides.append(side)
+        if crop_h < height - 1e-3 and crop_w < width - 1e-3:  # not cut by the frame
+            aspect = crop_w / crop_h
+            assert config.crop_aspect[0] - 1e-4 <= aspect <= config.crop_aspect[1] + 1e-4
+            aspects.append(aspect)
+    # the whole range is used, and the position varies
+    low, high = config.crop_side
+    assert min(sides) < low + 0.1 * (high - low) and max(sides) > high - 0.1 * (high - low)
+    if config.crop_aspect == (1.0, 1.0):
+        np.testing.assert_allclose(aspects, 1.0, atol=1e-4)
+    else:
+        assert min(aspects) < 0.85 and max(aspects) > 1.2
+
+
+def test_crop_box_position_varies():
+    boxes = _over_seeds(lambda seed: augment.crop_box(seed, 40, 60), 50, 2)
+    assert np.ptp(boxes[:, 0]) > 0.1 and np.ptp(boxes[:, 1]) > 0.1
+
+
+@pytest.mark.parametrize("height, width", [(40, 60), (60, 40)])
+def test_evaluation_clip_takes_the_centred_square(height, width):
+    # Bilinear resizing keeps a linear ramp linear: the output spans exactly the box.
+    clip = np.stack([_ramp(height, width)] * 2)
+    out = augment.evaluation_clip(clip, 20).numpy()
+    assert out.shape == (2, 20, 20, 3) and out.dtype == np.float32
+    short = min(height, width)
+    y1, x1 = (height - short) / 2 / height, (width - short) / 2 / width
+    y2, x2 = 1 - y1, 1 - x1
+    # red = x / (width - 1): crop_and_resize samples x1 * (width - 1) ... x2 * (width - 1)
+    np.testing.assert_allclose(out[0, 0, :, 0], np.linspace(x1, x2, 20), atol=1e-5)
+    np.testing.assert_allclose(out[0, :, 0, 1], np.linspace(y1, y2, 20), atol=1e-5)
+    np.testing.assert_array_equal(out[0], out[1])
+    half = augment.evaluation_clip(clip, 20, fraction=0.5).numpy()
+    side = 0.5 * short
+    x1 = (width - side) / 2 / width
+    np.testing.assert_allclose(half[0, 0, :, 0], np.linspace(x1, 1 - x1, 20), atol=1e-5)
+
+
+def test_evaluation_clip_of_uint8_is_scaled_to_unit_range():
+    clip = np.zeros((3, 10, 14, 3), np.uint8)
+    clip[..., 0] = 255
+    clip[1] = 51
+    out = augment.evaluation_clip(clip, 6).numpy()
+    assert out.dtype == np.float32 and out.shape == (3, 6, 6, 3)
+    np.testing.assert_allclose(out[0], np.broadcast_to([1.0, 0.0, 0.0], (6, 6, 3)), atol=1e-6)
+    np.testing.assert_allclose(out[1], 0.2, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------- colour
+
+
+def _colour(clip, seed, config):
+    clip = tf.constant(clip, tf.float32)
+    return augment.apply_colour(clip, *augment.colour_transform(clip, _seed(*seed), config)).numpy()
+
+
+def test_grayscale_only_is_luminance_in_every_channel():
+    config = AugmentConfig(jitter=0.0, grayscale=1.0)
+    clip = _random_clip(frames=3, dtype=np.float32)
+    expected = tf.image.rgb_to_grayscale(clip).numpy()
+    for seed in range(5):
+        out = _colour(clip, (seed, 0), config)
+        np.testing.assert_allclose(out, np.repeat(expected, 3, axis=-1), atol=1e-5)
+
+
+def test_no_jitter_no_grayscale_is_identity():
+    config = AugmentConfig(jitter=0.0, grayscale=0.0)
+    clip = _random_clip(frames=2, dtype=np.float32)
+    np.testing.assert_allclose(_colour(clip, (4, 4), config), clip, atol=1e-6)
+
+
+def _reference_jitter(clip, brightness, contrast, saturation):
+    """Brightness, then contrast towards the mean luminance of the brightness-scaled clip, then
+    saturation (no clipping in between), then one clip to [0, 1]."""
+    scaled = brightness * clip
+    mean_luma = (scaled @ LUMA).mean()
+    contrasted = contrast * scaled + (1 - contrast) * mean_luma
+    luma = (contrasted @ LUMA)[..., None]
+    saturated = saturation * contrasted + (1 - saturation) * luma
+    return np.clip(saturated, 0.0, 1.0)
+
+
+def _drawn(seed, stream, strength):
+    return float(augment._uniform(_seed(*seed), stream, 1 - strength, 1 + strength))
+
+
+@pytest.mark.parametrize("strength", [0.2, 0.8])
+def test_jitter_matches_numpy_reference(strength):
+    config = AugmentConfig(
+        jitter=1.0,
+        brightness=strength,
+        contrast=strength,
+        saturation=strength,
+        hue=0.0,
+        grayscale=0.0,
+    )
+    clip = _random_clip(frames=3, dtype=np.float32)
+    changed = 0
+    for seed in [(s, 11) for s in range(6)]:
+        factors = [
+            _drawn(seed, stream, strength)
+            for stream in (augment._BRIGHTNESS, augment._CONTRAST, augment._SATURATION)
+        ]
+        expected = _reference_jitter(clip, *factors)
+        out = _colour(clip, seed, config)
+        np.testing.assert_allclose(out, expected, atol=2e-5)
+        changed += not np.allclose(out, clip, atol=1e-3)
+    assert changed == 6
+
+
+def test_jitter_probability_zero_keeps_colours_and_one_changes_them():
+    clip = _random_clip(frames=2, dtype=np.float32)
+    never = dataclasses.replace(SUPERVISED, jitter=0.0, grayscale=0.0)
+    always = dataclasses.replace(SUPERVISED, jitter=1.0, grayscale=0.0)
+    for seed in range(5):
+        np.testing.assert_allclose(_colour(clip, (seed, 2), never), clip, atol=1e-6)
+        assert not np.allclose(_colour(clip, (seed, 2), always), clip, atol=1e-3)
+
+
+def test_hue_rotation_preserves_luminance():
+    config = AugmentConfig(
+        jitter=1.0, brightness=0.0, contrast=0.0, saturation=0.0, hue=0.5, grayscale=0.0
+    )
+    # colours near mid-grey so that no rotated value leaves [0, 1] (nothing is clipped)
+    clip = 0.4 + 0.2 * _random_clip(frames=2, dtype=np.float32)
+    moved = 0
+    for seed in range(8):
+        matrix, offset = augment.colour_transform(clip, _seed(seed, 3), config)
+        unclipped = clip @ matrix.numpy() + offset.numpy()
+        assert unclipped.min() > 0.0 and unclipped.max() < 1.0
+        out = _colour(clip, (seed, 3), config)
+        np.testing.assert_allclose(out @ YIQ_Y, clip @ YIQ_Y, atol=1e-5)
+        moved += np.abs(out - clip).max() > 0.01
+    assert moved >= 6  # the hue did change (the shift is 0 only by chance)
+
+
+def test_hue_zero_is_identity():
+    config = AugmentConfig(
+        jitter=1.0, brightness=0.0, contrast=0.0, saturation=0.0, hue=0.0, grayscale=0.0
+    )
+    clip = _random_clip(frames=2, dtype=np.float32)
+    np.testing.assert_allclose(_colour(clip, (1, 1), config), clip, atol=1e-5)
+
+
+def test_colour_map_is_shared_by_all_frames():
+    # Contrast uses the mean luminance of the WHOLE clip: frame 0 alone is mapped differently.
+    config = dataclasses.replace(CONTRASTIVE, jitter=1.0, grayscale=0.0)
+    clip = _random_clip(frames=3, dtype=np.float32)
+    clip[1:] *= 0.5
+    seed = (7, 7)
+    whole = _colour(clip, seed, config)
+    matrix, offset = augment.colour_transform(tf.constant(clip), _seed(*seed), config)
+    per_pixel = np.clip(clip @ matrix.numpy() + offset.numpy(), 0, 1)
+    np.testing.assert_allclose(whole, per_pixel, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------- erase
+
+
+def _erased_mask(before, after):
+    return np.any(before != after, axis=-1)
+
+
+@pytest.mark.parametrize("area", [(0.02, 0.2), (0.1, 0.33)])
+def test_random_erase_fills_one_rectangle_in_every_frame(area):
+    height, width = 48, 64
+    clip = _random_clip(frames=3, height=height, width=width, dtype=np.float32) * 0.9 + 0.05
+    fractions = []
+    for seed in range(15):
+        out = augment.random_erase(tf.constant(clip), _seed(seed, 5), 1.0, area).numpy()
+        mask = _erased_mask(clip, out)
+        # the same pixels in every frame ...
+        assert mask.any()
+        np.testing.assert_array_equal(mask, np.broadcast_to(mask[:1], mask.shape))
+        # ... form a filled rectangle ...
+        rows, cols = np.flatnonzero(mask[0].any(axis=1)), np.flatnonzero(mask[0].any(axis=0))
+        assert rows.size == rows[-1] - rows[0] + 1 and cols.size == cols[-1] - cols[0] + 1
+        assert mask[0].sum() == rows.size * cols.size
+        # ... of one colour, the same in every frame, in [0, 1]
+        fill = out[0, rows[0], cols[0]]
+        np.testing.assert_array_equal(out[:, mask[0]], np.broadcast_to(fill, (3, mask[0].sum(), 3)))
+        assert np.all((fill >= 0) & (fill <= 1))
+        # the rest untouched
+        np.testing.assert_array_equal(out[:, ~mask[0]], clip[:, ~mask[0]])
+        # area in range, up to whole-pixel rounding of each side
+        fraction = rows.size * cols.size / (height * width)
+        slack = (rows.size + cols.size + 1) / (height * width)
+        assert area[0] - slack <= fraction <= area[1] + slack
+        fractions.append(fraction)
+    assert max(fractions) - min(fractions) > 0.3 * (area[1] - area[0])
+
+
+def test_random_erase_probability():
+    clip = tf.constant(_random_clip(frames=2, dtype=np.float32))
+    for seed in range(10):
+        np.testing.assert_array_equal(
+            augment.random_erase(clip, _seed(seed, 0), 0.0, (0.1, 0.2)).numpy(), clip
+        )
+    outs = _over_seeds(lambda seed: augment.random_erase(clip, seed, 0.5, (0.1, 0.2)), 100)
+    erased = np.any(outs != clip.numpy(), axis=(1, 2, 3, 4))
+    assert 25 < erased.sum() < 75
+
+
+def test_grayscale_rate_in_augment_clip():
+    # SUPERVISED drops colour in 10 % of the clips, CONTRASTIVE in 20 %.
+    clip = _static_clip(frames=1, height=32, width=32)
+    for config in (SUPERVISED, CONTRASTIVE):
+        config = dataclasses.replace(config, erase=0.0)
+        outs = _over_seeds(lambda seed, c=config: augment.augment_clip(clip, seed, 16, c), 200, 8)
+        gray = np.all(np.abs(outs - outs[..., :1]) < 1e-5, axis=(1, 2, 3, 4))
+        assert abs(gray.mean() - config.grayscale) < 0.07

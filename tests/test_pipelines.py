@@ -1,0 +1,470 @@
+"""Behaviour tests of the tf.data pipelines (keras_privacy.data.pipelines).
+
+Tiny videos are written in tmp_path (FFV1, near lossless) with frames that name themselves:
+frame t of video v is green 10 + 20 t and blue 40 + 45 v everywhere (red is a horizontal ramp,
+so crops and flips show), so a clip read back without colour augmentation tells which frames it
+holds. Building a pipeline traces its functions (about a second), so tests share pipelines.
+"""
+
+import collections
+import dataclasses
+
+import cv2
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_privacy.data import pipelines
+from keras_privacy.data.augment import AugmentConfig, evaluation_clip
+from keras_privacy.data.cache import prepare_cache, read_image_cache, read_video_cache
+from keras_privacy.data.examples import Example, Split
+from keras_privacy.data.video import write_video
+
+LENGTHS = (10, 6, 12, 3, 8)  # frames per video; video 3 is shorter than a clip's span
+LABELS = (0, 1, 2, 0, 1)
+HEIGHT, WIDTH = 24, 32
+CLIP, STRIDE, SIZE = 4, 2, 16  # a clip spans (4 - 1) * 2 + 1 = 7 frames
+IMAGE_PRIVACY = ((1, 0, 1), (0, 1, 1), (1, 1, 0), (0, 0, 0), (1, 0, 0))
+EPOCHS = 4  # of the shared training records
+
+# Crop and flip only: the colours of a clip still name its frames.
+NO_COLOUR = AugmentConfig(jitter=0.0, grayscale=0.0, erase=0.0)
+
+
+def _frame(video: int, t: int) -> np.ndarray:
+    frame = np.empty((HEIGHT, WIDTH, 3), np.uint8)
+    frame[..., 0] = np.linspace(30, 220, WIDTH).astype(np.uint8)
+    frame[..., 1] = 10 + 20 * t
+    frame[..., 2] = 40 + 45 * video
+    return frame
+
+
+def _names(clip) -> list[tuple[int, int]]:
+    """(video, frame) of each frame of a clip (T, H, W, 3) in [0, 1] with its colours kept."""
+    green, blue = (clip[..., c].mean(axis=(1, 2)) * 255 for c in (1, 2))
+    return [(round((b - 40) / 45), round((g - 10) / 20)) for g, b in zip(green, blue)]
+
+
+def _video_of(record) -> int:
+    return _names(record["clips"][0])[0][0]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    """A video split, an image split and their prepared caches (full size, JPEG)."""
+    root = tmp_path_factory.mktemp("pipelines")
+    (root / "videos").mkdir()
+    videos = []
+    for v, (length, label) in enumerate(zip(LENGTHS, LABELS)):
+        path = root / "videos" / f"v{v}.avi"
+        write_video(path, [_frame(v, t) for t in range(length)], fps=25, codec="ffv1")
+        videos.append(Example(str(path), label, (v % 2,)))
+    video_split = Split(videos, class_names=["a", "b", "c"], attribute_names=["x"])
+
+    (root / "images").mkdir()
+    images = []
+    rng = np.random.default_rng(0)
+    for i, privacy in enumerate(IMAGE_PRIVACY):
+        coarse = rng.integers(0, 256, (5, 7, 3), dtype=np.uint8)
+        image = cv2.resize(coarse, (28, 20), interpolation=cv2.INTER_NEAREST)
+        path = root / "images" / f"im{i}.png"
+        assert cv2.imwrite(str(path), image[..., ::-1])
+        images.append(Example(str(path), privacy=privacy))
+    image_split = Split(images, attribute_names=["p", "q", "r"])
+
+    return {
+        "videos": video_split,
+        "video_cache": prepare_cache(video_split, "video", root / "video_cache", None),
+        "images": image_split,
+        "image_cache": prepare_cache(image_split, "image", root / "image_cache", None),
+        "root": root,
+    }
+
+
+def _numpy(dataset) -> list[dict]:
+    return [{key: value.numpy() for key, value in element.items()} for element in dataset]
+
+
+def _both(kind):
+    """Run a test on the split of files and on its prepared cache."""
+    return pytest.mark.parametrize("source", [f"{kind}s", f"{kind}_cache"], ids=["files", "cache"])
+
+
+def _check_clip_frames(names, video, start=None):
+    """The clip's frames are one video's frames every STRIDE-th from `start`, looping."""
+    assert {v for v, _ in names} == {video}
+    frames = [t for _, t in names]
+    start = frames[0] if start is None else start
+    assert frames == [(start + i * STRIDE) % LENGTHS[video] for i in range(CLIP)]
+    return start
+
+
+@pytest.fixture(scope="module")
+def train_records(data):
+    """Four epochs of single-clip batches (seed 3, no colour augmentation) per source."""
+    return {
+        source: _numpy(
+            pipelines.action_train_dataset(
+                data[source], 1, CLIP, STRIDE, SIZE, seed=3, config=NO_COLOUR, epochs=EPOCHS
+            )
+        )
+        for source in ("videos", "video_cache")
+    }
+
+
+# ---------------------------------------------------------------------------- frame choice
+
+
+def test_clip_indices():
+    np.testing.assert_array_equal(pipelines.clip_indices(10, 4, 2, 3), [3, 5, 7, 9])
+    # shorter than the span: loops back to the first frame, every index valid
+    np.testing.assert_array_equal(pipelines.clip_indices(3, 4, 2, 0), [0, 2, 1, 0])
+    np.testing.assert_array_equal(pipelines.clip_indices(1, 3, 2, 0), [0, 0, 0])
+    np.testing.assert_array_equal(pipelines.clip_indices(0, 3, 2, 0), [0, 0, 0])
+    for length in (2, 3, 5):
+        indices = pipelines.clip_indices(length, 8, 3, 0).numpy()
+        assert indices.min() >= 0 and indices.max() < length
+    # several starts at once (as the evaluation clips)
+    starts = tf.constant([[0], [2]])
+    np.testing.assert_array_equal(pipelines.clip_indices(5, 3, 2, starts), [[0, 2, 4], [2, 4, 1]])
+
+
+def test_random_start_fits_the_clip():
+    starts = {int(pipelines.random_start(tf.constant([s, 0]), 10, 4, 2)) for s in range(60)}
+    assert starts == {0, 1, 2, 3}  # 10 - (4 - 1) * 2 = 4 starts fit
+    short = {int(pipelines.random_start(tf.constant([s, 0]), 5, 4, 2)) for s in range(20)}
+    assert short == {0}
+
+
+def test_equidistant_starts():
+    starts = pipelines.equidistant_starts(20, 3, 4, 2).numpy()
+    assert starts.dtype == np.int32
+    np.testing.assert_array_equal(starts, [0, 6, 13])  # last that fits: 20 - 7 = 13
+    starts = pipelines.equidistant_starts(100, 10, 16, 2).numpy()
+    assert starts[0] == 0 and starts[-1] == 100 - 31
+    assert np.all(np.abs(np.diff(starts) - 69 / 9) <= 1)
+    np.testing.assert_array_equal(pipelines.equidistant_starts(5, 4, 4, 2), [0, 0, 0, 0])
+    np.testing.assert_array_equal(pipelines.equidistant_starts(7, 2, 4, 2), [0, 0])
+    np.testing.assert_array_equal(pipelines.equidistant_starts(30, 1, 4, 2), [0])
+
+
+def _pairs(clip_length, stride, sampler, count=200):
+    """frame_pair for seeds (0, 1) ... (count - 1, 1), traced once."""
+    seeds = tf.stack([tf.range(count, dtype=tf.int64), tf.ones([count], tf.int64)], axis=1)
+
+    def pair(seed):
+        return pipelines.frame_pair(seed, clip_length, stride, sampler)
+
+    return tf.function(lambda s: tf.map_fn(pair, s, fn_output_signature=tf.int32))(seeds).numpy()
+
+
+@pytest.mark.parametrize("clip_length, stride", [(16, 2), (40, 2), (8, 1)])
+def test_frame_pair_samplers(clip_length, stride):
+    gaps = {}
+    for sampler in pipelines.PAIR_SAMPLERS:
+        pairs = _pairs(clip_length, stride, sampler)
+        assert pairs.dtype == np.int32 and pairs.shape == (200, 2)
+        assert pairs.min() >= 0 and pairs.max() < clip_length
+        assert np.all(pairs[:, 0] != pairs[:, 1])
+        gaps[sampler] = np.abs(pairs[:, 0] - pairs[:, 1]) * stride  # in original frames
+        if sampler != "random":
+            assert 0 < np.mean(pairs[:, 0] < pairs[:, 1]) < 1  # both orders
+    span = (clip_length - 1) * stride
+    assert gaps["random"].min() == stride and gaps["random"].max() >= 0.8 * span
+    assert gaps["near"].max() < pipelines.NEAR_FRAMES
+    if span > pipelines.FAR_FRAMES:
+        assert gaps["far"].min() > pipelines.FAR_FRAMES
+    else:  # the clip spans too few frames: its first and last frame
+        assert set(gaps["far"]) == {span}
+    if span >= pipelines.NEAR_FRAMES:
+        assert gaps["near"].max() < gaps["far"].min()
+    else:  # a clip this short has no pair that is not near: far is its widest pair
+        assert gaps["near"].max() <= gaps["far"].min()
+
+
+def test_frame_pair_edge_cases():
+    np.testing.assert_array_equal(pipelines.frame_pair(tf.constant([0, 0]), 1, 2), [0, 0])
+    pairs = _pairs(2, 2, "near", count=20)
+    assert {tuple(sorted(p)) for p in pairs} == {(0, 1)}
+    with pytest.raises(ValueError, match="pair sampler"):
+        pipelines.frame_pair(tf.constant([0, 0]), 16, 2, "middle")
+
+
+def test_frame_pair_is_seeded():
+    first = pipelines.frame_pair(tf.constant([3, 4]), 16, 2, "random").numpy()
+    np.testing.assert_array_equal(
+        first, pipelines.frame_pair(tf.constant([3, 4]), 16, 2, "random").numpy()
+    )
+    assert len({tuple(p) for p in _pairs(16, 2, "random", count=30)}) > 10
+
+
+def test_take_frames_from_jpeg_strings_and_pixels():
+    frames = np.stack([_frame(0, t) for t in range(5)])
+    encoded = tf.stack([tf.io.encode_jpeg(f, quality=100) for f in frames])
+    indices = tf.constant([3, 1, 3, 0])
+    from_pixels = pipelines.take_frames(tf.constant(frames), indices).numpy()
+    from_jpeg = pipelines.take_frames(encoded, indices).numpy()
+    np.testing.assert_array_equal(from_pixels, frames[[3, 1, 3, 0]])
+    decoded = np.stack([tf.io.decode_jpeg(data).numpy() for data in encoded])
+    np.testing.assert_array_equal(from_jpeg, decoded[[3, 1, 3, 0]])
+    assert np.abs(from_jpeg.astype(int) - from_pixels).max() <= 8  # JPEG loss only
+
+
+# ---------------------------------------------------------------------------- action training
+
+
+@_both("video")
+def test_action_train_every_video_once_per_epoch(train_records, source):
+    records = train_records[source]
+    assert len(records) == EPOCHS * len(LENGTHS)
+    orders = []
+    for epoch in range(EPOCHS):
+        part = records[epoch * 5 : (epoch + 1) * 5]
+        videos = [_video_of(r) for r in part]
+        assert sorted(videos) == list(range(len(LENGTHS)))
+        labels = [int(r["labels"][0]) for r in part]
+        assert collections.Counter(labels) == collections.Counter(LABELS)
+        assert labels == [LABELS[v] for v in videos]
+        orders.append(tuple(videos))
+    assert len(set(orders)) > 1  # each epoch in its own order
+    # and each epoch draws a new clip of every video (start, crop, flip)
+    clips = collections.defaultdict(set)
+    for record in records:
+        clips[_video_of(record)].add(record["clips"].tobytes())
+    assert all(len(distinct) > 1 for distinct in clips.values())
+
+
+@_both("video")
+def test_action_train_clips_are_strided_frames_of_one_video(train_records, source):
+    span = (CLIP - 1) * STRIDE + 1
+    starts = collections.defaultdict(set)
+    for record in train_records[source]:
+        video = _video_of(record)
+        start = _check_clip_frames(_names(record["clips"][0]), video)
+        assert 0 <= start <= max(LENGTHS[video] - span, 0)
+        starts[video].add(start)
+    # the short video loops from its first frame: frames 0, 2, 4 % 3 = 1, 6 % 3 = 0
+    assert starts[3] == {0}
+    assert len(starts[2]) > 1  # the 12-frame video: random starts
+
+
+def test_cache_and_files_give_the_same_clip(train_records):
+    # Same seed: each video gets the same frames, crop and flip from its cache as from its file.
+    by_video = collections.defaultdict(list)
+    for source in ("videos", "video_cache"):
+        for record in train_records[source][:5]:
+            by_video[_video_of(record)].append(record)
+    flips = 0
+    for from_file, from_cache in by_video.values():
+        assert _names(from_file["clips"][0]) == _names(from_cache["clips"][0])
+        np.testing.assert_array_equal(from_file["frame_pairs"], from_cache["frame_pairs"])
+        assert np.abs(from_file["clips"] - from_cache["clips"]).mean() < 0.02  # JPEG loss
+        red = from_file["clips"][0, 0, :, :, 0].mean(axis=0)
+        flips += red[0] > red[-1]  # the red ramp runs right to left
+    assert 0 < flips < 5
+
+
+@_both("video")
+def test_action_train_batches_and_seed(data, source):
+    def build(seed, epochs=2):
+        return pipelines.action_train_dataset(
+            data[source], 5, CLIP, STRIDE, SIZE, seed=seed, epochs=epochs
+        )
+
+    dataset = build(7)
+    first, again = _numpy(dataset), _numpy(dataset)
+    assert len(first) == 2  # one batch of 5 per epoch
+    for batch in first:
+        assert set(batch) == {"clips", "labels", "frame_pairs"}
+        assert batch["clips"].shape == (5, CLIP, SIZE, SIZE, 3)
+        assert batch["clips"].dtype == np.float32
+        assert batch["clips"].min() >= 0.0 and batch["clips"].max() <= 1.0
+        assert batch["labels"].dtype == np.int32 and sorted(batch["labels"]) == sorted(LABELS)
+        pairs = batch["frame_pairs"]
+        assert pairs.dtype == np.int32 and pairs.shape == (5, 2)
+        assert pairs.min() >= 0 and pairs.max() < CLIP and np.all(pairs[:, 0] != pairs[:, 1])
+    # the same seed gives the same batches; the second epoch draws new clips
+    for a, b in zip(first, again):
+        for key in a:
+            np.testing.assert_array_equal(a[key], b[key])
+    assert not np.allclose(first[0]["clips"], first[1]["clips"])
+    # another seed, endless: other clips, and more than one epoch's worth
+    other = _numpy(build(8, epochs=None).take(3))
+    assert len(other) == 3
+    assert not np.allclose(first[0]["clips"], other[0]["clips"])
+
+
+# ---------------------------------------------------------------------------- action evaluation
+
+
+@_both("video")
+def test_action_eval_clips(data, source):
+    dataset = pipelines.action_eval_dataset(data[source], 3, CLIP, STRIDE, SIZE)
+    elements = _numpy(dataset)
+    indices = [int(e["video_index"]) for e in elements]
+    assert sorted(indices) == list(range(5))
+    if source == "videos":
+        assert indices == [0, 1, 2, 3, 4]  # the split's order
+    else:  # the cache's stored order
+        assert indices == [int(r["index"]) for r in read_video_cache(data[source])]
+    for element, video in zip(elements, indices):
+        assert element["clips"].shape == (3, CLIP, SIZE, SIZE, 3)
+        assert element["clips"].dtype == np.float32
+        assert element["label"].dtype == np.int32 and element["label"] == LABELS[video]
+        starts = pipelines.equidistant_starts(LENGTHS[video], 3, CLIP, STRIDE).numpy()
+        for clip, start in zip(element["clips"], starts):
+            _check_clip_frames(_names(clip), video, start)
+        # centre crop, never flipped: the red ramp rises left to right
+        assert np.all(np.diff(element["clips"][..., 0].mean(axis=(0, 1, 2))) > 0)
+    for a, b in zip(elements, _numpy(dataset)):
+        np.testing.assert_array_equal(a["clips"], b["clips"])
+
+
+# ---------------------------------------------------------------------------- privacy
+
+
+def test_privacy_pair_views(data):
+    dataset = pipelines.privacy_pair_dataset(data["images"], batch_size=2, size=SIZE, seed=0)
+    batches = _numpy(dataset.take(4))  # endless by default: 8 pairs from 5 images
+    cached = _numpy(pipelines.privacy_pair_dataset(data["image_cache"], 2, SIZE, epochs=2))
+    assert len(batches) == 4 and len(cached) == 5  # 2 epochs of 5 images: 5 pairs of views
+    for batch in batches + cached:
+        assert set(batch) == {"views"}
+        views = batch["views"]
+        assert views.shape == (2, 2, SIZE, SIZE, 3) and views.dtype == np.float32
+        assert views.min() >= 0.0 and views.max() <= 1.0
+        for pair in views:
+            assert np.abs(pair[0] - pair[1]).mean() > 0.01  # two different views
+    for a, b in zip(batches, _numpy(dataset.take(4))):
+        np.testing.assert_array_equal(a["views"], b["views"])
+
+
+@_both("image")
+def test_privacy_labelled_training(data, source):
+    dataset = pipelines.privacy_labelled_dataset(
+        data[source], 3, SIZE, training=True, seed=0, epochs=2
+    )
+    batches, again = _numpy(dataset), _numpy(dataset)
+    assert len(batches) == 3  # 2 epochs of 5 images: the last, partial batch is dropped
+    for batch in batches:
+        assert set(batch) == {"images", "privacy"}
+        assert batch["images"].shape == (3, SIZE, SIZE, 3)
+        assert batch["images"].dtype == np.float32
+        assert batch["privacy"].shape == (3, 3) and batch["privacy"].dtype == np.float32
+    # every image once per epoch, shuffled and augmented anew in the second
+    rows = [tuple(row.astype(int)) for batch in batches for row in batch["privacy"]]
+    assert sorted(rows[:5]) == sorted(IMAGE_PRIVACY)
+    assert set(rows[5:]) <= set(IMAGE_PRIVACY) and len(set(rows[5:])) == 4
+    images = np.concatenate([b["images"] for b in batches])
+    assert not np.allclose(images[:4], images[5:])
+    for a, b in zip(batches, again):
+        np.testing.assert_array_equal(a["images"], b["images"])
+
+
+def test_privacy_labelled_evaluation(data):
+    def run(source):
+        return _numpy(pipelines.privacy_labelled_dataset(data[source], 2, SIZE, training=False))
+
+    from_files, from_cache = run("images"), run("image_cache")
+    for batches in (from_files, from_cache):
+        assert [len(b["privacy"]) for b in batches] == [2, 2, 1]  # every image, last batch kept
+    # files: in split order, the centred crop of each image
+    privacy = np.concatenate([b["privacy"] for b in from_files])
+    np.testing.assert_array_equal(privacy, IMAGE_PRIVACY)
+    images = np.concatenate([b["images"] for b in from_files])
+    for image, example in zip(images, data["images"].examples):
+        rgb = cv2.imread(example.path)[..., ::-1]
+        np.testing.assert_allclose(image, evaluation_clip(rgb[None], SIZE)[0], atol=1e-6)
+    # cache: in stored order, the same images up to JPEG loss
+    stored = [int(r["index"]) for r in read_image_cache(data["image_cache"])]
+    privacy = np.concatenate([b["privacy"] for b in from_cache])
+    np.testing.assert_array_equal(privacy, np.array(IMAGE_PRIVACY)[stored])
+    cached = np.concatenate([b["images"] for b in from_cache])
+    for image, index in zip(cached, stored):
+        distances = np.abs(images - image).mean(axis=(1, 2, 3))
+        assert distances.argmin() == index and distances[index] < 0.05
+
+
+# ---------------------------------------------------------------------------- glue
+
+
+def test_minimax_dataset_merges_keys(data):
+    action = pipelines.action_train_dataset(data["video_cache"], 2, CLIP, STRIDE, SIZE)
+    privacy = pipelines.privacy_labelled_dataset(data["images"], 1, SIZE, training=False)
+    elements = _numpy(pipelines.minimax_dataset(action, privacy))
+    # 5 videos in batches of 2 (the partial one dropped) against 5 images: the action data ends
+    assert len(elements) == 2
+    for element, row in zip(elements, IMAGE_PRIVACY):
+        assert set(element) == {"clips", "labels", "frame_pairs", "images", "privacy"}
+        assert element["clips"].shape == (2, CLIP, SIZE, SIZE, 3)
+        assert element["images"].shape == (1, SIZE, SIZE, 3)
+        np.testing.assert_array_equal(element["privacy"], [row])
+
+
+def test_count_examples(data, tmp_path):
+    assert pipelines.count_examples(data["videos"]) == 5
+    assert pipelines.count_examples(data["video_cache"]) == 5
+    assert pipelines.count_examples(str(data["image_cache"])) == 5
+    corrupt = tmp_path / "corrupt.avi"
+    corrupt.write_bytes(b"\x00garbage" * 100)
+    split = Split([*data["videos"].examples, Example(str(corrupt), 0, (0,))])
+    assert pipelines.count_examples(split) == 6
+    prepare_cache(split, "video", tmp_path / "cache", 16)
+    assert pipelines.count_examples(tmp_path / "cache") == 5  # the failure is not a record
+
+
+def test_wrong_sources_raise(data):
+    with pytest.raises(ValueError, match="image cache"):
+        pipelines.privacy_pair_dataset(data["video_cache"], 2, SIZE)
+    with pytest.raises(ValueError, match="video cache"):
+        pipelines.action_train_dataset(data["image_cache"], 2)
+    with pytest.raises(ValueError, match="no examples"):
+        pipelines.action_eval_dataset(Split([]))
+    with pytest.raises(FileNotFoundError):
+        pipelines.action_eval_dataset(data["root"] / "nothing")
+
+
+# ---------------------------------------------------------------------------- broken files
+
+
+def test_broken_videos_are_skipped(data, tmp_path, monkeypatch):
+    # Files that fail to decode are dropped by tf.data's ignore_errors, which logs a warning
+    # naming the file (a TensorFlow C++ log line, hidden here by TF_CPP_MIN_LOG_LEVEL=2).
+    calls = []
+    ignore_errors = tf.data.Dataset.ignore_errors
+
+    def spy(dataset, log_warning=False, name=None):
+        calls.append(log_warning)
+        return ignore_errors(dataset, log_warning=log_warning, name=name)
+
+    monkeypatch.setattr(tf.data.Dataset, "ignore_errors", spy)
+    corrupt = tmp_path / "corrupt.avi"
+    corrupt.write_bytes(b"\x00garbage" * 100)
+    empty = tmp_path / "empty.avi"
+    empty.write_bytes(b"")
+    examples = list(data["videos"].examples)
+    examples.insert(1, Example(str(corrupt), 2, (0,)))
+    examples.append(Example(str(empty), 2, (0,)))
+    split = dataclasses.replace(data["videos"], examples=examples)
+
+    records = _numpy(pipelines.action_train_dataset(split, 1, CLIP, STRIDE, SIZE, config=NO_COLOUR))
+    assert len(records) == 5  # the two broken files are left out, nothing else
+    assert sorted(_video_of(r) for r in records) == list(range(5))
+    assert [int(r["labels"][0]) for r in records] == [LABELS[_video_of(r)] for r in records]
+
+    elements = _numpy(pipelines.action_eval_dataset(split, 2, CLIP, STRIDE, SIZE))
+    assert [int(e["video_index"]) for e in elements] == [0, 2, 3, 4, 5]
+    assert [int(e["label"]) for e in elements] == list(LABELS)
+    assert calls == [True, True]  # with a warning, for each pipeline over files
+    pipelines.action_eval_dataset(data["video_cache"], 2, CLIP, STRIDE, SIZE)
+    assert calls == [True, True]  # a prepared cache holds only records that decoded
+
+
+def test_broken_image_is_skipped(data, tmp_path):
+    broken = tmp_path / "broken.jpg"
+    broken.write_bytes(b"\xff\xd8 not really a jpeg")
+    examples = list(data["images"].examples)
+    examples.insert(2, Example(str(broken), privacy=(1, 1, 1)))
+    split = dataclasses.replace(data["images"], examples=examples)
+    batches = _numpy(pipelines.privacy_labelled_dataset(split, 10, SIZE, training=False))
+    np.testing.assert_array_equal(batches[0]["privacy"], IMAGE_PRIVACY)

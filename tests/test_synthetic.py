@@ -1,0 +1,279 @@
+"""Behaviour tests of the built-in synthetic benchmark (keras_privacy.data.synthetic).
+
+A small benchmark is written once in tmp_path and read back with the real dataset readers.
+"""
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from keras_privacy.data import synthetic
+from keras_privacy.data.synthetic import ATTRIBUTE_IDS, CLASSES, write_synthetic_benchmark
+from keras_privacy.data.ucf101 import read_ucf101
+from keras_privacy.data.video import probe_video, read_video
+from keras_privacy.data.vispr import read_vispr
+from keras_privacy.data.vp_labels import read_vp_labels
+
+SIZE, FRAMES = 64, 32
+PER_CLASS = (4, 2)
+IMAGES = (40, 4, 4)
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory):
+    out = tmp_path_factory.mktemp("synthetic")
+    return write_synthetic_benchmark(
+        out, seed=0, size=SIZE, num_frames=FRAMES, videos_per_class=PER_CLASS, num_images=IMAGES
+    )
+
+
+@pytest.fixture(scope="module")
+def videos(bench):
+    """Every video as (example, split name, decoded frames)."""
+    splits = read_ucf101(bench.ucf_splits, root=bench.videos)
+    return [
+        (example, subset, read_video(example.path))
+        for subset in ("train", "test")
+        for example in splits[subset].examples
+    ]
+
+
+def _digests(root: Path) -> dict[str, str]:
+    return {
+        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(root.rglob("*"))
+        if path.is_file()
+    }
+
+
+def _f_statistic(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """One-way ANOVA F of each column of `values` between the `groups`."""
+    labels = np.unique(groups)
+    parts = [values[groups == g] for g in labels]
+    grand = values.mean(axis=0)
+    between = sum(len(p) * (p.mean(axis=0) - grand) ** 2 for p in parts) / (len(labels) - 1)
+    within = sum(((p - p.mean(axis=0)) ** 2).sum(axis=0) for p in parts)
+    return between / (within / (len(values) - len(labels)))
+
+
+# ---------------------------------------------------------------------------- formats
+
+
+def test_ucf101_format_and_videos(bench, videos):
+    assert len(CLASSES) >= 6
+    class_index = (bench.ucf_splits / "classInd.txt").read_bytes()
+    assert class_index.count(b"\r\n") == len(CLASSES)  # UCF101's CRLF lines
+    train_lines = (bench.ucf_splits / "trainlist01.txt").read_bytes().decode().split("\r\n")
+    assert re.fullmatch(r"MoveRight/v_MoveRight_g01_c01\.avi 1", train_lines[0])
+    test_line = (bench.ucf_splits / "testlist01.txt").read_text().splitlines()[0]
+    assert re.fullmatch(r"MoveRight/v_MoveRight_g0\d_c0\d\.avi", test_line)  # no label
+
+    splits = read_ucf101(bench.ucf_splits, root=bench.videos)
+    for subset, count in zip(("train", "test"), PER_CLASS):
+        split = splits[subset]
+        assert split.class_names == list(CLASSES)
+        assert split.missing == []
+        assert len(split) == count * len(CLASSES)
+        assert sorted({e.label for e in split.examples}) == list(range(len(CLASSES)))
+        for example in split.examples:
+            relative = Path(example.path).relative_to(bench.videos)
+            assert relative.parts[0] == CLASSES[example.label]
+            assert re.fullmatch(rf"v_{relative.parts[0]}_g\d\d_c0[1-4]\.avi", relative.name)
+    names = [Path(e.path).name for subset in splits.values() for e in subset.examples]
+    assert len(set(names)) == len(names)  # train and test never share a video
+
+    for _, _, frames in videos:
+        assert frames.shape == (FRAMES, SIZE, SIZE, 3) and frames.dtype == np.uint8
+    info = probe_video(videos[0][0].path)
+    assert (info.num_frames, info.fps, info.height, info.width) == (FRAMES, 25.0, SIZE, SIZE)
+
+
+def test_vispr_format_and_images(bench):
+    assert len(ATTRIBUTE_IDS) >= 5
+    splits = read_vispr(bench.vispr, root=bench.vispr, attributes="all")
+    for subset, count in zip(("train", "val", "test"), IMAGES):
+        split = splits[subset]
+        assert split.attribute_names == list(ATTRIBUTE_IDS)  # a0_safe is never a column
+        assert split.missing == [] and len(split) == count
+        privacy = np.array([e.privacy for e in split.examples])
+        assert privacy.shape == (count, len(ATTRIBUTE_IDS))
+        # each attribute present in exactly half of the split
+        np.testing.assert_array_equal(privacy.sum(axis=0), count // 2)
+    lines = (bench.vispr / "train2017.txt").read_text().splitlines()
+    assert len(lines) == IMAGES[0]
+    for line, example in zip(lines, splits["train"].examples):
+        record = json.loads((bench.vispr / line).read_text())
+        assert (bench.vispr / record["image_path"]).resolve() == Path(example.path).resolve()
+        present = [a for a, v in zip(ATTRIBUTE_IDS, example.privacy) if v]
+        assert record["labels"] == (present or ["a0_safe"])
+        image = cv2.imread(example.path)
+        assert image.shape == (SIZE, SIZE, 3)
+
+
+def test_video_privacy_labels(bench):
+    labels = read_vp_labels(bench.vp_labels, ATTRIBUTE_IDS)
+    splits = read_ucf101(bench.ucf_splits, root=bench.videos)
+    for subset, count in zip(("train", "test"), PER_CLASS):
+        for label in range(len(CLASSES)):
+            rows = [
+                labels[str(Path(e.path).relative_to(bench.videos))]
+                for e in splits[subset].examples
+                if e.label == label
+            ]
+            # every attribute in exactly half of every class: independent of the action
+            np.testing.assert_array_equal(np.sum(rows, axis=0), count // 2)
+    assert len(labels) == sum(PER_CLASS) * len(CLASSES)
+
+
+def test_seeded(tmp_path):
+    options = dict(size=32, num_frames=6, videos_per_class=(2, 1), num_images=(4, 2, 2))
+    write_synthetic_benchmark(tmp_path / "a", seed=3, **options)
+    write_synthetic_benchmark(tmp_path / "b", seed=4, **options)
+    first = _digests(tmp_path / "a")
+    other = _digests(tmp_path / "b")
+    assert set(first) == set(other) and len(first) > 30
+    # same seed: the same bytes, also when overwriting another seed's files
+    write_synthetic_benchmark(tmp_path / "b", seed=3, **options)
+    assert _digests(tmp_path / "b") == first
+    # another seed: other pictures and other labels
+    for name in first:
+        if name.endswith((".avi", ".jpg", "vp_labels.csv", "person_boxes.json")):
+            assert first[name] != other[name], name
+
+
+# ---------------------------------------------------------------------------- action
+
+
+def test_action_is_carried_by_motion(bench, videos):
+    """The background is static, the actor moves as its class says; person_boxes.json holds
+    where it is in every frame."""
+    boxes = json.loads(bench.person_boxes.read_text())
+    for example, _, frames in videos:
+        frames = frames.astype(np.float32)
+        entries = boxes[Path(example.path).name]
+        actor = np.zeros(frames.shape[:3], bool)
+        corner = {}
+        for t, x1, y1, x2, y2 in entries:
+            actor[t, y1:y2, x1:x2] = True
+            corner.setdefault(t, (x1, y1))  # the first box starts at the actor's corner
+        assert sorted(corner) == list(range(FRAMES))
+        # outside the actor (now and in the next frame) nothing moves; inside it does
+        change = np.abs(np.diff(frames, axis=0)).mean(axis=-1)
+        near_actor = actor[1:] | actor[:-1]
+        assert change[~near_actor].mean() < 1.0
+        assert change[near_actor].mean() > 5.0
+        # the class from the motion of the actor's corner (unwrapped)
+        corners = np.array([corner[t] for t in range(FRAMES)], np.float64)
+        steps = (np.diff(corners, axis=0) + SIZE / 2) % SIZE - SIZE / 2
+        path = np.concatenate([corners[:1], corners[0] + np.cumsum(steps, axis=0)])
+        centred = path - path.mean(axis=0)
+        x, y = centred[:, 0], centred[:, 1]
+        area = 0.5 * np.sum(x * np.roll(y, -1) - np.roll(x, -1) * y)  # > 0: clockwise on screen
+        dx, dy = steps.sum(axis=0)
+        name = CLASSES[example.label]
+        expected = {
+            "MoveRight": dx > 0 and dy == 0,
+            "MoveLeft": dx < 0 and dy == 0,
+            "MoveDown": dy > 0 and dx == 0,
+            "MoveUp": dy < 0 and dx == 0,
+            "CircleClockwise": area > 20,
+            "CircleAnticlockwise": area < -20,
+        }
+        assert expected[name], (example.path, dx, dy, area)
+
+
+def test_single_frame_position_does_not_tell_the_class():
+    # A uniformly random start and wrapping: in any one frame the actor is anywhere, whatever
+    # the class (Kolmogorov-Smirnov distance of its position to the uniform distribution).
+    count = 1000
+    grid = np.linspace(0, SIZE, 65)
+    for label in range(len(CLASSES)):
+        rng = np.random.default_rng([7, label])
+        positions = np.array(
+            [synthetic.trajectory(rng, label, FRAMES, SIZE) for _ in range(count)]
+        )  # (count, 2 (y, x), FRAMES)
+        for t in (0, FRAMES // 2, FRAMES - 1):
+            for axis in (0, 1):
+                wrapped = np.sort(positions[:, axis, t] % SIZE)
+                empirical = np.searchsorted(wrapped, grid, side="right") / count
+                assert np.abs(empirical - grid / SIZE).max() < 0.07, (label, t, axis)
+
+
+def test_static_appearance_is_independent_of_the_action(bench, videos):
+    # The mean colour of a single frame does not separate the classes (one-way ANOVA F, chance
+    # level ~1) while it does separate a coarse privacy attribute (the outdoor scene).
+    labels = read_vp_labels(bench.vp_labels, ATTRIBUTE_IDS)
+    colours = np.array([frames[0].mean(axis=(0, 1)) for _, _, frames in videos])
+    actions = np.array([example.label for example, _, _ in videos])
+    outdoor = np.array(
+        [
+            labels[str(Path(e.path).relative_to(bench.videos))][
+                ATTRIBUTE_IDS.index("s4_outdoor_scene")
+            ]
+            for e, _, _ in videos
+        ]
+    )
+    assert np.all(_f_statistic(colours, actions) < 3.0)
+    assert np.all(_f_statistic(colours, outdoor) > 20.0)
+
+
+# ---------------------------------------------------------------------------- attributes
+
+
+def test_attributes_are_independent():
+    rows = synthetic.balanced_attributes(np.random.default_rng(0), 2000)
+    assert rows.shape == (2000, len(ATTRIBUTE_IDS)) and set(np.unique(rows)) == {0, 1}
+    np.testing.assert_array_equal(rows.sum(axis=0), 1000)
+    correlation = np.corrcoef(rows.T)
+    off_diagonal = correlation[~np.eye(len(ATTRIBUTE_IDS), dtype=bool)]
+    assert np.abs(off_diagonal).max() < 0.07  # ~3 standard errors at n = 2000
+    combinations = {tuple(row) for row in rows}
+    assert len(combinations) == 2 ** len(ATTRIBUTE_IDS)  # every combination occurs
+    odd = synthetic.balanced_attributes(np.random.default_rng(1), 7)
+    np.testing.assert_array_equal(odd.sum(axis=0), 3)  # half, rounded down
+
+
+def test_written_attributes_are_independent(bench):
+    privacy = np.array(
+        [e.privacy for e in read_vispr(bench.vispr, bench.vispr, "all")["train"].examples]
+    )
+    correlation = np.corrcoef(privacy.T)
+    off_diagonal = correlation[~np.eye(len(ATTRIBUTE_IDS), dtype=bool)]
+    assert np.abs(off_diagonal).max() < 0.5  # ~3 standard errors at n = 40
+    assert len({tuple(row) for row in privacy}) > 15
+
+
+def test_fine_cues_vanish_at_quarter_resolution_coarse_ones_stay():
+    # The same scene with and without one cue: how much of the difference survives 4x
+    # down-sampling by area averaging.
+    def rendered(attribute, seed, y, x):
+        attributes = dict.fromkeys(ATTRIBUTE_IDS, 0)
+        if attribute:
+            attributes[attribute] = 1
+        scene = synthetic.Scene.sample(np.random.default_rng(seed), attributes, SIZE)
+        return scene.render(y, x).astype(np.float32) / 255
+
+    def quarter(image):
+        return cv2.resize(image, (SIZE // 4, SIZE // 4), interpolation=cv2.INTER_AREA)
+
+    kept = {}
+    for attribute in ATTRIBUTE_IDS:
+        ratios = []
+        for seed in range(12):
+            y, x = np.random.default_rng([seed, 99]).uniform(0, SIZE, 2)
+            plain, cued = rendered(None, seed, y, x), rendered(attribute, seed, y, x)
+            full = np.abs(cued - plain).sum()
+            assert full > 0  # the cue is visible at full resolution
+            ratios.append(16 * np.abs(quarter(cued) - quarter(plain)).sum() / full)
+        kept[attribute] = np.mean(ratios)
+    # Not all of it: the face mark's light squares (1.55 x skin) clip at 1, so it is not quite
+    # mean-preserving and a faint spot survives.
+    assert kept["s2_striped_actor"] < 0.25, kept
+    assert kept["s3_face_mark"] < 0.5, kept
+    for coarse in ("s1_warm_actor", "s4_outdoor_scene", "s5_object"):
+        assert kept[coarse] > 0.8, kept
