@@ -271,9 +271,9 @@ def test_fine_cues_vanish_at_quarter_resolution_coarse_ones_stay():
             assert full > 0  # the cue is visible at full resolution
             ratios.append(16 * np.abs(quarter(cued) - quarter(plain)).sum() / full)
         kept[attribute] = np.mean(ratios)
-    # Not all of it: the face mark's light squares (1.55 x skin) clip at 1, so it is not quite
-    # mean-preserving and a faint spot survives.
+    # Not all of it: the cues are mean-preserving, but the actor is not aligned with the
+    # 4 x 4 grid, so a block can straddle a stripe or a mark square (about 20 % survives).
     assert kept["s2_striped_actor"] < 0.25, kept
-    assert kept["s3_face_mark"] < 0.5, kept
+    assert kept["s3_face_mark"] < 0.25, kept
     for coarse in ("s1_warm_actor", "s4_outdoor_scene", "s5_object"):
         assert kept[coarse] > 0.8, kept

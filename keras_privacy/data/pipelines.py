@@ -149,7 +149,7 @@ class _Cache:
             epoch_seed = tf.stack([tf.constant(seed, tf.int64), tf.cast(epoch, tf.int64)])
             files = tf.gather(files, _permutation(len(self.files), epoch_seed))
             records = tf.data.Dataset.from_tensor_slices(files).interleave(
-                tf.data.TFRecordDataset, cycle_length=min(4, len(self.files)), deterministic=True
+                tf.data.TFRecordDataset, cycle_length=min(4, len(self.files))
             )
             window = VIDEO_SHUFFLE_WINDOW if self.kind == "video" else IMAGE_SHUFFLE_WINDOW
             records = _window_shuffle(records, window, epoch_seed)

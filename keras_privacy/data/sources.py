@@ -13,11 +13,10 @@ from pathlib import Path
 import numpy as np
 
 from keras_privacy.config import ExperimentConfig
-from keras_privacy.data import pipelines
+from keras_privacy.data import pipelines, synthetic
 from keras_privacy.data.cache import prepare_cache, read_manifest
 from keras_privacy.data.examples import Split
 from keras_privacy.data.hmdb51 import read_hmdb51
-from keras_privacy.data.synthetic import write_synthetic_benchmark
 from keras_privacy.data.ucf101 import read_ucf101
 from keras_privacy.data.vispr import read_vispr
 
@@ -25,12 +24,14 @@ _DONE = ".complete"
 
 
 def synthetic_benchmark(directory: str | Path, seed: int = 0) -> Path:
-    """The synthetic benchmark in `directory`, written first if it is not complete there (or
-    was written by a version without the actor's boxes)."""
+    """The synthetic benchmark in `directory`, written first if it is not complete there or
+    was written by another version of the generator."""
     directory = Path(directory)
-    if not ((directory / _DONE).exists() and (directory / "person_boxes.json").exists()):
+    version = directory / "VERSION"
+    current = version.is_file() and version.read_text().strip() == str(synthetic.VERSION)
+    if not ((directory / _DONE).exists() and current):
         logging.info("writing the synthetic benchmark to %s", directory)
-        write_synthetic_benchmark(directory, seed=seed)
+        synthetic.write_synthetic_benchmark(directory, seed=seed)
         (directory / _DONE).write_text("ok\n")
     return directory
 

@@ -52,6 +52,8 @@ ATTRIBUTES = (
 ATTRIBUTE_IDS = tuple(a[0] for a in ATTRIBUTES)
 SAFE = "a0_safe"
 _KIND_CODES = {"video": 1, "image": 2, "split": 3}
+VERSION = 2
+"""Bumped whenever the written files change, so that an older benchmark on disk is rewritten."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,11 +119,12 @@ def _add_object(rng: np.random.Generator, scene: np.ndarray) -> None:
 def actor_sprite(rng: np.random.Generator, attrs: dict, size: int) -> tuple[np.ndarray, np.ndarray]:
     """The actor as (RGB float image, alpha mask), about 0.4 x 0.2 of a `size` frame.
 
-    Fine cues are mean-preserving (light and dark halves around the same base), so averaging
-    4 x 4 pixels removes them while 2x down-sampling keeps them visible.
+    Fine cues are mean-preserving (light and dark halves around the same base, an even number
+    of stripe rows, and base colours dark enough that the light half never clips at 1), so
+    averaging 4 x 4 pixels removes them while 2x down-sampling keeps them visible.
     """
     unit = size / 64
-    head, body, legs = round(8 * unit), round(11 * unit), round(6 * unit)
+    head, body, legs = round(8 * unit), round(12 * unit), round(6 * unit)
     width = round(12 * unit)
     height = head + body + legs
     yy, xx = np.mgrid[0:height, 0:width].astype(np.float32)
@@ -130,8 +133,8 @@ def actor_sprite(rng: np.random.Generator, attrs: dict, size: int) -> tuple[np.n
     body_mask = (yy >= head) & (yy < head + body)
     leg_mask = (yy >= head + body) & (np.abs(xx - centre) >= 1.0 * unit)
     hue = rng.uniform(0.0, 0.09) if attrs["s1_warm_actor"] else rng.uniform(0.45, 0.62)
-    clothes = _hsv(hue, rng.uniform(0.65, 0.9), rng.uniform(0.6, 0.8))
-    skin = _hsv(rng.uniform(0.05, 0.1), rng.uniform(0.25, 0.5), rng.uniform(0.65, 0.9))
+    clothes = _hsv(hue, rng.uniform(0.65, 0.9), rng.uniform(0.6, 0.76))
+    skin = _hsv(rng.uniform(0.05, 0.1), rng.uniform(0.25, 0.5), rng.uniform(0.5, 0.64))
     image = np.zeros((height, width, 3), np.float32)
     image[head_mask] = skin
     image[body_mask] = clothes
@@ -329,4 +332,5 @@ def write_synthetic_benchmark(
     counts = dict(zip(("train", "val", "test"), num_images))
     boxes |= _write_images(paths, seed, size, counts)
     paths.person_boxes.write_text(json.dumps(boxes, separators=(",", ":")))
+    (root / "VERSION").write_text(f"{VERSION}\n")
     return paths
