@@ -7,6 +7,7 @@ inputs that must be broken or that cannot be redistributed are generated in tmp_
 import json
 import os
 import re
+from pathlib import Path
 
 import cv2
 import numpy as np
@@ -681,6 +682,16 @@ def test_video_cache_resumes(tmp_path, video_split):
     assert changed["fingerprint"] != first["fingerprint"]
     assert shards[0].stat().st_mtime_ns != 1
     assert {min(r["height"], r["width"]) for r in _records(read_video_cache(out))} == {24}
+
+
+def test_video_cache_rebuilt_when_a_source_file_is_rewritten(tmp_path, video_split):
+    split, _ = video_split
+    out = tmp_path / "cache"
+    first = prepare_video_cache(split, out, short_side=32, num_shards=2, workers=1)
+    source = Path(split.examples[0].path)
+    os.utime(source, ns=(source.stat().st_atime_ns, source.stat().st_mtime_ns + 10**9))
+    again = prepare_video_cache(split, out, short_side=32, num_shards=2, workers=1)
+    assert again["fingerprint"] != first["fingerprint"]
 
 
 def test_verify_cache_detects_damage(tmp_path, video_split):

@@ -108,12 +108,24 @@ def image_record(example: Example, index: int, short_side: int | None, quality: 
     return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
 
 
+def _file_version(path: str) -> list[int]:
+    """Size and modification time of a file ([-1, -1] when it is missing), so that a cache of
+    files rewritten in place (a regenerated benchmark) is not taken for finished."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return [-1, -1]
+    return [status.st_size, status.st_mtime_ns]
+
+
 def _fingerprint(kind: str, split: Split, short_side: int | None, quality: int, shards: int):
-    """A digest of everything that determines a shard's content."""
+    """A digest of everything that determines a shard's content: settings, and each file's
+    path, labels, size and modification time."""
     digest = hashlib.sha256()
     digest.update(json.dumps([FORMAT_VERSION, kind, short_side, quality, shards]).encode())
     for example in split.examples:
-        digest.update(json.dumps([example.path, example.label, list(example.privacy)]).encode())
+        record = [example.path, example.label, list(example.privacy), _file_version(example.path)]
+        digest.update(json.dumps(record).encode())
     return digest.hexdigest()[:16]
 
 
