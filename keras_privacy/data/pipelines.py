@@ -240,6 +240,13 @@ def count_examples(source: Source) -> int:
     return int(read_manifest(source)["num_records"])
 
 
+def label_names(source: Source, key: str) -> list[str]:
+    """The `class_names` or `attribute_names` of a split or of a prepared cache."""
+    if isinstance(source, Split):
+        return list(getattr(source, key))
+    return list(read_manifest(source)[key])
+
+
 def _source(source: Source, kind: str) -> _Cache | _Files:
     return _Files(source, kind) if isinstance(source, Split) else _Cache(source, kind)
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from keras_privacy.config import ExperimentConfig
 from keras_privacy.data import pipelines, synthetic
-from keras_privacy.data.cache import prepare_cache, read_manifest
+from keras_privacy.data.cache import prepare_cache
 from keras_privacy.data.examples import Split
 from keras_privacy.data.hmdb51 import read_hmdb51
 from keras_privacy.data.ucf101 import read_ucf101
@@ -125,8 +125,8 @@ def training_data(config: ExperimentConfig) -> TrainingData:
         config=config,
         videos=videos,
         images=pictures,
-        class_names=_names(actions, config.action_cache, "class_names"),
-        attribute_names=_names(images, config.privacy_cache, "attribute_names"),
+        class_names=pipelines.label_names(config.action_cache or actions, "class_names"),
+        attribute_names=pipelines.label_names(config.privacy_cache or images, "attribute_names"),
     )
 
 
@@ -135,7 +135,3 @@ def _synthetic_cache(split: Split, kind: str, config: ExperimentConfig) -> str:
     so its input pipeline runs TensorFlow ops only."""
     directory = Path(config.synthetic_dir) / "cache" / f"{kind}_train_{config.frame_size}"
     return str(prepare_cache(split, kind, directory, config.frame_size))
-
-
-def _names(split: Split | None, cache: str, key: str) -> list[str]:
-    return list(getattr(split, key)) if split is not None else list(read_manifest(cache)[key])

@@ -70,20 +70,21 @@ class Anonymization:
 
 @dataclasses.dataclass
 class EvaluationData:
-    """The four splits of an evaluation, with the names of their labels."""
+    """The four splits of an evaluation, each a `Split` of files or a prepared cache's folder
+    (`cached_data`), with the names of their labels."""
 
-    action_train: Split
-    action_test: Split
-    privacy_train: Split
-    privacy_test: Split
+    action_train: pipelines.Source
+    action_test: pipelines.Source
+    privacy_train: pipelines.Source
+    privacy_test: pipelines.Source
 
     @property
     def class_names(self) -> list[str]:
-        return self.action_train.class_names
+        return pipelines.label_names(self.action_train, "class_names")
 
     @property
     def attribute_names(self) -> list[str]:
-        return self.privacy_train.attribute_names
+        return pipelines.label_names(self.privacy_train, "attribute_names")
 
 
 def load_anonymizer(path: str | Path, name: str | None = None) -> Anonymization:
