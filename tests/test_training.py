@@ -1,0 +1,312 @@
+"""A whole training run (`keras_privacy.training.train`) and its command line on a tiny
+synthetic benchmark with tiny models: saved models, history, frames, logs, exact resume after a
+kill in the middle of an epoch, and the NaN guard."""
+
+import dataclasses
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+
+from keras_privacy import checkpoint, training
+from keras_privacy.config import ExperimentConfig
+from keras_privacy.data import sources
+from keras_privacy.data.synthetic import write_synthetic_benchmark
+from keras_privacy.methods.spact import SPAct
+
+REPO = Path(__file__).resolve().parents[1]
+PHASES = ["identity", "action_init", "privacy_init", "minimax"]
+# Four action batches per epoch: the minimax takes them in pairs, so two steps per epoch.
+EPOCHS = {"identity": 1, "action_init": 1, "privacy_init": 1, "minimax": 2}
+
+
+@pytest.fixture(scope="module")
+def benchmark(tmp_path_factory):
+    root = tmp_path_factory.mktemp("synthetic")
+    write_synthetic_benchmark(
+        root, size=32, num_frames=12, videos_per_class=(2, 1), num_images=(12, 2, 8)
+    )
+    (root / sources._DONE).write_text("ok\n")
+    return root
+
+
+def tiny_config(benchmark, run_dir, **overrides) -> ExperimentConfig:
+    settings = dict(
+        action_dataset="synthetic",
+        privacy_dataset="synthetic",
+        synthetic_dir=str(benchmark),
+        run_dir=str(run_dir),
+        frame_size=32,
+        image_size=16,
+        clip_length=4,
+        clip_stride=2,
+        batch_size=4,
+        privacy_batch_size=4,
+        action_model="factorized_tiny",
+        privacy_backbone="resnet_tiny",
+        anonymizer="unet_tiny",
+        projection_hidden=16,
+        projection_dim=8,
+        identity_epochs=EPOCHS["identity"],
+        identity_warmup_epochs=1,
+        action_init_epochs=EPOCHS["action_init"],
+        privacy_init_epochs=EPOCHS["privacy_init"],
+        minimax_epochs=EPOCHS["minimax"],
+        # Large enough that a resume with the wrong optimizer state (moments, step count) ends
+        # measurably elsewhere.
+        anonymizer_lr=1e-2,
+        action_lr=1e-2,
+        privacy_lr=1e-2,
+        steps_per_epoch=4,
+        jit_compile=False,
+    )
+    config = ExperimentConfig(**(settings | overrides))
+    config.validate()
+    return config
+
+
+class EpochRecorder(keras.callbacks.Callback):
+    """Remember which (trainer, epoch) pairs a run trained, through `train(callbacks=...)`."""
+
+    def __init__(self):
+        super().__init__()
+        self.epochs = []
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epochs.append((type(self.model).__name__, epoch))
+
+
+class SnapshotMidEpoch(EpochRecorder):
+    """Copy the run folder after the first step of the second minimax epoch: what a run killed
+    at that moment leaves on disk (the copy is taken before the epoch's checkpoint)."""
+
+    def __init__(self, run_dir: Path, target: Path):
+        super().__init__()
+        self.run_dir, self.target = run_dir, target
+
+    def on_train_batch_end(self, batch, logs=None):
+        if isinstance(self.model, SPAct) and self.epochs[-1][1] == 1 and batch == 0:
+            assert not self.target.exists(), "snapshot taken twice"
+            shutil.copytree(self.run_dir, self.target)
+
+
+def train_capturing_models(config, callbacks=()):
+    """`train(config)`, and the in-memory models it trained."""
+    built = {}
+    real_build = training.build_models
+
+    def capturing_build(*args, **kwargs):
+        built.update(real_build(*args, **kwargs))
+        return built
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(training, "build_models", capturing_build)
+        result = training.train(config, callbacks=list(callbacks))
+    return result, built
+
+
+def inputs_of(config, seed=0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    size, frames = config.image_size, config.clip_length
+    return {
+        "anonymizer": rng.random((2, size, size, 3), dtype="float32"),
+        "action": rng.random((2, frames, size, size, 3), dtype="float32"),
+        "privacy": rng.random((2, size, size, 3), dtype="float32"),
+    }
+
+
+def assert_same_weights(first: keras.Model, second: keras.Model, atol: float):
+    first_weights, second_weights = first.get_weights(), second.get_weights()
+    assert len(first_weights) == len(second_weights)
+    for a, b in zip(first_weights, second_weights):
+        np.testing.assert_allclose(a, b, atol=atol, rtol=0)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(benchmark, tmp_path_factory):
+    """Run A, uninterrupted; a snapshot of its folder in the middle of minimax epoch 2."""
+    folder = tmp_path_factory.mktemp("runs")
+    config = tiny_config(benchmark, folder / "a")
+    snapshot = SnapshotMidEpoch(folder / "a", folder / "killed")
+    result, models = train_capturing_models(config, callbacks=[snapshot])
+    return {
+        "config": config,
+        "result": result,
+        "models": models,
+        "epochs": snapshot.epochs,
+        "killed": folder / "killed",
+    }
+
+
+def test_full_run_writes_models_history_frames_and_logs(uninterrupted):
+    config, result, models = (uninterrupted[k] for k in ("config", "result", "models"))
+    run_dir = Path(config.run_dir)
+    assert result.run_dir == run_dir
+
+    # Every phase ran each of its epochs once, in order, with the callbacks given to `train`.
+    assert uninterrupted["epochs"] == [
+        ("IdentityInit", 0),
+        ("ActionInit", 0),
+        ("PrivacyInit", 0),
+        ("SPAct", 0),
+        ("SPAct", 1),
+    ]
+
+    # The .keras files reload to the trained models: same weights, same outputs.
+    assert result.model_paths == {
+        name: run_dir / filename for name, filename in training.MODEL_FILES.items()
+    }
+    inputs = inputs_of(config)
+    for name, path in result.model_paths.items():
+        loaded = keras.saving.load_model(path)
+        assert_same_weights(loaded, models[name], atol=0)
+        np.testing.assert_allclose(
+            keras.ops.convert_to_numpy(loaded(inputs[name], training=False)),
+            keras.ops.convert_to_numpy(models[name](inputs[name], training=False)),
+            atol=1e-6,
+        )
+
+    # history.json: every phase, one finite value per epoch and log.
+    history = json.loads((run_dir / "history.json").read_text())
+    assert history == result.history
+    assert list(history) == PHASES
+    assert set(history["identity"]) == {"reconstruction_loss"}
+    assert {"action_loss", "privacy_loss", "anonymizer_privacy_loss"} <= set(history["minimax"])
+    for phase, logs in history.items():
+        for name, values in logs.items():
+            assert len(values) == EPOCHS[phase], (phase, name)
+            assert all(math.isfinite(v) for v in values), (phase, name)
+
+    # One PNG per epoch: the fixed clip's frames, raw above anonymized.
+    expected = [f"{p}_epoch{e:03d}.png" for p in PHASES for e in range(1, EPOCHS[p] + 1)]
+    assert sorted(p.name for p in (run_dir / "frames").iterdir()) == sorted(expected)
+    strip = keras.utils.img_to_array(keras.utils.load_img(run_dir / "frames" / expected[-1]))
+    assert strip.shape == (2 * config.image_size, config.clip_length * config.image_size, 3)
+
+    # TensorBoard logs of every phase, with the epoch scalars of that phase.
+    import tensorflow as tf
+
+    for phase in PHASES:
+        events = sorted((run_dir / "logs" / phase / "train").glob("events.out.tfevents.*"))
+        assert events, phase
+        tags = {
+            value.tag
+            for path in events
+            for event in tf.compat.v1.train.summary_iterator(str(path))
+            for value in event.summary.value
+        }
+        assert {f"epoch_{name}" for name in history[phase]} <= tags, (phase, tags)
+
+    # The last checkpoint is the end of the minimax; older ones are gone.
+    state = checkpoint.latest_checkpoint(run_dir)
+    assert (state["phase"], state["epoch"]) == ("minimax", EPOCHS["minimax"])
+    assert [p.name for p in (run_dir / "checkpoints").iterdir() if p.is_dir()] == [
+        Path(state["path"]).name
+    ]
+    assert json.loads((run_dir / "config.json").read_text()) == dataclasses.asdict(config)
+
+
+def test_run_killed_mid_epoch_resumes_to_the_same_end(uninterrupted, benchmark):
+    killed = uninterrupted["killed"]
+    assert killed.is_dir(), "no snapshot was taken in the middle of minimax epoch 2"
+    # What the kill left: the checkpoint after minimax epoch 1, no saved models.
+    state = checkpoint.latest_checkpoint(killed)
+    assert (state["phase"], state["epoch"]) == ("minimax", 1)
+    assert not any((killed / filename).exists() for filename in training.MODEL_FILES.values())
+
+    config = tiny_config(benchmark, killed)
+    recorder = EpochRecorder()
+    result, models = train_capturing_models(config, callbacks=[recorder])
+
+    # Only the unfinished epoch was trained again; finished phases were not redone.
+    assert recorder.epochs == [("SPAct", 1)]
+    expected = uninterrupted["result"].history
+    assert list(result.history) == list(expected)
+    for phase, logs in expected.items():
+        assert list(result.history[phase]) == list(logs)
+        for name, values in logs.items():
+            np.testing.assert_allclose(
+                result.history[phase][name], values, rtol=1e-5, atol=1e-5, err_msg=phase + name
+            )
+
+    # The resumed run ends where the uninterrupted one ends: all three models.
+    for name, model in models.items():
+        assert_same_weights(model, uninterrupted["models"][name], atol=1e-5)
+        reloaded = keras.saving.load_model(result.model_paths[name])
+        assert_same_weights(reloaded, uninterrupted["models"][name], atol=1e-5)
+    assert sorted(p.name for p in (killed / "frames").iterdir()) == sorted(
+        p.name for p in (uninterrupted["result"].run_dir / "frames").iterdir()
+    )
+
+    # Restarting a finished run trains nothing and saves the same models again.
+    recorder = EpochRecorder()
+    again, models = train_capturing_models(config, callbacks=[recorder])
+    assert recorder.epochs == []
+    assert again.history == result.history
+    for name, model in models.items():
+        assert_same_weights(model, uninterrupted["models"][name], atol=1e-5)
+
+
+def test_nan_loss_stops_the_run_and_keeps_the_last_checkpoint(benchmark, tmp_path):
+    # An infinite learning rate makes the action model's weights non-finite after its first
+    # step, so the second action_init batch has a NaN loss (the identity phase is fine).
+    settings = dict(privacy_init_epochs=0, minimax_epochs=0, steps_per_epoch=2)
+    config = tiny_config(benchmark, tmp_path / "run", action_init_lr=math.inf, **settings)
+    with pytest.raises(training.TrainingDivergedError) as raised:
+        training.train(config)
+    message = str(raised.value)
+    assert "phase action_init, epoch 1" in message
+    assert "action_loss = nan" in message
+    state = checkpoint.latest_checkpoint(config.run_dir)
+    assert (state["phase"], state["epoch"]) == ("identity", 1)
+    assert f"the checkpoint {state['path']} is kept" in message
+    assert sorted(p.name for p in Path(state["path"]).iterdir()) == [
+        "action.weights.h5",
+        "anonymizer.weights.h5",
+        "optimizer.npz",
+        "privacy.weights.h5",
+    ]
+    run_dir = Path(config.run_dir)
+    assert not (run_dir / "history.json").exists()
+    assert not any((run_dir / filename).exists() for filename in training.MODEL_FILES.values())
+    assert [p.name for p in (run_dir / "frames").iterdir()] == ["identity_epoch001.png"]
+    identity_loss = state["history"]["identity"]["reconstruction_loss"]
+
+    # Restarted with a sane learning rate, the run goes on from the kept checkpoint.
+    recorder = EpochRecorder()
+    fixed = dataclasses.replace(config, action_init_lr=1e-3)
+    result, models = train_capturing_models(fixed, callbacks=[recorder])
+    assert recorder.epochs == [("ActionInit", 0)]
+    assert result.history["identity"]["reconstruction_loss"] == identity_loss
+    assert all(math.isfinite(v) for v in result.history["action_init"]["action_loss"])
+    for model in models.values():
+        assert all(np.isfinite(w).all() for w in model.get_weights())
+
+
+def test_train_cli_names_a_nonsense_flag(tmp_path):
+    run_dir = tmp_path / "run"
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "train.py",
+            f"--flagfile={REPO / 'configs' / 'synthetic.cfg'}",
+            f"--run_dir={run_dir}",
+            "--minimax_epochs=-1",
+        ],
+        cwd=REPO,
+        env=os.environ | {"TF_CPP_MIN_LOG_LEVEL": "2"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert completed.returncode != 0
+    assert "--minimax_epochs cannot be negative, got -1" in completed.stderr
+    assert "Traceback" not in completed.stderr
+    assert not run_dir.exists(), "the run started before the flags were checked"
