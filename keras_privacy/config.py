@@ -257,6 +257,21 @@ class ExperimentConfig:
                 f"--privacy_dataset={self.privacy_dataset} needs --privacy_cache, or both "
                 "--privacy_annotations and --privacy_root"
             )
+        self._validate_model_names()
+
+    def _validate_model_names(self) -> None:
+        from keras_privacy.models import registry
+
+        for name, known in (
+            ("anonymizer", registry.ANONYMIZERS),
+            ("action_model", registry.ACTION_MODELS),
+            ("privacy_backbone", registry.IMAGE_MODELS),
+            ("eval_action_model", registry.ACTION_MODELS),
+            ("eval_privacy_model", registry.IMAGE_MODELS),
+        ):
+            value = getattr(self, name)
+            if value and value not in known:
+                raise ValueError(f"--{name}={value!r} is not one of {', '.join(sorted(known))}")
 
 
 def _one_of(name: str, value: str, allowed: tuple[str, ...]) -> None:

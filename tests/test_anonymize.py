@@ -1,6 +1,5 @@
 """Anonymizing real videos: frame count, size and frame rate kept; failures named and skipped."""
 
-import contextlib
 import os
 
 import keras
@@ -13,33 +12,11 @@ from keras_privacy.export import load_keras_anonymizer
 from keras_privacy.models.registry import build_anonymizer
 
 
-@contextlib.contextmanager
-def fast_jax_initializers():
-    """On JAX, draw initial weights with the non-partitionable threefry PRNG: XLA compiles its
-    per-shape random kernels about 5x faster on CPU (building unet_tiny: ~5 s instead of ~40 s).
-    Only the random values drawn change; the setting is restored on exit."""
-    if keras.backend.backend() != "jax":
-        yield
-        return
-    import jax
-
-    with jax.threefry_partitionable(False):
-        yield
-
-
-@pytest.fixture(autouse=True)
-def _fast_jax_initializers():
-    """Every test loads the model (the command line does): keep the fast PRNG throughout."""
-    with fast_jax_initializers():
-        yield
-
-
 @pytest.fixture(scope="module")
 def model_path(tmp_path_factory):
     path = tmp_path_factory.mktemp("model") / "unet_tiny.keras"
     keras.utils.set_random_seed(3)
-    with fast_jax_initializers():
-        build_anonymizer("unet_tiny").save(path)
+    build_anonymizer("unet_tiny").save(path)
     return path
 
 

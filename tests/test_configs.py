@@ -37,3 +37,11 @@ def test_a_flag_that_makes_no_sense_is_named():
         parse("--image_size=64", "--frame_size=32").validate()
     with pytest.raises(flags.Error):
         parse("--no_such_flag=1")
+
+
+@pytest.mark.parametrize(
+    "flag", ["--anonymizer=nope", "--action_model=nope", "--eval_privacy_model=nope"]
+)
+def test_an_unknown_model_name_is_named_with_its_flag(flag):
+    with pytest.raises(ValueError, match=f"{flag.split('=')[0]}='nope' is not one of"):
+        parse(flag).validate()

@@ -1,7 +1,6 @@
 """The exported anonymizer, reloaded by plain TensorFlow in another process, equals the Keras
 model on float and uint8 frames of several sizes (on JAX the export goes through jax2tf)."""
 
-import contextlib
 import json
 import os
 import subprocess
@@ -39,20 +38,6 @@ print(json.dumps({"signatures": sorted(loaded.signatures), "imported": imported}
 """
 
 
-@contextlib.contextmanager
-def fast_jax_initializers():
-    """On JAX, draw initial weights with the non-partitionable threefry PRNG: XLA compiles its
-    per-shape random kernels about 5x faster on CPU (building unet_tiny: ~5 s instead of ~40 s).
-    Only the random values drawn change; the setting is restored on exit."""
-    if keras.backend.backend() != "jax":
-        yield
-        return
-    import jax
-
-    with jax.threefry_partitionable(False):
-        yield
-
-
 def _frames(seed: int) -> dict:
     rng = np.random.default_rng(seed)
     frames = {}
@@ -79,16 +64,15 @@ def exported(tmp_path_factory):
     keras.utils.set_random_seed(1)
     folder = tmp_path_factory.mktemp("export")
     out = folder / "saved_model"
-    with fast_jax_initializers():
-        model = build_anonymizer("unet_tiny")
-        rng = np.random.default_rng(1)
-        for variable in model.weights:
-            if "moving_mean" in variable.path:
-                variable.assign(rng.normal(0, 0.2, variable.shape).astype("float32"))
-            elif "moving_variance" in variable.path:
-                variable.assign(rng.uniform(0.5, 1.5, variable.shape).astype("float32"))
-        model.save(folder / "anonymizer.keras")
-        assert main(["--anonymizer", str(folder / "anonymizer.keras"), "--out", str(out)]) == 0
+    model = build_anonymizer("unet_tiny")
+    rng = np.random.default_rng(1)
+    for variable in model.weights:
+        if "moving_mean" in variable.path:
+            variable.assign(rng.normal(0, 0.2, variable.shape).astype("float32"))
+        elif "moving_variance" in variable.path:
+            variable.assign(rng.uniform(0.5, 1.5, variable.shape).astype("float32"))
+    model.save(folder / "anonymizer.keras")
+    assert main(["--anonymizer", str(folder / "anonymizer.keras"), "--out", str(out)]) == 0
     return model, out
 
 
