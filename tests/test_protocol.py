@@ -8,22 +8,10 @@ import pytest
 import tiny_models
 
 from keras_privacy.config import ExperimentConfig
-from keras_privacy.data import sources
-from keras_privacy.data.synthetic import write_synthetic_benchmark
 from keras_privacy.data.video import read_video
 from keras_privacy.evaluation import protocol
 from keras_privacy.models import registry
 from keras_privacy.models.unet import apply_per_frame
-
-
-@pytest.fixture(scope="module")
-def benchmark(tmp_path_factory):
-    root = tmp_path_factory.mktemp("synthetic")
-    write_synthetic_benchmark(
-        root, size=32, num_frames=12, videos_per_class=(2, 1), num_images=(12, 2, 8)
-    )
-    (root / sources._DONE).write_text("ok\n")
-    return root
 
 
 def tiny_config(benchmark, tmp_path, **overrides) -> ExperimentConfig:

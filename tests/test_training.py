@@ -17,24 +17,12 @@ import pytest
 
 from keras_privacy import checkpoint, training
 from keras_privacy.config import ExperimentConfig
-from keras_privacy.data import sources
-from keras_privacy.data.synthetic import write_synthetic_benchmark
 from keras_privacy.methods.spact import SPAct
 
 REPO = Path(__file__).resolve().parents[1]
 PHASES = ["identity", "action_init", "privacy_init", "minimax"]
 # Four action batches per epoch: the minimax takes them in pairs, so two steps per epoch.
 EPOCHS = {"identity": 1, "action_init": 1, "privacy_init": 1, "minimax": 2}
-
-
-@pytest.fixture(scope="module")
-def benchmark(tmp_path_factory):
-    root = tmp_path_factory.mktemp("synthetic")
-    write_synthetic_benchmark(
-        root, size=32, num_frames=12, videos_per_class=(2, 1), num_images=(12, 2, 8)
-    )
-    (root / sources._DONE).write_text("ok\n")
-    return root
 
 
 def tiny_config(benchmark, run_dir, **overrides) -> ExperimentConfig:
