@@ -16,22 +16,12 @@ from keras_privacy.models.unet import apply_per_frame
 
 def tiny_config(benchmark, tmp_path, **overrides) -> ExperimentConfig:
     settings = dict(
-        action_dataset="synthetic",
-        privacy_dataset="synthetic",
+        **tiny_models.TINY_RUN,
         synthetic_dir=str(benchmark),
         run_dir=str(tmp_path / "run"),
-        frame_size=32,
-        image_size=16,
-        clip_length=4,
-        clip_stride=2,
-        batch_size=4,
-        privacy_batch_size=4,
-        action_model="factorized_tiny",
-        privacy_backbone="resnet_tiny",
         eval_action_epochs=1,
         eval_privacy_epochs=1,
         eval_clips=2,
-        jit_compile=False,
     )
     config = ExperimentConfig(**(settings | overrides))
     config.validate()

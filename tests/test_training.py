@@ -14,6 +14,7 @@ from pathlib import Path
 import keras
 import numpy as np
 import pytest
+import tiny_models
 
 from keras_privacy import checkpoint, training
 from keras_privacy.config import ExperimentConfig
@@ -27,18 +28,9 @@ EPOCHS = {"identity": 1, "action_init": 1, "privacy_init": 1, "minimax": 2}
 
 def tiny_config(benchmark, run_dir, **overrides) -> ExperimentConfig:
     settings = dict(
-        action_dataset="synthetic",
-        privacy_dataset="synthetic",
+        **tiny_models.TINY_RUN,
         synthetic_dir=str(benchmark),
         run_dir=str(run_dir),
-        frame_size=32,
-        image_size=16,
-        clip_length=4,
-        clip_stride=2,
-        batch_size=4,
-        privacy_batch_size=4,
-        action_model="factorized_tiny",
-        privacy_backbone="resnet_tiny",
         anonymizer="unet_tiny",
         projection_hidden=16,
         projection_dim=8,
@@ -53,7 +45,6 @@ def tiny_config(benchmark, run_dir, **overrides) -> ExperimentConfig:
         action_lr=1e-2,
         privacy_lr=1e-2,
         steps_per_epoch=4,
-        jit_compile=False,
     )
     config = ExperimentConfig(**(settings | overrides))
     config.validate()

@@ -4,6 +4,21 @@ import keras
 import numpy as np
 from keras import layers
 
+TINY_RUN = dict(
+    action_dataset="synthetic",
+    privacy_dataset="synthetic",
+    frame_size=32,
+    image_size=16,
+    clip_length=4,
+    clip_stride=2,
+    batch_size=4,
+    privacy_batch_size=4,
+    action_model="factorized_tiny",
+    privacy_backbone="resnet_tiny",
+    jit_compile=False,
+)
+"""ExperimentConfig settings of a run on the tiny `benchmark` fixture with tiny models."""
+
 
 def anonymizer() -> keras.Model:
     inputs = keras.Input((None, None, 3))
