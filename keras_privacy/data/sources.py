@@ -20,19 +20,16 @@ from keras_privacy.data.hmdb51 import read_hmdb51
 from keras_privacy.data.ucf101 import read_ucf101
 from keras_privacy.data.vispr import read_vispr
 
-_DONE = ".complete"
-
 
 def synthetic_benchmark(directory: str | Path, seed: int = 0) -> Path:
     """The synthetic benchmark in `directory`, written first if it is not complete there or
-    was written by another version of the generator."""
+    was written by another version of the generator (the generator writes its `VERSION` file
+    last, so the file marks a complete benchmark)."""
     directory = Path(directory)
     version = directory / "VERSION"
-    current = version.is_file() and version.read_text().strip() == str(synthetic.VERSION)
-    if not ((directory / _DONE).exists() and current):
+    if not (version.is_file() and version.read_text().strip() == str(synthetic.VERSION)):
         logging.info("writing the synthetic benchmark to %s", directory)
         synthetic.write_synthetic_benchmark(directory, seed=seed)
-        (directory / _DONE).write_text("ok\n")
     return directory
 
 

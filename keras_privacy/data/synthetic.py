@@ -328,6 +328,7 @@ def write_synthetic_benchmark(
     )
     for folder in (paths.videos, paths.ucf_splits, paths.vispr):
         folder.mkdir(parents=True, exist_ok=True)
+    (root / "VERSION").unlink(missing_ok=True)  # written last: marks a complete benchmark
     boxes = _write_videos(paths, seed, size, num_frames, videos_per_class, fps)
     counts = dict(zip(("train", "val", "test"), num_images))
     boxes |= _write_images(paths, seed, size, counts)
