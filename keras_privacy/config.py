@@ -12,7 +12,8 @@ from dataclasses import field
 
 from keras_privacy.data.augment import SUPERVISED, AugmentConfig
 
-METHODS = ("spact",)
+METHODS = ("spact", "penalty", "vita", "meta")
+BUDGET_LOSSES = ("max_bce", "entropy")
 ACTION_DATASETS = ("synthetic", "ucf101", "hmdb51")
 PRIVACY_DATASETS = ("synthetic", "vispr")
 PAIR_SAMPLERS = ("random", "near", "far")
@@ -27,7 +28,14 @@ class ExperimentConfig:
     """Every setting of a training and evaluation run (see the README's flag table)."""
 
     # Run
-    method: str = field(default="spact", metadata=_help("Training method: spact.", "run"))
+    method: str = field(
+        default="spact",
+        metadata=_help(
+            "Training method: spact (self-supervised adversary), penalty (SPAct with the RMS "
+            "penalty), vita (supervised budget models), meta (meta generalisation).",
+            "run",
+        ),
+    )
     run_dir: str = field(
         default="runs/synthetic", metadata=_help("Checkpoints, logs, models, report.", "run")
     )
@@ -142,6 +150,51 @@ class ExperimentConfig:
     )
     penalty_budget: float = field(default=0.3, metadata=_help("B of the RMS penalty.", "train"))
 
+    # Supervised adversaries (vita, meta)
+    adversary_models: str = field(
+        default="resnet_tiny",
+        metadata=_help(
+            "Comma-separated image models: VITA's budget ensemble / meta's training attack "
+            "models. Trained on privacy labels (init: --privacy_init_*, minimax: --privacy_lr).",
+            "adversary",
+        ),
+    )
+    budget_loss: str = field(
+        default="max_bce",
+        metadata=_help(
+            "VITA's budget term: max_bce (BCE against all ones) | entropy.", "adversary"
+        ),
+    )
+    action_threshold: float = field(
+        default=0.7,
+        metadata=_help("f_T updates while its batch accuracy is below this (T1).", "adversary"),
+    )
+    adversary_threshold: float = field(
+        default=0.95,
+        metadata=_help(
+            "An adversary updates while its batch accuracy is below this (T2).", "adversary"
+        ),
+    )
+    restart_every: int = field(
+        default=0,
+        metadata=_help("VITA: restart the budget models every N steps (0 = never).", "adversary"),
+    )
+    meta_fraction: float = field(
+        default=0.6,
+        metadata=_help("Meta: share of attributes / attack models in support sets.", "adversary"),
+    )
+    meta_alpha: float = field(
+        default=5e-4, metadata=_help("Meta: virtual-training step size alpha.", "adversary")
+    )
+    meta_first_order: bool = field(
+        default=False,
+        metadata=_help(
+            "Meta: first-order meta-gradient (no second-order term). Beta is --anonymizer_lr "
+            "(an SGD step, as the paper).",
+            "adversary",
+        ),
+    )
+
     # Evaluation
     eval_methods: str = field(
         default="learned,raw,downsample_4x,blur_strong,blacken",
@@ -196,6 +249,7 @@ class ExperimentConfig:
         _one_of("action_dataset", self.action_dataset, ACTION_DATASETS)
         _one_of("privacy_dataset", self.privacy_dataset, PRIVACY_DATASETS)
         _one_of("pair_sampler", self.pair_sampler, PAIR_SAMPLERS)
+        _one_of("budget_loss", self.budget_loss, BUDGET_LOSSES)
         for name in ("image_size", "clip_length", "clip_stride", "batch_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name} must be at least 1, got {getattr(self, name)}")
@@ -243,6 +297,17 @@ class ExperimentConfig:
             raise ValueError(f"--eval_lr must be positive, got {self.eval_lr}")
         if self.penalty_weight < 0 or self.penalty_budget < 0:
             raise ValueError("--penalty_weight and --penalty_budget cannot be negative")
+        if self.method == "penalty" and self.penalty_weight == 0:
+            raise ValueError("--method=penalty needs --penalty_weight > 0 (lambda of the penalty)")
+        for name in ("action_threshold", "adversary_threshold"):
+            if not 0 < getattr(self, name) <= 1:
+                raise ValueError(f"--{name} must be in (0, 1], got {getattr(self, name)}")
+        if not 0 < self.meta_fraction < 1:
+            raise ValueError(f"--meta_fraction must be in (0, 1), got {self.meta_fraction}")
+        if self.restart_every < 0 or self.meta_alpha < 0:
+            raise ValueError("--restart_every and --meta_alpha cannot be negative")
+        if not self.adversary_model_names():
+            raise ValueError("--adversary_models names no model")
         if self.action_dataset != "synthetic" and not (
             self.action_cache or (self.action_annotations and self.action_root)
         ):
@@ -259,8 +324,19 @@ class ExperimentConfig:
             )
         self._validate_model_names()
 
+    def adversary_model_names(self) -> list[str]:
+        """The image models of `--adversary_models`, in order."""
+        return [name.strip() for name in self.adversary_models.split(",") if name.strip()]
+
     def _validate_model_names(self) -> None:
         from keras_privacy.models import registry
+
+        for name in self.adversary_model_names():
+            if name not in registry.IMAGE_MODELS:
+                raise ValueError(
+                    f"--adversary_models: {name!r} is not one of "
+                    f"{', '.join(sorted(registry.IMAGE_MODELS))}"
+                )
 
         for name, known in (
             ("anonymizer", registry.ANONYMIZERS),

@@ -17,21 +17,31 @@ from pathlib import Path
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from keras_privacy import checkpoint
 from keras_privacy.config import ExperimentConfig
 from keras_privacy.data import sources
 from keras_privacy.methods.engine import StatelessTrainer
-from keras_privacy.methods.init import ActionInit, IdentityInit, PrivacyInit
+from keras_privacy.methods.init import (
+    ActionInit,
+    IdentityInit,
+    PrivacyInit,
+    SupervisedPrivacyInit,
+)
+from keras_privacy.methods.meta import MetaGeneralization, epoch_splits
 from keras_privacy.methods.spact import SPAct, pair_batches
+from keras_privacy.methods.vita import VITA
 from keras_privacy.models import registry
-from keras_privacy.models.resnet import privacy_encoder, projection_head
+from keras_privacy.models.resnet import privacy_classifier, privacy_encoder, projection_head
 
 MODEL_FILES = {
     "anonymizer": "anonymizer.keras",
     "action": "action_model.keras",
     "privacy": "privacy_encoder.keras",
 }
+"""File names of the saved models; the supervised adversaries are saved as `adversary_<i>.keras`."""
+SUPERVISED_METHODS = ("vita", "meta")
 
 
 class TrainingDivergedError(RuntimeError):
@@ -54,15 +64,21 @@ class LinearWarmup(keras.optimizers.schedules.LearningRateSchedule):
         return {"target": self.target, "warmup_steps": self.warmup_steps}
 
 
+BATCH_KINDS = ("contrastive", "paired", "labelled", "meta")
+
+
 @dataclasses.dataclass
 class Phase:
-    """One stage of a run: a trainer for `epochs` epochs on single or paired batches."""
+    """One stage of a run: a trainer for `epochs` epochs on batches of one kind:
+    `contrastive` (clips + two views per privacy image), `paired` (two such batches per step,
+    SPAct's alternation), `labelled` (clips + privacy images with their labels) or `meta`
+    (labelled, with the support / query split of each iteration)."""
 
     name: str
     epochs: int
     make_trainer: Callable[[], StatelessTrainer]
     optimizers: Callable[[], dict[str, keras.optimizers.Optimizer]]
-    paired: bool = False
+    batches: str = "contrastive"
 
 
 @dataclasses.dataclass
@@ -74,33 +90,44 @@ class TrainResult:
     history: dict
 
 
-def build_models(config: ExperimentConfig, num_classes: int) -> dict[str, keras.Model]:
-    """f_A, f_T and f_B as the config names them, freshly initialised."""
-    anonymizer = registry.build_anonymizer(config.anonymizer)
-    action_model = registry.build_action_model(
-        config.action_model,
-        num_classes=num_classes,
-        input_shape=(config.clip_length, config.image_size, config.image_size, 3),
-    )
+def build_models(
+    config: ExperimentConfig, num_classes: int, num_attributes: int
+) -> dict[str, keras.Model]:
+    """f_A, f_T and the adversaries of `config.method`, freshly initialised: SPAct's
+    self-supervised privacy encoder f_B (`privacy`), or the supervised image models of
+    `--adversary_models` with one logit per attribute (`adversary_0`, ...)."""
+    models = {
+        "anonymizer": registry.build_anonymizer(config.anonymizer),
+        "action": registry.build_action_model(
+            config.action_model,
+            num_classes=num_classes,
+            input_shape=(config.clip_length, config.image_size, config.image_size, 3),
+        ),
+    }
+    if config.method in SUPERVISED_METHODS:
+        for i, name in enumerate(config.adversary_model_names()):
+            backbone = registry.build_image_backbone(name)
+            models[f"adversary_{i}"] = privacy_classifier(
+                backbone, num_attributes, name=f"adversary_{i}_{name}"
+            )
+        return models
     backbone = registry.build_image_backbone(config.privacy_backbone)
     head = projection_head(
         backbone.output_shape[-1], hidden=config.projection_hidden, output=config.projection_dim
     )
-    return {
-        "anonymizer": anonymizer,
-        "action": action_model,
-        "privacy": privacy_encoder(backbone, head),
-    }
+    models["privacy"] = privacy_encoder(backbone, head)
+    return models
 
 
 def training_phases(
     config: ExperimentConfig, models: dict[str, keras.Model], steps_per_epoch: int
 ) -> list[Phase]:
-    """The phases of `config.method`, in order."""
+    """The phases of `config.method`, in order: identity, action and privacy initialisation,
+    then the minimax."""
     adam = keras.optimizers.Adam
-    anonymizer, action, privacy = models["anonymizer"], models["action"], models["privacy"]
+    anonymizer, action = models["anonymizer"], models["action"]
     warmup_steps = config.identity_warmup_epochs * steps_per_epoch
-    return [
+    phases = [
         Phase(
             "identity",
             config.identity_epochs,
@@ -113,6 +140,11 @@ def training_phases(
             lambda: ActionInit(anonymizer, action),
             lambda: {"action": adam(config.action_init_lr)},
         ),
+    ]
+    if config.method in SUPERVISED_METHODS:
+        return phases + _supervised_phases(config, models)
+    privacy = models["privacy"]
+    return phases + [
         Phase(
             "privacy_init",
             config.privacy_init_epochs,
@@ -137,9 +169,94 @@ def training_phases(
                 "action": adam(config.action_lr),
                 "privacy": adam(config.privacy_lr),
             },
-            paired=True,
+            batches="paired",
         ),
     ]
+
+
+def _supervised_phases(config: ExperimentConfig, models: dict[str, keras.Model]) -> list[Phase]:
+    """VITA's or meta generalisation's adversary initialisation and minimax."""
+    adam = keras.optimizers.Adam
+    anonymizer, action = models["anonymizer"], models["action"]
+    adversaries = [model for name, model in models.items() if name.startswith("adversary_")]
+    init_groups = {f"adversary_{i}": model for i, model in enumerate(adversaries)}
+    init = Phase(
+        "privacy_init",
+        config.privacy_init_epochs,
+        lambda: SupervisedPrivacyInit(anonymizer, init_groups),
+        lambda: {group: adam(config.privacy_init_lr) for group in init_groups},
+        batches="labelled",
+    )
+    if config.method == "vita":
+        minimax = Phase(
+            "minimax",
+            config.minimax_epochs,
+            lambda: VITA(
+                anonymizer,
+                action,
+                adversaries,
+                budget_weight=config.privacy_weight,
+                budget_loss=config.budget_loss,
+                action_threshold=config.action_threshold,
+                budget_threshold=config.adversary_threshold,
+                restart_every=config.restart_every,
+                penalty_weight=config.penalty_weight,
+                penalty_budget=config.penalty_budget,
+            ),
+            lambda: {
+                "anonymizer": adam(config.anonymizer_lr),
+                "action": adam(config.action_lr),
+                **{f"budget_{i}": adam(config.privacy_lr) for i in range(len(adversaries))},
+            },
+            batches="labelled",
+        )
+    else:
+        minimax = Phase(
+            "minimax",
+            config.minimax_epochs,
+            lambda: MetaGeneralization(
+                anonymizer,
+                action,
+                adversaries,
+                privacy_weight=config.privacy_weight,
+                alpha=config.meta_alpha,
+                first_order=config.meta_first_order,
+                action_threshold=config.action_threshold,
+                attack_threshold=config.adversary_threshold,
+            ),
+            lambda: {
+                "anonymizer": keras.optimizers.SGD(config.anonymizer_lr),
+                "action": adam(config.action_lr),
+                **{f"attack_{i}": adam(config.privacy_lr) for i in range(len(adversaries))},
+            },
+            batches="meta",
+        )
+    return [init, minimax]
+
+
+def phase_dataset(
+    phase: Phase, data: sources.TrainingData, epoch: int, steps: int, num_models: int
+) -> tf.data.Dataset:
+    """The batches of `phase` for the run's `epoch` (a distinct seed per epoch)."""
+    if phase.batches == "contrastive":
+        return data.dataset(epoch=epoch, steps=steps)
+    if phase.batches == "paired":
+        return pair_batches(data.dataset(epoch=epoch, steps=steps))
+    labelled = data.dataset(epoch=epoch, steps=steps, labelled=True)
+    if phase.batches == "labelled":
+        return labelled
+    config = data.config
+    splits = epoch_splits(
+        config.seed,
+        epoch,
+        steps,
+        num_images=config.privacy_batch_size,
+        num_attributes=len(data.attribute_names),
+        num_models=num_models,
+        fraction=config.meta_fraction,
+    )
+    masks = tf.data.Dataset.from_tensor_slices(splits)
+    return tf.data.Dataset.zip(labelled, masks).map(lambda batch, split: {**batch, **split})
 
 
 class _FailOnNonFinite(keras.callbacks.Callback):
@@ -168,7 +285,7 @@ def train(
     keras.utils.set_random_seed(config.seed)
 
     data = sources.training_data(config)
-    models = build_models(config, num_classes=len(data.class_names))
+    models = build_models(config, len(data.class_names), len(data.attribute_names))
     steps = config.steps_per_epoch or data.steps_per_epoch
     phases = training_phases(config, models, steps)
     names = [phase.name for phase in phases]
@@ -195,9 +312,9 @@ def train(
         if state is not None and state["phase"] == phase.name and done > 0:
             checkpoint.restore_optimizer(state, trainer.optimizer)
         for epoch in range(done, phase.epochs):
-            dataset = data.dataset(epoch=_global_epoch(phases, index, epoch), steps=steps)
-            if phase.paired:
-                dataset = pair_batches(dataset)
+            dataset = phase_dataset(
+                phase, data, _global_epoch(phases, index, epoch), steps, len(models) - 2
+            )
             guard = _FailOnNonFinite()
             logs = trainer.fit(
                 dataset,
@@ -228,9 +345,9 @@ def train(
         state = checkpoint.latest_checkpoint(run_dir)
 
     paths = {}
-    for name, filename in MODEL_FILES.items():
-        paths[name] = run_dir / filename
-        models[name].save(paths[name])
+    for name, model in models.items():
+        paths[name] = run_dir / MODEL_FILES.get(name, f"{name}.keras")
+        model.save(paths[name])
     (run_dir / "history.json").write_text(json.dumps(history, indent=1))
     return TrainResult(run_dir=run_dir, model_paths=paths, history=history)
 

@@ -289,3 +289,55 @@ def test_train_cli_names_a_nonsense_flag(tmp_path):
     assert "--minimax_epochs cannot be negative, got -1" in completed.stderr
     assert "Traceback" not in completed.stderr
     assert not run_dir.exists(), "the run started before the flags were checked"
+
+
+@pytest.mark.parametrize(
+    "method, overrides, minimax_trainer",
+    [
+        ("vita", {"adversary_models": "resnet_tiny,resnet_tiny", "restart_every": 1}, "VITA"),
+        ("meta", {"adversary_models": "resnet_tiny,resnet_tiny"}, "MetaGeneralization"),
+        ("penalty", {"penalty_weight": 1.0, "penalty_budget": 0.0}, "SPAct"),
+    ],
+)
+def test_every_method_trains_through_train(
+    benchmark, tmp_path, method, overrides, minimax_trainer
+):
+    # Thresholds of 1 keep every player updating, so each optimizer must advance.
+    config = tiny_config(
+        benchmark,
+        tmp_path / method,
+        method=method,
+        minimax_epochs=1,
+        action_threshold=1.0,
+        adversary_threshold=1.0,
+        **overrides,
+    )
+    recorder = EpochRecorder()
+    result, models = train_capturing_models(config, callbacks=[recorder])
+    supervised = method in ("vita", "meta")
+    init = "SupervisedPrivacyInit" if supervised else "PrivacyInit"
+    assert [name for name, _ in recorder.epochs] == [
+        "IdentityInit",
+        "ActionInit",
+        init,
+        minimax_trainer,
+    ]
+    expected = {"anonymizer", "action"} | (
+        {"adversary_0", "adversary_1"} if supervised else {"privacy"}
+    )
+    assert set(result.model_paths) == expected
+    assert all(path.is_file() for path in result.model_paths.values())
+    for name in expected - {"anonymizer", "action"}:
+        logits = models[name](np.zeros((2, config.image_size, config.image_size, 3)))
+        width = 5 if supervised else config.projection_dim
+        assert keras.ops.shape(logits) == (2, width)
+    history = result.history
+    assert set(history) == set(PHASES)
+    for logs in history.values():
+        assert all(math.isfinite(v) for values in logs.values() for v in values)
+    if method == "vita":
+        assert {"budget_loss", "anonymizer_budget_term"} <= set(history["minimax"])
+    if method == "meta":
+        assert {"meta_train_loss", "meta_test_loss", "attack_loss"} <= set(history["minimax"])
+    if method == "penalty":
+        assert history["minimax"]["penalty"][0] > 0

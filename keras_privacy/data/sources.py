@@ -75,8 +75,11 @@ class TrainingData:
         """Batches in one pass over the action videos."""
         return max(1, pipelines.count_examples(self.videos) // self.config.batch_size)
 
-    def dataset(self, epoch: int, steps: int):
-        """`steps` batches of the minimax format for `epoch` (seeded by seed and epoch)."""
+    def dataset(self, epoch: int, steps: int, labelled: bool = False):
+        """`steps` batches of the minimax format for `epoch` (seeded by seed and epoch).
+
+        Privacy images come as two contrastive `views` each (SPAct), or with `labelled` as
+        augmented `images` with their `privacy` labels (the supervised adversaries)."""
         c = self.config
         seed = c.seed * 1000 + epoch
         action = pipelines.action_train_dataset(
@@ -90,9 +93,14 @@ class TrainingData:
             config=c.action_augmentation(),
             epochs=None,
         )
-        privacy = pipelines.privacy_pair_dataset(
-            self.images, c.privacy_batch_size, c.image_size, seed=seed
-        )
+        if labelled:
+            privacy = pipelines.privacy_labelled_dataset(
+                self.images, c.privacy_batch_size, c.image_size, True, seed=seed, epochs=None
+            )
+        else:
+            privacy = pipelines.privacy_pair_dataset(
+                self.images, c.privacy_batch_size, c.image_size, seed=seed
+            )
         return pipelines.minimax_dataset(action, privacy).take(steps)
 
     def fixed_clip(self) -> np.ndarray:

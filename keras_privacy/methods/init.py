@@ -2,10 +2,13 @@
 
 1. `IdentityInit`: f_A learns the identity (L1 reconstruction) on privacy images and frames.
 2. `ActionInit`: f_T learns the action from f_A(x), f_A frozen (cross-entropy).
-3. `PrivacyInit`: f_B learns NT-Xent on f_A(x), f_A frozen.
+3. `PrivacyInit`: f_B learns NT-Xent on f_A(x), f_A frozen (SPAct); or
+   `SupervisedPrivacyInit`: the supervised adversaries (VITA's budget models, the meta attack
+   models) learn the privacy labels of f_A(x), f_A frozen (multi-label BCE).
 
-They take single batches in the format of `keras_privacy.methods.spact` (not pairs), each trains
-one group, and each is a plain `fit`, so it can run alone and be resumed from a checkpoint.
+They take single batches in the format of `keras_privacy.methods.spact` (not pairs; labelled
+images for `SupervisedPrivacyInit`), each trains its own groups, and each is a plain `fit`, so
+it can run alone and be resumed from a checkpoint.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from keras_privacy.methods.spact import (
     pair_inputs,
     privacy_loss,
 )
+from keras_privacy.methods.vita import multilabel_accuracy
 
 
 class IdentityInit(StatelessTrainer):
@@ -110,3 +114,40 @@ class PrivacyInit(StatelessTrainer):
         first, second = anonymized[:num], anonymized[num:]
         loss, state = privacy_loss(self, values, first, second, self.temperature, training=True)
         return loss, {"logs": {"privacy_loss": loss}, "non_trainable": {"privacy": state}}
+
+
+class SupervisedPrivacyInit(StatelessTrainer):
+    """Train each adversary on the privacy labels of images anonymized by the frozen f_A.
+
+    `adversaries` maps group names (as the minimax trainer names them: `budget_0`, ...) to image
+    models with one logit per attribute; each is its own group with its own optimizer."""
+
+    log_names = ("privacy_loss", "privacy_accuracy")
+
+    def __init__(self, anonymizer: keras.Model, adversaries: dict[str, keras.Model], **kwargs):
+        if not adversaries:
+            raise ValueError("SupervisedPrivacyInit needs at least one adversary")
+        super().__init__(**kwargs)
+        self.anonymizer = anonymizer
+        self.adversaries = dict(adversaries)
+
+    def groups(self) -> dict[str, keras.Model]:
+        return {"anonymizer": self.anonymizer, **self.adversaries}
+
+    def updates(self, data) -> list[Update]:
+        # One update over every adversary: each group's gradient comes from its own term only.
+        return [Update(tuple(self.adversaries), lambda values: self._loss(values, data))]
+
+    def _loss(self, values, batch):
+        anonymized, _ = self.run("anonymizer", values, batch["images"], training=False)
+        anonymized = ops.stop_gradient(anonymized)
+        total, accuracy, states = 0.0, 0.0, {}
+        for group in self.adversaries:
+            logits, states[group] = self.run(group, values, anonymized, training=True)
+            total = total + losses.masked_binary_cross_entropy(batch["privacy"], logits)
+            accuracy = accuracy + multilabel_accuracy(batch["privacy"], logits)
+        count = float(len(self.adversaries))
+        return total, {
+            "logs": {"privacy_loss": total / count, "privacy_accuracy": accuracy / count},
+            "non_trainable": states,
+        }

@@ -86,6 +86,38 @@ def split_masks(
     }
 
 
+def epoch_splits(
+    seed: int,
+    epoch: int,
+    steps: int,
+    num_images: int,
+    num_attributes: int,
+    num_models: int,
+    fraction: float = 0.6,
+) -> dict[str, np.ndarray]:
+    """The `split_masks` of every iteration of one epoch, stacked on a leading (steps,) axis.
+
+    The attribute and model orders are drawn once per epoch (Algorithm 1), from a generator
+    seeded by (seed, epoch), so a resumed run sees the same splits."""
+    rng = np.random.default_rng([seed, epoch])
+    attribute_order = rng.permutation(num_attributes)
+    model_order = rng.permutation(num_models)
+    per_step = [
+        split_masks(
+            rng,
+            epoch * steps + step + 1,
+            num_images,
+            num_attributes,
+            num_models,
+            attribute_order,
+            model_order,
+            fraction,
+        )
+        for step in range(steps)
+    ]
+    return {key: np.stack([masks[key] for masks in per_step]) for key in per_step[0]}
+
+
 @keras.saving.register_keras_serializable(package="keras_privacy")
 class MetaGeneralization(StatelessTrainer):
     """Algorithm 1 of the meta-generalisation paper over f_A, f_T and K attack models.
