@@ -100,6 +100,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command of `argv` (default: the command line); returns the exit status."""
     args = _parser().parse_args(argv)
     if args.command == "synthetic":
         paths = write_synthetic_benchmark(args.out, seed=args.seed)

@@ -45,7 +45,9 @@ _HOG_WINDOW_HEIGHT = 128
 class Detector(Protocol):
     """Anything that gives the boxes of each frame of a (T, H, W, 3) clip."""
 
-    def detect_clip(self, clip: np.ndarray) -> list[np.ndarray]: ...
+    def detect_clip(self, clip: np.ndarray) -> list[np.ndarray]:
+        """One (N, 4) array of (x1, y1, x2, y2) pixel boxes per frame of `clip`."""
+        ...
 
 
 def to_uint8(frames: np.ndarray) -> np.ndarray:

@@ -169,6 +169,7 @@ class MetaGeneralization(StatelessTrainer):
 
     @property
     def attack_groups(self) -> list[str]:
+        """The optimizer group names of the attack models: `attack_0`, `attack_1`, ..."""
         return [f"attack_{i}" for i in range(len(self.attack_models))]
 
     def groups(self) -> dict[str, keras.Model]:

@@ -103,6 +103,7 @@ class VITA(StatelessTrainer):
 
     @property
     def budget_groups(self) -> list[str]:
+        """The optimizer group names of the budget models: `budget_0`, `budget_1`, ..."""
         return [f"budget_{i}" for i in range(len(self.budget_models))]
 
     def call(self, clips, training=False):

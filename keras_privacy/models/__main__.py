@@ -15,6 +15,7 @@ def trainable_parameters(model) -> int:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Run the command of `argv` (default: the command line): list the models or count one."""
     parser = argparse.ArgumentParser(prog="python -m keras_privacy.models")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="Every registered model name, by kind.")
