@@ -1,4 +1,5 @@
-"""R3D-18: torchvision's `video.r3d_18` layout in Keras, and SPAct's variant of it."""
+"""3D ResNets: R3D-18 (torchvision's `video.r3d_18` layout) and SPAct's variant of it, and
+R3D-50 (the bottleneck 3D ResNet-50 of Hara et al.'s 3D-ResNets-PyTorch)."""
 
 from __future__ import annotations
 
@@ -112,3 +113,63 @@ def r3d_18_spact(num_classes: int = 400, name: str = "r3d_18_spact", **kwargs) -
         name=name,
         **kwargs,
     )
+
+
+def conv_bn_3d(x, filters: int, kernel, strides, name: str, relu: bool = True):
+    """Conv3D padded like PyTorch (kernel // 2 on each side), no bias, BatchNorm, optional ReLU."""
+    kernel = (kernel,) * 3 if isinstance(kernel, int) else tuple(kernel)
+    if max(kernel) > 1:
+        x = layers.ZeroPadding3D(tuple(k // 2 for k in kernel), name=f"{name}_pad")(x)
+    x = layers.Conv3D(filters, kernel, strides=strides, use_bias=False, name=f"{name}_conv")(x)
+    x = layers.BatchNormalization(**BN, name=f"{name}_bn")(x)
+    return layers.ReLU(name=f"{name}_relu")(x) if relu else x
+
+
+def bottleneck_block_3d(x, width: int, strides: int, name: str):
+    """1x1x1 - 3x3x3 (strided) - 1x1x1 x4 with a 1x1x1 convolution + BN shortcut where the
+    shape changes (shortcut type B)."""
+    shortcut = x
+    if strides > 1 or x.shape[-1] != 4 * width:
+        shortcut = conv_bn_3d(x, 4 * width, 1, strides, f"{name}_downsample", relu=False)
+    x = conv_bn_3d(x, width, 1, 1, f"{name}_1")
+    x = conv_bn_3d(x, width, 3, strides, f"{name}_2")
+    x = conv_bn_3d(x, 4 * width, 1, 1, f"{name}_3", relu=False)
+    return layers.ReLU(name=f"{name}_out")(layers.Add(name=f"{name}_add")([shortcut, x]))
+
+
+def r3d_50(
+    num_classes: int = 400,
+    widths: Sequence[int] = (64, 128, 256, 512),
+    blocks: Sequence[int] = (3, 4, 6, 3),
+    stem_width: int = 64,
+    include_top: bool = True,
+    dropout: float = 0.0,
+    input_shape: tuple = (None, None, None, 3),
+    name: str = "r3d_50",
+) -> keras.Model:
+    """R3D-50 on clips (B, T, H, W, 3) in [0, 1], in the layout of Hara et al.'s
+    3D-ResNets-PyTorch `resnet.generate_model(50)` (the usual Kinetics R3D-50; torchvision has
+    none): stem Conv3D (7, 7, 7) stride (1, 2, 2) padding (3, 3, 3), BN, ReLU, 3x3x3 max-pool
+    stride 2 (time included) padding 1; four stages of bottleneck blocks (3, 4, 6, 3), stride
+    2 from the second stage on (on the 3x3x3 convolution, in time and space); global average
+    pooling and a Dense head (pooled 2048 features when `include_top=False`). Padding is
+    explicit, as PyTorch's. At the defaults it has 47,018,576 parameters.
+    """
+    inputs = keras.Input(input_shape, name="clips")
+    x = layers.ZeroPadding3D((3, 3, 3), name="stem_pad")(inputs)
+    x = layers.Conv3D(stem_width, 7, strides=(1, 2, 2), use_bias=False, name="stem_conv")(x)
+    x = layers.BatchNormalization(**BN, name="stem_bn")(x)
+    x = layers.ReLU(name="stem_relu")(x)
+    # Zeros pad like PyTorch's -inf here, as the input is post-ReLU (>= 0).
+    x = layers.ZeroPadding3D(1, name="stem_pool_pad")(x)
+    x = layers.MaxPooling3D(3, strides=2, name="stem_pool")(x)
+    for stage, (width, count) in enumerate(zip(widths, blocks)):
+        for block in range(count):
+            strides = 2 if block == 0 and stage > 0 else 1
+            x = bottleneck_block_3d(x, width, strides, name=f"layer{stage + 1}_{block}")
+    x = layers.GlobalAveragePooling3D(name="pool")(x)
+    if include_top:
+        if dropout:
+            x = layers.Dropout(dropout, name="dropout")(x)
+        x = layers.Dense(num_classes, dtype="float32", name="fc")(x)
+    return keras.Model(inputs, x, name=name)

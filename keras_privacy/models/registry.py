@@ -11,11 +11,25 @@ from collections.abc import Callable
 
 import keras
 
-from keras_privacy.models import factorized, r3d, resnet, unet
+from keras_privacy.models import (
+    c3d,
+    factorized,
+    mobilenet,
+    r2plus1d,
+    r3d,
+    resnet,
+    unet,
+    unetpp,
+    vita_net,
+)
 
 ACTION_MODELS: dict[str, Callable[..., keras.Model]] = {
     "r3d_18": r3d.r3d_18,
     "r3d_18_spact": r3d.r3d_18_spact,
+    "r2plus1d_18": r2plus1d.r2plus1d_18,
+    "r3d_50": r3d.r3d_50,
+    # C3D flattens its last pooled volume: fixed clip shape, 16 frames of 112 x 112 by default.
+    "c3d": c3d.c3d,
     # SPAct's R3D at 1/8 width and one block per stage, for the synthetic benchmark and tests.
     "r3d_tiny": functools.partial(
         r3d.r3d_18_spact,
@@ -26,6 +40,22 @@ ACTION_MODELS: dict[str, Callable[..., keras.Model]] = {
     ),
     # A (2+1)D CNN built from 2-D convolutions, ~20x faster than r3d_tiny on a CPU: the
     # synthetic benchmark's f_T. Needs a fixed input_shape.
+    # Small variants of the above (1/8 width, one block per stage) for tests and CPU runs.
+    "r2plus1d_tiny": functools.partial(
+        r2plus1d.r2plus1d_18,
+        widths=(8, 16, 32, 64),
+        blocks=(1, 1, 1, 1),
+        stem_width=8,
+        stem_mid_width=6,
+        name="r2plus1d_tiny",
+    ),
+    "r3d_50_tiny": functools.partial(
+        r3d.r3d_50, widths=(4, 8, 16, 32), blocks=(1, 1, 1, 1), stem_width=8, name="r3d_50_tiny"
+    ),
+    # Global average pooling instead of the flatten: clips of >= 16 frames, any size.
+    "c3d_tiny": functools.partial(
+        c3d.c3d, widths=(8, 16, 32, 64, 64), fc_width=64, flatten=False, name="c3d_tiny"
+    ),
     "factorized_tiny": functools.partial(factorized.factorized_cnn, name="factorized_tiny"),
     # The same with frame differences at the input: learns motion in a few epochs.
     "factorized_tiny_diff": functools.partial(
@@ -52,6 +82,18 @@ IMAGE_MODELS: dict[str, Callable[..., keras.Model]] = {
         bottleneck=False,
         name="resnet_tiny",
     ),
+    **{
+        f"mobilenet_v1_{alpha}": functools.partial(
+            mobilenet.mobilenet_v1, alpha=alpha, name=f"mobilenet_v1_{alpha}"
+        )
+        for alpha in (0.25, 0.5, 0.75, 1.0)
+    },
+    **{
+        f"mobilenet_v2_{alpha}": functools.partial(
+            mobilenet.mobilenet_v2, alpha=alpha, name=f"mobilenet_v2_{alpha}"
+        )
+        for alpha in (0.35, 0.5, 0.75, 1.0, 1.3, 1.4)
+    },
 }
 """Images (B, H, W, 3) in [0, 1] -> pooled features (with `num_classes`: logits)."""
 
@@ -59,6 +101,18 @@ ANONYMIZERS: dict[str, Callable[..., keras.Model]] = {
     "unet": unet.unet,
     "unet_small": functools.partial(unet.unet, widths=(16, 32, 64, 128)),
     "unet_tiny": functools.partial(unet.unet, widths=(8, 16, 32)),
+    # TeD-SPAD's f_A: UNet++ on a ResNet-18 encoder of depth 4 (H, W multiples of 16).
+    "unetpp": unetpp.unet_plus_plus,
+    "unetpp_tiny": functools.partial(
+        unetpp.unet_plus_plus,
+        encoder_depth=3,
+        encoder_widths=(8, 8, 16),
+        encoder_blocks=(1, 1),
+        decoder_widths=(16, 8, 8),
+    ),
+    # VITA's f_d, the residual image-transformation network (H, W multiples of 4).
+    "vita": vita_net.vita_transform,
+    "vita_tiny": functools.partial(vita_net.vita_transform, widths=(8, 16, 32), residual_blocks=2),
 }
 """Frames (B, H, W, 3) in [0, 1] -> frames in [0, 1]."""
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
+from fractions import Fraction
 
 import keras
 from keras import layers, ops
 
-from keras_privacy.models.layers import BilinearUpSampling2D
+from keras_privacy.models.layers import BilinearUpSampling2D, SpatialSubsample
 
 BN = {"momentum": 0.9, "epsilon": 1e-5}  # PyTorch's BatchNorm defaults
 
@@ -60,9 +62,39 @@ def unet(
 
 
 def downsampling_factor(anonymizer: keras.Model) -> int:
-    """The factor H and W must be divisible by: 2 ** (number of pooling layers)."""
-    pools = [layer for layer in anonymizer.layers if isinstance(layer, layers.MaxPooling2D)]
-    return 2 ** len(pools)
+    """The factor H and W must be divisible by: the largest down-sampling of any feature map
+    relative to the input (2 ** pooling layers for the UNet, 16 for UNet++, 4 for VITA's net).
+
+    Follows the graph from the input, multiplying by the strides of convolutions and pooling
+    layers and dividing by up-sampling sizes and transposed-convolution strides.
+    """
+    scale = {id(tensor): Fraction(1) for tensor in anonymizer.inputs}
+    factor = Fraction(1)
+    for layer in anonymizer.layers:
+        for node in layer._inbound_nodes:
+            inputs = [scale.get(id(tensor)) for tensor in node.input_tensors]
+            if not inputs or any(value is None for value in inputs):
+                continue
+            value = max(inputs) * _layer_scale(layer)
+            factor = max(factor, value)
+            for tensor in node.output_tensors:
+                scale[id(tensor)] = value
+    return math.ceil(factor)
+
+
+def _layer_scale(layer) -> Fraction:
+    """How much `layer` down-samples H and W (a fraction below 1 for up-sampling)."""
+    if isinstance(layer, layers.Conv2DTranspose):
+        return Fraction(1, max(layer.strides))
+    if isinstance(layer, (layers.UpSampling2D, BilinearUpSampling2D)):
+        size = layer.size
+        return Fraction(1, max(size) if isinstance(size, (tuple, list)) else size)
+    if isinstance(layer, SpatialSubsample):
+        return Fraction(layer.factor)
+    strides = getattr(layer, "strides", None)
+    if strides is None:
+        return Fraction(1)
+    return Fraction(max(strides) if isinstance(strides, (tuple, list)) else strides)
 
 
 def apply_per_frame(model: Callable, clips):

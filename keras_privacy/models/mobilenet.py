@@ -1,0 +1,51 @@
+"""MobileNet-V1 and -V2 at any width multiplier, from `keras.applications` (weights=None).
+
+The attack models of the meta-generalisation paper (after VITA) are MobileNet-V2 at several
+width multipliers for training and MobileNet-V1 0.25 - 1.0 among those for testing; SPAct
+evaluates against MobileNet-V1. As the ResNets of `resnet.py`, these take images in [0, 1]
+as they are (no input scaling layer: Keras' `preprocess_input` maps to [-1, 1], which only
+matters for ImageNet weights, and none are loaded here).
+"""
+
+from __future__ import annotations
+
+import keras
+from keras import layers
+
+
+def _with_head(base: keras.Model, num_classes: int | None, name: str) -> keras.Model:
+    """`base`'s graph (pooled features) under `name`, with a Dense head when `num_classes`."""
+    x = base.output
+    if num_classes is not None:
+        x = layers.Dense(num_classes, dtype="float32", name="fc")(x)
+    return keras.Model(base.input, x, name=name)
+
+
+def mobilenet_v1(
+    alpha: float = 1.0,
+    num_classes: int | None = None,
+    input_shape: tuple = (None, None, 3),
+    name: str = "mobilenet_v1",
+) -> keras.Model:
+    """MobileNet-V1 (Howard et al., 2017) at width multiplier `alpha` on images (B, H, W, 3)
+    in [0, 1] -> pooled features (1024 * alpha), or logits with `num_classes`. H and W of at
+    least 32."""
+    base = keras.applications.MobileNet(
+        input_shape=input_shape, alpha=alpha, include_top=False, weights=None, pooling="avg"
+    )
+    return _with_head(base, num_classes, name)
+
+
+def mobilenet_v2(
+    alpha: float = 1.0,
+    num_classes: int | None = None,
+    input_shape: tuple = (None, None, 3),
+    name: str = "mobilenet_v2",
+) -> keras.Model:
+    """MobileNet-V2 (Sandler et al., 2018) at width multiplier `alpha` on images (B, H, W, 3)
+    in [0, 1] -> pooled features (1280, or 1280 * alpha above 1), or logits with
+    `num_classes`. H and W of at least 32."""
+    base = keras.applications.MobileNetV2(
+        input_shape=input_shape, alpha=alpha, include_top=False, weights=None, pooling="avg"
+    )
+    return _with_head(base, num_classes, name)

@@ -1,0 +1,97 @@
+"""R(2+1)D-18: torchvision's `video.r2plus1d_18` layout in Keras.
+
+Every 3x3x3 convolution of R3D-18 is factorised into a (1, 3, 3) spatial convolution to
+`mid` channels, BatchNorm, ReLU and a (3, 1, 1) temporal convolution, where
+mid = (in * out * 27) // (in * 9 + 3 * out) keeps the parameter count of the 3x3x3 one
+(Tran et al., 2018). Layer names follow `r3d.r3d_18` with `_spatial` / `_temporal` parts, so
+`keras_privacy.convert` maps torchvision's state dict onto them one to one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import keras
+from keras import layers
+
+from keras_privacy.models.r3d import BN
+
+
+def mid_width(in_width: int, out_width: int) -> int:
+    """torchvision's intermediate width of a (2+1)D convolution from `in_width` to `out_width`."""
+    return (in_width * out_width * 27) // (in_width * 9 + 3 * out_width)
+
+
+def conv2plus1d(x, filters: int, mid: int, stride: int, name: str):
+    """torchvision's Conv2Plus1D: (1, 3, 3) conv stride (1, s, s), BN, ReLU, (3, 1, 1) conv
+    stride (s, 1, 1); padding (0, 1, 1) then (1, 0, 0), explicit as in PyTorch; no bias."""
+    x = layers.ZeroPadding3D((0, 1, 1), name=f"{name}_spatial_pad")(x)
+    x = layers.Conv3D(
+        mid, (1, 3, 3), strides=(1, stride, stride), use_bias=False, name=f"{name}_spatial_conv"
+    )(x)
+    x = layers.BatchNormalization(**BN, name=f"{name}_spatial_bn")(x)
+    x = layers.ReLU(name=f"{name}_spatial_relu")(x)
+    x = layers.ZeroPadding3D((1, 0, 0), name=f"{name}_temporal_pad")(x)
+    return layers.Conv3D(
+        filters, (3, 1, 1), strides=(stride, 1, 1), use_bias=False, name=f"{name}_temporal_conv"
+    )(x)
+
+
+def basic_block(x, filters: int, stride: int, name: str):
+    """torchvision's BasicBlock with Conv2Plus1D: both convolutions use the mid width computed
+    from the block's input and output widths."""
+    mid = mid_width(x.shape[-1], filters)
+    shortcut = x
+    if stride > 1 or x.shape[-1] != filters:
+        shortcut = layers.Conv3D(
+            filters, 1, strides=stride, use_bias=False, name=f"{name}_downsample_conv"
+        )(x)
+        shortcut = layers.BatchNormalization(**BN, name=f"{name}_downsample_bn")(shortcut)
+    x = conv2plus1d(x, filters, mid, stride, name=f"{name}_1")
+    x = layers.BatchNormalization(**BN, name=f"{name}_1_bn")(x)
+    x = layers.ReLU(name=f"{name}_1_relu")(x)
+    x = conv2plus1d(x, filters, mid, 1, name=f"{name}_2")
+    x = layers.BatchNormalization(**BN, name=f"{name}_2_bn")(x)
+    x = layers.Add(name=f"{name}_add")([shortcut, x])
+    return layers.ReLU(name=f"{name}_out")(x)
+
+
+def r2plus1d_18(
+    num_classes: int = 400,
+    widths: Sequence[int] = (64, 128, 256, 512),
+    blocks: Sequence[int] = (2, 2, 2, 2),
+    stem_width: int = 64,
+    stem_mid_width: int = 45,
+    include_top: bool = True,
+    dropout: float = 0.0,
+    input_shape: tuple = (None, None, None, 3),
+    name: str = "r2plus1d_18",
+) -> keras.Model:
+    """R(2+1)D-18 on clips (B, T, H, W, 3) in [0, 1], torchvision's exact layout: stem
+    (1, 7, 7) conv stride (1, 2, 2) to 45 channels, BN, ReLU, (3, 1, 1) conv to 64, BN, ReLU;
+    four stages of (2+1)D BasicBlocks (first stride 1, then 2 in time and space; 1x1x1
+    convolution + BN shortcut where the shape changes); global average pooling; a Dense head
+    (pooled features when `include_top=False`). At the defaults it has torchvision's
+    31,505,325 parameters.
+    """
+    inputs = keras.Input(input_shape, name="clips")
+    x = layers.ZeroPadding3D((0, 3, 3), name="stem_spatial_pad")(inputs)
+    x = layers.Conv3D(
+        stem_mid_width, (1, 7, 7), strides=(1, 2, 2), use_bias=False, name="stem_spatial_conv"
+    )(x)
+    x = layers.BatchNormalization(**BN, name="stem_spatial_bn")(x)
+    x = layers.ReLU(name="stem_spatial_relu")(x)
+    x = layers.ZeroPadding3D((1, 0, 0), name="stem_temporal_pad")(x)
+    x = layers.Conv3D(stem_width, (3, 1, 1), use_bias=False, name="stem_temporal_conv")(x)
+    x = layers.BatchNormalization(**BN, name="stem_bn")(x)
+    x = layers.ReLU(name="stem_relu")(x)
+    for stage, (width, count) in enumerate(zip(widths, blocks)):
+        for block in range(count):
+            stride = 2 if block == 0 and stage > 0 else 1
+            x = basic_block(x, width, stride, name=f"layer{stage + 1}_{block}")
+    x = layers.GlobalAveragePooling3D(name="pool")(x)
+    if include_top:
+        if dropout:
+            x = layers.Dropout(dropout, name="dropout")(x)
+        x = layers.Dense(num_classes, dtype="float32", name="fc")(x)
+    return keras.Model(inputs, x, name=name)

@@ -1,0 +1,275 @@
+"""PyTorch references for the conversion tests, in plain torch.nn (torchvision's wheels are CUDA
+builds): torchvision's VideoResNet (r3d_18, r2plus1d_18) and ResNet, Hara et al.'s R3D-50 and
+milesial's UNet, with their module names (so their state dicts have the real keys) and widths
+as arguments, so the tests run them small."""
+
+import torch
+from torch import nn
+
+
+def _bn3d(width):
+    return nn.BatchNorm3d(width)
+
+
+class Conv3DSimple(nn.Conv3d):
+    def __init__(self, in_planes, out_planes, midplanes=None, stride=1):
+        super().__init__(in_planes, out_planes, 3, stride=stride, padding=1, bias=False)
+
+
+class Conv2Plus1D(nn.Sequential):
+    def __init__(self, in_planes, out_planes, midplanes, stride=1):
+        super().__init__(
+            nn.Conv3d(in_planes, midplanes, (1, 3, 3), (1, stride, stride), (0, 1, 1), bias=False),
+            _bn3d(midplanes),
+            nn.ReLU(inplace=True),
+            nn.Conv3d(midplanes, out_planes, (3, 1, 1), (stride, 1, 1), (1, 0, 0), bias=False),
+        )
+
+
+class VideoBasicBlock(nn.Module):
+    def __init__(self, inplanes, planes, conv_builder, stride=1, downsample=None):
+        super().__init__()
+        midplanes = (inplanes * planes * 27) // (inplanes * 9 + 3 * planes)
+        self.conv1 = nn.Sequential(
+            conv_builder(inplanes, planes, midplanes, stride), _bn3d(planes), nn.ReLU(inplace=True)
+        )
+        self.conv2 = nn.Sequential(conv_builder(planes, planes, midplanes), _bn3d(planes))
+        self.relu = nn.ReLU(inplace=True)
+        self.downsample = downsample
+
+    def forward(self, x):
+        residual = x if self.downsample is None else self.downsample(x)
+        return self.relu(self.conv2(self.conv1(x)) + residual)
+
+
+class VideoResNet(nn.Module):
+    """torchvision.models.video.VideoResNet with BasicBlocks (r3d_18, r2plus1d_18)."""
+
+    def __init__(
+        self,
+        factorized=False,
+        widths=(64, 128, 256, 512),
+        blocks=(2, 2, 2, 2),
+        stem_mid=45,
+        num_classes=400,
+    ):
+        super().__init__()
+        stem_width = widths[0]
+        if factorized:
+            self.stem = nn.Sequential(
+                nn.Conv3d(3, stem_mid, (1, 7, 7), (1, 2, 2), (0, 3, 3), bias=False),
+                _bn3d(stem_mid),
+                nn.ReLU(inplace=True),
+                nn.Conv3d(stem_mid, stem_width, (3, 1, 1), 1, (1, 0, 0), bias=False),
+                _bn3d(stem_width),
+                nn.ReLU(inplace=True),
+            )
+        else:
+            self.stem = nn.Sequential(
+                nn.Conv3d(3, stem_width, (3, 7, 7), (1, 2, 2), (1, 3, 3), bias=False),
+                _bn3d(stem_width),
+                nn.ReLU(inplace=True),
+            )
+        builder = Conv2Plus1D if factorized else Conv3DSimple
+        inplanes = stem_width
+        for stage, (width, count) in enumerate(zip(widths, blocks)):
+            layers = []
+            for block in range(count):
+                stride = 2 if stage > 0 and block == 0 else 1
+                downsample = None
+                if stride != 1 or inplanes != width:
+                    downsample = nn.Sequential(
+                        nn.Conv3d(inplanes, width, 1, stride=stride, bias=False), _bn3d(width)
+                    )
+                layers.append(VideoBasicBlock(inplanes, width, builder, stride, downsample))
+                inplanes = width
+            setattr(self, f"layer{stage + 1}", nn.Sequential(*layers))
+        self.avgpool = nn.AdaptiveAvgPool3d(1)
+        self.fc = nn.Linear(inplanes, num_classes)
+
+    def forward(self, x):
+        x = self.stem(x)
+        for stage in range(1, 5):
+            x = getattr(self, f"layer{stage}")(x)
+        return self.fc(self.avgpool(x).flatten(1))
+
+
+class BasicBlock(nn.Module):
+    expansion = 1
+
+    def __init__(self, conv, bn, inplanes, planes, stride=1, downsample=None):
+        super().__init__()
+        self.conv1 = conv(inplanes, planes, 3, stride, 1, bias=False)
+        self.bn1 = bn(planes)
+        self.conv2 = conv(planes, planes, 3, 1, 1, bias=False)
+        self.bn2 = bn(planes)
+        self.relu = nn.ReLU(inplace=True)
+        self.downsample = downsample
+
+    def forward(self, x):
+        residual = x if self.downsample is None else self.downsample(x)
+        out = self.relu(self.bn1(self.conv1(x)))
+        return self.relu(self.bn2(self.conv2(out)) + residual)
+
+
+class Bottleneck(nn.Module):
+    expansion = 4
+
+    def __init__(self, conv, bn, inplanes, planes, stride=1, downsample=None):
+        super().__init__()
+        self.conv1 = conv(inplanes, planes, 1, bias=False)
+        self.bn1 = bn(planes)
+        self.conv2 = conv(planes, planes, 3, stride, 1, bias=False)
+        self.bn2 = bn(planes)
+        self.conv3 = conv(planes, planes * 4, 1, bias=False)
+        self.bn3 = bn(planes * 4)
+        self.relu = nn.ReLU(inplace=True)
+        self.downsample = downsample
+
+    def forward(self, x):
+        residual = x if self.downsample is None else self.downsample(x)
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.relu(self.bn2(self.conv2(out)))
+        return self.relu(self.bn3(self.conv3(out)) + residual)
+
+
+class ResNet(nn.Module):
+    """torchvision.models.ResNet (2-D), or with `video=True` Hara et al.'s 3D-ResNets-PyTorch
+    ResNet (7x7x7 stem, 3x3x3 max-pool stride 2, shortcut type B)."""
+
+    def __init__(
+        self,
+        blocks=(3, 4, 6, 3),
+        bottleneck=True,
+        widths=(64, 128, 256, 512),
+        num_classes=1000,
+        video=False,
+    ):
+        super().__init__()
+        conv, bn = (nn.Conv3d, nn.BatchNorm3d) if video else (nn.Conv2d, nn.BatchNorm2d)
+        if video:
+            self.conv1 = nn.Conv3d(3, widths[0], 7, (1, 2, 2), 3, bias=False)
+            self.maxpool = nn.MaxPool3d(3, 2, 1)
+            self.avgpool = nn.AdaptiveAvgPool3d(1)
+        else:
+            self.conv1 = nn.Conv2d(3, widths[0], 7, 2, 3, bias=False)
+            self.maxpool = nn.MaxPool2d(3, 2, 1)
+            self.avgpool = nn.AdaptiveAvgPool2d(1)
+        self.bn1 = bn(widths[0])
+        self.relu = nn.ReLU(inplace=True)
+        block_type = Bottleneck if bottleneck else BasicBlock
+        inplanes = widths[0]
+        for stage, (width, count) in enumerate(zip(widths, blocks)):
+            layers = []
+            for block in range(count):
+                stride = 2 if stage > 0 and block == 0 else 1
+                downsample = None
+                if stride != 1 or inplanes != width * block_type.expansion:
+                    downsample = nn.Sequential(
+                        conv(inplanes, width * block_type.expansion, 1, stride, bias=False),
+                        bn(width * block_type.expansion),
+                    )
+                layers.append(block_type(conv, bn, inplanes, width, stride, downsample))
+                inplanes = width * block_type.expansion
+            setattr(self, f"layer{stage + 1}", nn.Sequential(*layers))
+        self.fc = nn.Linear(inplanes, num_classes)
+
+    def forward(self, x):
+        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+        for stage in range(1, 5):
+            x = getattr(self, f"layer{stage}")(x)
+        return self.fc(self.avgpool(x).flatten(1))
+
+
+class DoubleConv(nn.Module):
+    def __init__(self, in_channels, out_channels, mid_channels=None, bias=False):
+        super().__init__()
+        mid_channels = mid_channels or out_channels
+        self.double_conv = nn.Sequential(
+            nn.Conv2d(in_channels, mid_channels, 3, padding=1, bias=bias),
+            nn.BatchNorm2d(mid_channels),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(mid_channels, out_channels, 3, padding=1, bias=bias),
+            nn.BatchNorm2d(out_channels),
+            nn.ReLU(inplace=True),
+        )
+
+    def forward(self, x):
+        return self.double_conv(x)
+
+
+class Down(nn.Module):
+    def __init__(self, in_channels, out_channels, bias):
+        super().__init__()
+        self.maxpool_conv = nn.Sequential(
+            nn.MaxPool2d(2), DoubleConv(in_channels, out_channels, bias=bias)
+        )
+
+    def forward(self, x):
+        return self.maxpool_conv(x)
+
+
+class Up(nn.Module):
+    def __init__(self, in_channels, out_channels, bias):
+        super().__init__()
+        self.up = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=True)
+        self.conv = DoubleConv(in_channels, out_channels, in_channels // 2, bias=bias)
+
+    def forward(self, x1, x2):
+        return self.conv(torch.cat([x2, self.up(x1)], dim=1))
+
+
+class OutConv(nn.Module):
+    def __init__(self, in_channels, out_channels):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, 1)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+class UNet(nn.Module):
+    """milesial's Pytorch-UNet with bilinear=True and a sigmoid (SPAct's f_A); `bias=True` is
+    the older release, with a bias on every 3x3 convolution."""
+
+    def __init__(self, widths=(64, 128, 256, 512, 512), bias=False):
+        super().__init__()
+        self.inc = DoubleConv(3, widths[0], bias=bias)
+        for level in range(1, len(widths)):
+            setattr(self, f"down{level}", Down(widths[level - 1], widths[level], bias))
+        channels = widths[-1]
+        for i, level in enumerate(range(len(widths) - 2, -1, -1)):
+            in_channels = widths[level] + channels
+            channels = widths[max(level - 1, 0)]
+            setattr(self, f"up{i + 1}", Up(in_channels, channels, bias))
+        self.outc = OutConv(channels, 3)
+        self.levels = len(widths)
+
+    def forward(self, x):
+        skips = [self.inc(x)]
+        for level in range(1, self.levels):
+            skips.append(getattr(self, f"down{level}")(skips[-1]))
+        x = skips[-1]
+        for i in range(1, self.levels):
+            x = getattr(self, f"up{i}")(x, skips[self.levels - 1 - i])
+        return torch.sigmoid(self.outc(x))
+
+
+def randomize(model: nn.Module, seed: int = 0) -> nn.Module:
+    """Random weights everywhere, BatchNorm running statistics and affine parameters included
+    (so a swapped mean / variance or a wrong epsilon shows), and eval mode."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, tensor in model.state_dict().items():
+            if name.endswith("num_batches_tracked"):
+                continue
+            if name.endswith("running_var"):
+                tensor.copy_(torch.rand(tensor.shape, generator=generator) + 0.5)
+            elif name.endswith(("running_mean", "bias")):
+                tensor.copy_(torch.randn(tensor.shape, generator=generator) * 0.1)
+            elif tensor.ndim == 1:  # BatchNorm weight
+                tensor.copy_(torch.rand(tensor.shape, generator=generator) + 0.5)
+            else:
+                fan_in = tensor[0].numel()
+                tensor.copy_(torch.randn(tensor.shape, generator=generator) / fan_in**0.5)
+    return model.eval()
