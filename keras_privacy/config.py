@@ -199,8 +199,9 @@ class ExperimentConfig:
     eval_methods: str = field(
         default="learned,raw,downsample_4x,blur_strong,blacken",
         metadata=_help(
-            "Comma-separated methods: learned (the trained anonymizer), raw, downsample_2x, "
-            "downsample_4x, blacken, blur_strong, blur_weak.",
+            "Comma-separated methods: learned (this run's anonymizer, reported under --method), "
+            "NAME=PATH (another saved anonymizer), raw, downsample_2x, downsample_4x, blacken, "
+            "blur_strong, blur_weak.",
             "eval",
         ),
     )

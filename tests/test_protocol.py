@@ -46,7 +46,8 @@ def test_evaluate_learned_and_baselines_then_resume(benchmark, tmp_path, monkeyp
     report = protocol.evaluate(config, data, protocol.methods_of(config), out)
 
     results = json.loads((out / "report.json").read_text())["methods"]
-    assert list(results) == ["learned", "raw", "downsample_4x"]
+    # The learned anonymizer is reported under the name of the method that trained it.
+    assert list(results) == ["spact", "raw", "downsample_4x"]
     for result in results.values():
         assert 0.0 <= result["action_top1"] <= 1.0
         assert 0.0 <= result["privacy_cmap"] <= 1.0
@@ -133,3 +134,20 @@ def test_methods_are_checked(benchmark, tmp_path):
         protocol.methods_of(missing)
     loaded = protocol.load_anonymizer(saved_anonymizer(tmp_path))
     assert isinstance(loaded.model, keras.Model) and not loaded.model.trainable
+    with pytest.raises(ValueError, match="names a method twice"):
+        protocol.methods_of(tiny_config(benchmark, tmp_path, eval_methods="raw,raw"))
+    with pytest.raises(ValueError, match="not a baseline"):
+        protocol.methods_of(tiny_config(benchmark, tmp_path, eval_methods="raw=x.keras"))
+
+
+def test_saved_anonymizers_of_several_methods_share_one_report(benchmark, tmp_path):
+    path = saved_anonymizer(tmp_path)
+    config = tiny_config(
+        benchmark,
+        tmp_path,
+        method="vita",
+        eval_methods=f"learned,meta={path},raw",
+        anonymizer_path=path,
+    )
+    assert [m.name for m in protocol.methods_of(config)] == ["vita", "meta", "raw"]
+    assert protocol.methods_of(config)[1].model is not None

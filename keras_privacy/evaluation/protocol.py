@@ -80,10 +80,12 @@ class EvaluationData:
 
     @property
     def class_names(self) -> list[str]:
+        """The action class names, in label order."""
         return pipelines.label_names(self.action_train, "class_names")
 
     @property
     def attribute_names(self) -> list[str]:
+        """The privacy attribute names, in label order."""
         return pipelines.label_names(self.privacy_train, "attribute_names")
 
 
@@ -105,20 +107,31 @@ def baseline_anonymization(name: str, boxes: BoxesFromFile | None = None) -> Ano
 
 
 def methods_of(config: ExperimentConfig) -> list[Anonymization]:
-    """The methods `config.eval_methods` names; `learned` is `config.anonymizer_path`, or the
-    anonymizer that `train.py` saved in `run_dir`."""
+    """The methods `config.eval_methods` names.
+
+    `learned` is the anonymizer that `train.py` saved in `run_dir` (or `config.anonymizer_path`),
+    reported under the training method's name (`spact`, `vita`, ...); `NAME=PATH` is any other
+    saved anonymizer, reported as NAME, so the runs of several methods share one report."""
     boxes = BoxesFromFile(config.eval_boxes) if config.eval_boxes else None
     result = []
-    for name in (name.strip() for name in config.eval_methods.split(",")):
-        if not name:
+    for entry in (entry.strip() for entry in config.eval_methods.split(",")):
+        if not entry:
             continue
-        if name == LEARNED:
+        if entry == LEARNED:
             path = config.anonymizer_path or Path(config.run_dir) / "anonymizer.keras"
-            result.append(load_anonymizer(path, name=LEARNED))
+            result.append(load_anonymizer(path, name=config.method))
+        elif "=" in entry:
+            name, path = (part.strip() for part in entry.split("=", 1))
+            if not name or name in BASELINES:
+                raise ValueError(f"--eval_methods: {entry!r} needs a name that is not a baseline")
+            result.append(load_anonymizer(path, name=name))
         else:
-            result.append(baseline_anonymization(name, boxes))
+            result.append(baseline_anonymization(entry, boxes))
+    names = [method.name for method in result]
     if not result:
         raise ValueError("--eval_methods names no method")
+    if len(set(names)) != len(names):
+        raise ValueError(f"--eval_methods names a method twice: {', '.join(names)}")
     return result
 
 
