@@ -64,3 +64,44 @@ def test_accuracy_and_cross_entropy():
     assert float(losses.accuracy(labels, logits)) == pytest.approx(0.5)
     expected = np.mean([np.log1p(np.exp(-3.0)), np.log1p(np.exp(1.0))])
     assert float(losses.softmax_cross_entropy(labels, logits)) == pytest.approx(expected, rel=1e-5)
+
+
+def test_rms_penalty_gradient_reaches_the_anonymizer_only_above_budget():
+    import tiny_models
+
+    from keras_privacy.methods.engine import value_and_gradient
+
+    anonymizer = tiny_models.anonymizer()
+    x = np.random.default_rng(0).random((2, 8, 8, 3), dtype="float32")
+    trainable = [v.value for v in anonymizer.trainable_variables]
+    non_trainable = [v.value for v in anonymizer.non_trainable_variables]
+
+    def penalty(budget):
+        def loss(params):
+            output, _ = anonymizer.stateless_call(params, non_trainable, x, training=False)
+            return losses.rms_penalty(x, output, budget)
+
+        return value_and_gradient(loss, trainable)
+
+    above, grads_above = penalty(0.0)
+    below, grads_below = penalty(10.0)
+    assert float(above) > 0 and float(below) == 0.0
+    # Above B every trainable weight of f_A gets a gradient; below B none does.
+    assert all(float(ops.max(ops.abs(g))) > 0 for g in grads_above)
+    assert all(float(ops.max(ops.abs(g))) == 0 for g in grads_below)
+
+
+def test_masked_labels_get_no_gradient():
+    from keras_privacy.methods.engine import value_and_gradient
+
+    labels = np.array([[1, 0, 1], [0, 1, 1]], "float32")
+    mask = np.array([[1, 0, 1], [0, 0, 1]], "float32")
+    logits = np.random.default_rng(1).normal(size=(2, 3)).astype("float32")
+
+    def loss(params):
+        return losses.masked_binary_cross_entropy(labels, params[0], mask)
+
+    _, (grad,) = value_and_gradient(loss, [ops.convert_to_tensor(logits)])
+    grad = ops.convert_to_numpy(grad)
+    assert np.all(grad[mask == 0] == 0)
+    assert np.all(grad[mask == 1] != 0)
