@@ -19,7 +19,7 @@ from keras_privacy.data.video import probe_video, read_video
 from keras_privacy.data.vispr import read_vispr
 from keras_privacy.data.vp_labels import read_vp_labels
 
-SIZE, FRAMES = 64, 32
+SIZE, FRAMES = 40, 32
 PER_CLASS = (4, 2)
 IMAGES = (40, 4, 4)
 
@@ -248,9 +248,10 @@ def test_written_attributes_are_independent(bench):
     assert len({tuple(row) for row in privacy}) > 15
 
 
-def test_fine_cues_vanish_at_quarter_resolution_coarse_ones_stay():
-    # The same scene with and without one cue: how much of the difference survives 4x
-    # down-sampling by area averaging.
+def kept_after_resize(side: int) -> dict[str, float]:
+    """Per attribute: how much of the difference between the same scene with and without the
+    cue survives resizing the frame to `side` pixels by area averaging (1 = all of it)."""
+
     def rendered(attribute, seed, y, x):
         attributes = dict.fromkeys(ATTRIBUTE_IDS, 0)
         if attribute:
@@ -258,8 +259,8 @@ def test_fine_cues_vanish_at_quarter_resolution_coarse_ones_stay():
         scene = synthetic.Scene.sample(np.random.default_rng(seed), attributes, SIZE)
         return scene.render(y, x).astype(np.float32) / 255
 
-    def quarter(image):
-        return cv2.resize(image, (SIZE // 4, SIZE // 4), interpolation=cv2.INTER_AREA)
+    def resized(image):
+        return cv2.resize(image, (side, side), interpolation=cv2.INTER_AREA)
 
     kept = {}
     for attribute in ATTRIBUTE_IDS:
@@ -269,11 +270,26 @@ def test_fine_cues_vanish_at_quarter_resolution_coarse_ones_stay():
             plain, cued = rendered(None, seed, y, x), rendered(attribute, seed, y, x)
             full = np.abs(cued - plain).sum()
             assert full > 0  # the cue is visible at full resolution
-            ratios.append(16 * np.abs(quarter(cued) - quarter(plain)).sum() / full)
+            scale = (SIZE / side) ** 2
+            ratios.append(scale * np.abs(resized(cued) - resized(plain)).sum() / full)
         kept[attribute] = np.mean(ratios)
+    return kept
+
+
+def test_fine_cues_survive_the_training_input_size():
+    # Frames of 40 px reach the models at 32 px: every cue must still be there to be learned
+    # (and removed by a learned anonymizer).
+    kept = kept_after_resize(32)
+    assert min(kept.values()) > 0.5, kept
+
+
+def test_fine_cues_vanish_at_quarter_resolution_coarse_ones_stay():
+    kept = kept_after_resize(SIZE // 4)
     # Not all of it: the cues are mean-preserving, but the actor is not aligned with the
-    # 4 x 4 grid, so a block can straddle a stripe or a mark square (about 20 % survives).
+    # 4 x 4 grid, so a block can straddle a stripe or a mark square. For the 4 x 4 checker at a
+    # uniformly random offset a quarter of the difference survives on average (0.5 per axis);
+    # the stripes span the body, so only their ends survive.
     assert kept["s2_striped_actor"] < 0.25, kept
-    assert kept["s3_face_mark"] < 0.25, kept
+    assert kept["s3_face_mark"] < 0.4, kept
     for coarse in ("s1_warm_actor", "s4_outdoor_scene", "s5_object"):
         assert kept[coarse] > 0.8, kept

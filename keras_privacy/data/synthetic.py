@@ -7,18 +7,20 @@ class. The PRIVACY attributes are static appearance only; each is present in exa
 every split (half of every class for videos), drawn independently of the others:
 
 - `s1_warm_actor` (colour, coarse): the body is warm (red-orange) rather than cool (blue-green);
-- `s2_striped_actor` (texture, fine): horizontal body stripes of a 4-pixel period (at 64 px);
+- `s2_striped_actor` (texture, fine): horizontal body stripes of a 4-pixel period (at 40 px);
 - `s3_face_mark` (face, fine): a 4 x 4 pixel checker mark on the face;
 - `s4_outdoor_scene` (scene, coarse): sky-and-grass background rather than a tiled room;
 - `s5_object` (object, coarse): a lamp-like object stands in the scene.
 
 The fine cues keep the mean colour of what they cover: 4x down-sampling by area averaging
-removes them, while the coarse ones survive. The same renderer makes the privacy images (actor
+removes them, while the coarse ones survive. Frames are 40 x 40, so at the 32-px training input
+(a 0.8x resize) the fine cues are still visible: a method must remove them, and 4x
+down-sampling (10 px) is the baseline that does so bluntly. The same renderer makes the privacy images (actor
 in a scene, no motion) and the video frames, so what is learned on images transfers to frames.
 
 Layout written under `out_dir`:
 
-    videos/<Class>/v_<Class>_gXX_cYY.avi               H.264, 64 x 64, 32 frames, 25 fps
+    videos/<Class>/v_<Class>_gXX_cYY.avi               H.264, 40 x 40, 32 frames, 25 fps
     ucf_splits/{classInd,trainlist01,testlist01}.txt   UCF101 split format (CRLF)
     vispr/images/{train,val,test}2017/<id>.jpg         privacy images (JPEG, quality 95)
     vispr/annotations/{train,val,test}2017/<id>.json   VISPR per-image annotations
@@ -52,7 +54,7 @@ ATTRIBUTES = (
 ATTRIBUTE_IDS = tuple(a[0] for a in ATTRIBUTES)
 SAFE = "a0_safe"
 _KIND_CODES = {"video": 1, "image": 2, "split": 3}
-VERSION = 2
+VERSION = 3
 """Bumped whenever the written files change, so that an older benchmark on disk is rewritten."""
 
 
@@ -123,9 +125,10 @@ def actor_sprite(rng: np.random.Generator, attrs: dict, size: int) -> tuple[np.n
     of stripe rows, and base colours dark enough that the light half never clips at 1), so
     averaging 4 x 4 pixels removes them while 2x down-sampling keeps them visible.
     """
-    unit = size / 64
-    head, body, legs = round(8 * unit), round(12 * unit), round(6 * unit)
-    width = round(12 * unit)
+    unit = size / 40
+    period = max(2, round(4 * unit))
+    head, body, legs = round(6 * unit), 3 * period, round(4 * unit)
+    width = round(10 * unit)
     height = head + body + legs
     yy, xx = np.mgrid[0:height, 0:width].astype(np.float32)
     centre = (width - 1) / 2
@@ -140,7 +143,6 @@ def actor_sprite(rng: np.random.Generator, attrs: dict, size: int) -> tuple[np.n
     image[body_mask] = clothes
     image[leg_mask] = 0.2
     if attrs["s2_striped_actor"]:
-        period = max(2, round(4 * unit))
         light = ((yy - head) % period) < period / 2
         image[body_mask & light] *= 1.3
         image[body_mask & ~light] *= 0.7
@@ -303,7 +305,7 @@ def write_synthetic_benchmark(
     out_dir: str | os.PathLike,
     seed: int = 0,
     *,
-    size: int = 64,
+    size: int = 40,
     num_frames: int = 32,
     videos_per_class: tuple[int, int] = (150, 30),
     num_images: tuple[int, int, int] = (600, 60, 240),
@@ -311,7 +313,7 @@ def write_synthetic_benchmark(
 ) -> SyntheticPaths:
     """Write the benchmark (see the module docstring) into `out_dir` and return its paths.
 
-    Defaults: 6 classes x (150 train + 30 test) = 900 + 180 videos of 32 frames at 64 x 64
+    Defaults: 6 classes x (150 train + 30 test) = 900 + 180 videos of 32 frames at 40 x 40
     (with fewer videos a small action model memorises each video's look instead of learning
     its motion), 600 / 60 / 240 train / val / test images; about 27 MB, written in about 40 s.
     The same seed
