@@ -15,7 +15,7 @@ def c3d(
     fc_width: int = 4096,
     dropout: float = 0.5,
     flatten: bool = True,
-    input_shape: tuple = (16, 112, 112, 3),
+    input_shape: tuple | None = None,
     name: str = "c3d",
 ) -> keras.Model:
     """C3D on clips (B, T, H, W, 3) in [0, 1]: 3x3x3 convolutions (with bias, padding 1) and
@@ -25,9 +25,11 @@ def c3d(
 
     With `flatten` (C3D's own) the pooled volume is flattened into fc6: 8192 inputs at the
     default (16, 112, 112) clip, 79,991,015 parameters with Sports-1M's 487 classes; it needs a
-    fixed `input_shape`. Without, fc6 takes the global average of the pooled volume, and any
-    clip of at least 16 frames and 16 x 16 pixels fits.
+    fixed `input_shape` (default (16, 112, 112, 3)). Without, fc6 takes the global average of
+    the pooled volume, and any clip of at least 16 frames and 16 x 16 pixels fits.
     """
+    if input_shape is None:
+        input_shape = (16, 112, 112, 3) if flatten else (None, None, None, 3)
     if flatten and any(dim is None for dim in input_shape):
         raise ValueError(f"c3d with flatten needs a fixed clip shape, got {input_shape}")
     inputs = keras.Input(input_shape, name="clips")
