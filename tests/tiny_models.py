@@ -66,14 +66,26 @@ def batch(rng: np.random.Generator, clips=2, frames=4, size=8, images=3, classes
     }
 
 
+def single_dataset(num_batches: int, seed: int = 0):
+    """A tf.data dataset of `num_batches` single batches, as the initialisation phases take them."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(seed)
+    batches = [batch(rng) for _ in range(num_batches)]
+    stacked = {key: np.stack([b[key] for b in batches]) for key in batches[0]}
+    return tf.data.Dataset.from_tensor_slices(stacked)
+
+
 def paired_dataset(num_pairs: int, seed: int = 0):
     """A tf.data dataset of `num_pairs` pairs of batches, as the minimax trainer takes them."""
     import tensorflow as tf
 
+    from keras_privacy.methods.spact import pair_batches
+
     rng = np.random.default_rng(seed)
     batches = [batch(rng) for _ in range(2 * num_pairs)]
     stacked = {key: np.stack([b[key] for b in batches]) for key in batches[0]}
-    return tf.data.Dataset.from_tensor_slices(stacked).batch(2, drop_remainder=True)
+    return pair_batches(tf.data.Dataset.from_tensor_slices(stacked))
 
 
 def first_steps_history(num_pairs: int = 2) -> dict:

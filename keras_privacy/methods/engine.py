@@ -17,10 +17,29 @@ so that `fit` on JAX carries (and checkpoints save) all of their state. Gradient
 only with respect to the groups an update names, so no weight gradient that nothing uses is
 computed, and a group whose output an update only reads (a frozen anonymizer) is run outside
 the differentiated function or with the values it had, never back-propagated into.
+
+Data-parallel training (`keras_privacy.distribute`) runs the same step:
+- JAX, `keras.distribution.DataParallel`: the step is one program over the global batch, which
+  XLA splits across the devices; nothing here changes.
+- TensorFlow, `tf.distribute.MirroredStrategy`: Keras runs the step once per replica on its part
+  of the batch. Each replica differentiates its loss divided by the number of replicas and the
+  optimizers sum the replicas' gradients, which gives the gradient of the global mean; the logs
+  and new BatchNorm statistics are averaged over the replicas; BatchNorm layers normalise with
+  the statistics of the global batch (Keras' synchronized BatchNorm, during the step only); and
+  `gather_replicas` gives a loss over the whole batch (NT-Xent's negatives) every replica's rows.
+  So both backends take the step one device takes on the same global batch.
+
+Under the `mixed_float16` policy every update's loss is multiplied by a dynamic loss scale before
+differentiation and the gradients divided by it; an update whose gradients are not finite is
+skipped and the scale halved, and the scale doubles after `LOSS_SCALE_GROWTH_STEPS` finite
+updates in a row: the rule of `keras.optimizers.LossScaleOptimizer`, which `MultiOptimizer` does
+not accept inside it. The scale lives with the MultiOptimizer's own variables, so `fit` carries
+it and checkpoints save it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 from collections.abc import Callable, Mapping, Sequence
@@ -28,6 +47,11 @@ from typing import Any
 
 import keras
 from keras import ops
+
+LOSS_SCALE_INITIAL = 2.0**15
+"""Initial dynamic loss scale under `mixed_float16` (LossScaleOptimizer's default)."""
+LOSS_SCALE_GROWTH_STEPS = 2000
+"""Finite updates in a row after which the loss scale doubles (LossScaleOptimizer's default)."""
 
 GroupValues = dict[str, tuple[list, list]]
 """Per group: (trainable values, non-trainable values), in the order of the group's model."""
@@ -107,6 +131,18 @@ class StatelessTrainer(keras.Model):
         self.built = True  # every sub-model is a built Functional model
         # Built here: the step never calls `self.optimizer.apply`, and fit needs it built.
         multi.build(self.trainable_variables)
+        self._loss_scale = None
+        if keras.config.dtype_policy().name == "mixed_float16":
+            self._loss_scale = multi.add_variable(
+                (),
+                initializer=keras.initializers.Constant(LOSS_SCALE_INITIAL),
+                dtype="float32",
+                aggregation="only_first_replica",
+                name="loss_scale",
+            )
+            self._finite_updates = multi.add_variable(
+                (), dtype="int32", aggregation="only_first_replica", name="finite_updates"
+            )
         restarted, every = self.restart_groups()
         self._initial_weights = [
             keras.Variable(
@@ -156,6 +192,7 @@ class StatelessTrainer(keras.Model):
     def _tf_train_step(self, data):
         import tensorflow as tf
 
+        replicas = tf.distribute.get_replica_context().num_replicas_in_sync
         restarted, every = self.restart_groups()
         if every > 0:
             iterations = self.optimizer.iterations
@@ -173,35 +210,70 @@ class StatelessTrainer(keras.Model):
                 (iterations > 0) & (iterations % every == 0), restart, lambda: tf.constant(False)
             )
         logs = {}
-        for update in self.updates(data):
-            values = self.current_values()
-            params = {group: values[group][0] for group in update.groups}
-            with tf.GradientTape() as tape:
-                tape.watch(params)
-                loss, aux = update.loss_fn(_with_params(values, params))
-            grads = tape.gradient(loss, params)
-
-            def apply(update=update, grads=grads, aux=aux):
-                for group in update.groups:
-                    model = self.groups()[group]
-                    self._group_optimizers[group].apply(grads[group], model.trainable_variables)
-                for group, new_values in aux.get("non_trainable", {}).items():
-                    for variable, value in zip(
-                        self.groups()[group].non_trainable_variables, new_values
-                    ):
-                        variable.assign(value)
-                return tf.constant(True)
-
-            logs.update(aux.get("logs", {}))
-            if update.gate is None:
-                apply()
-            else:
-                tf.cond(update.gate(logs), apply, lambda: tf.constant(False))
+        with _synchronized_batch_norm(self.groups().values(), replicas > 1):
+            for update in self.updates(data):
+                values = self.current_values()
+                params = {group: values[group][0] for group in update.groups}
+                scale = 1.0 if self._loss_scale is None else self._loss_scale.value
+                with tf.GradientTape() as tape:
+                    tape.watch(params)
+                    loss, aux = update.loss_fn(_with_params(values, params))
+                    # The optimizers sum the replicas' gradients of their local mean losses.
+                    scaled_loss = loss * (scale / replicas)
+                grads = tape.gradient(scaled_loss, params)
+                logs.update(_mean_over_replicas(aux.get("logs", {})))
+                non_trainable = _mean_over_replicas(aux.get("non_trainable", {}))
+                condition = None if update.gate is None else update.gate(logs)
+                if self._loss_scale is not None:
+                    grads = {group: [g / scale for g in grads[group]] for group in grads}
+                    finite = _all_finite(grads)
+                    new_scale, new_count = _next_loss_scale(
+                        self._loss_scale.value, self._finite_updates.value, finite
+                    )
+                    self._loss_scale.assign(new_scale)
+                    self._finite_updates.assign(new_count)
+                    condition = finite if condition is None else condition & finite
+                self._tf_apply(update.groups, grads, non_trainable, condition)
         self.optimizer.iterations.assign_add(1)
         for name, tracker in self._trackers.items():
             if name in logs:
                 tracker.update_state(logs[name])
         return {name: tracker.result() for name, tracker in self._trackers.items()}
+
+    def _tf_apply(self, groups, grads, non_trainable, condition) -> None:
+        """Apply `grads` to `groups` and assign the new BatchNorm statistics, where
+        `condition` (None: always; else a boolean, the same on every replica) holds."""
+        import tensorflow as tf
+
+        def apply(grads, non_trainable):
+            for group in groups:
+                model = self.groups()[group]
+                self._group_optimizers[group].apply(grads[group], model.trainable_variables)
+            for group, new_values in non_trainable.items():
+                for variable, value in zip(
+                    self.groups()[group].non_trainable_variables, new_values
+                ):
+                    variable.assign(value)
+            return tf.constant(True)
+
+        if condition is None:
+            apply(grads, non_trainable)
+        elif not tf.distribute.has_strategy():
+            tf.cond(condition, lambda: apply(grads, non_trainable), lambda: tf.constant(False))
+        else:
+            # A strategy cannot synchronise (sum gradients) inside a `tf.cond` taken in a
+            # replica context: decide in the cross-replica context, then run every replica.
+            def cross_replica(strategy, condition, grads, non_trainable):
+                def run():
+                    strategy.extended.call_for_each_replica(apply, args=(grads, non_trainable))
+                    return tf.constant(True)
+
+                decided = strategy.experimental_local_results(condition)[0]
+                return tf.cond(decided, run, lambda: tf.constant(False))
+
+            tf.distribute.get_replica_context().merge_call(
+                cross_replica, args=(condition, grads, non_trainable)
+            )
 
     def _jax_train_step(self, state, data):
         import jax
@@ -219,7 +291,7 @@ class StatelessTrainer(keras.Model):
         optimizer_slices = self._optimizer_slices()
         restarted, every = self.restart_groups()
         if every > 0:
-            iterations = optimizer_values[self._optimizer_iterations_index()]
+            iterations = optimizer_values[self._optimizer_index(self.optimizer.iterations)]
             restart = (iterations > 0) & (iterations % every == 0)
             position = {id(v): i for i, v in enumerate(self.non_trainable_variables)}
             snapshot = iter([non_trainable[position[id(v)]] for v in self._initial_weights])
@@ -241,15 +313,22 @@ class StatelessTrainer(keras.Model):
                     if id(variable) in slots:
                         value = optimizer_values[start + i]
                         optimizer_values[start + i] = jax.numpy.where(restart, 0 * value, value)
+        if self._loss_scale is not None:
+            scale_index = self._optimizer_index(self._loss_scale)
+            count_index = self._optimizer_index(self._finite_updates)
         logs = {}
         for update in self.updates(data):
             params = {group: values[group][0] for group in update.groups}
+            scale = 1.0 if self._loss_scale is None else optimizer_values[scale_index]
 
-            def loss_of(params, values=values, update=update):
-                return update.loss_fn(_with_params(values, params))
+            def loss_of(params, values=values, update=update, scale=scale):
+                loss, aux = update.loss_fn(_with_params(values, params))
+                return loss * scale, aux
 
             (_, aux), grads = jax.value_and_grad(loss_of, has_aux=True)(params)
             old_values, old_optimizer = dict(values), list(optimizer_values)
+            if self._loss_scale is not None:
+                grads = jax.tree.map(lambda g, scale=scale: g / scale, grads)
             for group in update.groups:
                 start, stop = optimizer_slices[group]
                 new_trainable, new_optimizer = self._group_optimizers[group].stateless_apply(
@@ -260,10 +339,18 @@ class StatelessTrainer(keras.Model):
             for group, new_values in aux.get("non_trainable", {}).items():
                 values[group] = (values[group][0], list(new_values))
             logs.update(aux.get("logs", {}))
-            if update.gate is not None:
-                select = functools.partial(_select, update.gate(logs))
+            keep = None if update.gate is None else update.gate(logs)
+            if self._loss_scale is not None:
+                finite = _all_finite(grads)
+                keep = finite if keep is None else keep & finite
+            if keep is not None:
+                select = functools.partial(_select, keep)
                 values = jax.tree.map(select, values, old_values)
                 optimizer_values = jax.tree.map(select, optimizer_values, old_optimizer)
+            if self._loss_scale is not None:
+                optimizer_values[scale_index], optimizer_values[count_index] = _next_loss_scale(
+                    optimizer_values[scale_index], optimizer_values[count_index], finite
+                )
 
         trainable, non_trainable = list(trainable), list(non_trainable)
         for group, (train_idx, non_train_idx) in index.items():
@@ -271,7 +358,7 @@ class StatelessTrainer(keras.Model):
                 trainable[i] = value
             for i, value in zip(non_train_idx, values[group][1]):
                 non_trainable[i] = value
-        iterations = self._optimizer_iterations_index()
+        iterations = self._optimizer_index(self.optimizer.iterations)
         optimizer_values[iterations] = optimizer_values[iterations] + 1
 
         mapping = list(zip(self.metrics_variables, metrics_values))
@@ -308,11 +395,12 @@ class StatelessTrainer(keras.Model):
             start = stop
         return slices
 
-    def _optimizer_iterations_index(self) -> int:
-        for i, variable in enumerate(self.optimizer.variables):
-            if variable is self.optimizer.iterations:
+    def _optimizer_index(self, variable) -> int:
+        """Where `variable` (of the MultiOptimizer itself) lies in `self.optimizer.variables`."""
+        for i, candidate in enumerate(self.optimizer.variables):
+            if candidate is variable:
                 return i
-        raise RuntimeError("the MultiOptimizer's iteration counter is not among its variables")
+        raise RuntimeError(f"{variable.path} is not among the MultiOptimizer's variables")
 
 
 def value_and_gradient(fn: Callable[[list], Any], params: list) -> tuple[Any, list]:
@@ -333,6 +421,90 @@ def value_and_gradient(fn: Callable[[list], Any], params: list) -> tuple[Any, li
         tape.watch(params)
         value = fn(params)
     return value, tape.gradient(value, params)
+
+
+def gather_replicas(x):
+    """`x` concatenated (axis 0) over the replicas of a TensorFlow data-parallel step.
+
+    A loss over the whole batch (NT-Xent, whose negatives are every other example) computed on
+    the gathered rows is the global one on every replica; the gradient flows back to each
+    replica's own rows. Elsewhere (one device; JAX, whose step is already global) `x` itself.
+    """
+    if keras.backend.backend() != "tensorflow":
+        return x
+    import tensorflow as tf
+
+    if not tf.distribute.has_strategy() or tf.distribute.in_cross_replica_context():
+        return x
+    context = tf.distribute.get_replica_context()
+    if context.num_replicas_in_sync == 1:
+        return x
+    return context.all_gather(x, axis=0)
+
+
+def _mean_over_replicas(values):
+    """The mean over the replicas of a TensorFlow data-parallel step of a nest of tensors."""
+    import tensorflow as tf
+
+    context = tf.distribute.get_replica_context()
+    if not values or context.num_replicas_in_sync == 1:
+        return values
+    return context.all_reduce(tf.distribute.ReduceOp.MEAN, values)
+
+
+def _all_finite(grads: Mapping[str, list]):
+    """Whether every gradient of every replica is finite (a boolean scalar)."""
+    finite = ops.all(
+        ops.stack([ops.all(ops.isfinite(g)) for group in grads.values() for g in group])
+    )
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        context = tf.distribute.get_replica_context()
+        if context.num_replicas_in_sync > 1:
+            failed = context.all_reduce(
+                tf.distribute.ReduceOp.SUM, 1.0 - ops.cast(finite, "float32")
+            )
+            finite = ops.equal(failed, 0.0)
+    return finite
+
+
+def _next_loss_scale(scale, finite_updates, finite):
+    """LossScaleOptimizer's rule: halve the scale after non-finite gradients, double it after
+    `LOSS_SCALE_GROWTH_STEPS` finite updates in a row."""
+    grow = finite_updates + 1 >= LOSS_SCALE_GROWTH_STEPS
+    new_scale = ops.where(finite, ops.where(grow, scale * 2.0, scale), scale * 0.5)
+    new_count = ops.where(ops.logical_and(finite, ops.logical_not(grow)), finite_updates + 1, 0)
+    return new_scale, ops.cast(new_count, "int32")
+
+
+@contextlib.contextmanager
+def _synchronized_batch_norm(models, enabled: bool):
+    """While tracing a data-parallel TensorFlow step, BatchNorm layers take the statistics of
+    the global batch (all-reduced), as on one device; saved configs keep `synchronized=False`
+    so the models still load on JAX."""
+    layers = []
+    if enabled:
+        layers = [
+            layer
+            for model in models
+            for layer in _all_layers(model)
+            if isinstance(layer, keras.layers.BatchNormalization) and not layer.synchronized
+        ]
+    for layer in layers:
+        layer.synchronized = True
+    try:
+        yield
+    finally:
+        for layer in layers:
+            layer.synchronized = False
+
+
+def _all_layers(layer) -> list:
+    """`layer` and every layer nested in it."""
+    return [layer] + [
+        inner for child in getattr(layer, "layers", []) for inner in _all_layers(child)
+    ]
 
 
 def _select(keep, new, old):

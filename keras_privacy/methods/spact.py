@@ -7,7 +7,8 @@ A batch is a dict of
 - `views` (optional): (N, 2, H, W, 3) two augmented views of N privacy images, same H, W.
 
 The minimax trainer alternates per batch as the authors ran it. `fit` feeds it *pairs* of such
-batches (leading axis 2, see `pair_batches`): the first batch updates the anonymizer f_A alone on
+batches (axis 1 of size 2 after the batch axis, see `pair_batches`, so that data-parallel training
+splits the batch axis as usual): the first batch updates the anonymizer f_A alone on
 `w_T * L_T - w_B * L_B (+ lambda * penalty)` with f_T and f_B frozen; the second updates f_T on
 L_T and f_B on L_B with f_A frozen. One `fit` step is therefore one full minimax iteration.
 """
@@ -20,16 +21,31 @@ import keras
 from keras import ops
 
 from keras_privacy import losses
-from keras_privacy.methods.engine import GroupValues, StatelessTrainer, Update, fold_time
+from keras_privacy.methods.engine import (
+    GroupValues,
+    StatelessTrainer,
+    Update,
+    fold_time,
+    gather_replicas,
+)
 
 
 def pair_batches(dataset):
-    """Group consecutive batches of a `tf.data.Dataset` in twos, for the alternating trainer."""
-    return dataset.batch(2, drop_remainder=True)
+    """Group consecutive batches of a `tf.data.Dataset` in twos, for the alternating trainer.
+
+    Every tensor (B, ...) of a batch becomes (B, 2, ...): the batch axis stays first, where
+    `keras.distribution.DataParallel` and `tf.distribute.MirroredStrategy` split it.
+    """
+    import tensorflow as tf
+
+    def batch_axis_first(pair: dict) -> dict:
+        return {key: tf.experimental.numpy.swapaxes(value, 0, 1) for key, value in pair.items()}
+
+    return dataset.batch(2, drop_remainder=True).map(batch_axis_first)
 
 
 def _half(data: dict, index: int) -> dict:
-    return {key: value[index] for key, value in data.items()}
+    return {key: value[:, index] for key, value in data.items()}
 
 
 def anonymize_batch(trainer: StatelessTrainer, values: GroupValues, batch: dict, training: bool):
@@ -86,7 +102,9 @@ def privacy_loss(trainer, values, first, second, temperature: float, training: b
     embeddings, non_trainable = trainer.run(
         "privacy", values, ops.concatenate([first, second], axis=0), training=training
     )
-    return losses.nt_xent(embeddings[:num], embeddings[num:], temperature), non_trainable
+    # Every replica of a data-parallel step gets the negatives of the whole global batch.
+    first, second = gather_replicas(embeddings[:num]), gather_replicas(embeddings[num:])
+    return losses.nt_xent(first, second, temperature), non_trainable
 
 
 def action_logits(trainer, values, anon_frames, clip_length, training: bool):

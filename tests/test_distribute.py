@@ -1,0 +1,116 @@
+"""Data-parallel training takes the steps one device takes (8 virtual CPU devices, both backends).
+
+The device count must be fixed before the backend starts, so each check runs this file as a
+script in a fresh process: `XLA_FLAGS=--xla_force_host_platform_device_count=8` on JAX, 8 logical
+CPUs (`tf.config.set_logical_device_configuration`) on TensorFlow.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+DEVICES = 8
+GROUPS = ("anonymizer", "action", "privacy")
+
+
+def spact_run(distribution: str, jit_compile: bool, pairs: int = 2) -> dict:
+    """Weights and logs after `pairs` SPAct steps (tiny models with BatchNorm, NumPy-drawn
+    weights, SGD) on global batches of 16 clips and 8 privacy images."""
+    import keras
+    import tiny_models
+
+    from keras_privacy.distribute import training_scope
+    from keras_privacy.methods.spact import SPAct, pair_batches
+
+    rng = np.random.default_rng(0)
+    batches = [tiny_models.batch(rng, clips=16, images=8) for _ in range(2 * pairs)]
+    stacked = {key: np.stack([b[key] for b in batches]) for key in batches[0]}
+    import tensorflow as tf
+
+    dataset = pair_batches(tf.data.Dataset.from_tensor_slices(stacked))
+    with training_scope(distribution) as replicas:
+        models = [
+            tiny_models.anonymizer(),
+            tiny_models.action_model(),
+            tiny_models.privacy_encoder(),
+        ]
+        for seed, model in enumerate(models):
+            tiny_models.deterministic_weights(model, seed)
+        initial = [np.asarray(w.numpy()) for m in models for w in m.weights]
+        trainer = SPAct(*models, privacy_weight=0.5)
+        trainer.compile({g: keras.optimizers.SGD(0.05) for g in GROUPS}, jit_compile=jit_compile)
+        history = trainer.fit(dataset, epochs=1, verbose=0, shuffle=False).history
+        return {
+            "replicas": replicas,
+            "weights": [np.asarray(w.numpy()).tolist() for m in models for w in m.weights],
+            "logs": {k: float(v[-1]) for k, v in history.items()},
+            "iterations": {g: int(trainer.group_optimizer(g).iterations.numpy()) for g in GROUPS},
+            "moved": max(
+                float(np.max(np.abs(np.asarray(w.numpy()) - w0)))
+                for w, w0 in zip([w for m in models for w in m.weights], initial)
+            ),
+        }
+
+
+def _run_script(backend: str, *args: str) -> dict:
+    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3")
+    env["XLA_FLAGS"] = (
+        f"{env.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={DEVICES}"
+    )
+    done = subprocess.run(
+        [sys.executable, __file__, *args],
+        cwd=Path(__file__).parent,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_data_parallel_steps_equal_one_device():
+    import keras
+
+    result = _run_script(keras.backend.backend(), "steps")
+    one, many = result["none"], result["data_parallel"]
+    assert (one["replicas"], many["replicas"]) == (1, DEVICES)
+    assert one["iterations"] == many["iterations"] == {g: 2 for g in GROUPS}
+    assert one["moved"] > 1e-2  # the steps changed the weights
+    for a, b in zip(one["weights"], many["weights"]):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    for key in one["logs"]:
+        np.testing.assert_allclose(one["logs"][key], many["logs"][key], rtol=1e-4, err_msg=key)
+
+
+def _main(mode: str) -> dict:
+    import keras
+
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration()] * DEVICES
+        )
+    else:
+        import jax
+
+        jax.config.update("jax_threefry_partitionable", False)  # as in conftest: faster init
+    jit = keras.backend.backend() == "jax"
+    import time
+
+    out = {}
+    for d in ("none", "data_parallel"):
+        t = time.time()
+        out[d] = spact_run(d, jit_compile=jit)
+        print(d, time.time() - t, file=sys.stderr)
+    return out
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    print(json.dumps(_main(sys.argv[1])))

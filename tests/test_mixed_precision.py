@@ -1,0 +1,113 @@
+"""Mixed precision: a few SPAct steps per policy stay finite, float32-variabled and close to
+float32; `mixed_float16` scales the loss and skips overflowing updates; saved models reload."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+import tiny_models
+from keras import ops
+
+from keras_privacy.distribute import training_scope
+from keras_privacy.methods.engine import LOSS_SCALE_INITIAL, StatelessTrainer, Update
+from keras_privacy.methods.spact import SPAct
+from keras_privacy.models import registry
+
+GROUPS = ("anonymizer", "action", "privacy")
+MIXED = ("mixed_bfloat16", "mixed_float16")
+
+
+def spact_steps(precision: str, pairs: int = 2):
+    """Logs, models and trainer after `pairs` SPAct steps from NumPy-drawn weights."""
+    with training_scope("none", precision):
+        models = [
+            tiny_models.anonymizer(),
+            tiny_models.action_model(),
+            tiny_models.privacy_encoder(),
+        ]
+        for seed, model in enumerate(models):
+            tiny_models.deterministic_weights(model, seed)
+        trainer = SPAct(*models, privacy_weight=0.5)
+        trainer.compile({g: keras.optimizers.Adam(1e-3) for g in GROUPS}, jit_compile=False)
+        history = trainer.fit(tiny_models.paired_dataset(pairs), epochs=1, verbose=0).history
+    return {key: values[-1] for key, values in history.items()}, models, trainer
+
+
+@pytest.fixture(scope="module")
+def float32_logs():
+    return spact_steps("float32")[0]
+
+
+@pytest.mark.parametrize("precision", MIXED)
+def test_mixed_steps_are_finite_float32_and_close_to_float32(precision, float32_logs):
+    logs, models, trainer = spact_steps(precision)
+    compute = precision.split("_")[1]
+    assert models[0].layers[1].compute_dtype == compute  # the policy reached the layers
+    assert all(w.dtype == "float32" for model in models for w in model.weights)
+    for group in GROUPS:
+        assert int(trainer.group_optimizer(group).iterations) == 2
+    tolerance = 3e-2 if precision == "mixed_bfloat16" else 5e-3
+    for key, value in logs.items():
+        assert np.isfinite(value), key
+        np.testing.assert_allclose(value, float32_logs[key], rtol=tolerance, atol=2e-3, err_msg=key)
+    loss_scale = [v for v in trainer.optimizer.variables if v.path.endswith("loss_scale")]
+    if precision == "mixed_float16":
+        assert float(loss_scale[0].numpy()) == LOSS_SCALE_INITIAL
+    else:
+        assert loss_scale == []
+
+
+class _Square(StatelessTrainer):
+    """Minimises mean(f(x)^2): with large x, its scaled float16 gradient overflows."""
+
+    log_names = ("loss",)
+
+    def __init__(self, net: keras.Model, **kwargs):
+        super().__init__(**kwargs)
+        self.net = net
+
+    def groups(self):
+        return {"net": self.net}
+
+    def updates(self, data):
+        return [Update(("net",), lambda values: self._loss(values, data))]
+
+    def _loss(self, values, data):
+        outputs, _ = self.run("net", values, data["x"])
+        loss = ops.mean(ops.square(ops.cast(outputs, "float32")))
+        return loss, {"logs": {"loss": loss}}
+
+
+def test_float16_loss_scale_skips_overflowing_updates():
+    x = np.ones((48, 4), "float32")
+    with training_scope("none", "mixed_float16"):
+        inputs = keras.Input((4,))
+        net = keras.Model(
+            inputs,
+            keras.layers.Dense(1, kernel_initializer=keras.initializers.Constant(100.0))(inputs),
+        )
+        trainer = _Square(net)
+        trainer.compile({"net": keras.optimizers.SGD(1e-6)}, jit_compile=False)
+        dataset = tf.data.Dataset.from_tensor_slices({"x": x}).batch(4)
+        history = trainer.fit(dataset, epochs=1, verbose=0).history
+    scale = [v for v in trainer.optimizer.variables if v.path.endswith("loss_scale")][0]
+    # Outputs 400 in batches of 4: the float16 kernel gradient, 4 * (2 * 400 / 4) * scale,
+    # overflows (> 65504) until 9 halvings bring the scale from 2^15 to 2^6.
+    assert float(scale.numpy()) == 2.0**6
+    assert int(trainer.group_optimizer("net").iterations) == 12 - 9
+    assert np.all(np.isfinite(net.get_weights()[0]))
+    assert np.isfinite(history["loss"][-1])
+
+
+@pytest.mark.parametrize("precision", MIXED)
+def test_models_under_mixed_policy_output_float32_and_reload(precision, tmp_path):
+    with training_scope("none", precision):
+        anonymizer = registry.build_anonymizer("unet_tiny")
+        action = registry.build_action_model("r3d_tiny", num_classes=3, input_shape=(4, 16, 16, 3))
+        frames = np.random.default_rng(0).random((2, 16, 16, 3), dtype="float32")
+        expected = np.asarray(anonymizer(frames))
+        anonymizer.save(tmp_path / "anonymizer.keras")
+    assert [anonymizer.outputs[0].dtype, action.outputs[0].dtype] == ["float32", "float32"]
+    reloaded = keras.saving.load_model(tmp_path / "anonymizer.keras")
+    assert reloaded.layers[1].compute_dtype == precision.split("_")[1]
+    np.testing.assert_allclose(np.asarray(reloaded(frames)), expected, atol=1e-6)
