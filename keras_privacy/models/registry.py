@@ -82,6 +82,15 @@ IMAGE_MODELS: dict[str, Callable[..., keras.Model]] = {
         bottleneck=False,
         name="resnet_tiny",
     ),
+    # The same with a 3x3/1 stem and no max-pool, for 32-px images (the synthetic benchmark).
+    "resnet_tiny_small_images": functools.partial(
+        resnet.resnet,
+        blocks=(1, 1, 1, 1),
+        widths=(8, 16, 32, 64),
+        bottleneck=False,
+        small_images=True,
+        name="resnet_tiny_small_images",
+    ),
     **{
         f"mobilenet_v1_{alpha}": functools.partial(
             mobilenet.mobilenet_v1, alpha=alpha, name=f"mobilenet_v1_{alpha}"

@@ -47,6 +47,7 @@ def resnet(
     widths: Sequence[int] = (64, 128, 256, 512),
     bottleneck: bool = True,
     stem_width: int | None = None,
+    small_images: bool = False,
     num_classes: int | None = None,
     input_shape: tuple = (None, None, 3),
     name: str = "resnet",
@@ -55,16 +56,21 @@ def resnet(
     stages of basic or bottleneck blocks (stride 2 from the second stage on, on the 3x3
     convolution as torchvision's v1.5), global average pooling, and a Dense head when
     `num_classes` is given (else pooled features: widths[-1], times 4 with bottlenecks).
-    Padding is explicit, so every output position matches PyTorch's.
+    Padding is explicit, so every output position matches PyTorch's. With `small_images` the
+    stem is a 3x3/1 convolution without max-pool (the CIFAR ResNets of He et al.), so the first
+    stage sees 32-px images at full resolution and fine textures are not lost in the stem.
 
     ResNet-18: blocks (2, 2, 2, 2), basic; -34: (3, 4, 6, 3), basic; -50: (3, 4, 6, 3),
     bottleneck; -101: (3, 4, 23, 3); -152: (3, 8, 36, 3).
     """
     inputs = keras.Input(input_shape, name="images")
-    x = conv_bn(inputs, stem_width or widths[0], 7, 2, "stem")
-    # Zeros pad like PyTorch's -inf here, as the input is post-ReLU (>= 0).
-    x = layers.ZeroPadding2D(1, name="stem_pool_pad")(x)
-    x = layers.MaxPooling2D(3, strides=2, name="stem_pool")(x)
+    if small_images:
+        x = conv_bn(inputs, stem_width or widths[0], 3, 1, "stem")
+    else:
+        x = conv_bn(inputs, stem_width or widths[0], 7, 2, "stem")
+        # Zeros pad like PyTorch's -inf here, as the input is post-ReLU (>= 0).
+        x = layers.ZeroPadding2D(1, name="stem_pool_pad")(x)
+        x = layers.MaxPooling2D(3, strides=2, name="stem_pool")(x)
     block_fn = bottleneck_block if bottleneck else basic_block
     for stage, (width, count) in enumerate(zip(widths, blocks)):
         for block in range(count):
