@@ -15,8 +15,9 @@ every split (half of every class for videos), drawn independently of the others:
 The fine cues keep the mean colour of what they cover: 4x down-sampling by area averaging
 removes them, while the coarse ones survive. Frames are 40 x 40, so at the 32-px training input
 (a 0.8x resize) the fine cues are still visible: a method must remove them, and 4x
-down-sampling (10 px) is the baseline that does so bluntly. The same renderer makes the privacy images (actor
-in a scene, no motion) and the video frames, so what is learned on images transfers to frames.
+down-sampling (10 px) is the baseline that does so bluntly. The same renderer makes the
+privacy images (actor in a scene, no motion) and the video frames, so what is learned on
+images transfers to frames.
 
 Layout written under `out_dir`:
 
