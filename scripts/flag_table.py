@@ -1,0 +1,91 @@
+"""Write the README's table of flags from the `ExperimentConfig` fields, so it cannot go stale.
+
+    python scripts/flag_table.py          # print the tables
+    python scripts/flag_table.py --write  # replace them in README.md
+
+Every field of `keras_privacy.config.ExperimentConfig` is a flag of `train.py` and `evaluate.py`;
+its metadata holds the help text and the group (`_help(text, group)`). The README holds the
+generated Markdown between `<!-- flags:start -->` and `<!-- flags:end -->`; `tests/test_docs.py`
+fails when the two differ.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+START, END = "<!-- flags:start -->", "<!-- flags:end -->"
+GROUP_TITLES = {
+    "run": "Run",
+    "data": "Data",
+    "models": "Models",
+    "train": "Training (phases, learning rates, loss weights)",
+    "adversary": "Supervised adversaries (vita, meta)",
+    "eval": "Evaluation",
+}
+"""Headings of the known groups; any other group is headed by its own name."""
+
+
+def _cell(text: str) -> str:
+    """Text safe inside a Markdown table cell."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _default(value) -> str:
+    if isinstance(value, str):
+        return f"`{value}`" if value else "(empty)"
+    return f"`{value}`"
+
+
+def flag_tables(config_cls=None) -> str:
+    """One Markdown table per flag group (in the order the groups first appear), each row a
+    flag, its default and its help text."""
+    if config_cls is None:
+        sys.path.insert(0, str(REPO))
+        from keras_privacy.config import ExperimentConfig as config_cls
+    groups: dict[str, list[dataclasses.Field]] = {}
+    for field in dataclasses.fields(config_cls):
+        groups.setdefault(field.metadata.get("group", "misc"), []).append(field)
+    blocks = []
+    for group, fields in groups.items():
+        lines = [
+            f"**{GROUP_TITLES.get(group, group)}**",
+            "",
+            "| Flag | Default | Meaning |",
+            "| --- | --- | --- |",
+        ]
+        for field in fields:
+            help_text = _cell(field.metadata.get("help", ""))
+            lines.append(f"| `--{field.name}` | {_cell(_default(field.default))} | {help_text} |")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks) + "\n"
+
+
+def readme_tables(readme: Path = README) -> str:
+    """The flag tables as the README holds them now (between the markers)."""
+    text = readme.read_text()
+    if START not in text or END not in text:
+        raise SystemExit(f"{readme} has no {START} ... {END} section")
+    return text.split(START, 1)[1].split(END, 1)[0].strip("\n") + "\n"
+
+
+def write_readme(readme: Path = README) -> None:
+    """Replace the README's flag tables with freshly generated ones."""
+    text = readme.read_text()
+    readme_tables(readme)  # checks the markers
+    before, rest = text.split(START, 1)
+    after = rest.split(END, 1)[1]
+    readme.write_text(f"{before}{START}\n{flag_tables()}{END}{after}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--write"]:
+        write_readme()
+        print(f"flag tables written to {README}")
+    elif sys.argv[1:]:
+        raise SystemExit(__doc__)
+    else:
+        print(flag_tables(), end="")
