@@ -41,7 +41,7 @@ def save_checkpoint(
     if optimizer is not None:
         np.savez(
             folder / "optimizer.npz",
-            *[np.asarray(keras.ops.convert_to_numpy(v.value)) for v in optimizer.variables],
+            *[np.asarray(v.numpy()) for v in optimizer.variables],
         )
     state = {"phase": phase, "epoch": epoch, "folder": folder.name, "history": history}
     temporary = root / "latest.json.tmp"

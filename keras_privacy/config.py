@@ -11,6 +11,7 @@ import dataclasses
 from dataclasses import field
 
 from keras_privacy.data.augment import SUPERVISED, AugmentConfig
+from keras_privacy.distribute import DISTRIBUTIONS, PRECISIONS
 
 METHODS = ("spact", "penalty", "vita", "meta")
 BUDGET_LOSSES = ("max_bce", "entropy")
@@ -41,6 +42,20 @@ class ExperimentConfig:
     )
     seed: int = field(default=0, metadata=_help("Seed of data order, augmentation, init.", "run"))
     jit_compile: bool = field(default=True, metadata=_help("XLA-compile the training step.", "run"))
+    distribution: str = field(
+        default="none",
+        metadata=_help(
+            "none | data_parallel: replicate the models on every local GPU (else CPU device) and "
+            "split each batch; batch sizes are global (see the README).",
+            "run",
+        ),
+    )
+    mixed_precision: str = field(
+        default="float32",
+        metadata=_help(
+            "float32 | mixed_bfloat16 | mixed_float16 (with dynamic loss scaling).", "run"
+        ),
+    )
 
     # Data
     action_dataset: str = field(
@@ -247,6 +262,13 @@ class ExperimentConfig:
     def validate(self) -> None:
         """Raise ValueError naming the first setting that makes no sense."""
         _one_of("method", self.method, METHODS)
+        _one_of("distribution", self.distribution, DISTRIBUTIONS)
+        _one_of("mixed_precision", self.mixed_precision, PRECISIONS)
+        if self.distribution == "data_parallel" and self.method == "meta":
+            raise ValueError(
+                "--distribution=data_parallel does not support --method=meta: its batches carry "
+                "per-model masks that cannot be split across devices"
+            )
         _one_of("action_dataset", self.action_dataset, ACTION_DATASETS)
         _one_of("privacy_dataset", self.privacy_dataset, PRIVACY_DATASETS)
         _one_of("pair_sampler", self.pair_sampler, PAIR_SAMPLERS)

@@ -2,11 +2,12 @@
 
 `--distribution=data_parallel` uses each backend's own engine: `keras.distribution.DataParallel`
 on JAX (one program over the global batch, split by XLA), `tf.distribute.MirroredStrategy` on
-TensorFlow (the train step per replica; `methods.engine` makes it sum to the global step). Both
-replicate the models on every local accelerator (every CPU device when there is none) and split
-each batch along its first axis, so the batch sizes of the config are *global*: each device
-takes `batch_size / devices` clips. `--mixed_precision` sets Keras' global dtype policy before the
-models are built; the losses cast to float32 and `mixed_float16` adds dynamic loss scaling.
+TensorFlow (the train step per replica, not XLA-compiled; `methods.engine` makes it sum to the
+global step). Both replicate the models on every local accelerator (every CPU device when there
+is none) and split each batch along its first axis, so the batch sizes of the config are
+*global*: each device takes `batch_size / devices` clips. `--mixed_precision` sets Keras' global
+dtype policy before the models are built; the losses cast to float32 and `mixed_float16` adds
+dynamic loss scaling.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from collections.abc import Iterator
 import keras
 
 DISTRIBUTIONS = ("none", "data_parallel")
+"""Values of `--distribution`."""
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+"""Values of `--mixed_precision` (Keras dtype policy names)."""
 
 
 def data_parallel_devices() -> list[str]:

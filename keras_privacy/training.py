@@ -19,7 +19,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_privacy import checkpoint
+from keras_privacy import checkpoint, distribute
 from keras_privacy.config import ExperimentConfig
 from keras_privacy.data import sources
 from keras_privacy.methods.engine import StatelessTrainer
@@ -277,8 +277,19 @@ class _FailOnNonFinite(keras.callbacks.Callback):
 def train(
     config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callback] = ()
 ) -> TrainResult:
-    """Run (or resume) every phase of `config` and save the trained models in `run_dir`."""
+    """Run (or resume) every phase of `config` and save the trained models in `run_dir`.
+
+    Models are built, compiled and trained under the config's distribution and dtype policy.
+    """
     config.validate()
+    with distribute.training_scope(config.distribution, config.mixed_precision) as replicas:
+        distribute.check_batch_sizes(
+            replicas, batch_size=config.batch_size, privacy_batch_size=config.privacy_batch_size
+        )
+        return _train(config, callbacks)
+
+
+def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callback]) -> TrainResult:
     run_dir = Path(config.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.json").write_text(json.dumps(dataclasses.asdict(config), indent=1))

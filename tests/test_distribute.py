@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 DEVICES = 8
 GROUPS = ("anonymizer", "action", "privacy")
@@ -84,6 +85,25 @@ def test_data_parallel_steps_equal_one_device():
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
     for key in one["logs"]:
         np.testing.assert_allclose(one["logs"][key], many["logs"][key], rtol=1e-4, err_msg=key)
+
+
+def test_global_batch_must_split_over_the_devices():
+    from keras_privacy.distribute import check_batch_sizes
+
+    check_batch_sizes(8, batch_size=16, privacy_batch_size=8)
+    with pytest.raises(ValueError, match="--privacy_batch_size=12 is the global batch.*of 8"):
+        check_batch_sizes(8, batch_size=16, privacy_batch_size=12)
+
+
+def test_config_names_bad_distribution_settings():
+    from keras_privacy.config import ExperimentConfig
+
+    with pytest.raises(ValueError, match="--distribution='ddp'"):
+        ExperimentConfig(distribution="ddp").validate()
+    with pytest.raises(ValueError, match="--mixed_precision='float16'"):
+        ExperimentConfig(mixed_precision="float16").validate()
+    with pytest.raises(ValueError, match="does not support --method=meta"):
+        ExperimentConfig(distribution="data_parallel", method="meta").validate()
 
 
 def _main(mode: str) -> dict:

@@ -42,6 +42,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -116,6 +117,13 @@ class StatelessTrainer(keras.Model):
                 f"the groups of {type(self).__name__} are {sorted(self.groups())}"
             )
         self._group_optimizers = dict(optimizers)
+        if kwargs.get("jit_compile") and _tf_strategy():
+            # XLA cannot compile a MirroredStrategy replica step that reads mirrored variables
+            # (Keras' jit_compile="auto" turns it off there too).
+            warnings.warn(
+                "XLA compilation is off for data-parallel training on TensorFlow", stacklevel=2
+            )
+            kwargs["jit_compile"] = False
         owner = {}
         for group, model in self.groups().items():
             for variable in model.trainable_variables:
@@ -145,9 +153,7 @@ class StatelessTrainer(keras.Model):
             )
         restarted, every = self.restart_groups()
         self._initial_weights = [
-            keras.Variable(
-                ops.convert_to_numpy(v.value), trainable=False, name=f"initial_{group}_{i}"
-            )
+            keras.Variable(v.numpy(), trainable=False, name=f"initial_{group}_{i}")
             for group in (restarted if every > 0 else ())
             for i, v in enumerate(self.groups()[group].weights)
         ]
@@ -440,6 +446,15 @@ def gather_replicas(x):
     if context.num_replicas_in_sync == 1:
         return x
     return context.all_gather(x, axis=0)
+
+
+def _tf_strategy() -> bool:
+    """Whether a `tf.distribute` strategy (data-parallel training on TensorFlow) is active."""
+    if keras.backend.backend() != "tensorflow":
+        return False
+    import tensorflow as tf
+
+    return tf.distribute.has_strategy()
 
 
 def _mean_over_replicas(values):
