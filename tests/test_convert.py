@@ -62,9 +62,9 @@ CASES = {
         (8, 32, 32, 3),
     ),
     "r2plus1d_18": (
-        lambda: ref.VideoResNet(True, WIDTHS, (2, 1, 1, 1), stem_mid=6, num_classes=5),
+        lambda: ref.VideoResNet(True, WIDTHS, (1, 1, 1, 1), stem_mid=6, num_classes=5),
         lambda: registry.build_action_model(
-            "r2plus1d_18", 5, widths=WIDTHS, blocks=(2, 1, 1, 1), stem_width=8, stem_mid_width=6
+            "r2plus1d_18", 5, widths=WIDTHS, blocks=(1, 1, 1, 1), stem_width=8, stem_mid_width=6
         ),
         (8, 32, 32, 3),
     ),
