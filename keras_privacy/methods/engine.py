@@ -135,7 +135,8 @@ class StatelessTrainer(keras.Model):
             return self._group_optimizers.get(group, frozen)
 
         multi = keras.optimizers.MultiOptimizer(select)
-        super().compile(optimizer=multi, **kwargs)
+        # The engine scales the loss itself (Keras would wrap the MultiOptimizer instead).
+        super().compile(optimizer=multi, auto_scale_loss=False, **kwargs)
         self.built = True  # every sub-model is a built Functional model
         # Built here: the step never calls `self.optimizer.apply`, and fit needs it built.
         multi.build(self.trainable_variables)
