@@ -18,6 +18,7 @@ BUDGET_LOSSES = ("max_bce", "entropy")
 ACTION_DATASETS = ("synthetic", "ucf101", "hmdb51")
 PRIVACY_DATASETS = ("synthetic", "vispr")
 PAIR_SAMPLERS = ("random", "near", "far")
+SSL_ADVERSARIES = ("ntxent", "rotnet", "moco")
 
 
 def _help(text: str, group: str) -> dict:
@@ -210,6 +211,32 @@ class ExperimentConfig:
         ),
     )
 
+    # SPAct variants (spact, penalty)
+    ssl_adversary: str = field(
+        default="ntxent",
+        metadata=_help(
+            "Self-supervised adversary of the minimax (SPAct Table 5): ntxent | rotnet (4-way "
+            "rotation prediction) | moco (momentum encoder and queue). Its init stays NT-Xent.",
+            "variants",
+        ),
+    )
+    moco_queue_size: int = field(
+        default=4096, metadata=_help("MoCo: K, negatives kept in the queue.", "variants")
+    )
+    moco_momentum: float = field(
+        default=0.999, metadata=_help("MoCo: m of the key encoder's EMA.", "variants")
+    )
+    triplet_weight: float = field(
+        default=0.0,
+        metadata=_help(
+            "TeD-SPAD temporal triplet term in the action loss of f_A and f_T (0 = off).",
+            "variants",
+        ),
+    )
+    triplet_margin: float = field(
+        default=1.0, metadata=_help("Margin mu of the triplet term (TeD-SPAD: 1).", "variants")
+    )
+
     # Evaluation
     eval_methods: str = field(
         default="learned,raw,downsample_4x,blur_strong,blacken",
@@ -322,6 +349,22 @@ class ExperimentConfig:
             raise ValueError("--penalty_weight and --penalty_budget cannot be negative")
         if self.method == "penalty" and self.penalty_weight == 0:
             raise ValueError("--method=penalty needs --penalty_weight > 0 (lambda of the penalty)")
+        _one_of("ssl_adversary", self.ssl_adversary, SSL_ADVERSARIES)
+        if self.moco_queue_size < self.batch_size + self.privacy_batch_size:
+            raise ValueError(
+                f"--moco_queue_size={self.moco_queue_size} must hold at least one batch of keys "
+                f"(--batch_size + --privacy_batch_size = "
+                f"{self.batch_size + self.privacy_batch_size})"
+            )
+        if not 0 <= self.moco_momentum < 1:
+            raise ValueError(f"--moco_momentum must be in [0, 1), got {self.moco_momentum}")
+        if self.triplet_weight < 0 or self.triplet_margin < 0:
+            raise ValueError("--triplet_weight and --triplet_margin cannot be negative")
+        if self.triplet_weight > 0 and self.clip_length < 2:
+            raise ValueError(
+                "--triplet_weight > 0 needs --clip_length >= 2 (the triplet's anchor and negative "
+                f"are the two halves of a clip), got {self.clip_length}"
+            )
         for name in ("action_threshold", "adversary_threshold"):
             if not 0 < getattr(self, name) <= 1:
                 raise ValueError(f"--{name} must be in (0, 1], got {getattr(self, name)}")

@@ -80,3 +80,54 @@ def rms_penalty(inputs, outputs, budget: float):
     diff = ops.reshape(diff, (ops.shape(inputs)[0], -1))
     rms = ops.sqrt(ops.mean(ops.square(diff), axis=1) + 1e-12)
     return ops.mean(ops.relu(rms - budget))
+
+
+def triplet_margin(anchor, positive, negative, margin: float = 1.0):
+    """Triplet margin loss: mean of max(0, ||a - p|| - ||a - n|| + margin), Euclidean distances.
+
+    The form of PyTorch's `TripletMarginLoss` (p = 2, no squaring), which TeD-SPAD's temporal
+    term uses with margin mu = 1. Rows of the three (N, D) arguments are the triplets.
+    """
+    anchor, positive, negative = (ops.cast(x, "float32") for x in (anchor, positive, negative))
+    positive_distance = ops.sqrt(ops.sum(ops.square(anchor - positive), axis=-1) + 1e-12)
+    negative_distance = ops.sqrt(ops.sum(ops.square(anchor - negative), axis=-1) + 1e-12)
+    return ops.mean(ops.relu(positive_distance - negative_distance + margin))
+
+
+def rotations(images):
+    """The four rotations of every image and their RotNet labels.
+
+    `images` (N, S, S, C), square. Returns (4N, S, S, C) images, rotated counter-clockwise by
+    0, 90, 180 and 270 degrees (block k holds the rotation by k * 90 degrees, `np.rot90(image, k)`
+    per image), and the (4N,) int32 labels 0..3.
+    """
+    shape = ops.shape(images)
+    if shape[1] != shape[2]:
+        raise ValueError(f"RotNet needs square images, got {shape[1]}x{shape[2]}")
+    transposed = ops.transpose(images, (0, 2, 1, 3))
+    rotated = [
+        images,
+        ops.flip(transposed, axis=1),
+        ops.flip(ops.flip(images, axis=1), axis=2),
+        ops.flip(transposed, axis=2),
+    ]
+    labels = ops.repeat(ops.arange(4, dtype="int32"), shape[0])
+    return ops.concatenate(rotated, axis=0), labels
+
+
+def info_nce(queries, keys, queue, temperature: float = 0.2):
+    """MoCo's InfoNCE: row i of `keys` is the positive of row i of `queries`, every row of
+    `queue` (K, D) a negative. Queries, keys and the queue are L2-normalised here.
+
+    Returns the scalar mean of -log softmax of the positive among [positive, K negatives].
+    """
+
+    def normalize(x):
+        x = ops.cast(x, "float32")
+        return x / ops.maximum(ops.norm(x, axis=1, keepdims=True), 1e-12)
+
+    queries, keys, queue = normalize(queries), normalize(keys), normalize(queue)
+    positive = ops.sum(queries * keys, axis=1, keepdims=True)
+    logits = ops.concatenate([positive, ops.matmul(queries, ops.transpose(queue))], axis=1)
+    logits = logits / temperature
+    return -ops.mean(logits[:, 0] - ops.logsumexp(logits, axis=1))

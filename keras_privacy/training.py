@@ -163,15 +163,29 @@ def training_phases(
                 temperature=config.temperature,
                 penalty_weight=config.penalty_weight,
                 penalty_budget=config.penalty_budget,
+                ssl_adversary=config.ssl_adversary,
+                moco_queue_size=config.moco_queue_size,
+                moco_momentum=config.moco_momentum,
+                triplet_weight=config.triplet_weight,
+                triplet_margin=config.triplet_margin,
             ),
             lambda: {
                 "anonymizer": adam(config.anonymizer_lr),
                 "action": adam(config.action_lr),
                 "privacy": adam(config.privacy_lr),
+                **_variant_optimizers(config),
             },
             batches="paired",
         ),
     ]
+
+
+def _variant_optimizers(config: ExperimentConfig) -> dict[str, keras.optimizers.Optimizer]:
+    """The minimax optimizers of the extra groups a SPAct variant trains: RotNet's rotation
+    head learns with f_B (MoCo's momentum group has no optimizer: the EMA moves it)."""
+    if config.ssl_adversary == "rotnet":
+        return {"rotation": keras.optimizers.Adam(config.privacy_lr)}
+    return {}
 
 
 def _supervised_phases(config: ExperimentConfig, models: dict[str, keras.Model]) -> list[Phase]:
@@ -320,7 +334,14 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
             continue
         trainer = phase.make_trainer()
         trainer.compile(phase.optimizers(), jit_compile=config.jit_compile)
+        # Groups the trainer owns (RotNet's head, MoCo's momentum state) live in its checkpoints.
+        owned = {
+            group: model
+            for group, model in trainer.groups().items()
+            if all(model is not built for built in models.values())
+        }
         if state is not None and state["phase"] == phase.name and done > 0:
+            checkpoint.restore_models(state, owned)
             checkpoint.restore_optimizer(state, trainer.optimizer)
         for epoch in range(done, phase.epochs):
             dataset = phase_dataset(
@@ -350,7 +371,7 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
                     float(v) for v in values
                 )
             checkpoint.save_checkpoint(
-                run_dir, phase.name, epoch + 1, models, trainer.optimizer, history
+                run_dir, phase.name, epoch + 1, models | owned, trainer.optimizer, history
             )
             _save_frames(models["anonymizer"], fixed_clip, run_dir, phase.name, epoch + 1)
         state = checkpoint.latest_checkpoint(run_dir)

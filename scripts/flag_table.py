@@ -24,6 +24,7 @@ GROUP_TITLES = {
     "models": "Models",
     "train": "Training (phases, learning rates, loss weights)",
     "adversary": "Supervised adversaries (vita, meta)",
+    "variants": "SPAct variants (spact, penalty)",
     "eval": "Evaluation",
 }
 """Headings of the known groups; any other group is headed by its own name."""

@@ -11,6 +11,25 @@ batches (axis 1 of size 2 after the batch axis, see `pair_batches`, so that data
 splits the batch axis as usual): the first batch updates the anonymizer f_A alone on
 `w_T * L_T - w_B * L_B (+ lambda * penalty)` with f_T and f_B frozen; the second updates f_T on
 L_T and f_B on L_B with f_A frozen. One `fit` step is therefore one full minimax iteration.
+
+The self-supervised adversary L_B is one of (`ssl_adversary`, SPAct Table 5):
+- `ntxent`: NT-Xent over the positive pairs (two frames of a clip, two views of an image);
+- `rotnet`: f_B and a linear head (group `rotation`) predict which of the four rotations
+  (0, 90, 180, 270 degrees) was applied to the first side of every pair; L_B is the
+  cross-entropy over all four rotations of each image;
+- `moco`: the first sides are queries of f_B, the second sides keys of a momentum encoder (EMA
+  of f_B), negatives a queue of past keys (`MomentumQueue`, group `momentum`); L_B is InfoNCE.
+  The adversary update first moves the momentum encoder (MoCo's order), then computes the keys,
+  then enqueues them; the anonymizer update reads the state without changing it, and its
+  gradient reaches f_A through both the queries and the keys.
+
+The TeD-SPAD temporal term (Fioresi et al., ICCV 2023), on with `triplet_weight > 0`, adds
+`triplet_weight * triplet_margin_loss(anchor, positive, negative)` to the action loss that f_A
+and f_T minimise. TeD-SPAD's triplet is a clip (anchor), the same clip differently augmented
+(positive) and a non-overlapping clip of the same video (negative), on the utility model's clip
+embeddings. Here, from the one clip per video that a batch holds: anchor = the clip's first
+T // 2 anonymized frames, positive = the same frames flipped horizontally, negative = the next
+T // 2 frames; the embeddings are f_T's outputs (its logits), Euclidean distances, margin mu.
 """
 
 from __future__ import annotations
@@ -28,6 +47,9 @@ from keras_privacy.methods.engine import (
     fold_time,
     gather_replicas,
 )
+from keras_privacy.methods.moco import MomentumQueue
+
+SSL_ADVERSARIES = ("ntxent", "rotnet", "moco")
 
 
 def pair_batches(dataset):
@@ -107,6 +129,18 @@ def privacy_loss(trainer, values, first, second, temperature: float, training: b
     return losses.nt_xent(first, second, temperature), non_trainable
 
 
+def temporal_triplet(trainer, values, anon_frames, clip_length, margin: float, training: bool):
+    """TeD-SPAD's temporal triplet loss on f_T's outputs (see the module docstring)."""
+    shape = ops.shape(anon_frames)
+    clips = ops.reshape(anon_frames, (-1, clip_length, shape[1], shape[2], shape[3]))
+    half = clip_length // 2
+    anchor = clips[:, :half]
+    triplets = ops.concatenate([anchor, ops.flip(anchor, axis=3), clips[:, half : 2 * half]], 0)
+    embeddings, _ = trainer.run("action", values, triplets, training=training)
+    anchor, positive, negative = ops.split(embeddings, 3, axis=0)
+    return losses.triplet_margin(anchor, positive, negative, margin)
+
+
 def action_logits(trainer, values, anon_frames, clip_length, training: bool):
     """f_T's logits on the anonymized clips, and f_T's new non-trainable values."""
     shape = ops.shape(anon_frames)
@@ -128,6 +162,12 @@ class SPAct(StatelessTrainer):
         temperature: NT-Xent temperature (SPAct: 0.1).
         penalty_weight: lambda of the penalty-driven term (0 turns it off).
         penalty_budget: B of the penalty `max(0, RMS(x - f_A(x)) - B)` (penalty paper: 0.3).
+        ssl_adversary: ntxent | rotnet | moco (see the module docstring).
+        moco_queue_size: K, MoCo's number of queued negatives (a multiple of the batch is not
+            required: the queue wraps around).
+        moco_momentum: m of MoCo's key encoder EMA (MoCo: 0.999).
+        triplet_weight: weight of TeD-SPAD's temporal triplet term (0 turns it off).
+        triplet_margin: its margin mu (TeD-SPAD: 1).
     """
 
     log_names = (
@@ -137,6 +177,8 @@ class SPAct(StatelessTrainer):
         "anonymizer_action_loss",
         "anonymizer_privacy_loss",
         "penalty",
+        "triplet_loss",
+        "anonymizer_triplet_loss",
     )
 
     def __init__(
@@ -149,9 +191,18 @@ class SPAct(StatelessTrainer):
         temperature: float = 0.1,
         penalty_weight: float = 0.0,
         penalty_budget: float = 0.3,
+        ssl_adversary: str = "ntxent",
+        moco_queue_size: int = 4096,
+        moco_momentum: float = 0.999,
+        triplet_weight: float = 0.0,
+        triplet_margin: float = 1.0,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        if ssl_adversary not in SSL_ADVERSARIES:
+            raise ValueError(
+                f"ssl_adversary={ssl_adversary!r} is not one of {', '.join(SSL_ADVERSARIES)}"
+            )
         self.anonymizer = anonymizer
         self.action_model = action_model
         self.privacy_encoder = privacy_encoder
@@ -160,13 +211,35 @@ class SPAct(StatelessTrainer):
         self.temperature = temperature
         self.penalty_weight = penalty_weight
         self.penalty_budget = penalty_budget
+        self.ssl_adversary = ssl_adversary
+        self.moco_queue_size = moco_queue_size
+        self.moco_momentum = moco_momentum
+        self.triplet_weight = triplet_weight
+        self.triplet_margin = triplet_margin
+        dim = privacy_encoder.output_shape[-1]
+        self.rotation_head = None
+        self.momentum = None
+        if ssl_adversary == "rotnet":
+            self.rotation_head = keras.Sequential(
+                [keras.Input((dim,)), keras.layers.Dense(4, name="rotation_logits")],
+                name="rotation_head",
+            )
+        if ssl_adversary == "moco":
+            self.momentum = MomentumQueue(
+                privacy_encoder, moco_queue_size, moco_momentum, name="momentum_queue"
+            )
 
     def groups(self) -> dict[str, keras.Model]:
-        return {
+        groups = {
             "anonymizer": self.anonymizer,
             "action": self.action_model,
             "privacy": self.privacy_encoder,
         }
+        if self.rotation_head is not None:
+            groups["rotation"] = self.rotation_head
+        if self.momentum is not None:
+            groups["momentum"] = self.momentum
+        return groups
 
     def call(self, clips, training=False):
         """Action logits of f_T on the anonymized clips."""
@@ -178,9 +251,44 @@ class SPAct(StatelessTrainer):
         return [
             Update(("anonymizer",), lambda values: self._anonymizer_loss(values, _half(data, 0))),
             Update(
-                ("action", "privacy"), lambda values: self._adversary_loss(values, _half(data, 1))
+                ("action", "privacy") + (("rotation",) if self.rotation_head else ()),
+                lambda values: self._adversary_loss(values, _half(data, 1)),
             ),
         ]
+
+    def _privacy_term(self, values: GroupValues, first, second, training: bool):
+        """L_B of the adversary on the two sides of the positive pairs, and the new
+        non-trainable values by group (the momentum state changes only when `training`)."""
+        if self.ssl_adversary == "ntxent":
+            loss, state = privacy_loss(self, values, first, second, self.temperature, training)
+            return loss, {"privacy": state}
+        if self.ssl_adversary == "rotnet":
+            images, labels = losses.rotations(first)
+            embeddings, state = self.run("privacy", values, images, training=training)
+            logits, _ = self.run("rotation", values, embeddings, training=training)
+            return losses.softmax_cross_entropy(labels, logits), {"privacy": state}
+        queries, state = self.run("privacy", values, first, training=training)
+        momentum_state = values["momentum"][1]
+        if training:
+            momentum_state = self.momentum.momentum_update(momentum_state, values["privacy"])
+        keys = self.momentum.keys(momentum_state, second)
+        if training:
+            keys = ops.stop_gradient(keys)
+        queue = self.momentum.queue_of(momentum_state)
+        loss = losses.info_nce(queries, keys, queue, self.temperature)
+        new_state = {"privacy": state}
+        if training:
+            keys = keys / ops.maximum(ops.norm(keys, axis=1, keepdims=True), 1e-12)
+            # Every replica of a data-parallel step enqueues the keys of the global batch.
+            new_state["momentum"] = self.momentum.enqueue(momentum_state, gather_replicas(keys))
+        return loss, new_state
+
+    def _triplet(self, values: GroupValues, anon_frames, clip_length, training: bool):
+        if self.triplet_weight == 0:
+            return ops.zeros(())
+        return temporal_triplet(
+            self, values, anon_frames, clip_length, self.triplet_margin, training
+        )
 
     def _anonymizer_loss(self, values: GroupValues, batch: dict):
         clip_length = ops.shape(batch["clips"])[1]
@@ -189,13 +297,14 @@ class SPAct(StatelessTrainer):
         )
         logits, _ = action_logits(self, values, anon_frames, clip_length, training=False)
         action_loss = losses.softmax_cross_entropy(batch["labels"], logits)
+        triplet = self._triplet(values, anon_frames, clip_length, training=False)
         first, second = contrastive_views(anon_frames, anon_views, batch)
-        contrastive, _ = privacy_loss(self, values, first, second, self.temperature, training=False)
+        contrastive, _ = self._privacy_term(values, first, second, training=False)
         penalty = losses.rms_penalty(
             batch["clips"], ops.reshape(anon_frames, ops.shape(batch["clips"])), self.penalty_budget
         )
         loss = (
-            self.action_weight * action_loss
+            self.action_weight * (action_loss + self.triplet_weight * triplet)
             - self.privacy_weight * contrastive
             + self.penalty_weight * penalty
         )
@@ -204,6 +313,7 @@ class SPAct(StatelessTrainer):
                 "anonymizer_action_loss": action_loss,
                 "anonymizer_privacy_loss": contrastive,
                 "penalty": penalty,
+                "anonymizer_triplet_loss": triplet,
             },
             "non_trainable": {"anonymizer": anonymizer_state},
         }
@@ -216,17 +326,18 @@ class SPAct(StatelessTrainer):
             anon_views = ops.stop_gradient(anon_views)
         logits, action_state = action_logits(self, values, anon_frames, clip_length, training=True)
         action_loss = losses.softmax_cross_entropy(batch["labels"], logits)
+        # f_T's new BatchNorm statistics are those of the full clips, not of the triplet halves.
+        triplet = self._triplet(values, anon_frames, clip_length, training=True)
         first, second = contrastive_views(anon_frames, anon_views, batch)
-        contrastive, privacy_state = privacy_loss(
-            self, values, first, second, self.temperature, training=True
-        )
-        return action_loss + contrastive, {
+        contrastive, states = self._privacy_term(values, first, second, training=True)
+        return action_loss + self.triplet_weight * triplet + contrastive, {
             "logs": {
                 "action_loss": action_loss,
                 "privacy_loss": contrastive,
                 "action_accuracy": losses.accuracy(batch["labels"], logits),
+                "triplet_loss": triplet,
             },
-            "non_trainable": {"action": action_state, "privacy": privacy_state},
+            "non_trainable": {"action": action_state, **states},
         }
 
     def get_config(self) -> dict:
@@ -239,6 +350,11 @@ class SPAct(StatelessTrainer):
             "temperature": self.temperature,
             "penalty_weight": self.penalty_weight,
             "penalty_budget": self.penalty_budget,
+            "ssl_adversary": self.ssl_adversary,
+            "moco_queue_size": self.moco_queue_size,
+            "moco_momentum": self.moco_momentum,
+            "triplet_weight": self.triplet_weight,
+            "triplet_margin": self.triplet_margin,
         }
 
     @classmethod

@@ -1,0 +1,238 @@
+"""The papers' variants of SPAct: TeD-SPAD's temporal triplet term, RotNet and MoCo adversaries."""
+
+import keras
+import numpy as np
+import pytest
+import tiny_models
+
+from keras_privacy import losses
+from keras_privacy.methods.engine import value_and_gradient
+from keras_privacy.methods.spact import SPAct, anonymize_batch, contrastive_views, temporal_triplet
+
+
+def make_trainer(cls=SPAct, **kwargs):
+    models = [tiny_models.anonymizer(), tiny_models.action_model(), tiny_models.privacy_encoder()]
+    for seed, model in enumerate(models):
+        tiny_models.deterministic_weights(model, seed)
+    trainer = cls(*models, **kwargs)
+    trainer.compile(
+        {
+            group: keras.optimizers.Adam(1e-2)
+            for group, model in trainer.groups().items()
+            if model.trainable_variables
+        }
+    )
+    return trainer
+
+
+def snapshot(model):
+    return [np.array(v.numpy()) for v in model.weights]
+
+
+def half(pair: dict, index: int) -> dict:
+    return {key: value[:, index] for key, value in pair.items()}
+
+
+class AnonymizerHalfOnly(SPAct):
+    def updates(self, data):
+        return super().updates(data)[:1]
+
+
+class AdversaryHalfOnly(SPAct):
+    def updates(self, data):
+        return super().updates(data)[1:]
+
+
+# ------------------------------------------------------------------------ TeD-SPAD triplet term
+def test_triplet_margin_matches_numpy():
+    rng = np.random.default_rng(0)
+    a, p, n = (rng.normal(size=(6, 5)).astype("float32") for _ in range(3))
+    expected = np.mean(
+        np.maximum(np.linalg.norm(a - p, axis=1) - np.linalg.norm(a - n, axis=1) + 0.7, 0)
+    )
+    np.testing.assert_allclose(float(losses.triplet_margin(a, p, n, 0.7)), expected, rtol=1e-5)
+    # A triplet whose negative is already far enough costs nothing.
+    assert float(losses.triplet_margin(a, a, a + 10.0, 1.0)) == 0.0
+
+
+def test_temporal_triplet_uses_halves_and_flip_and_reaches_the_anonymizer():
+    trainer = make_trainer(triplet_weight=1.0)
+    batch = tiny_models.batch(np.random.default_rng(0))
+    values = trainer.current_values()
+    clips = batch["clips"]
+
+    def triplet_of(params):
+        replaced = dict(values)
+        replaced["anonymizer"] = (params, values["anonymizer"][1])
+        frames, _, _ = anonymize_batch(trainer, replaced, batch, training=False)
+        return temporal_triplet(trainer, replaced, frames, clips.shape[1], 1.0, training=False)
+
+    value, grads = value_and_gradient(triplet_of, values["anonymizer"][0])
+    anon = trainer.anonymizer.predict(clips.reshape((-1,) + clips.shape[2:]), verbose=0)
+    anon = anon.reshape(clips.shape)
+    embed = trainer.action_model.predict
+    anchor = embed(anon[:, :2], verbose=0)
+    positive = embed(anon[:, :2, :, ::-1], verbose=0)
+    negative = embed(anon[:, 2:4], verbose=0)
+    expected = np.mean(
+        np.maximum(
+            np.linalg.norm(anchor - positive, axis=1)
+            - np.linalg.norm(anchor - negative, axis=1)
+            + 1.0,
+            0,
+        )
+    )
+    np.testing.assert_allclose(float(value), expected, rtol=1e-4, atol=1e-6)
+    assert expected > 0
+    assert sum(float(np.abs(np.asarray(g)).sum()) for g in grads) > 0
+
+
+def test_triplet_term_enters_the_anonymizer_loss_with_its_weight():
+    batch = tiny_models.batch(np.random.default_rng(1))
+    totals = {}
+    for weight in (0.0, 2.0):
+        trainer = make_trainer(triplet_weight=weight)
+        loss, aux = trainer._anonymizer_loss(trainer.current_values(), batch)
+        totals[weight] = (float(loss), float(aux["logs"]["anonymizer_triplet_loss"]))
+    assert totals[0.0][1] == 0.0
+    np.testing.assert_allclose(totals[2.0][0] - totals[0.0][0], 2.0 * totals[2.0][1], rtol=1e-4)
+
+
+def test_triplet_trainer_fits_and_logs_the_term():
+    trainer = make_trainer(triplet_weight=0.5, triplet_margin=1.0)
+    history = trainer.fit(tiny_models.paired_dataset(2), epochs=1, verbose=0).history
+    assert history["triplet_loss"][0] > 0 and history["anonymizer_triplet_loss"][0] > 0
+
+
+# ------------------------------------------------------------------------------------ RotNet
+def test_rotation_labels_match_np_rot90_for_all_four_rotations():
+    image = np.arange(5 * 5 * 3, dtype="float32").reshape(5, 5, 3)  # no rotation symmetry
+    images = np.stack([image, image[::-1] * 2.0])
+    rotated, labels = losses.rotations(images)
+    rotated, labels = np.asarray(rotated), np.asarray(labels)
+    assert labels.tolist() == [0, 0, 1, 1, 2, 2, 3, 3]
+    for i, label in enumerate(labels):
+        np.testing.assert_array_equal(rotated[i], np.rot90(images[i % 2], k=int(label)))
+    with pytest.raises(ValueError, match="square"):
+        losses.rotations(np.zeros((1, 4, 5, 3), "float32"))
+
+
+def test_rotnet_every_optimizer_advances_and_the_head_learns():
+    trainer = make_trainer(ssl_adversary="rotnet")
+    assert set(trainer.groups()) == {"anonymizer", "action", "privacy", "rotation"}
+    head = snapshot(trainer.rotation_head)
+    history = trainer.fit(tiny_models.paired_dataset(3), epochs=1, verbose=0).history
+    for group in ("anonymizer", "action", "privacy", "rotation"):
+        assert int(trainer.group_optimizer(group).iterations) == 3
+    assert not np.array_equal(head[0], snapshot(trainer.rotation_head)[0])
+    assert np.isfinite(history["privacy_loss"][0]) and history["privacy_loss"][0] > 0
+
+
+# -------------------------------------------------------------------------------------- MoCo
+def expected_keys(trainer, batch):
+    """Normalised keys of the second sides of `batch` under the trainer's current weights."""
+    values = trainer.current_values()
+    frames, views, _ = anonymize_batch(trainer, values, batch, training=False)
+    _, second = contrastive_views(frames, views, batch)
+    keys = np.asarray(trainer.momentum.key_encoder(second, training=False))
+    return keys / np.linalg.norm(keys, axis=1, keepdims=True)
+
+
+def test_moco_queue_and_momentum_encoder_update_as_specified():
+    m, queue_size = 0.9, 8
+    trainer = make_trainer(
+        AdversaryHalfOnly, ssl_adversary="moco", moco_queue_size=queue_size, moco_momentum=m
+    )
+    momentum = trainer.momentum
+    # MoCo's init: the key encoder is a copy of f_B.
+    for key, query in zip(snapshot(momentum.key_encoder), snapshot(trainer.privacy_encoder)):
+        np.testing.assert_array_equal(key, query)
+    initial_queue = np.array(momentum.queue.numpy())
+    dataset = tiny_models.paired_dataset(2)
+    steps = [dataset.take(1), dataset.skip(1)]
+    pairs = list(dataset.as_numpy_iterator())
+    num_keys = 2 + 3  # one frame pair per clip, one view pair per image
+
+    # Step 1: the EMA over every f_B weight, then the keys written at rows 0..4.
+    key_before, query_before = snapshot(momentum.key_encoder), snapshot(trainer.privacy_encoder)
+    trainer.fit(steps[0], epochs=1, verbose=0, shuffle=False)
+    for key, old, query in zip(snapshot(momentum.key_encoder), key_before, query_before):
+        np.testing.assert_allclose(key, m * old + (1 - m) * query, rtol=1e-6, atol=1e-7)
+    keys = expected_keys(trainer, half(pairs[0], 1))
+    queue = np.array(momentum.queue.numpy())
+    assert int(momentum.pointer.numpy()) == num_keys
+    np.testing.assert_allclose(queue[:num_keys], keys, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(queue[num_keys:], initial_queue[num_keys:])
+
+    # Step 2: the pointer wraps (5 + 5) % 8 = 2; rows 5, 6, 7, 0, 1 (the oldest) are replaced.
+    trainer.fit(steps[1], epochs=1, verbose=0, shuffle=False)
+    keys = expected_keys(trainer, half(pairs[1], 1))
+    new_queue = np.array(momentum.queue.numpy())
+    assert int(momentum.pointer.numpy()) == (2 * num_keys) % queue_size
+    np.testing.assert_allclose(new_queue[[5, 6, 7, 0, 1]], keys, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(new_queue[2:5], queue[2:5])
+
+
+def test_moco_anonymizer_update_leaves_the_momentum_state_alone():
+    trainer = make_trainer(AnonymizerHalfOnly, ssl_adversary="moco", moco_queue_size=16)
+    before = snapshot(trainer.momentum)
+    trainer.fit(tiny_models.paired_dataset(1), epochs=1, verbose=0)
+    for old, new in zip(before, snapshot(trainer.momentum)):
+        np.testing.assert_array_equal(old, new)
+
+
+def test_moco_state_is_fit_state_and_survives_save_and_load(tmp_path):
+    trainer = make_trainer(ssl_adversary="moco", moco_queue_size=16, moco_momentum=0.5)
+    initial = snapshot(trainer.momentum)
+    history = trainer.fit(tiny_models.paired_dataset(2), epochs=1, verbose=0).history
+    assert np.isfinite(history["privacy_loss"][0])
+    for group in ("anonymizer", "action", "privacy"):
+        assert int(trainer.group_optimizer(group).iterations) == 2
+    state = snapshot(trainer.momentum)
+    assert int(trainer.momentum.pointer.numpy()) == 10
+    assert all(not np.array_equal(a, b) for a, b in zip(initial, state) if a.size > 1)
+    path = tmp_path / "trainer.weights.h5"
+    trainer.save_weights(path)
+    restored = make_trainer(ssl_adversary="moco", moco_queue_size=16, moco_momentum=0.5)
+    restored.load_weights(path)
+    for old, new in zip(state, snapshot(restored.momentum)):
+        np.testing.assert_array_equal(old, new)
+
+
+# ----------------------------------------------------------------------- through train()
+@pytest.mark.parametrize(
+    "overrides, owned",
+    [
+        ({"ssl_adversary": "rotnet"}, "rotation"),
+        ({"ssl_adversary": "moco", "moco_queue_size": 16, "triplet_weight": 0.5}, "momentum"),
+    ],
+    ids=["rotnet", "moco_triplet"],
+)
+def test_variant_trains_through_train_and_checkpoints_its_own_groups(
+    benchmark, tmp_path, overrides, owned
+):
+    from keras_privacy import checkpoint, training
+    from keras_privacy.config import ExperimentConfig
+
+    config = ExperimentConfig(
+        **tiny_models.TINY_RUN,
+        synthetic_dir=str(benchmark),
+        run_dir=str(tmp_path / "run"),
+        anonymizer="unet_tiny",
+        projection_hidden=16,
+        projection_dim=8,
+        identity_epochs=0,
+        identity_warmup_epochs=0,
+        action_init_epochs=0,
+        privacy_init_epochs=1,
+        minimax_epochs=1,
+        steps_per_epoch=2,
+        **overrides,
+    )
+    config.validate()
+    result = training.train(config)
+    minimax = result.history["minimax"]
+    assert all(np.isfinite(minimax["privacy_loss"])) and all(np.isfinite(minimax["action_loss"]))
+    state = checkpoint.latest_checkpoint(config.run_dir)
+    assert state["phase"] == "minimax"
+    assert (tmp_path / "run" / "checkpoints" / state["folder"] / f"{owned}.weights.h5").is_file()
