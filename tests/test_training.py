@@ -299,14 +299,16 @@ def test_train_cli_names_a_nonsense_flag(tmp_path):
         ("penalty", {"penalty_weight": 1.0, "penalty_budget": 0.0}, "SPAct"),
     ],
 )
-def test_every_method_trains_through_train(
-    benchmark, tmp_path, method, overrides, minimax_trainer
-):
-    # Thresholds of 1 keep every player updating, so each optimizer must advance.
+def test_every_method_trains_through_train(benchmark, tmp_path, method, overrides, minimax_trainer):
+    # Thresholds of 1 keep every player updating. The identity and action phases are the
+    # same for every method (tested above), so they are skipped here.
     config = tiny_config(
         benchmark,
         tmp_path / method,
         method=method,
+        identity_epochs=0,
+        identity_warmup_epochs=0,
+        action_init_epochs=0,
         minimax_epochs=1,
         action_threshold=1.0,
         adversary_threshold=1.0,
@@ -316,12 +318,7 @@ def test_every_method_trains_through_train(
     result, models = train_capturing_models(config, callbacks=[recorder])
     supervised = method in ("vita", "meta")
     init = "SupervisedPrivacyInit" if supervised else "PrivacyInit"
-    assert [name for name, _ in recorder.epochs] == [
-        "IdentityInit",
-        "ActionInit",
-        init,
-        minimax_trainer,
-    ]
+    assert [name for name, _ in recorder.epochs] == [init, minimax_trainer]
     expected = {"anonymizer", "action"} | (
         {"adversary_0", "adversary_1"} if supervised else {"privacy"}
     )
@@ -332,7 +329,7 @@ def test_every_method_trains_through_train(
         width = 5 if supervised else config.projection_dim
         assert keras.ops.shape(logits) == (2, width)
     history = result.history
-    assert set(history) == set(PHASES)
+    assert set(history) == {"privacy_init", "minimax"}
     for logs in history.values():
         assert all(math.isfinite(v) for values in logs.values() for v in values)
     if method == "vita":
