@@ -12,9 +12,9 @@ serve. Signatures, all of any batch N, height H and width W:
 * ``serve_aligned(frames)``: float32 like ``serve`` without padding: H and W must already be
   multiples of the down-sampling factor (the model itself).
 
-The UNet takes only H and W divisible by its down-sampling factor, 2 ** (pooling layers): 16
-for SPAct's UNet, 4 for ``unet_tiny``. ``serve`` and ``serve_uint8`` pad the frames at the
-bottom and right up to the next multiple by repeating the edge pixels, run the model and crop
+An anonymizer takes only H and W divisible by its down-sampling factor (the product of the
+strides of its graph): 16 for SPAct's UNet and UNet++, 4 for ``unet_tiny`` and VITA's net.
+``serve`` and ``serve_uint8`` pad the frames at the bottom and right up to the next multiple by repeating the edge pixels, run the model and crop
 the output back to (H, W); a size that is already a multiple gives the model's output exactly.
 
 From the TensorFlow backend the graph is plain TensorFlow and runs on any device. From the JAX
@@ -52,7 +52,7 @@ def load_keras_anonymizer(path: str | os.PathLike) -> keras.Model:
 
 
 def anonymizer_factor(model: keras.Model) -> int:
-    """The factor H and W must be divisible by: 2 ** (max-pooling layers), 1 if none."""
+    """The factor H and W must be divisible by (the product of the graph's strides; 1 if none)."""
     from keras_privacy.models.unet import downsampling_factor
 
     return downsampling_factor(model)
@@ -136,7 +136,7 @@ def export_anonymizer(
     the signatures of this module's docstring; returns `out_dir` as a string.
 
     `platforms` are jax2tf's lowering platforms (JAX backend only; TF graphs run anywhere).
-    `factor` is the size multiple the model needs (default: from its max-pooling layers).
+    `factor` is the size multiple the model needs (default: from its strides).
     """
     factor = factor or anonymizer_factor(model)
     archive = keras.export.ExportArchive()
