@@ -14,8 +14,9 @@ serve. Signatures, all of any batch N, height H and width W:
 
 An anonymizer takes only H and W divisible by its down-sampling factor (the product of the
 strides of its graph): 16 for SPAct's UNet and UNet++, 4 for ``unet_tiny`` and VITA's net.
-``serve`` and ``serve_uint8`` pad the frames at the bottom and right up to the next multiple by repeating the edge pixels, run the model and crop
-the output back to (H, W); a size that is already a multiple gives the model's output exactly.
+``serve`` and ``serve_uint8`` pad the frames at the bottom and right up to the next multiple
+by repeating the edge pixels, run the model and crop the output back to (H, W); a size that is
+already a multiple gives the model's output exactly.
 
 From the TensorFlow backend the graph is plain TensorFlow and runs on any device. From the JAX
 backend the model goes through jax2tf (StableHLO inside an ``XlaCallModule`` op) with
