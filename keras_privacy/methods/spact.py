@@ -28,8 +28,10 @@ The TeD-SPAD temporal term (Fioresi et al., ICCV 2023), on with `triplet_weight 
 and f_T minimise. TeD-SPAD's triplet is a clip (anchor), the same clip differently augmented
 (positive) and a non-overlapping clip of the same video (negative), on the utility model's clip
 embeddings. Here, from the one clip per video that a batch holds: anchor = the clip's first
-T // 2 anonymized frames, positive = the same frames flipped horizontally, negative = the next
-T // 2 frames; the embeddings are f_T's outputs (its logits), Euclidean distances, margin mu.
+T // 2 anonymized frames, negative = the next T // 2 frames (disjoint in time), each stretched
+back to T frames by repeating frames (frame i of T is frame floor(i * (T // 2) / T) of its half,
+so models built for T frames take them), positive = the anchor flipped horizontally; the
+embeddings are f_T's outputs (its logits), Euclidean distances, margin mu.
 """
 
 from __future__ import annotations
@@ -134,8 +136,10 @@ def temporal_triplet(trainer, values, anon_frames, clip_length, margin: float, t
     shape = ops.shape(anon_frames)
     clips = ops.reshape(anon_frames, (-1, clip_length, shape[1], shape[2], shape[3]))
     half = clip_length // 2
-    anchor = clips[:, :half]
-    triplets = ops.concatenate([anchor, ops.flip(anchor, axis=3), clips[:, half : 2 * half]], 0)
+    stretched = (ops.arange(clip_length, dtype="int32") * half) // clip_length
+    anchor = ops.take(clips, stretched, axis=1)
+    negative = ops.take(clips, stretched + half, axis=1)
+    triplets = ops.concatenate([anchor, ops.flip(anchor, axis=3), negative], axis=0)
     embeddings, _ = trainer.run("action", values, triplets, training=training)
     anchor, positive, negative = ops.split(embeddings, 3, axis=0)
     return losses.triplet_margin(anchor, positive, negative, margin)
