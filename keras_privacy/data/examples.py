@@ -13,11 +13,14 @@ class Example:
         path: Absolute path of the file on disk (or root-relative when no root was given).
         label: Action class index, or -1 when the example has no action label.
         privacy: Binary privacy labels, one per attribute of the split, or () when unknown.
+        actions: Multi-hot action labels over `Split.class_names` for multi-label datasets
+            (P-HVU, whose `label` is -1), or () for single-label ones.
     """
 
     path: str
     label: int = -1
     privacy: tuple[int, ...] = ()
+    actions: tuple[int, ...] = ()
 
 
 @dataclasses.dataclass

@@ -1,6 +1,7 @@
 """Action and privacy metrics of the SPAct / TeD-SPAD evaluation (NumPy and scikit-learn only).
 
-- Action: top-1 of the video-level prediction, the mean softmax over a video's clips.
+- Action: top-1 of the video-level prediction, the mean softmax over a video's clips; for
+  multi-label actions (P-HVU), cMAP over classes of the mean sigmoid over a video's clips.
 - Privacy: cMAP, the mean over attributes of scikit-learn's `average_precision_score`, and F1,
   the mean over attributes of the F1 of probabilities thresholded at 0.5 (probabilities, not
   logits: SPAct's code thresholded logits, i.e. probability 0.62).
@@ -86,6 +87,30 @@ def action_cmap(
     return _mean_over_attributes(labels, scores, names, average_precision_score)
 
 
+def video_action_cmap(
+    clip_probs: np.ndarray,
+    video_index: np.ndarray,
+    labels: np.ndarray,
+    names: Sequence[str] | None = None,
+) -> MetricResult:
+    """Video-level multi-label action cMAP (P-HVU): `action_cmap` of the mean over each video's
+    clips of the sigmoid probabilities.
+
+    Args:
+        clip_probs: (N, C) sigmoid probabilities of N clips (values outside [0, 1] are logits,
+            whose mean ranks videos differently, so they are rejected).
+        video_index: (N,) id of the video each clip comes from (any integers).
+        labels: (N, C) multi-hot action labels of each clip; the clips of a video must agree.
+        names: Class names, naming the per-class APs and the classes skipped for having no
+            positive test video.
+    """
+    clip_probs = np.asarray(clip_probs, np.float64)
+    if clip_probs.size and (clip_probs.min() < 0.0 or clip_probs.max() > 1.0):
+        raise ValueError("video_action_cmap expects sigmoid probabilities in [0, 1] (logits?)")
+    _, probs = video_scores(clip_probs, video_index)
+    return action_cmap(_video_labels(np.asarray(labels), np.asarray(video_index)), probs, names)
+
+
 def privacy_f1(
     labels: np.ndarray,
     probs: np.ndarray,
@@ -152,13 +177,15 @@ def _check_softmax(probs: np.ndarray) -> None:
 
 
 def _video_labels(labels: np.ndarray, video_index: np.ndarray) -> np.ndarray:
-    """The label of each video (sorted ids), checking that all its clips carry the same one."""
-    if labels.shape != video_index.shape:
+    """The label (or multi-hot row) of each video (sorted ids), checking that all its clips
+    carry the same one."""
+    if labels.shape[:1] != video_index.shape or labels.ndim > 2:
         raise ValueError(f"labels {labels.shape} and video_index {video_index.shape} differ")
     videos, inverse = np.unique(video_index, return_inverse=True)
-    result = np.empty(len(videos), dtype=labels.dtype)
+    result = np.empty((len(videos), *labels.shape[1:]), dtype=labels.dtype)
     result[inverse] = labels
-    disagree = np.unique(video_index[result[inverse] != labels])
+    differs = (result[inverse] != labels).reshape(len(labels), -1).any(axis=1)
+    disagree = np.unique(video_index[differs])
     if disagree.size:
         raise ValueError(f"clips of videos {disagree.tolist()} carry different labels")
     return result

@@ -1,0 +1,208 @@
+"""P-HVU (SPAct): multi-label actions with object and scene tags as privacy attributes.
+
+SPAct's P-HVU is a subset of LSHVU whose videos carry multi-label action, object and scene
+annotations; its split lists are not published with the paper, so the user provides one label
+file, in either format (chosen by the suffix):
+
+- `.csv`: header `video,split,actions,objects,scenes` (columns picked by name, extra columns
+  ignored), one row per video; the tags of a cell are separated by `|`
+  (`v001.mp4,train,ski|jump,ski_pole|snow,ski_slope`); an empty cell is no tag;
+- `.json`: a list of `{"video": "v001.mp4", "split": "train", "actions": ["ski", "jump"],
+  "objects": ["ski_pole"], "scenes": ["ski_slope"]}` records.
+
+`video` is a path relative to the videos' `root`; `split` is `train`, `val` or `test`. Every video
+needs at least one action tag; object or scene tags may be empty (all-zero privacy labels).
+
+Labels are multi-hot over vocabularies shared by all splits: the sorted tags found in the whole
+file, or the names passed in (`action_names`, ...), so a model trained on one split reads the
+other's labels. Each `Example` carries its multi-hot actions in `actions` (its `label` is -1) and
+its multi-hot privacy labels in `privacy`, over the objects, the scenes, or both (`privacy=`; with
+both, names are prefixed `object:` and `scene:` since an object and a scene may share a tag).
+
+Protocols of SPAct:
+- known attributes: train and evaluate with `privacy="both"` (or objects and scenes reported
+  separately: read the file twice, once with each);
+- novel attributes, scenes -> objects: train f_A with `privacy="scenes"`, then evaluate the
+  frozen anonymizer with fresh target models on `privacy="objects"` (the SPAct paper's Table 2
+  header says Scenes -> Obj, while its text lists objects for training and scenes for the novel
+  set: swap the two arguments for that reading).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from keras_privacy.data.annotations import resolve
+from keras_privacy.data.errors import DatasetFormatError
+from keras_privacy.data.examples import Example, Split
+
+SPLITS = ("train", "val", "test")
+PRIVACY_KINDS = ("objects", "scenes", "both")
+TAG_SEPARATOR = "|"
+_COLUMNS = ("video", "split", "actions", "objects", "scenes")
+
+
+def read_phvu(
+    path: str | os.PathLike,
+    root: str | os.PathLike | None = None,
+    privacy: str = "both",
+    action_names: Sequence[str] | None = None,
+    object_names: Sequence[str] | None = None,
+    scene_names: Sequence[str] | None = None,
+) -> dict[str, Split]:
+    """The splits of a P-HVU label file (see the module docstring for its format).
+
+    Returns the splits present in the file by name (`train`, `val`, `test`). With `root`, paths
+    are `root/<video>` and files not on disk are listed in `Split.missing`. A malformed row, an
+    unknown split, a video without action tags, a tag outside given names, a repeated video or
+    an empty chosen vocabulary raises `DatasetFormatError` naming the file (and line or video).
+    """
+    if privacy not in PRIVACY_KINDS:
+        raise ValueError(f"privacy must be one of {PRIVACY_KINDS}, not {privacy!r}")
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: P-HVU label file not found")
+    if path.suffix.lower() == ".csv":
+        rows = _read_csv(path)
+    elif path.suffix.lower() == ".json":
+        rows = _read_json(path)
+    else:
+        raise ValueError(f"{path}: P-HVU labels must be a .csv or .json file")
+    if not rows:
+        raise DatasetFormatError(f"{path}: no video listed")
+    seen: dict[str, str] = {}
+    for where, row in rows:
+        if row["split"] not in SPLITS:
+            raise DatasetFormatError(f"{where}: unknown split {row['split']!r}, expected {SPLITS}")
+        if not row["actions"]:
+            raise DatasetFormatError(f"{where}: video {row['video']!r} has no action tag")
+        if row["video"] in seen:
+            raise DatasetFormatError(
+                f"{where}: video {row['video']!r} listed twice (first at {seen[row['video']]})"
+            )
+        seen[row["video"]] = where
+    vocab = {
+        kind: _vocabulary(path, rows, kind, names)
+        for kind, names in (
+            ("actions", action_names),
+            ("objects", object_names),
+            ("scenes", scene_names),
+        )
+    }
+    kinds = ("objects", "scenes") if privacy == "both" else (privacy,)
+    if privacy == "both":
+        attribute_names = [f"object:{n}" for n in vocab["objects"]]
+        attribute_names += [f"scene:{n}" for n in vocab["scenes"]]
+    else:
+        attribute_names = list(vocab[privacy])
+    examples: dict[str, list[Example]] = {}
+    missing: dict[str, list[str]] = {}
+    for _, row in rows:
+        actions = _multi_hot(row["actions"], vocab["actions"])
+        labels = sum((_multi_hot(row[kind], vocab[kind]) for kind in kinds), ())
+        file, exists = resolve(root, row["video"])
+        examples.setdefault(row["split"], [])
+        if exists:
+            examples[row["split"]].append(Example(path=file, privacy=labels, actions=actions))
+        else:
+            missing.setdefault(row["split"], []).append(f"{file}: file not found")
+    return {
+        name: Split(
+            examples[name],
+            class_names=list(vocab["actions"]),
+            attribute_names=attribute_names,
+            missing=missing.get(name, []),
+        )
+        for name in SPLITS
+        if name in examples
+    }
+
+
+def _vocabulary(path: Path, rows, kind: str, names: Sequence[str] | None) -> list[str]:
+    """The given `names` of `kind` (every tag must be among them) or the sorted tags found."""
+    if names is not None:
+        known = set(names)
+        if len(known) != len(names):
+            raise ValueError(f"{kind} names repeat a name: {list(names)}")
+        for where, row in rows:
+            unknown = sorted(set(row[kind]) - known)
+            if unknown:
+                raise DatasetFormatError(f"{where}: {kind} tag(s) {unknown} not among the names")
+        vocabulary = list(names)
+    else:
+        vocabulary = sorted({tag for _, row in rows for tag in row[kind]})
+    if not vocabulary:
+        raise DatasetFormatError(f"{path}: no video has any {kind} tag, the label set is empty")
+    return vocabulary
+
+
+def _multi_hot(tags: Sequence[str], vocabulary: Sequence[str]) -> tuple[int, ...]:
+    present = set(tags)
+    return tuple(int(name in present) for name in vocabulary)
+
+
+def _tags(value, where: str, kind: str) -> list[str]:
+    """Tags of a CSV cell (`a|b`) or a JSON list of strings, blanks dropped, order kept."""
+    if isinstance(value, str):
+        items = value.split(TAG_SEPARATOR)
+    elif isinstance(value, list) and all(isinstance(item, str) for item in value):
+        items = value
+    else:
+        raise DatasetFormatError(f"{where}: {kind} must be a list of strings, got {value!r}")
+    return [item.strip() for item in items if item.strip()]
+
+
+def _read_csv(path: Path) -> list[tuple[str, dict]]:
+    with path.open(newline="", encoding="utf-8-sig") as file:
+        lines = list(csv.reader(file))
+    header = [column.strip().lower() for column in lines[0]] if lines else []
+    absent = [column for column in _COLUMNS if column not in header]
+    if absent:
+        raise DatasetFormatError(
+            f"{path}:1: expected a header with columns {list(_COLUMNS)}, missing {absent}"
+        )
+    index = {column: header.index(column) for column in _COLUMNS}
+    rows = []
+    for number, line in enumerate(lines[1:], 2):
+        if not any(cell.strip() for cell in line):
+            continue
+        where = f"{path}:{number}"
+        if len(line) != len(header):
+            raise DatasetFormatError(f"{where}: expected {len(header)} fields, got {len(line)}")
+        row = {"video": line[index["video"]].strip(), "split": line[index["split"]].strip()}
+        if not row["video"]:
+            raise DatasetFormatError(f"{where}: empty video path")
+        for kind in ("actions", "objects", "scenes"):
+            row[kind] = _tags(line[index[kind]], where, kind)
+        rows.append((where, row))
+    return rows
+
+
+def _read_json(path: Path) -> list[tuple[str, dict]]:
+    try:
+        records = json.loads(path.read_text(encoding="utf-8-sig"))
+    except json.JSONDecodeError as error:
+        raise DatasetFormatError(f"{path}:{error.lineno}: invalid JSON ({error.msg})") from error
+    if not isinstance(records, list):
+        raise DatasetFormatError(f"{path}: expected a list of video records")
+    rows = []
+    for number, record in enumerate(records):
+        where = f"{path}: record {number}"
+        if not isinstance(record, dict):
+            raise DatasetFormatError(f"{where}: expected an object, got {record!r}")
+        absent = [key for key in _COLUMNS if key not in record]
+        if absent:
+            raise DatasetFormatError(f"{where}: missing key(s) {absent}")
+        if not isinstance(record["video"], str) or not record["video"].strip():
+            raise DatasetFormatError(f"{where}: video must be a non-empty path")
+        row = {"video": record["video"].strip(), "split": str(record["split"]).strip()}
+        for kind in ("actions", "objects", "scenes"):
+            if not isinstance(record[kind], list):
+                raise DatasetFormatError(f"{where}: {kind} must be a list, got {record[kind]!r}")
+            row[kind] = _tags(record[kind], where, kind)
+        rows.append((where, row))
+    return rows

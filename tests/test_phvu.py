@@ -1,0 +1,139 @@
+"""P-HVU label files (CSV and JSON) and the multi-label action metric."""
+
+import json
+
+import numpy as np
+import pytest
+from sklearn.metrics import average_precision_score
+
+from keras_privacy.data.errors import DatasetFormatError
+from keras_privacy.data.phvu import read_phvu
+from keras_privacy.evaluation import metrics
+
+ROWS = [
+    ("a/v1.mp4", "train", ["ski", "jump"], ["ski_pole", "snow"], ["ski_slope"]),
+    ("a/v2.mp4", "train", ["run"], [], ["track"]),
+    ("b/v3.mp4", "test", ["jump"], ["snow"], []),
+]
+
+
+def write_csv(path, rows, header="video,split,actions,objects,scenes"):
+    lines = [header] + [
+        ",".join([v, s, "|".join(a), "|".join(o), "|".join(c)]) for v, s, a, o, c in rows
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def write_json(path, rows):
+    keys = ("video", "split", "actions", "objects", "scenes")
+    path.write_text(json.dumps([dict(zip(keys, row)) for row in rows], indent=1))
+    return path
+
+
+@pytest.mark.parametrize("writer", [write_csv, write_json])
+def test_multi_hot_labels(tmp_path, writer):
+    path = writer(tmp_path / ("labels.csv" if writer is write_csv else "labels.json"), ROWS)
+    splits = read_phvu(path)
+    assert sorted(splits) == ["test", "train"]
+    train, test = splits["train"], splits["test"]
+    assert train.class_names == ["jump", "run", "ski"]
+    assert train.attribute_names == [
+        "object:ski_pole",
+        "object:snow",
+        "scene:ski_slope",
+        "scene:track",
+    ]
+    assert [e.path for e in train.examples] == ["a/v1.mp4", "a/v2.mp4"]
+    assert [e.actions for e in train.examples] == [(1, 0, 1), (0, 1, 0)]
+    assert [e.privacy for e in train.examples] == [(1, 1, 1, 0), (0, 0, 0, 1)]
+    assert all(e.label == -1 for e in train.examples)
+    assert test.examples[0].actions == (1, 0, 0) and test.examples[0].privacy == (0, 1, 0, 0)
+
+    scenes = read_phvu(path, privacy="scenes")["train"]
+    assert scenes.attribute_names == ["ski_slope", "track"]
+    assert [e.privacy for e in scenes.examples] == [(1, 0), (0, 1)]
+    objects = read_phvu(path, privacy="objects", object_names=["snow", "ski_pole", "tree"])
+    assert objects["test"].attribute_names == ["snow", "ski_pole", "tree"]
+    assert objects["test"].examples[0].privacy == (1, 0, 0)
+
+
+def test_root_lists_missing_files(tmp_path):
+    (tmp_path / "videos" / "a").mkdir(parents=True)
+    (tmp_path / "videos" / "a" / "v1.mp4").write_bytes(b"")
+    splits = read_phvu(write_csv(tmp_path / "l.csv", ROWS), root=tmp_path / "videos")
+    assert [e.path for e in splits["train"].examples] == [str(tmp_path / "videos/a/v1.mp4")]
+    assert splits["train"].missing == [f"{tmp_path / 'videos/a/v2.mp4'}: file not found"]
+    assert splits["test"].examples == [] and len(splits["test"].missing) == 1
+
+
+@pytest.mark.parametrize(
+    "rows, message",
+    [
+        ([ROWS[0], ("c.mp4", "holdout", ["run"], [], [])], r"l\.csv:3: unknown split 'holdout'"),
+        ([ROWS[0], ("c.mp4", "train", [], ["snow"], [])], r"l\.csv:3: .*'c\.mp4' has no action"),
+        ([ROWS[0], ROWS[0]], r"l\.csv:3: video 'a/v1\.mp4' listed twice \(first at .*l\.csv:2\)"),
+        ([ROWS[1]], r"l\.csv: no video has any objects tag"),
+    ],
+)
+def test_csv_errors_name_file_and_line(tmp_path, rows, message):
+    with pytest.raises(DatasetFormatError, match=message):
+        read_phvu(write_csv(tmp_path / "l.csv", rows), privacy="objects")
+
+
+def test_malformed_files(tmp_path):
+    short = tmp_path / "short.csv"
+    short.write_text("video,split,actions,objects,scenes\nv.mp4,train,run\n")
+    with pytest.raises(DatasetFormatError, match=r"short\.csv:2: expected 5 fields, got 3"):
+        read_phvu(short)
+    header = tmp_path / "header.csv"
+    header.write_text("video,split,actions\nv.mp4,train,run\n")
+    with pytest.raises(DatasetFormatError, match=r"header\.csv:1: .*missing \['objects', 'sc"):
+        read_phvu(header)
+    bad_json = tmp_path / "bad.json"
+    bad_json.write_text('[{"video": "v.mp4", "split": "train", "actions": "run",\n')
+    with pytest.raises(DatasetFormatError, match=r"bad\.json:2: invalid JSON"):
+        read_phvu(bad_json)
+    string_tags = write_json(tmp_path / "s.json", [("v.mp4", "train", "run", [], [])])
+    with pytest.raises(DatasetFormatError, match=r"s\.json: record 0: actions must be a list"):
+        read_phvu(string_tags)
+    with pytest.raises(DatasetFormatError, match=r"l\.csv:2: objects tag\(s\) \['ski_pole'\]"):
+        read_phvu(write_csv(tmp_path / "l.csv", ROWS), object_names=["snow"])
+    with pytest.raises(ValueError, match="privacy must be one of"):
+        read_phvu(write_csv(tmp_path / "l.csv", ROWS), privacy="people")
+
+
+def test_video_action_cmap_matches_scikit_learn():
+    rng = np.random.default_rng(0)
+    videos, clips, classes = 12, 3, 5
+    video_labels = (rng.random((videos, classes)) < 0.4).astype(int)
+    video_labels[0, :] = 1  # every kept class has a positive ...
+    video_labels[:, 3] = 0  # ... and class 3 has none: skipped and named
+    probs = rng.random((videos, clips, classes))
+    order = rng.permutation(videos * clips)  # clips of a video need not be adjacent
+    video_index = np.repeat(np.arange(videos) * 7 + 2, clips)[order]
+    clip_labels = np.repeat(video_labels, clips, axis=0)[order]
+    clip_probs = probs.reshape(-1, classes)[order]
+    names = ["run", "jump", "ski", "swim", "walk"]
+
+    result = metrics.video_action_cmap(clip_probs, video_index, clip_labels, names)
+
+    mean = probs.mean(axis=1)
+    expected = {
+        names[c]: average_precision_score(video_labels[:, c], mean[:, c])
+        for c in range(classes)
+        if c != 3
+    }
+    assert result.skipped == ("swim",)
+    assert result.per_attribute == pytest.approx(expected, abs=1e-12)
+    assert result.value == pytest.approx(np.mean(list(expected.values())), abs=1e-12)
+
+
+def test_video_action_cmap_rejects_bad_input():
+    labels = np.array([[1, 0], [1, 0], [0, 1]])
+    with pytest.raises(ValueError, match="logits"):
+        metrics.video_action_cmap(np.array([[2.0, -1.0]] * 3), [0, 0, 1], labels)
+    with pytest.raises(ValueError, match=r"clips of videos \[0\] carry different labels"):
+        metrics.video_action_cmap(np.full((3, 2), 0.5), [0, 0, 1], labels[[0, 2, 2]])
+    with pytest.raises(ValueError, match="no attribute has a positive"):
+        metrics.video_action_cmap(np.full((3, 2), 0.5), [0, 0, 1], np.zeros((3, 2)))
