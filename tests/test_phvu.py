@@ -6,8 +6,11 @@ import numpy as np
 import pytest
 from sklearn.metrics import average_precision_score
 
+from keras_privacy.data import pipelines
+from keras_privacy.data.cache import prepare_cache
 from keras_privacy.data.errors import DatasetFormatError
 from keras_privacy.data.phvu import read_phvu
+from keras_privacy.data.video import write_video
 from keras_privacy.evaluation import metrics
 
 ROWS = [
@@ -137,3 +140,19 @@ def test_video_action_cmap_rejects_bad_input():
         metrics.video_action_cmap(np.full((3, 2), 0.5), [0, 0, 1], labels[[0, 2, 2]])
     with pytest.raises(ValueError, match="no attribute has a positive"):
         metrics.video_action_cmap(np.full((3, 2), 0.5), [0, 0, 1], np.zeros((3, 2)))
+
+
+def test_multi_hot_actions_reach_the_pipelines(tmp_path):
+    for video, *_ in ROWS:
+        (tmp_path / video).parent.mkdir(exist_ok=True)
+        frames = np.full((6, 16, 16, 3), 40, np.uint8)
+        write_video(tmp_path / video, frames, fps=25, codec="ffv1")
+    train = read_phvu(write_csv(tmp_path / "l.csv", ROWS), root=tmp_path)["train"]
+    cache = prepare_cache(train, "video", tmp_path / "cache", 16)
+    for source in (train, cache):
+        batch = next(
+            pipelines.action_train_dataset(source, 2, 2, 1, 8, epochs=1).as_numpy_iterator()
+        )
+        assert sorted(map(tuple, batch["actions"].tolist())) == [(0, 1, 0), (1, 0, 1)]
+        videos = list(pipelines.action_eval_dataset(source, 2, 2, 1, 8).as_numpy_iterator())
+        assert [v["actions"].tolist() for v in videos] == [[1, 0, 1], [0, 1, 0]]

@@ -66,7 +66,7 @@ def _bytes(values) -> tf.train.Feature:
 
 
 def _context(example: Example, index: int, height: int, width: int) -> dict:
-    return {
+    context = {
         "label": _int64([example.label]),
         "privacy": _int64(example.privacy),
         "index": _int64([index]),
@@ -74,6 +74,9 @@ def _context(example: Example, index: int, height: int, width: int) -> dict:
         "width": _int64([width]),
         "path": _bytes([example.path.encode()]),
     }
+    if example.actions:
+        context["actions"] = _int64(example.actions)
+    return context
 
 
 def video_record(example: Example, index: int, short_side: int | None, quality: int) -> bytes:
@@ -125,6 +128,8 @@ def _fingerprint(kind: str, split: Split, short_side: int | None, quality: int, 
     digest.update(json.dumps([FORMAT_VERSION, kind, short_side, quality, shards]).encode())
     for example in split.examples:
         record = [example.path, example.label, list(example.privacy), _file_version(example.path)]
+        if example.actions:
+            record.append(list(example.actions))
         digest.update(json.dumps(record).encode())
     return digest.hexdigest()[:16]
 
@@ -225,6 +230,7 @@ def _prepare(
         "jpeg_quality": jpeg_quality,
         "class_names": list(split.class_names),
         "attribute_names": list(split.attribute_names),
+        "num_actions": len(split.class_names) if any(e.actions for e in split.examples) else 0,
         "shards": [{"file": s["file"], "count": s["count"]} for s in shards],
         "failures": [f for s in shards for f in s["failures"]],
         "missing": list(split.missing),
@@ -308,8 +314,8 @@ def shard_paths(cache_dir: str | os.PathLike, manifest: dict | None = None) -> l
     return [str(Path(cache_dir) / shard["file"]) for shard in manifest["shards"]]
 
 
-def _context_spec(num_attributes: int) -> dict:
-    return {
+def _context_spec(num_attributes: int, num_actions: int = 0) -> dict:
+    spec = {
         "label": tf.io.FixedLenFeature([], tf.int64),
         "privacy": tf.io.FixedLenFeature([num_attributes], tf.int64),
         "index": tf.io.FixedLenFeature([], tf.int64),
@@ -317,13 +323,16 @@ def _context_spec(num_attributes: int) -> dict:
         "width": tf.io.FixedLenFeature([], tf.int64),
         "path": tf.io.FixedLenFeature([], tf.string),
     }
+    if num_actions:
+        spec["actions"] = tf.io.FixedLenFeature([num_actions], tf.int64)
+    return spec
 
 
 def _typed(features: dict) -> dict:
-    """int64 scalars as int32, privacy labels as float32 (ready for BCE)."""
+    """int64 scalars as int32, privacy and multi-hot action labels as float32 (ready for BCE)."""
     out = {}
     for key, value in features.items():
-        if key == "privacy":
+        if key in ("privacy", "actions"):
             out[key] = tf.cast(value, tf.float32)
         elif value.dtype == tf.int64:
             out[key] = tf.cast(value, tf.int32)
@@ -332,10 +341,10 @@ def _typed(features: dict) -> dict:
     return out
 
 
-def parse_video_record(serialized, num_attributes: int) -> dict:
+def parse_video_record(serialized, num_attributes: int, num_actions: int = 0) -> dict:
     """A video record as {"frames": (T,) JPEG strings, "num_frames", "label", "privacy",
-    "index", "height", "width", "path"}."""
-    context_spec = _context_spec(num_attributes)
+    "index", "height", "width", "path"}, and the multi-hot "actions" when `num_actions` > 0."""
+    context_spec = _context_spec(num_attributes, num_actions)
     context_spec["num_frames"] = tf.io.FixedLenFeature([], tf.int64)
     context, sequence = tf.io.parse_single_sequence_example(
         serialized,

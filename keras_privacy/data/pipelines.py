@@ -138,6 +138,7 @@ class _Cache:
         self.files = cache_shards(directory, self.manifest)
         self.kind = kind
         self.num_attributes = len(self.manifest["attribute_names"])
+        self.num_actions = self.manifest.get("num_actions", 0)
 
     def items(self, epoch, seed: int | None) -> tf.data.Dataset:
         """Serialized records of one epoch: in stored order, or (with a seed) shards in a
@@ -158,7 +159,7 @@ class _Cache:
     def load(self, item) -> dict:
         """A parsed record: video frames stay JPEG strings; images are decoded."""
         if self.kind == "video":
-            return parse_video_record(item["serialized"], self.num_attributes)
+            return parse_video_record(item["serialized"], self.num_attributes, self.num_actions)
         record = parse_image_record(item["serialized"], self.num_attributes)
         record["image"] = tf.io.decode_jpeg(record["image"], channels=3)
         return record
@@ -176,6 +177,8 @@ class _Files:
         width = max(len(e.privacy) for e in split.examples)
         privacy = [e.privacy if len(e.privacy) == width else (0,) * width for e in split.examples]
         self.privacy = tf.constant(np.array(privacy, np.float32).reshape(len(privacy), width))
+        actions = [e.actions for e in split.examples]
+        self.actions = tf.constant(np.array(actions, np.float32)) if any(actions) else None
 
     def items(self, epoch, seed: int | None) -> tf.data.Dataset:
         count = self.paths.shape[0]
@@ -196,6 +199,8 @@ class _Files:
             "label": self.labels[index],
             "privacy": self.privacy[index],
         }
+        if self.actions is not None:
+            record["actions"] = self.actions[index]
         if self.kind == "image":
             data = tf.io.read_file(self.paths[index])
             record["image"] = tf.io.decode_image(data, channels=3, expand_animations=False)
@@ -279,7 +284,8 @@ def action_train_dataset(
 ) -> tf.data.Dataset:
     """Shuffled, augmented training clips of `epochs` passes (None: endless), last partial
     batch dropped: {"clips" float32 (B, T, size, size, 3) in [0, 1], "labels" int32 (B,),
-    "frame_pairs" int32 (B, 2) positions in the clip of the NT-Xent pair}."""
+    "frame_pairs" int32 (B, 2) positions in the clip of the NT-Xent pair}, and "actions" float32
+    (B, C) multi-hot labels for a multi-label split (P-HVU)."""
     videos = _source(source, "video")
 
     def make(item):
@@ -292,11 +298,14 @@ def action_train_dataset(
         indices = clip_indices(record["num_frames"], clip_length, stride, start)
         frames = take_frames(record["frames"], indices)
         clip = augment.augment_clip(frames, augment_seed, size, config)
-        return {
+        element = {
             "clips": tf.ensure_shape(clip, [clip_length, size, size, 3]),
             "labels": record["label"],
             "frame_pairs": frame_pair(pair_seed, clip_length, stride, pair_sampler),
         }
+        if "actions" in record:
+            element["actions"] = record["actions"]
+        return element
 
     dataset = _map(_items(videos, seed, epochs), make, videos)
     return dataset.batch(batch_size, drop_remainder=True).prefetch(AUTOTUNE)
@@ -311,7 +320,8 @@ def action_eval_dataset(
     fraction: float = 1.0,
 ) -> tf.data.Dataset:
     """Per video in source order, `num_clips` equidistant centre-cropped clips:
-    {"clips" float32 (K, T, size, size, 3), "label" int32, "video_index" int32}."""
+    {"clips" float32 (K, T, size, size, 3), "label" int32, "video_index" int32}, and "actions"
+    float32 (C,) multi-hot labels for a multi-label split (P-HVU)."""
     videos = _source(source, "video")
 
     def make(item):
@@ -321,11 +331,14 @@ def action_eval_dataset(
             clip_indices(record["num_frames"], clip_length, stride, starts[:, None]), [-1]
         )
         clips = augment.evaluation_clip(take_frames(record["frames"], indices), size, fraction)
-        return {
+        element = {
             "clips": tf.reshape(clips, [num_clips, clip_length, size, size, 3]),
             "label": record["label"],
             "video_index": record["index"],
         }
+        if "actions" in record:
+            element["actions"] = record["actions"]
+        return element
 
     return _map(_items(videos, None, 1), make, videos).prefetch(AUTOTUNE)
 
