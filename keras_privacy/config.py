@@ -276,6 +276,12 @@ class ExperimentConfig:
             "JSON of person boxes per file for the people baselines (else HOG).", "eval"
         ),
     )
+    action_multilabel: bool = field(
+        default=False,
+        metadata=_help(
+            "Multi-label actions (P-HVU): f'_T trains with BCE, reported by action cMAP.", "eval"
+        ),
+    )
 
     def action_augmentation(self) -> AugmentConfig:
         """The augmentation of action clips: SPAct's, with this run's flip, crop and erase."""

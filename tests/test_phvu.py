@@ -2,16 +2,21 @@
 
 import json
 
+import keras
 import numpy as np
 import pytest
+import tiny_models
 from sklearn.metrics import average_precision_score
 
+from keras_privacy.config import ExperimentConfig
 from keras_privacy.data import pipelines
 from keras_privacy.data.cache import prepare_cache
 from keras_privacy.data.errors import DatasetFormatError
+from keras_privacy.data.examples import Example, Split
 from keras_privacy.data.phvu import read_phvu
 from keras_privacy.data.video import write_video
-from keras_privacy.evaluation import metrics
+from keras_privacy.evaluation import metrics, protocol
+from keras_privacy.evaluation.report import Report
 
 ROWS = [
     ("a/v1.mp4", "train", ["ski", "jump"], ["ski_pole", "snow"], ["ski_slope"]),
@@ -142,11 +147,15 @@ def test_video_action_cmap_rejects_bad_input():
         metrics.video_action_cmap(np.full((3, 2), 0.5), [0, 0, 1], np.zeros((3, 2)))
 
 
+def write_videos(root, rows=ROWS):
+    for video, *_ in rows:
+        (root / video).parent.mkdir(exist_ok=True)
+        frames = np.full((8, 16, 16, 3), 40, np.uint8)
+        write_video(root / video, frames, fps=25, codec="ffv1")
+
+
 def test_multi_hot_actions_reach_the_pipelines(tmp_path):
-    for video, *_ in ROWS:
-        (tmp_path / video).parent.mkdir(exist_ok=True)
-        frames = np.full((6, 16, 16, 3), 40, np.uint8)
-        write_video(tmp_path / video, frames, fps=25, codec="ffv1")
+    write_videos(tmp_path)
     train = read_phvu(write_csv(tmp_path / "l.csv", ROWS), root=tmp_path)["train"]
     cache = prepare_cache(train, "video", tmp_path / "cache", 16)
     for source in (train, cache):
@@ -156,3 +165,35 @@ def test_multi_hot_actions_reach_the_pipelines(tmp_path):
         assert sorted(map(tuple, batch["actions"].tolist())) == [(0, 1, 0), (1, 0, 1)]
         videos = list(pipelines.action_eval_dataset(source, 2, 2, 1, 8).as_numpy_iterator())
         assert [v["actions"].tolist() for v in videos] == [[1, 0, 1], [0, 1, 0]]
+
+
+def test_multilabel_target_action_model_reports_cmap(tmp_path):
+    rows = [
+        (f"v{i}.mp4", "train", [["ski"], ["run", "jump"]][i % 2], [], ["slope"]) for i in range(4)
+    ]
+    rows += [("t0.mp4", "test", ["ski"], [], []), ("t1.mp4", "test", ["ski", "jump"], [], [])]
+    write_videos(tmp_path, rows)
+    splits = read_phvu(write_csv(tmp_path / "l.csv", rows), root=tmp_path, privacy="scenes")
+    config = ExperimentConfig(
+        **tiny_models.TINY_RUN, action_multilabel=True, eval_action_epochs=1, eval_clips=2
+    )
+    model = protocol.train_action_target(config, splits["train"], 3, None)
+    assert isinstance(model.loss, keras.losses.BinaryCrossentropy)
+    result = protocol.test_action_target(config, model, splits["test"])
+    assert result["action_metric"] == "cmap" and result["action_test_videos"] == 2
+    assert result["action_skipped"] == ["run"]  # no test video runs
+    assert sorted(result["action_ap"]) == ["jump", "ski"]
+    assert result["action_ap"]["ski"] == 1.0  # every test video skis: AP 1 whatever the scores
+    assert result["action_cmap"] == pytest.approx(np.mean(list(result["action_ap"].values())))
+
+    single = Split([Example(str(tmp_path / f"v{i}.mp4"), label=0) for i in range(4)], ["a"])
+    with pytest.raises(ValueError, match="--action_multilabel needs multi-hot action labels"):
+        protocol.train_action_target(config, single, 1, None)
+
+
+def test_report_names_the_action_metric(tmp_path):
+    report = Report(tmp_path)
+    report.add("raw", 0.5, 0.4, 0.3)
+    assert "Action top-1 (%)" in report.markdown()
+    report.add("blur", 0.25, 0.2, 0.1, extra={"action_metric": "cmap"})
+    assert "Action cMAP (%)" in report.markdown() and "top-1" not in report.markdown()

@@ -85,15 +85,15 @@ def read_phvu(
                 f"{where}: video {row['video']!r} listed twice (first at {seen[row['video']]})"
             )
         seen[row["video"]] = where
+    kinds = ("objects", "scenes") if privacy == "both" else (privacy,)
     vocab = {
-        kind: _vocabulary(path, rows, kind, names)
+        kind: _vocabulary(path, rows, kind, names, required=kind == "actions" or kind in kinds)
         for kind, names in (
             ("actions", action_names),
             ("objects", object_names),
             ("scenes", scene_names),
         )
     }
-    kinds = ("objects", "scenes") if privacy == "both" else (privacy,)
     if privacy == "both":
         attribute_names = [f"object:{n}" for n in vocab["objects"]]
         attribute_names += [f"scene:{n}" for n in vocab["scenes"]]
@@ -122,8 +122,11 @@ def read_phvu(
     }
 
 
-def _vocabulary(path: Path, rows, kind: str, names: Sequence[str] | None) -> list[str]:
-    """The given `names` of `kind` (every tag must be among them) or the sorted tags found."""
+def _vocabulary(
+    path: Path, rows, kind: str, names: Sequence[str] | None, required: bool
+) -> list[str]:
+    """The given `names` of `kind` (every tag must be among them) or the sorted tags found;
+    empty only where the labels of `kind` are not `required`."""
     if names is not None:
         known = set(names)
         if len(known) != len(names):
@@ -135,7 +138,7 @@ def _vocabulary(path: Path, rows, kind: str, names: Sequence[str] | None) -> lis
         vocabulary = list(names)
     else:
         vocabulary = sorted({tag for _, row in rows for tag in row[kind]})
-    if not vocabulary:
+    if required and not vocabulary:
         raise DatasetFormatError(f"{path}: no video has any {kind} tag, the label set is empty")
     return vocabulary
 

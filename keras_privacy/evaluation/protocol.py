@@ -15,6 +15,14 @@ How the anonymization is applied:
 
 Cross-dataset and novel-attribute protocols are the same computation with other datasets: pass
 the trained anonymizer (`anonymizer_path`) with the evaluation datasets' flags.
+
+Multi-label actions (P-HVU, `--action_multilabel`): f'_T trains with binary cross-entropy on the
+multi-hot `actions` of the split (`keras_privacy.data.phvu.read_phvu`) and is tested by video-level
+action cMAP (mean sigmoid over the K clips, then AP per class): the report's action column holds
+`action_cmap`, and its extra keys are `action_metric` ("cmap"), `action_ap` (AP per class) and
+`action_skipped` (classes without a positive test video). For SPAct's scenes -> objects
+novel-attribute protocol, train f_A on P-HVU read with `privacy="scenes"` and evaluate the saved
+anonymizer (`anonymizer_path`) on P-HVU read with `privacy="objects"`.
 """
 
 from __future__ import annotations
@@ -243,11 +251,13 @@ def train_action_target(
         input_shape=(c.clip_length, c.image_size, c.image_size, 3),
     )
     model = with_anonymizer(target, anonymizer, clips=True)
+    if c.action_multilabel:
+        loss, accuracy, labels = keras.losses.BinaryCrossentropy(from_logits=True), [], "actions"
+    else:
+        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        accuracy, labels = ["accuracy"], "labels"
     model.compile(
-        keras.optimizers.Adam(c.eval_lr),
-        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        metrics=["accuracy"],
-        jit_compile=c.jit_compile,
+        keras.optimizers.Adam(c.eval_lr), loss, metrics=accuracy, jit_compile=c.jit_compile
     )
     dataset = pipelines.action_train_dataset(
         train,
@@ -258,7 +268,12 @@ def train_action_target(
         seed=c.seed,
         config=c.action_augmentation(),
         epochs=None,
-    ).map(lambda batch: (batch["clips"], batch["labels"]))
+    )
+    if labels not in dataset.element_spec:
+        raise ValueError(
+            "--action_multilabel needs multi-hot action labels (a P-HVU split from read_phvu)"
+        )
+    dataset = dataset.map(lambda batch: (batch["clips"], batch[labels]))
     steps = c.steps_per_epoch or max(1, pipelines.count_examples(train) // c.batch_size)
     model.fit(dataset, epochs=c.eval_action_epochs, steps_per_epoch=steps, verbose=2)
     return model
@@ -267,7 +282,8 @@ def train_action_target(
 def test_action_target(
     config: ExperimentConfig, model: keras.Model, test: pipelines.Source
 ) -> dict:
-    """Video-level top-1 of `model` on `test`: mean softmax over K equidistant clips."""
+    """Video-level top-1 of `model` on `test`: mean softmax over K equidistant clips (with
+    `--action_multilabel`, action cMAP of the mean sigmoid: see the module docstring)."""
     c = config
     dataset = pipelines.action_eval_dataset(
         test, c.eval_clips, c.clip_length, c.clip_stride, c.image_size
@@ -275,10 +291,24 @@ def test_action_target(
     probs, labels, videos = [], [], []
     for video in tqdm(dataset.as_numpy_iterator(), desc="testing f'_T", unit="video", leave=False):
         logits = np.asarray(model.predict_on_batch(video["clips"]), np.float64)
-        probs.append(_softmax(logits))
-        labels.append(np.full(len(logits), video["label"]))
+        if c.action_multilabel:
+            probs.append(1.0 / (1.0 + np.exp(-logits)))
+            labels.append(np.repeat(video["actions"][None], len(logits), axis=0))
+        else:
+            probs.append(_softmax(logits))
+            labels.append(np.full(len(logits), video["label"]))
         videos.append(np.full(len(logits), video["video_index"]))
     probs, labels, videos = np.concatenate(probs), np.concatenate(labels), np.concatenate(videos)
+    if c.action_multilabel:
+        names = pipelines.label_names(test, "class_names")
+        cmap = metrics.video_action_cmap(probs, videos, labels, names)
+        return {
+            "action_cmap": cmap.value,
+            "action_metric": "cmap",
+            "action_ap": cmap.per_attribute,
+            "action_skipped": list(cmap.skipped),
+            "action_test_videos": int(len(np.unique(videos))),
+        }
     return {
         "action_top1": metrics.video_top1(probs, videos, labels),
         "action_clip_top1": metrics.top1(probs, labels),
@@ -383,7 +413,7 @@ def evaluate(
         )
         report.add(
             method.name,
-            result.pop("action_top1"),
+            result.pop("action_cmap" if config.action_multilabel else "action_top1"),
             result.pop("privacy_cmap"),
             result.pop("privacy_f1"),
             extra=result,

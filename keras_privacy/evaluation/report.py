@@ -61,6 +61,13 @@ class Report:
         """Whether `method` is already reported (done: an evaluation may skip it)."""
         return method in self._results
 
+    @property
+    def action_metric(self) -> str:
+        """What the action column holds: "top-1", or "cMAP" for multi-label actions (P-HVU,
+        whose results say `action_metric: "cmap"` in `extra`)."""
+        multilabel = any(r.extra.get("action_metric") == "cmap" for r in self._results.values())
+        return "cMAP" if multilabel else "top-1"
+
     def get(self, method: str) -> MethodResult:
         """The result of `method`."""
         return self._results[method]
@@ -88,7 +95,7 @@ class Report:
         """The results as a Markdown table like SPAct's Table 1, with relative drops from raw."""
         raw = self._results.get(RAW_METHOD)
         header = ["Method"]
-        for title in ("Action top-1 (%) ↑", "Privacy cMAP (%) ↓", "F1 ↓"):
+        for title in (f"Action {self.action_metric} (%) ↑", "Privacy cMAP (%) ↓", "F1 ↓"):
             header += [title, "↓ vs raw"]
         lines = [_table_row(header), _table_row(["---"] + ["---:"] * (len(header) - 1))]
         for method, result in self._results.items():
@@ -122,7 +129,7 @@ class Report:
             fontsize=9,
         )
         axes.set_xlabel("privacy cMAP (%) (lower is better)")
-        axes.set_ylabel("action top-1 (%) (higher is better)")
+        axes.set_ylabel(f"action {self.action_metric} (%) (higher is better)")
         axes.margins(0.25)
         axes.grid(alpha=0.3)
         figure.tight_layout()
