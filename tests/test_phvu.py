@@ -2,6 +2,7 @@
 
 import json
 
+import cv2
 import keras
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ from keras_privacy.data import pipelines
 from keras_privacy.data.cache import prepare_cache
 from keras_privacy.data.errors import DatasetFormatError
 from keras_privacy.data.examples import Example, Split
-from keras_privacy.data.phvu import read_phvu
+from keras_privacy.data.phvu import frame_images, read_phvu
 from keras_privacy.data.video import write_video
 from keras_privacy.evaluation import metrics, protocol
 from keras_privacy.evaluation.report import Report
@@ -197,3 +198,20 @@ def test_report_names_the_action_metric(tmp_path):
     assert "Action top-1 (%)" in report.markdown()
     report.add("blur", 0.25, 0.2, 0.1, extra={"action_metric": "cmap"})
     assert "Action cMAP (%)" in report.markdown() and "top-1" not in report.markdown()
+
+
+def test_frame_images_carry_the_privacy_labels(tmp_path):
+    rows = ROWS[:2]
+    for number, (video, *_) in enumerate(rows):
+        (tmp_path / video).parent.mkdir(exist_ok=True)
+        frames = [np.full((16, 16, 3), 10 * t + 100 * number, np.uint8) for t in range(8)]
+        write_video(tmp_path / video, frames, fps=25, codec="ffv1")
+    rows = rows + [("a/v3.mp4", "train", ["run"], [], ["track"])]
+    (tmp_path / "a" / "v3.mp4").write_bytes(b"not a video")
+    train = read_phvu(write_csv(tmp_path / "l.csv", rows), root=tmp_path, privacy="scenes")["train"]
+    images = frame_images(train, tmp_path / "frames", frames_per_video=2)
+    assert images.attribute_names == ["ski_slope", "track"] and images.class_names == []
+    assert [e.privacy for e in images.examples] == [(1, 0), (1, 0), (0, 1), (0, 1)]
+    assert len(images.missing) == 1 and "v3.mp4" in images.missing[0]
+    means = [cv2.imread(e.path)[..., 0].mean() for e in images.examples]
+    assert means == pytest.approx([20, 60, 120, 160], abs=2)  # frames 2 and 6 of 8

@@ -19,6 +19,16 @@ other's labels. Each `Example` carries its multi-hot actions in `actions` (its `
 its multi-hot privacy labels in `privacy`, over the objects, the scenes, or both (`privacy=`; with
 both, names are prefixed `object:` and `scene:` since an object and a scene may share a tag).
 
+The privacy models of the evaluation (f'_B) read images: `frame_images` writes frames of each
+video as PNG files with the video's privacy labels, so that in Python
+
+    splits = read_phvu("phvu.csv", "videos/", privacy="objects")
+    data = EvaluationData(splits["train"], splits["test"],
+                          frame_images(splits["train"], "frames/train"),
+                          frame_images(splits["test"], "frames/test"))
+
+is evaluated by `protocol.evaluate` with `--action_multilabel`.
+
 Protocols of SPAct:
 - known attributes: train and evaluate with `privacy="both"` (or objects and scenes reported
   separately: read the file twice, once with each);
@@ -31,14 +41,20 @@ Protocols of SPAct:
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
+import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
+import cv2
+import numpy as np
+
 from keras_privacy.data.annotations import resolve
-from keras_privacy.data.errors import DatasetFormatError
+from keras_privacy.data.errors import DatasetFormatError, VideoDecodeError
 from keras_privacy.data.examples import Example, Split
+from keras_privacy.data.video import read_video
 
 SPLITS = ("train", "val", "test")
 PRIVACY_KINDS = ("objects", "scenes", "both")
@@ -209,3 +225,31 @@ def _read_json(path: Path) -> list[tuple[str, dict]]:
             row[kind] = _tags(record[kind], where, kind)
         rows.append((where, row))
     return rows
+
+
+def frame_images(split: Split, out_dir: str | os.PathLike, frames_per_video: int = 1) -> Split:
+    """An image split of `frames_per_video` equidistant frames of every video of `split`
+    (centres of equal segments), written as PNG under `out_dir` (kept if already there), each
+    with its video's privacy labels. Undecodable videos are skipped and listed in `missing`."""
+    if frames_per_video < 1:
+        raise ValueError(f"frames_per_video must be at least 1, got {frames_per_video}")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    examples, missing = [], list(split.missing)
+    for index, example in enumerate(split.examples):
+        targets = [
+            out_dir / f"{index:06d}_{Path(example.path).stem}_{k}.png"
+            for k in range(frames_per_video)
+        ]
+        if not all(target.exists() for target in targets):
+            try:
+                frames = read_video(example.path)
+            except VideoDecodeError as error:
+                logging.warning("skipping %s", error)
+                missing.append(str(error))
+                continue
+            positions = (np.arange(frames_per_video) + 0.5) * len(frames) / frames_per_video
+            for target, position in zip(targets, positions.astype(int)):
+                cv2.imwrite(str(target), np.ascontiguousarray(frames[position][..., ::-1]))
+        examples += [Example(path=str(target), privacy=example.privacy) for target in targets]
+    return dataclasses.replace(split, examples=examples, class_names=[], missing=missing)
