@@ -122,7 +122,12 @@ class ExperimentConfig:
         default="r3d_tiny", metadata=_help("Action model f_T (registry name).", "models")
     )
     privacy_backbone: str = field(
-        default="resnet_tiny", metadata=_help("Backbone of the privacy encoder f_B.", "models")
+        default="resnet_tiny",
+        metadata=_help(
+            "Backbone of the privacy encoder f_B; a comma-separated list trains an ensemble of "
+            "encoders (SPAct Table 6), each with its own head.",
+            "models",
+        ),
     )
     projection_hidden: int = field(
         default=128, metadata=_help("Hidden width of f_B's projection head.", "models")
@@ -258,7 +263,9 @@ class ExperimentConfig:
     )
     eval_privacy_model: str = field(
         default="",
-        metadata=_help("Target privacy backbone f'_B; default --privacy_backbone.", "eval"),
+        metadata=_help(
+            "Target privacy backbone f'_B; default --privacy_backbone (its first model).", "eval"
+        ),
     )
     eval_action_epochs: int = field(
         default=8, metadata=_help("Epochs of the target action model.", "eval")
@@ -380,6 +387,13 @@ class ExperimentConfig:
             raise ValueError("--restart_every and --meta_alpha cannot be negative")
         if not self.adversary_model_names():
             raise ValueError("--adversary_models names no model")
+        if not self.privacy_backbone_names():
+            raise ValueError("--privacy_backbone names no model")
+        if len(self.privacy_backbone_names()) > 1 and self.ssl_adversary != "ntxent":
+            raise ValueError(
+                f"--privacy_backbone={self.privacy_backbone} (an ensemble) trains with "
+                f"--ssl_adversary=ntxent only, got {self.ssl_adversary}"
+            )
         if self.action_dataset != "synthetic" and not (
             self.action_cache or (self.action_annotations and self.action_root)
         ):
@@ -396,6 +410,10 @@ class ExperimentConfig:
             )
         self._validate_model_names()
 
+    def privacy_backbone_names(self) -> list[str]:
+        """The backbones of `--privacy_backbone`, in order (more than one: an ensemble)."""
+        return [name.strip() for name in self.privacy_backbone.split(",") if name.strip()]
+
     def adversary_model_names(self) -> list[str]:
         """The image models of `--adversary_models`, in order."""
         return [name.strip() for name in self.adversary_models.split(",") if name.strip()]
@@ -403,17 +421,20 @@ class ExperimentConfig:
     def _validate_model_names(self) -> None:
         from keras_privacy.models import registry
 
-        for name in self.adversary_model_names():
-            if name not in registry.IMAGE_MODELS:
-                raise ValueError(
-                    f"--adversary_models: {name!r} is not one of "
-                    f"{', '.join(sorted(registry.IMAGE_MODELS))}"
-                )
+        for flag, names in (
+            ("adversary_models", self.adversary_model_names()),
+            ("privacy_backbone", self.privacy_backbone_names()),
+        ):
+            for name in names:
+                if name not in registry.IMAGE_MODELS:
+                    raise ValueError(
+                        f"--{flag}: {name!r} is not one of "
+                        f"{', '.join(sorted(registry.IMAGE_MODELS))}"
+                    )
 
         for name, known in (
             ("anonymizer", registry.ANONYMIZERS),
             ("action_model", registry.ACTION_MODELS),
-            ("privacy_backbone", registry.IMAGE_MODELS),
             ("eval_action_model", registry.ACTION_MODELS),
             ("eval_privacy_model", registry.IMAGE_MODELS),
         ):

@@ -30,7 +30,7 @@ from keras_privacy.methods.init import (
     SupervisedPrivacyInit,
 )
 from keras_privacy.methods.meta import MetaGeneralization, epoch_splits
-from keras_privacy.methods.spact import SPAct, pair_batches
+from keras_privacy.methods.spact import SPAct, pair_batches, privacy_group_names
 from keras_privacy.methods.vita import VITA
 from keras_privacy.models import registry
 from keras_privacy.models.resnet import privacy_classifier, privacy_encoder, projection_head
@@ -94,8 +94,9 @@ def build_models(
     config: ExperimentConfig, num_classes: int, num_attributes: int
 ) -> dict[str, keras.Model]:
     """f_A, f_T and the adversaries of `config.method`, freshly initialised: SPAct's
-    self-supervised privacy encoder f_B (`privacy`), or the supervised image models of
-    `--adversary_models` with one logit per attribute (`adversary_0`, ...)."""
+    self-supervised privacy encoder f_B (`privacy`; an ensemble's `privacy_0`, ...), or the
+    supervised image models of `--adversary_models` with one logit per attribute
+    (`adversary_0`, ...)."""
     models = {
         "anonymizer": registry.build_anonymizer(config.anonymizer),
         "action": registry.build_action_model(
@@ -111,11 +112,18 @@ def build_models(
                 backbone, num_attributes, name=f"adversary_{i}_{name}"
             )
         return models
-    backbone = registry.build_image_backbone(config.privacy_backbone)
-    head = projection_head(
-        backbone.output_shape[-1], hidden=config.projection_hidden, output=config.projection_dim
-    )
-    models["privacy"] = privacy_encoder(backbone, head)
+    names = config.privacy_backbone_names()
+    for group, name in zip(privacy_group_names(len(names)), names):
+        backbone = registry.build_image_backbone(name)
+        head = projection_head(
+            backbone.output_shape[-1],
+            hidden=config.projection_hidden,
+            output=config.projection_dim,
+            name="projection_head" if len(names) == 1 else f"{group}_projection_head",
+        )
+        models[group] = privacy_encoder(
+            backbone, head, name="privacy_encoder" if len(names) == 1 else f"{group}_encoder"
+        )
     return models
 
 
@@ -143,13 +151,14 @@ def training_phases(
     ]
     if config.method in SUPERVISED_METHODS:
         return phases + _supervised_phases(config, models)
-    privacy = models["privacy"]
+    privacy_groups = privacy_group_names(len(config.privacy_backbone_names()))
+    privacy = [models[group] for group in privacy_groups]
     return phases + [
         Phase(
             "privacy_init",
             config.privacy_init_epochs,
             lambda: PrivacyInit(anonymizer, privacy, temperature=config.temperature),
-            lambda: {"privacy": adam(config.privacy_init_lr)},
+            lambda: {group: adam(config.privacy_init_lr) for group in privacy_groups},
         ),
         Phase(
             "minimax",
@@ -172,7 +181,7 @@ def training_phases(
             lambda: {
                 "anonymizer": adam(config.anonymizer_lr),
                 "action": adam(config.action_lr),
-                "privacy": adam(config.privacy_lr),
+                **{group: adam(config.privacy_lr) for group in privacy_groups},
                 **_variant_optimizers(config),
             },
             batches="paired",

@@ -326,7 +326,8 @@ def train_privacy_target(
     c = config
     keras.utils.set_random_seed(c.seed)
     backbone = registry.build_image_backbone(
-        c.eval_privacy_model or c.privacy_backbone, input_shape=(c.image_size, c.image_size, 3)
+        c.eval_privacy_model or c.privacy_backbone_names()[0],
+        input_shape=(c.image_size, c.image_size, 3),
     )
     target = privacy_classifier(backbone, num_attributes)
     model = with_anonymizer(target, anonymizer, clips=False)

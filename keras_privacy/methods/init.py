@@ -13,6 +13,8 @@ it can run alone and be resumed from a checkpoint.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import keras
 from keras import ops
 
@@ -21,7 +23,9 @@ from keras_privacy.methods.engine import StatelessTrainer, Update
 from keras_privacy.methods.spact import (
     action_logits,
     anonymize_batch,
+    as_encoders,
     pair_inputs,
+    privacy_group_names,
     privacy_loss,
 )
 from keras_privacy.methods.vita import multilabel_accuracy
@@ -82,27 +86,34 @@ class ActionInit(StatelessTrainer):
 
 
 class PrivacyInit(StatelessTrainer):
-    """Train f_B with NT-Xent on frame pairs and image views anonymized by the frozen f_A."""
+    """Train f_B with NT-Xent on frame pairs and image views anonymized by the frozen f_A.
+
+    `privacy_encoder` may be a list, an ensemble: each member (group `privacy_<i>`) trains on its
+    own NT-Xent; the logged `privacy_loss` is their mean."""
 
     log_names = ("privacy_loss",)
 
     def __init__(
         self,
         anonymizer: keras.Model,
-        privacy_encoder: keras.Model,
+        privacy_encoder: keras.Model | Sequence[keras.Model],
         temperature: float = 0.1,
         **kwargs,
     ):
         super().__init__(**kwargs)
         self.anonymizer = anonymizer
-        self.privacy_encoder = privacy_encoder
+        self.privacy_encoders = as_encoders(privacy_encoder)
+        self.privacy_groups = privacy_group_names(len(self.privacy_encoders))
         self.temperature = temperature
 
     def groups(self) -> dict[str, keras.Model]:
-        return {"anonymizer": self.anonymizer, "privacy": self.privacy_encoder}
+        return {
+            "anonymizer": self.anonymizer,
+            **dict(zip(self.privacy_groups, self.privacy_encoders)),
+        }
 
     def updates(self, data) -> list[Update]:
-        return [Update(("privacy",), lambda values: self._loss(values, data))]
+        return [Update(self.privacy_groups, lambda values: self._loss(values, data))]
 
     def _loss(self, values, batch):
         first, second = pair_inputs(batch)
@@ -112,8 +123,14 @@ class PrivacyInit(StatelessTrainer):
         anonymized = ops.stop_gradient(anonymized)
         num = ops.shape(first)[0]
         first, second = anonymized[:num], anonymized[num:]
-        loss, state = privacy_loss(self, values, first, second, self.temperature, training=True)
-        return loss, {"logs": {"privacy_loss": loss}, "non_trainable": {"privacy": state}}
+        total, states = 0.0, {}
+        for group in self.privacy_groups:
+            loss, states[group] = privacy_loss(
+                self, values, first, second, self.temperature, training=True, group=group
+            )
+            total = total + loss
+        mean = total / len(self.privacy_groups)
+        return total, {"logs": {"privacy_loss": mean}, "non_trainable": states}
 
 
 class SupervisedPrivacyInit(StatelessTrainer):

@@ -23,6 +23,13 @@ The self-supervised adversary L_B is one of (`ssl_adversary`, SPAct Table 5):
   then enqueues them; the anonymizer update reads the state without changing it, and its
   gradient reaches f_A through both the queries and the keys.
 
+An ensemble of privacy encoders (SPAct Table 6: ResNet-50 + MobileNet-V1) is a list of f_B's,
+each with its own projection head, group (`privacy_0`, `privacy_1`, ...; a single encoder keeps
+the group `privacy`) and optimizer. Each member minimises its own NT-Xent on the same positive
+pairs; f_A maximises the mean of the members' losses. The paper does not say how it aggregates
+the members' losses: the mean is our choice (it keeps w_B's scale that of one adversary). The
+ensemble trains with `ntxent` only.
+
 The TeD-SPAD temporal term (Fioresi et al., ICCV 2023), on with `triplet_weight > 0`, adds
 `triplet_weight * triplet_margin_loss(anchor, positive, negative)` to the action loss that f_A
 and f_T minimise. TeD-SPAD's triplet is a clip (anchor), the same clip differently augmented
@@ -36,6 +43,7 @@ embeddings are f_T's outputs (its logits), Euclidean distances, margin mu.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import keras
@@ -52,6 +60,22 @@ from keras_privacy.methods.engine import (
 from keras_privacy.methods.moco import MomentumQueue
 
 SSL_ADVERSARIES = ("ntxent", "rotnet", "moco")
+
+
+def privacy_group_names(count: int) -> tuple[str, ...]:
+    """The groups of `count` privacy encoders: `privacy` for one (the group and saved file names
+    of single-encoder runs), `privacy_0`, `privacy_1`, ... for an ensemble."""
+    return ("privacy",) if count == 1 else tuple(f"privacy_{i}" for i in range(count))
+
+
+def as_encoders(privacy_encoder) -> tuple[keras.Model, ...]:
+    """One privacy encoder or a sequence of them, as a non-empty tuple."""
+    encoders = (
+        tuple(privacy_encoder) if isinstance(privacy_encoder, (list, tuple)) else (privacy_encoder,)
+    )
+    if not encoders:
+        raise ValueError("privacy_encoder: an ensemble needs at least one encoder")
+    return encoders
 
 
 def pair_batches(dataset):
@@ -120,11 +144,14 @@ def pair_inputs(batch: dict):
     return contrastive_views(fold_time(batch["clips"]), views, batch)
 
 
-def privacy_loss(trainer, values, first, second, temperature: float, training: bool):
-    """NT-Xent of f_B's embeddings of the two sides, and f_B's new non-trainable values."""
+def privacy_loss(
+    trainer, values, first, second, temperature: float, training: bool, group: str = "privacy"
+):
+    """NT-Xent of the embeddings of the two sides by the encoder of `group`, and its new
+    non-trainable values."""
     num = ops.shape(first)[0]
     embeddings, non_trainable = trainer.run(
-        "privacy", values, ops.concatenate([first, second], axis=0), training=training
+        group, values, ops.concatenate([first, second], axis=0), training=training
     )
     # Every replica of a data-parallel step gets the negatives of the whole global batch.
     first, second = gather_replicas(embeddings[:num]), gather_replicas(embeddings[num:])
@@ -160,7 +187,8 @@ class SPAct(StatelessTrainer):
     Args:
         anonymizer: f_A, frames in [0, 1] -> frames in [0, 1].
         action_model: f_T, clips (B, T, H, W, 3) -> action logits.
-        privacy_encoder: f_B, images -> L2-normalised embeddings.
+        privacy_encoder: f_B, images -> L2-normalised embeddings; or a list of such encoders,
+            an ensemble (see the module docstring).
         action_weight: w_T, weight of L_T in the anonymizer loss (SPAct: 1).
         privacy_weight: w_B (omega), weight of the maximised L_B (SPAct: omega in (0, 1]).
         temperature: NT-Xent temperature (SPAct: 0.1).
@@ -189,7 +217,7 @@ class SPAct(StatelessTrainer):
         self,
         anonymizer: keras.Model,
         action_model: keras.Model,
-        privacy_encoder: keras.Model,
+        privacy_encoder: keras.Model | Sequence[keras.Model],
         action_weight: float = 1.0,
         privacy_weight: float = 1.0,
         temperature: float = 0.1,
@@ -207,9 +235,17 @@ class SPAct(StatelessTrainer):
             raise ValueError(
                 f"ssl_adversary={ssl_adversary!r} is not one of {', '.join(SSL_ADVERSARIES)}"
             )
+        encoders = as_encoders(privacy_encoder)
+        if len(encoders) > 1 and ssl_adversary != "ntxent":
+            raise ValueError(
+                f"an ensemble of {len(encoders)} privacy encoders trains with "
+                f"ssl_adversary='ntxent' only, got {ssl_adversary!r}"
+            )
         self.anonymizer = anonymizer
         self.action_model = action_model
-        self.privacy_encoder = privacy_encoder
+        self.privacy_encoders = encoders
+        self.privacy_groups = privacy_group_names(len(encoders))
+        self.privacy_encoder = encoders[0]
         self.action_weight = action_weight
         self.privacy_weight = privacy_weight
         self.temperature = temperature
@@ -220,7 +256,7 @@ class SPAct(StatelessTrainer):
         self.moco_momentum = moco_momentum
         self.triplet_weight = triplet_weight
         self.triplet_margin = triplet_margin
-        dim = privacy_encoder.output_shape[-1]
+        dim = self.privacy_encoder.output_shape[-1]
         self.rotation_head = None
         self.momentum = None
         if ssl_adversary == "rotnet":
@@ -230,14 +266,14 @@ class SPAct(StatelessTrainer):
             )
         if ssl_adversary == "moco":
             self.momentum = MomentumQueue(
-                privacy_encoder, moco_queue_size, moco_momentum, name="momentum_queue"
+                self.privacy_encoder, moco_queue_size, moco_momentum, name="momentum_queue"
             )
 
     def groups(self) -> dict[str, keras.Model]:
         groups = {
             "anonymizer": self.anonymizer,
             "action": self.action_model,
-            "privacy": self.privacy_encoder,
+            **dict(zip(self.privacy_groups, self.privacy_encoders)),
         }
         if self.rotation_head is not None:
             groups["rotation"] = self.rotation_head
@@ -255,17 +291,23 @@ class SPAct(StatelessTrainer):
         return [
             Update(("anonymizer",), lambda values: self._anonymizer_loss(values, _half(data, 0))),
             Update(
-                ("action", "privacy") + (("rotation",) if self.rotation_head else ()),
+                ("action", *self.privacy_groups) + (("rotation",) if self.rotation_head else ()),
                 lambda values: self._adversary_loss(values, _half(data, 1)),
             ),
         ]
 
     def _privacy_term(self, values: GroupValues, first, second, training: bool):
-        """L_B of the adversary on the two sides of the positive pairs, and the new
-        non-trainable values by group (the momentum state changes only when `training`)."""
+        """L_B of the adversary on the two sides of the positive pairs (an ensemble's: the mean
+        of its members' NT-Xent losses), and the new non-trainable values by group (the momentum
+        state changes only when `training`)."""
         if self.ssl_adversary == "ntxent":
-            loss, state = privacy_loss(self, values, first, second, self.temperature, training)
-            return loss, {"privacy": state}
+            member_losses, states = [], {}
+            for group in self.privacy_groups:
+                loss, states[group] = privacy_loss(
+                    self, values, first, second, self.temperature, training, group=group
+                )
+                member_losses.append(loss)
+            return ops.mean(ops.stack(member_losses)), states
         if self.ssl_adversary == "rotnet":
             images, labels = losses.rotations(first)
             embeddings, state = self.run("privacy", values, images, training=training)
@@ -334,7 +376,9 @@ class SPAct(StatelessTrainer):
         triplet = self._triplet(values, anon_frames, clip_length, training=True)
         first, second = contrastive_views(anon_frames, anon_views, batch)
         contrastive, states = self._privacy_term(values, first, second, training=True)
-        return action_loss + self.triplet_weight * triplet + contrastive, {
+        # The sum of the members' losses: each member's gradient is that of its own loss.
+        members_sum = len(self.privacy_groups) * contrastive
+        return action_loss + self.triplet_weight * triplet + members_sum, {
             "logs": {
                 "action_loss": action_loss,
                 "privacy_loss": contrastive,
@@ -348,7 +392,11 @@ class SPAct(StatelessTrainer):
         return {
             "anonymizer": keras.saving.serialize_keras_object(self.anonymizer),
             "action_model": keras.saving.serialize_keras_object(self.action_model),
-            "privacy_encoder": keras.saving.serialize_keras_object(self.privacy_encoder),
+            "privacy_encoder": (
+                keras.saving.serialize_keras_object(self.privacy_encoder)
+                if len(self.privacy_encoders) == 1
+                else [keras.saving.serialize_keras_object(e) for e in self.privacy_encoders]
+            ),
             "action_weight": self.action_weight,
             "privacy_weight": self.privacy_weight,
             "temperature": self.temperature,
@@ -364,6 +412,12 @@ class SPAct(StatelessTrainer):
     @classmethod
     def from_config(cls, config: dict):
         config = dict(config)
-        for key in ("anonymizer", "action_model", "privacy_encoder"):
+        for key in ("anonymizer", "action_model"):
             config[key] = keras.saving.deserialize_keras_object(config[key])
+        encoders = config["privacy_encoder"]
+        config["privacy_encoder"] = (
+            [keras.saving.deserialize_keras_object(e) for e in encoders]
+            if isinstance(encoders, list)
+            else keras.saving.deserialize_keras_object(encoders)
+        )
         return cls(**config)
