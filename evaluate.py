@@ -4,14 +4,15 @@
     python evaluate.py --flagfile=configs/hmdb_vispr.cfg --eval_methods=raw,blur_strong
 
 For every method of --eval_methods a new action model is trained and tested on anonymized clips
-and a new privacy model on anonymized images; the report (report.json, report.md, tradeoff.png,
-frames.png) goes to --eval_dir (default run_dir/evaluation) and is rewritten after each method,
-so a restarted evaluation skips the methods it finished. See the README for every flag.
+and a new privacy model on anonymized images (one of each per architecture of --eval_action_model
+and --eval_privacy_model), on the datasets of --eval_protocol; the report (report.json,
+report.md, tradeoff.png, frames.png) goes to --eval_dir (default run_dir/evaluation) and is
+rewritten after each method, so a restarted evaluation skips the methods it finished. See the
+README for every flag.
 """
 
 import os
 import sys
-from pathlib import Path
 
 from absl import app, flags, logging
 
@@ -43,12 +44,12 @@ def main(argv):
     from keras_privacy.evaluation import protocol
 
     logging.set_verbosity(logging.INFO)
-    data = protocol.evaluation_data(config)
     try:
+        data = protocol.evaluation_data(config)
         methods = protocol.methods_of(config)
     except (FileNotFoundError, ValueError) as error:
         raise app.UsageError(str(error)) from error
-    out_dir = Path(config.eval_dir or Path(config.run_dir) / "evaluation")
+    out_dir = protocol.report_dir(config)
     report = protocol.evaluate(config, data, methods, out_dir)
     print(report.markdown())
     print(f"report, trade-off plot and frames in {out_dir}")

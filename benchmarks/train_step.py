@@ -1,10 +1,14 @@
 """Time one SPAct minimax step (both halves) at the paper's model sizes on this backend.
 
     KERAS_BACKEND=jax python benchmarks/train_step.py [--clips 2] [--images 4] [--size 112]
+                                                      [--no-xla]
 
 Models: SPAct UNet f_A, R3D-18 (SPAct variant) f_T, ResNet-50 + 2048-2048-128 head f_B. The
-step is XLA-compiled. Efficiency = model FLOPs of the step / time, as a fraction of the matmul
-peak measured in the same run (a large float32 matmul). The last line is one JSON object.
+step is XLA-compiled; `--no-xla` runs it as a plain `tf.function` graph on TensorFlow (this
+benchmark always compiles the JAX step with XLA and refuses the flag there). The authors'
+PyTorch step at the same sizes is benchmarks/train_step_torch.py. Efficiency = model FLOPs of
+the step / time, as a fraction of the matmul peak measured in the same run (a large float32
+matmul). The last line is one JSON object.
 """
 
 import argparse
@@ -54,7 +58,10 @@ def main():
     parser.add_argument("--frames", type=int, default=16)
     parser.add_argument("--size", type=int, default=112)
     parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--no-xla", action="store_true", help="TensorFlow: no jit_compile")
     args = parser.parse_args()
+    if args.no_xla and keras.backend.backend() != "tensorflow":
+        parser.error("--no-xla is for TensorFlow: on JAX the step is always XLA-compiled here")
 
     backbone = registry.build_image_backbone("resnet50")
     models = {
@@ -65,7 +72,7 @@ def main():
     trainer = SPAct(models["anonymizer"], models["action"], models["privacy"])
     trainer.compile(
         {g: keras.optimizers.Adam(1e-4) for g in ("anonymizer", "action", "privacy")},
-        jit_compile=True,
+        jit_compile=not args.no_xla,
     )
     rng = np.random.default_rng(0)
     c, t, s, n = args.clips, args.frames, args.size, args.images
@@ -94,6 +101,7 @@ def main():
         "clips_per_step": 2 * c,
         "image_pairs_per_step": 2 * n,
         "input": f"{t}x{s}x{s}",
+        "xla": not args.no_xla,
         "seconds_per_minimax_step": round(step_seconds, 3),
         "clips_per_second": round(2 * c / step_seconds, 3),
         "first_step_with_compile_seconds": round(compile_seconds, 1),

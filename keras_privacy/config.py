@@ -18,7 +18,19 @@ BUDGET_LOSSES = ("max_bce", "entropy")
 ACTION_DATASETS = ("synthetic", "ucf101", "hmdb51")
 PRIVACY_DATASETS = ("synthetic", "vispr")
 PAIR_SAMPLERS = ("random", "near", "far")
-SSL_ADVERSARIES = ("ntxent", "rotnet", "moco")
+SSL_ADVERSARIES = ("ntxent", "rotnet", "moco", "spatiotemporal")
+EVAL_PROTOCOLS = ("same", "cross_dataset", "novel_actions", "novel_attributes")
+EVAL_PRIVACY_DATASETS = (*PRIVACY_DATASETS, "pa_hmdb51")
+_EVAL_DATA_FIELDS = (
+    "action_dataset",
+    "action_annotations",
+    "action_root",
+    "privacy_dataset",
+    "privacy_annotations",
+    "privacy_root",
+    "privacy_attributes",
+)
+"""The data fields that an evaluation may replace with its own `eval_<field>` flag."""
 
 
 def _help(text: str, group: str) -> dict:
@@ -125,7 +137,9 @@ class ExperimentConfig:
         default="resnet_tiny",
         metadata=_help(
             "Backbone of the privacy encoder f_B; a comma-separated list trains an ensemble of "
-            "encoders (SPAct Table 6), each with its own head.",
+            "encoders (SPAct Table 6), each with its own head. With "
+            "--ssl_adversary=spatiotemporal, an action model (SPAct: r3d_18) whose trunk "
+            "encodes clips.",
             "models",
         ),
     )
@@ -221,7 +235,9 @@ class ExperimentConfig:
         default="ntxent",
         metadata=_help(
             "Self-supervised adversary of the minimax (SPAct Table 5): ntxent | rotnet (4-way "
-            "rotation prediction) | moco (momentum encoder and queue). Its init stays NT-Xent.",
+            "rotation prediction) | moco (momentum encoder and queue); its init stays NT-Xent. "
+            "spatiotemporal (SPAct Table 3): f_B is a video encoder trained, in its init too, by "
+            "NT-Xent on two clips of each video (needs --eval_privacy_model).",
             "variants",
         ),
     )
@@ -259,12 +275,20 @@ class ExperimentConfig:
         default="", metadata=_help("Report folder; default run_dir/evaluation.", "eval")
     )
     eval_action_model: str = field(
-        default="", metadata=_help("Target action model f'_T; default --action_model.", "eval")
+        default="",
+        metadata=_help(
+            "Target action model f'_T; default --action_model. A comma-separated list trains "
+            "and tests each per method (the first fills the report's headline columns).",
+            "eval",
+        ),
     )
     eval_privacy_model: str = field(
         default="",
         metadata=_help(
-            "Target privacy backbone f'_B; default --privacy_backbone (its first model).", "eval"
+            "Target privacy backbone f'_B; default --privacy_backbone (its first model); "
+            "required with --ssl_adversary=spatiotemporal. A comma-separated list trains and "
+            "tests each per method (the first fills the report's headline columns).",
+            "eval",
         ),
     )
     eval_action_epochs: int = field(
@@ -287,6 +311,71 @@ class ExperimentConfig:
         default=False,
         metadata=_help(
             "Multi-label actions (P-HVU): f'_T trains with BCE, reported by action cMAP.", "eval"
+        ),
+    )
+    eval_protocol: str = field(
+        default="same",
+        metadata=_help(
+            "What the target models are trained and tested on: same (the training datasets) | "
+            "cross_dataset (another action or privacy dataset, e.g. PA-HMDB51) | novel_actions "
+            "(an action dataset of other classes) | novel_attributes (privacy attributes "
+            "disjoint from --privacy_attributes). The datasets are the --eval_action_* and "
+            "--eval_privacy_* flags.",
+            "eval",
+        ),
+    )
+    eval_action_dataset: str = field(
+        default="",
+        metadata=_help(
+            "Action dataset of the target models: synthetic | ucf101 | hmdb51; default "
+            "--action_dataset.",
+            "eval",
+        ),
+    )
+    eval_action_annotations: str = field(
+        default="",
+        metadata=_help("Its split-list folder; default --action_annotations.", "eval"),
+    )
+    eval_action_root: str = field(
+        default="", metadata=_help("Its video folder; default --action_root.", "eval")
+    )
+    eval_privacy_dataset: str = field(
+        default="",
+        metadata=_help(
+            "Privacy dataset of the target models: synthetic | vispr | pa_hmdb51 (tested on "
+            "equidistant frames of its videos, trained on the VISPR of --privacy_annotations "
+            "with the VISPR-1 labels merged onto its attributes); default --privacy_dataset.",
+            "eval",
+        ),
+    )
+    eval_privacy_annotations: str = field(
+        default="",
+        metadata=_help(
+            "Its annotation folder (PA-HMDB51: PrivacyAttributes/); default --privacy_annotations.",
+            "eval",
+        ),
+    )
+    eval_privacy_root: str = field(
+        default="",
+        metadata=_help(
+            "Its image folder (PA-HMDB51: the HMDB51 videos); default --privacy_root.", "eval"
+        ),
+    )
+    eval_privacy_attributes: str = field(
+        default="",
+        metadata=_help(
+            "Attributes of the target privacy models, as --privacy_attributes (PA-HMDB51: "
+            "gender, face, nudity, skin_color, relationship or a comma-separated subset); "
+            "default --privacy_attributes (PA-HMDB51: all five).",
+            "eval",
+        ),
+    )
+    eval_privacy_frames: int = field(
+        default=5,
+        metadata=_help(
+            "PA-HMDB51: equidistant frames of each video taken as test images, each with the "
+            "video's labels.",
+            "eval",
         ),
     )
 
@@ -353,7 +442,12 @@ class ExperimentConfig:
         ):
             if not getattr(self, name) > 0:
                 raise ValueError(f"--{name} must be positive, got {getattr(self, name)}")
-        for name in ("eval_action_epochs", "eval_privacy_epochs", "eval_clips"):
+        for name in (
+            "eval_action_epochs",
+            "eval_privacy_epochs",
+            "eval_clips",
+            "eval_privacy_frames",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name} must be at least 1, got {getattr(self, name)}")
         if not self.eval_lr > 0:
@@ -394,6 +488,12 @@ class ExperimentConfig:
                 f"--privacy_backbone={self.privacy_backbone} (an ensemble) trains with "
                 f"--ssl_adversary=ntxent only, got {self.ssl_adversary}"
             )
+        if self.ssl_adversary == "spatiotemporal" and not self.eval_privacy_model:
+            raise ValueError(
+                "--ssl_adversary=spatiotemporal needs --eval_privacy_model (an image model): "
+                "its --privacy_backbone is a video model, which cannot be the evaluation's "
+                "target privacy model"
+            )
         if self.action_dataset != "synthetic" and not (
             self.action_cache or (self.action_annotations and self.action_root)
         ):
@@ -409,6 +509,7 @@ class ExperimentConfig:
                 "--privacy_annotations and --privacy_root"
             )
         self._validate_model_names()
+        self._validate_evaluation()
 
     def privacy_backbone_names(self) -> list[str]:
         """The backbones of `--privacy_backbone`, in order (more than one: an ensemble)."""
@@ -418,29 +519,158 @@ class ExperimentConfig:
         """The image models of `--adversary_models`, in order."""
         return [name.strip() for name in self.adversary_models.split(",") if name.strip()]
 
+    def eval_action_model_names(self) -> list[str]:
+        """The target action models of `--eval_action_model`, in order (default
+        `--action_model`)."""
+        return _names(self.eval_action_model) or [self.action_model]
+
+    def eval_privacy_model_names(self) -> list[str]:
+        """The target privacy backbones of `--eval_privacy_model`, in order (default the first
+        of `--privacy_backbone`)."""
+        return _names(self.eval_privacy_model) or self.privacy_backbone_names()[:1]
+
+    def evaluation_datasets(self) -> ExperimentConfig:
+        """This config with the evaluation's datasets in place of the training ones: each
+        `--eval_<field>` flag that is set replaces `--<field>`. PA-HMDB51's attributes default
+        to its five, since the training attributes are VISPR ids."""
+        values = {
+            name: getattr(self, f"eval_{name}") or getattr(self, name) for name in _EVAL_DATA_FIELDS
+        }
+        if values["privacy_dataset"] == "pa_hmdb51":
+            values["privacy_attributes"] = self.eval_privacy_attributes or "all"
+        return dataclasses.replace(self, **values)
+
+    def _validate_evaluation(self) -> None:
+        """The target models, the evaluation datasets and what `--eval_protocol` asks of them."""
+        from keras_privacy.models import registry
+
+        for flag, names, known in (
+            ("eval_action_model", self.eval_action_model_names(), registry.ACTION_MODELS),
+            ("eval_privacy_model", self.eval_privacy_model_names(), registry.IMAGE_MODELS),
+        ):
+            for name in names:
+                if name not in known:
+                    raise ValueError(f"--{flag}={name!r} is not one of {', '.join(sorted(known))}")
+            if len(set(names)) != len(names):
+                raise ValueError(f"--{flag} names a model twice: {', '.join(names)}")
+        _one_of("eval_protocol", self.eval_protocol, EVAL_PROTOCOLS)
+        evaluation = self.evaluation_datasets()
+        _one_of("eval_action_dataset", evaluation.action_dataset, ACTION_DATASETS)
+        _one_of("eval_privacy_dataset", evaluation.privacy_dataset, EVAL_PRIVACY_DATASETS)
+        for kind in ("action", "privacy"):
+            dataset = getattr(evaluation, f"{kind}_dataset")
+            training = getattr(self, f"{kind}_dataset")
+            given = getattr(self, f"eval_{kind}_annotations") and getattr(self, f"eval_{kind}_root")
+            if dataset not in ("synthetic", training) and not given:
+                raise ValueError(
+                    f"--eval_{kind}_dataset={dataset} needs --eval_{kind}_annotations and "
+                    f"--eval_{kind}_root (the training ones are --{kind}_dataset={training}'s)"
+                )
+        if evaluation.privacy_dataset == "pa_hmdb51" and self.privacy_dataset != "vispr":
+            raise ValueError(
+                "--eval_privacy_dataset=pa_hmdb51 trains the target privacy model on VISPR (its "
+                "VISPR-1 labels merged onto PA-HMDB51's attributes): it needs "
+                f"--privacy_dataset=vispr, got {self.privacy_dataset}"
+            )
+        training_ids = _attribute_ids(
+            "privacy_attributes", self.privacy_dataset, self.privacy_attributes
+        )
+        evaluation_ids = _attribute_ids(
+            "eval_privacy_attributes", evaluation.privacy_dataset, evaluation.privacy_attributes
+        )
+        action_changed = [
+            f"--eval_{name}"
+            for name in ("action_dataset", "action_annotations", "action_root")
+            if getattr(evaluation, name) != getattr(self, name)
+        ]
+        privacy_changed = [
+            f"--eval_{name}"
+            for name in ("privacy_dataset", "privacy_annotations", "privacy_root")
+            if getattr(evaluation, name) != getattr(self, name)
+        ]
+        attributes_changed = ["--eval_privacy_attributes"] if evaluation_ids != training_ids else []
+        protocol = self.eval_protocol
+        changed = action_changed + privacy_changed + attributes_changed
+        if protocol == "same" and changed:
+            raise ValueError(
+                "--eval_protocol=same evaluates on the training datasets, but "
+                f"{', '.join(changed)} differ from them: choose --eval_protocol=cross_dataset, "
+                "novel_actions or novel_attributes"
+            )
+        if protocol == "cross_dataset" and not (action_changed or privacy_changed):
+            raise ValueError(
+                "--eval_protocol=cross_dataset needs an evaluation dataset other than the "
+                "training ones: set --eval_privacy_dataset (e.g. pa_hmdb51), "
+                "--eval_privacy_annotations / --eval_privacy_root, or the --eval_action_* flags"
+            )
+        if protocol == "novel_actions" and not action_changed:
+            raise ValueError(
+                "--eval_protocol=novel_actions needs an action dataset of other classes than the "
+                "training one: set --eval_action_dataset, --eval_action_annotations or "
+                "--eval_action_root"
+            )
+        if protocol == "novel_attributes":
+            if training_ids is None or evaluation_ids is None:
+                raise ValueError(
+                    "--eval_protocol=novel_attributes needs --eval_privacy_attributes disjoint "
+                    "from --privacy_attributes, and `all` shares every attribute: name them"
+                )
+            overlap = [name for name in evaluation_ids if name in training_ids]
+            if overlap:
+                raise ValueError(
+                    "--eval_protocol=novel_attributes needs --eval_privacy_attributes disjoint "
+                    f"from --privacy_attributes, but both name {', '.join(overlap)}"
+                )
+
     def _validate_model_names(self) -> None:
         from keras_privacy.models import registry
 
-        for flag, names in (
-            ("adversary_models", self.adversary_model_names()),
-            ("privacy_backbone", self.privacy_backbone_names()),
+        privacy_models, reason = registry.IMAGE_MODELS, ""
+        if self.ssl_adversary == "spatiotemporal":
+            privacy_models = registry.ACTION_MODELS
+            reason = " (--ssl_adversary=spatiotemporal encodes clips with an action model's trunk)"
+        for flag, names, known, why in (
+            ("adversary_models", self.adversary_model_names(), registry.IMAGE_MODELS, ""),
+            ("privacy_backbone", self.privacy_backbone_names(), privacy_models, reason),
         ):
             for name in names:
-                if name not in registry.IMAGE_MODELS:
+                if name not in known:
                     raise ValueError(
-                        f"--{flag}: {name!r} is not one of "
-                        f"{', '.join(sorted(registry.IMAGE_MODELS))}"
+                        f"--{flag}: {name!r} is not one of {', '.join(sorted(known))}{why}"
                     )
 
         for name, known in (
             ("anonymizer", registry.ANONYMIZERS),
             ("action_model", registry.ACTION_MODELS),
-            ("eval_action_model", registry.ACTION_MODELS),
-            ("eval_privacy_model", registry.IMAGE_MODELS),
         ):
             value = getattr(self, name)
             if value and value not in known:
                 raise ValueError(f"--{name}={value!r} is not one of {', '.join(sorted(known))}")
+
+
+def _names(text: str) -> list[str]:
+    """The names of a comma-separated flag value, in order."""
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def _attribute_ids(flag: str, dataset: str, attributes: str) -> list[str] | None:
+    """The attribute ids that `--flag=attributes` names for `dataset`, checked where they are
+    known without reading files (PA-HMDB51's attributes as their VISPR-1 ids, so that they
+    compare with VISPR's); None for VISPR's `all` (every id of its attributes.tsv)."""
+    from keras_privacy.data import pa_hmdb51, synthetic, vispr
+
+    try:
+        if dataset == "synthetic":
+            return synthetic.attribute_subset(attributes)
+        if dataset == "pa_hmdb51":
+            chosen = pa_hmdb51.attribute_subset(attributes)
+            return [i for name in chosen for i in pa_hmdb51.PA_HMDB51_TO_VISPR1[name]]
+    except ValueError as error:
+        raise ValueError(f"--{flag}={attributes}: {error}") from error
+    if attributes == "all":
+        return None
+    named = {"vispr1": list(vispr.VISPR1), "vispr2": list(vispr.VISPR2)}
+    return named.get(attributes) or _names(attributes)
 
 
 def _one_of(name: str, value: str, allowed: tuple[str, ...]) -> None:

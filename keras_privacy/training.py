@@ -94,15 +94,14 @@ def build_models(
     config: ExperimentConfig, num_classes: int, num_attributes: int
 ) -> dict[str, keras.Model]:
     """f_A, f_T and the adversaries of `config.method`, freshly initialised: SPAct's
-    self-supervised privacy encoder f_B (`privacy`; an ensemble's `privacy_0`, ...), or the
-    supervised image models of `--adversary_models` with one logit per attribute
-    (`adversary_0`, ...)."""
+    self-supervised privacy encoder f_B (`privacy`; an ensemble's `privacy_0`, ...; a video
+    encoder for `--ssl_adversary=spatiotemporal`), or the supervised image models of
+    `--adversary_models` with one logit per attribute (`adversary_0`, ...)."""
+    clip_shape = (config.clip_length, config.image_size, config.image_size, 3)
     models = {
         "anonymizer": registry.build_anonymizer(config.anonymizer),
         "action": registry.build_action_model(
-            config.action_model,
-            num_classes=num_classes,
-            input_shape=(config.clip_length, config.image_size, config.image_size, 3),
+            config.action_model, num_classes=num_classes, input_shape=clip_shape
         ),
     }
     if config.method in SUPERVISED_METHODS:
@@ -111,6 +110,14 @@ def build_models(
             models[f"adversary_{i}"] = privacy_classifier(
                 backbone, num_attributes, name=f"adversary_{i}_{name}"
             )
+        return models
+    if config.ssl_adversary == "spatiotemporal":
+        models["privacy"] = registry.build_video_privacy_encoder(
+            config.privacy_backbone_names()[0],
+            input_shape=clip_shape,
+            hidden=config.projection_hidden,
+            output=config.projection_dim,
+        )
         return models
     names = config.privacy_backbone_names()
     for group, name in zip(privacy_group_names(len(names)), names):
@@ -157,7 +164,12 @@ def training_phases(
         Phase(
             "privacy_init",
             config.privacy_init_epochs,
-            lambda: PrivacyInit(anonymizer, privacy, temperature=config.temperature),
+            lambda: PrivacyInit(
+                anonymizer,
+                privacy,
+                temperature=config.temperature,
+                clip_pairs=config.ssl_adversary == "spatiotemporal",
+            ),
             lambda: {group: adam(config.privacy_init_lr) for group in privacy_groups},
         ),
         Phase(

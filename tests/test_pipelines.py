@@ -248,6 +248,36 @@ def test_action_train_clips_are_strided_frames_of_one_video(train_records, sourc
     assert len(starts[2]) > 1  # the 12-frame video: random starts
 
 
+@_both("video")
+def test_second_clip_is_another_clip_of_the_same_video(data, train_records, source):
+    records = _numpy(
+        pipelines.action_train_dataset(
+            data[source],
+            1,
+            CLIP,
+            STRIDE,
+            SIZE,
+            seed=3,
+            config=NO_COLOUR,
+            epochs=EPOCHS,
+            second_clip=True,
+        )
+    )
+    other_start = other_view = 0
+    for record, without in zip(records, train_records[source]):
+        assert record["second_clips"].shape == record["clips"].shape == (1, CLIP, SIZE, SIZE, 3)
+        # the first clip is the one drawn without the flag
+        np.testing.assert_array_equal(record["clips"], without["clips"])
+        video = _video_of(record)
+        start = _check_clip_frames(_names(record["clips"][0]), video)
+        second_start = _check_clip_frames(_names(record["second_clips"][0]), video)
+        other_start += start != second_start
+        other_view += not np.allclose(record["clips"], record["second_clips"])
+    # independent starts (the videos long enough for a choice) and augmentation
+    assert other_start > len(records) // 4
+    assert other_view > len(records) // 2
+
+
 def test_cache_and_files_give_the_same_clip(train_records):
     # Same seed: each video gets the same frames, crop and flip from its cache as from its file.
     by_video = collections.defaultdict(list)

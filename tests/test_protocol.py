@@ -53,7 +53,7 @@ def test_evaluate_learned_and_baselines_then_resume(benchmark, tmp_path, monkeyp
         assert 0.0 <= result["privacy_cmap"] <= 1.0
         assert 0.0 <= result["extra"]["raw_attacker_cmap"] <= 1.0
         assert result["extra"]["action_test_videos"] == len(data.action_test)
-    for name in ("report.md", "tradeoff.png", "frames.png", "raw_attacker.keras"):
+    for name in ("report.md", "tradeoff.png", "frames.png", "raw_attacker_resnet_tiny.keras"):
         assert (out / name).is_file(), name
     assert "downsample_4x" in report.markdown()
 
@@ -98,9 +98,9 @@ def test_interrupted_evaluation_keeps_finished_methods(benchmark, tmp_path, monk
     trained = []
     real_train = protocol.train_action_target
 
-    def counting_train(config, train, num_classes, anonymizer):
+    def counting_train(config, train, num_classes, anonymizer, model_name):
         trained.append(str(train))
-        return real_train(config, train, num_classes, anonymizer)
+        return real_train(config, train, num_classes, anonymizer, model_name)
 
     monkeypatch.setattr(protocol, "train_action_target", counting_train)
     report = protocol.evaluate(config, data, protocol.methods_of(config), out)

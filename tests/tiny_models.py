@@ -36,6 +36,17 @@ def action_model(num_classes: int = 3) -> keras.Model:
     return keras.Model(inputs, layers.Dense(num_classes)(x), name="action")
 
 
+def video_privacy_encoder() -> keras.Model:
+    """A spatio-temporal f_B: a one-layer 3D CNN, then the projection head and L2 norm."""
+    from keras_privacy.models.resnet import privacy_encoder, projection_head
+
+    inputs = keras.Input((None, None, None, 3))
+    x = layers.Conv3D(4, 3, padding="same")(inputs)
+    x = layers.BatchNormalization()(x)
+    trunk = keras.Model(inputs, layers.GlobalAveragePooling3D()(x), name="trunk")
+    return privacy_encoder(trunk, projection_head(4, hidden=16, output=8))
+
+
 def privacy_encoder() -> keras.Model:
     inputs = keras.Input((None, None, 3))
     x = layers.Conv2D(4, 3, padding="same")(inputs)
@@ -57,33 +68,45 @@ def deterministic_weights(model: keras.Model, seed: int) -> None:
         variable.assign(value.astype("float32"))
 
 
-def batch(rng: np.random.Generator, clips=2, frames=4, size=8, images=3, classes=3) -> dict:
-    return {
+def batch(
+    rng: np.random.Generator,
+    clips=2,
+    frames=4,
+    size=8,
+    images=3,
+    classes=3,
+    second_clips: bool = False,
+) -> dict:
+    """A random batch; with `second_clips`, also a second clip per video (spatio-temporal f_B)."""
+    data = {
         "clips": rng.random((clips, frames, size, size, 3), dtype="float32"),
         "labels": rng.integers(0, classes, (clips,)).astype("int32"),
         "frame_pairs": rng.integers(0, frames, (clips, 2)).astype("int32"),
         "views": rng.random((images, 2, size, size, 3), dtype="float32"),
     }
+    if second_clips:
+        data["second_clips"] = rng.random((clips, frames, size, size, 3), dtype="float32")
+    return data
 
 
-def single_dataset(num_batches: int, seed: int = 0):
+def single_dataset(num_batches: int, seed: int = 0, second_clips: bool = False):
     """A tf.data dataset of `num_batches` single batches, as the initialisation phases take them."""
     import tensorflow as tf
 
     rng = np.random.default_rng(seed)
-    batches = [batch(rng) for _ in range(num_batches)]
+    batches = [batch(rng, second_clips=second_clips) for _ in range(num_batches)]
     stacked = {key: np.stack([b[key] for b in batches]) for key in batches[0]}
     return tf.data.Dataset.from_tensor_slices(stacked)
 
 
-def paired_dataset(num_pairs: int, seed: int = 0):
+def paired_dataset(num_pairs: int, seed: int = 0, second_clips: bool = False):
     """A tf.data dataset of `num_pairs` pairs of batches, as the minimax trainer takes them."""
     import tensorflow as tf
 
     from keras_privacy.methods.spact import pair_batches
 
     rng = np.random.default_rng(seed)
-    batches = [batch(rng) for _ in range(2 * num_pairs)]
+    batches = [batch(rng, second_clips=second_clips) for _ in range(2 * num_pairs)]
     stacked = {key: np.stack([b[key] for b in batches]) for key in batches[0]}
     return pair_batches(tf.data.Dataset.from_tensor_slices(stacked))
 

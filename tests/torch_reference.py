@@ -1,7 +1,7 @@
 """PyTorch references for the conversion tests, in plain torch.nn (torchvision's wheels are CUDA
 builds): torchvision's VideoResNet (r3d_18, r2plus1d_18) and ResNet, Hara et al.'s R3D-50 and
 milesial's UNet, with their module names (so their state dicts have the real keys) and widths
-as arguments, so the tests run them small."""
+as arguments, so the tests run them small. benchmarks/train_step_torch.py imports them too."""
 
 import torch
 from torch import nn
@@ -43,7 +43,9 @@ class VideoBasicBlock(nn.Module):
 
 
 class VideoResNet(nn.Module):
-    """torchvision.models.video.VideoResNet with BasicBlocks (r3d_18, r2plus1d_18)."""
+    """torchvision.models.video.VideoResNet with BasicBlocks (r3d_18, r2plus1d_18); `spact=True`
+    (r3d_18 only) patches layer4 as SPAct's code does: first conv stride (1, 2, 2), padding
+    (2, 1, 1), dilation (2, 1, 1), shortcut stride (1, 2, 2)."""
 
     def __init__(
         self,
@@ -52,6 +54,7 @@ class VideoResNet(nn.Module):
         blocks=(2, 2, 2, 2),
         stem_mid=45,
         num_classes=400,
+        spact=False,
     ):
         super().__init__()
         stem_width = widths[0]
@@ -84,6 +87,12 @@ class VideoResNet(nn.Module):
                 layers.append(VideoBasicBlock(inplanes, width, builder, stride, downsample))
                 inplanes = width
             setattr(self, f"layer{stage + 1}", nn.Sequential(*layers))
+        if spact:
+            block = self.layer4[0]
+            block.conv1[0] = nn.Conv3d(
+                widths[2], widths[3], 3, (1, 2, 2), (2, 1, 1), (2, 1, 1), bias=False
+            )
+            block.downsample[0] = nn.Conv3d(widths[2], widths[3], 1, (1, 2, 2), bias=False)
         self.avgpool = nn.AdaptiveAvgPool3d(1)
         self.fc = nn.Linear(inplanes, num_classes)
 

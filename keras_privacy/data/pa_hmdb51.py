@@ -1,7 +1,12 @@
-"""PA-HMDB51: HMDB51 videos with frame-level privacy annotations (`<action>.json` per action)."""
+"""PA-HMDB51: HMDB51 videos with frame-level privacy annotations (`<action>.json` per action).
+
+Its cross-dataset evaluation (`--eval_privacy_dataset=pa_hmdb51`): the target privacy model
+trains on VISPR relabelled by `vispr_as_pa_hmdb51` and is tested on `privacy_images`.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Sequence
@@ -12,6 +17,7 @@ import numpy as np
 from keras_privacy.data.annotations import resolve
 from keras_privacy.data.errors import DatasetFormatError
 from keras_privacy.data.examples import Example, Split
+from keras_privacy.data.phvu import frame_images
 from keras_privacy.data.vispr import VISPR1
 
 PA_HMDB51_TO_VISPR1 = {
@@ -28,6 +34,23 @@ when any of its VISPR ids is (complete or partial face; personal or social relat
 PA_HMDB51_ATTRIBUTES = tuple(PA_HMDB51_TO_VISPR1)
 """The five PA-HMDB51 attributes in label order: gender, face, nudity, skin_color,
 relationship."""
+
+
+def attribute_subset(attributes: str) -> list[str]:
+    """The PA-HMDB51 attributes that `attributes` names: all five for `all`, else a
+    comma-separated subset, in the order given. Raises ValueError naming an unknown one."""
+    if attributes == "all":
+        return list(PA_HMDB51_ATTRIBUTES)
+    chosen = [name.strip() for name in attributes.split(",") if name.strip()]
+    unknown = [name for name in chosen if name not in PA_HMDB51_ATTRIBUTES]
+    if unknown:
+        raise ValueError(
+            f"unknown PA-HMDB51 attribute(s) {', '.join(unknown)}: choose among "
+            f"{', '.join(PA_HMDB51_ATTRIBUTES)}"
+        )
+    if not chosen or len(set(chosen)) != len(chosen):
+        raise ValueError(f"choose distinct PA-HMDB51 attributes, got {attributes!r}")
+    return chosen
 
 
 def read_pa_hmdb51(
@@ -125,3 +148,52 @@ def vispr_to_pa_hmdb51(
         [values[:, [columns[i] for i in ids]].max(axis=1) for ids in PA_HMDB51_TO_VISPR1.values()],
         axis=1,
     )
+
+
+def privacy_images(
+    annotations_dir: str | os.PathLike,
+    root: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    frames_per_video: int,
+    attributes: str = "all",
+) -> Split:
+    """PA-HMDB51's labelled videos as privacy test images: `frames_per_video` equidistant
+    frames of every video on disk, written as PNG under `out_dir` (kept if already there),
+    each with its video's labels over `attributes` (see `attribute_subset`).
+
+    Raises FileNotFoundError naming missing videos when none of the annotated ones is on disk
+    (the others are listed in the split's `missing`)."""
+    split = read_pa_hmdb51(annotations_dir, root)["test"]
+    if not split.examples:
+        raise FileNotFoundError(
+            f"PA-HMDB51: none of the {len(split.missing)} annotated videos is under {root}, "
+            f"e.g. {'; '.join(split.missing[:3])}"
+        )
+    return frame_images(_select(split, attribute_subset(attributes)), out_dir, frames_per_video)
+
+
+def vispr_as_pa_hmdb51(split: Split, attributes: str = "all") -> Split:
+    """A VISPR split labelled over (at least) the VISPR-1 ids, relabelled over PA-HMDB51's
+    `attributes` by `vispr_to_pa_hmdb51`, so that a privacy model trained on VISPR is tested on
+    PA-HMDB51 (the cross-dataset protocol). Unlabelled examples stay unlabelled."""
+    examples = []
+    for example in split.examples:
+        privacy = example.privacy
+        if privacy:
+            merged = vispr_to_pa_hmdb51([privacy], split.attribute_names)[0]
+            privacy = tuple(int(value) for value in merged)
+        examples.append(dataclasses.replace(example, privacy=privacy))
+    relabelled = dataclasses.replace(
+        split, examples=examples, attribute_names=list(PA_HMDB51_ATTRIBUTES)
+    )
+    return _select(relabelled, attribute_subset(attributes))
+
+
+def _select(split: Split, names: Sequence[str]) -> Split:
+    """`split` with the privacy labels of the attributes `names` only, in that order."""
+    columns = [split.attribute_names.index(name) for name in names]
+    examples = [
+        dataclasses.replace(e, privacy=tuple(e.privacy[c] for c in columns) if e.privacy else ())
+        for e in split.examples
+    ]
+    return dataclasses.replace(split, examples=examples, attribute_names=list(names))

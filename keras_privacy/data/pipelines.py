@@ -281,28 +281,39 @@ def action_train_dataset(
     pair_sampler: str = "random",
     config: augment.AugmentConfig = augment.SUPERVISED,
     epochs: int | None = 1,
+    second_clip: bool = False,
 ) -> tf.data.Dataset:
     """Shuffled, augmented training clips of `epochs` passes (None: endless), last partial
     batch dropped: {"clips" float32 (B, T, size, size, 3) in [0, 1], "labels" int32 (B,),
     "frame_pairs" int32 (B, 2) positions in the clip of the NT-Xent pair}, and "actions" float32
-    (B, C) multi-hot labels for a multi-label split (P-HVU)."""
+    (B, C) multi-hot labels for a multi-label split (P-HVU).
+
+    With `second_clip`, also "second_clips" (B, T, size, size, 3): another clip of the same
+    video with its own random start and augmentation (SimCLR's second view, the positive of
+    SPAct's spatio-temporal privacy branch); the first clip is the same as without it."""
     videos = _source(source, "video")
+
+    def sample_clip(record, start_seed, augment_seed):
+        start = random_start(start_seed, record["num_frames"], clip_length, stride)
+        indices = clip_indices(record["num_frames"], clip_length, stride, start)
+        clip = augment.augment_clip(
+            take_frames(record["frames"], indices), augment_seed, size, config
+        )
+        return tf.ensure_shape(clip, [clip_length, size, size, 3])
 
     def make(item):
         record = videos.load(item)
         element_seed = _element_seed(seed, item["epoch"], record["index"])
-        start_seed, augment_seed, pair_seed = (
-            tf.random.experimental.stateless_fold_in(element_seed, k) for k in range(3)
+        start_seed, augment_seed, pair_seed, second_start_seed, second_augment_seed = (
+            tf.random.experimental.stateless_fold_in(element_seed, k) for k in range(5)
         )
-        start = random_start(start_seed, record["num_frames"], clip_length, stride)
-        indices = clip_indices(record["num_frames"], clip_length, stride, start)
-        frames = take_frames(record["frames"], indices)
-        clip = augment.augment_clip(frames, augment_seed, size, config)
         element = {
-            "clips": tf.ensure_shape(clip, [clip_length, size, size, 3]),
+            "clips": sample_clip(record, start_seed, augment_seed),
             "labels": record["label"],
             "frame_pairs": frame_pair(pair_seed, clip_length, stride, pair_sampler),
         }
+        if second_clip:
+            element["second_clips"] = sample_clip(record, second_start_seed, second_augment_seed)
         if "actions" in record:
             element["actions"] = record["actions"]
         return element

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from keras_privacy.config import ExperimentConfig
-from keras_privacy.data import pipelines, synthetic
+from keras_privacy.data import pa_hmdb51, pipelines, synthetic
 from keras_privacy.data.cache import prepare_cache
 from keras_privacy.data.examples import Split
 from keras_privacy.data.hmdb51 import read_hmdb51
@@ -46,10 +46,34 @@ def privacy_splits(config: ExperimentConfig) -> dict[str, Split]:
     """The privacy image dataset's splits as the config names them."""
     if config.privacy_dataset == "synthetic":
         root = synthetic_benchmark(config.synthetic_dir) / "vispr"
-        return read_vispr(root, root, attributes="all")
+        attributes = synthetic.attribute_subset(config.privacy_attributes)
+        return read_vispr(root, root, attributes=attributes)
     return read_vispr(
         config.privacy_annotations, config.privacy_root, attributes=config.privacy_attributes
     )
+
+
+def evaluation_privacy_splits(config: ExperimentConfig, frames_dir: str | Path) -> dict[str, Split]:
+    """The "train" and "test" privacy splits of the evaluation (`config.evaluation_datasets()`).
+
+    PA-HMDB51 has labelled test videos only: its test images are `--eval_privacy_frames`
+    equidistant frames of each video (written under `frames_dir`), and the target privacy model
+    trains on the training VISPR (`--privacy_annotations`), its VISPR-1 labels merged onto
+    PA-HMDB51's attributes."""
+    evaluation = config.evaluation_datasets()
+    if evaluation.privacy_dataset != "pa_hmdb51":
+        return privacy_splits(evaluation)
+    vispr = privacy_splits(dataclasses.replace(config, privacy_attributes="vispr1"))["train"]
+    test = pa_hmdb51.privacy_images(
+        evaluation.privacy_annotations,
+        evaluation.privacy_root,
+        frames_dir,
+        config.eval_privacy_frames,
+        evaluation.privacy_attributes,
+    )
+    _report_missing("PA-HMDB51 videos", test)
+    train = pa_hmdb51.vispr_as_pa_hmdb51(vispr, evaluation.privacy_attributes)
+    return {"train": train, "test": test}
 
 
 def _report_missing(name: str, split: Split) -> None:
@@ -79,7 +103,9 @@ class TrainingData:
         """`steps` batches of the minimax format for `epoch` (seeded by seed and epoch).
 
         Privacy images come as two contrastive `views` each (SPAct), or with `labelled` as
-        augmented `images` with their `privacy` labels (the supervised adversaries)."""
+        augmented `images` with their `privacy` labels (the supervised adversaries). With
+        `--ssl_adversary=spatiotemporal` each video also gives its `second_clips` (the positive
+        of the video privacy encoder); the views stay, for the identity init."""
         c = self.config
         seed = c.seed * 1000 + epoch
         action = pipelines.action_train_dataset(
@@ -92,6 +118,7 @@ class TrainingData:
             pair_sampler=c.pair_sampler,
             config=c.action_augmentation(),
             epochs=None,
+            second_clip=c.ssl_adversary == "spatiotemporal",
         )
         if labelled:
             privacy = pipelines.privacy_labelled_dataset(
@@ -137,6 +164,10 @@ def training_data(config: ExperimentConfig) -> TrainingData:
 
 def _synthetic_cache(split: Split, kind: str, config: ExperimentConfig) -> str:
     """The built-in benchmark's training split as a prepared cache (written once next to it),
-    so its input pipeline runs TensorFlow ops only."""
-    directory = Path(config.synthetic_dir) / "cache" / f"{kind}_train_{config.frame_size}"
+    so its input pipeline runs TensorFlow ops only. A subset of the privacy attributes has its
+    own cache, so runs on different subsets never rewrite each other's."""
+    name = f"{kind}_train_{config.frame_size}"
+    if split.attribute_names and tuple(split.attribute_names) != synthetic.ATTRIBUTE_IDS:
+        name += "_" + "-".join(split.attribute_names)
+    directory = Path(config.synthetic_dir) / "cache" / name
     return str(prepare_cache(split, kind, directory, config.frame_size))

@@ -72,6 +72,25 @@ class SyntheticPaths:
     person_boxes: Path
 
 
+def attribute_subset(attributes: str) -> list[str]:
+    """The attribute ids that a `--privacy_attributes` value names on this benchmark: all five
+    for `all` or the flag's default `vispr1`, else the comma-separated ids (so that f_A can be
+    trained on some attributes and evaluated on the others). Raises ValueError naming an
+    unknown or repeated id."""
+    if attributes in ("all", "vispr1"):
+        return list(ATTRIBUTE_IDS)
+    chosen = [name.strip() for name in attributes.split(",") if name.strip()]
+    unknown = [name for name in chosen if name not in ATTRIBUTE_IDS]
+    if unknown:
+        raise ValueError(
+            f"unknown synthetic attribute id(s) {', '.join(unknown)}: choose all, or among "
+            f"{', '.join(ATTRIBUTE_IDS)}"
+        )
+    if not chosen or len(set(chosen)) != len(chosen):
+        raise ValueError(f"choose distinct synthetic attribute ids, got {attributes!r}")
+    return chosen
+
+
 def _rng(seed: int, kind: str, *index: int) -> np.random.Generator:
     """An independent generator per (seed, kind, index): output does not depend on order."""
     return np.random.default_rng([seed, _KIND_CODES[kind], *index])

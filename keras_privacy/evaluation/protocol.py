@@ -13,8 +13,14 @@ How the anonymization is applied:
   source video and image, written under `work_dir/<method>/` and read back like a dataset:
   detection runs once per video, and an interrupted evaluation keeps the files it wrote.
 
-Cross-dataset and novel-attribute protocols are the same computation with other datasets: pass
-the trained anonymizer (`anonymizer_path`) with the evaluation datasets' flags.
+Which data the target models see is `--eval_protocol` (SPAct Sec. 4): `same` trains and tests
+them on the training datasets; `cross_dataset`, `novel_actions` and `novel_attributes` on the
+`--eval_action_*` / `--eval_privacy_*` datasets (`ExperimentConfig.evaluation_datasets`), which
+`ExperimentConfig.validate` checks against the protocol (another dataset; action classes or
+privacy attributes disjoint from the training ones). The raw-trained attacker is part of every
+protocol. Several target architectures (`--eval_action_model`, `--eval_privacy_model` lists) are
+each trained and tested per method: the first of each fills the report's headline columns, all
+of them its `*_by_model` entries.
 
 Multi-label actions (P-HVU, `--action_multilabel`): f'_T trains with binary cross-entropy on the
 multi-hot `actions` of the split (`keras_privacy.data.phvu.read_phvu`) and is tested by video-level
@@ -241,12 +247,14 @@ def train_action_target(
     train: pipelines.Source,
     num_classes: int,
     anonymizer: keras.Model | None,
+    model_name: str | None = None,
 ) -> keras.Model:
-    """A fresh f'_T trained with cross-entropy on (anonymized) training clips."""
+    """A fresh f'_T `model_name` (default the first of `--eval_action_model`) trained with
+    cross-entropy on (anonymized) training clips."""
     c = config
     keras.utils.set_random_seed(c.seed)
     target = registry.build_action_model(
-        c.eval_action_model or c.action_model,
+        model_name or c.eval_action_model_names()[0],
         num_classes=num_classes,
         input_shape=(c.clip_length, c.image_size, c.image_size, 3),
     )
@@ -321,12 +329,14 @@ def train_privacy_target(
     train: pipelines.Source,
     num_attributes: int,
     anonymizer: keras.Model | None,
+    model_name: str | None = None,
 ) -> keras.Model:
-    """A fresh f'_B trained with multi-label BCE on (anonymized) training images."""
+    """A fresh f'_B on the backbone `model_name` (default the first of `--eval_privacy_model`)
+    trained with multi-label BCE on (anonymized) training images."""
     c = config
     keras.utils.set_random_seed(c.seed)
     backbone = registry.build_image_backbone(
-        c.eval_privacy_model or c.privacy_backbone_names()[0],
+        model_name or c.eval_privacy_model_names()[0],
         input_shape=(c.image_size, c.image_size, 3),
     )
     target = privacy_classifier(backbone, num_attributes)
@@ -386,12 +396,18 @@ def evaluate(
     out_dir: str | Path,
 ) -> Report:
     """Evaluate every method not yet in `out_dir/report.json`, writing the report after each
-    one, then the trade-off plot and the strip of anonymized frames."""
+    one, then the trade-off plot and the strip of anonymized frames. A report of another
+    protocol or other labels in `out_dir` raises ValueError (its rows would not compare)."""
     out_dir = Path(out_dir)
     report = Report(out_dir)
-    classes, names = len(data.class_names), data.attribute_names
+    report.set_evaluation(evaluation_record(config, data))
     source = cached_data(data, out_dir / "cache" / "source", config.frame_size)
-    attacker = _raw_attacker(config, source.privacy_train, len(names), out_dir)
+    classes, names = len(data.class_names), data.attribute_names
+    attackers = {
+        name: _raw_attacker(config, source.privacy_train, len(names), out_dir, name)
+        for name in config.eval_privacy_model_names()
+    }
+    action_key = "action_cmap" if config.action_multilabel else "action_top1"
     for method in methods:
         if report.has(method.name):
             logging.info("%s: already in %s, skipped", method.name, out_dir / "report.json")
@@ -401,20 +417,10 @@ def evaluate(
         if method.baseline is not None:
             written = anonymized_data(data, method, out_dir / "anonymized")
             seen = cached_data(written, out_dir / "cache" / method.name, config.frame_size)
-        action = train_action_target(config, seen.action_train, classes, method.model)
-        result = test_action_target(config, action, seen.action_test)
-        privacy = train_privacy_target(config, seen.privacy_train, len(names), method.model)
-        result |= test_privacy_target(config, privacy, seen.privacy_test, names)
-        result |= test_privacy_target(
-            config,
-            with_anonymizer(attacker, method.model, False),
-            seen.privacy_test,
-            names,
-            "raw_attacker",
-        )
+        result = _target_results(config, seen, method, attackers, classes, names)
         report.add(
             method.name,
-            result.pop("action_cmap" if config.action_multilabel else "action_top1"),
+            result.pop(action_key),
             result.pop("privacy_cmap"),
             result.pop("privacy_f1"),
             extra=result,
@@ -424,14 +430,49 @@ def evaluate(
     return report
 
 
+def _target_results(
+    config: ExperimentConfig,
+    seen: EvaluationData,
+    method: Anonymization,
+    attackers: dict[str, keras.Model],
+    classes: int,
+    names: list[str],
+) -> dict:
+    """Every target architecture trained on `seen` (`classes` actions, attributes `names`)
+    through `method` and tested: the first action and privacy architectures' full results, and
+    every architecture's headline metrics in `<metric>_by_model` ({architecture: value})."""
+    action_key = "action_cmap" if config.action_multilabel else "action_top1"
+    result, by_model = {}, {}
+    for index, name in enumerate(config.eval_action_model_names()):
+        model = train_action_target(config, seen.action_train, classes, method.model, name)
+        scores = test_action_target(config, model, seen.action_test)
+        if index == 0:
+            result |= scores
+        by_model.setdefault(f"{action_key}_by_model", {})[name] = scores[action_key]
+    for index, name in enumerate(config.eval_privacy_model_names()):
+        model = train_privacy_target(config, seen.privacy_train, len(names), method.model, name)
+        scores = test_privacy_target(config, model, seen.privacy_test, names)
+        attacker = with_anonymizer(attackers[name], method.model, False)
+        scores |= test_privacy_target(config, attacker, seen.privacy_test, names, "raw_attacker")
+        if index == 0:
+            result |= scores
+        for key in ("privacy_cmap", "privacy_f1", "raw_attacker_cmap", "raw_attacker_f1"):
+            by_model.setdefault(f"{key}_by_model", {})[name] = scores[key]
+    return result | by_model
+
+
 def _raw_attacker(
-    config: ExperimentConfig, images: pipelines.Source, num_attributes: int, out_dir: Path
+    config: ExperimentConfig,
+    images: pipelines.Source,
+    num_attributes: int,
+    out_dir: Path,
+    model_name: str,
 ) -> keras.Model:
-    """A privacy model trained on raw images (trained once, kept in out_dir)."""
-    path = out_dir / "raw_attacker.keras"
+    """A privacy model `model_name` trained on raw images (trained once, kept in out_dir)."""
+    path = out_dir / f"raw_attacker_{model_name}.keras"
     if path.is_file():
         return keras.saving.load_model(path, compile=False)
-    model = train_privacy_target(config, images, num_attributes, None)
+    model = train_privacy_target(config, images, num_attributes, None, model_name)
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save(path)
     return model
@@ -459,9 +500,58 @@ def _example_frames(
     return frames
 
 
-def evaluation_data(config: ExperimentConfig) -> EvaluationData:
-    """The train and test splits of the config's action and privacy datasets."""
-    from keras_privacy.data.sources import action_splits, privacy_splits
+def report_dir(config: ExperimentConfig) -> Path:
+    """The report folder: `--eval_dir`, default `run_dir/evaluation`."""
+    return Path(config.eval_dir or Path(config.run_dir) / "evaluation")
 
-    actions, images = action_splits(config), privacy_splits(config)
+
+def evaluation_data(config: ExperimentConfig) -> EvaluationData:
+    """The train and test splits of the evaluation datasets (`config.evaluation_datasets()`:
+    the training ones unless `--eval_*` dataset flags are set; PA-HMDB51's frames are written
+    under the report folder). With `--eval_protocol=novel_actions`, an action class that the
+    training action set also has raises ValueError."""
+    from keras_privacy.data.sources import action_splits, evaluation_privacy_splits
+
+    actions = action_splits(config.evaluation_datasets())
+    images = evaluation_privacy_splits(config, report_dir(config) / "pa_hmdb51_frames")
+    if config.eval_protocol == "novel_actions":
+        if config.action_cache:
+            trained = pipelines.label_names(config.action_cache, "class_names")
+        else:
+            trained = action_splits(config)["train"].class_names
+        shared = sorted(set(actions["train"].class_names) & set(trained))
+        if shared:
+            raise ValueError(
+                "--eval_protocol=novel_actions needs action classes new to the training set, "
+                f"but both have {', '.join(shared)}"
+            )
     return EvaluationData(actions["train"], actions["test"], images["train"], images["test"])
+
+
+def evaluation_record(config: ExperimentConfig, data: EvaluationData) -> dict:
+    """What the results of an evaluation mean, kept in report.json: the protocol, the datasets
+    the target models were trained and tested on, and their label names."""
+    evaluation = config.evaluation_datasets()
+    datasets = {}
+    for kind in ("action", "privacy"):
+        name = getattr(evaluation, f"{kind}_dataset")
+        datasets[f"{kind}_dataset"] = (
+            {"name": name, "root": config.synthetic_dir}
+            if name == "synthetic"
+            else {
+                "name": name,
+                "annotations": getattr(evaluation, f"{kind}_annotations"),
+                "root": getattr(evaluation, f"{kind}_root"),
+            }
+        )
+    if evaluation.privacy_dataset == "pa_hmdb51":
+        datasets["privacy_dataset"] |= {
+            "frames_per_video": config.eval_privacy_frames,
+            "trained_on": f"VISPR-1 of {config.privacy_annotations}, merged",
+        }
+    return {
+        "protocol": config.eval_protocol,
+        **datasets,
+        "class_names": data.class_names,
+        "attribute_names": data.attribute_names,
+    }

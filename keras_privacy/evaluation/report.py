@@ -3,6 +3,8 @@ Table 1, the action / privacy trade-off plot of SPAct's Fig. 4, and strips of an
 
 Metric values are stored as fractions in [0, 1] and shown as percentages (top-1, cMAP) or as
 they are (F1), as in SPAct's tables. Relative drops are from the "raw" row when there is one.
+With several target architectures, a second table gives each one's results (the `*_by_model`
+entries of a method's extra results).
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ _DPI = 100
 _LABEL_WIDTH = 40
 _JSON_NAME = "report.json"
 _MARKDOWN_NAME = "report.md"
+_COMPARED = ("protocol", "class_names", "attribute_names")
+"""Evaluation record keys that must agree for results to share one report."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,9 +52,29 @@ class Report:
     def __init__(self, out_dir: str | os.PathLike) -> None:
         self.out_dir = Path(out_dir)
         self._results: dict[str, MethodResult] = {}
+        self._evaluation: dict[str, Any] = {}
         json_path = self.out_dir / _JSON_NAME
         if json_path.is_file():
-            self._results = _load_results(json_path)
+            self._results, self._evaluation = _load_report(json_path)
+
+    @property
+    def evaluation(self) -> dict[str, Any]:
+        """What the results mean (protocol, datasets, label names), or {} when not recorded."""
+        return dict(self._evaluation)
+
+    def set_evaluation(self, record: Mapping[str, Any]) -> None:
+        """Record what the results mean (see `protocol.evaluation_record`) and rewrite the
+        report. Results already there from another protocol or with other class or attribute
+        names raise ValueError: their rows would not compare with the new ones."""
+        if self._results and self._evaluation:
+            differ = [key for key in _COMPARED if self._evaluation.get(key) != record.get(key)]
+            if differ:
+                raise ValueError(
+                    f"{self.out_dir / _JSON_NAME} holds results of another evaluation (its "
+                    f"{', '.join(differ)} differ): choose another --eval_dir"
+                )
+        self._evaluation = dict(record)
+        self._write()
 
     @property
     def methods(self) -> list[str]:
@@ -86,13 +110,18 @@ class Report:
         self._results[method] = MethodResult(
             float(action_top1), float(privacy_cmap), float(privacy_f1), dict(extra or {})
         )
+        self._write()
+
+    def _write(self) -> None:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         payload = {name: dataclasses.asdict(result) for name, result in self._results.items()}
-        _write_atomically(self.out_dir / _JSON_NAME, json.dumps({"methods": payload}, indent=2))
+        text = json.dumps({"evaluation": self._evaluation, "methods": payload}, indent=2)
+        _write_atomically(self.out_dir / _JSON_NAME, text)
         _write_atomically(self.out_dir / _MARKDOWN_NAME, self.markdown())
 
     def markdown(self) -> str:
-        """The results as a Markdown table like SPAct's Table 1, with relative drops from raw."""
+        """The results as a Markdown table like SPAct's Table 1, with relative drops from raw,
+        then the per-architecture table (several target architectures) and the protocol."""
         raw = self._results.get(RAW_METHOD)
         header = ["Method"]
         for title in (f"Action {self.action_metric} (%) ↑", "Privacy cMAP (%) ↓", "F1 ↓"):
@@ -107,7 +136,49 @@ class Report:
                 cells.append("–" if no_drop else _format_drop(value, getattr(raw, field)))
             lines.append(_table_row(cells))
         note = "↓ vs raw: relative drop from the raw-data row, (raw - value) / raw."
-        return "\n".join(lines) + "\n\n" + note + "\n"
+        parts = ["\n".join(lines), note, self._architecture_table(), self._evaluation_note()]
+        return "\n\n".join(part for part in parts if part) + "\n"
+
+    def _architecture_table(self) -> str:
+        """Each target architecture's metrics per method ('' when each kind had one)."""
+        action = "cmap" if self.action_metric == "cMAP" else "top1"
+        columns, most = [], 0
+        for key, title, scale, digits in (
+            (f"action_{action}_by_model", f"f'_T {{}} {self.action_metric} (%)", 100, 2),
+            ("privacy_cmap_by_model", "f'_B {} cMAP (%)", 100, 2),
+            ("privacy_f1_by_model", "f'_B {} F1", 1, 3),
+            ("raw_attacker_cmap_by_model", "raw-trained {} cMAP (%)", 100, 2),
+        ):
+            results = self._results.values()
+            models = list(dict.fromkeys(m for r in results for m in r.extra.get(key, {})))
+            most = max(most, len(models))
+            columns += [(key, model, title.format(model), scale, digits) for model in models]
+        if most < 2:
+            return ""
+        lines = [
+            _table_row(["Method"] + [column[2] for column in columns]),
+            _table_row(["---"] + ["---:"] * len(columns)),
+        ]
+        for method, result in self._results.items():
+            cells = [method]
+            for key, model, _, scale, digits in columns:
+                value = result.extra.get(key, {}).get(model)
+                cells.append("–" if value is None else f"{value * scale:.{digits}f}")
+            lines.append(_table_row(cells))
+        return "Per target architecture:\n\n" + "\n".join(lines)
+
+    def _evaluation_note(self) -> str:
+        """The protocol, datasets and attributes of the results ('' when not recorded)."""
+        if not self._evaluation:
+            return ""
+        record = self._evaluation
+        return (
+            f"Protocol: {record.get('protocol')}; actions: "
+            f"{record.get('action_dataset', {}).get('name')} "
+            f"({len(record.get('class_names', []))} classes); privacy: "
+            f"{record.get('privacy_dataset', {}).get('name')} "
+            f"({', '.join(record.get('attribute_names', []))})."
+        )
 
     def plot_tradeoff(self, path: str | os.PathLike = "tradeoff.png") -> Path:
         """Privacy cMAP (x) against action top-1 (y), one labelled point per method, like
@@ -204,11 +275,13 @@ def _displayable(frame: np.ndarray) -> np.ndarray:
     return frame if frame.dtype == np.uint8 else np.clip(frame, 0.0, 1.0)
 
 
-def _load_results(path: Path) -> dict[str, MethodResult]:
+def _load_report(path: Path) -> tuple[dict[str, MethodResult], dict[str, Any]]:
+    """The results and the evaluation record ({} in reports written before it existed)."""
     try:
-        methods = json.loads(path.read_text(encoding="utf-8"))["methods"]
-        return {name: MethodResult(**fields) for name, fields in methods.items()}
-    except (json.JSONDecodeError, KeyError, TypeError) as error:
+        report = json.loads(path.read_text(encoding="utf-8"))
+        methods = {name: MethodResult(**fields) for name, fields in report["methods"].items()}
+        return methods, dict(report.get("evaluation", {}))
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as error:
         raise ValueError(f"{path} is not a keras-privacy report ({error})") from error
 
 

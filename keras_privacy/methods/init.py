@@ -2,7 +2,8 @@
 
 1. `IdentityInit`: f_A learns the identity (L1 reconstruction) on privacy images and frames.
 2. `ActionInit`: f_T learns the action from f_A(x), f_A frozen (cross-entropy).
-3. `PrivacyInit`: f_B learns NT-Xent on f_A(x), f_A frozen (SPAct); or
+3. `PrivacyInit`: f_B learns NT-Xent on f_A(x), f_A frozen (SPAct; on pairs of clips of a
+   video for the spatio-temporal branch); or
    `SupervisedPrivacyInit`: the supervised adversaries (VITA's budget models, the meta attack
    models) learn the privacy labels of f_A(x), f_A frozen (multi-label BCE).
 
@@ -23,6 +24,7 @@ from keras_privacy.methods.engine import StatelessTrainer, Update
 from keras_privacy.methods.spact import (
     action_logits,
     anonymize_batch,
+    anonymize_clip_pairs,
     as_encoders,
     pair_inputs,
     privacy_group_names,
@@ -89,7 +91,9 @@ class PrivacyInit(StatelessTrainer):
     """Train f_B with NT-Xent on frame pairs and image views anonymized by the frozen f_A.
 
     `privacy_encoder` may be a list, an ensemble: each member (group `privacy_<i>`) trains on its
-    own NT-Xent; the logged `privacy_loss` is their mean."""
+    own NT-Xent; the logged `privacy_loss` is their mean. With `clip_pairs` (SPAct's
+    spatio-temporal branch), f_B is a video encoder and the positive pairs are the two
+    anonymized clips of each video (`clips`, `second_clips`); frame pairs and views are unused."""
 
     log_names = ("privacy_loss",)
 
@@ -98,6 +102,7 @@ class PrivacyInit(StatelessTrainer):
         anonymizer: keras.Model,
         privacy_encoder: keras.Model | Sequence[keras.Model],
         temperature: float = 0.1,
+        clip_pairs: bool = False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -105,6 +110,7 @@ class PrivacyInit(StatelessTrainer):
         self.privacy_encoders = as_encoders(privacy_encoder)
         self.privacy_groups = privacy_group_names(len(self.privacy_encoders))
         self.temperature = temperature
+        self.clip_pairs = clip_pairs
 
     def groups(self) -> dict[str, keras.Model]:
         return {
@@ -116,13 +122,8 @@ class PrivacyInit(StatelessTrainer):
         return [Update(self.privacy_groups, lambda values: self._loss(values, data))]
 
     def _loss(self, values, batch):
-        first, second = pair_inputs(batch)
-        anonymized, _ = self.run(
-            "anonymizer", values, ops.concatenate([first, second], axis=0), training=False
-        )
-        anonymized = ops.stop_gradient(anonymized)
-        num = ops.shape(first)[0]
-        first, second = anonymized[:num], anonymized[num:]
+        first, second = self._anonymized_pairs(values, batch)
+        first, second = ops.stop_gradient(first), ops.stop_gradient(second)
         total, states = 0.0, {}
         for group in self.privacy_groups:
             loss, states[group] = privacy_loss(
@@ -131,6 +132,18 @@ class PrivacyInit(StatelessTrainer):
             total = total + loss
         mean = total / len(self.privacy_groups)
         return total, {"logs": {"privacy_loss": mean}, "non_trainable": states}
+
+    def _anonymized_pairs(self, values, batch):
+        """The two sides of the positive pairs through the frozen f_A, in one call."""
+        if self.clip_pairs:
+            first, second, _ = anonymize_clip_pairs(self, values, batch, training=False)
+            return first, second
+        first, second = pair_inputs(batch)
+        anonymized, _ = self.run(
+            "anonymizer", values, ops.concatenate([first, second], axis=0), training=False
+        )
+        num = ops.shape(first)[0]
+        return anonymized[:num], anonymized[num:]
 
 
 class SupervisedPrivacyInit(StatelessTrainer):

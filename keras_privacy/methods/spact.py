@@ -4,7 +4,9 @@ A batch is a dict of
 - `clips`: (B, T, H, W, 3) float frames in [0, 1];
 - `labels`: (B,) action labels;
 - `frame_pairs`: (B, 2) indices of two frames of each clip (the temporal sampler's positive pair);
-- `views` (optional): (N, 2, H, W, 3) two augmented views of N privacy images, same H, W.
+- `views` (optional): (N, 2, H, W, 3) two augmented views of N privacy images, same H, W;
+- `second_clips` (`spatiotemporal` only): (B, T, H, W, 3) a second clip of each video, with its
+  own random start and augmentation.
 
 The minimax trainer alternates per batch as the authors ran it. `fit` feeds it *pairs* of such
 batches (axis 1 of size 2 after the batch axis, see `pair_batches`, so that data-parallel training
@@ -21,7 +23,13 @@ The self-supervised adversary L_B is one of (`ssl_adversary`, SPAct Table 5):
   of f_B), negatives a queue of past keys (`MomentumQueue`, group `momentum`); L_B is InfoNCE.
   The adversary update first moves the momentum encoder (MoCo's order), then computes the keys,
   then enqueues them; the anonymizer update reads the state without changing it, and its
-  gradient reaches f_A through both the queries and the keys.
+  gradient reaches f_A through both the queries and the keys;
+- `spatiotemporal` (SPAct Table 3, supplement Sec. C, a naive SimCLR on video): f_B is a video
+  encoder (an action model's trunk, R3D-18 in the paper, then a 512-512-128 head and L2
+  normalisation, `registry.build_video_privacy_encoder`); L_B is NT-Xent (full 2N x 2N form)
+  between the embeddings of the anonymized `clips` and `second_clips`: two clips of a video are
+  positives, the clips of the other videos negatives. `frame_pairs` and the privacy `views` are
+  not used (a batch may hold them); f_A anonymizes both clips of every video in one call.
 
 An ensemble of privacy encoders (SPAct Table 6: ResNet-50 + MobileNet-V1) is a list of f_B's,
 each with its own projection head, group (`privacy_0`, `privacy_1`, ...; a single encoder keeps
@@ -59,7 +67,7 @@ from keras_privacy.methods.engine import (
 )
 from keras_privacy.methods.moco import MomentumQueue
 
-SSL_ADVERSARIES = ("ntxent", "rotnet", "moco")
+SSL_ADVERSARIES = ("ntxent", "rotnet", "moco", "spatiotemporal")
 
 
 def privacy_group_names(count: int) -> tuple[str, ...]:
@@ -114,6 +122,21 @@ def anonymize_batch(trainer: StatelessTrainer, values: GroupValues, batch: dict,
     outputs, non_trainable = trainer.run("anonymizer", values, inputs, training=training)
     anon_views = outputs[num_frames:] if "views" in batch else None
     return outputs[:num_frames], anon_views, non_trainable
+
+
+def anonymize_clip_pairs(
+    trainer: StatelessTrainer, values: GroupValues, batch: dict, training: bool
+):
+    """Run f_A on every frame of both clips of each video (`clips`, `second_clips`) in one call;
+    the privacy `views` are not used.
+
+    Returns (anonymized clips, anonymized second clips), each (B, T, H, W, 3), and f_A's new
+    non-trainable values.
+    """
+    both = ops.concatenate([batch["clips"], batch["second_clips"]], axis=0)
+    frames, non_trainable = trainer.run("anonymizer", values, fold_time(both), training=training)
+    first, second = ops.split(ops.reshape(frames, ops.shape(both)), 2, axis=0)
+    return first, second, non_trainable
 
 
 def contrastive_views(anon_frames, anon_views, batch: dict):
@@ -188,13 +211,14 @@ class SPAct(StatelessTrainer):
         anonymizer: f_A, frames in [0, 1] -> frames in [0, 1].
         action_model: f_T, clips (B, T, H, W, 3) -> action logits.
         privacy_encoder: f_B, images -> L2-normalised embeddings; or a list of such encoders,
-            an ensemble (see the module docstring).
+            an ensemble (see the module docstring); for `spatiotemporal`, a video encoder,
+            clips (B, T, H, W, 3) -> L2-normalised embeddings.
         action_weight: w_T, weight of L_T in the anonymizer loss (SPAct: 1).
         privacy_weight: w_B (omega), weight of the maximised L_B (SPAct: omega in (0, 1]).
         temperature: NT-Xent temperature (SPAct: 0.1).
         penalty_weight: lambda of the penalty-driven term (0 turns it off).
         penalty_budget: B of the penalty `max(0, RMS(x - f_A(x)) - B)` (penalty paper: 0.3).
-        ssl_adversary: ntxent | rotnet | moco (see the module docstring).
+        ssl_adversary: ntxent | rotnet | moco | spatiotemporal (see the module docstring).
         moco_queue_size: K, MoCo's number of queued negatives (a multiple of the batch is not
             required: the queue wraps around).
         moco_momentum: m of MoCo's key encoder EMA (MoCo: 0.999).
@@ -241,6 +265,14 @@ class SPAct(StatelessTrainer):
                 f"an ensemble of {len(encoders)} privacy encoders trains with "
                 f"ssl_adversary='ntxent' only, got {ssl_adversary!r}"
             )
+        video = ssl_adversary == "spatiotemporal"
+        for encoder in encoders:
+            if len(encoder.input_shape) != (5 if video else 4):
+                raise ValueError(
+                    f"ssl_adversary={ssl_adversary!r} needs a privacy encoder of "
+                    f"{'clips (B, T, H, W, 3)' if video else 'images (B, H, W, 3)'}, got "
+                    f"{encoder.name!r} of input shape {encoder.input_shape}"
+                )
         self.anonymizer = anonymizer
         self.action_model = action_model
         self.privacy_encoders = encoders
@@ -296,11 +328,21 @@ class SPAct(StatelessTrainer):
             ),
         ]
 
+    def _anonymize(self, values: GroupValues, batch: dict, training: bool):
+        """f_A on the batch: the anonymized frames of the clips (B*T, H, W, 3), the two sides
+        of L_B's positive pairs (frames and views; or, `spatiotemporal`, the two clips of
+        each video), and f_A's new non-trainable values."""
+        if self.ssl_adversary == "spatiotemporal":
+            first, second, state = anonymize_clip_pairs(self, values, batch, training)
+            return fold_time(first), (first, second), state
+        anon_frames, anon_views, state = anonymize_batch(self, values, batch, training)
+        return anon_frames, contrastive_views(anon_frames, anon_views, batch), state
+
     def _privacy_term(self, values: GroupValues, first, second, training: bool):
         """L_B of the adversary on the two sides of the positive pairs (an ensemble's: the mean
         of its members' NT-Xent losses), and the new non-trainable values by group (the momentum
         state changes only when `training`)."""
-        if self.ssl_adversary == "ntxent":
+        if self.ssl_adversary in ("ntxent", "spatiotemporal"):
             member_losses, states = [], {}
             for group in self.privacy_groups:
                 loss, states[group] = privacy_loss(
@@ -338,13 +380,12 @@ class SPAct(StatelessTrainer):
 
     def _anonymizer_loss(self, values: GroupValues, batch: dict):
         clip_length = ops.shape(batch["clips"])[1]
-        anon_frames, anon_views, anonymizer_state = anonymize_batch(
-            self, values, batch, training=True
+        anon_frames, (first, second), anonymizer_state = self._anonymize(
+            values, batch, training=True
         )
         logits, _ = action_logits(self, values, anon_frames, clip_length, training=False)
         action_loss = losses.softmax_cross_entropy(batch["labels"], logits)
         triplet = self._triplet(values, anon_frames, clip_length, training=False)
-        first, second = contrastive_views(anon_frames, anon_views, batch)
         contrastive, _ = self._privacy_term(values, first, second, training=False)
         penalty = losses.rms_penalty(
             batch["clips"], ops.reshape(anon_frames, ops.shape(batch["clips"])), self.penalty_budget
@@ -366,15 +407,12 @@ class SPAct(StatelessTrainer):
 
     def _adversary_loss(self, values: GroupValues, batch: dict):
         clip_length = ops.shape(batch["clips"])[1]
-        anon_frames, anon_views, _ = anonymize_batch(self, values, batch, training=False)
-        anon_frames = ops.stop_gradient(anon_frames)
-        if anon_views is not None:
-            anon_views = ops.stop_gradient(anon_views)
+        anon_frames, (first, second), _ = self._anonymize(values, batch, training=False)
+        anon_frames, first, second = (ops.stop_gradient(x) for x in (anon_frames, first, second))
         logits, action_state = action_logits(self, values, anon_frames, clip_length, training=True)
         action_loss = losses.softmax_cross_entropy(batch["labels"], logits)
         # f_T's new BatchNorm statistics are those of the full clips, not of the triplet halves.
         triplet = self._triplet(values, anon_frames, clip_length, training=True)
-        first, second = contrastive_views(anon_frames, anon_views, batch)
         contrastive, states = self._privacy_term(values, first, second, training=True)
         # The sum of the members' losses: each member's gradient is that of its own loss.
         members_sum = len(self.privacy_groups) * contrastive

@@ -16,8 +16,10 @@ from keras_privacy.models.registry import (
     ANONYMIZERS,
     IMAGE_MODELS,
     build_action_model,
+    build_action_trunk,
     build_anonymizer,
     build_image_backbone,
+    build_video_privacy_encoder,
 )
 from keras_privacy.models.resnet import (
     privacy_classifier,
@@ -38,8 +40,10 @@ __all__ = [
     "SpatialSubsample",
     "apply_per_frame",
     "build_action_model",
+    "build_action_trunk",
     "build_anonymizer",
     "build_image_backbone",
+    "build_video_privacy_encoder",
     "downsampling_factor",
     "mobilenet_v1",
     "mobilenet_v2",

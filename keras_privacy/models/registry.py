@@ -145,3 +145,27 @@ def build_image_backbone(name: str, **kwargs) -> keras.Model:
 def build_anonymizer(name: str, **kwargs) -> keras.Model:
     """The anonymizer registered as `name`."""
     return _lookup(ANONYMIZERS, "anonymizer", name)(**kwargs)
+
+
+def build_action_trunk(name: str, input_shape: tuple) -> keras.Model:
+    """The action model registered as `name` without its classifier: clips -> the features its
+    last Dense layer reads (the pooled features of the 3D ResNets)."""
+    model = build_action_model(name, num_classes=1, input_shape=input_shape)
+    classifier = model.layers[-1]
+    if not isinstance(classifier, keras.layers.Dense):
+        raise ValueError(f"action model {name!r} does not end with a Dense classifier")
+    return keras.Model(model.inputs, classifier.input, name=f"{name}_trunk")
+
+
+def build_video_privacy_encoder(
+    name: str = "r3d_18",
+    input_shape: tuple = (16, 112, 112, 3),
+    hidden: int = 512,
+    output: int = 128,
+) -> keras.Model:
+    """f_B of SPAct's spatio-temporal privacy branch (SPAct supplement, Sec. C): clips
+    (B, T, H, W, 3) -> L2-normalised embeddings. The trunk of the action model `name` (SPAct:
+    R3D-18), then the projection head Dense(hidden) - ReLU - Dense(output) (SPAct: 512, 128)."""
+    trunk = build_action_trunk(name, input_shape)
+    head = resnet.projection_head(trunk.output_shape[-1], hidden=hidden, output=output)
+    return resnet.privacy_encoder(trunk, head)

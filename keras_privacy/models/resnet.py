@@ -108,8 +108,10 @@ def projection_head(
 def privacy_encoder(
     backbone: keras.Model, head: keras.Model, name: str = "privacy_encoder"
 ) -> keras.Model:
-    """f_B of SPAct: images -> L2-normalised embeddings (backbone then projection head)."""
-    inputs = keras.Input(backbone.input_shape[1:], name="images")
+    """f_B of SPAct: images -> L2-normalised embeddings (backbone then projection head); clips
+    for a video backbone (the spatio-temporal branch, `registry.build_video_privacy_encoder`)."""
+    video = len(backbone.input_shape) == 5
+    inputs = keras.Input(backbone.input_shape[1:], name="clips" if video else "images")
     return keras.Model(inputs, head(backbone(inputs)), name=name)
 
 

@@ -1,0 +1,360 @@
+"""The evaluation protocols by name (same, cross_dataset, novel_actions, novel_attributes), the
+synthetic benchmark's attribute subsets, PA-HMDB51 as a privacy test set, and several target
+architectures in one run: tiny models on the tiny synthetic benchmark and the real fixtures."""
+
+import json
+import os
+
+import cv2
+import keras
+import numpy as np
+import pytest
+import tiny_models
+
+from keras_privacy.config import ExperimentConfig
+from keras_privacy.data import pa_hmdb51, synthetic
+from keras_privacy.data.cache import prepare_cache, read_image_cache, read_manifest
+from keras_privacy.data.examples import Example, Split
+from keras_privacy.data.sources import privacy_splits, training_data
+from keras_privacy.data.vispr import VISPR1
+from keras_privacy.evaluation import protocol
+from keras_privacy.evaluation.report import Report
+
+TRAINED_ON = ["s1_warm_actor", "s2_striped_actor", "s3_face_mark"]
+HELD_OUT = ["s4_outdoor_scene", "s5_object"]
+
+
+def tiny_config(benchmark, tmp_path, **overrides) -> ExperimentConfig:
+    settings = dict(
+        **tiny_models.TINY_RUN,
+        synthetic_dir=str(benchmark),
+        run_dir=str(tmp_path / "run"),
+        eval_action_epochs=1,
+        eval_privacy_epochs=1,
+        eval_clips=2,
+    )
+    config = ExperimentConfig(**(settings | overrides))
+    config.validate()
+    return config
+
+
+VISPR_TRAINING = dict(privacy_dataset="vispr", privacy_annotations="v", privacy_root="v")
+PA_EVALUATION = dict(
+    eval_privacy_dataset="pa_hmdb51", eval_privacy_annotations="pa", eval_privacy_root="videos"
+)
+
+
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        (dict(eval_privacy_attributes="s4_outdoor_scene"), "same evaluates on the training"),
+        (
+            dict(eval_action_dataset="ucf101", eval_action_annotations="a", eval_action_root="r"),
+            "same .* --eval_action_dataset, --eval_action_annotations, --eval_action_root differ",
+        ),
+        (dict(eval_protocol="cross_dataset"), "cross_dataset needs an evaluation dataset other"),
+        (dict(eval_protocol="novel_actions"), "novel_actions needs an action dataset of other"),
+        (
+            dict(
+                eval_protocol="novel_attributes",
+                privacy_attributes=",".join(TRAINED_ON),
+                eval_privacy_attributes="s3_face_mark,s5_object",
+            ),
+            "disjoint from --privacy_attributes, but both name s3_face_mark$",
+        ),
+        (
+            dict(eval_protocol="novel_attributes", **VISPR_TRAINING, eval_privacy_attributes="all"),
+            "`all` shares every attribute",
+        ),
+        (
+            dict(eval_protocol="novel_attributes", **VISPR_TRAINING, **PA_EVALUATION),
+            "both name a4_gender, a9_face_complete, a10_face_partial",
+        ),
+        (dict(eval_protocol="cross_dataset", **PA_EVALUATION), "needs --privacy_dataset=vispr"),
+        (
+            dict(eval_protocol="cross_dataset", eval_privacy_dataset="vispr"),
+            "--eval_privacy_dataset=vispr needs --eval_privacy_annotations and",
+        ),
+        (
+            dict(
+                eval_protocol="cross_dataset",
+                **VISPR_TRAINING,
+                **PA_EVALUATION,
+                eval_privacy_attributes="face,eyes",
+            ),
+            "--eval_privacy_attributes=face,eyes: unknown PA-HMDB51 attribute.* eyes",
+        ),
+        (dict(eval_protocol="novel"), "--eval_protocol='novel' is not one of"),
+        (dict(privacy_attributes="s1_warm_actor,s9_hat"), "unknown synthetic attribute.* s9_hat"),
+        (dict(privacy_attributes="vispr2"), "--privacy_attributes=vispr2: unknown synthetic"),
+        (dict(eval_action_model="factorized_tiny,nope"), "--eval_action_model='nope' is not"),
+        (dict(eval_privacy_model="resnet_tiny,resnet_tiny"), "--eval_privacy_model names a model"),
+    ],
+)
+def test_each_protocol_says_what_it_needs(settings, message):
+    with pytest.raises(ValueError, match=message):
+        ExperimentConfig(**settings).validate()
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        dict(eval_privacy_attributes="all"),  # all five, as the training default `vispr1`
+        dict(
+            eval_protocol="novel_attributes",
+            privacy_attributes=",".join(TRAINED_ON),
+            eval_privacy_attributes=",".join(HELD_OUT),
+        ),
+        dict(eval_protocol="novel_attributes", **VISPR_TRAINING, eval_privacy_attributes="vispr2"),
+        dict(
+            eval_protocol="novel_attributes",
+            **VISPR_TRAINING,
+            privacy_attributes="a17_color,a12_semi_nudity,a64_rel_personal",
+            **PA_EVALUATION,
+            eval_privacy_attributes="gender,face",
+        ),
+        dict(eval_protocol="cross_dataset", **VISPR_TRAINING, **PA_EVALUATION),
+        dict(
+            eval_protocol="novel_actions",
+            eval_action_dataset="hmdb51",
+            eval_action_annotations="a",
+            eval_action_root="r",
+        ),
+    ],
+)
+def test_each_protocol_accepts_its_datasets(settings):
+    ExperimentConfig(**settings).validate()
+
+
+def test_synthetic_attribute_subsets_have_their_own_training_caches(benchmark, tmp_path):
+    subsets = {"vispr1": list(synthetic.ATTRIBUTE_IDS), ",".join(TRAINED_ON): TRAINED_ON}
+    subsets["s5_object,s4_outdoor_scene"] = ["s5_object", "s4_outdoor_scene"]
+    caches = []
+    for flag, names in subsets.items():
+        data = training_data(tiny_config(benchmark, tmp_path, privacy_attributes=flag))
+        assert data.attribute_names == names
+        assert read_manifest(data.images)["attribute_names"] == names
+        assert next(iter(read_image_cache(data.images)))["privacy"].shape == (len(names),)
+        caches.append(data.images)
+    assert len(set(caches)) == len(subsets)
+
+    # One folder given another subset: its shards are rewritten, never reused.
+    folder = tmp_path / "cache"
+    first = privacy_splits(tiny_config(benchmark, tmp_path, privacy_attributes="s1_warm_actor"))
+    second = privacy_splits(tiny_config(benchmark, tmp_path, privacy_attributes="s2_striped_actor"))
+    prepare_cache(first["train"], "image", folder, 32)
+    fingerprint = read_manifest(folder)["fingerprint"]
+    prepare_cache(second["train"], "image", folder, 32)
+    assert read_manifest(folder)["fingerprint"] != fingerprint
+    labels = [record["privacy"].numpy().tolist() for record in read_image_cache(folder)]
+    expected = {e.path: list(e.privacy) for e in second["train"].examples}
+    paths = [record["path"].numpy().decode() for record in read_image_cache(folder)]
+    assert labels == [expected[path] for path in paths]
+
+
+def test_novel_attributes_with_two_target_architectures(benchmark, tmp_path, monkeypatch):
+    anonymizer = tmp_path / "anonymizer.keras"
+    tiny_models.anonymizer().save(anonymizer)  # stands for f_A trained on TRAINED_ON
+    config = tiny_config(
+        benchmark,
+        tmp_path,
+        privacy_attributes=",".join(TRAINED_ON),
+        eval_protocol="novel_attributes",
+        eval_privacy_attributes=",".join(HELD_OUT),
+        eval_methods="learned",
+        anonymizer_path=str(anonymizer),
+        eval_action_model="factorized_tiny,factorized_tiny_diff",
+        eval_privacy_model="resnet_tiny,resnet_tiny_small_images",
+    )
+    data = protocol.evaluation_data(config)
+    assert data.attribute_names == HELD_OUT
+    out = tmp_path / "evaluation"
+    protocol.evaluate(config, data, protocol.methods_of(config), out)
+
+    report = json.loads((out / "report.json").read_text())
+    assert report["evaluation"]["protocol"] == "novel_attributes"
+    assert report["evaluation"]["attribute_names"] == HELD_OUT
+    result = report["methods"]["spact"]
+    extra = result["extra"]
+    assert set(extra["privacy_ap"]) | set(extra["privacy_skipped"]) == set(HELD_OUT)
+    action_models = ["factorized_tiny", "factorized_tiny_diff"]
+    privacy_models = ["resnet_tiny", "resnet_tiny_small_images"]
+    assert list(extra["action_top1_by_model"]) == action_models
+    for key in ("privacy_cmap", "privacy_f1", "raw_attacker_cmap", "raw_attacker_f1"):
+        assert list(extra[f"{key}_by_model"]) == privacy_models
+    # The headline columns are the first architecture's.
+    assert result["action_top1"] == extra["action_top1_by_model"]["factorized_tiny"]
+    assert result["privacy_cmap"] == extra["privacy_cmap_by_model"]["resnet_tiny"]
+    for name in privacy_models:
+        attacker = keras.saving.load_model(out / f"raw_attacker_{name}.keras", compile=False)
+        assert attacker.output_shape[-1] == len(HELD_OUT)
+    markdown = (out / "report.md").read_text()
+    assert "f'_T factorized_tiny_diff top-1 (%)" in markdown
+    assert "f'_B resnet_tiny_small_images cMAP (%)" in markdown
+    assert "Protocol: novel_attributes" in markdown and "s4_outdoor_scene, s5_object" in markdown
+
+    # A rerun resumes: the method is in the report, so nothing is trained again.
+    def no_training(*args, **kwargs):
+        raise AssertionError("a finished method was trained again")
+
+    monkeypatch.setattr(protocol, "train_action_target", no_training)
+    monkeypatch.setattr(protocol, "train_privacy_target", no_training)
+    assert protocol.evaluate(config, data, protocol.methods_of(config), out).methods == ["spact"]
+
+    # Results of another protocol and attributes never join this report.
+    same = tiny_config(benchmark, tmp_path, eval_methods="raw")
+    with pytest.raises(ValueError, match="protocol, attribute_names differ"):
+        protocol.evaluate(same, protocol.evaluation_data(same), protocol.methods_of(same), out)
+
+
+def test_novel_actions_needs_classes_new_to_training(benchmark, tmp_path):
+    # The benchmark read as UCF101: another dataset by its flags, the same classes by its files.
+    config = tiny_config(
+        benchmark,
+        tmp_path,
+        eval_protocol="novel_actions",
+        eval_action_dataset="ucf101",
+        eval_action_annotations=str(benchmark / "ucf_splits"),
+        eval_action_root=str(benchmark / "videos"),
+    )
+    with pytest.raises(ValueError, match="both have CircleAnticlockwise, CircleClockwise"):
+        protocol.evaluation_data(config)
+
+
+def write_pa_hmdb51(tmp_path, fixtures_dir):
+    """PA-HMDB51 annotations of two real fixture videos and one missing video, in its format."""
+    ranges = {
+        "brush_hair": {
+            "test.avi": dict(
+                gender=[[0, 163, [1, 2]]],
+                face=[[0, 80, 0], [81, 163, 2]],
+                nudity=[[0, 163, 0]],
+                skin_color=[[0, 163, 1]],
+                relationship=[[0, 163, 0]],
+            )
+        },
+        "dive": {
+            "part_0.mp4": dict(
+                gender=[[0, 31, 0]],
+                face=[[0, 31, 0]],
+                nudity=[[0, 31, 1]],
+                skin_color=[[0, 31, [0, 3]]],
+                relationship=[[0, 31, 1]],
+            ),
+            "gone.avi": dict(
+                gender=[[0, 9, 1]], face=[[0, 9, 1]], nudity=[], skin_color=[], relationship=[]
+            ),
+        },
+    }
+    annotations, root = tmp_path / "PrivacyAttributes", tmp_path / "videos"
+    annotations.mkdir()
+    for action, videos in ranges.items():
+        (annotations / f"{action}.json").write_text(json.dumps(videos))
+        (root / action).mkdir(parents=True)
+        for video in videos:
+            if video != "gone.avi":
+                os.symlink(fixtures_dir / "videos" / video, root / action / video)
+    return annotations, root
+
+
+def test_pa_hmdb51_videos_become_labelled_frames(fixtures_dir, tmp_path):
+    annotations, root = write_pa_hmdb51(tmp_path, fixtures_dir)
+    images = pa_hmdb51.privacy_images(annotations, root, tmp_path / "frames", 3)
+    assert images.attribute_names == ["gender", "face", "nudity", "skin_color", "relationship"]
+    assert [e.privacy for e in images.examples] == [(1, 1, 0, 1, 0)] * 3 + [(0, 0, 1, 1, 1)] * 3
+    assert len(images.missing) == 1 and "gone.avi" in images.missing[0]
+    frames = [cv2.imread(e.path) for e in images.examples[:3]]
+    assert frames[0].shape == (240, 320, 3)  # test.avi, a real UCF101 clip
+    assert not np.array_equal(frames[0], frames[2])  # equidistant frames, not one frame thrice
+
+    subset = pa_hmdb51.privacy_images(annotations, root, tmp_path / "frames", 3, "face,gender")
+    assert subset.attribute_names == ["face", "gender"]
+    assert [e.privacy for e in subset.examples] == [(1, 1)] * 3 + [(0, 0)] * 3
+
+    with pytest.raises(FileNotFoundError, match="none of the 3 annotated videos.*test.avi"):
+        pa_hmdb51.privacy_images(annotations, tmp_path / "nowhere", tmp_path / "frames", 3)
+
+
+def test_vispr_labels_merge_onto_pa_hmdb51_attributes():
+    # VISPR-1: color, gender, face complete, face partial, semi-nudity, personal, social.
+    split = Split(
+        [
+            Example("a.jpg", privacy=(0, 0, 0, 1, 0, 0, 1)),
+            Example("b.jpg", privacy=(1, 1, 0, 0, 1, 0, 0)),
+            Example("c.jpg"),  # no annotation: stays unlabelled
+        ],
+        attribute_names=list(VISPR1),
+    )
+    merged = pa_hmdb51.vispr_as_pa_hmdb51(split)
+    assert merged.attribute_names == list(pa_hmdb51.PA_HMDB51_ATTRIBUTES)
+    assert [e.privacy for e in merged.examples] == [(0, 1, 0, 0, 1), (1, 0, 1, 1, 0), ()]
+    chosen = pa_hmdb51.vispr_as_pa_hmdb51(split, "face,gender")
+    assert [e.privacy for e in chosen.examples] == [(1, 0), (0, 1), ()]
+
+
+def write_vispr(folder, labels: dict[str, list[str]]):
+    """A tiny VISPR in its format: every image in the train split, one in val and test."""
+    vocabulary = ["a0_safe", *VISPR1]
+    rows = ["idx\tattribute_id\tgroup\tdescription"]
+    rows += [f"{i}\t{name}\tg\td" for i, name in enumerate(vocabulary)]
+    (folder / "annotations").mkdir(parents=True)
+    (folder / "images").mkdir()
+    (folder / "attributes.tsv").write_text("\n".join(rows) + "\n")
+    for subset, names in (("train", list(labels)), ("val", list(labels)[:1]), ("test", [])):
+        (folder / f"{subset}2017.txt").write_text("".join(f"annotations/{n}.json\n" for n in names))
+    for name, ids in labels.items():
+        record = {"image_path": f"images/{name}.jpg", "labels": ids}
+        (folder / "annotations" / f"{name}.json").write_text(json.dumps(record))
+        cv2.imwrite(str(folder / "images" / f"{name}.jpg"), np.full((20, 20, 3), 90, np.uint8))
+
+
+def test_cross_dataset_on_pa_hmdb51_trains_on_merged_vispr(benchmark, fixtures_dir, tmp_path):
+    vispr = tmp_path / "vispr"
+    write_vispr(vispr, {"x": ["a10_face_partial", "a65_rel_social"], "y": ["a4_gender"]})
+    annotations, root = write_pa_hmdb51(tmp_path, fixtures_dir)
+    config = tiny_config(
+        benchmark,
+        tmp_path,
+        privacy_dataset="vispr",
+        privacy_annotations=str(vispr),
+        privacy_root=str(vispr),
+        eval_protocol="cross_dataset",
+        eval_privacy_dataset="pa_hmdb51",
+        eval_privacy_annotations=str(annotations),
+        eval_privacy_root=str(root),
+        eval_privacy_frames=2,
+        eval_dir=str(tmp_path / "evaluation"),
+    )
+    data = protocol.evaluation_data(config)
+    assert data.class_names == list(synthetic.CLASSES)  # the action side is the training one
+    assert data.attribute_names == list(pa_hmdb51.PA_HMDB51_ATTRIBUTES)
+    assert [e.privacy for e in data.privacy_train.examples] == [(0, 1, 0, 0, 1), (1, 0, 0, 0, 0)]
+    assert [e.privacy for e in data.privacy_test.examples] == [(1, 1, 0, 1, 0)] * 2 + [
+        (0, 0, 1, 1, 1)
+    ] * 2
+    frames = tmp_path / "evaluation" / "pa_hmdb51_frames"
+    assert all(e.path.startswith(str(frames)) for e in data.privacy_test.examples)
+    record = protocol.evaluation_record(config, data)
+    assert record["protocol"] == "cross_dataset"
+    assert record["privacy_dataset"]["name"] == "pa_hmdb51"
+    assert record["attribute_names"] == data.attribute_names
+
+
+def test_report_tables_each_target_architecture(tmp_path):
+    report = Report(tmp_path)
+    report.add("raw", 0.5, 0.4, 0.3, extra={"action_top1_by_model": {"a": 0.5}})
+    assert "Per target architecture" not in report.markdown()
+    extra = {
+        "action_top1_by_model": {"a": 0.5, "b": 0.25},
+        "privacy_cmap_by_model": {"p": 0.4},
+        "privacy_f1_by_model": {"p": 0.3},
+        "raw_attacker_cmap_by_model": {"p": 0.2},
+    }
+    report.add("spact", 0.5, 0.4, 0.3, extra=extra)
+    lines = report.markdown().split("Per target architecture:\n\n")[1].splitlines()
+    assert lines[0] == (
+        "| Method | f'_T a top-1 (%) | f'_T b top-1 (%) | f'_B p cMAP (%) | f'_B p F1 "
+        "| raw-trained p cMAP (%) |"
+    )
+    assert lines[2] == "| raw | 50.00 | – | – | – | – |"
+    assert lines[3] == "| spact | 50.00 | 25.00 | 40.00 | 0.300 | 20.00 |"
