@@ -53,6 +53,8 @@ def test_evaluate_learned_and_baselines_then_resume(benchmark, tmp_path, monkeyp
         assert 0.0 <= result["privacy_cmap"] <= 1.0
         assert 0.0 <= result["extra"]["raw_attacker_cmap"] <= 1.0
         assert result["extra"]["action_test_videos"] == len(data.action_test)
+    # On raw data the fresh privacy model is the raw-trained attacker itself.
+    assert results["raw"]["privacy_cmap"] == results["raw"]["extra"]["raw_attacker_cmap"]
     for name in ("report.md", "tradeoff.png", "frames.png", "raw_attacker_resnet_tiny.keras"):
         assert (out / name).is_file(), name
     assert "downsample_4x" in report.markdown()

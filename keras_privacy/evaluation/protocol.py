@@ -449,8 +449,13 @@ def _target_results(
         if index == 0:
             result |= scores
         by_model.setdefault(f"{action_key}_by_model", {})[name] = scores[action_key]
+    raw = method.model is None and method.baseline is None
     for index, name in enumerate(config.eval_privacy_model_names()):
-        model = train_privacy_target(config, seen.privacy_train, len(names), method.model, name)
+        if raw:
+            # On raw data the fresh f'_B is the raw-trained attacker (same images, seed, model).
+            model = attackers[name]
+        else:
+            model = train_privacy_target(config, seen.privacy_train, len(names), method.model, name)
         scores = test_privacy_target(config, model, seen.privacy_test, names)
         attacker = with_anonymizer(attackers[name], method.model, False)
         scores |= test_privacy_target(config, attacker, seen.privacy_test, names, "raw_attacker")
