@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -395,6 +396,7 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
                 run_dir, phase.name, epoch + 1, models | owned, trainer.optimizer, history
             )
             _save_frames(models["anonymizer"], fixed_clip, run_dir, phase.name, epoch + 1)
+        warn_if_anonymizer_frozen(trainer, phase.name)
         state = checkpoint.latest_checkpoint(run_dir)
 
     paths = {}
@@ -403,6 +405,26 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
         model.save(paths[name])
     (run_dir / "history.json").write_text(json.dumps(history, indent=1))
     return TrainResult(run_dir=run_dir, model_paths=paths, history=history)
+
+
+def warn_if_anonymizer_frozen(trainer: StatelessTrainer, phase: str) -> bool:
+    """Warn (and return True) when `trainer` has an optimizer for f_A but never updated it.
+
+    Gated methods update f_A only once other players pass their thresholds (meta
+    generalisation's Algorithm 1): thresholds the models never reach leave the anonymizer as it
+    was initialised, which the run would otherwise save without a word."""
+    try:
+        optimizer = trainer.group_optimizer("anonymizer")
+    except KeyError:
+        return False
+    if int(keras.ops.convert_to_numpy(optimizer.iterations)) > 0:
+        return False
+    logging.warning(
+        "phase %s never updated the anonymizer: the players' accuracies stayed under "
+        "--action_threshold / --adversary_threshold; lower them for these models",
+        phase,
+    )
+    return True
 
 
 def _global_epoch(phases: list[Phase], index: int, epoch: int) -> int:

@@ -338,3 +338,19 @@ def test_every_method_trains_through_train(benchmark, tmp_path, method, override
         assert {"meta_train_loss", "meta_test_loss", "attack_loss"} <= set(history["minimax"])
     if method == "penalty":
         assert history["minimax"]["penalty"][0] > 0
+
+
+def test_a_gated_anonymizer_that_never_updated_is_reported(caplog):
+    from keras_privacy.methods.spact import SPAct
+
+    trainer = SPAct(
+        tiny_models.anonymizer(), tiny_models.action_model(), tiny_models.privacy_encoder()
+    )
+    trainer.compile({g: keras.optimizers.SGD(0.1) for g in ("anonymizer", "action", "privacy")})
+    with caplog.at_level("WARNING"):
+        assert training.warn_if_anonymizer_frozen(trainer, "minimax")
+    assert "never updated the anonymizer" in caplog.text
+    trainer.group_optimizer("anonymizer").iterations.assign(1)
+    assert not training.warn_if_anonymizer_frozen(trainer, "minimax")
+    trainer.compile({"action": keras.optimizers.SGD(0.1)})  # a phase that never trains f_A
+    assert not training.warn_if_anonymizer_frozen(trainer, "action_init")
