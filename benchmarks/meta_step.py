@@ -11,13 +11,15 @@ models of configs/ucf101_vispr_meta.cfg (UNet, SPAct's R3D-18, the paper's Mobil
 models at 8 width multipliers), 16 x 112 x 112 clips, VISPR-1's 7 attributes and train_step.py's
 batch (2 clips, 4 images); flags given with it override those.
 
-The timed branch: the meta trainers run with T1 = T2 = 0, so Algorithm 1's gate picks the
+The timed branch: the meta trainers run with T1 = T2 = 0, so Algorithm 1's choice picks the
 anonymizer's second-order meta update every step (the JSON counts the updates of f_A and of the
-other players to show it). Both trainers gate by computing every branch each step and
-discarding the unselected ones, so a meta step also pays for the f_T and attack-model updates
-and for the pass that measures their accuracies, whichever branch is taken; a VITA step always
-pays for its f_A, f_T and budget updates. A step's time is the median over `--steps` steps
-after a compiling one. The last line is one JSON object.
+other players to show it). The meta trainer decides on accuracies measured by a first pass; on
+an accelerator it skips the unselected updates (`jax.lax.cond` / `tf.cond`), so a meta step
+pays for that pass and the meta update only, while on a CPU (XLA, where a conditional makes
+convolution gradients 30-80x slower) it computes them and discards their results. VITA gates
+its f_T and budget updates on their own forward passes, so a VITA step always pays for its
+f_A, f_T and budget updates. A step's time is the median over `--steps` steps after a
+compiling one. The last line is one JSON object.
 """
 
 import argparse
@@ -168,8 +170,9 @@ def main() -> None:
         figures[f"{name}_other_player_updates"] = updates(meta, others)
     figures["load_average"] = os.getloadavg()[0]
     print(
-        "Timed branch: the second-order (first-order) meta update of f_A. VITA and the meta "
-        "trainer compute every gated branch each step and discard the unselected ones."
+        "Timed branch: the second-order (first-order) meta update of f_A. The meta trainer skips "
+        "the unselected players' updates on an accelerator and computes and discards them on a "
+        "CPU; VITA computes every gated update each step."
     )
     print(
         json.dumps({key: round(v, 3) if isinstance(v, float) else v for key, v in figures.items()})

@@ -12,6 +12,17 @@ the privacy encoder together). `StatelessTrainer` turns that description into Ke
   slice of the state that `fit` carries, the new state returned (Keras' own JAX trainer is the
   template).
 
+An update runs at every step unless it has a `condition`: a decision on the logs of the
+*earlier* updates of the step (meta generalisation's choice of player, made on accuracies
+measured first). The engine evaluates it before the update and, where a conditional pays
+(`StatelessTrainer._skips_updates`: on an accelerator, or TensorFlow without XLA), runs the
+update's loss, gradients, optimizer apply and BatchNorm-statistics update inside a real
+conditional (`jax.lax.cond`, `tf.cond`), so a skipped update costs nothing. On a CPU under XLA
+a convolution's gradient inside a conditional runs 30-80x slower than outside, so there the
+update is computed and its result selected (`where`), as a gated one. A `gate` reads the
+update's own logs, so a gated update is always computed and its result applied where the gate
+holds (VITA's thresholds on the accuracy of the model being updated).
+
 Every group has its own optimizer; they live together in one `keras.optimizers.MultiOptimizer`
 so that `fit` on JAX carries (and checkpoints save) all of their state. Gradients are taken
 only with respect to the groups an update names, so no weight gradient that nothing uses is
@@ -27,6 +38,8 @@ Data-parallel training (`keras_privacy.distribute`) runs the same step:
   and new BatchNorm statistics are averaged over the replicas; BatchNorm layers normalise with
   the statistics of the global batch (Keras' synchronized BatchNorm, during the step only); and
   `gather_replicas` gives a loss over the whole batch (NT-Xent's negatives) every replica's rows.
+  A `tf.cond` taken in a replica context cannot hold those all-reduces, so there an update with
+  a `condition` is computed and its result selected, like a gated one (same results).
   So both backends take the step one device takes on the same global batch.
 
 Under the `mixed_float16` policy every update's loss is multiplied by a dynamic loss scale before
@@ -67,15 +80,25 @@ class Update:
     """One gradient update of a training step: minimise `loss_fn` over the trainable variables
     of `groups`, each with its own optimizer.
 
+    `condition`, when given, maps the logs of the *earlier* updates of the step to a boolean
+    scalar, decided before this update runs; where it is False the update is skipped: its
+    groups' variables, BatchNorm statistics and optimizer state (`iterations` included) and
+    the loss scale stay as they were, and where a conditional pays (see the module docstring)
+    its loss, gradients and optimizer apply are not computed at all. A skipped update logs
+    zeros (or, for a name an earlier update of the step logged, that value), and the
+    trainer's metrics (means over steps) leave a name out of the steps where no update that
+    logs it ran. Meta generalisation chooses its player with it.
+
     `gate`, when given, maps the step's logs so far (this update's included) to a boolean
-    scalar; where it is False the update leaves the variables, BatchNorm statistics and
-    optimizer state of its groups as they were (its logs are still recorded). Methods use it
-    for the accuracy thresholds that decide which player updates (VITA, meta generalisation).
+    scalar; where it is False the update, computed all the same, leaves the variables,
+    BatchNorm statistics and optimizer state of its groups as they were (its logs are still
+    recorded). VITA uses it for thresholds on the accuracy of the model being updated.
     """
 
     groups: tuple[str, ...]
     loss_fn: LossFn
     gate: Callable[[dict], Any] | None = None
+    condition: Callable[[dict], Any] | None = None
 
 
 class StatelessTrainer(keras.Model):
@@ -185,6 +208,29 @@ class StatelessTrainer(keras.Model):
             for group, model in self.groups().items()
         }
 
+    def _skips_updates(self) -> bool:
+        """Whether a conditional update runs inside a real conditional (`jax.lax.cond`,
+        `tf.cond`), which computes only the branch taken, and, on TensorFlow, a gated update's
+        apply inside a `tf.cond`; else both are computed and their results selected (`where`).
+
+        Not on a CPU under XLA: XLA:CPU puts a convolution in the form its fast (Eigen)
+        kernels take only in the entry computation (`cpu::ConvCanonicalization`), so backward
+        convolutions inside a conditional run as naive loops, 30-80x slower; XLA even moves
+        a gated update's weight-gradient convolutions into the `tf.cond` of its apply (the
+        TensorFlow meta step took 3.5 s there, 0.3 s with `where`). Not under a
+        `tf.distribute` strategy either, where a `tf.cond` taken in a replica context cannot
+        hold the update's all-reduces (gradients, logs, synchronized BatchNorm).
+        """
+        if keras.backend.backend() == "jax":
+            import jax
+
+            return jax.default_backend() != "cpu"
+        import tensorflow as tf
+
+        if tf.distribute.has_strategy():
+            return False
+        return not self.jit_compile or bool(tf.config.list_logical_devices("GPU"))
+
     # ------------------------------------------------------------------------- train steps
     def train_step(self, *args):
         if keras.backend.backend() == "jax":
@@ -216,36 +262,79 @@ class StatelessTrainer(keras.Model):
             tf.cond(
                 (iterations > 0) & (iterations % every == 0), restart, lambda: tf.constant(False)
             )
-        logs = {}
+        logs, counted = {}, {}
         with _synchronized_batch_norm(self.groups().values(), replicas > 1):
             for update in self.updates(data):
-                values = self.current_values()
-                params = {group: values[group][0] for group in update.groups}
-                scale = 1.0 if self._loss_scale is None else self._loss_scale.value
-                with tf.GradientTape() as tape:
-                    tape.watch(params)
-                    loss, aux = update.loss_fn(_with_params(values, params))
-                    # The optimizers sum the replicas' gradients of their local mean losses.
-                    scaled_loss = loss * (scale / replicas)
-                grads = tape.gradient(scaled_loss, params)
-                logs.update(_mean_over_replicas(aux.get("logs", {})))
-                non_trainable = _mean_over_replicas(aux.get("non_trainable", {}))
-                condition = None if update.gate is None else update.gate(logs)
-                if self._loss_scale is not None:
-                    grads = {group: [g / scale for g in grads[group]] for group in grads}
-                    finite = _all_finite(grads)
-                    new_scale, new_count = _next_loss_scale(
-                        self._loss_scale.value, self._finite_updates.value, finite
-                    )
-                    self._loss_scale.assign(new_scale)
-                    self._finite_updates.assign(new_count)
-                    condition = finite if condition is None else condition & finite
-                self._tf_apply(update.groups, grads, non_trainable, condition)
+                if update.condition is None:
+                    _record_logs(logs, counted, self._tf_update(update, logs), None)
+                    continue
+                ran = update.condition(logs)
+                if self._skips_updates():
+                    new_logs = self._tf_conditional_update(update, logs, ran)
+                else:
+                    new_logs = self._tf_update(update, logs, ran)
+                _record_logs(logs, counted, new_logs, ran)
         self.optimizer.iterations.assign_add(1)
-        for name, tracker in self._trackers.items():
-            if name in logs:
-                tracker.update_state(logs[name])
+        self._update_trackers(logs, counted)
         return {name: tracker.result() for name, tracker in self._trackers.items()}
+
+    def _tf_update(self, update: Update, logs: dict, ran=None) -> dict:
+        """Run `update` (loss, gradients, optimizer apply, BatchNorm statistics) on the
+        variables' current values; returns its logs. Where `ran` (None: always) is False it
+        leaves every variable, the loss scale included, as it was."""
+        import tensorflow as tf
+
+        replicas = tf.distribute.get_replica_context().num_replicas_in_sync
+        values = self.current_values()
+        params = {group: values[group][0] for group in update.groups}
+        scale = 1.0 if self._loss_scale is None else self._loss_scale.value
+        with tf.GradientTape() as tape:
+            tape.watch(params)
+            loss, aux = update.loss_fn(_with_params(values, params))
+            # The optimizers sum the replicas' gradients of their local mean losses.
+            scaled_loss = loss * (scale / replicas)
+        grads = tape.gradient(scaled_loss, params)
+        new_logs = _mean_over_replicas(aux.get("logs", {}))
+        non_trainable = _mean_over_replicas(aux.get("non_trainable", {}))
+        condition = ran
+        if update.gate is not None:
+            gate = update.gate({**logs, **new_logs})
+            condition = gate if condition is None else condition & gate
+        if self._loss_scale is not None:
+            grads = {group: [g / scale for g in grads[group]] for group in grads}
+            finite = _all_finite(grads)
+            new_scale, new_count = _next_loss_scale(
+                self._loss_scale.value, self._finite_updates.value, finite
+            )
+            if ran is not None:
+                new_scale = ops.where(ran, new_scale, self._loss_scale.value)
+                new_count = ops.where(ran, new_count, self._finite_updates.value)
+            self._loss_scale.assign(new_scale)
+            self._finite_updates.assign(new_count)
+            condition = finite if condition is None else condition & finite
+        self._tf_apply(update.groups, grads, non_trainable, condition)
+        return new_logs
+
+    def _tf_conditional_update(self, update: Update, logs: dict, ran) -> dict:
+        """`_tf_update` inside a `tf.cond` on `ran`; a skipped update returns zero logs."""
+        import tensorflow as tf
+
+        # The logs' structure, from a trace of the loss alone that is never run.
+        structure = (
+            tf.function(lambda: update.loss_fn(self.current_values())[1].get("logs", {}))
+            .get_concrete_function()
+            .structured_outputs
+        )
+
+        def run():
+            return tf.constant(True), self._tf_update(update, logs)
+
+        def skip():
+            return tf.constant(False), tf.nest.map_structure(
+                lambda t: tf.zeros(t.shape, t.dtype), structure
+            )
+
+        return tf.cond(ran, run, skip)[1]
 
     def _tf_apply(self, groups, grads, non_trainable, condition) -> None:
         """Apply `grads` to `groups` and assign the new BatchNorm statistics, where
@@ -265,8 +354,25 @@ class StatelessTrainer(keras.Model):
 
         if condition is None:
             apply(grads, non_trainable)
-        elif not tf.distribute.has_strategy():
+        elif self._skips_updates():
             tf.cond(condition, lambda: apply(grads, non_trainable), lambda: tf.constant(False))
+        elif not tf.distribute.has_strategy():
+            # XLA on a CPU: apply, then put back the old values where `condition` is False.
+            variables = [
+                variable
+                for group in groups
+                for variable in self.groups()[group].trainable_variables
+                + self._group_optimizers[group].variables
+            ]
+            variables += [
+                variable
+                for group in non_trainable
+                for variable in self.groups()[group].non_trainable_variables
+            ]
+            old = [tf.identity(variable.value) for variable in variables]
+            apply(grads, non_trainable)
+            for variable, value in zip(variables, old):
+                variable.assign(ops.where(condition, variable.value, value))
         else:
             # A strategy cannot synchronise (sum gradients) inside a `tf.cond` taken in a
             # replica context: decide in the cross-replica context, then run every replica.
@@ -323,19 +429,23 @@ class StatelessTrainer(keras.Model):
         if self._loss_scale is not None:
             scale_index = self._optimizer_index(self._loss_scale)
             count_index = self._optimizer_index(self._finite_updates)
-        logs = {}
-        for update in self.updates(data):
+
+        def run(update, logs, values, optimizer_values, ran=None):
+            """`update` applied to `values` and `optimizer_values`: their new versions and
+            the update's logs. Where `ran` (None: always) is False, the old versions."""
+            optimizer_values = list(optimizer_values)
             params = {group: values[group][0] for group in update.groups}
             scale = 1.0 if self._loss_scale is None else optimizer_values[scale_index]
 
-            def loss_of(params, values=values, update=update, scale=scale):
+            def loss_of(params):
                 loss, aux = update.loss_fn(_with_params(values, params))
                 return loss * scale, aux
 
             (_, aux), grads = jax.value_and_grad(loss_of, has_aux=True)(params)
-            old_values, old_optimizer = dict(values), list(optimizer_values)
+            old_values, old_optimizer = values, list(optimizer_values)
+            values = dict(values)
             if self._loss_scale is not None:
-                grads = jax.tree.map(lambda g, scale=scale: g / scale, grads)
+                grads = jax.tree.map(lambda g: g / scale, grads)
             for group in update.groups:
                 start, stop = optimizer_slices[group]
                 new_trainable, new_optimizer = self._group_optimizers[group].stateless_apply(
@@ -345,8 +455,11 @@ class StatelessTrainer(keras.Model):
                 values[group] = (list(new_trainable), values[group][1])
             for group, new_values in aux.get("non_trainable", {}).items():
                 values[group] = (values[group][0], list(new_values))
-            logs.update(aux.get("logs", {}))
-            keep = None if update.gate is None else update.gate(logs)
+            new_logs = aux.get("logs", {})
+            keep = ran
+            if update.gate is not None:
+                gate = update.gate({**logs, **new_logs})
+                keep = gate if keep is None else keep & gate
             if self._loss_scale is not None:
                 finite = _all_finite(grads)
                 keep = finite if keep is None else keep & finite
@@ -355,9 +468,44 @@ class StatelessTrainer(keras.Model):
                 values = jax.tree.map(select, values, old_values)
                 optimizer_values = jax.tree.map(select, optimizer_values, old_optimizer)
             if self._loss_scale is not None:
-                optimizer_values[scale_index], optimizer_values[count_index] = _next_loss_scale(
+                new_scale, new_count = _next_loss_scale(
                     optimizer_values[scale_index], optimizer_values[count_index], finite
                 )
+                if ran is not None:
+                    new_scale = _select(ran, new_scale, optimizer_values[scale_index])
+                    new_count = _select(ran, new_count, optimizer_values[count_index])
+                optimizer_values[scale_index], optimizer_values[count_index] = new_scale, new_count
+            return values, optimizer_values, new_logs
+
+        logs, counted = {}, {}
+        for update in self.updates(data):
+            if update.condition is None:
+                values, optimizer_values, new_logs = run(update, logs, values, optimizer_values)
+                _record_logs(logs, counted, new_logs, None)
+                continue
+            ran = update.condition(logs)
+            if not self._skips_updates():
+                values, optimizer_values, new_logs = run(
+                    update, logs, values, optimizer_values, ran
+                )
+                _record_logs(logs, counted, new_logs, ran)
+                continue
+            structure = jax.eval_shape(
+                lambda values, update=update: update.loss_fn(values)[1].get("logs", {}), values
+            )
+
+            def skip(values, optimizer_values, structure=structure):
+                zeros = jax.tree.map(lambda s: jax.numpy.zeros(s.shape, s.dtype), structure)
+                return values, list(optimizer_values), zeros
+
+            values, optimizer_values, new_logs = jax.lax.cond(
+                ran,
+                functools.partial(run, update, dict(logs)),
+                skip,
+                values,
+                optimizer_values,
+            )
+            _record_logs(logs, counted, new_logs, ran)
 
         trainable, non_trainable = list(trainable), list(non_trainable)
         for group, (train_idx, non_train_idx) in index.items():
@@ -370,12 +518,18 @@ class StatelessTrainer(keras.Model):
 
         mapping = list(zip(self.metrics_variables, metrics_values))
         with keras.StatelessScope(state_mapping=mapping) as scope:
-            for name, tracker in self._trackers.items():
-                if name in logs:
-                    tracker.update_state(logs[name])
+            self._update_trackers(logs, counted)
             results = {name: tracker.result() for name, tracker in self._trackers.items()}
         metrics_values = [scope.get_current_value(v) for v in self.metrics_variables]
         return results, (trainable, non_trainable, optimizer_values, metrics_values)
+
+    def _update_trackers(self, logs: dict, counted: dict) -> None:
+        """Add the step's logs to the metrics, a name in `counted` only where it says so."""
+        for name, tracker in self._trackers.items():
+            if name in counted:
+                tracker.update_state(logs[name], sample_weight=ops.cast(counted[name], "float32"))
+            elif name in logs:
+                tracker.update_state(logs[name])
 
     # ------------------------------------------------------------------- variable bookkeeping
     def _variable_index(self) -> dict[str, tuple[list[int], list[int]]]:
@@ -469,10 +623,9 @@ def _mean_over_replicas(values):
 
 
 def _all_finite(grads: Mapping[str, list]):
-    """Whether every gradient of every replica is finite (a boolean scalar)."""
-    finite = ops.all(
-        ops.stack([ops.all(ops.isfinite(g)) for group in grads.values() for g in group])
-    )
+    """Whether every gradient of every replica is finite (a boolean scalar; True for none)."""
+    flags = [ops.all(ops.isfinite(g)) for group in grads.values() for g in group]
+    finite = ops.all(ops.stack(flags)) if flags else ops.convert_to_tensor(True)
     if keras.backend.backend() == "tensorflow":
         import tensorflow as tf
 
@@ -521,6 +674,24 @@ def _all_layers(layer) -> list:
     return [layer] + [
         inner for child in getattr(layer, "layers", []) for inner in _all_layers(child)
     ]
+
+
+def _record_logs(logs: dict, counted: dict, new_logs: Mapping, ran) -> None:
+    """Add an update's logs to the step's `logs`. `ran` is None for an update without a
+    condition, else its condition: where it is False a name keeps the value an earlier update
+    logged, or zero, and `counted[name]` (whether an update that logs `name` ran) stays
+    False; a name absent from `counted` was logged by an update without a condition."""
+    for name, value in new_logs.items():
+        if ran is None:
+            logs[name] = value
+            counted.pop(name, None)
+        elif name not in logs:
+            logs[name] = ops.where(ran, value, ops.zeros_like(value))
+            counted[name] = ran
+        else:
+            logs[name] = ops.where(ran, value, logs[name])
+            if name in counted:
+                counted[name] = ops.logical_or(ran, counted[name])
 
 
 def _select(keep, new, old):

@@ -20,8 +20,13 @@ default (nested gradients), first order with `first_order=True`.
 
 Which player updates follows Algorithm 1, decided on the accuracies measured on the batch
 before any update: f_T while its accuracy < T1 (70 %); else each attack model whose accuracy
-< T2 (95 %); else the anonymizer's meta update. Every branch is computed and the unselected
-ones are discarded (gated), which keeps the step compilable on both backends.
+< T2 (95 %); else the anonymizer's meta update. A first, parameter-free update measures those
+accuracies and every player's update has a `condition` on them, so on an accelerator only the
+selected updates are computed (`jax.lax.cond` / `tf.cond`); on a CPU under XLA, where a
+conditional would slow the convolutions' gradients, the others are computed and discarded (see
+`engine`). A player's logs are means over the steps that updated it: `action_loss` over the f_T
+updates, `attack_loss` over the steps where an attack model updated (the last one that did),
+the meta losses over the meta updates.
 """
 
 from __future__ import annotations
@@ -188,7 +193,7 @@ class MetaGeneralization(StatelessTrainer):
             Update(
                 ("action",),
                 lambda values: self._action_loss(values, data),
-                gate=lambda logs: logs["measured_action_accuracy"] < T1,
+                condition=lambda logs: logs["measured_action_accuracy"] < T1,
             ),
         ]
         for i, group in enumerate(self.attack_groups):
@@ -196,7 +201,7 @@ class MetaGeneralization(StatelessTrainer):
                 Update(
                     (group,),
                     lambda values, group=group: self._attack_loss(values, data, group),
-                    gate=lambda logs, i=i: (
+                    condition=lambda logs, i=i: (
                         (logs["measured_action_accuracy"] >= T1)
                         & (logs["measured_attack_accuracies"][i] < T2)
                     ),
@@ -206,7 +211,7 @@ class MetaGeneralization(StatelessTrainer):
             Update(
                 ("anonymizer",),
                 lambda values: self._meta_loss(values, data),
-                gate=lambda logs: (
+                condition=lambda logs: (
                     (logs["measured_action_accuracy"] >= T1)
                     & (ops.min(logs["measured_attack_accuracies"]) >= T2)
                 ),

@@ -11,6 +11,10 @@ A batch is a dict of `clips` (B, T, H, W, 3), `labels` (B,), `images` (N, H, W, 
 3. one update per budget model on its BCE against the true labels, only while its accuracy on
    the batch is under `budget_threshold`.
 
+The accuracies of 2 and 3 come from the forward pass of the update itself, on f_A's output after
+update 1, so these updates are gated (computed every step, applied where the threshold says):
+deciding them beforehand would need one more forward pass of f_A and of each model.
+
 With `restart_every > 0` the budget models go back to their initial weights (and their
 optimizer slots to zero) every that many steps, the restarts of the paper.
 """

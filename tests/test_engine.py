@@ -1,0 +1,222 @@
+"""Conditional updates: a skipped update changes nothing, a taken one equals the plain update,
+both as a real conditional and computed-and-selected (the engine picks one by platform)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from keras import ops
+
+from keras_privacy.distribute import training_scope
+from keras_privacy.methods.engine import StatelessTrainer, Update
+
+
+def net(seed: int) -> keras.Model:
+    """Dense + BatchNorm (non-trainable statistics) + Dense, with NumPy-drawn weights. (A bias
+    before BatchNorm would get a gradient of rounding noise, which Adam blows up to its step.)"""
+    inputs = keras.Input((3,))
+    hidden = keras.layers.BatchNormalization()(keras.layers.Dense(4, use_bias=False)(inputs))
+    model = keras.Model(inputs, keras.layers.Dense(1)(hidden))
+    rng = np.random.default_rng(seed)
+    model.set_weights([rng.normal(size=w.shape).astype("float32") for w in model.get_weights()])
+    model.layers[2].moving_variance.assign(np.ones(4, "float32"))
+    return model
+
+
+class Switched(StatelessTrainer):
+    """`first` always updates; `second` updates where the batch's `switch` (logged by a first,
+    parameter-free update) is positive, as a condition, or always (`conditional=False`).
+    `skips` forces a real conditional (True) or compute-and-select (False)."""
+
+    log_names = ("first_loss", "second_loss")
+
+    def __init__(self, conditional: bool = True, skips: bool | None = None, **kwargs):
+        super().__init__(**kwargs)
+        self.first, self.second = net(0), net(1)
+        self.conditional = conditional
+        self.skips = skips
+
+    def _skips_updates(self) -> bool:
+        return super()._skips_updates() if self.skips is None else self.skips
+
+    def groups(self):
+        return {"first": self.first, "second": self.second}
+
+    def updates(self, data):
+        condition = (lambda logs: logs["switch"] > 0) if self.conditional else None
+        return [
+            Update((), lambda values: (ops.zeros(()), {"logs": {"switch": data["switch"][0]}})),
+            Update(("first",), lambda values: self._loss(values, data, "first")),
+            Update(
+                ("second",), lambda values: self._loss(values, data, "second"), condition=condition
+            ),
+        ]
+
+    def _loss(self, values, data, group):
+        outputs, state = self.run(group, values, data["x"], training=True)
+        loss = ops.mean(ops.square(ops.cast(outputs, "float32") - data["y"]))
+        return loss, {"logs": {f"{group}_loss": loss}, "non_trainable": {group: state}}
+
+
+def dataset(switches: list[float]) -> tf.data.Dataset:
+    rng = np.random.default_rng(7)
+    steps = len(switches)
+    return tf.data.Dataset.from_tensor_slices(
+        {
+            "x": rng.normal(size=(steps, 8, 3)).astype("float32"),
+            "y": rng.normal(size=(steps, 8, 1)).astype("float32"),
+            "switch": np.repeat(np.asarray(switches, "float32")[:, None], 8, axis=1),
+        }
+    )
+
+
+def compiled(conditional: bool = True, jit_compile: bool = False, skips=None) -> Switched:
+    trainer = Switched(conditional, skips)
+    trainer.compile(
+        {g: keras.optimizers.Adam(1e-2) for g in ("first", "second")}, jit_compile=jit_compile
+    )
+    return trainer
+
+
+def trained(switches: list[float], conditional=True, jit_compile=False, skips=None):
+    """A `Switched` trainer after one epoch on `dataset(switches)`, and its history."""
+    trainer = compiled(conditional, jit_compile, skips)
+    history = trainer.fit(dataset(switches), epochs=1, verbose=0, shuffle=False).history
+    return trainer, history
+
+
+def state(trainer: Switched, group: str) -> list[np.ndarray]:
+    """Weights (BatchNorm statistics included) and optimizer variables of `group`."""
+    model, optimizer = trainer.groups()[group], trainer.group_optimizer(group)
+    return [np.array(v.numpy()) for v in model.weights + optimizer.variables]
+
+
+MODES = pytest.mark.parametrize(
+    "jit_compile, skips", [(jit, skips) for jit in (False, True) for skips in (True, False)]
+)
+
+
+@MODES
+def test_a_false_condition_leaves_its_group_unchanged(jit_compile, skips):
+    untouched = state(compiled(), "second")
+    trainer, history = trained([0.0, 0.0], jit_compile=jit_compile, skips=skips)
+    for before, after in zip(untouched, state(trainer, "second")):
+        np.testing.assert_array_equal(before, after)
+    assert int(trainer.group_optimizer("second").iterations) == 0
+    assert int(trainer.group_optimizer("first").iterations) == 2
+    assert history["second_loss"][-1] == 0.0  # never ran: not counted
+
+
+@MODES
+def test_a_true_condition_equals_the_unconditional_update(jit_compile, skips):
+    conditional, history = trained([1.0, 1.0], True, jit_compile, skips)
+    plain, plain_history = trained([1.0, 1.0], False, jit_compile)
+    for group in ("first", "second"):
+        for a, b in zip(state(conditional, group), state(plain, group)):
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+    assert int(conditional.group_optimizer("second").iterations) == 2
+    for key in plain_history:
+        np.testing.assert_allclose(history[key], plain_history[key], rtol=1e-6)
+
+
+class BatchLogs(keras.callbacks.Callback):
+    """The running metrics after every batch."""
+
+    def __init__(self):
+        super().__init__()
+        self.logs: list[dict] = []
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.logs.append({key: float(value) for key, value in logs.items()})
+
+
+@pytest.mark.parametrize("skips", [True, False])
+def test_metrics_of_a_conditional_update_leave_out_the_steps_that_skipped_it(skips):
+    trainer = compiled(skips=skips)
+    batches = BatchLogs()
+    trainer.fit(dataset([1.0, 0.0, 1.0]), epochs=1, verbose=0, shuffle=False, callbacks=[batches])
+    second = [logs["second_loss"] for logs in batches.logs]
+    first = [logs["first_loss"] for logs in batches.logs]
+    assert second[1] == second[0] != second[2]  # step 1 skipped `second`: its mean stands
+    assert len(set(first)) == 3
+    assert int(trainer.group_optimizer("second").iterations) == 2
+
+
+class FirstOnly(Switched):
+    """`Switched` without its conditional update."""
+
+    def updates(self, data):
+        return super().updates(data)[:2]
+
+
+@pytest.mark.parametrize("skips", [True, False])
+def test_a_skipped_update_leaves_the_float16_loss_scale_alone(skips):
+    def loss_scale(trainer):
+        return [
+            float(v.numpy())
+            for v in trainer.optimizer.variables
+            if v.path.endswith(("loss_scale", "finite_updates"))
+        ]
+
+    with training_scope("none", "mixed_float16"):
+        skipped, _ = trained([0.0, 0.0, 0.0], skips=skips)
+        reference = FirstOnly()
+        reference.compile(
+            {g: keras.optimizers.Adam(1e-2) for g in ("first", "second")}, jit_compile=False
+        )
+        reference.fit(dataset([0.0, 0.0, 0.0]), epochs=1, verbose=0, shuffle=False)
+    assert len(loss_scale(skipped)) == 2
+    assert loss_scale(skipped) == loss_scale(reference)
+    for a, b in zip(state(skipped, "first"), state(reference, "first")):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_conditional_updates_under_data_parallel_equal_one_device():
+    """Run as a script with 2 CPU devices (fixed before the backend starts): the same steps
+    with and without data parallelism (on TensorFlow, the engine's compute-and-discard)."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=2"
+    done = subprocess.run(
+        [sys.executable, __file__],
+        cwd=Path(__file__).parent,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    one, many = result["none"], result["data_parallel"]
+    assert many["replicas"] == 2
+    assert one["iterations"] == many["iterations"] == [2, 1]
+    for a, b in zip(one["state"], many["state"]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def _data_parallel_main() -> dict:
+    if keras.backend.backend() == "tensorflow":
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration()] * 2
+        )
+    out = {}
+    for distribution in ("none", "data_parallel"):
+        with training_scope(distribution) as replicas:
+            trainer, _ = trained([1.0, 0.0], jit_compile=keras.backend.backend() == "jax")
+        out[distribution] = {
+            "replicas": replicas,
+            "iterations": [
+                int(trainer.group_optimizer(g).iterations.numpy()) for g in ("first", "second")
+            ],
+            "state": [a.tolist() for g in ("first", "second") for a in state(trainer, g)],
+        }
+    return out
+
+
+if __name__ == "__main__":
+    print(json.dumps(_data_parallel_main()))
