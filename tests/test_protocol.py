@@ -6,26 +6,12 @@ import keras
 import numpy as np
 import pytest
 import tiny_models
+from tiny_models import tiny_config
 
-from keras_privacy.config import ExperimentConfig
 from keras_privacy.data.video import read_video
 from keras_privacy.evaluation import protocol
 from keras_privacy.models import registry
 from keras_privacy.models.unet import apply_per_frame
-
-
-def tiny_config(benchmark, tmp_path, **overrides) -> ExperimentConfig:
-    settings = dict(
-        **tiny_models.TINY_RUN,
-        synthetic_dir=str(benchmark),
-        run_dir=str(tmp_path / "run"),
-        eval_action_epochs=1,
-        eval_privacy_epochs=1,
-        eval_clips=2,
-    )
-    config = ExperimentConfig(**(settings | overrides))
-    config.validate()
-    return config
 
 
 def saved_anonymizer(tmp_path) -> str:

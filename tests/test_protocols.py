@@ -10,6 +10,7 @@ import keras
 import numpy as np
 import pytest
 import tiny_models
+from tiny_models import tiny_config
 
 from keras_privacy.config import ExperimentConfig
 from keras_privacy.data import pa_hmdb51, synthetic
@@ -22,20 +23,6 @@ from keras_privacy.evaluation.report import Report
 
 TRAINED_ON = ["s1_warm_actor", "s2_striped_actor", "s3_face_mark"]
 HELD_OUT = ["s4_outdoor_scene", "s5_object"]
-
-
-def tiny_config(benchmark, tmp_path, **overrides) -> ExperimentConfig:
-    settings = dict(
-        **tiny_models.TINY_RUN,
-        synthetic_dir=str(benchmark),
-        run_dir=str(tmp_path / "run"),
-        eval_action_epochs=1,
-        eval_privacy_epochs=1,
-        eval_clips=2,
-    )
-    config = ExperimentConfig(**(settings | overrides))
-    config.validate()
-    return config
 
 
 VISPR_TRAINING = dict(privacy_dataset="vispr", privacy_annotations="v", privacy_root="v")

@@ -8,6 +8,7 @@ import keras
 import numpy as np
 import pytest
 import tiny_models
+from tiny_models import changed_groups, snapshot
 
 from keras_privacy.methods.init import ActionInit, IdentityInit, PrivacyInit
 from keras_privacy.methods.spact import SPAct
@@ -24,21 +25,6 @@ def make_trainer(cls=SPAct, **kwargs):
     )
     trainer.compile({g: keras.optimizers.Adam(1e-2) for g in GROUPS})
     return trainer
-
-
-def snapshot(trainer):
-    return {
-        group: [np.array(v.numpy()) for v in model.weights]
-        for group, model in trainer.groups().items()
-    }
-
-
-def changed_groups(before, after):
-    return {
-        group
-        for group in before
-        if any(not np.array_equal(b, a) for b, a in zip(before[group], after[group]))
-    }
 
 
 def test_every_optimizer_advances_each_minimax_step():

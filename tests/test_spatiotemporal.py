@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import tiny_models
 from test_losses import nt_xent_reference
+from tiny_models import changed_groups, snapshot
 
 from keras_privacy.config import ExperimentConfig
 from keras_privacy.methods.init import PrivacyInit
@@ -24,21 +25,6 @@ def make_trainer(cls=SPAct, **kwargs):
     )
     trainer.compile({group: keras.optimizers.Adam(1e-2) for group in GROUPS})
     return trainer
-
-
-def snapshot(trainer):
-    return {
-        group: [np.array(v.numpy()) for v in model.weights]
-        for group, model in trainer.groups().items()
-    }
-
-
-def changed_groups(before, after):
-    return {
-        group
-        for group in before
-        if any(not np.array_equal(b, a) for b, a in zip(before[group], after[group]))
-    }
 
 
 class AnonymizerHalfOnly(SPAct):

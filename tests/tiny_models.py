@@ -205,3 +205,38 @@ def meta_gradient(first_order: bool = False) -> list:
 
     _, grads = value_and_gradient(objective, values["anonymizer"][0])
     return [np.asarray(g).tolist() for g in grads]
+
+
+def snapshot(trainer) -> dict:
+    """Copies of every group's weights, by group."""
+    return {
+        group: [np.array(v.numpy()) for v in model.weights]
+        for group, model in trainer.groups().items()
+    }
+
+
+def changed_groups(before: dict, after: dict) -> set:
+    """The groups whose weights differ between two snapshots."""
+    return {
+        group
+        for group in before
+        if any(not np.array_equal(b, a) for b, a in zip(before[group], after[group]))
+    }
+
+
+def tiny_config(benchmark, tmp_path, **overrides):
+    """A validated `ExperimentConfig` of TINY_RUN on the tiny benchmark, with one-epoch target
+    models and two test clips per video (the evaluation tests)."""
+    from keras_privacy.config import ExperimentConfig
+
+    settings = dict(
+        **TINY_RUN,
+        synthetic_dir=str(benchmark),
+        run_dir=str(tmp_path / "run"),
+        eval_action_epochs=1,
+        eval_privacy_epochs=1,
+        eval_clips=2,
+    )
+    config = ExperimentConfig(**(settings | overrides))
+    config.validate()
+    return config

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from keras_privacy.data.errors import DatasetFormatError
@@ -44,3 +45,18 @@ def resolve(root: str | os.PathLike | None, relative: str) -> tuple[str, bool]:
         if candidate.name.lower() == path.name.lower():
             return str(candidate), True
     return str(path), False
+
+
+def named_subset(attributes: str, known: Sequence[str], dataset: str) -> list[str]:
+    """The attributes of `known` that the comma-separated `attributes` names, in the order
+    given. Raises ValueError naming an unknown or repeated one (`dataset` names the set)."""
+    chosen = [name.strip() for name in attributes.split(",") if name.strip()]
+    unknown = [name for name in chosen if name not in known]
+    if unknown:
+        raise ValueError(
+            f"unknown {dataset} attribute(s) {', '.join(unknown)}: choose all, or among "
+            f"{', '.join(known)}"
+        )
+    if not chosen or len(set(chosen)) != len(chosen):
+        raise ValueError(f"choose distinct {dataset} attributes, got {attributes!r}")
+    return chosen

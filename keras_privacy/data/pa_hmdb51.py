@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from keras_privacy.data.annotations import resolve
+from keras_privacy.data.annotations import named_subset, resolve
 from keras_privacy.data.errors import DatasetFormatError
 from keras_privacy.data.examples import Example, Split
 from keras_privacy.data.phvu import frame_images
@@ -41,16 +41,7 @@ def attribute_subset(attributes: str) -> list[str]:
     comma-separated subset, in the order given. Raises ValueError naming an unknown one."""
     if attributes == "all":
         return list(PA_HMDB51_ATTRIBUTES)
-    chosen = [name.strip() for name in attributes.split(",") if name.strip()]
-    unknown = [name for name in chosen if name not in PA_HMDB51_ATTRIBUTES]
-    if unknown:
-        raise ValueError(
-            f"unknown PA-HMDB51 attribute(s) {', '.join(unknown)}: choose among "
-            f"{', '.join(PA_HMDB51_ATTRIBUTES)}"
-        )
-    if not chosen or len(set(chosen)) != len(chosen):
-        raise ValueError(f"choose distinct PA-HMDB51 attributes, got {attributes!r}")
-    return chosen
+    return named_subset(attributes, PA_HMDB51_ATTRIBUTES, "PA-HMDB51")
 
 
 def read_pa_hmdb51(
