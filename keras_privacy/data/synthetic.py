@@ -42,6 +42,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from keras_privacy.data.annotations import named_subset
 from keras_privacy.data.video import write_video
 
 CLASSES = ("MoveRight", "MoveLeft", "MoveDown", "MoveUp", "CircleClockwise", "CircleAnticlockwise")
@@ -79,16 +80,7 @@ def attribute_subset(attributes: str) -> list[str]:
     unknown or repeated id."""
     if attributes in ("all", "vispr1"):
         return list(ATTRIBUTE_IDS)
-    chosen = [name.strip() for name in attributes.split(",") if name.strip()]
-    unknown = [name for name in chosen if name not in ATTRIBUTE_IDS]
-    if unknown:
-        raise ValueError(
-            f"unknown synthetic attribute id(s) {', '.join(unknown)}: choose all, or among "
-            f"{', '.join(ATTRIBUTE_IDS)}"
-        )
-    if not chosen or len(set(chosen)) != len(chosen):
-        raise ValueError(f"choose distinct synthetic attribute ids, got {attributes!r}")
-    return chosen
+    return named_subset(attributes, ATTRIBUTE_IDS, "synthetic")
 
 
 def _rng(seed: int, kind: str, *index: int) -> np.random.Generator:
