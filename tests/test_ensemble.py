@@ -126,21 +126,9 @@ def test_config_splits_and_checks_the_backbones():
 
 def test_ensemble_trains_through_train_and_saves_every_member(benchmark, tmp_path):
     from keras_privacy import checkpoint, training
-    from keras_privacy.config import ExperimentConfig
 
-    config = ExperimentConfig(
-        **{**tiny_models.TINY_RUN, "privacy_backbone": "resnet_tiny,resnet_tiny_small_images"},
-        synthetic_dir=str(benchmark),
-        run_dir=str(tmp_path / "run"),
-        anonymizer="unet_tiny",
-        projection_hidden=16,
-        projection_dim=8,
-        identity_epochs=0,
-        identity_warmup_epochs=0,
-        action_init_epochs=0,
-        privacy_init_epochs=1,
-        minimax_epochs=1,
-        steps_per_epoch=2,
+    config = tiny_models.variant_run_config(
+        benchmark, tmp_path, privacy_backbone="resnet_tiny,resnet_tiny_small_images"
     )
     result = training.train(config)
     assert all(np.isfinite(result.history["minimax"]["privacy_loss"]))

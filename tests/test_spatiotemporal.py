@@ -152,23 +152,13 @@ def test_config_names_a_privacy_backbone_that_is_not_an_action_model():
 def test_branch_trains_through_train(benchmark, tmp_path):
     from keras_privacy import training
 
-    config = ExperimentConfig(
-        **{**tiny_models.TINY_RUN, "privacy_backbone": "factorized_tiny"},
-        synthetic_dir=str(benchmark),
-        run_dir=str(tmp_path / "run"),
-        anonymizer="unet_tiny",
+    config = tiny_models.variant_run_config(
+        benchmark,
+        tmp_path,
+        privacy_backbone="factorized_tiny",
         ssl_adversary="spatiotemporal",
         eval_privacy_model="resnet_tiny",
-        projection_hidden=16,
-        projection_dim=8,
-        identity_epochs=0,
-        identity_warmup_epochs=0,
-        action_init_epochs=0,
-        privacy_init_epochs=1,
-        minimax_epochs=1,
-        steps_per_epoch=2,
     )
-    config.validate()
     result = training.train(config)
     for phase in ("privacy_init", "minimax"):
         assert all(np.isfinite(result.history[phase]["privacy_loss"]))

@@ -206,24 +206,8 @@ def test_variant_trains_through_train_and_checkpoints_its_own_groups(benchmark, 
     # frames); RotNet's head is checkpointed by the same code as MoCo's momentum group.
     overrides = {"ssl_adversary": "moco", "moco_queue_size": 16, "triplet_weight": 0.5}
     from keras_privacy import checkpoint, training
-    from keras_privacy.config import ExperimentConfig
 
-    config = ExperimentConfig(
-        **tiny_models.TINY_RUN,
-        synthetic_dir=str(benchmark),
-        run_dir=str(tmp_path / "run"),
-        anonymizer="unet_tiny",
-        projection_hidden=16,
-        projection_dim=8,
-        identity_epochs=0,
-        identity_warmup_epochs=0,
-        action_init_epochs=0,
-        privacy_init_epochs=1,
-        minimax_epochs=1,
-        steps_per_epoch=2,
-        **overrides,
-    )
-    config.validate()
+    config = tiny_models.variant_run_config(benchmark, tmp_path, **overrides)
     result = training.train(config)
     minimax = result.history["minimax"]
     assert all(np.isfinite(minimax["privacy_loss"])) and all(np.isfinite(minimax["action_loss"]))

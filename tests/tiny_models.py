@@ -240,3 +240,27 @@ def tiny_config(benchmark, tmp_path, **overrides):
     config = ExperimentConfig(**(settings | overrides))
     config.validate()
     return config
+
+
+def variant_run_config(benchmark, tmp_path, **overrides):
+    """A validated `ExperimentConfig` of a short SPAct-variant run on the tiny benchmark: no
+    identity or action init, one epoch of privacy init and of minimax, two steps each."""
+    from keras_privacy.config import ExperimentConfig
+
+    settings = dict(
+        **TINY_RUN,
+        synthetic_dir=str(benchmark),
+        run_dir=str(tmp_path / "run"),
+        anonymizer="unet_tiny",
+        projection_hidden=16,
+        projection_dim=8,
+        identity_epochs=0,
+        identity_warmup_epochs=0,
+        action_init_epochs=0,
+        privacy_init_epochs=1,
+        minimax_epochs=1,
+        steps_per_epoch=2,
+    )
+    config = ExperimentConfig(**(settings | overrides))
+    config.validate()
+    return config
