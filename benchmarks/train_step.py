@@ -1,14 +1,16 @@
 """Time one SPAct minimax step (both halves) at the paper's model sizes on this backend.
 
     KERAS_BACKEND=jax python benchmarks/train_step.py [--clips 2] [--images 4] [--size 112]
-                                                      [--no-xla]
+                                                      [--no-xla] [--dtype-policy mixed_bfloat16]
 
 Models: SPAct UNet f_A, R3D-18 (SPAct variant) f_T, ResNet-50 + 2048-2048-128 head f_B. The
 step is XLA-compiled; `--no-xla` runs it as a plain `tf.function` graph on TensorFlow (this
 benchmark always compiles the JAX step with XLA and refuses the flag there). The authors'
-PyTorch step at the same sizes is benchmarks/train_step_torch.py. Efficiency = model FLOPs of
-the step / time, as a fraction of the matmul peak measured in the same run (a large float32
-matmul). The last line is one JSON object.
+PyTorch step at the same sizes is benchmarks/train_step_torch.py. `--dtype-policy
+mixed_bfloat16` computes in bfloat16 (on TensorFlow without XLA, oneDNN's bfloat16 kernels
+where the CPU has them). Efficiency = model FLOPs of the step / time, as a fraction of the
+matmul peak measured in the same run (a large float32 matmul, so bfloat16 can exceed 1). The
+last line is one JSON object.
 """
 
 import argparse
@@ -59,7 +61,11 @@ def main():
     parser.add_argument("--size", type=int, default=112)
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--no-xla", action="store_true", help="TensorFlow: no jit_compile")
+    parser.add_argument(
+        "--dtype-policy", default="float32", help="Keras dtype policy, e.g. mixed_bfloat16"
+    )
     args = parser.parse_args()
+    keras.config.set_dtype_policy(args.dtype_policy)
     if args.no_xla and keras.backend.backend() != "tensorflow":
         parser.error("--no-xla is for TensorFlow: on JAX the step is always XLA-compiled here")
 
@@ -76,11 +82,13 @@ def main():
     )
     rng = np.random.default_rng(0)
     c, t, s, n = args.clips, args.frames, args.size, args.images
+    # One minimax step's batch: (batch, half, ...) as `pair_batches` gives it, the f_A half's
+    # batch at index 0 of axis 1 and the adversary half's at index 1.
     pair = {
-        "clips": rng.random((2, c, t, s, s, 3), dtype="float32"),
-        "labels": rng.integers(0, 101, (2, c)).astype("int32"),
-        "frame_pairs": rng.integers(0, t, (2, c, 2)).astype("int32"),
-        "views": rng.random((2, n, 2, s, s, 3), dtype="float32"),
+        "clips": rng.random((c, 2, t, s, s, 3), dtype="float32"),
+        "labels": rng.integers(0, 101, (c, 2)).astype("int32"),
+        "frame_pairs": rng.integers(0, t, (c, 2, 2)).astype("int32"),
+        "views": rng.random((n, 2, 2, s, s, 3), dtype="float32"),
     }
     data = {k: np.repeat(v[None], args.steps + 1, axis=0) for k, v in pair.items()}
 
@@ -102,6 +110,7 @@ def main():
         "image_pairs_per_step": 2 * n,
         "input": f"{t}x{s}x{s}",
         "xla": not args.no_xla,
+        "dtype_policy": args.dtype_policy,
         "seconds_per_minimax_step": round(step_seconds, 3),
         "clips_per_second": round(2 * c / step_seconds, 3),
         "first_step_with_compile_seconds": round(compile_seconds, 1),

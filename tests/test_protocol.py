@@ -3,6 +3,7 @@
 import json
 
 import keras
+import matplotlib.image
 import numpy as np
 import pytest
 import tiny_models
@@ -64,6 +65,14 @@ def test_evaluate_learned_and_baselines_then_resume(benchmark, tmp_path, monkeyp
     monkeypatch.setattr(protocol, "train_privacy_target", no_training)
     again = protocol.evaluate(config, data, protocol.methods_of(config), out)
     assert again.methods == report.methods
+
+    # An evaluation of one method into the same report keeps every method's row of frames.png
+    # (one 200-pixel row per method of the report, raw first).
+    only_raw = tiny_config(benchmark, tmp_path, eval_methods="raw")
+    protocol.evaluate(only_raw, data, protocol.methods_of(only_raw), out)
+    assert sorted(path.stem for path in (out / "frames").glob("*.npy")) == sorted(results)
+    height = matplotlib.image.imread(out / "frames.png").shape[0]
+    assert height == 200 * len(results)
 
 
 def test_interrupted_evaluation_keeps_finished_methods(benchmark, tmp_path, monkeypatch):

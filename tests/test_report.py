@@ -79,7 +79,7 @@ def test_corrupt_report_json_is_an_error(tmp_path):
 def test_tradeoff_plot_is_written(tmp_path):
     path = _filled_report(tmp_path).plot_tradeoff()
     assert path == tmp_path / "tradeoff.png" and path.stat().st_size > 1000
-    assert matplotlib.image.imread(path).shape == (450, 600, 4)
+    assert matplotlib.image.imread(path).shape == (450, 750, 4)  # 7.5 x 4.5 in, legend at right
 
 
 def test_frame_strip_one_row_per_method(tmp_path):

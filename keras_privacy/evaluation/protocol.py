@@ -52,7 +52,7 @@ from keras_privacy.data.video import probe_video, read_video, write_video
 from keras_privacy.evaluation import metrics
 from keras_privacy.evaluation.baselines import BASELINES, PEOPLE_BASELINES, build_baseline
 from keras_privacy.evaluation.detection import BoxesFromFile, Detector, PersonOrFaceDetector
-from keras_privacy.evaluation.report import Report, save_frame_strip
+from keras_privacy.evaluation.report import RAW_METHOD, Report, save_frame_strip
 from keras_privacy.models import registry
 from keras_privacy.models.resnet import privacy_classifier
 from keras_privacy.models.unet import apply_per_frame
@@ -426,8 +426,29 @@ def evaluate(
             extra=result,
         )
     report.plot_tradeoff()
-    save_frame_strip(_example_frames(config, data, methods, out_dir), out_dir / "frames.png")
+    save_frame_strip(_frames_of_report(config, data, methods, report), out_dir / "frames.png")
     return report
+
+
+def _frames_of_report(
+    config: ExperimentConfig,
+    data: EvaluationData,
+    methods: Sequence[Anonymization],
+    report: Report,
+) -> dict[str, np.ndarray]:
+    """The example clip as raw data and every method of the report show it. Each method's
+    clip is kept in `out_dir/frames/<method>.npy`, so methods evaluated by earlier runs into
+    the same report keep their row in frames.png."""
+    frames_dir = report.out_dir / "frames"
+    frames_dir.mkdir(parents=True, exist_ok=True)
+    for name, clip in _example_frames(config, data, methods, report.out_dir).items():
+        np.save(frames_dir / f"{name}.npy", clip)
+    names = dict.fromkeys([RAW_METHOD, *report.methods])
+    return {
+        name: np.load(frames_dir / f"{name}.npy")
+        for name in names
+        if (frames_dir / f"{name}.npy").is_file()
+    }
 
 
 def _target_results(

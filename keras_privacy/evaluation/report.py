@@ -27,6 +27,9 @@ RAW_METHOD = "raw"
 _DPI = 100
 _LABEL_WIDTH = 40
 _JSON_NAME = "report.json"
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "p", "h")
+"""Point markers of the trade-off plot: with 10 colours, every (colour, marker) pair differs
+for the first 110 methods."""
 _MARKDOWN_NAME = "report.md"
 _COMPARED = ("protocol", "class_names", "attribute_names")
 """Evaluation record keys that must agree for results to share one report."""
@@ -181,27 +184,28 @@ class Report:
         )
 
     def plot_tradeoff(self, path: str | os.PathLike = "tradeoff.png") -> Path:
-        """Privacy cMAP (x) against action top-1 (y), one labelled point per method, like
-        SPAct's Fig. 4; the best trade-off lies top left. A relative `path` is in `out_dir`."""
+        """Privacy cMAP (x) against action top-1 (y), one point per method, like SPAct's
+        Fig. 4; the best trade-off lies top left. Each method has its own colour and marker
+        (raw a star), named in the legend, so close points stay readable. A relative `path` is
+        in `out_dir`."""
         path = self._resolve(path)
-        figure = Figure(figsize=(6, 4.5), dpi=_DPI)
+        figure = Figure(figsize=(7.5, 4.5), dpi=_DPI)
         FigureCanvasAgg(figure)
         axes = figure.add_subplot()
-        for method, result in self._results.items():
-            x, y = 100 * result.privacy_cmap, 100 * result.action_top1
-            axes.scatter(x, y, s=50, marker="*" if method == RAW_METHOD else "o")
-            axes.annotate(method, (x, y), xytext=(5, 5), textcoords="offset points", fontsize=8)
-        axes.annotate(
-            "better",
-            xy=(0.06, 0.94),
-            xytext=(0.28, 0.72),
-            xycoords="axes fraction",
-            arrowprops={"arrowstyle": "->", "lw": 1.5},
-            fontsize=9,
-        )
+        for index, (method, result) in enumerate(self._results.items()):
+            axes.scatter(
+                100 * result.privacy_cmap,
+                100 * result.action_top1,
+                s=110 if method == RAW_METHOD else 50,
+                color=f"C{index % 10}",
+                marker="*" if method == RAW_METHOD else _MARKERS[index % len(_MARKERS)],
+                label=method,
+            )
+        axes.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
+        axes.set_title("best trade-off: top left", fontsize=9)
         axes.set_xlabel("privacy cMAP (%) (lower is better)")
         axes.set_ylabel(f"action {self.action_metric} (%) (higher is better)")
-        axes.margins(0.25)
+        axes.margins(0.15)
         axes.grid(alpha=0.3)
         figure.tight_layout()
         figure.savefig(path)
