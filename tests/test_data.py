@@ -4,9 +4,11 @@ The annotation lists and videos are the real files of ../shared/fixtures (read i
 inputs that must be broken or that cannot be redistributed are generated in tmp_path.
 """
 
+import concurrent.futures
 import json
 import os
 import re
+import threading
 from pathlib import Path
 
 import cv2
@@ -682,6 +684,24 @@ def test_video_cache_resumes(tmp_path, video_split):
     assert changed["fingerprint"] != first["fingerprint"]
     assert shards[0].stat().st_mtime_ns != 1
     assert {min(r["height"], r["width"]) for r in _records(read_video_cache(out))} == {24}
+
+
+def test_two_writers_prepare_one_cache_at_once(tmp_path, video_split):
+    # Two trainings started together on one dataset both prepare its cache: each writes its
+    # own temporary files, so neither fails on the other's rename.
+    split, _ = video_split
+    out = tmp_path / "cache"
+    start = threading.Barrier(2)
+
+    def prepare():
+        start.wait()
+        return prepare_video_cache(split, out, short_side=32, num_shards=2, workers=1)
+
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        first, second = [future.result() for future in [pool.submit(prepare) for _ in range(2)]]
+    assert first == second
+    assert verify_cache(out)["ok"]
+    assert not list(out.glob("*.tmp"))
 
 
 def test_video_cache_rebuilt_when_a_source_file_is_rewritten(tmp_path, video_split):

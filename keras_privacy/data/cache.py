@@ -18,6 +18,7 @@ import concurrent.futures
 import hashlib
 import json
 import os
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -150,11 +151,17 @@ def _complete(path: Path, fingerprint: str) -> dict | None:
     return info if info.get("fingerprint") == fingerprint else None
 
 
+def _temporary_next_to(path: Path) -> Path:
+    """A name beside `path` that no other writer uses: two processes (or threads) preparing the
+    same cache at once each write their own file, and the last rename wins with equal content."""
+    return path.with_name(f"{path.name}.{uuid.uuid4().hex}.tmp")
+
+
 def _write_shard(path: Path, records: Iterator[tuple[Example, bytes | str]], fingerprint: str):
     """Write `records` ((example, serialized record or failure reason)) to `path` atomically:
     a temporary file, then (after removing any older shard, so a crash in between never pairs an
     old shard with a new sidecar) its sidecar, then the rename that marks the shard complete."""
-    temporary = path.with_name(path.name + ".tmp")
+    temporary = _temporary_next_to(path)
     count, failures = 0, []
     with tf.io.TFRecordWriter(str(temporary)) as writer:
         for example, record in records:
@@ -164,7 +171,7 @@ def _write_shard(path: Path, records: Iterator[tuple[Example, bytes | str]], fin
             else:
                 failures.append({"path": example.path, "reason": record})
     info = {"fingerprint": fingerprint, "count": count, "failures": failures}
-    sidecar_tmp = temporary.with_suffix(".json.tmp")
+    sidecar_tmp = _temporary_next_to(_sidecar(path))
     sidecar_tmp.write_text(json.dumps(info))
     path.unlink(missing_ok=True)
     os.replace(sidecar_tmp, _sidecar(path))
@@ -235,7 +242,7 @@ def _prepare(
         "failures": [f for s in shards for f in s["failures"]],
         "missing": list(split.missing),
     }
-    temporary = out / (MANIFEST + ".tmp")
+    temporary = _temporary_next_to(out / MANIFEST)
     temporary.write_text(json.dumps(manifest, indent=1))
     os.replace(temporary, out / MANIFEST)
     return manifest
