@@ -44,6 +44,16 @@ def test_json_round_trip_and_resume(tmp_path):
     assert again.get("spact").action_top1 == pytest.approx(0.61)
 
 
+def test_two_evaluations_into_one_report_keep_each_others_rows(tmp_path):
+    # Both load the report before either adds a row (two evaluate.py runs at once).
+    first, second = Report(tmp_path), Report(tmp_path)
+    first.add("raw", 0.6, 0.8, 0.5)
+    second.add("spact", 0.6, 0.4, 0.25)
+    first.add("vita", 0.5, 0.3, 0.2)
+    assert Report(tmp_path).methods == ["raw", "spact", "vita"]
+    assert "| spact |" in (tmp_path / "report.md").read_text()
+
+
 def test_markdown_table_has_every_method_and_relative_drops(tmp_path):
     rows = _filled_report(tmp_path).markdown().splitlines()
     cells = [row.strip("| ").split(" | ") for row in rows[2:5]]
