@@ -27,12 +27,12 @@ RAW_METHOD = "raw"
 _DPI = 100
 _LABEL_WIDTH = 40
 _JSON_NAME = "report.json"
-_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "p", "h")
-"""Point markers of the trade-off plot: with 10 colours, every (colour, marker) pair differs
-for the first 110 methods."""
 _MARKDOWN_NAME = "report.md"
 _COMPARED = ("protocol", "class_names", "attribute_names")
 """Evaluation record keys that must agree for results to share one report."""
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "p", "h")
+"""Point markers of the trade-off plot: with 10 colours, every (colour, marker) pair differs
+for the first 110 methods."""
 
 
 @dataclasses.dataclass(frozen=True)
