@@ -243,14 +243,9 @@ def tiny_config(benchmark, tmp_path, **overrides):
 
 
 def variant_run_config(benchmark, tmp_path, **overrides):
-    """A validated `ExperimentConfig` of a short SPAct-variant run on the tiny benchmark: no
-    identity or action init, one epoch of privacy init and of minimax, two steps each."""
-    from keras_privacy.config import ExperimentConfig
-
-    settings = dict(
-        **TINY_RUN,
-        synthetic_dir=str(benchmark),
-        run_dir=str(tmp_path / "run"),
+    """`tiny_config` of a short SPAct-variant run: no identity or action init, one epoch of
+    privacy init and of minimax, two steps each."""
+    short_run = dict(
         anonymizer="unet_tiny",
         projection_hidden=16,
         projection_dim=8,
@@ -261,6 +256,4 @@ def variant_run_config(benchmark, tmp_path, **overrides):
         minimax_epochs=1,
         steps_per_epoch=2,
     )
-    config = ExperimentConfig(**(settings | overrides))
-    config.validate()
-    return config
+    return tiny_config(benchmark, tmp_path, **(short_run | overrides))
