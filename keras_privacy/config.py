@@ -257,6 +257,14 @@ class ExperimentConfig:
     triplet_margin: float = field(
         default=1.0, metadata=_help("Margin mu of the triplet term (TeD-SPAD: 1).", "variants")
     )
+    adversary_jitter: float = field(
+        default=0.0,
+        metadata=_help(
+            "Strength of a random colour jitter (SimCLR's colour distortion) of f_A's outputs "
+            "before an image f_B, in both halves of the minimax (0 = off; SimCLR: 1).",
+            "variants",
+        ),
+    )
 
     # Evaluation
     eval_methods: str = field(
@@ -465,6 +473,13 @@ class ExperimentConfig:
             )
         if not 0 <= self.moco_momentum < 1:
             raise ValueError(f"--moco_momentum must be in [0, 1), got {self.moco_momentum}")
+        if self.adversary_jitter < 0:
+            raise ValueError(f"--adversary_jitter cannot be negative, got {self.adversary_jitter}")
+        if self.adversary_jitter > 0 and self.ssl_adversary == "spatiotemporal":
+            raise ValueError(
+                "--adversary_jitter jitters the images of an image adversary; "
+                "--ssl_adversary=spatiotemporal sees clips"
+            )
         if self.triplet_weight < 0 or self.triplet_margin < 0:
             raise ValueError("--triplet_weight and --triplet_margin cannot be negative")
         if self.triplet_weight > 0 and self.clip_length < 2:

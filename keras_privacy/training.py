@@ -190,6 +190,8 @@ def training_phases(
                 moco_momentum=config.moco_momentum,
                 triplet_weight=config.triplet_weight,
                 triplet_margin=config.triplet_margin,
+                adversary_jitter=config.adversary_jitter,
+                seed=config.seed,
             ),
             lambda: {
                 "anonymizer": adam(config.anonymizer_lr),

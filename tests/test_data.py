@@ -539,6 +539,18 @@ def test_write_video_odd_size_and_h264(tmp_path):
         write_video(tmp_path / "none.avi", [])
 
 
+def test_write_video_mpeg4_quality_sets_the_quantiser(tmp_path):
+    # A smooth moving gradient: the finer quantiser (1) reproduces it better than a coarse one.
+    ramp = np.linspace(0, 255, 48)[None, :, None] + np.arange(8)[:, None, None, None] * 3
+    frames = np.broadcast_to(ramp % 256, (8, 32, 48, 3)).astype(np.uint8)
+    errors = {}
+    for quality in (1, 8):
+        path = tmp_path / f"q{quality}.avi"
+        write_video(path, frames, fps=25, quality=quality)
+        errors[quality] = np.abs(read_video(path).astype(float) - frames).mean()
+    assert errors[1] < errors[8] / 2, errors
+
+
 def test_read_video_bad_max_frames(fixtures_dir):
     with pytest.raises(ValueError, match="max_frames"):
         read_video(fixtures_dir / "videos" / "test.avi", max_frames=0)

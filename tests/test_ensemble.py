@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import tiny_models
 from test_losses import nt_xent_reference
+from tiny_models import AdversaryHalfOnly
 
 from keras_privacy.methods.init import PrivacyInit
 from keras_privacy.methods.spact import SPAct, anonymize_batch, contrastive_views
@@ -24,11 +25,6 @@ def make_trainer(privacy, cls=SPAct, optimizer=lambda: keras.optimizers.Adam(1e-
     trainer = cls(*models, privacy, **kwargs)
     trainer.compile({group: optimizer() for group in trainer.groups()})
     return trainer
-
-
-class AdversaryHalfOnly(SPAct):
-    def updates(self, data):
-        return super().updates(data)[1:]
 
 
 def snapshot(model):

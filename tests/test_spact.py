@@ -8,7 +8,7 @@ import keras
 import numpy as np
 import pytest
 import tiny_models
-from tiny_models import changed_groups, snapshot
+from tiny_models import AdversaryHalfOnly, AnonymizerHalfOnly, changed_groups, snapshot
 
 from keras_privacy.methods.init import ActionInit, IdentityInit, PrivacyInit
 from keras_privacy.methods.spact import SPAct
@@ -32,16 +32,6 @@ def test_every_optimizer_advances_each_minimax_step():
     trainer.fit(tiny_models.paired_dataset(3), epochs=1, verbose=0)
     assert [int(trainer.group_optimizer(g).iterations) for g in GROUPS] == [3, 3, 3]
     assert int(trainer.optimizer.iterations) == 3
-
-
-class AnonymizerHalfOnly(SPAct):
-    def updates(self, data):
-        return super().updates(data)[:1]
-
-
-class AdversaryHalfOnly(SPAct):
-    def updates(self, data):
-        return super().updates(data)[1:]
 
 
 def test_anonymizer_step_changes_only_the_anonymizer():

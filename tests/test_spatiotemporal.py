@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tiny_models
 from test_losses import nt_xent_reference
-from tiny_models import changed_groups, snapshot
+from tiny_models import AdversaryHalfOnly, AnonymizerHalfOnly, changed_groups, snapshot
 
 from keras_privacy.config import ExperimentConfig
 from keras_privacy.methods.init import PrivacyInit
@@ -25,16 +25,6 @@ def make_trainer(cls=SPAct, **kwargs):
     )
     trainer.compile({group: keras.optimizers.Adam(1e-2) for group in GROUPS})
     return trainer
-
-
-class AnonymizerHalfOnly(SPAct):
-    def updates(self, data):
-        return super().updates(data)[:1]
-
-
-class AdversaryHalfOnly(SPAct):
-    def updates(self, data):
-        return super().updates(data)[1:]
 
 
 def clip_batch(seed: int = 0) -> dict:

@@ -137,16 +137,9 @@ def test_seeded(tmp_path):
     first = _digests(tmp_path / "a")
     other = _digests(tmp_path / "b")
     assert set(first) == set(other) and len(first) > 30
-    # same seed, also when overwriting another seed's files: the same bytes, but for the H.264
-    # videos, whose bytes were seen to vary on a loaded machine: the same pictures there
+    # same seed, also when overwriting another seed's files: the same bytes
     write_synthetic_benchmark(tmp_path / "b", seed=3, **options)
-    again = _digests(tmp_path / "b")
-    for name in first:
-        if name.endswith(".avi"):
-            a, b = (read_video(tmp_path / run / name).astype(float) for run in ("a", "b"))
-            assert np.abs(a - b).mean() < 1.0, name
-        else:
-            assert again[name] == first[name], name
+    assert _digests(tmp_path / "b") == first
     # another seed: other pictures and other labels
     for name in first:
         if name.endswith((".avi", ".jpg", "vp_labels.csv", "person_boxes.json")):

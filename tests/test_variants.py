@@ -4,6 +4,7 @@ import keras
 import numpy as np
 import pytest
 import tiny_models
+from tiny_models import AdversaryHalfOnly, AnonymizerHalfOnly
 
 from keras_privacy import losses
 from keras_privacy.methods.engine import value_and_gradient
@@ -31,16 +32,6 @@ def snapshot(model):
 
 def half(pair: dict, index: int) -> dict:
     return {key: value[:, index] for key, value in pair.items()}
-
-
-class AnonymizerHalfOnly(SPAct):
-    def updates(self, data):
-        return super().updates(data)[:1]
-
-
-class AdversaryHalfOnly(SPAct):
-    def updates(self, data):
-        return super().updates(data)[1:]
 
 
 # ------------------------------------------------------------------------ TeD-SPAD triplet term

@@ -4,6 +4,8 @@ import keras
 import numpy as np
 from keras import layers
 
+from keras_privacy.methods.spact import SPAct
+
 TINY_RUN = dict(
     action_dataset="synthetic",
     privacy_dataset="synthetic",
@@ -257,3 +259,17 @@ def variant_run_config(benchmark, tmp_path, **overrides):
         steps_per_epoch=2,
     )
     return tiny_config(benchmark, tmp_path, **(short_run | overrides))
+
+
+class AnonymizerHalfOnly(SPAct):
+    """SPAct with the anonymizer half of the step only."""
+
+    def updates(self, data):
+        return super().updates(data)[:1]
+
+
+class AdversaryHalfOnly(SPAct):
+    """SPAct with the adversary half of the step only."""
+
+    def updates(self, data):
+        return super().updates(data)[1:]

@@ -120,8 +120,9 @@ def write_video(
     """Write RGB uint8 frames (an array or an iterable of (H, W, 3)) as a playable video.
 
     Used to write test and benchmark videos in the real datasets' formats. Odd sizes are padded
-    by one edge pixel (yuv420p needs even sizes). `quality` is MPEG-4's qscale (1 = best); for
-    other codecs (libx264) it is passed as CRF = 5 * quality.
+    by one edge pixel (yuv420p needs even sizes). `quality` is MPEG-4's quantiser scale (1 =
+    best, every frame at exactly that scale); for other codecs (libx264) it is passed as
+    CRF = 5 * quality.
     """
     container = av.open(os.fspath(path), "w")
     try:
@@ -134,7 +135,9 @@ def write_video(
                 stream.width = frame.shape[1] + frame.shape[1] % 2
                 stream.pix_fmt = "yuv420p"
                 stream.options = (
-                    {"qscale": str(quality)} if codec == "mpeg4" else {"crf": str(quality * 5)}
+                    {"qmin": str(quality), "qmax": str(quality)}
+                    if codec == "mpeg4"
+                    else {"crf": str(quality * 5)}
                 )
             pad = ((0, stream.height - frame.shape[0]), (0, stream.width - frame.shape[1]), (0, 0))
             image = av.VideoFrame.from_ndarray(np.pad(frame, pad, mode="edge"), format="rgb24")

@@ -58,6 +58,7 @@ import keras
 from keras import ops
 
 from keras_privacy import losses
+from keras_privacy.methods.colour_jitter import ColourJitter
 from keras_privacy.methods.engine import (
     GroupValues,
     StatelessTrainer,
@@ -224,6 +225,10 @@ class SPAct(StatelessTrainer):
         moco_momentum: m of MoCo's key encoder EMA (MoCo: 0.999).
         triplet_weight: weight of TeD-SPAD's temporal triplet term (0 turns it off).
         triplet_margin: its margin mu (TeD-SPAD: 1).
+        adversary_jitter: strength of the random colour jitter of f_A's outputs before the
+            image adversary f_B (`ColourJitter`, group `jitter`; 0 turns it off), in both
+            halves, independently for the two sides of a pair. Not for `spatiotemporal`.
+        seed: seed of the jitter's random draws.
     """
 
     log_names = (
@@ -252,6 +257,8 @@ class SPAct(StatelessTrainer):
         moco_momentum: float = 0.999,
         triplet_weight: float = 0.0,
         triplet_margin: float = 1.0,
+        adversary_jitter: float = 0.0,
+        seed: int = 0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -266,6 +273,11 @@ class SPAct(StatelessTrainer):
                 f"ssl_adversary='ntxent' only, got {ssl_adversary!r}"
             )
         video = ssl_adversary == "spatiotemporal"
+        if video and adversary_jitter > 0:
+            raise ValueError(
+                "adversary_jitter jitters the images of an image adversary; "
+                "ssl_adversary='spatiotemporal' sees clips"
+            )
         for encoder in encoders:
             if len(encoder.input_shape) != (5 if video else 4):
                 raise ValueError(
@@ -288,6 +300,14 @@ class SPAct(StatelessTrainer):
         self.moco_momentum = moco_momentum
         self.triplet_weight = triplet_weight
         self.triplet_margin = triplet_margin
+        self.adversary_jitter = adversary_jitter
+        self.seed = seed
+        self.jitter = None
+        if adversary_jitter > 0:
+            self.jitter = keras.Sequential(
+                [keras.Input((None, None, 3)), ColourJitter(adversary_jitter, seed=seed)],
+                name="jitter",
+            )
         dim = self.privacy_encoder.output_shape[-1]
         self.rotation_head = None
         self.momentum = None
@@ -311,6 +331,8 @@ class SPAct(StatelessTrainer):
             groups["rotation"] = self.rotation_head
         if self.momentum is not None:
             groups["momentum"] = self.momentum
+        if self.jitter is not None:
+            groups["jitter"] = self.jitter
         return groups
 
     def call(self, clips, training=False):
@@ -341,7 +363,19 @@ class SPAct(StatelessTrainer):
     def _privacy_term(self, values: GroupValues, first, second, training: bool):
         """L_B of the adversary on the two sides of the positive pairs (an ensemble's: the mean
         of its members' NT-Xent losses), and the new non-trainable values by group (the momentum
-        state changes only when `training`)."""
+        state changes only when `training`; the jitter's seed state at every call)."""
+        jitter_state = {}
+        if self.jitter is not None:
+            num = ops.shape(first)[0]
+            jittered, jitter_state["jitter"] = self.run(
+                "jitter", values, ops.concatenate([first, second], axis=0)
+            )
+            first, second = jittered[:num], jittered[num:]
+        loss, states = self._adversary_term(values, first, second, training)
+        return loss, {**states, **jitter_state}
+
+    def _adversary_term(self, values: GroupValues, first, second, training: bool):
+        """`_privacy_term` on the two sides as the adversary sees them."""
         if self.ssl_adversary in ("ntxent", "spatiotemporal"):
             member_losses, states = [], {}
             for group in self.privacy_groups:
@@ -386,7 +420,7 @@ class SPAct(StatelessTrainer):
         logits, _ = action_logits(self, values, anon_frames, clip_length, training=False)
         action_loss = losses.softmax_cross_entropy(batch["labels"], logits)
         triplet = self._triplet(values, anon_frames, clip_length, training=False)
-        contrastive, _ = self._privacy_term(values, first, second, training=False)
+        contrastive, privacy_states = self._privacy_term(values, first, second, training=False)
         penalty = losses.rms_penalty(
             batch["clips"], ops.reshape(anon_frames, ops.shape(batch["clips"])), self.penalty_budget
         )
@@ -402,7 +436,10 @@ class SPAct(StatelessTrainer):
                 "penalty": penalty,
                 "anonymizer_triplet_loss": triplet,
             },
-            "non_trainable": {"anonymizer": anonymizer_state},
+            "non_trainable": {
+                "anonymizer": anonymizer_state,
+                **{k: v for k, v in privacy_states.items() if k == "jitter"},
+            },
         }
 
     def _adversary_loss(self, values: GroupValues, batch: dict):
@@ -445,6 +482,8 @@ class SPAct(StatelessTrainer):
             "moco_momentum": self.moco_momentum,
             "triplet_weight": self.triplet_weight,
             "triplet_margin": self.triplet_margin,
+            "adversary_jitter": self.adversary_jitter,
+            "seed": self.seed,
         }
 
     @classmethod

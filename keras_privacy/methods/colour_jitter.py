@@ -1,0 +1,139 @@
+"""Random colour jitter of the anonymized images that the self-supervised adversary sees.
+
+Without it, f_A escapes a contrastive f_B cheaply: an invertible per-image colour remapping of
+its output moves f_B's embeddings (L_B rises) while every private cue stays visible, and a fresh
+attacker trained on the remapped images recovers them all (README, "Why SPAct's privacy cut
+stops near 12 %"). Jittering the colours of every image before f_B, independently for the two
+sides of a positive pair (SimCLR's colour distortion: brightness, contrast, saturation, hue and
+random grayscale), trains an f_B that does not rely on colour, so a colour remapping no longer
+fools it and f_A has to remove structure (scene layout, textures) to raise L_B.
+
+The jitter is one 3 x 3 colour matrix per image and a contrast blend, so it is smooth and its
+gradient reaches f_A everywhere except where the result is clipped to [0, 1]. Its random
+draws are a hash of (seed, number of earlier calls, position): the count is a non-trainable
+weight of the layer, which a stateless call returns advanced, so the trainer threads it
+through both halves of a step, checkpoints save it, and both backends draw the same numbers.
+"""
+
+from __future__ import annotations
+
+import math
+
+import keras
+import numpy as np
+from keras import ops
+
+RGB_TO_YIQ = np.array(
+    [[0.299, 0.587, 0.114], [0.596, -0.274, -0.322], [0.211, -0.523, 0.312]], np.float32
+)
+"""Rows: luma Y and the two chroma axes I, Q of an RGB colour (NTSC)."""
+LUMA = RGB_TO_YIQ[0]
+
+
+def colour_matrices(brightness, saturation, hue, grayscale):
+    """Per image (each argument (N,)), the (N, 3, 3) matrix that maps an RGB colour to its
+    jittered colour: the chroma plane (I, Q) rotated by `hue` turns, scaled by `saturation`,
+    dropped where `grayscale` is 1, and everything multiplied by `brightness`."""
+    angle = 2.0 * math.pi * hue
+    chroma = saturation * (1.0 - grayscale)
+    cos, sin = chroma * ops.cos(angle), chroma * ops.sin(angle)
+    ones, zeros = ops.ones_like(cos), ops.zeros_like(cos)
+    yiq = ops.stack(
+        [
+            ops.stack([ones, zeros, zeros], axis=-1),
+            ops.stack([zeros, cos, -sin], axis=-1),
+            ops.stack([zeros, sin, cos], axis=-1),
+        ],
+        axis=-2,
+    )
+    to_yiq = ops.convert_to_tensor(RGB_TO_YIQ)
+    from_yiq = ops.convert_to_tensor(np.linalg.inv(RGB_TO_YIQ).astype(np.float32))
+    return ops.matmul(ops.matmul(from_yiq, yiq), to_yiq) * brightness[:, None, None]
+
+
+def jitter_colours(images, brightness, contrast, saturation, hue, grayscale):
+    """(N, H, W, 3) images in [0, 1] with per-image factors (each (N,)): brightness and
+    contrast multiply (1 = unchanged), saturation scales the chroma, hue rotates it (turns),
+    grayscale (0 or 1) removes it. Returns the jittered images clipped to [0, 1]."""
+    matrices = colour_matrices(brightness, saturation, hue, grayscale)
+    images = ops.einsum("nhwc,ndc->nhwd", images, ops.cast(matrices, images.dtype))
+    luma = ops.einsum("nhwc,c->nhw", images, ops.convert_to_tensor(LUMA, images.dtype))
+    mean = ops.mean(luma, axis=(1, 2))[:, None, None, None]
+    contrast = ops.cast(contrast, images.dtype)[:, None, None, None]
+    return ops.clip((images - mean) * contrast + mean, 0.0, 1.0)
+
+
+def _mix(x):
+    """A 32-bit integer hash (lowbias32) of uint32 `x`: nearby inputs give unrelated outputs."""
+    x = ops.bitwise_xor(x, ops.right_shift(x, 16))
+    x = ops.multiply(x, ops.convert_to_tensor(0x7FEB352D, "uint32"))
+    x = ops.bitwise_xor(x, ops.right_shift(x, 15))
+    x = ops.multiply(x, ops.convert_to_tensor(0x846CA68B, "uint32"))
+    return ops.bitwise_xor(x, ops.right_shift(x, 16))
+
+
+def hashed_uniform(seed: int, counter, count: int):
+    """`count` numbers uniform in [0, 1) (24-bit), a function of (seed, counter) only."""
+    key = _mix(ops.cast(counter, "uint32") + ops.convert_to_tensor(seed % 2**32, "uint32"))
+    golden = ops.convert_to_tensor(0x9E3779B9, "uint32")
+    positions = ops.cast(ops.arange(count, dtype="int32"), "uint32")
+    bits = _mix(ops.bitwise_xor(positions, key) * golden + key)
+    return ops.cast(ops.right_shift(bits, 8), "float32") / float(2**24)
+
+
+@keras.saving.register_keras_serializable(package="keras_privacy")
+class ColourJitter(keras.layers.Layer):
+    """SimCLR-style colour distortion of (N, H, W, 3) images in [0, 1], per image.
+
+    With `strength` s, brightness, contrast and saturation factors are uniform in
+    [1 - 0.8 s, 1 + 0.8 s], the hue shift uniform in +-0.2 s turns, and an image turns gray with
+    probability `grayscale_probability` (SimCLR: s = 1 for ImageNet, 0.2). Always active: the
+    trainer calls it only where the adversary's inputs are jittered. Every call draws new
+    factors and counts itself in the non-trainable weight `calls`.
+
+    Args:
+        strength: s, the jitter strength (0 leaves colours unchanged).
+        grayscale_probability: chance that an image loses its colour.
+        seed: seed of the layer's random draws.
+    """
+
+    def __init__(
+        self,
+        strength: float = 1.0,
+        grayscale_probability: float = 0.2,
+        seed: int = 0,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if strength < 0 or not 0 <= grayscale_probability <= 1:
+            raise ValueError(
+                "ColourJitter needs strength >= 0 and grayscale_probability in [0, 1], got "
+                f"{strength} and {grayscale_probability}"
+            )
+        self.strength = strength
+        self.grayscale_probability = grayscale_probability
+        self.seed = seed
+        self.calls = self.add_weight(
+            shape=(), initializer="zeros", dtype="int32", trainable=False, name="calls"
+        )
+
+    def call(self, images):
+        count = ops.shape(images)[0]
+        draws = ops.reshape(hashed_uniform(self.seed, self.calls.value, 5 * count), (5, count))
+        self.calls.assign(self.calls.value + 1)
+        spread = 0.8 * self.strength
+        factors = [1.0 + spread * (2.0 * draws[i] - 1.0) for i in range(3)]
+        hue = 0.2 * self.strength * (2.0 * draws[3] - 1.0)
+        grayscale = ops.cast(draws[4] < self.grayscale_probability, draws.dtype)
+        return jitter_colours(images, *factors, hue, grayscale)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self) -> dict:
+        return {
+            **super().get_config(),
+            "strength": self.strength,
+            "grayscale_probability": self.grayscale_probability,
+            "seed": self.seed,
+        }

@@ -1,0 +1,143 @@
+import keras
+import numpy as np
+import pytest
+import tiny_models
+from tiny_models import AdversaryHalfOnly, AnonymizerHalfOnly, changed_groups, snapshot
+
+from keras_privacy.methods.colour_jitter import ColourJitter, jitter_colours
+from keras_privacy.methods.spact import SPAct
+
+RNG = np.random.default_rng(0)
+IMAGES = RNG.uniform(0.1, 0.9, (3, 5, 6, 3)).astype("float32")
+
+
+def reference_jitter(image, brightness, contrast, saturation, hue, grayscale):
+    """One image, pixel by pixel: brightness, then hue and saturation in NTSC's YIQ, then
+    contrast around the mean luma, clipped."""
+    out = np.empty_like(image)
+    for index in np.ndindex(image.shape[:2]):
+        r, g, b = brightness * image[index]
+        y = 0.299 * r + 0.587 * g + 0.114 * b
+        i = 0.596 * r - 0.274 * g - 0.322 * b
+        q = 0.211 * r - 0.523 * g + 0.312 * b
+        angle = 2 * np.pi * hue
+        i, q = i * np.cos(angle) - q * np.sin(angle), i * np.sin(angle) + q * np.cos(angle)
+        chroma = 0.0 if grayscale else saturation
+        i, q = chroma * i, chroma * q
+        # The inverse of the matrix above (NTSC's YIQ -> RGB, rounded to 4 digits).
+        out[index] = (
+            y + 0.9563 * i + 0.6210 * q,
+            y - 0.2721 * i - 0.6474 * q,
+            y - 1.1070 * i + 1.7046 * q,
+        )
+    luma = out @ np.array([0.299, 0.587, 0.114])
+    return np.clip((out - luma.mean()) * contrast + luma.mean(), 0.0, 1.0)
+
+
+def factors(*values):
+    return [np.full(len(IMAGES), v, "float32") for v in values]
+
+
+def test_neutral_factors_leave_images_unchanged():
+    out = jitter_colours(IMAGES, *factors(1.0, 1.0, 1.0, 0.0, 0.0))
+    np.testing.assert_allclose(out, IMAGES, atol=1e-5)
+
+
+def test_a_full_hue_turn_is_the_identity():
+    out = jitter_colours(IMAGES, *factors(1.0, 1.0, 1.0, 1.0, 0.0))
+    np.testing.assert_allclose(out, IMAGES, atol=1e-5)
+
+
+def test_grayscale_gives_equal_channels_of_the_same_luma():
+    out = keras.ops.convert_to_numpy(jitter_colours(IMAGES, *factors(1.0, 1.0, 1.0, 0.0, 1.0)))
+    np.testing.assert_allclose(out[..., 0], out[..., 2], atol=1e-5)
+    luma = np.array([0.299, 0.587, 0.114])
+    np.testing.assert_allclose(out @ luma, IMAGES @ luma, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "values", [(1.3, 0.7, 1.5, 0.1, 0.0), (0.6, 1.4, 0.3, -0.15, 0.0), (1.1, 1.2, 1.0, 0.05, 1.0)]
+)
+def test_jitter_matches_a_per_pixel_reference(values):
+    out = keras.ops.convert_to_numpy(jitter_colours(IMAGES, *factors(*values)))
+    for image, result in zip(IMAGES, out):
+        np.testing.assert_allclose(result, reference_jitter(image, *values), atol=2e-3)
+
+
+def test_layer_draws_new_factors_per_image_and_per_call_and_repeats_with_its_seed():
+    same = np.repeat(IMAGES[:1], 4, axis=0)
+    layer = ColourJitter(1.0, seed=5)
+    first = keras.ops.convert_to_numpy(layer(same))
+    second = keras.ops.convert_to_numpy(layer(same))
+    assert not np.allclose(first[0], first[1])
+    assert not np.allclose(first, second)
+    assert first.min() >= 0.0 and first.max() <= 1.0
+    np.testing.assert_allclose(ColourJitter(1.0, seed=5)(same), first, atol=1e-6)
+
+
+def test_zero_strength_without_grayscale_is_the_identity():
+    layer = ColourJitter(0.0, grayscale_probability=0.0, seed=1)
+    np.testing.assert_allclose(layer(IMAGES), IMAGES, atol=1e-5)
+
+
+def test_config_round_trip_and_bad_arguments():
+    layer = ColourJitter(0.5, grayscale_probability=0.3, seed=2)
+    assert ColourJitter.from_config(layer.get_config()).get_config() == layer.get_config()
+    with pytest.raises(ValueError, match="strength"):
+        ColourJitter(-1.0)
+    with pytest.raises(ValueError, match="grayscale_probability"):
+        ColourJitter(1.0, grayscale_probability=1.5)
+
+
+def make_trainer(cls=SPAct, **kwargs):
+    trainer = cls(
+        tiny_models.anonymizer(),
+        tiny_models.action_model(),
+        tiny_models.privacy_encoder(),
+        adversary_jitter=1.0,
+        seed=0,
+        **kwargs,
+    )
+    trainer.compile({g: keras.optimizers.Adam(1e-2) for g in ("anonymizer", "action", "privacy")})
+    return trainer
+
+
+def seed_state(trainer) -> int:
+    return int(trainer.jitter.layers[0].calls.numpy())
+
+
+@pytest.mark.parametrize(
+    "cls, trained",
+    [
+        (AnonymizerHalfOnly, {"anonymizer", "jitter"}),
+        (AdversaryHalfOnly, {"action", "privacy", "jitter"}),
+        (SPAct, {"anonymizer", "action", "privacy", "jitter"}),
+    ],
+)
+def test_each_half_advances_the_jitter_seed_and_trains_only_its_groups(cls, trained):
+    trainer = make_trainer(cls)
+    before, seed_before = snapshot(trainer), seed_state(trainer)
+    trainer.fit(tiny_models.paired_dataset(1), epochs=1, verbose=0)
+    assert changed_groups(before, snapshot(trainer)) == trained
+    assert seed_state(trainer) == seed_before + (2 if cls is SPAct else 1)
+
+
+def test_jitter_reaches_the_anonymizer_gradient_and_the_seed_state_is_saved(tmp_path):
+    trainer = make_trainer()
+    trainer.fit(tiny_models.paired_dataset(2), epochs=1, verbose=0)
+    assert np.isfinite(trainer.history.history["anonymizer_privacy_loss"][0])
+    trainer.save(tmp_path / "trainer.keras")
+    reloaded = keras.saving.load_model(tmp_path / "trainer.keras", compile=False)
+    assert reloaded.adversary_jitter == 1.0
+    assert seed_state(reloaded) == seed_state(trainer) == 4
+
+
+def test_jitter_refuses_a_video_adversary():
+    with pytest.raises(ValueError, match="spatiotemporal"):
+        SPAct(
+            tiny_models.anonymizer(),
+            tiny_models.action_model(),
+            tiny_models.video_privacy_encoder(),
+            ssl_adversary="spatiotemporal",
+            adversary_jitter=0.5,
+        )
