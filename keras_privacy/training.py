@@ -191,7 +191,7 @@ def training_phases(
                 triplet_weight=config.triplet_weight,
                 triplet_margin=config.triplet_margin,
                 adversary_jitter=config.adversary_jitter,
-                seed=config.seed,
+                jitter_seed=config.seed,
             ),
             lambda: {
                 "anonymizer": adam(config.anonymizer_lr),

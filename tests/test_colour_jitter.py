@@ -4,7 +4,7 @@ import pytest
 import tiny_models
 from tiny_models import AdversaryHalfOnly, AnonymizerHalfOnly, changed_groups, snapshot
 
-from keras_privacy.methods.colour_jitter import ColourJitter, jitter_colours
+from keras_privacy.methods.colour_jitter import ColourJitter, hashed_uniform, jitter_colours
 from keras_privacy.methods.spact import SPAct
 
 RNG = np.random.default_rng(0)
@@ -64,6 +64,30 @@ def test_jitter_matches_a_per_pixel_reference(values):
         np.testing.assert_allclose(result, reference_jitter(image, *values), atol=2e-3)
 
 
+def reference_hashed_uniform(seed: int, counter: int, count: int) -> np.ndarray:
+    """The layer's draws in NumPy: lowbias32 of (position ^ key) * golden + key."""
+
+    def mix(x):
+        x = x ^ (x >> 16)
+        x = x * np.uint32(0x7FEB352D)
+        x = x ^ (x >> 15)
+        x = x * np.uint32(0x846CA68B)
+        return x ^ (x >> 16)
+
+    with np.errstate(over="ignore"):
+        key = mix(np.uint32(counter) + np.uint32(seed))
+        bits = mix((np.arange(count, dtype=np.uint32) ^ key) * np.uint32(0x9E3779B9) + key)
+    return (bits >> 8).astype(np.float32) / 2**24
+
+
+def test_draws_match_a_numpy_reference_so_both_backends_draw_the_same():
+    for seed, counter in ((0, 0), (7, 3), (2**31 + 5, 1000)):
+        expected = reference_hashed_uniform(seed, counter, 1000)
+        drawn = keras.ops.convert_to_numpy(hashed_uniform(seed, counter, 1000))
+        np.testing.assert_array_equal(drawn, expected)
+    assert 0.45 < expected.mean() < 0.55 and expected.min() >= 0 and expected.max() < 1
+
+
 def test_layer_draws_new_factors_per_image_and_per_call_and_repeats_with_its_seed():
     same = np.repeat(IMAGES[:1], 4, axis=0)
     layer = ColourJitter(1.0, seed=5)
@@ -95,14 +119,14 @@ def make_trainer(cls=SPAct, **kwargs):
         tiny_models.action_model(),
         tiny_models.privacy_encoder(),
         adversary_jitter=1.0,
-        seed=0,
+        jitter_seed=0,
         **kwargs,
     )
     trainer.compile({g: keras.optimizers.Adam(1e-2) for g in ("anonymizer", "action", "privacy")})
     return trainer
 
 
-def seed_state(trainer) -> int:
+def jitter_calls(trainer) -> int:
     return int(trainer.jitter.layers[0].calls.numpy())
 
 
@@ -116,10 +140,10 @@ def seed_state(trainer) -> int:
 )
 def test_each_half_advances_the_jitter_seed_and_trains_only_its_groups(cls, trained):
     trainer = make_trainer(cls)
-    before, seed_before = snapshot(trainer), seed_state(trainer)
+    before, calls_before = snapshot(trainer), jitter_calls(trainer)
     trainer.fit(tiny_models.paired_dataset(1), epochs=1, verbose=0)
     assert changed_groups(before, snapshot(trainer)) == trained
-    assert seed_state(trainer) == seed_before + (2 if cls is SPAct else 1)
+    assert jitter_calls(trainer) == calls_before + (2 if cls is SPAct else 1)
 
 
 def test_jitter_reaches_the_anonymizer_gradient_and_the_seed_state_is_saved(tmp_path):
@@ -129,7 +153,7 @@ def test_jitter_reaches_the_anonymizer_gradient_and_the_seed_state_is_saved(tmp_
     trainer.save(tmp_path / "trainer.keras")
     reloaded = keras.saving.load_model(tmp_path / "trainer.keras", compile=False)
     assert reloaded.adversary_jitter == 1.0
-    assert seed_state(reloaded) == seed_state(trainer) == 4
+    assert jitter_calls(reloaded) == jitter_calls(trainer) == 4
 
 
 def test_jitter_refuses_a_video_adversary():

@@ -47,6 +47,11 @@ T // 2 anonymized frames, negative = the next T // 2 frames (disjoint in time), 
 back to T frames by repeating frames (frame i of T is frame floor(i * (T // 2) / T) of its half,
 so models built for T frames take them), positive = the anchor flipped horizontally; the
 embeddings are f_T's outputs (its logits), Euclidean distances, margin mu.
+
+With `adversary_jitter > 0` an image adversary sees f_A's outputs under a random colour
+distortion (`colour_jitter.ColourJitter`, group `jitter`), drawn anew for every image of both
+sides of the pairs in both halves of the step, so that a colour remapping of f_A's output does
+not move f_B's embeddings.
 """
 
 from __future__ import annotations
@@ -228,7 +233,7 @@ class SPAct(StatelessTrainer):
         adversary_jitter: strength of the random colour jitter of f_A's outputs before the
             image adversary f_B (`ColourJitter`, group `jitter`; 0 turns it off), in both
             halves, independently for the two sides of a pair. Not for `spatiotemporal`.
-        seed: seed of the jitter's random draws.
+        jitter_seed: seed of the jitter's random draws.
     """
 
     log_names = (
@@ -258,7 +263,7 @@ class SPAct(StatelessTrainer):
         triplet_weight: float = 0.0,
         triplet_margin: float = 1.0,
         adversary_jitter: float = 0.0,
-        seed: int = 0,
+        jitter_seed: int = 0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -301,11 +306,11 @@ class SPAct(StatelessTrainer):
         self.triplet_weight = triplet_weight
         self.triplet_margin = triplet_margin
         self.adversary_jitter = adversary_jitter
-        self.seed = seed
+        self.jitter_seed = jitter_seed
         self.jitter = None
         if adversary_jitter > 0:
             self.jitter = keras.Sequential(
-                [keras.Input((None, None, 3)), ColourJitter(adversary_jitter, seed=seed)],
+                [keras.Input((None, None, 3)), ColourJitter(adversary_jitter, seed=jitter_seed)],
                 name="jitter",
             )
         dim = self.privacy_encoder.output_shape[-1]
@@ -436,9 +441,10 @@ class SPAct(StatelessTrainer):
                 "penalty": penalty,
                 "anonymizer_triplet_loss": triplet,
             },
+            # f_B ran in inference mode: of its states only the jitter's advanced counter stays.
             "non_trainable": {
                 "anonymizer": anonymizer_state,
-                **{k: v for k, v in privacy_states.items() if k == "jitter"},
+                **({"jitter": privacy_states["jitter"]} if self.jitter is not None else {}),
             },
         }
 
@@ -483,7 +489,7 @@ class SPAct(StatelessTrainer):
             "triplet_weight": self.triplet_weight,
             "triplet_margin": self.triplet_margin,
             "adversary_jitter": self.adversary_jitter,
-            "seed": self.seed,
+            "jitter_seed": self.jitter_seed,
         }
 
     @classmethod
