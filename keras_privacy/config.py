@@ -257,6 +257,15 @@ class ExperimentConfig:
     triplet_margin: float = field(
         default=1.0, metadata=_help("Margin mu of the triplet term (TeD-SPAD: 1).", "variants")
     )
+    adversary_crop: float = field(
+        default=0.0,
+        metadata=_help(
+            "Smallest area of a random resized crop (and flip) of f_A's output before an image "
+            "f_B; > 0 also makes both sides of a pair augmentations of one anonymized image "
+            "(0 = off).",
+            "variants",
+        ),
+    )
     adversary_jitter: float = field(
         default=0.0,
         metadata=_help(
@@ -475,10 +484,14 @@ class ExperimentConfig:
             raise ValueError(f"--moco_momentum must be in [0, 1), got {self.moco_momentum}")
         if self.adversary_jitter < 0:
             raise ValueError(f"--adversary_jitter cannot be negative, got {self.adversary_jitter}")
-        if self.adversary_jitter > 0 and self.ssl_adversary == "spatiotemporal":
+        if not 0 <= self.adversary_crop <= 1:
+            raise ValueError(f"--adversary_crop must be in [0, 1], got {self.adversary_crop}")
+        if (self.adversary_jitter > 0 or self.adversary_crop > 0) and (
+            self.ssl_adversary == "spatiotemporal"
+        ):
             raise ValueError(
-                "--adversary_jitter jitters the images of an image adversary; "
-                "--ssl_adversary=spatiotemporal sees clips"
+                "--adversary_jitter and --adversary_crop augment the images of an image "
+                "adversary; --ssl_adversary=spatiotemporal sees clips"
             )
         if self.triplet_weight < 0 or self.triplet_margin < 0:
             raise ValueError("--triplet_weight and --triplet_margin cannot be negative")

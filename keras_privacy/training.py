@@ -191,7 +191,8 @@ def training_phases(
                 triplet_weight=config.triplet_weight,
                 triplet_margin=config.triplet_margin,
                 adversary_jitter=config.adversary_jitter,
-                jitter_seed=config.seed,
+                adversary_crop=config.adversary_crop,
+                augment_seed=config.seed,
             ),
             lambda: {
                 "anonymizer": adam(config.anonymizer_lr),

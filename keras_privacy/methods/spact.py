@@ -48,10 +48,14 @@ back to T frames by repeating frames (frame i of T is frame floor(i * (T // 2) /
 so models built for T frames take them), positive = the anchor flipped horizontally; the
 embeddings are f_T's outputs (its logits), Euclidean distances, margin mu.
 
-With `adversary_jitter > 0` an image adversary sees f_A's outputs under a random colour
-distortion (`colour_jitter.ColourJitter`, group `jitter`), drawn anew for every image of both
-sides of the pairs in both halves of the step, so that a colour remapping of f_A's output does
-not move f_B's embeddings.
+Augmenting f_A's outputs (our addition, off by default; `output_augment`, group `augment`): with
+`adversary_crop > 0` the two sides of every positive pair are two random resized crops (and
+flips) of the *same* anonymized image (the first frame of each temporal pair, the first view
+of each privacy image), so f_A can no longer raise L_B by amplifying the differences between
+two inputs (the authors' views are two frames, or two augmented images, each anonymized);
+with `adversary_jitter > 0` a random colour distortion follows, so a colour remapping of f_A's
+output does not move f_B's embeddings. Drawn anew for every image of both sides in both halves
+of the step; image adversaries only (not `spatiotemporal`).
 """
 
 from __future__ import annotations
@@ -63,7 +67,6 @@ import keras
 from keras import ops
 
 from keras_privacy import losses
-from keras_privacy.methods.colour_jitter import ColourJitter
 from keras_privacy.methods.engine import (
     GroupValues,
     StatelessTrainer,
@@ -72,6 +75,7 @@ from keras_privacy.methods.engine import (
     gather_replicas,
 )
 from keras_privacy.methods.moco import MomentumQueue
+from keras_privacy.methods.output_augment import ColourJitter, RandomResizedCrop
 
 SSL_ADVERSARIES = ("ntxent", "rotnet", "moco", "spatiotemporal")
 
@@ -230,10 +234,12 @@ class SPAct(StatelessTrainer):
         moco_momentum: m of MoCo's key encoder EMA (MoCo: 0.999).
         triplet_weight: weight of TeD-SPAD's temporal triplet term (0 turns it off).
         triplet_margin: its margin mu (TeD-SPAD: 1).
-        adversary_jitter: strength of the random colour jitter of f_A's outputs before the
-            image adversary f_B (`ColourJitter`, group `jitter`; 0 turns it off), in both
-            halves, independently for the two sides of a pair. Not for `spatiotemporal`.
-        jitter_seed: seed of the jitter's random draws.
+        adversary_jitter: strength of the random colour jitter of f_A's outputs before an
+            image adversary (`output_augment.ColourJitter`; 0 turns it off).
+        adversary_crop: smallest area of the random resized crop of f_A's outputs before an
+            image adversary (`output_augment.RandomResizedCrop`; 0 turns it off); on, both
+            sides of a pair are augmentations of one anonymized image.
+        augment_seed: seed of those augmentations' random draws.
     """
 
     log_names = (
@@ -263,7 +269,8 @@ class SPAct(StatelessTrainer):
         triplet_weight: float = 0.0,
         triplet_margin: float = 1.0,
         adversary_jitter: float = 0.0,
-        jitter_seed: int = 0,
+        adversary_crop: float = 0.0,
+        augment_seed: int = 0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -278,9 +285,9 @@ class SPAct(StatelessTrainer):
                 f"ssl_adversary='ntxent' only, got {ssl_adversary!r}"
             )
         video = ssl_adversary == "spatiotemporal"
-        if video and adversary_jitter > 0:
+        if video and (adversary_jitter > 0 or adversary_crop > 0):
             raise ValueError(
-                "adversary_jitter jitters the images of an image adversary; "
+                "adversary_jitter and adversary_crop augment the images of an image adversary; "
                 "ssl_adversary='spatiotemporal' sees clips"
             )
         for encoder in encoders:
@@ -306,13 +313,16 @@ class SPAct(StatelessTrainer):
         self.triplet_weight = triplet_weight
         self.triplet_margin = triplet_margin
         self.adversary_jitter = adversary_jitter
-        self.jitter_seed = jitter_seed
-        self.jitter = None
-        if adversary_jitter > 0:
-            self.jitter = keras.Sequential(
-                [keras.Input((None, None, 3)), ColourJitter(adversary_jitter, seed=jitter_seed)],
-                name="jitter",
-            )
+        self.augment_seed = augment_seed
+        self.adversary_crop = adversary_crop
+        self.augment = None
+        if adversary_jitter > 0 or adversary_crop > 0:
+            augment = [keras.Input((*self.privacy_encoder.input_shape[1:3], 3))]
+            if adversary_crop > 0:
+                augment.append(RandomResizedCrop(adversary_crop, seed=augment_seed + 1))
+            if adversary_jitter > 0:
+                augment.append(ColourJitter(adversary_jitter, seed=augment_seed))
+            self.augment = keras.Sequential(augment, name="augment")
         dim = self.privacy_encoder.output_shape[-1]
         self.rotation_head = None
         self.momentum = None
@@ -336,8 +346,8 @@ class SPAct(StatelessTrainer):
             groups["rotation"] = self.rotation_head
         if self.momentum is not None:
             groups["momentum"] = self.momentum
-        if self.jitter is not None:
-            groups["jitter"] = self.jitter
+        if self.augment is not None:
+            groups["augment"] = self.augment
         return groups
 
     def call(self, clips, training=False):
@@ -363,21 +373,25 @@ class SPAct(StatelessTrainer):
             first, second, state = anonymize_clip_pairs(self, values, batch, training)
             return fold_time(first), (first, second), state
         anon_frames, anon_views, state = anonymize_batch(self, values, batch, training)
-        return anon_frames, contrastive_views(anon_frames, anon_views, batch), state
+        first, second = contrastive_views(anon_frames, anon_views, batch)
+        if self.adversary_crop > 0:
+            # Both sides are augmentations of the same anonymized images.
+            second = first
+        return anon_frames, (first, second), state
 
     def _privacy_term(self, values: GroupValues, first, second, training: bool):
         """L_B of the adversary on the two sides of the positive pairs (an ensemble's: the mean
         of its members' NT-Xent losses), and the new non-trainable values by group (the momentum
-        state changes only when `training`; the jitter's seed state at every call)."""
-        jitter_state = {}
-        if self.jitter is not None:
+        state changes only when `training`; the augmentations' call counters at every call)."""
+        augment_state = {}
+        if self.augment is not None:
             num = ops.shape(first)[0]
-            jittered, jitter_state["jitter"] = self.run(
-                "jitter", values, ops.concatenate([first, second], axis=0)
+            augmented, augment_state["augment"] = self.run(
+                "augment", values, ops.concatenate([first, second], axis=0)
             )
-            first, second = jittered[:num], jittered[num:]
+            first, second = augmented[:num], augmented[num:]
         loss, states = self._adversary_term(values, first, second, training)
-        return loss, {**states, **jitter_state}
+        return loss, {**states, **augment_state}
 
     def _adversary_term(self, values: GroupValues, first, second, training: bool):
         """`_privacy_term` on the two sides as the adversary sees them."""
@@ -441,10 +455,10 @@ class SPAct(StatelessTrainer):
                 "penalty": penalty,
                 "anonymizer_triplet_loss": triplet,
             },
-            # f_B ran in inference mode: of its states only the jitter's advanced counter stays.
+            # f_B ran in inference mode: of its states only the augmentations' counters change.
             "non_trainable": {
                 "anonymizer": anonymizer_state,
-                **({"jitter": privacy_states["jitter"]} if self.jitter is not None else {}),
+                **({"augment": privacy_states["augment"]} if self.augment is not None else {}),
             },
         }
 
@@ -489,7 +503,8 @@ class SPAct(StatelessTrainer):
             "triplet_weight": self.triplet_weight,
             "triplet_margin": self.triplet_margin,
             "adversary_jitter": self.adversary_jitter,
-            "jitter_seed": self.jitter_seed,
+            "adversary_crop": self.adversary_crop,
+            "augment_seed": self.augment_seed,
         }
 
     @classmethod

@@ -4,7 +4,12 @@ import pytest
 import tiny_models
 from tiny_models import AdversaryHalfOnly, AnonymizerHalfOnly, changed_groups, snapshot
 
-from keras_privacy.methods.colour_jitter import ColourJitter, hashed_uniform, jitter_colours
+from keras_privacy.methods.output_augment import (
+    ColourJitter,
+    RandomResizedCrop,
+    hashed_uniform,
+    jitter_colours,
+)
 from keras_privacy.methods.spact import SPAct
 
 RNG = np.random.default_rng(0)
@@ -113,37 +118,90 @@ def test_config_round_trip_and_bad_arguments():
         ColourJitter(1.0, grayscale_probability=1.5)
 
 
+def reference_crop(image, side, x0, y0, flip):
+    """One image, pixel by pixel: the crop of `side` x (size - 1) pixels from (y0, x0),
+    sampled bilinearly on the output grid, mirrored when `flip`."""
+    size = image.shape[0]
+    out = np.empty_like(image)
+    for o in range(size):
+        for p in range(size):
+            y, x = y0 + side * o, x0 + side * (size - 1 - p if flip else p)
+            y1, x1 = min(int(y), size - 2), min(int(x), size - 2)
+            dy, dx = y - y1, x - x1
+            out[o, p] = (
+                image[y1, x1] * (1 - dy) * (1 - dx)
+                + image[y1 + 1, x1] * dy * (1 - dx)
+                + image[y1, x1 + 1] * (1 - dy) * dx
+                + image[y1 + 1, x1 + 1] * dy * dx
+            )
+    return out
+
+
+def test_crop_matches_a_per_pixel_reference_with_the_layers_draws():
+    images = RNG.uniform(0, 1, (3, 6, 6, 3)).astype("float32")
+    out = keras.ops.convert_to_numpy(RandomResizedCrop(0.3, seed=4)(images))
+    draws = reference_hashed_uniform(4, 0, 12).reshape(4, 3)
+    for i, image in enumerate(images):
+        side = np.sqrt(0.3 + 0.7 * draws[0, i])
+        x0, y0 = (draws[1:3, i] * (1 - side) * 5).astype(np.float64)
+        expected = reference_crop(image, side, x0, y0, draws[3, i] < 0.5)
+        np.testing.assert_allclose(out[i], expected, atol=1e-5)
+
+
+def test_full_crop_keeps_or_mirrors_each_image_and_redraws_per_call():
+    layer = RandomResizedCrop(1.0, seed=0)
+    first = keras.ops.convert_to_numpy(layer(IMAGES))
+    for image, result in zip(IMAGES, first):
+        assert np.allclose(result, image, atol=1e-5) or np.allclose(
+            result, image[:, ::-1], atol=1e-5
+        )
+    assert int(layer.calls.numpy()) == 1
+    assert RandomResizedCrop.from_config(layer.get_config()).get_config() == layer.get_config()
+    with pytest.raises(ValueError, match="min_area"):
+        RandomResizedCrop(0.0)
+
+
 def make_trainer(cls=SPAct, **kwargs):
+    kwargs = {"adversary_jitter": 1.0, **kwargs}
     trainer = cls(
         tiny_models.anonymizer(),
         tiny_models.action_model(),
         tiny_models.privacy_encoder(),
-        adversary_jitter=1.0,
-        jitter_seed=0,
+        augment_seed=0,
         **kwargs,
     )
     trainer.compile({g: keras.optimizers.Adam(1e-2) for g in ("anonymizer", "action", "privacy")})
     return trainer
 
 
-def jitter_calls(trainer) -> int:
-    return int(trainer.jitter.layers[0].calls.numpy())
+def augment_calls(trainer) -> list[int]:
+    return [int(layer.calls.numpy()) for layer in trainer.augment.layers]
 
 
+@pytest.mark.parametrize("crop", [0.0, 0.5])
 @pytest.mark.parametrize(
     "cls, trained",
     [
-        (AnonymizerHalfOnly, {"anonymizer", "jitter"}),
-        (AdversaryHalfOnly, {"action", "privacy", "jitter"}),
-        (SPAct, {"anonymizer", "action", "privacy", "jitter"}),
+        (AnonymizerHalfOnly, {"anonymizer", "augment"}),
+        (AdversaryHalfOnly, {"action", "privacy", "augment"}),
+        (SPAct, {"anonymizer", "action", "privacy", "augment"}),
     ],
 )
-def test_each_half_advances_the_jitter_seed_and_trains_only_its_groups(cls, trained):
-    trainer = make_trainer(cls)
-    before, calls_before = snapshot(trainer), jitter_calls(trainer)
+def test_each_half_advances_the_augmentations_and_trains_only_its_groups(cls, trained, crop):
+    trainer = make_trainer(cls, adversary_crop=crop)
+    before, calls_before = snapshot(trainer), augment_calls(trainer)
     trainer.fit(tiny_models.paired_dataset(1), epochs=1, verbose=0)
     assert changed_groups(before, snapshot(trainer)) == trained
-    assert jitter_calls(trainer) == calls_before + (2 if cls is SPAct else 1)
+    steps = 2 if cls is SPAct else 1
+    assert augment_calls(trainer) == [calls + steps for calls in calls_before]
+
+
+def test_with_a_crop_both_sides_of_a_pair_come_from_one_anonymized_image():
+    data = tiny_models.batch(np.random.default_rng(0))
+    for crop, same in ((0.0, False), (0.5, True)):
+        trainer = make_trainer(adversary_crop=crop)
+        _, (first, second), _ = trainer._anonymize(trainer.current_values(), data, False)
+        assert np.array_equal(np.asarray(first), np.asarray(second)) == same
 
 
 def test_jitter_reaches_the_anonymizer_gradient_and_the_seed_state_is_saved(tmp_path):
@@ -153,7 +211,7 @@ def test_jitter_reaches_the_anonymizer_gradient_and_the_seed_state_is_saved(tmp_
     trainer.save(tmp_path / "trainer.keras")
     reloaded = keras.saving.load_model(tmp_path / "trainer.keras", compile=False)
     assert reloaded.adversary_jitter == 1.0
-    assert jitter_calls(reloaded) == jitter_calls(trainer) == 4
+    assert augment_calls(reloaded) == augment_calls(trainer) == [4]
 
 
 def test_jitter_refuses_a_video_adversary():
@@ -163,5 +221,5 @@ def test_jitter_refuses_a_video_adversary():
             tiny_models.action_model(),
             tiny_models.video_privacy_encoder(),
             ssl_adversary="spatiotemporal",
-            adversary_jitter=0.5,
+            adversary_crop=0.5,
         )

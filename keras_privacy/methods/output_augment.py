@@ -1,18 +1,20 @@
-"""Random colour jitter of the anonymized images that the self-supervised adversary sees.
+"""Random augmentations of the anonymized images that a self-supervised adversary sees.
 
-Without it, f_A escapes a contrastive f_B cheaply: an invertible per-image colour remapping of
-its output moves f_B's embeddings (L_B rises) while every private cue stays visible, and a fresh
-attacker trained on the remapped images recovers them all (README, "Why SPAct's privacy cut
-stops near 12 %"). Jittering the colours of every image before f_B, independently for the two
-sides of a positive pair (SimCLR's colour distortion: brightness, contrast, saturation, hue and
-random grayscale), trains an f_B that does not rely on colour, so a colour remapping no longer
-fools it and f_A has to remove structure (scene layout, textures) to raise L_B.
+With the authors' views, the two sides of a positive pair are two different inputs (two
+frames of a clip, two augmented copies of an image), each anonymized; f_A can then raise f_B's
+contrastive loss by amplifying their differences (an input-dependent colour remapping, for
+one) while every private cue stays visible, and a fresh attacker recovers them all (README,
+"Why SPAct's privacy cut stops near 12 %"). Augmenting f_A's *output* instead, two random
+resized crops of one anonymized image (`RandomResizedCrop`) under a random colour distortion
+(`ColourJitter`, SimCLR's: brightness, contrast, saturation, hue, random grayscale), leaves
+f_A only one way to raise the loss: make its outputs of different images alike.
 
-The jitter is one 3 x 3 colour matrix per image and a contrast blend, so it is smooth and its
-gradient reaches f_A everywhere except where the result is clipped to [0, 1]. Its random
-draws are a hash of (seed, number of earlier calls, position): the count is a non-trainable
-weight of the layer, which a stateless call returns advanced, so the trainer threads it
-through both halves of a step, checkpoints save it, and both backends draw the same numbers.
+Both are smooth in the images (a crop is two small bilinear interpolation matrices, a jitter
+one 3 x 3 colour matrix per image and a contrast blend), so the gradient reaches f_A. Their
+random draws are a hash of (seed, number of earlier calls, position): the count is a
+non-trainable weight of the layer, which a stateless call returns advanced, so the trainer
+threads it through both halves of a step, checkpoints save it, and both backends draw the same
+numbers.
 """
 
 from __future__ import annotations
@@ -137,3 +139,56 @@ class ColourJitter(keras.layers.Layer):
             "grayscale_probability": self.grayscale_probability,
             "seed": self.seed,
         }
+
+
+def _interpolation(start, step, size: int):
+    """(N, size, size) bilinear weights that sample, for output index o, the input position
+    `start + step * o` of each of N rows (positions inside [0, size - 1])."""
+    positions = start[:, None] + step[:, None] * ops.arange(size, dtype="float32")[None]
+    distance = ops.abs(positions[:, :, None] - ops.arange(size, dtype="float32")[None, None])
+    return ops.relu(1.0 - distance)
+
+
+@keras.saving.register_keras_serializable(package="keras_privacy")
+class RandomResizedCrop(keras.layers.Layer):
+    """A random crop of each (N, H, W, 3) image, resized back to H x W (bilinear, as two small
+    interpolation matrices, which XLA compiles), and flipped left-right with probability 1/2:
+    SimCLR's geometric augmentation, differentiable in the images. The crop is square, its
+    area a uniform fraction in [`min_area`, 1] of the image, at a uniform position. Every call
+    draws anew and counts itself in the weight `calls`.
+
+    Args:
+        min_area: the smallest crop, as a fraction of the image area (SimCLR: 0.08).
+        seed: seed of the layer's random draws.
+    """
+
+    def __init__(self, min_area: float = 0.25, seed: int = 0, **kwargs):
+        super().__init__(**kwargs)
+        if not 0 < min_area <= 1:
+            raise ValueError(f"RandomResizedCrop needs min_area in (0, 1], got {min_area}")
+        self.min_area = min_area
+        self.seed = seed
+        self.calls = self.add_weight(
+            shape=(), initializer="zeros", dtype="int32", trainable=False, name="calls"
+        )
+
+    def call(self, images):
+        count = ops.shape(images)[0]
+        height, width = images.shape[1], images.shape[2]
+        draws = ops.reshape(hashed_uniform(self.seed, self.calls.value, 4 * count), (4, count))
+        self.calls.assign(self.calls.value + 1)
+        side = ops.sqrt(self.min_area + (1.0 - self.min_area) * draws[0])
+        x0 = draws[1] * (1.0 - side) * (width - 1)
+        y0 = draws[2] * (1.0 - side) * (height - 1)
+        flip = ops.cast(draws[3] < 0.5, "float32")
+        scale_x = side * (1.0 - 2.0 * flip)
+        offset_x = x0 + flip * side * (width - 1)
+        rows = _interpolation(y0, side, height)
+        columns = _interpolation(offset_x, scale_x, width)
+        return ops.einsum("noh,nhwc,npw->nopc", rows, images, columns)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "min_area": self.min_area, "seed": self.seed}
