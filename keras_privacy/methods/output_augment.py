@@ -4,7 +4,7 @@ With the authors' views, the two sides of a positive pair are two different inpu
 frames of a clip, two augmented copies of an image), each anonymized; f_A can then raise f_B's
 contrastive loss by amplifying their differences (an input-dependent colour remapping, for
 one) while every private cue stays visible, and a fresh attacker recovers them all (README,
-"Why SPAct's privacy cut stops near 12 %"). Augmenting f_A's *output* instead, two random
+"Why the authors' SPAct stops near 12 %"). Augmenting f_A's *output* instead, two random
 resized crops of one anonymized image (`RandomResizedCrop`) under a random colour distortion
 (`ColourJitter`, SimCLR's: brightness, contrast, saturation, hue, random grayscale), leaves
 f_A only one way to raise the loss: make its outputs of different images alike.
