@@ -66,6 +66,15 @@ def test_evaluate_learned_and_baselines_then_resume(benchmark, tmp_path, monkeyp
     again = protocol.evaluate(config, data, protocol.methods_of(config), out)
     assert again.methods == report.methods
 
+    # A retrained anonymizer (another file under the same name) is evaluated again.
+    monkeypatch.undo()
+    keras.utils.set_random_seed(1)
+    saved_anonymizer(tmp_path)
+    retrained = protocol.evaluate(config, data, protocol.methods_of(config), out)
+    first, second = (r.get("spact").extra["anonymizer_sha256"] for r in (report, retrained))
+    assert first != second
+    assert retrained.get("raw") == report.get("raw")
+
     # An evaluation of one method into the same report keeps every method's row of frames.png
     # (one 200-pixel row per method of the report, raw first).
     only_raw = tiny_config(benchmark, tmp_path, eval_methods="raw")

@@ -34,6 +34,7 @@ anonymizer (`anonymizer_path`) on P-HVU read with `privacy="objects"`.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -65,10 +66,13 @@ ClipFn = Callable[[np.ndarray], np.ndarray]
 class Anonymization:
     """One method to evaluate: a frozen frame-wise `model`, a `baseline` applied to the source
     files, or neither (raw data). People baselines find people with `detector`, or take the
-    boxes of each file from `boxes`, looked up by file name (`v_ApplyEyeMakeup_g01_c01.avi`)."""
+    boxes of each file from `boxes`, looked up by file name (`v_ApplyEyeMakeup_g01_c01.avi`).
+    `model_sha256` is the digest of the file the model was loaded from, so that a report row
+    of an older anonymizer of the same name is not taken for this one's."""
 
     name: str
     model: keras.Model | None = None
+    model_sha256: str | None = None
     baseline: str | None = None
     detector: Detector | None = None
     boxes: BoxesFromFile | None = None
@@ -110,7 +114,8 @@ def load_anonymizer(path: str | Path, name: str | None = None) -> Anonymization:
         raise FileNotFoundError(f"{path}: no saved anonymizer there (train one, or fix the path)")
     model = keras.saving.load_model(path, compile=False)
     model.trainable = False
-    return Anonymization(name or path.stem, model=model)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    return Anonymization(name or path.stem, model=model, model_sha256=digest)
 
 
 def baseline_anonymization(name: str, boxes: BoxesFromFile | None = None) -> Anonymization:
@@ -396,8 +401,10 @@ def evaluate(
     out_dir: str | Path,
 ) -> Report:
     """Evaluate every method not yet in `out_dir/report.json`, writing the report after each
-    one, then the trade-off plot and the strip of anonymized frames. A report of another
-    protocol or other labels in `out_dir` raises ValueError (its rows would not compare)."""
+    one, then the trade-off plot and the strip of anonymized frames. A learned method whose
+    row was measured on another anonymizer file (retrained since) is evaluated again. A report
+    of another protocol or other labels in `out_dir` raises ValueError (its rows would not
+    compare)."""
     out_dir = Path(out_dir)
     report = Report(out_dir)
     report.set_evaluation(evaluation_record(config, data))
@@ -410,14 +417,23 @@ def evaluate(
     action_key = "action_cmap" if config.action_multilabel else "action_top1"
     for method in methods:
         if report.has(method.name):
-            logging.info("%s: already in %s, skipped", method.name, out_dir / "report.json")
-            continue
+            reported = report.get(method.name).extra.get("anonymizer_sha256")
+            if reported == method.model_sha256:
+                logging.info("%s: already in %s, skipped", method.name, out_dir / "report.json")
+                continue
+            logging.warning(
+                "%s: the row in %s is of another anonymizer file; evaluating it again",
+                method.name,
+                out_dir / "report.json",
+            )
         logging.info("evaluating %s", method.name)
         seen = source
         if method.baseline is not None:
             written = anonymized_data(data, method, out_dir / "anonymized")
             seen = cached_data(written, out_dir / "cache" / method.name, config.frame_size)
         result = _target_results(config, seen, method, attackers, classes, names)
+        if method.model_sha256 is not None:
+            result["anonymizer_sha256"] = method.model_sha256
         report.add(
             method.name,
             result.pop(action_key),
