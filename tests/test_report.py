@@ -52,6 +52,10 @@ def test_two_evaluations_into_one_report_keep_each_others_rows(tmp_path):
     first.add("vita", 0.5, 0.3, 0.2)
     assert Report(tmp_path).methods == ["raw", "spact", "vita"]
     assert "| spact |" in (tmp_path / "report.md").read_text()
+    # A row that another evaluation replaced (a retrained anonymizer) is not put back.
+    second.add("raw", 0.7, 0.9, 0.6)
+    first.add("meta", 0.5, 0.35, 0.2)
+    assert Report(tmp_path).get("raw").action_top1 == 0.7
 
 
 def test_markdown_table_has_every_method_and_relative_drops(tmp_path):

@@ -110,11 +110,12 @@ class Report:
         """Record (or replace) the result of `method` and rewrite report.json and report.md at
         once, so that nothing done is lost if the evaluation stops. `extra` must be JSON
         serialisable (e.g. per-attribute AP, skipped attributes, the checkpoint evaluated).
-        Rows that another evaluation wrote into the same report since this one loaded it are
-        kept."""
+        Every other row is taken as it is on disk: another evaluation may have added or
+        replaced rows since this one loaded the report, and its rows are newer than this one's
+        copies."""
         json_path = self.out_dir / _JSON_NAME
         if json_path.is_file():
-            self._results = {**_load_report(json_path)[0], **self._results}
+            self._results = {**self._results, **_load_report(json_path)[0]}
         self._results[method] = MethodResult(
             float(action_top1), float(privacy_cmap), float(privacy_f1), dict(extra or {})
         )
