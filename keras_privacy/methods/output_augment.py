@@ -83,8 +83,32 @@ def hashed_uniform(seed: int, counter, count: int):
     return ops.cast(ops.right_shift(bits, 8), "float32") / float(2**24)
 
 
+class CountedRandomLayer(keras.layers.Layer):
+    """Base of the augmentation layers: a `seed` and a non-trainable call counter `calls`, from
+    which `draws` makes each call's random numbers (see the module docstring)."""
+
+    def __init__(self, seed: int = 0, **kwargs):
+        super().__init__(**kwargs)
+        self.seed = seed
+        self.calls = self.add_weight(
+            shape=(), initializer="zeros", dtype="int32", trainable=False, name="calls"
+        )
+
+    def draws(self, rows: int, count: int):
+        """(rows, count) numbers uniform in [0, 1), new at every call; counts the call."""
+        values = hashed_uniform(self.seed, self.calls.value, rows * count)
+        self.calls.assign(self.calls.value + 1)
+        return ops.reshape(values, (rows, count))
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "seed": self.seed}
+
+
 @keras.saving.register_keras_serializable(package="keras_privacy")
-class ColourJitter(keras.layers.Layer):
+class ColourJitter(CountedRandomLayer):
     """SimCLR-style colour distortion of (N, H, W, 3) images in [0, 1], per image.
 
     With `strength` s, brightness, contrast and saturation factors are uniform in
@@ -106,7 +130,7 @@ class ColourJitter(keras.layers.Layer):
         seed: int = 0,
         **kwargs,
     ):
-        super().__init__(**kwargs)
+        super().__init__(seed=seed, **kwargs)
         if strength < 0 or not 0 <= grayscale_probability <= 1:
             raise ValueError(
                 "ColourJitter needs strength >= 0 and grayscale_probability in [0, 1], got "
@@ -114,30 +138,20 @@ class ColourJitter(keras.layers.Layer):
             )
         self.strength = strength
         self.grayscale_probability = grayscale_probability
-        self.seed = seed
-        self.calls = self.add_weight(
-            shape=(), initializer="zeros", dtype="int32", trainable=False, name="calls"
-        )
 
     def call(self, images):
-        count = ops.shape(images)[0]
-        draws = ops.reshape(hashed_uniform(self.seed, self.calls.value, 5 * count), (5, count))
-        self.calls.assign(self.calls.value + 1)
+        draws = self.draws(5, ops.shape(images)[0])
         spread = 0.8 * self.strength
         factors = [1.0 + spread * (2.0 * draws[i] - 1.0) for i in range(3)]
         hue = 0.2 * self.strength * (2.0 * draws[3] - 1.0)
         grayscale = ops.cast(draws[4] < self.grayscale_probability, draws.dtype)
         return jitter_colours(images, *factors, hue, grayscale)
 
-    def compute_output_shape(self, input_shape):
-        return input_shape
-
     def get_config(self) -> dict:
         return {
             **super().get_config(),
             "strength": self.strength,
             "grayscale_probability": self.grayscale_probability,
-            "seed": self.seed,
         }
 
 
@@ -150,7 +164,7 @@ def _interpolation(start, step, size: int):
 
 
 @keras.saving.register_keras_serializable(package="keras_privacy")
-class RandomResizedCrop(keras.layers.Layer):
+class RandomResizedCrop(CountedRandomLayer):
     """A random crop of each (N, H, W, 3) image, resized back to H x W (bilinear, as two small
     interpolation matrices, which XLA compiles), and flipped left-right with probability 1/2:
     SimCLR's geometric augmentation, differentiable in the images. The crop is square, its
@@ -163,20 +177,14 @@ class RandomResizedCrop(keras.layers.Layer):
     """
 
     def __init__(self, min_area: float = 0.25, seed: int = 0, **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(seed=seed, **kwargs)
         if not 0 < min_area <= 1:
             raise ValueError(f"RandomResizedCrop needs min_area in (0, 1], got {min_area}")
         self.min_area = min_area
-        self.seed = seed
-        self.calls = self.add_weight(
-            shape=(), initializer="zeros", dtype="int32", trainable=False, name="calls"
-        )
 
     def call(self, images):
-        count = ops.shape(images)[0]
         height, width = images.shape[1], images.shape[2]
-        draws = ops.reshape(hashed_uniform(self.seed, self.calls.value, 4 * count), (4, count))
-        self.calls.assign(self.calls.value + 1)
+        draws = self.draws(4, ops.shape(images)[0])
         side = ops.sqrt(self.min_area + (1.0 - self.min_area) * draws[0])
         x0 = draws[1] * (1.0 - side) * (width - 1)
         y0 = draws[2] * (1.0 - side) * (height - 1)
@@ -187,8 +195,5 @@ class RandomResizedCrop(keras.layers.Layer):
         columns = _interpolation(offset_x, scale_x, width)
         return ops.einsum("noh,nhwc,npw->nopc", rows, images, columns)
 
-    def compute_output_shape(self, input_shape):
-        return input_shape
-
     def get_config(self) -> dict:
-        return {**super().get_config(), "min_area": self.min_area, "seed": self.seed}
+        return {**super().get_config(), "min_area": self.min_area}
