@@ -1,6 +1,7 @@
 """Time the authors' PyTorch SPAct minimax iteration on this CPU, to compare with train_step.py.
 
     python benchmarks/train_step_torch.py [--clips 2] [--images 4] [--size 112] [--detach]
+                                          [--device cuda] [--bf16]
 
 The models are the plain-torch layouts of tests/torch_reference.py (the tests folder is put on
 sys.path to import them): milesial's UNet + sigmoid as f_A, R3D-18 in SPAct's variant as f_T,
@@ -23,7 +24,10 @@ FLOPs: `model_gflops_per_step` is train_step.py's formula (what the step needs) 
 counted by `torch.utils.flop_counter.FlopCounterMode`; `executed_gflops_per_step` is what the
 untimed warm-up iteration really ran, counted by the same mode. Efficiency = model FLOPs / time,
 as a fraction of a float32 2048 x 2048 matmul measured in the same run. The machine may be
-shared: the load average is printed. The last line is one JSON object.
+shared: the load average is printed. `--device cuda` runs it on the GPU (the batch on the device,
+each half timed to its end, `peak_gib` the CUDA allocator's peak), `--bf16` under
+`torch.autocast(dtype=torch.bfloat16)`, as benchmarks/gpu.py compares it. The last line is one
+JSON object.
 """
 
 import argparse
@@ -42,14 +46,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import torch_reference as ref  # noqa: E402
 
 
-def matmul_peak(n: int = 2048, repeats: int = 10) -> float:
+def matmul_peak(device: str, n: int = 2048, repeats: int = 10) -> float:
     """FLOP/s of a plain float32 n x n matmul."""
-    a, b = torch.randn(n, n), torch.randn(n, n)
+    a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
     a @ b
+    synchronize(device)
     start = time.perf_counter()
     for _ in range(repeats):
         a @ b
+    synchronize(device)
     return 2 * n**3 * repeats / (time.perf_counter() - start)
+
+
+def synchronize(device: str) -> None:
+    """Wait for the work queued on `device` (a no-op on the CPU)."""
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
 
 
 def forward_flops(model: nn.Module, shape: tuple[int, ...]) -> int:
@@ -63,8 +75,12 @@ def nt_xent(z1: torch.Tensor, z2: torch.Tensor, temperature: float) -> torch.Ten
     """NT-Xent over 2N views: each view's positive is its pair, every other view a negative."""
     n = z1.shape[0]
     z = torch.cat([z1, z2])
-    logits = (z @ z.T / temperature).masked_fill(torch.eye(2 * n, dtype=torch.bool), -torch.inf)
-    return F.cross_entropy(logits, torch.cat([torch.arange(n, 2 * n), torch.arange(n)]))
+    logits = (z @ z.T / temperature).masked_fill(
+        torch.eye(2 * n, dtype=torch.bool, device=z.device), -torch.inf
+    )
+    return F.cross_entropy(
+        logits, torch.cat([torch.arange(n, 2 * n), torch.arange(n)]).to(z.device)
+    )
 
 
 def losses(
@@ -115,13 +131,16 @@ def adversary_half(
 
 
 def random_batch(
-    generator: torch.Generator, clips: int, frames: int, size: int, images: int
+    generator: torch.Generator, clips: int, frames: int, size: int, images: int, device: str
 ) -> dict:
-    """Clips (B, T, 3, H, W) as the authors' loader gives them, labels, two views of N images."""
+    """Clips (B, T, 3, H, W) as the authors' loader gives them, labels, two views of N images,
+    on `device`."""
     return {
-        "clips": torch.rand(clips, frames, 3, size, size, generator=generator),
-        "labels": torch.randint(0, 101, (clips,), generator=generator),
-        "views": [torch.rand(images, 3, size, size, generator=generator) for _ in range(2)],
+        "clips": torch.rand(clips, frames, 3, size, size, generator=generator).to(device),
+        "labels": torch.randint(0, 101, (clips,), generator=generator).to(device),
+        "views": [
+            torch.rand(images, 3, size, size, generator=generator).to(device) for _ in range(2)
+        ],
     }
 
 
@@ -133,7 +152,10 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=112)
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--detach", action="store_true", help="the lean step, without the waste")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    parser.add_argument("--bf16", action="store_true", help="torch.autocast to bfloat16")
     args = parser.parse_args()
+    device = args.device
     torch.set_num_threads(len(os.sched_getaffinity(0)))
     torch.manual_seed(0)
 
@@ -149,20 +171,28 @@ def main() -> None:
     f_a = forward_flops(models["anonymizer"], (3, s, s))
     f_t = forward_flops(models["action"], (3, t, s, s))
     f_b = forward_flops(models["privacy"], (3, s, s))
+    models = {group: model.to(device) for group, model in models.items()}
     optimizers = {group: torch.optim.Adam(m.parameters(), lr=1e-4) for group, m in models.items()}
     generator = torch.Generator().manual_seed(0)
-    pair = [random_batch(generator, c, t, s, n) for _ in range(2)]
+    pair = [random_batch(generator, c, t, s, n, device) for _ in range(2)]
+    autocast = torch.autocast(device.split(":")[0], torch.bfloat16, enabled=args.bf16)
 
     def iteration() -> tuple[float, float]:
+        synchronize(device)
         start = time.perf_counter()
-        anonymizer_half(models, optimizers, pair[0], 0.1, args.detach)
+        with autocast:
+            anonymizer_half(models, optimizers, pair[0], 0.1, args.detach)
+        synchronize(device)
         middle = time.perf_counter()
-        adversary_half(models, optimizers, pair[1], 0.1, args.detach)
+        with autocast:
+            adversary_half(models, optimizers, pair[1], 0.1, args.detach)
+        synchronize(device)
         return middle - start, time.perf_counter() - middle
 
     with FlopCounterMode(display=False) as counter:
         iteration()
     executed = counter.get_total_flops()
+    iteration()  # a second warm-up: cuDNN's algorithm search, the allocator's pools
     times = [iteration() for _ in range(args.steps)]
     anonymizer_seconds = sum(a for a, _ in times) / args.steps
     adversary_seconds = sum(b for _, b in times) / args.steps
@@ -174,9 +204,11 @@ def main() -> None:
     flops = (forward + c * f_t + contrastive * f_b + 2 * anonymized * f_a) + (
         forward + 2 * (c * f_t + contrastive * f_b)
     )
-    peak = matmul_peak()
+    peak = matmul_peak(device)
     figures = {
         "backend": "torch",
+        "device": torch.cuda.get_device_name() if device.startswith("cuda") else "cpu",
+        "bf16_autocast": args.bf16,
         "torch_threads": torch.get_num_threads(),
         "detach": args.detach,
         "clips_per_step": 2 * c,
@@ -193,6 +225,8 @@ def main() -> None:
         "fraction_of_matmul_peak": round(flops / step_seconds / peak, 3),
         "load_average": round(os.getloadavg()[0], 2),
     }
+    if device.startswith("cuda"):
+        figures["peak_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
     print(json.dumps(figures))
 
 

@@ -110,6 +110,26 @@ def pair_batches(dataset):
     return dataset.batch(2, drop_remainder=True).map(batch_axis_first)
 
 
+def pair_arrays(first: dict, second: dict) -> dict:
+    """Pair two equally long dicts of NumPy arrays for the alternating trainer, as `pair_batches`
+    pairs a `tf.data.Dataset`: every array (N, ...) becomes (N, 2, ...), `first` at index 0
+    (the f_A half) and `second` at index 1 (the adversary half). `fit(x=pairs, batch_size=B)`
+    then takes B pairs a step, with TensorFlow absent too."""
+    import numpy as np
+
+    if first.keys() != second.keys():
+        raise ValueError(
+            f"pair_arrays: the two halves hold different keys: {sorted(first)} and {sorted(second)}"
+        )
+    for key in first:
+        if len(first[key]) != len(second[key]):
+            raise ValueError(
+                f"pair_arrays: {key!r} has {len(first[key])} examples in the first half and "
+                f"{len(second[key])} in the second"
+            )
+    return {key: np.stack([first[key], second[key]], axis=1) for key in first}
+
+
 def _half(data: dict, index: int) -> dict:
     return {key: value[:, index] for key, value in data.items()}
 

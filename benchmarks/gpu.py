@@ -1,0 +1,398 @@
+"""GPU benchmark: the SPAct, VITA, penalty and meta minimax steps at the paper's sizes on JAX.
+
+    KERAS_BACKEND=jax python benchmarks/gpu.py                    # everything, on the GPU
+    KERAS_BACKEND=jax python benchmarks/gpu.py --small            # CPU smoke run, tiny models
+    KERAS_BACKEND=jax python benchmarks/gpu.py --methods spact --policies mixed_bfloat16
+
+Needs Keras and JAX only (no TensorFlow, no PyAV): the recipe that carries Keras to a GPU machine
+is in the README ("On a GPU"). Every measurement runs in a fresh process of its own (this script
+with `--worker`), so that each peak of device memory is that configuration's and an
+out-of-memory stops only that configuration.
+
+Per method and dtype policy (`float32`, `mixed_bfloat16`), at the paper's batch (24 clips of
+16 x 112 x 112 and 64 privacy images per batch):
+- the training step XLA-compiled as `fit` compiles it (`trainer.train_step` under `jax.jit`,
+  the state donated), fed a batch already on the device; the median of `--steps` steps after
+  a compiling one;
+- clips/s: action clips consumed per second (a SPAct or penalty step is one minimax iteration,
+  two batches: 48 clips; a VITA or meta step one batch: 24 clips);
+- `model_gflops_per_step`: the models' forward FLOPs (Conv and Dense layers) combined as the
+  step needs them (backward = 2x forward, input gradients only = 1x; `step_flops`); none for
+  meta, whose second-order step has no such simple count (XLA's own cost analysis is no
+  substitute: on a GPU it leaves out the cuDNN convolutions, most of the work);
+- `fraction_of_bf16_matmul_peak`: model FLOPs / time over a bfloat16 8192^3 matmul timed in the
+  same run (`--worker matmul`);
+- `peak_gib`: the device's peak bytes in use during the process (compile and steps);
+- the largest batch that fits (`--largest_batch`): the paper's batch doubled until the step
+  runs out of device memory.
+
+The authors' PyTorch SPAct step (`benchmarks/train_step_torch.py --device cuda`) runs at the same
+sizes in the same run, float32 and bfloat16 autocast, and the JAX / PyTorch step-time ratio is
+reported. Without a GPU (`--small`) the models are the synthetic benchmark's tiny ones, the
+sizes tiny and the PyTorch peer left out: a smoke run that checks every path, not a timing.
+The last line of the output is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+METHODS = ("spact", "penalty", "vita", "meta")
+POLICIES = ("float32", "mixed_bfloat16")
+
+PAPER = {
+    "clips": 24,
+    "images": 64,
+    "frames": 16,
+    "size": 112,
+    "classes": 101,
+    "attributes": 7,
+    "anonymizer": {"spact": "unet", "penalty": "unetpp", "vita": "vita", "meta": "unet"},
+    "action_model": "r3d_18_spact",
+    "privacy_backbone": "resnet50",
+    "projection": (2048, 128),
+    "budget_models": ("resnet50", "resnet101", "mobilenet_v1_1.0", "mobilenet_v1_0.75"),
+    "attack_models": tuple(
+        f"mobilenet_v2_{alpha}" for alpha in (0.35, 0.5, 0.75, 1.0, 1.3, 1.4, 0.5, 1.0)
+    ),
+}
+"""The configs/ucf101_vispr*.cfg models and the paper's batch."""
+
+SMALL = {
+    "clips": 2,
+    "images": 4,
+    "frames": 4,
+    "size": 16,
+    "classes": 6,
+    "attributes": 5,
+    "anonymizer": {method: "unet_tiny" for method in METHODS},
+    "action_model": "factorized_tiny_diff",
+    "privacy_backbone": "resnet_tiny_small_images",
+    "projection": (32, 16),
+    "budget_models": ("resnet_tiny_small_images", "resnet_tiny"),
+    "attack_models": ("resnet_tiny_small_images", "resnet_tiny", "resnet_tiny_small_images"),
+}
+"""`--small`: the synthetic benchmark's tiny models at tiny sizes (the CPU smoke run)."""
+
+
+def build_trainer(method: str, sizes: dict, clips: int, images: int):
+    """The trainer of `method` compiled as training compiles it, and one batch of its step."""
+    import keras
+
+    from keras_privacy.methods.meta import MetaGeneralization, epoch_splits
+    from keras_privacy.methods.spact import SPAct
+    from keras_privacy.methods.vita import VITA
+    from keras_privacy.models import registry
+    from keras_privacy.models.resnet import privacy_classifier, privacy_encoder, projection_head
+
+    keras.utils.set_random_seed(0)
+    t, s = sizes["frames"], sizes["size"]
+    anonymizer = registry.build_anonymizer(sizes["anonymizer"][method])
+    action = registry.build_action_model(
+        sizes["action_model"], num_classes=sizes["classes"], input_shape=(t, s, s, 3)
+    )
+    rng = np.random.default_rng(0)
+    adam = keras.optimizers.Adam
+    if method in ("spact", "penalty"):
+        backbone = registry.build_image_backbone(sizes["privacy_backbone"])
+        hidden, output = sizes["projection"]
+        encoder = privacy_encoder(
+            backbone, projection_head(backbone.output_shape[-1], hidden, output)
+        )
+        trainer = SPAct(anonymizer, action, encoder, penalty_weight=float(method == "penalty"))
+        trainer.compile({g: adam(1e-4) for g in ("anonymizer", "action", "privacy")})
+        # One minimax iteration: two batches, (batch, half, ...) as `pair_batches` lays them out.
+        batch = {
+            "clips": rng.random((clips, 2, t, s, s, 3), dtype="float32"),
+            "labels": rng.integers(0, sizes["classes"], (clips, 2)).astype("int32"),
+            "frame_pairs": rng.integers(0, t, (clips, 2, 2)).astype("int32"),
+            "views": rng.random((images, 2, 2, s, s, 3), dtype="float32"),
+        }
+        return trainer, batch
+    a = sizes["attributes"]
+    batch = {
+        "clips": rng.random((clips, t, s, s, 3), dtype="float32"),
+        "labels": rng.integers(0, sizes["classes"], (clips,)).astype("int32"),
+        "images": rng.random((images, s, s, 3), dtype="float32"),
+        "privacy": rng.integers(0, 2, (images, a)).astype("float32"),
+    }
+    if method == "vita":
+        budget = [
+            privacy_classifier(registry.build_image_backbone(name), a, f"budget_{i}")
+            for i, name in enumerate(sizes["budget_models"])
+        ]
+        trainer = VITA(anonymizer, action, budget)
+        trainer.compile({g: adam(1e-4) for g in trainer.groups()})
+        return trainer, batch
+    attack = [
+        privacy_classifier(registry.build_image_backbone(name), a, f"attack_{i}")
+        for i, name in enumerate(sizes["attack_models"])
+    ]
+    # T1 = T2 = 0: Algorithm 1 picks the second-order meta update of f_A every step.
+    trainer = MetaGeneralization(
+        anonymizer, action, attack, action_threshold=0.0, attack_threshold=0.0
+    )
+    others = ("action", *trainer.attack_groups)
+    trainer.compile({"anonymizer": keras.optimizers.SGD(1e-4), **{g: adam(1e-4) for g in others}})
+    splits = epoch_splits(0, 0, 1, images, a, len(attack))
+    batch.update({key: value[0] for key, value in splits.items()})
+    return trainer, batch
+
+
+def step_flops(method: str, trainer, sizes: dict, clips: int, images: int) -> int | None:
+    """Model FLOPs of one training step: forward FLOPs of each model times the images or clips
+    it sees, backward counted as 2x forward for a trained model and 1x (input gradients only)
+    for a model a gradient passes through. None for meta (a second-order step)."""
+    from keras_privacy.models.flops import forward_flops
+
+    t, s = sizes["frames"], sizes["size"]
+    f_a = forward_flops(trainer.anonymizer, (s, s, 3))
+    f_t = forward_flops(trainer.action_model, (t, s, s, 3))
+    if method in ("spact", "penalty"):
+        f_b = forward_flops(trainer.privacy_encoder, (s, s, 3))
+        anonymized = clips * t + 2 * images
+        contrastive = 2 * (clips + images)
+        forward = anonymized * f_a + clips * f_t + contrastive * f_b
+        anonymizer_half = forward + clips * f_t + contrastive * f_b + 2 * anonymized * f_a
+        adversary_half = forward + 2 * (clips * f_t + contrastive * f_b)
+        return anonymizer_half + adversary_half
+    if method == "vita":
+        budget = sum(forward_flops(m, (s, s, 3)) for m in trainer.budget_models) * images
+        anonymized = (clips * t + images) * f_a
+        anonymizer_update = (anonymized + clips * f_t + budget) * 2 + 2 * anonymized
+        # f_T's and the budget models' updates share one forward of the updated f_A.
+        return anonymizer_update + anonymized + 3 * clips * f_t + 3 * budget
+    return None
+
+
+def measure_step(method: str, policy: str, sizes: dict, clips: int, images: int, steps: int):
+    """Time the jitted training step of `method` under `policy`; a dict of figures."""
+    import jax
+    import keras
+
+    keras.config.set_dtype_policy(policy)
+    trainer, batch = build_trainer(method, sizes, clips, images)
+    state = (
+        [v.value for v in trainer.trainable_variables],
+        [v.value for v in trainer.non_trainable_variables],
+        [v.value for v in trainer.optimizer.variables],
+        [v.value for v in trainer.metrics_variables],
+    )
+    batch = jax.device_put(batch)
+    step = jax.jit(trainer.train_step, donate_argnums=0)
+    start = time.perf_counter()
+    compiled = step.lower(state, batch).compile()
+    compile_seconds = time.perf_counter() - start
+    logs, state = compiled(state, batch)
+    jax.block_until_ready(logs)
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        logs, state = compiled(state, batch)
+        jax.block_until_ready((logs, state))
+        times.append(time.perf_counter() - start)
+    seconds = statistics.median(times)
+    clips_per_step = clips * (2 if method in ("spact", "penalty") else 1)
+    figures = {
+        "method": method,
+        "dtype_policy": policy,
+        "clips_per_step": clips_per_step,
+        "images_per_step": images * (2 if method in ("spact", "penalty") else 1),
+        "seconds_per_step": round(seconds, 4),
+        "clips_per_second": round(clips_per_step / seconds, 1),
+        "compile_seconds": round(compile_seconds, 1),
+        "logs": {k: round(float(v), 4) for k, v in logs.items() if np.ndim(v) == 0},
+    }
+    flops = step_flops(method, trainer, sizes, clips, images)
+    if flops is not None:
+        figures["model_gflops_per_step"] = round(flops / 1e9, 1)
+        figures["model_tflops_per_second"] = round(flops / seconds / 1e12, 2)
+    stats = jax.local_devices()[0].memory_stats() or {}
+    if "peak_bytes_in_use" in stats:
+        figures["peak_gib"] = round(stats["peak_bytes_in_use"] / 2**30, 2)
+    figures["device"] = jax.local_devices()[0].device_kind
+    return figures
+
+
+def measure_matmul(n: int, repeats: int = 20) -> dict:
+    """FLOP/s of an n x n x n bfloat16 (and float32) matmul with JAX on this device."""
+    import jax
+    import jax.numpy as jnp
+
+    figures = {}
+    for dtype in ("bfloat16", "float32"):
+        a = jax.random.normal(jax.random.key(0), (n, n), dtype)
+        b = jax.random.normal(jax.random.key(1), (n, n), dtype)
+        matmul = jax.jit(jnp.matmul)
+        matmul(a, b).block_until_ready()
+        start = time.perf_counter()
+        for _ in range(repeats):
+            c = matmul(a, b)
+        c.block_until_ready()
+        figures[f"{dtype}_matmul_tflops"] = round(
+            2 * n**3 * repeats / (time.perf_counter() - start) / 1e12, 1
+        )
+    return figures
+
+
+def run_worker(args: list[str], timeout: float) -> dict:
+    """This script in a fresh process with `args`; its last JSON line, or why there is none."""
+    env = dict(os.environ, KERAS_BACKEND="jax", XLA_PYTHON_CLIENT_PREALLOCATE="false")
+    command = [sys.executable, str(Path(__file__).resolve()), *args]
+    return _last_json(command, env, timeout)
+
+
+def _last_json(command: list[str], env: dict, timeout: float) -> dict:
+    try:
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"no result within {timeout:.0f} s"}
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode == 0 and lines:
+        return json.loads(lines[-1])
+    lines = (done.stderr + done.stdout).strip().splitlines()
+    last = lines[-1][:300] if lines else f"exit {done.returncode}"
+    if any("RESOURCE_EXHAUSTED" in line or "out of memory" in line.lower() for line in lines):
+        return {"error": "out of memory", "last_line": last}
+    return {"error": last}
+
+
+def torch_peer(sizes: dict, clips: int, images: int, steps: int, bf16: bool, timeout: float):
+    """The authors' PyTorch SPAct step at the same sizes (benchmarks/train_step_torch.py)."""
+    script = Path(__file__).resolve().parent / "train_step_torch.py"
+    command = [
+        sys.executable, str(script), "--device", "cuda", "--steps", str(steps),
+        "--clips", str(clips), "--images", str(images),
+        "--frames", str(sizes["frames"]), "--size", str(sizes["size"]),
+    ]  # fmt: skip
+    return _last_json(command + (["--bf16"] if bf16 else []), dict(os.environ), timeout)
+
+
+def largest_batch(method: str, policy: str, args: argparse.Namespace, limit: int) -> dict:
+    """The paper's batch doubled (clips and images alike) until a step runs out of memory."""
+    fits, figures = None, {}
+    factor = 2
+    while factor <= limit:
+        clips, images = args.clips * factor, args.images * factor
+        result = run_worker(_worker_args(args, method, policy, clips, images, 3), args.timeout)
+        if "error" in result:
+            figures["stopped_at_clips"] = clips
+            figures["stopped_because"] = result
+            break
+        fits = result
+        factor *= 2
+    if fits:
+        figures.update(
+            largest_clips_per_batch=fits["clips_per_step"]
+            // (2 if method in ("spact", "penalty") else 1),
+            clips_per_second=fits["clips_per_second"],
+            peak_gib=fits.get("peak_gib"),
+        )
+    return figures
+
+
+def _worker_args(args, method, policy, clips, images, steps) -> list[str]:
+    return [
+        "--worker", method, "--policies", policy, "--clips", str(clips),
+        "--images", str(images), "--steps", str(steps),
+    ] + (["--small"] if args.small else [])  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--methods", default=",".join(METHODS))
+    parser.add_argument("--policies", default=",".join(POLICIES))
+    parser.add_argument("--clips", type=int, help="clips per batch (paper: 24)")
+    parser.add_argument("--images", type=int, help="privacy images per batch (paper: 64)")
+    parser.add_argument("--steps", type=int, default=10, help="timed steps after the compiling one")
+    parser.add_argument("--small", action="store_true", help="tiny models: a CPU smoke run")
+    parser.add_argument("--no_torch", action="store_true", help="leave out the PyTorch peer")
+    parser.add_argument(
+        "--largest_batch", type=int, default=4, help="try up to this multiple of the batch (0: no)"
+    )
+    parser.add_argument("--timeout", type=float, default=400.0, help="seconds per measurement")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    sizes = SMALL if args.small else PAPER
+    methods = [m for m in args.methods.split(",") if m]
+    unknown = set(methods) - set(METHODS)
+    if unknown:
+        parser.error(f"--methods: unknown {sorted(unknown)}; known: {', '.join(METHODS)}")
+    args.clips = args.clips or sizes["clips"]
+    args.images = args.images or sizes["images"]
+
+    if args.worker == "matmul":
+        print(json.dumps(measure_matmul(256 if args.small else 8192)))
+        return
+    if args.worker:
+        policy = args.policies.split(",")[0]
+        print(
+            json.dumps(
+                measure_step(args.worker, policy, sizes, args.clips, args.images, args.steps)
+            )
+        )
+        return
+
+    start = time.perf_counter()
+    report = {
+        "batch": {"clips": args.clips, "images": args.images},
+        "input": f"{sizes['frames']}x{sizes['size']}x{sizes['size']}",
+    }
+    report["matmul"] = run_worker(
+        ["--worker", "matmul"] + (["--small"] if args.small else []), args.timeout
+    )
+    peak = report["matmul"].get("bfloat16_matmul_tflops")
+    report["steps"] = []
+    for method in methods:
+        for policy in args.policies.split(","):
+            result = run_worker(
+                _worker_args(args, method, policy, args.clips, args.images, args.steps),
+                args.timeout,
+            )
+            result.setdefault("method", method)
+            result.setdefault("dtype_policy", policy)
+            if peak and "model_tflops_per_second" in result:
+                result["fraction_of_bf16_matmul_peak"] = round(
+                    result["model_tflops_per_second"] / peak, 3
+                )
+            print(json.dumps(result), flush=True)
+            report["steps"].append(result)
+    if not args.small and not args.no_torch and "spact" in methods:
+        report["torch"] = []
+        for bf16 in (False, True):
+            result = torch_peer(sizes, args.clips, args.images, args.steps, bf16, args.timeout)
+            print(json.dumps(result), flush=True)
+            report["torch"].append(result)
+            ours = next(
+                (
+                    r
+                    for r in report["steps"]
+                    if r["method"] == "spact"
+                    and r["dtype_policy"] == ("mixed_bfloat16" if bf16 else "float32")
+                ),
+                {},
+            )
+            if "seconds_per_minimax_step" in result and "seconds_per_step" in ours:
+                result["jax_speedup"] = round(
+                    result["seconds_per_minimax_step"] / ours["seconds_per_step"], 2
+                )
+    if args.largest_batch:
+        report["largest_batch"] = {
+            policy: largest_batch("spact", policy, args, args.largest_batch)
+            for policy in args.policies.split(",")
+        }
+    report["seconds"] = round(time.perf_counter() - start, 1)
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+"""The JAX path with TensorFlow absent: every trainer fits, the GPU benchmark's smoke run runs."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+BLOCK_TENSORFLOW = '''
+import sys
+
+
+class BlockTensorFlow:
+    """Fail every import of tensorflow, as in a Python where it is not installed."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "tensorflow" or name.startswith("tensorflow."):
+            raise ModuleNotFoundError(f"No module named {name!r} (blocked by the test)")
+        return None
+
+
+sys.meta_path.insert(0, BlockTensorFlow())
+'''
+
+jax_only = pytest.mark.skipif(
+    os.environ["KERAS_BACKEND"] != "jax", reason="the TensorFlow-free path is JAX's"
+)
+
+
+def run_without_tensorflow(tmp_path: Path, args: list[str], timeout: float):
+    """Run `python args` with JAX and `import tensorflow` failing; the finished process."""
+    (tmp_path / "sitecustomize.py").write_text(BLOCK_TENSORFLOW)
+    env = dict(
+        os.environ,
+        KERAS_BACKEND="jax",
+        JAX_THREEFRY_PARTITIONABLE="false",
+        PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT), str(ROOT / "tests")]),
+    )
+    return subprocess.run(
+        [sys.executable, *args], env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def last_json(done) -> dict:
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_block_works(tmp_path):
+    done = run_without_tensorflow(tmp_path, ["-c", "import tensorflow"], 60)
+    assert done.returncode != 0
+    assert "No module named 'tensorflow' (blocked by the test)" in done.stderr
+
+
+@jax_only
+def test_every_trainer_fits_without_tensorflow(tmp_path):
+    script = str(ROOT / "tests" / "no_tensorflow_fit.py")
+    results = last_json(run_without_tensorflow(tmp_path, [script], 600))
+    assert results.pop("tensorflow_imported") is False
+    assert set(results) == {
+        "identity", "action", "privacy", "supervised_privacy", "spact", "penalty", "vita", "meta"
+    }  # fmt: skip
+    for name, result in results.items():
+        assert all(math.isfinite(v) for v in result["logs"].values()), (name, result)
+        # Two steps: every trained group's optimizer advanced twice (fit's state carried it).
+        assert set(result["iterations"].values()) == {2}, (name, result)
+    assert results["meta"]["logs"]["meta_test_loss"] > 0
+    assert results["penalty"]["logs"]["penalty"] > 0
+
+
+@jax_only
+def test_gpu_benchmark_smoke_run_without_tensorflow(tmp_path):
+    args = [
+        str(ROOT / "benchmarks" / "gpu.py"), "--small", "--methods", "spact,meta",
+        "--policies", "float32", "--steps", "1", "--largest_batch", "2",
+    ]  # fmt: skip
+    report = last_json(run_without_tensorflow(tmp_path, args, 900))
+    assert report["matmul"]["bfloat16_matmul_tflops"] > 0
+    steps = {row["method"]: row for row in report["steps"]}
+    assert set(steps) == {"spact", "meta"}
+    for row in steps.values():
+        assert "error" not in row, row
+        assert row["seconds_per_step"] > 0 and row["clips_per_second"] > 0
+        assert all(math.isfinite(v) for v in row["logs"].values())
+    assert steps["spact"]["clips_per_step"] == 2 * report["batch"]["clips"]
+    assert steps["spact"]["model_gflops_per_step"] > 0
+    assert steps["meta"]["logs"]["meta_train_loss"] > 0
+    assert (
+        report["largest_batch"]["float32"]["largest_clips_per_batch"]
+        == 2 * report["batch"]["clips"]
+    )
+
+
+def test_pair_arrays_lays_out_pairs_as_pair_batches():
+    from keras_privacy.methods.spact import pair_arrays
+
+    rng = np.random.default_rng(0)
+    first = {"clips": rng.random((3, 2, 4)), "labels": np.arange(3)}
+    second = {"clips": rng.random((3, 2, 4)), "labels": np.arange(3, 6)}
+    pairs = pair_arrays(first, second)
+    assert pairs["clips"].shape == (3, 2, 2, 4)
+    np.testing.assert_array_equal(pairs["labels"], [[0, 3], [1, 4], [2, 5]])
+    np.testing.assert_array_equal(pairs["clips"][:, 1], second["clips"])
+    with pytest.raises(ValueError, match="'labels' has 3 examples in the first half and 2"):
+        pair_arrays(first, {"clips": second["clips"], "labels": np.arange(2)})
+    with pytest.raises(ValueError, match="different keys"):
+        pair_arrays(first, {"clips": second["clips"]})
