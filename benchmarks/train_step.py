@@ -1,11 +1,14 @@
 """Time one SPAct minimax step (both halves) at the paper's model sizes on this backend.
 
     KERAS_BACKEND=jax python benchmarks/train_step.py [--clips 2] [--images 4] [--size 112]
-                                                      [--no-xla] [--dtype-policy mixed_bfloat16]
+                                                      [--no-xla | --xla]
+                                                      [--dtype-policy mixed_bfloat16]
 
-Models: SPAct UNet f_A, R3D-18 (SPAct variant) f_T, ResNet-50 + 2048-2048-128 head f_B. The
-step is XLA-compiled; `--no-xla` runs it as a plain `tf.function` graph on TensorFlow (this
-benchmark always compiles the JAX step with XLA and refuses the flag there). The authors'
+Models: SPAct UNet f_A, R3D-18 (SPAct variant) f_T, ResNet-50 + 2048-2048-128 head f_B. By
+default the step compiles as training's `--jit_compile=auto` chooses
+(`distribute.choose_jit_compile`: XLA on JAX and a TensorFlow GPU, a plain `tf.function` graph
+on a TensorFlow CPU for these 3-D convolutions); `--xla` and `--no-xla` force either on
+TensorFlow (the JAX step is always XLA-compiled, and `--no-xla` is refused there). The authors'
 PyTorch step at the same sizes is benchmarks/train_step_torch.py. `--dtype-policy
 mixed_bfloat16` computes in bfloat16 (on TensorFlow without XLA, oneDNN's bfloat16 kernels
 where the CPU has them). Efficiency = model FLOPs of the step / time, as a fraction of the
@@ -20,6 +23,7 @@ import time
 import keras
 import numpy as np
 
+from keras_privacy.distribute import choose_jit_compile
 from keras_privacy.methods.spact import SPAct
 from keras_privacy.models import registry
 from keras_privacy.models.flops import forward_flops
@@ -60,7 +64,9 @@ def main():
     parser.add_argument("--frames", type=int, default=16)
     parser.add_argument("--size", type=int, default=112)
     parser.add_argument("--steps", type=int, default=3)
-    parser.add_argument("--no-xla", action="store_true", help="TensorFlow: no jit_compile")
+    xla = parser.add_mutually_exclusive_group()
+    xla.add_argument("--no-xla", action="store_true", help="TensorFlow: no jit_compile")
+    xla.add_argument("--xla", action="store_true", help="TensorFlow: jit_compile")
     parser.add_argument(
         "--dtype-policy", default="float32", help="Keras dtype policy, e.g. mixed_bfloat16"
     )
@@ -76,9 +82,11 @@ def main():
         "privacy": privacy_encoder(backbone, projection_head(backbone.output_shape[-1])),
     }
     trainer = SPAct(models["anonymizer"], models["action"], models["privacy"])
+    setting = "false" if args.no_xla else "true" if args.xla else "auto"
+    jit_compile, why = choose_jit_compile(setting, models.values())
     trainer.compile(
         {g: keras.optimizers.Adam(1e-4) for g in ("anonymizer", "action", "privacy")},
-        jit_compile=not args.no_xla,
+        jit_compile=jit_compile,
     )
     rng = np.random.default_rng(0)
     c, t, s, n = args.clips, args.frames, args.size, args.images
@@ -109,7 +117,8 @@ def main():
         "clips_per_step": 2 * c,
         "image_pairs_per_step": 2 * n,
         "input": f"{t}x{s}x{s}",
-        "xla": not args.no_xla,
+        "xla": jit_compile,
+        "xla_choice": why,
         "dtype_policy": args.dtype_policy,
         "seconds_per_minimax_step": round(step_seconds, 3),
         "clips_per_second": round(2 * c / step_seconds, 3),

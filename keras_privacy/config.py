@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import field
 
 from keras_privacy.data.augment import SUPERVISED, AugmentConfig
-from keras_privacy.distribute import DISTRIBUTIONS, PRECISIONS
+from keras_privacy.distribute import DISTRIBUTIONS, JIT_COMPILE, PRECISIONS
 
 METHODS = ("spact", "penalty", "vita", "meta")
 BUDGET_LOSSES = ("max_bce", "entropy")
@@ -54,7 +54,15 @@ class ExperimentConfig:
         default="runs/synthetic", metadata=_help("Checkpoints, logs, models, report.", "run")
     )
     seed: int = field(default=0, metadata=_help("Seed of data order, augmentation, init.", "run"))
-    jit_compile: bool = field(default=True, metadata=_help("XLA-compile the training step.", "run"))
+    jit_compile: str = field(
+        default="auto",
+        metadata=_help(
+            "auto | true | false: XLA-compile the training steps. auto: XLA on JAX and on a "
+            "TensorFlow GPU; on a TensorFlow CPU, XLA unless a trained model has 3-D "
+            "convolutions (XLA:CPU runs those several times slower than TensorFlow's graph).",
+            "run",
+        ),
+    )
     distribution: str = field(
         default="none",
         metadata=_help(
@@ -410,6 +418,7 @@ class ExperimentConfig:
         _one_of("method", self.method, METHODS)
         _one_of("distribution", self.distribution, DISTRIBUTIONS)
         _one_of("mixed_precision", self.mixed_precision, PRECISIONS)
+        _one_of("jit_compile", str(self.jit_compile).lower(), JIT_COMPILE)
         if self.distribution == "data_parallel" and self.method == "meta":
             raise ValueError(
                 "--distribution=data_parallel does not support --method=meta: its batches carry "

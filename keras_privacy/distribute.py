@@ -7,13 +7,14 @@ global step). Both replicate the models on every local accelerator (every CPU de
 is none) and split each batch along its first axis, so the batch sizes of the config are
 *global*: each device takes `batch_size / devices` clips. `--mixed_precision` sets Keras' global
 dtype policy before the models are built; the losses cast to float32 and `mixed_float16` adds
-dynamic loss scaling.
+dynamic loss scaling. `--jit_compile=auto` picks XLA where it is the faster path
+(`choose_jit_compile`).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import keras
 
@@ -21,6 +22,8 @@ DISTRIBUTIONS = ("none", "data_parallel")
 """Values of `--distribution`."""
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 """Values of `--mixed_precision` (Keras dtype policy names)."""
+JIT_COMPILE = ("auto", "true", "false")
+"""Values of `--jit_compile`."""
 
 
 def data_parallel_devices() -> list[str]:
@@ -77,3 +80,36 @@ def check_batch_sizes(replicas: int, **batch_sizes: int) -> None:
                 f"--{name}={size} is the global batch, split over {replicas} devices: "
                 f"make it a multiple of {replicas}"
             )
+
+
+def choose_jit_compile(setting: str | bool, models: Iterable[keras.Model]) -> tuple[bool, str]:
+    """Whether to XLA-compile a step that trains `models` under `--jit_compile=setting`, and why.
+
+    `auto`: XLA on JAX (its only compiled path) and on a TensorFlow GPU; on a TensorFlow CPU,
+    XLA unless a model holds a 3-D convolution: XLA:CPU runs those several times slower than
+    TensorFlow's graph with oneDNN (SPAct's step at the paper's sizes: about 80 s against 18.8 s
+    on 2 cores, `benchmarks/train_step.py`), while the 2-D convolutions of the synthetic
+    benchmark's models are faster under XLA.
+    """
+    value = str(setting).lower()
+    if value not in JIT_COMPILE:
+        raise ValueError(f"--jit_compile={setting!r} is not one of {', '.join(JIT_COMPILE)}")
+    if value != "auto":
+        return value == "true", f"--jit_compile={value}"
+    if keras.backend.backend() != "tensorflow":
+        return True, f"auto: XLA on {keras.backend.backend()}"
+    import tensorflow as tf
+
+    if tf.config.list_logical_devices("GPU"):
+        return True, "auto: XLA on a TensorFlow GPU"
+    conv3d = [model.name for model in models if _has_conv3d(model)]
+    if conv3d:
+        return False, f"auto: TensorFlow graph without XLA on a CPU (3-D convolutions in {conv3d})"
+    return True, "auto: XLA on a TensorFlow CPU (no 3-D convolution)"
+
+
+def _has_conv3d(layer) -> bool:
+    """Whether `layer` or a layer nested in it is a 3-D convolution."""
+    if isinstance(layer, (keras.layers.Conv3D, keras.layers.Conv3DTranspose)):
+        return True
+    return any(_has_conv3d(inner) for inner in getattr(layer, "layers", []))

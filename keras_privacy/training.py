@@ -358,7 +358,11 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
         if phase.epochs == 0:
             continue
         trainer = phase.make_trainer()
-        trainer.compile(phase.optimizers(), jit_compile=config.jit_compile)
+        jit_compile, why = distribute.choose_jit_compile(
+            config.jit_compile, trainer.groups().values()
+        )
+        print(f"phase {phase.name}: XLA {'on' if jit_compile else 'off'} ({why})", flush=True)
+        trainer.compile(phase.optimizers(), jit_compile=jit_compile)
         # Groups the trainer owns (RotNet's head, MoCo's momentum state) live in its checkpoints.
         owned = {
             group: model

@@ -134,3 +134,34 @@ def _main(mode: str) -> dict:
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     print(json.dumps(_main(sys.argv[1])))
+
+
+def test_jit_compile_auto_picks_xla_by_backend_and_convolutions():
+    import keras
+    import tiny_models as tm
+
+    from keras_privacy.distribute import choose_jit_compile
+
+    frames, clips = tm.anonymizer(), tm.action_model()  # 2-D and 3-D convolutions
+    nested = tm.video_privacy_encoder()  # a Conv3D inside a nested trunk
+    if keras.backend.backend() == "jax":
+        assert choose_jit_compile("auto", [frames, clips]) == (True, "auto: XLA on jax")
+    else:
+        on, why = choose_jit_compile("auto", [frames, clips])
+        assert not on and "3-D convolutions in ['action']" in why
+        assert choose_jit_compile("auto", [frames])[0]
+        assert not choose_jit_compile("auto", [nested])[0]
+    for setting, expected in (("true", True), ("False", False), (True, True), (False, False)):
+        assert choose_jit_compile(setting, [clips]) == (
+            expected,
+            f"--jit_compile={expected}".lower(),
+        )
+    with pytest.raises(ValueError, match="--jit_compile='maybe' is not one of auto, true, false"):
+        choose_jit_compile("maybe", [frames])
+
+
+def test_config_refuses_an_unknown_jit_compile():
+    from keras_privacy.config import ExperimentConfig
+
+    with pytest.raises(ValueError, match="--jit_compile='sometimes' is not one of"):
+        ExperimentConfig(jit_compile="sometimes").validate()

@@ -44,6 +44,7 @@ import keras
 import numpy as np
 from tqdm import tqdm
 
+from keras_privacy import distribute
 from keras_privacy.config import ExperimentConfig
 from keras_privacy.data import pipelines
 from keras_privacy.data.cache import prepare_cache
@@ -270,7 +271,10 @@ def train_action_target(
         loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
         accuracy, labels = ["accuracy"], "labels"
     model.compile(
-        keras.optimizers.Adam(c.eval_lr), loss, metrics=accuracy, jit_compile=c.jit_compile
+        keras.optimizers.Adam(c.eval_lr),
+        loss,
+        metrics=accuracy,
+        jit_compile=distribute.choose_jit_compile(c.jit_compile, [target])[0],
     )
     dataset = pipelines.action_train_dataset(
         train,
@@ -349,7 +353,7 @@ def train_privacy_target(
     model.compile(
         keras.optimizers.Adam(c.eval_lr),
         keras.losses.BinaryCrossentropy(from_logits=True),
-        jit_compile=c.jit_compile,
+        jit_compile=distribute.choose_jit_compile(c.jit_compile, [target])[0],
     )
     dataset = pipelines.privacy_labelled_dataset(
         train, c.privacy_batch_size, c.image_size, training=True, seed=c.seed, epochs=None
