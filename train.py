@@ -37,9 +37,20 @@ def main(argv):
     except ValueError as error:
         raise app.UsageError(str(error)) from error
 
+    from keras_privacy import distribute
+
+    try:
+        distribute.initialize_processes(
+            config.num_processes, config.process_id, config.coordinator_address
+        )
+    except ValueError as error:
+        raise app.UsageError(str(error)) from error
+
     from keras_privacy.training import train
 
     result = train(config)
+    if not distribute.is_chief():
+        return
     print(f"trained models in {result.run_dir}:")
     for name, path in result.model_paths.items():
         print(f"  {name}: {path}")

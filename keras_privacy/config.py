@@ -71,6 +71,22 @@ class ExperimentConfig:
             "run",
         ),
     )
+    num_processes: int = field(
+        default=1,
+        metadata=_help(
+            "Processes of a multi-process JAX job (with --distribution=data_parallel): 1 = this "
+            "process alone; N > 1 with --process_id and --coordinator_address; 0 = read from "
+            "the cluster's environment (SLURM, Open MPI, Kubernetes).",
+            "run",
+        ),
+    )
+    process_id: int = field(
+        default=0, metadata=_help("This process's index in 0 .. --num_processes - 1.", "run")
+    )
+    coordinator_address: str = field(
+        default="",
+        metadata=_help("host:port where process 0 of a multi-process job listens.", "run"),
+    )
     mixed_precision: str = field(
         default="float32",
         metadata=_help(
@@ -419,6 +435,23 @@ class ExperimentConfig:
         _one_of("distribution", self.distribution, DISTRIBUTIONS)
         _one_of("mixed_precision", self.mixed_precision, PRECISIONS)
         _one_of("jit_compile", str(self.jit_compile).lower(), JIT_COMPILE)
+        if self.num_processes != 1:
+            if self.distribution != "data_parallel":
+                raise ValueError(
+                    f"--num_processes={self.num_processes} trains one model across processes: "
+                    "it needs --distribution=data_parallel"
+                )
+            if self.num_processes < 0:
+                raise ValueError(f"--num_processes must be 0 or more, got {self.num_processes}")
+            if self.num_processes > 1 and not 0 <= self.process_id < self.num_processes:
+                raise ValueError(
+                    f"--process_id={self.process_id} is not in 0 .. {self.num_processes - 1}"
+                )
+            if self.num_processes > 1 and not self.coordinator_address:
+                raise ValueError(
+                    f"--num_processes={self.num_processes} needs --coordinator_address "
+                    "(host:port of process 0)"
+                )
         if self.distribution == "data_parallel" and self.method == "meta":
             raise ValueError(
                 "--distribution=data_parallel does not support --method=meta: its batches carry "

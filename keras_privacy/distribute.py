@@ -9,6 +9,14 @@ is none) and split each batch along its first axis, so the batch sizes of the co
 dtype policy before the models are built; the losses cast to float32 and `mixed_float16` adds
 dynamic loss scaling. `--jit_compile=auto` picks XLA where it is the faster path
 (`choose_jit_compile`).
+
+Training across processes (JAX only, `--num_processes`): every process runs `train.py` with the
+same flags; `initialize_processes` joins them into one JAX job (`jax.distributed.initialize`),
+after which `data_parallel` spans the devices of every process. Each process feeds its own
+part of each global batch (`process_shard`: process p of N keeps rows p * B / N .. (p + 1) *
+B / N of every batch; every process still decodes the whole batch), the step is one program
+over the global batch, and only process 0 (`is_chief`) writes checkpoints, images and
+models into the run folder, which every process must see (a shared file system).
 """
 
 from __future__ import annotations
@@ -26,8 +34,69 @@ JIT_COMPILE = ("auto", "true", "false")
 """Values of `--jit_compile`."""
 
 
+def initialize_processes(
+    num_processes: int, process_id: int = 0, coordinator_address: str = ""
+) -> int:
+    """Join this process to a multi-process JAX job before anything runs on JAX; returns the
+    number of processes.
+
+    `num_processes` 1 does nothing; N > 1 joins process `process_id` of N whose process 0
+    listens at `coordinator_address` (host:port); 0 reads all three from the cluster's
+    environment (SLURM, Open MPI, Kubernetes' JobSet and the others `jax.distributed` knows).
+    CPU devices exchange their data through Gloo.
+    """
+    if num_processes == 1:
+        return 1
+    if keras.backend.backend() != "jax":
+        raise ValueError(
+            f"--num_processes={num_processes}: training across processes runs on JAX; "
+            f"this is {keras.backend.backend()} (use --backend=jax)"
+        )
+    import jax
+
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    if num_processes == 0:
+        jax.distributed.initialize()
+    else:
+        jax.distributed.initialize(coordinator_address, num_processes, process_id)
+    return jax.process_count()
+
+
+def is_chief() -> bool:
+    """Whether this process writes the run's files: always, except in processes 1, 2, ... of a
+    multi-process JAX job."""
+    if keras.backend.backend() != "jax":
+        return True
+    import jax
+
+    return jax.process_index() == 0
+
+
+def process_shard(dataset):
+    """This process's rows of every global batch of a `tf.data.Dataset` (batch axis first) in a
+    multi-process JAX job; the dataset itself otherwise."""
+    if keras.backend.backend() != "jax":
+        return dataset
+    import jax
+
+    count, index = jax.process_count(), jax.process_index()
+    if count == 1:
+        return dataset
+    import tensorflow as tf
+
+    def rows(batch):
+        def part(tensor):
+            size = tf.shape(tensor)[0] // count
+            return tensor[index * size : (index + 1) * size]
+
+        return tf.nest.map_structure(part, batch)
+
+    return dataset.map(rows)
+
+
 def data_parallel_devices() -> list[str]:
-    """The local devices data-parallel training replicates on: accelerators, else CPUs."""
+    """The devices data-parallel training replicates on: accelerators, else CPUs; on JAX those
+    of every process of a multi-process job."""
     if keras.backend.backend() == "jax":
         return keras.distribution.list_devices()
     if keras.backend.backend() == "tensorflow":
@@ -57,7 +126,11 @@ def training_scope(distribution: str = "none", precision: str = "float32") -> It
         elif keras.backend.backend() == "jax":
             devices = data_parallel_devices()
             previous = keras.distribution.distribution()
-            keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devices))
+            # Batches are sharded by `process_shard` (Keras' own sharding of a tf.data pipeline
+            # cannot see the batch size of paired batches).
+            keras.distribution.set_distribution(
+                keras.distribution.DataParallel(devices=devices, auto_shard_dataset=False)
+            )
             try:
                 yield len(devices)
             finally:

@@ -330,8 +330,10 @@ def train(
 
 def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callback]) -> TrainResult:
     run_dir = Path(config.run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.json").write_text(json.dumps(dataclasses.asdict(config), indent=1))
+    chief = distribute.is_chief()
+    if chief:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "config.json").write_text(json.dumps(dataclasses.asdict(config), indent=1))
     keras.utils.set_random_seed(config.seed)
 
     data = sources.training_data(config)
@@ -373,8 +375,10 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
             checkpoint.restore_models(state, owned)
             checkpoint.restore_optimizer(state, trainer.optimizer)
         for epoch in range(done, phase.epochs):
-            dataset = phase_dataset(
-                phase, data, _global_epoch(phases, index, epoch), steps, len(models) - 2
+            dataset = distribute.process_shard(
+                phase_dataset(
+                    phase, data, _global_epoch(phases, index, epoch), steps, len(models) - 2
+                )
             )
             guard = _FailOnNonFinite()
             logs = trainer.fit(
@@ -384,7 +388,11 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
                 verbose=2,
                 callbacks=[
                     guard,
-                    keras.callbacks.TensorBoard(log_dir=str(run_dir / "logs" / phase.name)),
+                    *(
+                        [keras.callbacks.TensorBoard(log_dir=str(run_dir / "logs" / phase.name))]
+                        if chief
+                        else []
+                    ),
                     *callbacks,
                 ],
             ).history
@@ -399,18 +407,21 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
                 history.setdefault(phase.name, {}).setdefault(name, []).extend(
                     float(v) for v in values
                 )
-            checkpoint.save_checkpoint(
-                run_dir, phase.name, epoch + 1, models | owned, trainer.optimizer, history
-            )
-            _save_frames(models["anonymizer"], fixed_clip, run_dir, phase.name, epoch + 1)
+            if chief:
+                checkpoint.save_checkpoint(
+                    run_dir, phase.name, epoch + 1, models | owned, trainer.optimizer, history
+                )
+                _save_frames(models["anonymizer"], fixed_clip, run_dir, phase.name, epoch + 1)
         warn_if_anonymizer_frozen(trainer, phase.name)
         state = checkpoint.latest_checkpoint(run_dir)
 
     paths = {}
     for name, model in models.items():
         paths[name] = run_dir / MODEL_FILES.get(name, f"{name}.keras")
-        model.save(paths[name])
-    (run_dir / "history.json").write_text(json.dumps(history, indent=1))
+        if chief:
+            model.save(paths[name])
+    if chief:
+        (run_dir / "history.json").write_text(json.dumps(history, indent=1))
     return TrainResult(run_dir=run_dir, model_paths=paths, history=history)
 
 

@@ -7,6 +7,7 @@ CPUs (`tf.config.set_logical_device_configuration`) on TensorFlow.
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +25,7 @@ def spact_run(distribution: str, jit_compile: bool, pairs: int = 2) -> dict:
     import keras
     import tiny_models
 
-    from keras_privacy.distribute import training_scope
+    from keras_privacy.distribute import process_shard, training_scope
     from keras_privacy.methods.spact import SPAct, pair_batches
 
     rng = np.random.default_rng(0)
@@ -32,7 +33,7 @@ def spact_run(distribution: str, jit_compile: bool, pairs: int = 2) -> dict:
     stacked = {key: np.stack([b[key] for b in batches]) for key in batches[0]}
     import tensorflow as tf
 
-    dataset = pair_batches(tf.data.Dataset.from_tensor_slices(stacked))
+    dataset = process_shard(pair_batches(tf.data.Dataset.from_tensor_slices(stacked)))
     with training_scope(distribution) as replicas:
         models = [
             tiny_models.anonymizer(),
@@ -106,36 +107,6 @@ def test_config_names_bad_distribution_settings():
         ExperimentConfig(distribution="data_parallel", method="meta").validate()
 
 
-def _main(mode: str) -> dict:
-    import keras
-
-    if keras.backend.backend() == "tensorflow":
-        import tensorflow as tf
-
-        cpu = tf.config.list_physical_devices("CPU")[0]
-        tf.config.set_logical_device_configuration(
-            cpu, [tf.config.LogicalDeviceConfiguration()] * DEVICES
-        )
-    else:
-        import jax
-
-        jax.config.update("jax_threefry_partitionable", False)  # as in conftest: faster init
-    jit = keras.backend.backend() == "jax"
-    import time
-
-    out = {}
-    for d in ("none", "data_parallel"):
-        t = time.time()
-        out[d] = spact_run(d, jit_compile=jit)
-        print(d, time.time() - t, file=sys.stderr)
-    return out
-
-
-if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    print(json.dumps(_main(sys.argv[1])))
-
-
 def test_jit_compile_auto_picks_xla_by_backend_and_convolutions():
     import keras
     import tiny_models as tm
@@ -165,3 +136,98 @@ def test_config_refuses_an_unknown_jit_compile():
 
     with pytest.raises(ValueError, match="--jit_compile='sometimes' is not one of"):
         ExperimentConfig(jit_compile="sometimes").validate()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.skipif(os.environ["KERAS_BACKEND"] != "jax", reason="multi-process training is JAX's")
+def test_two_processes_take_the_steps_of_one():
+    """Two JAX processes on localhost (one CPU device each, Gloo) fitting the same global
+    batches end with the weights of one process fitting them alone."""
+    env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3")
+    port = str(_free_port())
+    workers = [
+        subprocess.Popen(
+            [sys.executable, __file__, "process", str(index), "2", port],
+            cwd=Path(__file__).parent,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for index in range(2)
+    ]
+    results = []
+    for worker in workers:
+        out, err = worker.communicate(timeout=600)
+        assert worker.returncode == 0, err[-3000:]
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    one = _run_script("jax", "single")["none"]
+    assert [r["processes"] for r in results] == [2, 2]
+    assert [r["replicas"] for r in results] == [2, 2]
+    assert one["moved"] > 1e-2
+    for result in results:
+        assert result["iterations"] == one["iterations"] == {g: 2 for g in GROUPS}
+        for a, b in zip(one["weights"], result["weights"]):
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+        for key in one["logs"]:
+            np.testing.assert_allclose(one["logs"][key], result["logs"][key], rtol=1e-4)
+
+
+def test_config_names_bad_process_settings():
+    from keras_privacy.config import ExperimentConfig
+
+    with pytest.raises(ValueError, match="--num_processes=2 .* needs --distribution=data_parallel"):
+        ExperimentConfig(num_processes=2, coordinator_address="h:1").validate()
+    with pytest.raises(ValueError, match="--process_id=2 is not in 0 .. 1"):
+        ExperimentConfig(
+            num_processes=2, process_id=2, distribution="data_parallel", coordinator_address="h:1"
+        ).validate()
+    with pytest.raises(ValueError, match="needs --coordinator_address"):
+        ExperimentConfig(num_processes=2, distribution="data_parallel").validate()
+
+
+def _main(mode: str, *args: str) -> dict:
+    if mode == "process":
+        # One process of a two-process job: one CPU device, joined before JAX starts.
+        from keras_privacy.distribute import initialize_processes
+
+        index, count, port = args
+        processes = initialize_processes(int(count), int(index), f"127.0.0.1:{port}")
+        import jax
+        import keras
+
+        jax.config.update("jax_threefry_partitionable", False)
+        keras.utils.set_random_seed(0)  # the same initial values in both processes
+        return spact_run("data_parallel", jit_compile=True) | {"processes": processes}
+    import keras
+
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration()] * DEVICES
+        )
+    else:
+        import jax
+
+        jax.config.update("jax_threefry_partitionable", False)  # as in conftest: faster init
+    jit = keras.backend.backend() == "jax"
+    import time
+
+    out = {}
+    for d in ("none",) if mode == "single" else ("none", "data_parallel"):
+        t = time.time()
+        out[d] = spact_run(d, jit_compile=jit)
+        print(d, time.time() - t, file=sys.stderr)
+    return out
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    print(json.dumps(_main(*sys.argv[1:])))
