@@ -199,8 +199,9 @@ def _read_safetensors(path: Path) -> dict[str, np.ndarray]:
     return tensors
 
 
-def torch_module_names(model, arch: str) -> dict[str, str]:
-    """Keras layer name -> PyTorch module path, for every layer of `model` with weights."""
+def torch_module_names(model, arch: str, strict: bool = True) -> dict[str, str]:
+    """Keras layer name -> PyTorch module path, for every layer of `model` with weights; a layer
+    with no PyTorch name fails when `strict`, else is left out (a head the checkpoint lacks)."""
     if arch not in ARCHITECTURES:
         raise ConversionError(f"unknown arch {arch!r}; known: {', '.join(ARCHITECTURES)}")
     patterns = ARCHITECTURES[arch][1]
@@ -215,7 +216,9 @@ def torch_module_names(model, arch: str) -> dict[str, str]:
                 (re.sub(p, r, layer.name) for p, r in patterns if re.match(p, layer.name)), None
             )
         if torch_name is None:
-            raise ConversionError(f"{arch}: no PyTorch name for Keras layer {layer.name!r}")
+            if strict:
+                raise ConversionError(f"{arch}: no PyTorch name for Keras layer {layer.name!r}")
+            continue
         names[layer.name] = torch_name
     return names
 
@@ -235,6 +238,61 @@ def _unet_module_name(name: str, model) -> str | None:
     return f"up{levels - 1 - level}.conv.{double_conv}"
 
 
+def torch_layer_arrays(
+    model, state_dict: Mapping[str, np.ndarray], names: Mapping[str, str]
+) -> tuple[dict[str, dict[str, tuple[str, np.ndarray]]], set[str], list[str], list[str]]:
+    """The arrays of the PyTorch `state_dict` in Keras' layout, per layer of `model` named in
+    `names` (Keras layer name -> PyTorch module path): layer name -> {variable attribute (kernel,
+    gamma, ...): (PyTorch key, array)}. Also returns the keys used, the missing keys and the conv biases that
+    have no Keras home."""
+    import keras
+
+    used = {key for key in state_dict if key.endswith("num_batches_tracked")}
+    missing, homeless, arrays = [], [], {}
+    previous_conv_bias = {}
+    for layer in model.layers:
+        if layer.name not in names:
+            continue
+        prefix = names[layer.name]
+        found = arrays.setdefault(layer.name, {})
+        if isinstance(layer, keras.layers.BatchNormalization):
+            parts = {
+                "gamma": "weight",
+                "beta": "bias",
+                "moving_mean": "running_mean",
+                "moving_variance": "running_var",
+            }
+            for attr, part in parts.items():
+                array = _take(state_dict, f"{prefix}.{part}", used, missing)
+                if array is not None:
+                    found[attr] = (f"{prefix}.{part}", array)
+            bias = previous_conv_bias.pop(layer.name, None)
+            if bias is not None and "moving_mean" in found:
+                # BN(conv(x) + b) equals BN(conv(x)) with running_mean - b.
+                key, mean = found["moving_mean"]
+                found["moving_mean"] = (key, mean - bias)
+            continue
+        kernel = _take(state_dict, f"{prefix}.weight", used, missing)
+        if kernel is not None:
+            if isinstance(layer, keras.layers.Dense):
+                kernel = kernel.T
+            else:
+                kernel = np.transpose(kernel, (*range(2, kernel.ndim), 1, 0))
+            found["kernel"] = (f"{prefix}.weight", kernel)
+        bias_key = f"{prefix}.bias"
+        if getattr(layer, "use_bias", False):
+            bias = _take(state_dict, bias_key, used, missing)
+            if bias is not None:
+                found["bias"] = (bias_key, bias)
+        elif bias_key in state_dict:
+            bn_name = re.sub(r"conv(\d)$", r"bn\1", layer.name)
+            if bn_name == layer.name or bn_name not in names:
+                homeless.append(f"{bias_key} (Keras layer {layer.name} has no bias)")
+            else:
+                previous_conv_bias[bn_name] = _take(state_dict, bias_key, used, missing)
+    return arrays, used, missing, homeless
+
+
 def load_torch_weights(
     model, state_dict: Mapping[str, np.ndarray], arch: str, source: str = "state dict"
 ) -> None:
@@ -244,55 +302,15 @@ def load_torch_weights(
     Raises ConversionError naming, from `source`, every missing, unexpected and mismatched
     tensor; nothing is assigned unless everything fits.
     """
-    import keras
-
     names = torch_module_names(model, arch)
-    used = {key for key in state_dict if key.endswith("num_batches_tracked")}
-    missing, mismatched, assignments = [], [], []
-    previous_conv_bias = {}
+    arrays, used, missing, mismatched = torch_layer_arrays(model, state_dict, names)
+    assignments = []
     for layer in model.layers:
-        if layer.name not in names:
-            continue
-        prefix = names[layer.name]
-        if isinstance(layer, keras.layers.BatchNormalization):
-            parts = {
-                "gamma": "weight",
-                "beta": "bias",
-                "moving_mean": "running_mean",
-                "moving_variance": "running_var",
-            }
-            arrays = {}
-            for attr, part in parts.items():
-                arrays[attr] = _take(state_dict, f"{prefix}.{part}", used, missing)
-            bias = previous_conv_bias.pop(layer.name, None)
-            if bias is not None and arrays["moving_mean"] is not None:
-                # BN(conv(x) + b) equals BN(conv(x)) with running_mean - b.
-                arrays["moving_mean"] = arrays["moving_mean"] - bias
-            for attr, array in arrays.items():
-                if array is not None:
-                    assignments.append((getattr(layer, attr), array, f"{prefix}.{parts[attr]}"))
-            continue
-        kernel = _take(state_dict, f"{prefix}.weight", used, missing)
-        if kernel is not None:
-            if isinstance(layer, keras.layers.Dense):
-                kernel = kernel.T
-            else:
-                kernel = np.transpose(kernel, (*range(2, kernel.ndim), 1, 0))
-            assignments.append((layer.kernel, kernel, f"{prefix}.weight"))
-        bias_key = f"{prefix}.bias"
-        if getattr(layer, "use_bias", False):
-            bias = _take(state_dict, bias_key, used, missing)
-            if bias is not None:
-                assignments.append((layer.bias, bias, bias_key))
-        elif bias_key in state_dict:
-            bn_name = re.sub(r"conv(\d)$", r"bn\1", layer.name)
-            if bn_name == layer.name or bn_name not in names:
-                mismatched.append(f"{bias_key} (Keras layer {layer.name} has no bias)")
-            else:
-                previous_conv_bias[bn_name] = _take(state_dict, bias_key, used, missing)
-    for variable, array, key in assignments:
-        if tuple(variable.shape) != array.shape:
-            mismatched.append(f"{key}: {array.shape} in the file, Keras wants {variable.shape}")
+        for attr, (key, array) in arrays.get(layer.name, {}).items():
+            variable = getattr(layer, attr)
+            if tuple(variable.shape) != array.shape:
+                mismatched.append(f"{key}: {array.shape} in the file, Keras wants {variable.shape}")
+            assignments.append((variable, array))
     unexpected = sorted(set(state_dict) - used)
     if missing or unexpected or mismatched:
         raise ConversionError(
@@ -301,7 +319,7 @@ def load_torch_weights(
             + _listing("unexpected", unexpected)
             + _listing("mismatched", mismatched)
         )
-    for variable, array, _ in assignments:
+    for variable, array in assignments:
         variable.assign(array.astype(variable.dtype))
 
 

@@ -1,0 +1,256 @@
+"""Start a model from pretrained weights, loading whatever part of it the file matches.
+
+A weight file is a `.keras` model, a `.weights.h5` file, or a PyTorch checkpoint (`.pth`, `.pt`,
+`.safetensors`, read without running pickled code and converted on the fly by
+`keras_privacy.convert` for the architecture named by `arch`). Partial loads are the normal case:
+a Kinetics-400 backbone under a new 101-way head, an ImageNet trunk under SPAct's projection
+head. A `.keras` file or a PyTorch checkpoint is matched by layer name (the registry's models
+name every layer: `stem_conv`, `layer1_0_1_conv`, ...), through nested models; a `.weights.h5`
+file (which keeps no layer names) by the structure Keras saves, so it loads into the
+architecture it was saved from, a different head included. A layer loads only when every one of
+its variables has the file's shape, else it is reported as mismatched and keeps its fresh
+weights.
+`LoadReport` says what was loaded, what is new, what did not fit and what the file held that the
+model has no place for.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import keras
+import numpy as np
+
+from keras_privacy import convert
+
+TORCH_SUFFIXES = (".pth", ".pt", ".safetensors")
+"""Suffixes read as PyTorch checkpoints."""
+
+
+class WeightsError(ValueError):
+    """A weight file that cannot be read, or that matches nothing of the model."""
+
+
+@dataclasses.dataclass
+class LoadReport:
+    """What `load_pretrained` did: layer names loaded, new (left as built), mismatched
+    ("name: file shapes vs model shapes"), and unused (in the file, not in the model)."""
+
+    source: str
+    model: str
+    loaded: list[str]
+    new: list[str]
+    mismatched: list[str]
+    unused: list[str]
+
+    def __str__(self) -> str:
+        lines = [
+            f"{self.source} -> {self.model}: {len(self.loaded)} layers loaded, "
+            f"{len(self.new)} new, {len(self.mismatched)} mismatched, "
+            f"{len(self.unused)} in the file unused"
+        ]
+        for kind in ("new", "mismatched", "unused"):
+            names = getattr(self, kind)
+            if names:
+                more = f", ... {len(names) - 12} more" if len(names) > 12 else ""
+                lines.append(f"  {kind}: {', '.join(names[:12])}{more}")
+        return "\n".join(lines)
+
+
+def load_pretrained(
+    model: keras.Model, path: str | os.PathLike, arch: str | None = None
+) -> LoadReport:
+    """Load the layers of the weight file at `path` that match `model`; returns the report.
+
+    `arch` names the architecture of a PyTorch checkpoint (one of `convert.ARCHITECTURES`,
+    e.g. "r3d_18", "resnet50", "unet"); it is not needed for Keras files. Raises WeightsError
+    when the file is missing or unreadable, or when not one layer matches.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise WeightsError(f"{path}: no such weight file")
+    targets = _leaf_layers(model)
+    if path.suffix in TORCH_SUFFIXES:
+        source = _torch_arrays(model, path, arch)
+    elif path.name.endswith(".weights.h5"):
+        return _load_h5(model, path)
+    elif path.suffix == ".keras":
+        saved = keras.saving.load_model(path, compile=False)
+        source = {
+            name: [np.asarray(v) for v in layer.weights]
+            for name, layer in _leaf_layers(saved).items()
+        }
+    else:
+        raise WeightsError(
+            f"{path}: not a weight file (.keras, .weights.h5, or a PyTorch .pth / .pt / "
+            ".safetensors checkpoint)"
+        )
+    loaded, mismatched = [], []
+    for name, layer in targets.items():
+        if name not in source:
+            continue
+        arrays = source[name]
+        variables = _variables(layer, arrays)
+        shapes = [tuple(v.shape) for v in variables]
+        file_shapes = [a.shape for a in _values(arrays)]
+        if len(variables) != len(layer.weights) or shapes != file_shapes:
+            model_shapes = [tuple(v.shape) for v in layer.weights]
+            mismatched.append(f"{name}: file {file_shapes} vs model {model_shapes}")
+            continue
+        for variable, array in zip(variables, _values(arrays)):
+            variable.assign(np.asarray(array).astype(variable.dtype))
+        loaded.append(name)
+    if not loaded:
+        raise WeightsError(
+            f"{path}: no layer of the file matches {model.name!r} "
+            f"({len(mismatched)} by name with other shapes; the file's layers: "
+            f"{', '.join(list(source)[:8])}{', ...' if len(source) > 8 else ''})"
+        )
+    return LoadReport(
+        source=str(path),
+        model=model.name,
+        loaded=loaded,
+        new=[name for name in targets if name not in source],
+        mismatched=mismatched,
+        unused=[name for name in source if name not in targets],
+    )
+
+
+def _leaf_layers(model: keras.Model) -> dict[str, keras.layers.Layer]:
+    """The layers with weights of `model` and of the models nested in it, by name; a name
+    that occurs twice is left out (it could not be matched safely)."""
+    counts: dict[str, int] = {}
+    found = {}
+    for layer in _walk(model):
+        counts[layer.name] = counts.get(layer.name, 0) + 1
+        found[layer.name] = layer
+    return {name: layer for name, layer in found.items() if counts[name] == 1}
+
+
+def _walk(model) -> Iterator[keras.layers.Layer]:
+    for layer in model.layers:
+        if isinstance(layer, keras.Model):
+            yield from _walk(layer)
+        elif layer.weights:
+            yield layer
+
+
+def _h5_datasets(path: Path) -> dict[str, np.ndarray]:
+    """Every array of a Keras `.weights.h5` file by its path in the file."""
+    import h5py
+
+    arrays = {}
+    try:
+        with h5py.File(path, "r") as file:
+            file.visititems(
+                lambda name, item: (
+                    arrays.__setitem__(name, item[()]) if isinstance(item, h5py.Dataset) else None
+                )
+            )
+    except OSError as error:
+        raise WeightsError(f"{path}: not readable as a Keras .weights.h5 file ({error})") from None
+    return arrays
+
+
+def _load_h5(model: keras.Model, path: Path) -> LoadReport:
+    """Load a `.weights.h5` file by the structure Keras saves (a path per layer, in the order
+    of the model's layers, with generated names): every layer path that the model's own
+    weight file also has, with the same shapes; reported by those paths."""
+    import tempfile
+
+    source = _h5_datasets(path)
+    with tempfile.TemporaryDirectory() as folder:
+        own_path = Path(folder) / "own.weights.h5"
+        model.save_weights(own_path)
+        own = _h5_datasets(own_path)
+
+        def by_layer(arrays: dict) -> dict[str, list[str]]:
+            layers: dict[str, list[str]] = {}
+            for key in arrays:
+                layers.setdefault(key.rsplit("/vars/", 1)[0], []).append(key)
+            return layers
+
+        source_layers, own_layers = by_layer(source), by_layer(own)
+        loaded, mismatched = [], []
+        for layer, keys in own_layers.items():
+            if layer not in source_layers:
+                continue
+            if sorted(keys) == sorted(source_layers[layer]) and all(
+                source[k].shape == own[k].shape for k in keys
+            ):
+                loaded.append(layer)
+            else:
+                file_shapes = [source[k].shape for k in sorted(source_layers[layer])]
+                model_shapes = [own[k].shape for k in sorted(keys)]
+                mismatched.append(f"{layer}: file {file_shapes} vs model {model_shapes}")
+        if not loaded:
+            raise WeightsError(
+                f"{path}: no layer of the file matches {model.name!r} ({len(mismatched)} "
+                "with other shapes); a .weights.h5 file loads into the architecture it was "
+                "saved from: give a .keras file to load by layer names"
+            )
+        import h5py
+
+        with h5py.File(own_path, "r+") as file:
+            for layer in loaded:
+                for key in own_layers[layer]:
+                    file[key][...] = source[key]
+        model.load_weights(own_path)
+    return LoadReport(
+        source=str(path),
+        model=model.name,
+        loaded=loaded,
+        new=[layer for layer in own_layers if layer not in source_layers],
+        mismatched=mismatched,
+        unused=[layer for layer in source_layers if layer not in own_layers],
+    )
+
+
+def _torch_arrays(model: keras.Model, path: Path, arch: str | None) -> dict[str, dict]:
+    """The PyTorch checkpoint's arrays in Keras' layout, by Keras layer name, for every
+    (nested) model of `model` whose layers the architecture `arch` names."""
+    if arch is None or arch not in convert.ARCHITECTURES:
+        raise WeightsError(
+            f"{path}: a PyTorch checkpoint needs its architecture, one of "
+            f"{', '.join(convert.ARCHITECTURES)}; got {arch!r}"
+        )
+    try:
+        state_dict = convert.read_state_dict(path)
+    except convert.ConversionError as error:
+        raise WeightsError(str(error)) from None
+    arrays: dict[str, dict] = {}
+    used: set[str] = set()
+    for owner in [model, *(m for m in _nested_models(model))]:
+        names = convert.torch_module_names(owner, arch, strict=False)
+        if names:
+            found, owner_used, _, _ = convert.torch_layer_arrays(owner, state_dict, names)
+            arrays.update({name: values for name, values in found.items() if values})
+            used |= owner_used
+    for key in sorted(set(state_dict) - used):
+        module = key.rsplit(".", 1)[0]
+        arrays.setdefault(f"(PyTorch) {module}", {})
+    return arrays
+
+
+def _nested_models(model: keras.Model) -> Iterator[keras.Model]:
+    for layer in model.layers:
+        if isinstance(layer, keras.Model):
+            yield layer
+            yield from _nested_models(layer)
+
+
+def _variables(layer, arrays) -> list:
+    """The variables of `layer` that `arrays` fills: by attribute for a converted PyTorch
+    layer ({attr: (key, array)}), else all of them in order."""
+    if isinstance(arrays, dict):
+        return [getattr(layer, attr) for attr in arrays]
+    return list(layer.weights)
+
+
+def _values(arrays) -> list[np.ndarray]:
+    if isinstance(arrays, dict):
+        return [array for _, array in arrays.values()]
+    return list(arrays)
