@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import field
+from pathlib import Path
 
 from keras_privacy.data.augment import SUPERVISED, AugmentConfig
 from keras_privacy.distribute import DISTRIBUTIONS, JIT_COMPILE, PRECISIONS
@@ -21,6 +22,14 @@ PAIR_SAMPLERS = ("random", "near", "far")
 SSL_ADVERSARIES = ("ntxent", "rotnet", "moco", "spatiotemporal")
 EVAL_PROTOCOLS = ("same", "cross_dataset", "novel_actions", "novel_attributes")
 EVAL_PRIVACY_DATASETS = (*PRIVACY_DATASETS, "pa_hmdb51")
+WEIGHT_FLAGS = (
+    "anonymizer_weights",
+    "action_weights",
+    "privacy_weights",
+    "eval_action_weights",
+    "eval_privacy_weights",
+)
+"""The flags that name a pretrained weight file."""
 _EVAL_DATA_FIELDS = (
     "action_dataset",
     "action_annotations",
@@ -164,6 +173,32 @@ class ExperimentConfig:
             "encoders (SPAct Table 6), each with its own head. With "
             "--ssl_adversary=spatiotemporal, an action model (SPAct: r3d_18) whose trunk "
             "encodes clips.",
+            "models",
+        ),
+    )
+    anonymizer_weights: str = field(
+        default="",
+        metadata=_help(
+            "Start f_A from this weight file (.keras, .weights.h5, or a PyTorch .pth / .pt / "
+            ".safetensors checkpoint of --anonymizer's architecture); what matches loads, the "
+            "rest stays fresh, and a report is printed.",
+            "models",
+        ),
+    )
+    action_weights: str = field(
+        default="",
+        metadata=_help(
+            "Start f_T from this weight file (as --anonymizer_weights; a PyTorch checkpoint of "
+            "--action_model's architecture, e.g. Kinetics-400 with a new head).",
+            "models",
+        ),
+    )
+    privacy_weights: str = field(
+        default="",
+        metadata=_help(
+            "Start f_B from this weight file (as --anonymizer_weights; a PyTorch checkpoint of "
+            "--privacy_backbone's architecture loads into the trunk under the projection "
+            "head). SPAct and penalty with one privacy encoder.",
             "models",
         ),
     )
@@ -332,6 +367,22 @@ class ExperimentConfig:
             "eval",
         ),
     )
+    eval_action_weights: str = field(
+        default="",
+        metadata=_help(
+            "Start every target action model f'_T from this weight file (as "
+            "--action_weights; a PyTorch checkpoint of --eval_action_model's architecture).",
+            "eval",
+        ),
+    )
+    eval_privacy_weights: str = field(
+        default="",
+        metadata=_help(
+            "Start every target privacy model f'_B from this weight file (as "
+            "--action_weights; a PyTorch checkpoint of --eval_privacy_model's architecture).",
+            "eval",
+        ),
+    )
     eval_action_epochs: int = field(
         default=8, metadata=_help("Epochs of the target action model.", "eval")
     )
@@ -435,6 +486,20 @@ class ExperimentConfig:
         _one_of("distribution", self.distribution, DISTRIBUTIONS)
         _one_of("mixed_precision", self.mixed_precision, PRECISIONS)
         _one_of("jit_compile", str(self.jit_compile).lower(), JIT_COMPILE)
+        for name in WEIGHT_FLAGS:
+            path = getattr(self, name)
+            if path and not Path(path).is_file():
+                raise ValueError(
+                    f"--{name}={path}: no such file (see the README's 'Pretrained weights' for "
+                    "where each weight file comes from and how to convert it)"
+                )
+        if self.privacy_weights and (
+            self.method in ("vita", "meta") or len(self.privacy_backbone_names()) > 1
+        ):
+            raise ValueError(
+                "--privacy_weights starts SPAct's one privacy encoder f_B; it has no effect with "
+                f"--method={self.method} or an ensemble of --privacy_backbone"
+            )
         if self.num_processes != 1:
             if self.distribution != "data_parallel":
                 raise ValueError(

@@ -242,9 +242,9 @@ def torch_layer_arrays(
     model, state_dict: Mapping[str, np.ndarray], names: Mapping[str, str]
 ) -> tuple[dict[str, dict[str, tuple[str, np.ndarray]]], set[str], list[str], list[str]]:
     """The arrays of the PyTorch `state_dict` in Keras' layout, per layer of `model` named in
-    `names` (Keras layer name -> PyTorch module path): layer name -> {variable attribute (kernel,
-    gamma, ...): (PyTorch key, array)}. Also returns the keys used, the missing keys and the conv biases that
-    have no Keras home."""
+    `names` (Keras layer name -> PyTorch module path): layer name -> {variable attribute
+    (kernel, gamma, ...): (PyTorch key, array)}. Also returns the keys used, the missing keys
+    and the conv biases that have no Keras home."""
     import keras
 
     used = {key for key in state_dict if key.endswith("num_batches_tracked")}

@@ -33,7 +33,7 @@ from keras_privacy.methods.init import (
 from keras_privacy.methods.meta import MetaGeneralization, epoch_splits
 from keras_privacy.methods.spact import SPAct, pair_batches, privacy_group_names
 from keras_privacy.methods.vita import VITA
-from keras_privacy.models import registry
+from keras_privacy.models import pretrained, registry
 from keras_privacy.models.resnet import privacy_classifier, privacy_encoder, projection_head
 
 MODEL_FILES = {
@@ -105,6 +105,10 @@ def build_models(
             config.action_model, num_classes=num_classes, input_shape=clip_shape
         ),
     }
+    pretrained.start_from_weights(
+        models["anonymizer"], config.anonymizer_weights, config.anonymizer
+    )
+    pretrained.start_from_weights(models["action"], config.action_weights, config.action_model)
     if config.method in SUPERVISED_METHODS:
         for i, name in enumerate(config.adversary_model_names()):
             backbone = registry.build_image_backbone(name)
@@ -119,6 +123,8 @@ def build_models(
             hidden=config.projection_hidden,
             output=config.projection_dim,
         )
+        name = config.privacy_backbone_names()[0]
+        pretrained.start_from_weights(models["privacy"], config.privacy_weights, name)
         return models
     names = config.privacy_backbone_names()
     for group, name in zip(privacy_group_names(len(names)), names):
@@ -132,6 +138,7 @@ def build_models(
         models[group] = privacy_encoder(
             backbone, head, name="privacy_encoder" if len(names) == 1 else f"{group}_encoder"
         )
+    pretrained.start_from_weights(models[group], config.privacy_weights, names[0])
     return models
 
 

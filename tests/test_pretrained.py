@@ -103,3 +103,50 @@ def test_bad_weight_files_are_named(tmp_path):
     other.save_weights(tmp_path / "other.weights.h5")
     with pytest.raises(WeightsError, match="no layer of the file matches"):
         load_pretrained(model, tmp_path / "other.weights.h5")
+
+
+def test_weight_flags_start_the_built_models(tmp_path, capsys):
+    import dataclasses
+
+    from keras_privacy.config import ExperimentConfig
+    from keras_privacy.training import build_models
+
+    config = ExperimentConfig(
+        anonymizer="unet_tiny", action_model="r3d_tiny", privacy_backbone="resnet_tiny"
+    )
+    donors = build_models(config, num_classes=6, num_attributes=5)
+    donors["action"].save(tmp_path / "action.keras")
+    backbone = donors["privacy"].layers[1]
+    backbone.save(tmp_path / "trunk.keras")
+    donors["anonymizer"].save_weights(tmp_path / "anonymizer.weights.h5")
+    config = dataclasses.replace(
+        config,
+        anonymizer_weights=str(tmp_path / "anonymizer.weights.h5"),
+        action_weights=str(tmp_path / "action.keras"),
+        privacy_weights=str(tmp_path / "trunk.keras"),
+    )
+    config.validate()
+    models = build_models(config, num_classes=4, num_attributes=5)  # a new action head
+    for name in ("anonymizer", "action"):
+        for donor, model in zip(donors[name].weights, models[name].weights):
+            if model.shape == donor.shape:
+                np.testing.assert_array_equal(np.array(model), np.array(donor))
+    for donor, model in zip(backbone.weights, models["privacy"].layers[1].weights):
+        np.testing.assert_array_equal(np.array(model), np.array(donor))
+    printed = capsys.readouterr().out
+    assert "action.keras -> r3d_tiny:" in printed and "1 mismatched" in printed
+    assert "trunk.keras -> privacy_encoder:" in printed and "new: " in printed
+
+
+def test_weight_flags_name_a_missing_file_and_a_method_without_f_b(tmp_path):
+    from keras_privacy.config import ExperimentConfig
+
+    with pytest.raises(ValueError, match="--action_weights=weights/i3d.pth: no such file"):
+        ExperimentConfig(action_weights="weights/i3d.pth").validate()
+    (tmp_path / "f_b.keras").write_text("")
+    with pytest.raises(ValueError, match="--privacy_weights .* no effect with --method=vita"):
+        ExperimentConfig(
+            method="vita",
+            adversary_models="resnet_tiny",
+            privacy_weights=str(tmp_path / "f_b.keras"),
+        ).validate()

@@ -55,7 +55,7 @@ from keras_privacy.evaluation import metrics
 from keras_privacy.evaluation.baselines import BASELINES, PEOPLE_BASELINES, build_baseline
 from keras_privacy.evaluation.detection import BoxesFromFile, Detector, PersonOrFaceDetector
 from keras_privacy.evaluation.report import RAW_METHOD, Report, save_frame_strip
-from keras_privacy.models import registry
+from keras_privacy.models import pretrained, registry
 from keras_privacy.models.resnet import privacy_classifier
 from keras_privacy.models.unet import apply_per_frame
 
@@ -264,6 +264,9 @@ def train_action_target(
         num_classes=num_classes,
         input_shape=(c.clip_length, c.image_size, c.image_size, 3),
     )
+    pretrained.start_from_weights(
+        target, c.eval_action_weights, model_name or c.eval_action_model_names()[0]
+    )
     model = with_anonymizer(target, anonymizer, clips=True)
     if c.action_multilabel:
         loss, accuracy, labels = keras.losses.BinaryCrossentropy(from_logits=True), [], "actions"
@@ -349,6 +352,9 @@ def train_privacy_target(
         input_shape=(c.image_size, c.image_size, 3),
     )
     target = privacy_classifier(backbone, num_attributes)
+    pretrained.start_from_weights(
+        target, c.eval_privacy_weights, model_name or c.eval_privacy_model_names()[0]
+    )
     model = with_anonymizer(target, anonymizer, clips=False)
     model.compile(
         keras.optimizers.Adam(c.eval_lr),

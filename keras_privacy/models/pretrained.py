@@ -119,6 +119,20 @@ def load_pretrained(
     )
 
 
+def start_from_weights(model: keras.Model, path: str, arch: str) -> LoadReport | None:
+    """Load the weight file `path` (nothing when empty) into `model` where it matches and print
+    the report (in process 0 of a multi-process job); `arch` is the registry name of a PyTorch
+    checkpoint's architecture."""
+    if not path:
+        return None
+    from keras_privacy import distribute
+
+    report = load_pretrained(model, path, arch=arch)
+    if distribute.is_chief():
+        print(report, flush=True)
+    return report
+
+
 def _leaf_layers(model: keras.Model) -> dict[str, keras.layers.Layer]:
     """The layers with weights of `model` and of the models nested in it, by name; a name
     that occurs twice is left out (it could not be matched safely)."""
