@@ -8,8 +8,9 @@ and a new privacy model on anonymized images (one of each per architecture of --
 and --eval_privacy_model), on the datasets of --eval_protocol; the report (report.json,
 report.md, tradeoff.png, frames.png) goes to --eval_dir (default run_dir/evaluation) and is
 rewritten after each method, so a restarted evaluation skips the methods it finished. With
---seeds=N, each seed's run (run_dir/seed_K) is evaluated into its own report and summary.md /
-summary.json in the report folder give the mean +- std across seeds. See the README for every
+--seeds=N, each seed's run (run_dir/seed_K) is evaluated into its own report (seed_K in the
+report folder) and summary.md / summary.json in the report folder give the mean +- std across
+seeds. See the README for every
 flag.
 """
 

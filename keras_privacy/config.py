@@ -564,16 +564,19 @@ class ExperimentConfig:
 
     def seed_runs(self) -> list[ExperimentConfig]:
         """One config per seed of `--seeds`: this one when it is 1, else seeds seed..seed+N-1,
-        each with its own run_dir/seed_K (and eval_dir/seed_K when --eval_dir is set)."""
+        each with its own run_dir/seed_K and report folder seed_K in the report folder
+        (--eval_dir, default run_dir/evaluation), where the summary across seeds goes: the
+        methods that share a report share it seed by seed too."""
         if self.seeds == 1:
             return [self]
+        report_dir = self.eval_dir or f"{self.run_dir}/evaluation"
         return [
             dataclasses.replace(
                 self,
                 seeds=1,
                 seed=seed,
                 run_dir=f"{self.run_dir}/seed_{seed}",
-                eval_dir=f"{self.eval_dir}/seed_{seed}" if self.eval_dir else "",
+                eval_dir=f"{report_dir}/seed_{seed}",
             )
             for seed in range(self.seed, self.seed + self.seeds)
         ]

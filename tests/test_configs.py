@@ -55,7 +55,8 @@ def test_seeds_run_one_config_per_seed_in_its_own_folder():
     assert [run.run_dir for run in runs] == ["runs/x/seed_3", "runs/x/seed_4"]
     assert [run.eval_dir for run in runs] == ["runs/x/eval/seed_3", "runs/x/eval/seed_4"]
     assert parse("--seed=3").seed_runs() == [parse("--seed=3")]
-    assert parse("--seeds=2").seed_runs()[1].eval_dir == ""  # default: run_dir/seed_K/evaluation
+    # Without --eval_dir, the seeds' reports are in run_dir/evaluation, beside their summary.
+    assert parse("--seeds=2", "--run_dir=r").seed_runs()[1].eval_dir == "r/evaluation/seed_1"
     with pytest.raises(ValueError, match="--seeds"):
         parse("--seeds=0").validate()
     with pytest.raises(ValueError, match="--anonymizer_path"):
