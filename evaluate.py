@@ -7,8 +7,11 @@ For every method of --eval_methods a new action model is trained and tested on a
 and a new privacy model on anonymized images (one of each per architecture of --eval_action_model
 and --eval_privacy_model), on the datasets of --eval_protocol; the report (report.json,
 report.md, tradeoff.png, frames.png) goes to --eval_dir (default run_dir/evaluation) and is
-rewritten after each method, so a restarted evaluation skips the methods it finished. See the
-README for every flag.
+rewritten after each method, so a restarted evaluation skips the methods it finished. With
+--seeds=N, each seed's run (run_dir/seed_K) is evaluated into its own report (seed_K in the
+report folder) and summary.md / summary.json in the report folder give the mean +- std across
+seeds. See the README for every
+flag.
 """
 
 import os
@@ -42,17 +45,26 @@ def main(argv):
         raise app.UsageError(str(error)) from error
 
     from keras_privacy.evaluation import protocol
+    from keras_privacy.evaluation.report import summarize_seeds
 
     logging.set_verbosity(logging.INFO)
+    runs = config.seed_runs()
     try:
         data = protocol.evaluation_data(config)
-        methods = protocol.methods_of(config)
+        methods = [protocol.methods_of(run) for run in runs]
     except (FileNotFoundError, ValueError) as error:
         raise app.UsageError(str(error)) from error
-    out_dir = protocol.report_dir(config)
-    report = protocol.evaluate(config, data, methods, out_dir)
-    print(report.markdown())
-    print(f"report, trade-off plot and frames in {out_dir}")
+    reports = {}
+    for run, run_methods in zip(runs, methods, strict=True):
+        out_dir = protocol.report_dir(run)
+        reports[run.seed] = protocol.evaluate(run, data, run_methods, out_dir)
+        print(reports[run.seed].markdown())
+        print(f"report, trade-off plot and frames in {out_dir}")
+    if config.seeds > 1:
+        out_dir = protocol.report_dir(config)
+        summarize_seeds(reports, out_dir)
+        print((out_dir / "summary.md").read_text(encoding="utf-8"))
+        print(f"mean +- std over seeds in {out_dir / 'summary.md'} and summary.json")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@
     python train.py --flagfile=configs/ucf101_vispr.cfg --backend=jax
 
 The backend comes from --backend, else from KERAS_BACKEND (default tensorflow). A run resumes
-from its last checkpoint in --run_dir when restarted. See the README for every flag.
+from its last checkpoint in --run_dir when restarted. --seeds=N trains seeds seed..seed+N-1 one
+after the other, each in run_dir/seed_K. See the README for every flag.
 """
 
 import os
@@ -48,12 +49,13 @@ def main(argv):
 
     from keras_privacy.training import train
 
-    result = train(config)
-    if not distribute.is_chief():
-        return
-    print(f"trained models in {result.run_dir}:")
-    for name, path in result.model_paths.items():
-        print(f"  {name}: {path}")
+    for run in config.seed_runs():
+        result = train(run)
+        if not distribute.is_chief():
+            continue
+        print(f"trained models in {result.run_dir}:")
+        for name, path in result.model_paths.items():
+            print(f"  {name}: {path}")
 
 
 if __name__ == "__main__":

@@ -63,6 +63,15 @@ class ExperimentConfig:
         default="runs/synthetic", metadata=_help("Checkpoints, logs, models, report.", "run")
     )
     seed: int = field(default=0, metadata=_help("Seed of data order, augmentation, init.", "run"))
+    seeds: int = field(
+        default=1,
+        metadata=_help(
+            "Runs of seeds seed..seed+N-1, each in run_dir/seed_K (evaluate.py: each evaluated "
+            "into its own report, then a summary of mean +- std across seeds); 1 = one run in "
+            "run_dir.",
+            "run",
+        ),
+    )
     jit_compile: str = field(
         default="auto",
         metadata=_help(
@@ -393,6 +402,14 @@ class ExperimentConfig:
     eval_clips: int = field(
         default=10, metadata=_help("K equidistant clips per test video (video top-1).", "eval")
     )
+    eval_bootstrap: int = field(
+        default=1000,
+        metadata=_help(
+            "Bootstrap resamples of the test videos / images for each metric's 95 % interval "
+            "(0 = no intervals).",
+            "eval",
+        ),
+    )
     eval_boxes: str = field(
         default="",
         metadata=_help(
@@ -526,7 +543,7 @@ class ExperimentConfig:
         _one_of("privacy_dataset", self.privacy_dataset, PRIVACY_DATASETS)
         _one_of("pair_sampler", self.pair_sampler, PAIR_SAMPLERS)
         _one_of("budget_loss", self.budget_loss, BUDGET_LOSSES)
-        for name in ("image_size", "clip_length", "clip_stride", "batch_size"):
+        for name in ("seeds", "image_size", "clip_length", "clip_stride", "batch_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name} must be at least 1, got {getattr(self, name)}")
         if self.image_size > self.frame_size:
@@ -547,6 +564,7 @@ class ExperimentConfig:
             "privacy_init_epochs",
             "minimax_epochs",
             "steps_per_epoch",
+            "eval_bootstrap",
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"--{name} cannot be negative, got {getattr(self, name)}")
@@ -574,6 +592,11 @@ class ExperimentConfig:
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name} must be at least 1, got {getattr(self, name)}")
+        if self.seeds > 1 and self.anonymizer_path:
+            raise ValueError(
+                "--seeds evaluates each seed's own anonymizer (run_dir/seed_K): drop "
+                "--anonymizer_path, which names one file"
+            )
         if not self.eval_lr > 0:
             raise ValueError(f"--eval_lr must be positive, got {self.eval_lr}")
         if self.penalty_weight < 0 or self.penalty_budget < 0:
@@ -645,6 +668,25 @@ class ExperimentConfig:
             )
         self._validate_model_names()
         self._validate_evaluation()
+
+    def seed_runs(self) -> list[ExperimentConfig]:
+        """One config per seed of `--seeds`: this one when it is 1, else seeds seed..seed+N-1,
+        each with its own run_dir/seed_K and report folder seed_K in the report folder
+        (--eval_dir, default run_dir/evaluation), where the summary across seeds goes: the
+        methods that share a report share it seed by seed too."""
+        if self.seeds == 1:
+            return [self]
+        report_dir = self.eval_dir or f"{self.run_dir}/evaluation"
+        return [
+            dataclasses.replace(
+                self,
+                seeds=1,
+                seed=seed,
+                run_dir=f"{self.run_dir}/seed_{seed}",
+                eval_dir=f"{report_dir}/seed_{seed}",
+            )
+            for seed in range(self.seed, self.seed + self.seeds)
+        ]
 
     def privacy_backbone_names(self) -> list[str]:
         """The backbones of `--privacy_backbone`, in order (more than one: an ensemble)."""

@@ -45,3 +45,19 @@ def test_a_flag_that_makes_no_sense_is_named():
 def test_an_unknown_model_name_is_named_with_its_flag(flag):
     with pytest.raises(ValueError, match=f"{flag.split('=')[0]}='nope' is not one of"):
         parse(flag).validate()
+
+
+def test_seeds_run_one_config_per_seed_in_its_own_folder():
+    config = parse("--seed=3", "--seeds=2", "--run_dir=runs/x", "--eval_dir=runs/x/eval")
+    config.validate()
+    runs = config.seed_runs()
+    assert [(run.seed, run.seeds) for run in runs] == [(3, 1), (4, 1)]
+    assert [run.run_dir for run in runs] == ["runs/x/seed_3", "runs/x/seed_4"]
+    assert [run.eval_dir for run in runs] == ["runs/x/eval/seed_3", "runs/x/eval/seed_4"]
+    assert parse("--seed=3").seed_runs() == [parse("--seed=3")]
+    # Without --eval_dir, the seeds' reports are in run_dir/evaluation, beside their summary.
+    assert parse("--seeds=2", "--run_dir=r").seed_runs()[1].eval_dir == "r/evaluation/seed_1"
+    with pytest.raises(ValueError, match="--seeds"):
+        parse("--seeds=0").validate()
+    with pytest.raises(ValueError, match="--anonymizer_path"):
+        parse("--seeds=2", "--anonymizer_path=a.keras").validate()

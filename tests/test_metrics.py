@@ -8,12 +8,15 @@ from sklearn.metrics import average_precision_score, f1_score
 
 from keras_privacy.evaluation.metrics import (
     action_cmap,
+    cmap_interval,
     privacy_cmap,
     privacy_f1,
+    privacy_f1_interval,
     relative_drop,
     top1,
     video_scores,
     video_top1,
+    video_top1_interval,
 )
 
 
@@ -131,3 +134,46 @@ def test_relative_drop():
     assert relative_drop(0.6, 0.5) == pytest.approx(-0.2)
     with pytest.raises(ValueError):
         relative_drop(0.3, 0.0)
+
+
+def _numpy_bootstrap(metric, units, samples, seed):
+    """The bootstrap transcribed: resample the units with replacement, recompute the metric,
+    leave out resamples where it is undefined, take the 2.5 / 97.5 percentiles."""
+    rng = np.random.default_rng(seed)
+    values = []
+    for _ in range(samples):
+        drawn = rng.integers(0, units, units)
+        try:
+            values.append(metric(drawn))
+        except ValueError:  # no attribute with a positive in this resample
+            continue
+    return np.percentile(values, [2.5, 97.5])
+
+
+def test_privacy_intervals_equal_a_numpy_bootstrap_with_the_same_seed():
+    rng = np.random.default_rng(1)
+    labels = (rng.random((40, 3)) < [0.4, 0.2, 0.03]).astype(np.int64)
+    labels[0, 2] = 1  # a rare attribute, absent from many resamples (skipped there)
+    probs = np.round(rng.random((40, 3)), 1)  # ties between images
+    expected = _numpy_bootstrap(lambda i: privacy_cmap(labels[i], probs[i]).value, 40, 300, 7)
+    np.testing.assert_allclose(cmap_interval(labels, probs, samples=300, seed=7), expected)
+    expected = _numpy_bootstrap(lambda i: privacy_f1(labels[i], probs[i]).value, 40, 300, 7)
+    np.testing.assert_allclose(privacy_f1_interval(labels, probs, samples=300, seed=7), expected)
+    # Resamples with no positive of any attribute are left out, not counted as 0.
+    only = np.zeros((5, 1), np.int64)
+    only[0] = 1
+    low, _ = cmap_interval(only, rng.random((5, 1)), samples=50, seed=0)
+    assert low > 0
+
+
+def test_video_top1_interval_equals_a_numpy_bootstrap_over_videos():
+    rng = np.random.default_rng(2)
+    videos = np.repeat(np.arange(30), 3)
+    labels = np.repeat(rng.integers(0, 4, 30), 3)
+    probs = rng.dirichlet(np.ones(4), size=90)
+    _, video_probs = video_scores(probs, videos)
+    correct = np.argmax(video_probs, axis=1) == labels[::3]
+    expected = _numpy_bootstrap(lambda i: correct[i].mean(), 30, 200, 3)
+    interval = video_top1_interval(probs, videos, labels, samples=200, seed=3)
+    np.testing.assert_allclose(interval, expected)
+    assert interval[0] <= video_top1(probs, videos, labels) <= interval[1]

@@ -186,6 +186,8 @@ def test_multilabel_target_action_model_reports_cmap(tmp_path):
     assert sorted(result["action_ap"]) == ["jump", "ski"]
     assert result["action_ap"]["ski"] == 1.0  # every test video skis: AP 1 whatever the scores
     assert result["action_cmap"] == pytest.approx(np.mean(list(result["action_ap"].values())))
+    low, high = result["action_cmap_interval"]  # bootstrap over the test videos
+    assert 0.0 <= low <= high <= 1.0
 
     single = Split([Example(str(tmp_path / f"v{i}.mp4"), label=0) for i in range(4)], ["a"])
     with pytest.raises(ValueError, match="--action_multilabel needs multi-hot action labels"):

@@ -40,6 +40,13 @@ def test_evaluate_learned_and_baselines_then_resume(benchmark, tmp_path, monkeyp
         assert 0.0 <= result["privacy_cmap"] <= 1.0
         assert 0.0 <= result["extra"]["raw_attacker_cmap"] <= 1.0
         assert result["extra"]["action_test_videos"] == len(data.action_test)
+        # Each headline metric has its 95 % bootstrap interval (the raw attacker's in extra).
+        assert set(result["intervals"]) == {"action_top1", "privacy_cmap", "privacy_f1"}
+        for low, high in [
+            *result["intervals"].values(),
+            result["extra"]["raw_attacker_cmap_interval"],
+        ]:
+            assert 0.0 <= low <= high <= 1.0
     # On raw data the fresh privacy model is the raw-trained attacker itself.
     assert results["raw"]["privacy_cmap"] == results["raw"]["extra"]["raw_attacker_cmap"]
     for name in ("report.md", "tradeoff.png", "frames.png", "raw_attacker_resnet_tiny.keras"):

@@ -6,7 +6,7 @@ import matplotlib.image
 import numpy as np
 import pytest
 
-from keras_privacy.evaluation.report import Report, save_frame_strip
+from keras_privacy.evaluation.report import Report, save_frame_strip, summarize_seeds
 
 
 def _filled_report(out_dir):
@@ -107,3 +107,39 @@ def test_frame_strip_one_row_per_method(tmp_path):
     assert path.stat().st_size > 1000
     # 3 rows of 200 x 150 tiles (4:3 frames), 4 columns after the 40-pixel label column.
     assert matplotlib.image.imread(path).shape == (3 * 150, 40 + 4 * 200, 4)
+
+
+def test_intervals_are_kept_in_json_and_shown_in_markdown(tmp_path):
+    report = Report(tmp_path)
+    report.add("raw", 0.6, 0.8, 0.5, intervals={"action_top1": (0.55, 0.65)})
+    report.add("spact", 0.6, 0.4, 0.25)
+    methods = json.loads((tmp_path / "report.json").read_text())["methods"]
+    assert methods["raw"]["intervals"] == {"action_top1": [0.55, 0.65]}
+    assert "intervals" not in methods["spact"]  # as rows written before intervals existed
+    assert Report(tmp_path).get("raw").intervals == {"action_top1": [0.55, 0.65]}
+    markdown = (tmp_path / "report.md").read_text()
+    assert "| raw | 60.00 [55.00, 65.00] | – | 80.00 | – |" in markdown
+    assert "95 % bootstrap interval" in markdown
+    with pytest.raises(ValueError, match="unknown metrics: top5"):
+        report.add("vita", 0.6, 0.4, 0.25, intervals={"top5": (0.1, 0.2)})
+
+
+def test_summary_of_seeds_gives_mean_and_sample_std(tmp_path):
+    values = {0: (0.5, 0.4, 0.3), 1: (0.7, 0.2, 0.1), 2: (0.6, 0.3, 0.2)}
+    reports = {}
+    for seed, (action, cmap, f1) in values.items():
+        reports[seed] = Report(tmp_path / f"seed_{seed}")
+        reports[seed].add("raw", 0.8, 0.9, 0.6)
+        if seed != 2:  # an evaluation interrupted before spact
+            reports[seed].add("spact", action, cmap, f1, intervals={"privacy_f1": (0.0, 0.5)})
+    summary = summarize_seeds(reports, tmp_path)
+    spact = summary["methods"]["spact"]
+    assert spact["seeds"] == [0, 1]
+    assert spact["action_top1"]["mean"] == pytest.approx(0.6)
+    assert spact["action_top1"]["std"] == pytest.approx(np.std([0.5, 0.7], ddof=1))
+    assert spact["privacy_cmap"]["per_seed"] == {"0": 0.4, "1": 0.2}
+    assert summary["methods"]["raw"]["privacy_f1"]["std"] == pytest.approx(0.0)
+    assert json.loads((tmp_path / "summary.json").read_text()) == summary
+    markdown = (tmp_path / "summary.md").read_text()
+    assert "| spact | 2 | 60.00 ± 14.14 | 30.00 ± 14.14 | 0.200 ± 0.141 |" in markdown
+    assert "| spact | 1 | 70.00 | 20.00 | 0.100 [0.000, 0.500] |" in markdown

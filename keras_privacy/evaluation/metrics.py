@@ -9,17 +9,28 @@
 An attribute with no positive example in the test set has no average precision (and an F1 that is
 either 0 or undefined), so both privacy metrics skip it and name it in `MetricResult.skipped`
 rather than returning NaN or a silent 0.
+
+Each metric has a 95 % interval by bootstrap over the test units (videos for action, images for
+privacy): `samples` resamples of the units with replacement, drawn by a seeded NumPy generator,
+the metric recomputed on each, then the 2.5th and 97.5th percentiles of the values. Within a
+resample the privacy metrics skip, as on the full set, every attribute with no positive among
+the drawn units; a resample with no positive at all has no value and is left out.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from sklearn.metrics import average_precision_score, f1_score
 
 _SUM_TOLERANCE = 1e-2
+BOOTSTRAP_SAMPLES = 1000
+"""Default number of bootstrap resamples of an interval (`--eval_bootstrap`)."""
+_INTERVAL_PERCENTILES = (2.5, 97.5)
+_CHUNK = 100
+"""Resamples whose unit counts are held in memory at once."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,15 +152,130 @@ def relative_drop(value: float, raw_value: float) -> float:
     return (raw_value - value) / raw_value
 
 
-def _mean_over_attributes(labels, scores, names, metric) -> MetricResult:
-    """Apply `metric` to every column with at least one positive label and average them."""
+def bootstrap_interval(
+    metric: Callable[[np.ndarray], np.ndarray],
+    units: int,
+    samples: int = BOOTSTRAP_SAMPLES,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """95 % bootstrap interval of a metric of `units` test units.
+
+    Resample b draws `rng.integers(0, units, units)` from `np.random.default_rng(seed)` (one
+    call per resample, in order), and `metric` maps the (b, units) counts of each unit in a
+    chunk of resamples to their (b,) values, NaN where undefined (those are left out). Returns
+    the 2.5th and 97.5th percentiles of the values.
+    """
+    if units < 1 or samples < 1:
+        raise ValueError(f"a bootstrap needs units and samples; got {units}, {samples}")
+    rng = np.random.default_rng(seed)
+    values = []
+    for start in range(0, samples, _CHUNK):
+        draws = [rng.integers(0, units, units) for _ in range(min(_CHUNK, samples - start))]
+        values.append(metric(np.stack([np.bincount(d, minlength=units) for d in draws])))
+    values = np.concatenate(values)
+    values = values[~np.isnan(values)]
+    if not values.size:
+        raise ValueError("the metric is undefined on every bootstrap resample")
+    low, high = np.percentile(values, _INTERVAL_PERCENTILES)
+    return float(low), float(high)
+
+
+def video_top1_interval(
+    clip_probs: np.ndarray,
+    video_index: np.ndarray,
+    labels: np.ndarray,
+    samples: int = BOOTSTRAP_SAMPLES,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """95 % bootstrap interval of `video_top1` (arguments alike), resampling videos."""
+    clip_probs, labels = np.asarray(clip_probs), np.asarray(labels)
+    _check_softmax(clip_probs)
+    _, probs = video_scores(clip_probs, video_index)
+    correct = np.argmax(probs, axis=1) == _video_labels(labels, np.asarray(video_index))
+    return bootstrap_interval(
+        lambda counts: counts @ correct / len(correct), len(correct), samples, seed
+    )
+
+
+def cmap_interval(
+    labels: np.ndarray, scores: np.ndarray, samples: int = BOOTSTRAP_SAMPLES, seed: int = 0
+) -> tuple[float, float]:
+    """95 % bootstrap interval of `privacy_cmap` / `action_cmap` of (N, A) `labels` and
+    `scores`, resampling rows (images, or videos after `video_scores`)."""
+    labels, scores = _checked(labels, scores)
+
+    def cmap(counts: np.ndarray) -> np.ndarray:
+        per_attribute = [
+            _weighted_average_precision(labels[:, column], scores[:, column], counts)
+            for column in range(labels.shape[1])
+        ]
+        return _nanmean(np.stack(per_attribute, axis=1))
+
+    return bootstrap_interval(cmap, len(labels), samples, seed)
+
+
+def privacy_f1_interval(
+    labels: np.ndarray,
+    probs: np.ndarray,
+    threshold: float = 0.5,
+    samples: int = BOOTSTRAP_SAMPLES,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """95 % bootstrap interval of `privacy_f1` (arguments alike), resampling images."""
+    labels, probs = _checked(labels, probs)
+    predicted = probs >= threshold
+
+    def f1(counts: np.ndarray) -> np.ndarray:
+        true_positives = counts @ (labels & predicted)
+        positives, predictions = counts @ labels, counts @ predicted
+        scores = 2 * true_positives / np.maximum(positives + predictions, 1)
+        return _nanmean(np.where(positives > 0, scores, np.nan))
+
+    return bootstrap_interval(f1, len(labels), samples, seed)
+
+
+def _weighted_average_precision(
+    labels: np.ndarray, scores: np.ndarray, counts: np.ndarray
+) -> np.ndarray:
+    """scikit-learn's average precision of binary `labels` (N,) ranked by `scores` (N,), each
+    unit counted `counts` (B, N) times, for each of the B rows (NaN without a positive).
+    Ties share one threshold, so a unit drawn twice weighs as its two copies would."""
+    order = np.argsort(-scores, kind="stable")
+    labels, scores, counts = labels[order], scores[order], counts[:, order]
+    last = np.r_[np.flatnonzero(np.diff(scores)), len(scores) - 1]
+    true_positives = np.cumsum(counts * labels, axis=1)[:, last].astype(np.float64)
+    predicted = np.cumsum(counts, axis=1)[:, last]
+    precision = np.divide(
+        true_positives, predicted, out=np.zeros_like(true_positives), where=predicted > 0
+    )
+    recall_steps = np.diff(true_positives, axis=1, prepend=0.0)
+    positives = true_positives[:, -1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.sum(recall_steps * precision, axis=1) / positives
+
+
+def _nanmean(values: np.ndarray) -> np.ndarray:
+    """Mean of each row over its non-NaN entries; NaN for a row with none."""
+    defined = ~np.isnan(values)
+    total = np.where(defined, values, 0.0).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return total / defined.sum(axis=1)
+
+
+def _checked(labels, scores) -> tuple[np.ndarray, np.ndarray]:
+    """Binary (N, A) labels and float (N, A) scores, of one shape."""
     labels, scores = np.asarray(labels), np.asarray(scores, np.float64)
     if labels.ndim != 2 or labels.shape != scores.shape:
         raise ValueError(
             f"expected labels, scores of one (N, A) shape; got {labels.shape}, {scores.shape}"
         )
+    return labels > 0, scores
+
+
+def _mean_over_attributes(labels, scores, names, metric) -> MetricResult:
+    """Apply `metric` to every column with at least one positive label and average them."""
+    labels, scores = _checked(labels, scores)
     names = _attribute_names(names, labels.shape[1])
-    labels = labels > 0
     per_attribute, skipped = {}, []
     for column, name in enumerate(names):
         if labels[:, column].any():

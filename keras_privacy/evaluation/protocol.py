@@ -5,6 +5,8 @@ anonymized training clips and tested on anonymized test videos (video-level top-
 equidistant clips), and a *new* privacy model f'_B is trained with multi-label BCE on anonymized
 training images and tested on anonymized test images (cMAP, F1 at 0.5). A privacy model trained
 on raw images (the "raw-trained attacker") is also tested on each method's anonymized images.
+Every metric has a 95 % interval by `--eval_bootstrap` resamples of the test videos or images
+(`metrics.bootstrap_interval`), kept in the report row's `intervals`.
 
 How the anonymization is applied:
 - a learned anonymizer (a frame-wise Keras model) is frozen and placed in front of the target
@@ -303,7 +305,8 @@ def test_action_target(
     config: ExperimentConfig, model: keras.Model, test: pipelines.Source
 ) -> dict:
     """Video-level top-1 of `model` on `test`: mean softmax over K equidistant clips (with
-    `--action_multilabel`, action cMAP of the mean sigmoid: see the module docstring)."""
+    `--action_multilabel`, action cMAP of the mean sigmoid: see the module docstring), and its
+    95 % interval by `--eval_bootstrap` resamples of the test videos (`<metric>_interval`)."""
     c = config
     dataset = pipelines.action_eval_dataset(
         test, c.eval_clips, c.clip_length, c.clip_stride, c.image_size
@@ -319,21 +322,32 @@ def test_action_target(
             labels.append(np.full(len(logits), video["label"]))
         videos.append(np.full(len(logits), video["video_index"]))
     probs, labels, videos = np.concatenate(probs), np.concatenate(labels), np.concatenate(videos)
+    samples, seed = c.eval_bootstrap, c.seed
     if c.action_multilabel:
         names = pipelines.label_names(test, "class_names")
         cmap = metrics.video_action_cmap(probs, videos, labels, names)
-        return {
+        result = {
             "action_cmap": cmap.value,
             "action_metric": "cmap",
             "action_ap": cmap.per_attribute,
             "action_skipped": list(cmap.skipped),
             "action_test_videos": int(len(np.unique(videos))),
         }
-    return {
+        if samples:
+            _, video_probs = metrics.video_scores(probs, videos)
+            _, video_labels = metrics.video_scores(labels, videos)
+            interval = metrics.cmap_interval(video_labels, video_probs, samples, seed)
+            result["action_cmap_interval"] = list(interval)
+        return result
+    result = {
         "action_top1": metrics.video_top1(probs, videos, labels),
         "action_clip_top1": metrics.top1(probs, labels),
         "action_test_videos": int(len(np.unique(videos))),
     }
+    if samples:
+        interval = metrics.video_top1_interval(probs, videos, labels, samples, seed)
+        result["action_top1_interval"] = list(interval)
+    return result
 
 
 def train_privacy_target(
@@ -376,7 +390,8 @@ def test_privacy_target(
     names: Sequence[str],
     prefix: str = "privacy",
 ) -> dict:
-    """cMAP and mean F1 (at probability 0.5) of `model` on the test images."""
+    """cMAP and mean F1 (at probability 0.5) of `model` on the test images, and their 95 %
+    intervals by `--eval_bootstrap` resamples of the test images (`<metric>_interval`)."""
     dataset = pipelines.privacy_labelled_dataset(
         test, config.privacy_batch_size, config.image_size, training=False
     )
@@ -388,12 +403,19 @@ def test_privacy_target(
     probs, labels = np.concatenate(probs), np.concatenate(labels)
     cmap = metrics.privacy_cmap(labels, probs, names)
     f1 = metrics.privacy_f1(labels, probs, names=names)
-    return {
+    result = {
         f"{prefix}_cmap": cmap.value,
         f"{prefix}_f1": f1.value,
         f"{prefix}_ap": cmap.per_attribute,
         f"{prefix}_skipped": list(cmap.skipped),
     }
+    if config.eval_bootstrap:
+        samples, seed = config.eval_bootstrap, config.seed
+        cmap_interval = metrics.cmap_interval(labels, probs, samples, seed)
+        f1_interval = metrics.privacy_f1_interval(labels, probs, samples=samples, seed=seed)
+        result[f"{prefix}_cmap_interval"] = list(cmap_interval)
+        result[f"{prefix}_f1_interval"] = list(f1_interval)
+    return result
 
 
 def _softmax(logits: np.ndarray) -> np.ndarray:
@@ -444,12 +466,22 @@ def evaluate(
         result = _target_results(config, seen, method, attackers, classes, names)
         if method.model_sha256 is not None:
             result["anonymizer_sha256"] = method.model_sha256
+        intervals = {
+            field: result.pop(f"{key}_interval")
+            for field, key in (
+                ("action_top1", action_key),
+                ("privacy_cmap", "privacy_cmap"),
+                ("privacy_f1", "privacy_f1"),
+            )
+            if f"{key}_interval" in result
+        }
         report.add(
             method.name,
             result.pop(action_key),
             result.pop("privacy_cmap"),
             result.pop("privacy_f1"),
             extra=result,
+            intervals=intervals,
         )
     report.plot_tradeoff()
     save_frame_strip(_frames_of_report(config, data, methods, report), out_dir / "frames.png")

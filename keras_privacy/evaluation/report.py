@@ -3,6 +3,9 @@ Table 1, the action / privacy trade-off plot of SPAct's Fig. 4, and strips of an
 
 Metric values are stored as fractions in [0, 1] and shown as percentages (top-1, cMAP) or as
 they are (F1), as in SPAct's tables. Relative drops are from the "raw" row when there is one.
+A metric with a 95 % bootstrap interval (`MethodResult.intervals`) shows it after its value, as
+"72.80 [69.40, 76.10]"; `summarize_seeds` gives the mean and standard deviation of the reports
+of several training seeds.
 With several target architectures, a second table gives each one's results (the `*_by_model`
 entries of a method's extra results).
 """
@@ -13,7 +16,7 @@ import dataclasses
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,8 @@ _DPI = 100
 _LABEL_WIDTH = 40
 _JSON_NAME = "report.json"
 _MARKDOWN_NAME = "report.md"
+_SUMMARY_JSON = "summary.json"
+_SUMMARY_MARKDOWN = "summary.md"
 _COMPARED = ("protocol", "class_names", "attribute_names")
 """Evaluation record keys that must agree for results to share one report."""
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "p", "h")
@@ -37,12 +42,15 @@ for the first 110 methods."""
 
 @dataclasses.dataclass(frozen=True)
 class MethodResult:
-    """The three headline metrics of one method (fractions) and anything else worth keeping."""
+    """The three headline metrics of one method (fractions), their 95 % bootstrap intervals
+    ({field: [low, high]}, empty in reports written before intervals existed) and anything
+    else worth keeping."""
 
     action_top1: float
     privacy_cmap: float
     privacy_f1: float
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+    intervals: dict[str, list[float]] = dataclasses.field(default_factory=dict)
 
 
 class Report:
@@ -106,24 +114,34 @@ class Report:
         privacy_cmap: float,
         privacy_f1: float,
         extra: Mapping[str, Any] | None = None,
+        intervals: Mapping[str, Sequence[float]] | None = None,
     ) -> None:
         """Record (or replace) the result of `method` and rewrite report.json and report.md at
         once, so that nothing done is lost if the evaluation stops. `extra` must be JSON
-        serialisable (e.g. per-attribute AP, skipped attributes, the checkpoint evaluated).
+        serialisable (e.g. per-attribute AP, skipped attributes, the checkpoint evaluated);
+        `intervals` maps metric fields ("action_top1", "privacy_cmap", "privacy_f1") to the
+        (low, high) of their 95 % interval.
         Every other row is taken as it is on disk: another evaluation may have added or
         replaced rows since this one loaded the report, and its rows are newer than this one's
         copies."""
         json_path = self.out_dir / _JSON_NAME
         if json_path.is_file():
             self._results = {**self._results, **_load_report(json_path)[0]}
+        unknown = set(intervals or {}) - {field for field, _, _ in _COLUMNS}
+        if unknown:
+            raise ValueError(f"intervals of unknown metrics: {', '.join(sorted(unknown))}")
         self._results[method] = MethodResult(
-            float(action_top1), float(privacy_cmap), float(privacy_f1), dict(extra or {})
+            float(action_top1),
+            float(privacy_cmap),
+            float(privacy_f1),
+            dict(extra or {}),
+            {field: [float(bound) for bound in pair] for field, pair in (intervals or {}).items()},
         )
         self._write()
 
     def _write(self) -> None:
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        payload = {name: dataclasses.asdict(result) for name, result in self._results.items()}
+        payload = {name: _as_json(result) for name, result in self._results.items()}
         text = json.dumps({"evaluation": self._evaluation, "methods": payload}, indent=2)
         _write_atomically(self.out_dir / _JSON_NAME, text)
         _write_atomically(self.out_dir / _MARKDOWN_NAME, self.markdown())
@@ -141,10 +159,12 @@ class Report:
             cells = [method]
             for field, scale, digits in _COLUMNS:
                 value = getattr(result, field)
-                cells.append(f"{value * scale:.{digits}f}")
+                cells.append(_format_value(value, result.intervals.get(field), scale, digits))
                 cells.append("–" if no_drop else _format_drop(value, getattr(raw, field)))
             lines.append(_table_row(cells))
         note = "↓ vs raw: relative drop from the raw-data row, (raw - value) / raw."
+        if any(result.intervals for result in self._results.values()):
+            note += " [low, high]: 95 % bootstrap interval over the test videos / images."
         parts = ["\n".join(lines), note, self._architecture_table(), self._evaluation_note()]
         return "\n\n".join(part for part in parts if part) + "\n"
 
@@ -225,6 +245,67 @@ class Report:
         return path
 
 
+def summarize_seeds(reports: Mapping[int, Report], out_dir: str | os.PathLike) -> dict[str, Any]:
+    """Mean and standard deviation across training seeds of every method's metrics, written to
+    `out_dir/summary.json` and `summary.md` (with every seed's row) and returned.
+
+    `reports` maps each seed to the report of its run. A method missing from some reports (an
+    interrupted evaluation) is summarised over the seeds that have it, which the summary names.
+    The standard deviation is the sample one (ddof=1), None for a single seed.
+    """
+    if not reports:
+        raise ValueError("no report to summarise")
+    methods = list(
+        dict.fromkeys(method for report in reports.values() for method in report.methods)
+    )
+    summary = {}
+    for method in methods:
+        seeds = [seed for seed, report in reports.items() if report.has(method)]
+        entry: dict[str, Any] = {"seeds": seeds}
+        for field, _, _ in _COLUMNS:
+            values = [getattr(reports[seed].get(method), field) for seed in seeds]
+            entry[field] = {
+                "mean": float(np.mean(values)),
+                "std": float(np.std(values, ddof=1)) if len(values) > 1 else None,
+                "per_seed": dict(zip(map(str, seeds), values, strict=True)),
+            }
+        summary[method] = entry
+    payload = {"seeds": list(reports), "methods": summary}
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _write_atomically(out_dir / _SUMMARY_JSON, json.dumps(payload, indent=2))
+    _write_atomically(out_dir / _SUMMARY_MARKDOWN, _summary_markdown(reports, summary))
+    return payload
+
+
+def _summary_markdown(reports: Mapping[int, Report], summary: dict[str, Any]) -> str:
+    """The mean +- std table of `summarize_seeds`, then every seed's row with its intervals."""
+    action_metric = next(iter(reports.values())).action_metric
+    titles = [f"Action {action_metric} (%) ↑", "Privacy cMAP (%) ↓", "F1 ↓"]
+    lines = [_table_row(["Method", "Seeds", *titles]), _table_row(["---"] + ["---:"] * 4)]
+    for method, entry in summary.items():
+        cells = [method, str(len(entry["seeds"]))]
+        for field, scale, digits in _COLUMNS:
+            mean, std = entry[field]["mean"], entry[field]["std"]
+            spread = "–" if std is None else f"{std * scale:.{digits}f}"
+            cells.append(f"{mean * scale:.{digits}f} ± {spread}")
+        lines.append(_table_row(cells))
+    rows = [_table_row(["Method", "Seed", *titles]), _table_row(["---"] + ["---:"] * 4)]
+    for method, entry in summary.items():
+        for seed in entry["seeds"]:
+            result = reports[seed].get(method)
+            cells = [method, str(seed)]
+            for field, scale, digits in _COLUMNS:
+                value, interval = getattr(result, field), result.intervals.get(field)
+                cells.append(_format_value(value, interval, scale, digits))
+            rows.append(_table_row(cells))
+    note = (
+        f"Mean ± sample standard deviation over the training seeds {', '.join(map(str, reports))}; "
+        "per seed, [low, high] is the 95 % bootstrap interval over the test videos / images."
+    )
+    return "\n\n".join(["\n".join(lines), note, "Per seed:", "\n".join(rows)]) + "\n"
+
+
 def save_frame_strip(
     frames_by_method: Mapping[str, np.ndarray],
     path: str | os.PathLike,
@@ -266,6 +347,23 @@ def save_frame_strip(
 
 _COLUMNS = (("action_top1", 100, 2), ("privacy_cmap", 100, 2), ("privacy_f1", 1, 3))
 """(MethodResult field, display scale, decimals) of the table's metric columns."""
+
+
+def _format_value(value: float, interval: Sequence[float] | None, scale: float, digits: int) -> str:
+    """`value` scaled, then its interval in brackets when there is one: "72.80 [69.40, 76.10]"."""
+    text = f"{value * scale:.{digits}f}"
+    if interval is None:
+        return text
+    low, high = interval
+    return f"{text} [{low * scale:.{digits}f}, {high * scale:.{digits}f}]"
+
+
+def _as_json(result: MethodResult) -> dict[str, Any]:
+    """The JSON form of `result`; without intervals, the form of reports written before them."""
+    fields = dataclasses.asdict(result)
+    if not fields["intervals"]:
+        del fields["intervals"]
+    return fields
 
 
 def _table_row(cells: list[str]) -> str:
