@@ -248,7 +248,10 @@ def test_pa_hmdb51_videos_become_labelled_frames(fixtures_dir, tmp_path):
     annotations, root = write_pa_hmdb51(tmp_path, fixtures_dir)
     images = pa_hmdb51.privacy_images(annotations, root, tmp_path / "frames", 3)
     assert images.attribute_names == ["gender", "face", "nudity", "skin_color", "relationship"]
-    assert [e.privacy for e in images.examples] == [(1, 1, 0, 1, 0)] * 3 + [(0, 0, 1, 1, 1)] * 3
+    # test.avi's frames 27, 82 and 136 of 164: its face is annotated from frame 81 on.
+    assert [e.privacy for e in images.examples] == [(1, 0, 0, 1, 0)] + [(1, 1, 0, 1, 0)] * 2 + [
+        (0, 0, 1, 1, 1)
+    ] * 3
     assert len(images.missing) == 1 and "gone.avi" in images.missing[0]
     frames = [cv2.imread(e.path) for e in images.examples[:3]]
     assert frames[0].shape == (240, 320, 3)  # test.avi, a real UCF101 clip
@@ -256,10 +259,23 @@ def test_pa_hmdb51_videos_become_labelled_frames(fixtures_dir, tmp_path):
 
     subset = pa_hmdb51.privacy_images(annotations, root, tmp_path / "frames", 3, "face,gender")
     assert subset.attribute_names == ["face", "gender"]
-    assert [e.privacy for e in subset.examples] == [(1, 1)] * 3 + [(0, 0)] * 3
+    assert [e.privacy for e in subset.examples] == [(0, 1)] + [(1, 1)] * 2 + [(0, 0)] * 3
 
     with pytest.raises(FileNotFoundError, match="none of the 3 annotated videos.*test.avi"):
         pa_hmdb51.privacy_images(annotations, tmp_path / "nowhere", tmp_path / "frames", 3)
+
+
+def test_pa_hmdb51_labels_each_frame_by_its_own_index():
+    ranges = {
+        "face": [(0, 195, (2,)), (196, 258, (0,))],  # complete face, then invisible
+        "gender": [(0, 99, (0,)), (100, 258, (1, 2))],  # unidentifiable, then a man and a woman
+        "nudity": [(0, 150, (1,))],  # partial, and no range after frame 150
+        "skin_color": [(0, 258, (0, 3))],
+        "relationship": [],
+    }
+    assert pa_hmdb51.labels_at(ranges, 100) == (1, 1, 1, 1, 0)
+    assert pa_hmdb51.labels_at(ranges, 200) == (1, 0, 0, 1, 0)
+    assert pa_hmdb51.labels_at(ranges, 50, ["face", "gender"]) == (1, 0)
 
 
 def test_vispr_labels_merge_onto_pa_hmdb51_attributes():
@@ -316,9 +332,13 @@ def test_cross_dataset_on_pa_hmdb51_trains_on_merged_vispr(benchmark, fixtures_d
     assert data.class_names == list(synthetic.CLASSES)  # the action side is the training one
     assert data.attribute_names == list(pa_hmdb51.PA_HMDB51_ATTRIBUTES)
     assert [e.privacy for e in data.privacy_train.examples] == [(0, 1, 0, 0, 1), (1, 0, 0, 0, 0)]
-    assert [e.privacy for e in data.privacy_test.examples] == [(1, 1, 0, 1, 0)] * 2 + [
-        (0, 0, 1, 1, 1)
-    ] * 2
+    # test.avi's frames 41 and 123 of 164, its face annotated from frame 81 on.
+    assert [e.privacy for e in data.privacy_test.examples] == [
+        (1, 0, 0, 1, 0),
+        (1, 1, 0, 1, 0),
+        (0, 0, 1, 1, 1),
+        (0, 0, 1, 1, 1),
+    ]
     frames = tmp_path / "evaluation" / "pa_hmdb51_frames"
     assert all(e.path.startswith(str(frames)) for e in data.privacy_test.examples)
     record = protocol.evaluation_record(config, data)
