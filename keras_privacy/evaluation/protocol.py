@@ -24,7 +24,12 @@ them on the training datasets; `cross_dataset`, `novel_actions` and `novel_attri
 `--eval_action_*` / `--eval_privacy_*` datasets (`ExperimentConfig.evaluation_datasets`), which
 `ExperimentConfig.validate` checks against the protocol (another dataset; action classes or
 privacy attributes disjoint from the training ones). The raw-trained attacker is part of every
-protocol. Several target architectures (`--eval_action_model`, `--eval_privacy_model` lists) are
+protocol. `pa_hmdb51` is VITA's PA-HMDB51 protocol: f_A (with the same flags in train.py) and
+f'_T train on the HMDB51 training split without the PA-HMDB51 videos, and action top-1 and
+privacy are both tested on the PA-HMDB51 videos (`sources.pa_hmdb51_action_test`); f'_B trains
+on VISPR as in `cross_dataset`. PA-HMDB51's privacy is measured at frame level: each test image is
+one frame labelled by its own frame index, and cMAP is the mean over attributes of the AP over all
+those frames. Several target architectures (`--eval_action_model`, `--eval_privacy_model` lists) are
 each trained and tested per method: the first of each fills the report's headline columns, all
 of them its `*_by_model` entries.
 
@@ -584,9 +589,15 @@ def evaluation_data(config: ExperimentConfig) -> EvaluationData:
     the training ones unless `--eval_*` dataset flags are set; PA-HMDB51's frames are written
     under the report folder). With `--eval_protocol=novel_actions`, an action class that the
     training action set also has raises ValueError."""
-    from keras_privacy.data.sources import action_splits, evaluation_privacy_splits
+    from keras_privacy.data.sources import (
+        action_splits,
+        evaluation_privacy_splits,
+        pa_hmdb51_action_test,
+    )
 
     actions = action_splits(config.evaluation_datasets())
+    if config.eval_protocol == "pa_hmdb51":
+        actions["test"] = pa_hmdb51_action_test(config, actions["train"].class_names)
     images = evaluation_privacy_splits(config, report_dir(config) / "pa_hmdb51_frames")
     if config.eval_protocol == "novel_actions":
         if config.action_cache:
@@ -618,6 +629,11 @@ def evaluation_record(config: ExperimentConfig, data: EvaluationData) -> dict:
                 "root": getattr(evaluation, f"{kind}_root"),
             }
         )
+    if config.eval_protocol == "pa_hmdb51":
+        datasets["action_dataset"] |= {
+            "trained_on": "HMDB51 training split without the PA-HMDB51 videos",
+            "tested_on": "PA-HMDB51 videos",
+        }
     if evaluation.privacy_dataset == "pa_hmdb51":
         datasets["privacy_dataset"] |= {
             "frames_per_video": config.eval_privacy_frames,
