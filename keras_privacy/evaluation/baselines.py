@@ -40,7 +40,8 @@ def raw(frames: np.ndarray) -> np.ndarray:
 
 def downsample(frames: np.ndarray, factor: int) -> np.ndarray:
     """Down-sample by `factor`, then resize back up to the original size, so that target models
-    see their usual input size with `factor`x less detail.
+    see their usual input size with `factor`x less detail. The evaluation applies it at the
+    model's input with `InputDownsample`, of which this is the OpenCV reference.
 
     Down: `cv2.INTER_AREA` (averages each factor x factor block: no aliasing). Up:
     `cv2.INTER_LINEAR` (bilinear, the smooth look of SPAct's Fig. 1a); both keep values within
