@@ -64,9 +64,8 @@ def read_pa_hmdb51(
     `{"video.avi": {"face": [[start, end, value], ...], ...}}` with inclusive frame ranges and
     an int or a list of ints (one per person) as value. A video's binary label of an attribute
     is "present in some frame" (some value > 0; `privacy_images` labels each frame by its own
-    index instead); labels follow `PA_HMDB51_ATTRIBUTES`. Action
-    classes are the sorted action names, which is HMDB51's label order when all 51 files are
-    there. With `root`, videos are `root/<action>/<video>` and those not on disk are listed in
+    index instead); labels follow `PA_HMDB51_ATTRIBUTES`. Action classes are the sorted action
+    names, which is HMDB51's label order when all 51 files are there. With `root`, videos are `root/<action>/<video>` and those not on disk are listed in
     `Split.missing`. A malformed file raises `DatasetFormatError` naming it and the video.
     """
     files = {f.stem: f for f in Path(annotations_dir).glob("*.json")}
@@ -103,7 +102,9 @@ def read_frame_ranges(annotations_dir: str | os.PathLike) -> dict[str, Ranges]:
     }
 
 
-def labels_at(ranges: Ranges, frame: int, names: Sequence[str] = PA_HMDB51_ATTRIBUTES):
+def labels_at(
+    ranges: Ranges, frame: int, names: Sequence[str] = PA_HMDB51_ATTRIBUTES
+) -> tuple[int, ...]:
     """The binary labels of frame `frame` over the attributes `names`: 1 where a range holding
     the frame has a value (or a person's value) > 0, else 0 (also outside every range)."""
     return tuple(

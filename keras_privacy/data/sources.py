@@ -54,7 +54,7 @@ def action_splits(config: ExperimentConfig) -> dict[str, Split]:
 
 
 def _class_and_name(path: str) -> str:
-    """ "<class>/<video>" of a video under an HMDB51-style root, as PA-HMDB51 names them."""
+    """The "<class>/<video>" name of a video under an HMDB51-style root, as in PA-HMDB51."""
     return f"{Path(path).parent.name}/{Path(path).name}"
 
 
