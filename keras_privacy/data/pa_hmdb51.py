@@ -65,8 +65,9 @@ def read_pa_hmdb51(
     an int or a list of ints (one per person) as value. A video's binary label of an attribute
     is "present in some frame" (some value > 0; `privacy_images` labels each frame by its own
     index instead); labels follow `PA_HMDB51_ATTRIBUTES`. Action classes are the sorted action
-    names, which is HMDB51's label order when all 51 files are there. With `root`, videos are `root/<action>/<video>` and those not on disk are listed in
-    `Split.missing`. A malformed file raises `DatasetFormatError` naming it and the video.
+    names, which is HMDB51's label order when all 51 files are there. With `root`, videos are
+    `root/<action>/<video>` and those not on disk are listed in `Split.missing`. A malformed
+    file raises `DatasetFormatError` naming it and the video.
     """
     files = {f.stem: f for f in Path(annotations_dir).glob("*.json")}
     if not files:
