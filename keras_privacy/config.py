@@ -20,7 +20,7 @@ ACTION_DATASETS = ("synthetic", "ucf101", "hmdb51")
 PRIVACY_DATASETS = ("synthetic", "vispr")
 PAIR_SAMPLERS = ("random", "near", "far")
 SSL_ADVERSARIES = ("ntxent", "rotnet", "moco", "spatiotemporal")
-EVAL_PROTOCOLS = ("same", "cross_dataset", "novel_actions", "novel_attributes")
+EVAL_PROTOCOLS = ("same", "cross_dataset", "novel_actions", "novel_attributes", "pa_hmdb51")
 EVAL_PRIVACY_DATASETS = (*PRIVACY_DATASETS, "pa_hmdb51")
 WEIGHT_FLAGS = (
     "anonymizer_weights",
@@ -428,8 +428,10 @@ class ExperimentConfig:
             "What the target models are trained and tested on: same (the training datasets) | "
             "cross_dataset (another action or privacy dataset, e.g. PA-HMDB51) | novel_actions "
             "(an action dataset of other classes) | novel_attributes (privacy attributes "
-            "disjoint from --privacy_attributes). The datasets are the --eval_action_* and "
-            "--eval_privacy_* flags.",
+            "disjoint from --privacy_attributes) | pa_hmdb51 (VITA's: HMDB51 without the "
+            "PA-HMDB51 videos for training, action and privacy tested on the PA-HMDB51 videos; "
+            "give it to train.py too). The datasets are the --eval_action_* and --eval_privacy_* "
+            "flags.",
             "eval",
         ),
     )
@@ -482,8 +484,8 @@ class ExperimentConfig:
     eval_privacy_frames: int = field(
         default=5,
         metadata=_help(
-            "PA-HMDB51: equidistant frames of each video taken as test images, each with the "
-            "video's labels.",
+            "PA-HMDB51: equidistant frames of each video taken as test images, each labelled "
+            "by its own frame index.",
             "eval",
         ),
     )
@@ -767,6 +769,17 @@ class ExperimentConfig:
         ]
         attributes_changed = ["--eval_privacy_attributes"] if evaluation_ids != training_ids else []
         protocol = self.eval_protocol
+        if protocol == "pa_hmdb51" and (
+            self.action_dataset != "hmdb51"
+            or action_changed
+            or evaluation.privacy_dataset != "pa_hmdb51"
+        ):
+            raise ValueError(
+                "--eval_protocol=pa_hmdb51 trains on HMDB51 and tests on the PA-HMDB51 videos: it "
+                "needs --action_dataset=hmdb51 (no other --eval_action_* dataset) and "
+                "--eval_privacy_dataset=pa_hmdb51 with its --eval_privacy_annotations and "
+                "--eval_privacy_root"
+            )
         changed = action_changed + privacy_changed + attributes_changed
         if protocol == "same" and changed:
             raise ValueError(

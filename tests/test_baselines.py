@@ -208,3 +208,62 @@ def test_boxes_from_file_rejects_mixed_forms(tmp_path):
     path.write_text(json.dumps({"a.avi": [[0, 1, 2, 3, 4], [1, 2, 3, 4]]}))
     with pytest.raises(ValueError):
         BoxesFromFile(path)
+
+
+def test_downsample_4x_reaches_the_target_model_at_its_input_scale(tmp_path):
+    """A 1000 x 800 image goes through the evaluation's cache (short side 128) and view (112 x
+    112): the target model behind `downsample_4x` sees exactly that view area-resized to 28 x 28
+    and bilinearly back to 112 x 112."""
+    import keras
+
+    from keras_privacy.data import pipelines
+    from keras_privacy.data.cache import prepare_cache
+    from keras_privacy.data.examples import Example, Split
+    from keras_privacy.evaluation import protocol
+
+    rng = np.random.default_rng(0)
+    image = rng.integers(0, 256, (800, 1000, 3), dtype=np.uint8)
+    cv2.imwrite(str(tmp_path / "image.png"), image)
+    split = Split([Example(str(tmp_path / "image.png"), privacy=(1,))], attribute_names=["a"])
+    cache = prepare_cache(split, "image", tmp_path / "cache", 128)
+    dataset = pipelines.privacy_labelled_dataset(cache, 1, 112, training=False)
+    view = next(dataset.as_numpy_iterator())["images"]
+    target = keras.Sequential([keras.Input((112, 112, 3)), keras.layers.Activation("linear")])
+    method = protocol.baseline_anonymization("downsample_4x")
+    seen = protocol.with_anonymizer(target, method.model, clips=False).predict_on_batch(view)
+    small = cv2.resize(view[0], (28, 28), interpolation=cv2.INTER_AREA)
+    expected = cv2.resize(small, (112, 112), interpolation=cv2.INTER_LINEAR)
+    np.testing.assert_allclose(np.asarray(seen)[0], expected, atol=1e-5)
+    assert method.baseline not in protocol.PEOPLE_BASELINES  # no file is rewritten for it
+
+
+def test_input_downsample_matches_opencv_on_clips_of_any_size():
+    import keras
+
+    from keras_privacy.evaluation.baselines import InputDownsample
+
+    clips = np.random.default_rng(1).random((2, 3, 30, 45, 3)).astype(np.float32)
+    result = keras.ops.convert_to_numpy(InputDownsample(4)(clips))
+    expected = np.stack([downsample(clip, 4) for clip in clips])
+    np.testing.assert_allclose(result, expected, atol=1e-5)
+
+
+def test_people_baselines_act_at_the_model_scale_with_scaled_boxes():
+    from keras_privacy.evaluation.baselines import scaled_blur
+
+    image = np.full((1, 800, 1000, 3), 200, np.uint8)
+    detector = _FixedDetector([100, 200, 300, 600])
+    blackened = build_baseline("blacken", detector, short_side=128, kind="image")(image)
+    assert blackened.shape == (1, 128, 160, 3)
+    expected = box_mask(128, 160, [[16, 32, 48, 96]])  # the box times 128 / 800
+    np.testing.assert_array_equal((blackened[0] == 0).all(axis=-1), expected)
+    # SPAct's kernel 21 / sigma 10 hold at a 240-pixel video and a 512-pixel image.
+    assert scaled_blur("blur_strong", 240, "video") == (21, 10.0)
+    assert scaled_blur("blur_strong", 512, "image") == (21, 10.0)
+    assert scaled_blur("blur_strong", 120, "video") == (11, 5.0)
+    assert scaled_blur("blur_weak", 128, "image") == (5, 2.5)
+    frame = np.random.default_rng(2).random((1, 240, 320, 3)).astype(np.float32)
+    whole = _FixedDetector([0, 0, 320, 240])
+    blurred = build_baseline("blur_strong", whole, short_side=120, kind="video")(frame)
+    small = cv2.resize(frame[0], (160, 120), interpolation=cv2.INTER_AREA)
+    np.testing.assert_allclose(blurred[0], cv2.GaussianBlur(small, (11, 11), 5.0), atol=1e-6)

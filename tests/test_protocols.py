@@ -72,6 +72,10 @@ PA_EVALUATION = dict(
             "--eval_privacy_attributes=face,eyes: unknown PA-HMDB51 attribute.* eyes",
         ),
         (dict(eval_protocol="novel"), "--eval_protocol='novel' is not one of"),
+        (
+            dict(eval_protocol="pa_hmdb51", **VISPR_TRAINING, **PA_EVALUATION),
+            "pa_hmdb51 trains on HMDB51 .* needs --action_dataset=hmdb51",
+        ),
         (dict(privacy_attributes="s1_warm_actor,s9_hat"), "unknown synthetic attribute.* s9_hat"),
         (dict(privacy_attributes="vispr2"), "--privacy_attributes=vispr2: unknown synthetic"),
         (dict(eval_action_model="factorized_tiny,nope"), "--eval_action_model='nope' is not"),
@@ -248,7 +252,10 @@ def test_pa_hmdb51_videos_become_labelled_frames(fixtures_dir, tmp_path):
     annotations, root = write_pa_hmdb51(tmp_path, fixtures_dir)
     images = pa_hmdb51.privacy_images(annotations, root, tmp_path / "frames", 3)
     assert images.attribute_names == ["gender", "face", "nudity", "skin_color", "relationship"]
-    assert [e.privacy for e in images.examples] == [(1, 1, 0, 1, 0)] * 3 + [(0, 0, 1, 1, 1)] * 3
+    # test.avi's frames 27, 82 and 136 of 164: its face is annotated from frame 81 on.
+    assert [e.privacy for e in images.examples] == [(1, 0, 0, 1, 0)] + [(1, 1, 0, 1, 0)] * 2 + [
+        (0, 0, 1, 1, 1)
+    ] * 3
     assert len(images.missing) == 1 and "gone.avi" in images.missing[0]
     frames = [cv2.imread(e.path) for e in images.examples[:3]]
     assert frames[0].shape == (240, 320, 3)  # test.avi, a real UCF101 clip
@@ -256,10 +263,23 @@ def test_pa_hmdb51_videos_become_labelled_frames(fixtures_dir, tmp_path):
 
     subset = pa_hmdb51.privacy_images(annotations, root, tmp_path / "frames", 3, "face,gender")
     assert subset.attribute_names == ["face", "gender"]
-    assert [e.privacy for e in subset.examples] == [(1, 1)] * 3 + [(0, 0)] * 3
+    assert [e.privacy for e in subset.examples] == [(0, 1)] + [(1, 1)] * 2 + [(0, 0)] * 3
 
     with pytest.raises(FileNotFoundError, match="none of the 3 annotated videos.*test.avi"):
         pa_hmdb51.privacy_images(annotations, tmp_path / "nowhere", tmp_path / "frames", 3)
+
+
+def test_pa_hmdb51_labels_each_frame_by_its_own_index():
+    ranges = {
+        "face": [(0, 195, (2,)), (196, 258, (0,))],  # complete face, then invisible
+        "gender": [(0, 99, (0,)), (100, 258, (1, 2))],  # unidentifiable, then a man and a woman
+        "nudity": [(0, 150, (1,))],  # partial, and no range after frame 150
+        "skin_color": [(0, 258, (0, 3))],
+        "relationship": [],
+    }
+    assert pa_hmdb51.labels_at(ranges, 100) == (1, 1, 1, 1, 0)
+    assert pa_hmdb51.labels_at(ranges, 200) == (1, 0, 0, 1, 0)
+    assert pa_hmdb51.labels_at(ranges, 50, ["face", "gender"]) == (1, 0)
 
 
 def test_vispr_labels_merge_onto_pa_hmdb51_attributes():
@@ -316,15 +336,73 @@ def test_cross_dataset_on_pa_hmdb51_trains_on_merged_vispr(benchmark, fixtures_d
     assert data.class_names == list(synthetic.CLASSES)  # the action side is the training one
     assert data.attribute_names == list(pa_hmdb51.PA_HMDB51_ATTRIBUTES)
     assert [e.privacy for e in data.privacy_train.examples] == [(0, 1, 0, 0, 1), (1, 0, 0, 0, 0)]
-    assert [e.privacy for e in data.privacy_test.examples] == [(1, 1, 0, 1, 0)] * 2 + [
-        (0, 0, 1, 1, 1)
-    ] * 2
+    # test.avi's frames 41 and 123 of 164, its face annotated from frame 81 on.
+    assert [e.privacy for e in data.privacy_test.examples] == [
+        (1, 0, 0, 1, 0),
+        (1, 1, 0, 1, 0),
+        (0, 0, 1, 1, 1),
+        (0, 0, 1, 1, 1),
+    ]
     frames = tmp_path / "evaluation" / "pa_hmdb51_frames"
     assert all(e.path.startswith(str(frames)) for e in data.privacy_test.examples)
     record = protocol.evaluation_record(config, data)
     assert record["protocol"] == "cross_dataset"
     assert record["privacy_dataset"]["name"] == "pa_hmdb51"
     assert record["attribute_names"] == data.attribute_names
+
+
+def test_pa_hmdb51_protocol_trains_without_its_videos_and_tests_action_on_them(
+    benchmark, fixtures_dir, tmp_path
+):
+    """VITA's protocol: HMDB51 split 1 (the real split files) without the PA-HMDB51 videos for
+    f_A and f'_T; action top-1 and privacy both on the PA-HMDB51 videos."""
+    in_pa, kept = (
+        "April_09_brush_hair_u_nm_np1_ba_goo_0.avi",
+        "April_09_brush_hair_u_nm_np1_ba_goo_1.avi",
+    )
+    dive = "BASE_Jumping_Compilation_-_Brilliant_dive_f_cm_np1_le_bad_0.avi"  # an HMDB51 test video
+    hmdb = tmp_path / "hmdb51"
+    for action, video, source in (
+        ("brush_hair", in_pa, "test.avi"),
+        ("brush_hair", kept, "test.avi"),
+        ("dive", dive, "part_0.mp4"),
+    ):
+        (hmdb / action).mkdir(parents=True, exist_ok=True)
+        os.symlink(fixtures_dir / "videos" / source, hmdb / action / video)
+    annotations = tmp_path / "PrivacyAttributes"
+    annotations.mkdir()
+    face = dict(gender=[[0, 163, 1]], face=[[0, 80, 2]], nudity=[], skin_color=[], relationship=[])
+    (annotations / "brush_hair.json").write_text(json.dumps({in_pa: face}))
+    (annotations / "dive.json").write_text(json.dumps({dive: face}))
+    vispr = tmp_path / "vispr"
+    write_vispr(vispr, {"x": ["a10_face_partial"], "y": ["a4_gender"]})
+    config = tiny_config(
+        benchmark,
+        tmp_path,
+        action_dataset="hmdb51",
+        action_annotations=str(fixtures_dir / "hmdb51" / "splits"),
+        action_root=str(hmdb),
+        privacy_dataset="vispr",
+        privacy_annotations=str(vispr),
+        privacy_root=str(vispr),
+        eval_protocol="pa_hmdb51",
+        eval_privacy_dataset="pa_hmdb51",
+        eval_privacy_annotations=str(annotations),
+        eval_privacy_root=str(hmdb),
+        eval_privacy_frames=2,
+        eval_dir=str(tmp_path / "evaluation"),
+    )
+    data = protocol.evaluation_data(config)
+    assert len(data.class_names) == 51
+    assert [os.path.basename(e.path) for e in data.action_train.examples] == [kept]
+    assert [os.path.basename(e.path) for e in training_data(config).videos.examples] == [kept]
+    tested = [(os.path.basename(e.path), e.label) for e in data.action_test.examples]
+    assert tested == [(in_pa, 0), (dive, data.class_names.index("dive"))]
+    # test.avi's frames 41 and 123 of 164: a face up to frame 80 only.
+    assert [e.privacy[:2] for e in data.privacy_test.examples[:2]] == [(1, 1), (1, 0)]
+    record = protocol.evaluation_record(config, data)
+    assert record["protocol"] == "pa_hmdb51"
+    assert record["action_dataset"]["tested_on"] == "PA-HMDB51 videos"
 
 
 def test_report_tables_each_target_architecture(tmp_path):

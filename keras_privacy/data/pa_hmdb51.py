@@ -1,7 +1,15 @@
 """PA-HMDB51: HMDB51 videos with frame-level privacy annotations (`<action>.json` per action).
 
+Each attribute of a video is a list of inclusive frame ranges `[start, end, value]`, the value
+an int or a list of ints (one per person): gender 0 unidentifiable, 1 male, 2 female; face 0
+invisible, 1 partial, 2 complete; skin colour 0 unidentifiable, 1 white, 2 yellow, 3 black;
+nudity 0 none, 1 partial, 2 semi; relationship 0 unidentifiable, 1 identifiable. An attribute is
+present in a frame when a range holding that frame has a value (or a person's value) > 0, so 0
+and frames outside every range are negatives (`labels_at`).
+
 Its cross-dataset evaluation (`--eval_privacy_dataset=pa_hmdb51`): the target privacy model
-trains on VISPR relabelled by `vispr_as_pa_hmdb51` and is tested on `privacy_images`.
+trains on VISPR relabelled by `vispr_as_pa_hmdb51` and is tested on `privacy_images`, frames
+each labelled with their own frame index.
 """
 
 from __future__ import annotations
@@ -35,6 +43,9 @@ PA_HMDB51_ATTRIBUTES = tuple(PA_HMDB51_TO_VISPR1)
 """The five PA-HMDB51 attributes in label order: gender, face, nudity, skin_color,
 relationship."""
 
+Ranges = dict[str, list[tuple[int, int, tuple[int, ...]]]]
+"""One video's annotation: attribute -> inclusive frame ranges (start, end, values)."""
+
 
 def attribute_subset(attributes: str) -> list[str]:
     """The PA-HMDB51 attributes that `attributes` names: all five for `all`, else a
@@ -51,11 +62,12 @@ def read_pa_hmdb51(
 
     `annotations_dir` holds one `<action>.json` per HMDB51 action (`PrivacyAttributes/`), each
     `{"video.avi": {"face": [[start, end, value], ...], ...}}` with inclusive frame ranges and
-    an int or a list of ints (one per person) as value. An attribute's binary label is
-    "present in any frame" (some value > 0); labels follow `PA_HMDB51_ATTRIBUTES`. Action
-    classes are the sorted action names, which is HMDB51's label order when all 51 files are
-    there. With `root`, videos are `root/<action>/<video>` and those not on disk are listed in
-    `Split.missing`. A malformed file raises `DatasetFormatError` naming it and the video.
+    an int or a list of ints (one per person) as value. A video's binary label of an attribute
+    is "present in some frame" (some value > 0; `privacy_images` labels each frame by its own
+    index instead); labels follow `PA_HMDB51_ATTRIBUTES`. Action classes are the sorted action
+    names, which is HMDB51's label order when all 51 files are there. With `root`, videos are
+    `root/<action>/<video>` and those not on disk are listed in `Split.missing`. A malformed
+    file raises `DatasetFormatError` naming it and the video.
     """
     files = {f.stem: f for f in Path(annotations_dir).glob("*.json")}
     if not files:
@@ -63,7 +75,11 @@ def read_pa_hmdb51(
     class_names = sorted(files)
     examples, missing = [], []
     for label, action in enumerate(class_names):
-        for video, privacy in _read_action_file(files[action]).items():
+        for video, ranges in _read_action_file(files[action]).items():
+            privacy = tuple(
+                int(any(v > 0 for *_, values in ranges[name] for v in values))
+                for name in PA_HMDB51_ATTRIBUTES
+            )
             path, exists = resolve(root, f"{action}/{video}")
             if exists:
                 examples.append(Example(path=path, label=label, privacy=privacy))
@@ -78,8 +94,34 @@ def read_pa_hmdb51(
     return {"test": split}
 
 
-def _read_action_file(path: Path) -> dict[str, tuple[int, ...]]:
-    """Video name -> binary labels over PA_HMDB51_ATTRIBUTES, from one `<action>.json`."""
+def read_frame_ranges(annotations_dir: str | os.PathLike) -> dict[str, Ranges]:
+    """Every annotated video's frame ranges by "<action>/<video>" (see `labels_at`)."""
+    return {
+        f"{path.stem}/{video}": ranges
+        for path in sorted(Path(annotations_dir).glob("*.json"))
+        for video, ranges in _read_action_file(path).items()
+    }
+
+
+def labels_at(
+    ranges: Ranges, frame: int, names: Sequence[str] = PA_HMDB51_ATTRIBUTES
+) -> tuple[int, ...]:
+    """The binary labels of frame `frame` over the attributes `names`: 1 where a range holding
+    the frame has a value (or a person's value) > 0, else 0 (also outside every range)."""
+    return tuple(
+        int(
+            any(
+                start <= frame <= end and any(v > 0 for v in values)
+                for start, end, values in ranges[name]
+            )
+        )
+        for name in names
+    )
+
+
+def _read_action_file(path: Path) -> dict[str, Ranges]:
+    """Video name -> its checked frame ranges over PA_HMDB51_ATTRIBUTES, from one
+    `<action>.json`."""
     try:
         videos = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
@@ -90,19 +132,19 @@ def _read_action_file(path: Path) -> dict[str, tuple[int, ...]]:
     for video, record in videos.items():
         if not isinstance(record, dict):
             raise DatasetFormatError(f"{path}: video {video!r}: expected an object of attributes")
-        labels[video] = tuple(
-            int(_present(record.get(name), path, video, name)) for name in PA_HMDB51_ATTRIBUTES
-        )
+        labels[video] = {
+            name: _ranges(record.get(name), path, video, name) for name in PA_HMDB51_ATTRIBUTES
+        }
     return labels
 
 
-def _present(ranges, path: Path, video: str, name: str) -> bool:
-    """Whether some `[start, end, value]` range of an attribute has a value (or person) > 0."""
+def _ranges(ranges, path: Path, video: str, name: str) -> list[tuple[int, int, tuple[int, ...]]]:
+    """The checked `[start, end, value]` ranges of one attribute, values as tuples."""
     if not isinstance(ranges, list):
         raise DatasetFormatError(
             f"{path}: video {video!r}: attribute {name!r} missing or not a list of ranges"
         )
-    present = False
+    checked = []
     for entry in ranges:
         values = entry[2] if isinstance(entry, list) and len(entry) == 3 else None
         values = [values] if isinstance(values, int) else values
@@ -113,8 +155,8 @@ def _present(ranges, path: Path, video: str, name: str) -> bool:
                 f"{path}: video {video!r}: attribute {name!r}: expected [start, end, value] with "
                 f"an int or a list of ints as value, got {entry!r}"
             )
-        present = present or any(v > 0 for v in values)
-    return present
+        checked.append((entry[0], entry[1], tuple(values)))
+    return checked
 
 
 def vispr_to_pa_hmdb51(
@@ -150,7 +192,8 @@ def privacy_images(
 ) -> Split:
     """PA-HMDB51's labelled videos as privacy test images: `frames_per_video` equidistant
     frames of every video on disk, written as PNG under `out_dir` (kept if already there),
-    each with its video's labels over `attributes` (see `attribute_subset`).
+    each with the labels of its own frame index over `attributes` (`labels_at`,
+    `attribute_subset`).
 
     Raises FileNotFoundError naming missing videos when none of the annotated ones is on disk
     (the others are listed in the split's `missing`)."""
@@ -160,7 +203,16 @@ def privacy_images(
             f"PA-HMDB51: none of the {len(split.missing)} annotated videos is under {root}, "
             f"e.g. {'; '.join(split.missing[:3])}"
         )
-    return frame_images(_select(split, attribute_subset(attributes)), out_dir, frames_per_video)
+    names = attribute_subset(attributes)
+    ranges = {
+        resolve(root, video)[0]: video_ranges
+        for video, video_ranges in read_frame_ranges(annotations_dir).items()
+    }
+
+    def frame_labels(path: str, frame: int) -> tuple[int, ...]:
+        return labels_at(ranges[path], frame, names)
+
+    return frame_images(_select(split, names), out_dir, frames_per_video, frame_labels)
 
 
 def vispr_as_pa_hmdb51(split: Split, attributes: str = "all") -> Split:

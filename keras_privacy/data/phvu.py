@@ -45,7 +45,7 @@ import dataclasses
 import json
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import cv2
@@ -54,7 +54,7 @@ import numpy as np
 from keras_privacy.data.annotations import resolve
 from keras_privacy.data.errors import DatasetFormatError, VideoDecodeError
 from keras_privacy.data.examples import Example, Split
-from keras_privacy.data.video import read_video
+from keras_privacy.data.video import probe_video, read_video
 
 SPLITS = ("train", "val", "test")
 PRIVACY_KINDS = ("objects", "scenes", "both")
@@ -227,10 +227,16 @@ def _read_json(path: Path) -> list[tuple[str, dict]]:
     return rows
 
 
-def frame_images(split: Split, out_dir: str | os.PathLike, frames_per_video: int = 1) -> Split:
+def frame_images(
+    split: Split,
+    out_dir: str | os.PathLike,
+    frames_per_video: int = 1,
+    frame_labels: Callable[[str, int], tuple[int, ...]] | None = None,
+) -> Split:
     """An image split of `frames_per_video` equidistant frames of every video of `split`
     (centres of equal segments), written as PNG under `out_dir` (kept if already there), each
-    with its video's privacy labels. Undecodable videos are skipped and listed in `missing`."""
+    with its video's privacy labels, or `frame_labels(video path, frame index)` when given
+    (frame-level annotations). Undecodable videos are skipped and listed in `missing`."""
     if frames_per_video < 1:
         raise ValueError(f"frames_per_video must be at least 1, got {frames_per_video}")
     out_dir = Path(out_dir)
@@ -241,15 +247,22 @@ def frame_images(split: Split, out_dir: str | os.PathLike, frames_per_video: int
             out_dir / f"{index:06d}_{Path(example.path).stem}_{k}.png"
             for k in range(frames_per_video)
         ]
-        if not all(target.exists() for target in targets):
-            try:
-                frames = read_video(example.path)
-            except VideoDecodeError as error:
-                logging.warning("skipping %s", error)
-                missing.append(str(error))
-                continue
-            positions = (np.arange(frames_per_video) + 0.5) * len(frames) / frames_per_video
-            for target, position in zip(targets, positions.astype(int)):
-                cv2.imwrite(str(target), np.ascontiguousarray(frames[position][..., ::-1]))
-        examples += [Example(path=str(target), privacy=example.privacy) for target in targets]
+        try:
+            num_frames = probe_video(example.path).num_frames
+            frames = None if all(t.exists() for t in targets) else read_video(example.path)
+        except VideoDecodeError as error:
+            logging.warning("skipping %s", error)
+            missing.append(str(error))
+            continue
+        positions = (np.arange(frames_per_video) + 0.5) * num_frames / frames_per_video
+        positions = positions.astype(int)
+        if frames is not None:
+            for target, position in zip(targets, positions):
+                frame = frames[min(position, len(frames) - 1)]
+                cv2.imwrite(str(target), np.ascontiguousarray(frame[..., ::-1]))
+        for target, position in zip(targets, positions):
+            privacy = example.privacy
+            if frame_labels is not None:
+                privacy = frame_labels(example.path, int(position))
+            examples.append(Example(path=str(target), privacy=privacy))
     return dataclasses.replace(split, examples=examples, class_names=[], missing=missing)

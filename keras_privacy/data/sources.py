@@ -34,12 +34,46 @@ def synthetic_benchmark(directory: str | Path, seed: int = 0) -> Path:
 
 
 def action_splits(config: ExperimentConfig) -> dict[str, Split]:
-    """The action dataset's train and test splits as the config names them."""
+    """The action dataset's train and test splits as the config names them. With
+    `--eval_protocol=pa_hmdb51` (VITA's), the HMDB51 training split leaves out the PA-HMDB51
+    videos, on which the evaluation tests (`pa_hmdb51_action_test`)."""
     if config.action_dataset == "synthetic":
         root = synthetic_benchmark(config.synthetic_dir)
         return read_ucf101(root / "ucf_splits", root / "videos", split=1)
     reader = {"ucf101": read_ucf101, "hmdb51": read_hmdb51}[config.action_dataset]
-    return reader(config.action_annotations, config.action_root, split=config.action_split)
+    splits = reader(config.action_annotations, config.action_root, split=config.action_split)
+    if config.eval_protocol == "pa_hmdb51":
+        annotated = set(
+            pa_hmdb51.read_frame_ranges(config.evaluation_datasets().privacy_annotations)
+        )
+        train = splits["train"]
+        kept = [e for e in train.examples if _class_and_name(e.path) not in annotated]
+        logging.info("HMDB51 training split: %d PA-HMDB51 videos left out", len(train) - len(kept))
+        splits["train"] = dataclasses.replace(train, examples=kept)
+    return splits
+
+
+def _class_and_name(path: str) -> str:
+    """The "<class>/<video>" name of a video under an HMDB51-style root, as in PA-HMDB51."""
+    return f"{Path(path).parent.name}/{Path(path).name}"
+
+
+def pa_hmdb51_action_test(config: ExperimentConfig, class_names: list[str]) -> Split:
+    """The PA-HMDB51 videos on disk as the action test split of `--eval_protocol=pa_hmdb51`,
+    labelled by their action's index in `class_names` (HMDB51's); an action outside them raises
+    ValueError."""
+    evaluation = config.evaluation_datasets()
+    videos = pa_hmdb51.read_pa_hmdb51(evaluation.privacy_annotations, evaluation.privacy_root)
+    test = videos["test"]
+    unknown = sorted(set(test.class_names) - set(class_names))
+    if unknown:
+        raise ValueError(f"PA-HMDB51 actions {unknown} are not HMDB51 classes of the action split")
+    _report_missing("PA-HMDB51 videos", test)
+    examples = [
+        dataclasses.replace(e, label=class_names.index(test.class_names[e.label]), privacy=())
+        for e in test.examples
+    ]
+    return dataclasses.replace(test, examples=examples, class_names=list(class_names))
 
 
 def privacy_splits(config: ExperimentConfig) -> dict[str, Split]:

@@ -1,9 +1,18 @@
 """The hand-made anonymisation baselines of SPAct's Table 1: raw, down-sampling, blackening and
-Gaussian blur of people.
+Gaussian blur of people, each at the scale of what the target models see.
 
-Every function works frame by frame on RGB frames (H, W, 3) or clips (T, H, W, 3), uint8 or float
-in [0, 1], and returns the same shape and dtype. `build_baseline(name)` gives the registered
-baselines as callables on one clip.
+- Down-sampling (`InputDownsample`) acts on the model's input itself: the frame the target model
+  would see (image_size x image_size, after crop and resize) is reduced `factor` times per side
+  and resized back, so "4x" means 4x fewer pixels per side for f'_T and f'_B on videos and
+  images alike (SPAct Sec. 5.2: "down-sampled versions of input resolution").
+- The people baselines act on frames resized to the short side the models read
+  (`--frame_size`), with the boxes scaled alike; the blur keeps the strength SPAct's supplement
+  (C.6) gives relative to the frame: kernel 21 / sigma 10 (weak: 13 / 10) on videos of a 240-pixel
+  short side (UCF101, HMDB51) and on VISPR images resized to a short side of 512.
+
+Every NumPy function works frame by frame on RGB frames (H, W, 3) or clips (T, H, W, 3), uint8
+or float in [0, 1], and returns the same shape and dtype. `build_baseline(name)` gives the people
+baselines and the NumPy down-sampling as callables on one clip.
 
 Boxes are `[x1, y1, x2, y2]` pixel boxes, `x2` / `y2` exclusive (see `detection`). For a single
 frame, `boxes` is array-like (N, 4); for a clip, either one (N, 4) `np.ndarray` used for every
@@ -16,6 +25,7 @@ import functools
 from collections.abc import Callable, Sequence
 
 import cv2
+import keras
 import numpy as np
 
 from keras_privacy.evaluation.detection import Detector, PersonOrFaceDetector, clip_boxes
@@ -30,7 +40,8 @@ def raw(frames: np.ndarray) -> np.ndarray:
 
 def downsample(frames: np.ndarray, factor: int) -> np.ndarray:
     """Down-sample by `factor`, then resize back up to the original size, so that target models
-    see their usual input size with `factor`x less detail.
+    see their usual input size with `factor`x less detail. The evaluation applies it at the
+    model's input with `InputDownsample`, of which this is the OpenCV reference.
 
     Down: `cv2.INTER_AREA` (averages each factor x factor block: no aliasing). Up:
     `cv2.INTER_LINEAR` (bilinear, the smooth look of SPAct's Fig. 1a); both keep values within
@@ -68,6 +79,102 @@ def blur_people(frames: np.ndarray, boxes, kernel: int = 21, sigma: float = 10.0
     return _replace_in_boxes(frames, boxes, blur)
 
 
+def area_matrix(size: int, small: int) -> np.ndarray:
+    """(small, size) weights of an area (box) resize of `size` pixels to `small`: each output
+    pixel averages the input interval it covers, as `cv2.INTER_AREA` when shrinking."""
+    scale = size / small
+    weights = np.zeros((small, size))
+    for out in range(small):
+        start, stop = out * scale, (out + 1) * scale
+        for pixel in range(int(np.floor(start)), min(size, int(np.ceil(stop)))):
+            weights[out, pixel] = min(stop, pixel + 1) - max(start, pixel)
+    return weights / scale
+
+
+def linear_matrix(small: int, size: int) -> np.ndarray:
+    """(size, small) weights of a bilinear resize of `small` pixels to `size` with half-pixel
+    centres and clamped borders, as `cv2.INTER_LINEAR`."""
+    scale = small / size
+    weights = np.zeros((size, small))
+    for out in range(size):
+        position = (out + 0.5) * scale - 0.5
+        left = int(np.floor(position))
+        fraction = position - left
+        if left < 0:
+            left, fraction = 0, 0.0
+        if left >= small - 1:
+            left, fraction = small - 1, 0.0
+        weights[out, left] += 1 - fraction
+        if fraction > 0:
+            weights[out, left + 1] += fraction
+    return weights
+
+
+def downsample_matrix(size: int, factor: int) -> np.ndarray:
+    """(size, size) map of one axis down by `factor` (area) and back up (bilinear)."""
+    small = max(1, round(size / factor))
+    return linear_matrix(small, size) @ area_matrix(size, small)
+
+
+class InputDownsample(keras.layers.Layer):
+    """The down-sampling baseline in front of a target model: every (H, W) frame of its input
+    (images (B, H, W, C) or clips (B, T, H, W, C)) is area-resized `factor` times smaller and
+    bilinearly resized back, as `downsample` does with OpenCV, by two fixed matrices per axis,
+    so it runs inside the model on every backend."""
+
+    def __init__(self, factor: int, **kwargs):
+        super().__init__(trainable=False, **kwargs)
+        if factor < 1:
+            raise ValueError(f"factor must be >= 1, got {factor}")
+        self.factor = factor
+
+    def call(self, inputs):
+        height, width = inputs.shape[-3], inputs.shape[-2]
+        rows = keras.ops.convert_to_tensor(downsample_matrix(height, self.factor), inputs.dtype)
+        columns = keras.ops.convert_to_tensor(downsample_matrix(width, self.factor), inputs.dtype)
+        return keras.ops.einsum("hi,...ijc,wj->...hwc", rows, inputs, columns)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "factor": self.factor}
+
+
+BLUR_REFERENCE_SIDE = {"video": 240, "image": 512}
+"""The short side at which SPAct's supplement (C.6) applies its blur kernels: the videos as
+decoded (UCF101 and HMDB51 are 240 pixels high) and VISPR images resized to 512."""
+
+BLURS = {"blur_strong": (21, 10.0), "blur_weak": (13, 10.0)}
+"""Kernel size and sigma of each blur at its reference short side (SPAct supplement C.6)."""
+
+
+def scaled_blur(name: str, short_side: int, kind: str) -> tuple[int, float]:
+    """Kernel (odd) and sigma of the blur `name` on frames of short side `short_side`, the
+    supplement's kernel and sigma scaled by short_side / the reference side of `kind`."""
+    kernel, sigma = BLURS[name]
+    ratio = short_side / BLUR_REFERENCE_SIDE[kind]
+    return 2 * max(0, round((kernel // 2) * ratio)) + 1, sigma * ratio
+
+
+def resize_with_boxes(
+    clip: np.ndarray, boxes: Sequence[np.ndarray], short_side: int
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The clip resized so its short side is `short_side` (area down, bilinear up, as the
+    cache) and its per-frame boxes scaled alike, rounded outwards so they still cover the
+    person."""
+    height, width = clip.shape[1:3]
+    scale = short_side / min(height, width)
+    size = (max(short_side, round(width * scale)), max(short_side, round(height * scale)))
+    interpolation = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
+    frames = np.stack([cv2.resize(frame, size, interpolation=interpolation) for frame in clip])
+    sx, sy = size[0] / width, size[1] / height
+    scaled = []
+    for frame_boxes in boxes:
+        frame_boxes = np.asarray(frame_boxes, np.float64).reshape(-1, 4)
+        low = np.floor(frame_boxes[:, :2] * [sx, sy])
+        high = np.ceil(frame_boxes[:, 2:] * [sx, sy])
+        scaled.append(np.concatenate([low, high], axis=1).astype(np.int32))
+    return frames, scaled
+
+
 BASELINES: dict[str, Callable[..., np.ndarray]] = {
     "raw": raw,
     "downsample_2x": functools.partial(downsample, factor=2),
@@ -82,12 +189,20 @@ PEOPLE_BASELINES = frozenset({"blacken", "blur_strong", "blur_weak"})
 """The baselines that need person boxes."""
 
 
-def build_baseline(name: str, detector: Detector | None = None) -> ClipFn:
+def build_baseline(
+    name: str,
+    detector: Detector | None = None,
+    short_side: int | None = None,
+    kind: str = "video",
+) -> ClipFn:
     """The baseline `name` as a function of one (T, H, W, 3) clip (float32 in [0, 1] or uint8)
-    returning the anonymised clip of the same shape and dtype.
+    returning the anonymised clip of the same dtype.
 
-    The people baselines find boxes with `detector.detect_clip` (default: a
-    `PersonOrFaceDetector`, people by HOG and faces by Haar cascades, on 4 keyframes).
+    The people baselines find boxes with `detector.detect_clip` on the clip as given (default:
+    a `PersonOrFaceDetector`, people by HOG and faces by Haar cascades, on 4 keyframes). With
+    `short_side`, they return the clip resized to that short side, boxes scaled alike, and the
+    blur sized for it (`scaled_blur` of `kind`, "video" or "image"); else the clip keeps its size
+    and the blur the supplement's kernel and sigma.
     """
     if name not in BASELINES:
         raise ValueError(f"unknown baseline {name!r}; choose from {sorted(BASELINES)}")
@@ -97,7 +212,14 @@ def build_baseline(name: str, detector: Detector | None = None) -> ClipFn:
     detector = detector or PersonOrFaceDetector()
 
     def anonymize_people(clip: np.ndarray) -> np.ndarray:
-        return anonymize(clip, detector.detect_clip(clip))
+        boxes = detector.detect_clip(clip)
+        if short_side is None:
+            return anonymize(clip, boxes)
+        frames, boxes = resize_with_boxes(clip, boxes, short_side)
+        if name in BLURS:
+            kernel, sigma = scaled_blur(name, short_side, kind)
+            return blur_people(frames, boxes, kernel, sigma)
+        return anonymize(frames, boxes)
 
     return anonymize_people
 

@@ -11,16 +11,27 @@ Every metric has a 95 % interval by `--eval_bootstrap` resamples of the test vid
 How the anonymization is applied:
 - a learned anonymizer (a frame-wise Keras model) is frozen and placed in front of the target
   model, so it sees the same augmented, resized inputs as during its own training;
-- a baseline (down-sampling, blur or blackening of detected people) is applied once to every
-  source video and image, written under `work_dir/<method>/` and read back like a dataset:
-  detection runs once per video, and an interrupted evaluation keeps the files it wrote.
+- down-sampling (`downsample_2x`, `downsample_4x`) is a fixed layer in front of the target model
+  (`baselines.InputDownsample`), like a learned anonymizer: what the model would see, at
+  `--image_size`, goes down `factor` times per side and back up, for clips and images alike;
+- a people baseline (blur or blackening of detected people) is applied once to every source
+  video and image: people are found on the source frames, the frames are resized to the short
+  side the target models read (`--frame_size`) with the boxes scaled alike, blurred or
+  blackened there (the blur sized as SPAct's supplement C.6, `baselines.scaled_blur`), written
+  under `work_dir/<method>/` and read back like a dataset: detection runs once per video, and an
+  interrupted evaluation keeps the files it wrote.
 
 Which data the target models see is `--eval_protocol` (SPAct Sec. 4): `same` trains and tests
 them on the training datasets; `cross_dataset`, `novel_actions` and `novel_attributes` on the
 `--eval_action_*` / `--eval_privacy_*` datasets (`ExperimentConfig.evaluation_datasets`), which
 `ExperimentConfig.validate` checks against the protocol (another dataset; action classes or
 privacy attributes disjoint from the training ones). The raw-trained attacker is part of every
-protocol. Several target architectures (`--eval_action_model`, `--eval_privacy_model` lists) are
+protocol. `pa_hmdb51` is VITA's PA-HMDB51 protocol: f_A (with the same flags in train.py) and
+f'_T train on the HMDB51 training split without the PA-HMDB51 videos, and action top-1 and
+privacy are both tested on the PA-HMDB51 videos (`sources.pa_hmdb51_action_test`); f'_B trains
+on VISPR as in `cross_dataset`. PA-HMDB51's privacy is measured at frame level: each test image is
+one frame labelled by its own frame index, and cMAP is the mean over attributes of the AP over all
+those frames. Several target architectures (`--eval_action_model`, `--eval_privacy_model` lists) are
 each trained and tested per method: the first of each fills the report's headline columns, all
 of them its `*_by_model` entries.
 
@@ -54,7 +65,12 @@ from keras_privacy.data.errors import VideoDecodeError
 from keras_privacy.data.examples import Split
 from keras_privacy.data.video import probe_video, read_video, write_video
 from keras_privacy.evaluation import metrics
-from keras_privacy.evaluation.baselines import BASELINES, PEOPLE_BASELINES, build_baseline
+from keras_privacy.evaluation.baselines import (
+    BASELINES,
+    PEOPLE_BASELINES,
+    InputDownsample,
+    build_baseline,
+)
 from keras_privacy.evaluation.detection import BoxesFromFile, Detector, PersonOrFaceDetector
 from keras_privacy.evaluation.report import RAW_METHOD, Report, save_frame_strip
 from keras_privacy.models import pretrained, registry
@@ -67,26 +83,30 @@ ClipFn = Callable[[np.ndarray], np.ndarray]
 
 @dataclasses.dataclass
 class Anonymization:
-    """One method to evaluate: a frozen frame-wise `model`, a `baseline` applied to the source
-    files, or neither (raw data). People baselines find people with `detector`, or take the
-    boxes of each file from `boxes`, looked up by file name (`v_ApplyEyeMakeup_g01_c01.avi`).
+    """One method to evaluate: a frozen frame-wise `model` in front of the target models (a
+    learned anonymizer, or the down-sampling baseline's layer), a people `baseline` applied to
+    the source files, or neither (raw data). People baselines find people with `detector`, or
+    take the boxes of each file from `boxes`, looked up by file name
+    (`v_ApplyEyeMakeup_g01_c01.avi`).
     `model_sha256` is the digest of the file the model was loaded from, so that a report row
     of an older anonymizer of the same name is not taken for this one's."""
 
     name: str
-    model: keras.Model | None = None
+    model: keras.Layer | None = None
     model_sha256: str | None = None
     baseline: str | None = None
     detector: Detector | None = None
     boxes: BoxesFromFile | None = None
 
-    def clip_fn(self, file_name: str) -> ClipFn:
-        """The baseline as a function of one uint8 (T, H, W, 3) clip of the file `file_name`."""
-        if self.boxes is not None and self.baseline in PEOPLE_BASELINES:
-            return build_baseline(self.baseline, self.boxes.detector(file_name))
-        if self.detector is None and self.baseline in PEOPLE_BASELINES:
-            self.detector = PersonOrFaceDetector()
-        return build_baseline(self.baseline, self.detector)
+    def clip_fn(self, file_name: str, short_side: int | None, kind: str) -> ClipFn:
+        """The people baseline as a function of one uint8 (T, H, W, 3) clip of the file
+        `file_name` ("video" or "image" `kind`), returning it at `short_side`."""
+        if self.boxes is not None:
+            detector = self.boxes.detector(file_name)
+        else:
+            self.detector = self.detector or PersonOrFaceDetector()
+            detector = self.detector
+        return build_baseline(self.baseline, detector, short_side, kind)
 
 
 @dataclasses.dataclass
@@ -122,10 +142,16 @@ def load_anonymizer(path: str | Path, name: str | None = None) -> Anonymization:
 
 
 def baseline_anonymization(name: str, boxes: BoxesFromFile | None = None) -> Anonymization:
-    """The baseline `name` (see `baselines.BASELINES`); raw data has no anonymization at all."""
+    """The baseline `name` (see `baselines.BASELINES`): down-sampling as a layer in front of the
+    target models, people baselines applied to the files; raw data has no anonymization."""
     if name not in BASELINES:
         raise ValueError(f"unknown method {name!r}; choose {LEARNED} or one of {sorted(BASELINES)}")
-    return Anonymization(name, baseline=None if name == "raw" else name, boxes=boxes)
+    if name == "raw":
+        return Anonymization(name)
+    if name.startswith("downsample_"):
+        factor = int(name.removeprefix("downsample_").removesuffix("x"))
+        return Anonymization(name, model=InputDownsample(factor, name=name), baseline=name)
+    return Anonymization(name, baseline=name, boxes=boxes)
 
 
 def methods_of(config: ExperimentConfig) -> list[Anonymization]:
@@ -160,9 +186,12 @@ def methods_of(config: ExperimentConfig) -> list[Anonymization]:
 # ---------------------------------------------------------------------------- baselines on files
 
 
-def anonymize_videos(split: Split, method: Anonymization, out_dir: Path, desc: str) -> Split:
-    """Write the baseline of every video of `split` under `out_dir` (kept if already there) and
-    return the split of the written files. Undecodable videos are skipped and named."""
+def anonymize_videos(
+    split: Split, method: Anonymization, out_dir: Path, desc: str, short_side: int | None
+) -> Split:
+    """Write the people baseline of every video of `split` under `out_dir` (kept if already
+    there), at `short_side`, and return the split of the written files. Undecodable videos are
+    skipped and named."""
     out_dir.mkdir(parents=True, exist_ok=True)
     examples, missing = [], list(split.missing)
     for index, example in enumerate(tqdm(split.examples, desc=desc, unit="video", leave=False)):
@@ -175,7 +204,7 @@ def anonymize_videos(split: Split, method: Anonymization, out_dir: Path, desc: s
                 logging.warning("skipping %s", error)
                 missing.append(str(error))
                 continue
-            anonymized = method.clip_fn(Path(example.path).name)(frames)
+            anonymized = method.clip_fn(Path(example.path).name, short_side, "video")(frames)
             partial = target.with_suffix(".partial.mp4")
             write_video(partial, anonymized, fps=fps, codec="libx264", quality=0)
             partial.rename(target)
@@ -183,8 +212,11 @@ def anonymize_videos(split: Split, method: Anonymization, out_dir: Path, desc: s
     return dataclasses.replace(split, examples=examples, missing=missing)
 
 
-def anonymize_images(split: Split, method: Anonymization, out_dir: Path, desc: str) -> Split:
-    """Write the baseline of every image of `split` (as a one-frame clip) under `out_dir` as PNG."""
+def anonymize_images(
+    split: Split, method: Anonymization, out_dir: Path, desc: str, short_side: int | None
+) -> Split:
+    """Write the people baseline of every image of `split` (as a one-frame clip), at
+    `short_side`, under `out_dir` as PNG."""
     out_dir.mkdir(parents=True, exist_ok=True)
     examples, missing = [], list(split.missing)
     for index, example in enumerate(tqdm(split.examples, desc=desc, unit="image", leave=False)):
@@ -195,28 +227,32 @@ def anonymize_images(split: Split, method: Anonymization, out_dir: Path, desc: s
                 logging.warning("skipping %s: unreadable image", example.path)
                 missing.append(f"{example.path}: unreadable image")
                 continue
-            clip_fn = method.clip_fn(Path(example.path).name)
+            clip_fn = method.clip_fn(Path(example.path).name, short_side, "image")
             anonymized = clip_fn(np.ascontiguousarray(image[None, ..., ::-1]))[0]
             cv2.imwrite(str(target), np.ascontiguousarray(anonymized[..., ::-1]))
         examples.append(dataclasses.replace(example, path=str(target)))
     return dataclasses.replace(split, examples=examples, missing=missing)
 
 
-def anonymized_data(data: EvaluationData, method: Anonymization, work_dir: Path) -> EvaluationData:
-    """The splits of the baseline `method` applied to the files of `data` (written once)."""
+def anonymized_data(
+    data: EvaluationData, method: Anonymization, work_dir: Path, short_side: int | None
+) -> EvaluationData:
+    """The splits of the people baseline `method` applied to the files of `data` at
+    `short_side` (written once)."""
     root = work_dir / method.name
+    name = method.name
     return EvaluationData(
         action_train=anonymize_videos(
-            data.action_train, method, root / "action_train", f"{method.name}: train"
+            data.action_train, method, root / "action_train", f"{name}: train", short_side
         ),
         action_test=anonymize_videos(
-            data.action_test, method, root / "action_test", f"{method.name}: test"
+            data.action_test, method, root / "action_test", f"{name}: test", short_side
         ),
         privacy_train=anonymize_images(
-            data.privacy_train, method, root / "privacy_train", f"{method.name}: images"
+            data.privacy_train, method, root / "privacy_train", f"{name}: images", short_side
         ),
         privacy_test=anonymize_images(
-            data.privacy_test, method, root / "privacy_test", f"{method.name}: images"
+            data.privacy_test, method, root / "privacy_test", f"{name}: images", short_side
         ),
     )
 
@@ -224,7 +260,7 @@ def anonymized_data(data: EvaluationData, method: Anonymization, work_dir: Path)
 # ---------------------------------------------------------------------------- target models
 
 
-def with_anonymizer(target: keras.Model, anonymizer: keras.Model | None, clips: bool):
+def with_anonymizer(target: keras.Model, anonymizer: keras.Layer | None, clips: bool):
     """`target` behind a frozen frame-wise `anonymizer` (clips: applied frame by frame)."""
     if anonymizer is None:
         return target
@@ -254,7 +290,7 @@ def train_action_target(
     config: ExperimentConfig,
     train: pipelines.Source,
     num_classes: int,
-    anonymizer: keras.Model | None,
+    anonymizer: keras.Layer | None,
     model_name: str | None = None,
 ) -> keras.Model:
     """A fresh f'_T `model_name` (default the first of `--eval_action_model`) trained with
@@ -354,7 +390,7 @@ def train_privacy_target(
     config: ExperimentConfig,
     train: pipelines.Source,
     num_attributes: int,
-    anonymizer: keras.Model | None,
+    anonymizer: keras.Layer | None,
     model_name: str | None = None,
 ) -> keras.Model:
     """A fresh f'_B on the backbone `model_name` (default the first of `--eval_privacy_model`)
@@ -460,8 +496,8 @@ def evaluate(
             )
         logging.info("evaluating %s", method.name)
         seen = source
-        if method.baseline is not None:
-            written = anonymized_data(data, method, out_dir / "anonymized")
+        if method.baseline in PEOPLE_BASELINES:
+            written = anonymized_data(data, method, out_dir / "anonymized", config.frame_size)
             seen = cached_data(written, out_dir / "cache" / method.name, config.frame_size)
         result = _target_results(config, seen, method, attackers, classes, names)
         if method.model_sha256 is not None:
@@ -576,7 +612,8 @@ def _example_frames(
         if method.model is not None:
             size = (config.image_size, config.image_size)
             resized = np.stack([cv2.resize(f, size, interpolation=cv2.INTER_AREA) for f in clip])
-            frames[method.name] = np.asarray(method.model.predict(resized / 255.0, verbose=0))
+            anonymized = method.model(keras.ops.convert_to_tensor(resized / 255.0, "float32"))
+            frames[method.name] = keras.ops.convert_to_numpy(anonymized)
         elif method.baseline is not None:
             written = out_dir / "anonymized" / method.name / "action_test"
             first = sorted(written.glob("000000_*.mp4"))
@@ -594,9 +631,15 @@ def evaluation_data(config: ExperimentConfig) -> EvaluationData:
     the training ones unless `--eval_*` dataset flags are set; PA-HMDB51's frames are written
     under the report folder). With `--eval_protocol=novel_actions`, an action class that the
     training action set also has raises ValueError."""
-    from keras_privacy.data.sources import action_splits, evaluation_privacy_splits
+    from keras_privacy.data.sources import (
+        action_splits,
+        evaluation_privacy_splits,
+        pa_hmdb51_action_test,
+    )
 
     actions = action_splits(config.evaluation_datasets())
+    if config.eval_protocol == "pa_hmdb51":
+        actions["test"] = pa_hmdb51_action_test(config, actions["train"].class_names)
     images = evaluation_privacy_splits(config, report_dir(config) / "pa_hmdb51_frames")
     if config.eval_protocol == "novel_actions":
         if config.action_cache:
@@ -628,6 +671,11 @@ def evaluation_record(config: ExperimentConfig, data: EvaluationData) -> dict:
                 "root": getattr(evaluation, f"{kind}_root"),
             }
         )
+    if config.eval_protocol == "pa_hmdb51":
+        datasets["action_dataset"] |= {
+            "trained_on": "HMDB51 training split without the PA-HMDB51 videos",
+            "tested_on": "PA-HMDB51 videos",
+        }
     if evaluation.privacy_dataset == "pa_hmdb51":
         datasets["privacy_dataset"] |= {
             "frames_per_video": config.eval_privacy_frames,
