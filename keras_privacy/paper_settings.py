@@ -396,7 +396,7 @@ SETTINGS: tuple[Setting, ...] = (
         "vita",
         "f_d",
         "the residual degradation network",
-        _VITA + "adv_training.py:8 (modules/degradNet.py)",
+        "VITA modules/degradNet.py:5-19",
         VITA,
         "anonymizer",
         "vita",

@@ -46,7 +46,14 @@ def settings_tables(settings=None, methods=None) -> str:
             if row.method != method:
                 continue
             configs = ", ".join(f"`{name}`" for name in row.configs)
-            cells = (row.setting, row.paper, row.source, configs, _ours(row.flag, row.ours), row.why)
+            cells = (
+                row.setting,
+                row.paper,
+                row.source,
+                configs,
+                _ours(row.flag, row.ours),
+                row.why,
+            )
             lines.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) + "\n"
