@@ -474,7 +474,7 @@ SETTINGS: tuple[Setting, ...] = (
         "vita",
         "budget-model updates",
         "5 per step, no threshold",
-        _VITA + "adv_training.py:408-412",
+        _VITA + "adv_training.py:409-413",
         VITA,
         "adversary_threshold",
         "0.99",
@@ -490,7 +490,8 @@ SETTINGS: tuple[Setting, ...] = (
         VITA,
         "restart_every",
         "200",
-        "the restarting variant is on; the 200 re-training steps come with issue 19 item 1",
+        "ours on, the authors' restarting option (their default is off); the 200 re-training "
+        "steps after each restart come with issue 19 item 1",
     ),
     Setting(
         "vita",
@@ -500,7 +501,7 @@ SETTINGS: tuple[Setting, ...] = (
         VITA,
         "",
         "--minimax_epochs=100 epochs of the SPAct config",
-        "no flag for a step count; epochs as SPAct's reproduction of VITA",
+        "no flag for a step count: the SPAct config's 100 epochs",
     ),
     Setting(
         "vita",
@@ -510,11 +511,18 @@ SETTINGS: tuple[Setting, ...] = (
         VITA,
         "batch_size",
         "24",
-        "SPAct's batches (its VITA baseline shares SPAct's settings, SPAct supp. C.6); no "
-        "flag for gradient accumulation",
+        "the SPAct config's batches (SPAct supp. C.6 ran VITA with SPAct's models and "
+        "augmentations); no flag for gradient accumulation",
     ),
     Setting(
-        "vita", "weight decay", "0.002", _VITA + "adv_flags.py:36", VITA, "", "none", "no flag yet"
+        "vita",
+        "weight decay",
+        "0.002",
+        _VITA + "adv_flags.py:36",
+        VITA,
+        "",
+        "no weight decay",
+        "no flag yet",
     ),
     # Penalty-driven.
     Setting("penalty", "f_A", "UNet++", "Penalty Sec. 4.2", PENALTY, "anonymizer", "unetpp"),
@@ -528,6 +536,16 @@ SETTINGS: tuple[Setting, ...] = (
         "frame_size",
         "256",
         "our choice: the 112 / 128 ratio of the SPAct configs",
+    ),
+    Setting(
+        "penalty",
+        "random crop side",
+        "random crop (size not stated); TeD-SPAD's code: 0.6-1.0",
+        "Penalty Sec. 4.2; " + _TED + "anonymization_training/params_anonymization.py:75",
+        PENALTY,
+        "crop_min_side",
+        "0.6",
+        "same as TeD-SPAD's code (the paper gives no size)",
     ),
     Setting("penalty", "frame skip", "4", "Penalty Sec. 4.2", PENALTY, "clip_stride", "4"),
     Setting("penalty", "frames per clip", "16", "Penalty Sec. 4.2", PENALTY, "clip_length", "16"),
@@ -795,13 +813,23 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "meta",
-        "epochs, f_T and attack-model learning rates",
+        "epochs",
         "not stated (no public code; the main paper is not held here)",
         "Meta supp.",
         META,
         "minimax_epochs",
         "100",
-        "not stated anywhere we can read; SPAct's 100 epochs and 1e-4",
+        "not stated anywhere we can read: the SPAct config's 100",
+    ),
+    Setting(
+        "meta",
+        "f_T and attack-model learning rates",
+        "not stated (no public code; the main paper is not held here)",
+        "Meta supp.",
+        META,
+        "action_lr",
+        "1e-4",
+        "not stated anywhere we can read: the SPAct config's 1e-4 (--privacy_lr too)",
     ),
 )
 """Every row of the table, grouped by method in the order of `METHODS`."""
