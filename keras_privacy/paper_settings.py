@@ -58,7 +58,7 @@ SETTINGS: tuple[Setting, ...] = (
         "spact",
         "privacy attributes",
         "VISPR-1 (7)",
-        "SPAct supp. A, Table 1",
+        "SPAct supp. B, Table 1",
         SPACT,
         "privacy_attributes",
         "vispr1",
@@ -592,7 +592,7 @@ SETTINGS: tuple[Setting, ...] = (
         PENALTY,
         "anonymizer_lr",
         "1e-4",
-        "not stated in the paper; we keep SPAct's 1e-4 (its Eq. 6 is SPAct's update plus the "
+        "not stated in the paper; we keep SPAct's 1e-4 (its Algorithm 1 is SPAct's update plus the "
         "penalty)",
     ),
     Setting(
@@ -624,14 +624,14 @@ SETTINGS: tuple[Setting, ...] = (
         PENALTY,
         "triplet_margin",
         "1.0",
-        "same value; the paper's f_A update (Eq. 6) has no term using it, so --triplet_weight "
-        "stays 0",
+        "same value; the paper's f_A update (Algorithm 1) has no term using it, so "
+        "--triplet_weight stays 0",
     ),
     Setting(
         "penalty",
         "positive frame pairs",
         "4 frames apart",
-        "Penalty Sec. 3 (contrastive loss)",
+        "Penalty supp. Sec. 7",
         PENALTY,
         "pair_sampler",
         "random",
