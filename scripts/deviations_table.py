@@ -1,0 +1,86 @@
+"""Write the table of the papers' settings against our configs, so it cannot go stale.
+
+    python scripts/deviations_table.py          # print the tables
+    python scripts/deviations_table.py --write  # replace them in docs/paper_settings.md
+
+The rows are `keras_privacy.paper_settings.SETTINGS`. The document holds the generated Markdown
+between `<!-- settings:start -->` and `<!-- settings:end -->`; `tests/test_paper_settings.py`
+fails when the two differ, or when a row's value is not what its configs set.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DOCUMENT = REPO / "docs" / "paper_settings.md"
+START, END = "<!-- settings:start -->", "<!-- settings:end -->"
+
+
+def _cell(text: str) -> str:
+    """Text safe inside a Markdown table cell."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _ours(flag: str, ours: str) -> str:
+    return f"`--{flag}={ours}`" if flag else f"no flag: {ours}"
+
+
+def settings_tables(settings=None, methods=None) -> str:
+    """One Markdown table per method, each row a setting."""
+    if settings is None or methods is None:
+        sys.path.insert(0, str(REPO))
+        from keras_privacy import paper_settings
+
+        settings, methods = paper_settings.SETTINGS, paper_settings.METHODS
+    blocks = []
+    for method, title in methods.items():
+        lines = [
+            f"**{title}**",
+            "",
+            "| Setting | Paper | Source | Configs | Ours | Same, or why not |",
+            "| --- | --- | --- | --- | --- | --- |",
+        ]
+        for row in settings:
+            if row.method != method:
+                continue
+            configs = ", ".join(f"`{name}`" for name in row.configs)
+            cells = (
+                row.setting,
+                row.paper,
+                row.source,
+                configs,
+                _ours(row.flag, row.ours),
+                row.why,
+            )
+            lines.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks) + "\n"
+
+
+def document_tables(document: Path = DOCUMENT) -> str:
+    """The tables as the document holds them now (between the markers)."""
+    text = document.read_text()
+    if START not in text or END not in text:
+        raise SystemExit(f"{document} has no {START} ... {END} section")
+    return text.split(START, 1)[1].split(END, 1)[0].strip("\n") + "\n"
+
+
+def write_document(document: Path = DOCUMENT) -> None:
+    """Replace the document's tables with freshly generated ones."""
+    text = document.read_text()
+    document_tables(document)  # checks the markers
+    before, rest = text.split(START, 1)
+    after = rest.split(END, 1)[1]
+    document.write_text(f"{before}{START}\n{settings_tables()}{END}{after}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--write"]:
+        write_document()
+        print(f"settings tables written to {DOCUMENT}")
+    elif sys.argv[1:]:
+        raise SystemExit(__doc__)
+    else:
+        print(settings_tables(), end="")

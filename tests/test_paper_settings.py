@@ -1,0 +1,76 @@
+"""The table of the papers' settings is the generated one, and each row's value is what its
+configs set."""
+
+import dataclasses
+import importlib.util
+from pathlib import Path
+
+import pytest
+from absl import flags
+
+from keras_privacy.config import ExperimentConfig
+from keras_privacy.flags import config_from_flags, define_flags
+from keras_privacy.paper_settings import METHODS, SETTINGS
+
+REPO = Path(__file__).resolve().parents[1]
+FIELDS = {field.name: field for field in dataclasses.fields(ExperimentConfig)}
+WITHOUT_FLAG = {
+    ("spact", "colour jitter, grayscale"),
+    ("spact", "L_B views"),
+    ("spact", "learning-rate drop"),
+    ("spact", "stopping rules th_A0, th_T0, th_B0, th_Bmax"),
+    ("vita", "training length"),
+    ("vita", "weight decay"),
+}
+"""The rows whose setting has no flag yet: not checked against the configs."""
+FLAGGED = [row for row in SETTINGS if row.flag]
+
+
+def _load_script(name: str):
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _config(stem: str) -> ExperimentConfig:
+    """The config a flag file gives, `--flagfile` includes and defaults included."""
+    flag_values = flags.FlagValues()
+    define_flags(flag_values, ExperimentConfig)
+    flag_values(["train.py", f"--flagfile={REPO / 'configs' / f'{stem}.cfg'}"])
+    return config_from_flags(flag_values, ExperimentConfig)
+
+
+def _typed(text: str, default):
+    """`text` as a flag of `default`'s type would read it."""
+    if isinstance(default, bool):
+        return {"true": True, "false": False}[text]
+    return type(default)(text)
+
+
+def test_the_document_holds_the_generated_tables():
+    table = _load_script("deviations_table")
+    assert table.document_tables() == table.settings_tables(), (
+        "docs/paper_settings.md differs from keras_privacy/paper_settings.py: run "
+        "`python scripts/deviations_table.py --write`"
+    )
+
+
+def test_every_row_is_complete_and_the_rows_without_a_flag_are_the_listed_ones():
+    for row in SETTINGS:
+        assert row.method in METHODS
+        assert all((row.setting, row.paper, row.source, row.configs, row.ours, row.why)), row
+        assert "unknown" not in f"{row.paper} {row.why}".lower(), row
+        assert not row.flag or row.flag in FIELDS, f"--{row.flag} is not a flag"
+        for stem in row.configs:
+            assert (REPO / "configs" / f"{stem}.cfg").is_file(), stem
+    assert {(row.method, row.setting) for row in SETTINGS if not row.flag} == WITHOUT_FLAG
+
+
+@pytest.mark.parametrize(
+    "row", FLAGGED, ids=[f"{row.method}-{row.flag}-{row.setting}" for row in FLAGGED]
+)
+def test_the_configs_set_the_rows_value(row):
+    expected = _typed(row.ours, FIELDS[row.flag].default)
+    for stem in row.configs:
+        assert getattr(_config(stem), row.flag) == expected, f"{stem}.cfg --{row.flag}"
