@@ -32,8 +32,6 @@ def tiny_config(benchmark, run_dir, **overrides) -> ExperimentConfig:
         synthetic_dir=str(benchmark),
         run_dir=str(run_dir),
         anonymizer="unet_tiny",
-        projection_hidden=16,
-        projection_dim=8,
         identity_epochs=EPOCHS["identity"],
         identity_warmup_epochs=1,
         action_init_epochs=EPOCHS["action_init"],
@@ -46,6 +44,8 @@ def tiny_config(benchmark, run_dir, **overrides) -> ExperimentConfig:
         privacy_lr=1e-2,
         steps_per_epoch=4,
     )
+    if overrides.get("method", "spact") in ("spact", "penalty"):
+        settings.update(projection_hidden=16, projection_dim=8)  # SPAct's f_B only
     config = ExperimentConfig(**(settings | overrides))
     config.validate()
     return config
