@@ -321,7 +321,6 @@ class MetaGeneralization(StatelessTrainer):
         every_label = ops.ones_like(support)
         every_model = ops.ones_like(ops.cast(data["support_models"], "float32"))
         return {
-            "attribute": attribute,
             "support_mask": ops.where(attribute, support, every_label),
             "query_mask": ops.where(attribute, query, every_label),
             "support_models": ops.where(attribute, every_model, data["support_models"]),
