@@ -40,6 +40,53 @@ _EVAL_DATA_FIELDS = (
     "privacy_attributes",
 )
 """The data fields that an evaluation may replace with its own `eval_<field>` flag."""
+SELF_SUPERVISED = ("spact", "penalty")
+IMAGE_ADVERSARIES = ("ntxent", "rotnet", "moco")
+
+
+@dataclasses.dataclass(frozen=True)
+class FlagScope:
+    """Where a flag has an effect: under `methods`, with one of `ssl_adversaries` (for the
+    SPAct methods), and only while the flag `needs` is on (not its default). A flag that is
+    also the default of `fallback_for` acts under every method while that one is unset."""
+
+    methods: tuple[str, ...]
+    ssl_adversaries: tuple[str, ...] = SSL_ADVERSARIES
+    needs: str = ""
+    fallback_for: str = ""
+
+
+FLAG_SCOPES = {
+    "pair_sampler": FlagScope(SELF_SUPERVISED, IMAGE_ADVERSARIES),
+    "privacy_backbone": FlagScope(SELF_SUPERVISED, fallback_for="eval_privacy_model"),
+    "projection_hidden": FlagScope(SELF_SUPERVISED),
+    "projection_dim": FlagScope(SELF_SUPERVISED),
+    "privacy_weights": FlagScope(SELF_SUPERVISED),
+    "action_weight": FlagScope(SELF_SUPERVISED),
+    "temperature": FlagScope(SELF_SUPERVISED),
+    "penalty_weight": FlagScope(("spact", "penalty", "vita")),
+    "penalty_budget": FlagScope(("spact", "penalty", "vita"), needs="penalty_weight"),
+    "adversary_models": FlagScope(("vita", "meta")),
+    "budget_loss": FlagScope(("vita",)),
+    "action_threshold": FlagScope(("vita", "meta")),
+    "adversary_threshold": FlagScope(("vita", "meta")),
+    "restart_every": FlagScope(("vita",)),
+    "meta_fraction": FlagScope(("meta",)),
+    "meta_alpha": FlagScope(("meta",)),
+    "meta_first_order": FlagScope(("meta",)),
+    "ssl_adversary": FlagScope(SELF_SUPERVISED),
+    "moco_queue_size": FlagScope(SELF_SUPERVISED, ("moco",)),
+    "moco_momentum": FlagScope(SELF_SUPERVISED, ("moco",)),
+    "triplet_weight": FlagScope(SELF_SUPERVISED),
+    "triplet_margin": FlagScope(SELF_SUPERVISED, needs="triplet_weight"),
+    "adversary_crop": FlagScope(SELF_SUPERVISED, IMAGE_ADVERSARIES),
+    "adversary_jitter": FlagScope(SELF_SUPERVISED, IMAGE_ADVERSARIES),
+}
+"""The flags that only some methods read (from `training.py`, the trainers and the input
+pipeline); every other flag acts under every method. `validate` refuses a flag set to a
+non-default value where it has no effect. `pair_sampler` also picks the two frames per clip
+that the identity initialisation reconstructs, but its purpose, SPAct's temporal positive
+pairs, exists only with an image adversary of the SPAct methods."""
 
 
 def _help(text: str, group: str) -> dict:
@@ -502,6 +549,8 @@ class ExperimentConfig:
     def validate(self) -> None:
         """Raise ValueError naming the first setting that makes no sense."""
         _one_of("method", self.method, METHODS)
+        _one_of("ssl_adversary", self.ssl_adversary, SSL_ADVERSARIES)
+        self._validate_flags_in_use()
         _one_of("distribution", self.distribution, DISTRIBUTIONS)
         _one_of("mixed_precision", self.mixed_precision, PRECISIONS)
         _one_of("jit_compile", str(self.jit_compile).lower(), JIT_COMPILE)
@@ -512,12 +561,10 @@ class ExperimentConfig:
                     f"--{name}={path}: no such file (see the README's 'Pretrained weights' for "
                     "where each weight file comes from and how to convert it)"
                 )
-        if self.privacy_weights and (
-            self.method in ("vita", "meta") or len(self.privacy_backbone_names()) > 1
-        ):
+        if self.privacy_weights and len(self.privacy_backbone_names()) > 1:
             raise ValueError(
-                "--privacy_weights starts SPAct's one privacy encoder f_B; it has no effect with "
-                f"--method={self.method} or an ensemble of --privacy_backbone"
+                "--privacy_weights starts SPAct's one privacy encoder f_B; an ensemble of "
+                f"--privacy_backbone ({self.privacy_backbone}) has several"
             )
         if self.num_processes != 1:
             if self.distribution != "data_parallel":
@@ -605,8 +652,10 @@ class ExperimentConfig:
             raise ValueError("--penalty_weight and --penalty_budget cannot be negative")
         if self.method == "penalty" and self.penalty_weight == 0:
             raise ValueError("--method=penalty needs --penalty_weight > 0 (lambda of the penalty)")
-        _one_of("ssl_adversary", self.ssl_adversary, SSL_ADVERSARIES)
-        if self.moco_queue_size < self.batch_size + self.privacy_batch_size:
+        if (
+            self.ssl_adversary == "moco"
+            and self.moco_queue_size < self.batch_size + self.privacy_batch_size
+        ):
             raise ValueError(
                 f"--moco_queue_size={self.moco_queue_size} must hold at least one batch of keys "
                 f"(--batch_size + --privacy_batch_size = "
@@ -618,13 +667,6 @@ class ExperimentConfig:
             raise ValueError(f"--adversary_jitter cannot be negative, got {self.adversary_jitter}")
         if not 0 <= self.adversary_crop <= 1:
             raise ValueError(f"--adversary_crop must be in [0, 1], got {self.adversary_crop}")
-        if (self.adversary_jitter > 0 or self.adversary_crop > 0) and (
-            self.ssl_adversary == "spatiotemporal"
-        ):
-            raise ValueError(
-                "--adversary_jitter and --adversary_crop augment the images of an image "
-                "adversary; --ssl_adversary=spatiotemporal sees clips"
-            )
         if self.triplet_weight < 0 or self.triplet_margin < 0:
             raise ValueError("--triplet_weight and --triplet_margin cannot be negative")
         if self.triplet_weight > 0 and self.clip_length < 2:
@@ -689,6 +731,39 @@ class ExperimentConfig:
             )
             for seed in range(self.seed, self.seed + self.seeds)
         ]
+
+    def _validate_flags_in_use(self) -> None:
+        """Refuse every flag of `FLAG_SCOPES` set (to a non-default value) where it has no
+        effect, naming each and why."""
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
+
+        def is_set(name: str) -> bool:
+            return getattr(self, name) != defaults[name]
+
+        unused = []
+        for name, scope in FLAG_SCOPES.items():
+            if not is_set(name) or (scope.fallback_for and not is_set(scope.fallback_for)):
+                continue
+            setting = f"--{name}={getattr(self, name)}"
+            if self.method not in scope.methods:
+                why = f"--method={self.method} does not read it ({', '.join(scope.methods)} do)"
+                if scope.fallback_for:
+                    why += f", and --{scope.fallback_for} is set"
+            elif self.ssl_adversary not in scope.ssl_adversaries:
+                why = (
+                    f"--ssl_adversary={self.ssl_adversary} does not read it "
+                    f"({', '.join(scope.ssl_adversaries)} do)"
+                )
+            elif scope.needs and not is_set(scope.needs):
+                why = f"--{scope.needs} is off ({defaults[scope.needs]})"
+            else:
+                continue
+            unused.append(f"{setting}: {why}")
+        if unused:
+            raise ValueError(
+                "flags set where they have no effect (leave them at their defaults): "
+                + "; ".join(unused)
+            )
 
     def privacy_backbone_names(self) -> list[str]:
         """The backbones of `--privacy_backbone`, in order (more than one: an ensemble)."""

@@ -73,7 +73,7 @@ class Phase:
     """One stage of a run: a trainer for `epochs` epochs on batches of one kind:
     `contrastive` (clips + two views per privacy image), `paired` (two such batches per step,
     SPAct's alternation), `labelled` (clips + privacy images with their labels) or `meta`
-    (labelled, with the support / query split of each iteration)."""
+    (labelled, with the epoch's attribute and model splits, `meta.epoch_splits`)."""
 
     name: str
     epochs: int
@@ -266,6 +266,7 @@ def _supervised_phases(config: ExperimentConfig, models: dict[str, keras.Model])
                 adversaries,
                 privacy_weight=config.privacy_weight,
                 alpha=config.meta_alpha,
+                fraction=config.meta_fraction,
                 first_order=config.meta_first_order,
                 action_threshold=config.action_threshold,
                 attack_threshold=config.adversary_threshold,

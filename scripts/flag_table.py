@@ -41,11 +41,29 @@ def _default(value) -> str:
     return f"`{value}`"
 
 
+def _scope_note(scope) -> str:
+    """Where a flag of `FLAG_SCOPES` has an effect, as a sentence for its help cell."""
+    from keras_privacy.config import SSL_ADVERSARIES
+
+    parts = [f"--method={' / '.join(scope.methods)}"]
+    if scope.ssl_adversaries != SSL_ADVERSARIES:
+        parts.append(f"--ssl_adversary={' / '.join(scope.ssl_adversaries)}")
+    if scope.needs:
+        parts.append(f"--{scope.needs} set")
+    note = "Only with " + ", ".join(parts)
+    if scope.fallback_for:
+        note += f", or as the default of --{scope.fallback_for}"
+    return f" *{note}.*"
+
+
 def flag_tables(config_cls=None) -> str:
     """One Markdown table per flag group (in the order the groups first appear), each row a
-    flag, its default and its help text."""
+    flag, its default and its help text; a flag that only some methods read (`FLAG_SCOPES`,
+    refused elsewhere) says where it acts."""
+    sys.path.insert(0, str(REPO))
+    from keras_privacy.config import FLAG_SCOPES
+
     if config_cls is None:
-        sys.path.insert(0, str(REPO))
         from keras_privacy.config import ExperimentConfig as config_cls
     groups: dict[str, list[dataclasses.Field]] = {}
     for field in dataclasses.fields(config_cls):
@@ -60,6 +78,8 @@ def flag_tables(config_cls=None) -> str:
         ]
         for field in fields:
             help_text = _cell(field.metadata.get("help", ""))
+            if field.name in FLAG_SCOPES:
+                help_text += _scope_note(FLAG_SCOPES[field.name])
             lines.append(f"| `--{field.name}` | {_cell(_default(field.default))} | {help_text} |")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) + "\n"

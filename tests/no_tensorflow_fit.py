@@ -88,7 +88,7 @@ def trainers() -> dict:
         ),
         "meta": (
             meta,
-            Batches([tm.meta_batch(seed, iteration=seed + 1, models=3) for seed in range(STEPS)]),
+            Batches([tm.meta_batch(seed, models=3) for seed in range(STEPS)]),
             ("anonymizer",),
         ),
     }

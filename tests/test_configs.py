@@ -1,11 +1,12 @@
 """Every shipped flag file parses into a valid config, and bad flags are named."""
 
+import re
 from pathlib import Path
 
 import pytest
 from absl import flags
 
-from keras_privacy.config import ExperimentConfig
+from keras_privacy.config import METHODS, ExperimentConfig
 from keras_privacy.flags import config_from_flags, define_flags
 
 CONFIGS = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.cfg"))
@@ -61,3 +62,48 @@ def test_seeds_run_one_config_per_seed_in_its_own_folder():
         parse("--seeds=0").validate()
     with pytest.raises(ValueError, match="--anonymizer_path"):
         parse("--seeds=2", "--anonymizer_path=a.keras").validate()
+
+
+BASES = sorted((CONFIGS[0].parent / "base").glob("*.cfg"))
+
+
+@pytest.mark.parametrize("path", BASES, ids=[p.stem for p in BASES])
+def test_a_shared_base_config_holds_no_method_specific_flag(path):
+    for method in METHODS:
+        extra = ["--penalty_weight=1"] if method == "penalty" else []
+        parse(f"--flagfile={path}", f"--method={method}", *extra).validate()
+
+
+@pytest.mark.parametrize(
+    "argv, named",
+    [
+        (["--method=meta", "--penalty_weight=1"], "--penalty_weight=1.0: --method=meta"),
+        (["--method=vita", "--action_weight=2"], "--action_weight=2.0: --method=vita"),
+        (["--method=meta", "--action_weight=2"], "--action_weight=2.0: --method=meta"),
+        (["--restart_every=5"], "--restart_every=5: --method=spact"),
+        (["--method=vita", "--adversary_crop=0.5"], "--adversary_crop=0.5: --method=vita"),
+        (["--method=meta", "--adversary_jitter=1"], "--adversary_jitter=1.0: --method=meta"),
+        (["--method=meta", "--temperature=0.5"], "--temperature=0.5: --method=meta"),
+        (["--method=vita", "--pair_sampler=far"], "--pair_sampler=far: --method=vita"),
+        (["--method=vita", "--ssl_adversary=moco"], "--ssl_adversary=moco: --method=vita"),
+        (["--meta_alpha=0.1"], "--meta_alpha=0.1: --method=spact"),
+        (["--moco_momentum=0.9"], "--moco_momentum=0.9: --ssl_adversary=ntxent"),
+        (["--penalty_budget=0.5"], "--penalty_budget=0.5: --penalty_weight is off"),
+        (["--triplet_margin=2"], "--triplet_margin=2.0: --triplet_weight is off"),
+        (
+            ["--method=vita", "--privacy_backbone=resnet50", "--eval_privacy_model=resnet_tiny"],
+            "--privacy_backbone=resnet50: --method=vita does not read it",
+        ),
+    ],
+)
+def test_a_flag_the_method_does_not_read_is_named(argv, named):
+    with pytest.raises(ValueError, match=re.escape(named)):
+        parse(*argv).validate()
+
+
+def test_a_method_specific_flag_at_its_default_or_where_read_is_allowed():
+    parse("--method=vita", "--temperature=0.1", "--action_weight=1").validate()
+    parse("--method=vita", "--penalty_weight=1", "--restart_every=5").validate()
+    # Without --eval_privacy_model, --privacy_backbone picks the evaluation's privacy model.
+    parse("--method=meta", "--privacy_backbone=mobilenet_v1_0.25").validate()
+    parse("--ssl_adversary=moco", "--moco_momentum=0.9").validate()

@@ -225,7 +225,7 @@ def test_paper_configs_use_the_documented_folders(config):
     readme = README.read_text()
     paths = re.findall(
         r"^--(?:action|privacy)_(?:annotations|root)=(\S+)$",
-        (REPO / "configs" / config).read_text(),
+        (REPO / "configs" / "base" / config).read_text(),
         flags=re.MULTILINE,
     )
     assert len(paths) == 4

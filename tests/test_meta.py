@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tiny_models
 
-from keras_privacy.methods.meta import split_masks
+from keras_privacy.methods.meta import attribute_masks, epoch_splits
 
 
 def flat(arrays):
@@ -19,6 +19,7 @@ def flat(arrays):
 def test_meta_gradient_matches_finite_differences():
     trainer = tiny_models.meta_trainer()
     values = trainer.current_values()
+    values["meta_iteration"] = ([], [np.int32(1)])  # an attribute split, as meta_gradient's
     data = tiny_models.meta_batch()
     phi = [np.asarray(v, "float32") for v in values["anonymizer"][0]]
     grad = flat(tiny_models.meta_gradient())
@@ -94,12 +95,67 @@ def test_threshold_schedule_picks_the_player_of_algorithm_1(thresholds, updated)
         assert int(trainer.group_optimizer(group).iterations) == (group in updated)
 
 
-def test_split_masks_separate_attributes_and_models():
-    rng = np.random.default_rng(0)
-    attribute = split_masks(rng, 1, 10, 5, 8, rng.permutation(5), rng.permutation(8))
-    assert not (attribute["support_mask"] * attribute["query_mask"]).any()
-    assert attribute["support_mask"].any(axis=0).sum() == 3
-    assert attribute["query_mask"].any(axis=0).sum() == 2
-    model = split_masks(rng, 2, 10, 5, 8, rng.permutation(5), rng.permutation(8))
-    assert model["support_models"].sum() == 5 and model["query_models"].sum() == 3
-    assert not (model["support_models"] * model["query_models"]).any()
+def test_epoch_splits_draw_attributes_and_models_once_per_epoch():
+    splits = epoch_splits(seed=0, epoch=3, steps=4, num_images=10, num_attributes=5, num_models=8)
+    assert (splits["attribute_split"] == splits["attribute_split"][0]).all()
+    assert splits["attribute_split"][0].sum() == 3
+    assert splits["support_models"][0].sum() == 5 and splits["query_models"][0].sum() == 3
+    assert not (splits["support_models"] * splits["query_models"]).any()
+    assert splits["sample_keys"].shape == (4, 10)
+    assert not np.array_equal(splits["sample_keys"][0], splits["sample_keys"][1])
+
+
+def reference_attribute_masks(privacy, attr1, keys, fraction):
+    """Supplement Sec. 4, steps 1-5, sample by sample (no positive at all counts as mixed)."""
+    attr1 = attr1.astype(bool)
+    only1 = [i for i, y in enumerate(privacy) if y[attr1].any() and not y[~attr1].any()]
+    only2 = [i for i, y in enumerate(privacy) if y[~attr1].any() and not y[attr1].any()]
+    mixed = sorted(set(range(len(privacy))) - set(only1) - set(only2), key=lambda i: keys[i])
+    chosen = round(fraction * len(mixed))
+    support, query = np.zeros(privacy.shape), np.zeros(privacy.shape)
+    for i in only1 + mixed[:chosen]:
+        support[i] = attr1
+    for i in only2 + mixed[chosen:]:
+        query[i] = ~attr1
+    return support, query
+
+
+def test_attribute_split_places_each_sample_by_its_positives():
+    attr1 = np.array([1, 1, 1, 0, 0], "float32")
+    privacy = np.array(
+        [
+            [1, 0, 0, 0, 0],  # only Attr1 -> X1
+            [0, 1, 1, 0, 0],  # only Attr1 -> X1
+            [0, 0, 0, 1, 0],  # only Attr2 -> X2
+            [0, 0, 0, 1, 1],  # only Attr2 -> X2
+            [1, 0, 0, 1, 0],  # mixed
+            [0, 1, 0, 0, 1],  # mixed
+            [1, 1, 1, 1, 1],  # mixed
+            [0, 0, 0, 0, 0],  # no positive: split as mixed
+            [0, 0, 1, 1, 0],  # mixed
+        ],
+        "float32",
+    )
+    keys = np.random.default_rng(0).random(len(privacy)).astype("float32")
+    support, query = (np.asarray(m) for m in attribute_masks(privacy, attr1, keys, 0.6))
+    expected_support, expected_query = reference_attribute_masks(privacy, attr1, keys, 0.6)
+    np.testing.assert_array_equal(support, expected_support)
+    np.testing.assert_array_equal(query, expected_query)
+    assert support[:2].any(axis=1).all() and not query[:2].any()
+    assert query[2:4].any(axis=1).all() and not support[2:4].any()
+    mixed = support[4:].any(axis=1)
+    assert mixed.sum() == 3 and (query[4:].any(axis=1) == ~mixed).all()  # 60 % of 5 to X1
+    assert not (support[:, 3:].any() or query[:, :3].any())  # the other group's labels: NA
+
+
+def test_meta_iteration_alternates_splits_and_resets_each_epoch():
+    import tensorflow as tf
+
+    trainer = tiny_models.meta_trainer(action_threshold=-1.0, attack_threshold=-1.0)
+    trainer.compile({g: keras.optimizers.SGD(1e-3) for g in trainer.groups()})
+    batches = [tiny_models.meta_batch(seed) for seed in range(3)]
+    stacked = {key: np.stack([b[key] for b in batches]) for key in batches[0]}
+    history = trainer.fit(tf.data.Dataset.from_tensor_slices(stacked), epochs=2, verbose=0)
+    # Each epoch's meta updates split models, attributes, models (I = 0, 1, 2), then I resets.
+    np.testing.assert_allclose(history.history["attribute_split"], [1 / 3, 1 / 3], rtol=1e-6)
+    assert int(trainer.meta_iteration.count.numpy()) == 3

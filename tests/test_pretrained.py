@@ -144,7 +144,7 @@ def test_weight_flags_name_a_missing_file_and_a_method_without_f_b(tmp_path):
     with pytest.raises(ValueError, match="--action_weights=weights/i3d.pth: no such file"):
         ExperimentConfig(action_weights="weights/i3d.pth").validate()
     (tmp_path / "f_b.keras").write_text("")
-    with pytest.raises(ValueError, match="--privacy_weights .* no effect with --method=vita"):
+    with pytest.raises(ValueError, match="--privacy_weights=.*: --method=vita does not read it"):
         ExperimentConfig(
             method="vita",
             adversary_models="resnet_tiny",

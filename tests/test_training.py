@@ -32,8 +32,6 @@ def tiny_config(benchmark, run_dir, **overrides) -> ExperimentConfig:
         synthetic_dir=str(benchmark),
         run_dir=str(run_dir),
         anonymizer="unet_tiny",
-        projection_hidden=16,
-        projection_dim=8,
         identity_epochs=EPOCHS["identity"],
         identity_warmup_epochs=1,
         action_init_epochs=EPOCHS["action_init"],
@@ -46,6 +44,8 @@ def tiny_config(benchmark, run_dir, **overrides) -> ExperimentConfig:
         privacy_lr=1e-2,
         steps_per_epoch=4,
     )
+    if overrides.get("method", "spact") in ("spact", "penalty"):
+        settings.update(projection_hidden=16, projection_dim=8)  # SPAct's f_B only
     config = ExperimentConfig(**(settings | overrides))
     config.validate()
     return config
@@ -269,15 +269,22 @@ def test_nan_loss_stops_the_run_and_keeps_the_last_checkpoint(benchmark, tmp_pat
         assert all(np.isfinite(w).all() for w in model.get_weights())
 
 
-def test_train_cli_names_a_nonsense_flag(tmp_path):
+@pytest.mark.parametrize(
+    "config, flag, message",
+    [
+        ("synthetic.cfg", "--minimax_epochs=-1", "--minimax_epochs cannot be negative, got -1"),
+        ("synthetic_vita.cfg", "--temperature=0.5", "--temperature=0.5: --method=vita does not"),
+    ],
+)
+def test_train_cli_names_a_nonsense_flag(tmp_path, config, flag, message):
     run_dir = tmp_path / "run"
     completed = subprocess.run(
         [
             sys.executable,
             "train.py",
-            f"--flagfile={REPO / 'configs' / 'synthetic.cfg'}",
+            f"--flagfile={REPO / 'configs' / config}",
             f"--run_dir={run_dir}",
-            "--minimax_epochs=-1",
+            flag,
         ],
         cwd=REPO,
         env=os.environ | {"TF_CPP_MIN_LOG_LEVEL": "2"},
@@ -286,22 +293,29 @@ def test_train_cli_names_a_nonsense_flag(tmp_path):
         timeout=300,
     )
     assert completed.returncode != 0
-    assert "--minimax_epochs cannot be negative, got -1" in completed.stderr
+    assert message in completed.stderr
     assert "Traceback" not in completed.stderr
     assert not run_dir.exists(), "the run started before the flags were checked"
+
+
+SUPERVISED = {
+    "adversary_models": "resnet_tiny,resnet_tiny",
+    "action_threshold": 1.0,  # thresholds of 1 keep every player updating
+    "adversary_threshold": 1.0,
+}
 
 
 @pytest.mark.parametrize(
     "method, overrides, minimax_trainer",
     [
-        ("vita", {"adversary_models": "resnet_tiny,resnet_tiny", "restart_every": 1}, "VITA"),
-        ("meta", {"adversary_models": "resnet_tiny,resnet_tiny"}, "MetaGeneralization"),
+        ("vita", {**SUPERVISED, "restart_every": 1}, "VITA"),
+        ("meta", SUPERVISED, "MetaGeneralization"),
         ("penalty", {"penalty_weight": 1.0, "penalty_budget": 0.0}, "SPAct"),
     ],
 )
 def test_every_method_trains_through_train(benchmark, tmp_path, method, overrides, minimax_trainer):
-    # Thresholds of 1 keep every player updating. The identity and action phases are the
-    # same for every method (tested above), so they are skipped here.
+    # The identity and action phases are the same for every method (tested above), so they are
+    # skipped here.
     config = tiny_config(
         benchmark,
         tmp_path / method,
@@ -310,8 +324,6 @@ def test_every_method_trains_through_train(benchmark, tmp_path, method, override
         identity_warmup_epochs=0,
         action_init_epochs=0,
         minimax_epochs=1,
-        action_threshold=1.0,
-        adversary_threshold=1.0,
         **overrides,
     )
     recorder = EpochRecorder()

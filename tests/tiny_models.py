@@ -152,26 +152,17 @@ def labelled_dataset(num_batches: int, seed: int = 0, attributes: int = 4):
     return tf.data.Dataset.from_tensor_slices(stacked)
 
 
-def meta_batch(seed: int = 0, iteration: int = 1, attributes: int = 4, models: int = 3) -> dict:
-    """One labelled batch with the support/query masks of `iteration`."""
-    from keras_privacy.methods.meta import split_masks
+def meta_batch(seed: int = 0, attributes: int = 4, models: int = 3) -> dict:
+    """One labelled batch with the split inputs of its epoch (`meta.epoch_splits`)."""
+    from keras_privacy.methods.meta import epoch_splits
 
     rng = np.random.default_rng(seed)
     b = batch(rng)
     views = b.pop("views")
     b["images"] = views[:, 0]
     b["privacy"] = rng.integers(0, 2, (len(views), attributes)).astype("float32")
-    b.update(
-        split_masks(
-            rng,
-            iteration,
-            len(views),
-            attributes,
-            models,
-            rng.permutation(attributes),
-            rng.permutation(models),
-        )
-    )
+    splits = epoch_splits(seed, 0, 1, len(views), attributes, models)
+    b.update({key: value[0] for key, value in splits.items()})
     return b
 
 
@@ -192,12 +183,14 @@ def meta_trainer(alpha: float = 0.5, first_order: bool = False, **kwargs):
     )
 
 
-def meta_gradient(first_order: bool = False) -> list:
-    """The meta-gradient of the anonymizer's weights at NumPy-drawn weights, as lists."""
+def meta_gradient(first_order: bool = False, iteration: int = 1) -> list:
+    """The meta-gradient of the anonymizer's weights at NumPy-drawn weights, as lists, at the
+    meta iteration `iteration` (odd: an attribute split)."""
     from keras_privacy.methods.engine import value_and_gradient
 
     trainer = meta_trainer(first_order=first_order)
     values = trainer.current_values()
+    values["meta_iteration"] = ([], [np.int32(iteration)])
     data = meta_batch()
 
     def objective(phi):

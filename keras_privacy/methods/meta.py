@@ -1,20 +1,32 @@
 """Joint attribute and model generalisation by virtual training and testing (NeurIPS 2023).
 
-No public code exists; this follows the paper's Algorithm 1 (/shared/papers/003). A batch is a
-dict of `clips`, `labels`, `images`, `privacy` (N, A) and the split of this iteration, made by
-`split_masks` in the input pipeline so the step stays a pure function:
+No public code exists; this follows Algorithm 1 and Sec. 4 of the supplement
+(/shared/papers/003). A batch is a dict of `clips`, `labels`, `images`, `privacy` (N, A) and the
+epoch's split, drawn in the input pipeline by `epoch_splits` (it needs no labels):
 
-- `support_mask`, `query_mask` (N, A): which (image, attribute) labels each set may use. An
-  attribute split (odd iterations) gives 60 % of the images to the support set with only the
-  labels of Attr1 (60 % of the attributes, redrawn each epoch) and the rest to the query set
-  with only the labels of Attr2; labels outside a set's mask are "not available" and count
-  nowhere (masked BCE). A model split (even iterations) keeps every label in both sets.
-- `support_models`, `query_models` (K,): which training attack models each set uses: all of
-  them for an attribute split, a 60/40 split of them (redrawn each epoch) for a model split.
+- `attribute_split` (A,): 1 for Attr1 (60 % of the attributes), 0 for Attr2, drawn each epoch;
+- `sample_keys` (N,): uniform keys that choose which mixed samples go to X1;
+- `support_models`, `query_models` (K,): a 60/40 split of the training attack models, drawn
+  each epoch.
 
-The privacy term of the anonymizer's loss on a set is minus the masked BCE of that set's attack
-models (the anonymizer maximises their loss), so
-`L(phi, D) = L_T + gamma * (-mean_k BCE_k)`. The meta update is
+Which split an anonymizer update uses follows Algorithm 1's meta-iteration counter I: reset to
+0 at the start of every epoch, advanced by every meta update (not by the f_T or attack-model
+updates); an odd I splits attributes, an even I splits models, so every epoch's first meta
+update splits models. The counter is the non-trainable state of the group `meta_iteration`
+(`MetaIteration`), which `fit` carries on both backends; `reset_metrics`, which Keras calls at
+the start of every epoch, puts it back to 0.
+
+- Attribute split (`attribute_masks`, supplement Sec. 4 steps 1-5): the samples whose positive
+  labels all lie in Attr1 form X1 (support) and keep only their Attr1 labels; those whose
+  positives all lie in Attr2 form X2 (query) with only their Attr2 labels; of the mixed samples
+  (positives in both groups) 60 % go to X1 with their Attr2 labels masked, the rest to X2 with
+  their Attr1 labels masked. Every attack model serves both sets.
+- Model split: every label in both sets; the support set's attack models are `support_models`,
+  the query set's `query_models`.
+
+Masked labels are "not available" and count nowhere (masked BCE). The privacy term of the
+anonymizer's loss on a set is minus the masked BCE of that set's attack models (the anonymizer
+maximises their loss), so `L(phi, D) = L_T + gamma * (-mean_k BCE_k)`. The meta update is
 `phi <- phi - beta * grad(L(phi, S) + L(phi - alpha * grad L(phi, S), Q))`, second order by
 default (nested gradients), first order with `first_order=True`.
 
@@ -26,7 +38,8 @@ selected updates are computed (`jax.lax.cond` / `tf.cond`); on a CPU under XLA, 
 conditional would slow the convolutions' gradients, the others are computed and discarded (see
 `engine`). A player's logs are means over the steps that updated it: `action_loss` over the f_T
 updates, `attack_loss` over the steps where an attack model updated (the last one that did),
-the meta losses over the meta updates.
+the meta losses and `attribute_split` (1 for an attribute split, 0 for a model split) over the
+meta updates.
 """
 
 from __future__ import annotations
@@ -47,48 +60,33 @@ from keras_privacy.methods.spact import action_logits
 from keras_privacy.methods.vita import multilabel_accuracy
 
 
-def split_masks(
-    rng: np.random.Generator,
-    iteration: int,
-    num_images: int,
-    num_attributes: int,
-    num_models: int,
-    attribute_order: np.ndarray,
-    model_order: np.ndarray,
-    fraction: float = 0.6,
-) -> dict[str, np.ndarray]:
-    """Support/query masks of one iteration (see the module docstring).
+def attribute_masks(privacy, attribute_split, sample_keys, fraction: float = 0.6):
+    """The support and query label masks (N, A) of an attribute split (supplement Sec. 4).
 
-    `attribute_order` and `model_order` are the epoch's random permutations: the first
-    `fraction` of each is Attr1 / the support models. Odd iterations split attributes, even
-    iterations split models, as Algorithm 1 alternates them.
+    X1 (support, Attr1 labels only): the samples whose positives are all in Attr1, and the first
+    `round(fraction * M)` of the M mixed samples by `sample_keys`; X2 (query, Attr2 labels only):
+    the samples whose positives are all in Attr2, and the other mixed samples. A sample with no
+    positive at all, which the supplement does not place, counts as mixed: it is split 60/40
+    too, so its negatives still supervise one set and X1 and X2 stay disjoint.
     """
-    if iteration % 2 == 1:
-        attr1 = np.zeros(num_attributes, bool)
-        attr1[attribute_order[: max(1, round(fraction * num_attributes))]] = True
-        images = rng.permutation(num_images)
-        support_images = np.zeros(num_images, bool)
-        support_images[images[: max(1, round(fraction * num_images))]] = True
-        support = support_images[:, None] & attr1[None, :]
-        query = ~support_images[:, None] & ~attr1[None, :]
-        models = np.ones(num_models, bool)
-        return {
-            "support_mask": support.astype("float32"),
-            "query_mask": query.astype("float32"),
-            "support_models": models.astype("float32"),
-            "query_models": models.astype("float32"),
-        }
-    support_models = np.zeros(num_models, bool)
-    support_models[model_order[: max(1, round(fraction * num_models))]] = True
-    if num_models > 1 and support_models.all():
-        support_models[model_order[-1]] = False
-    everything = np.ones((num_images, num_attributes), "float32")
-    return {
-        "support_mask": everything,
-        "query_mask": everything,
-        "support_models": support_models.astype("float32"),
-        "query_models": (~support_models if num_models > 1 else support_models).astype("float32"),
-    }
+    positive = ops.cast(ops.convert_to_tensor(privacy) > 0.5, "float32")
+    attr1 = ops.cast(ops.convert_to_tensor(attribute_split), "float32")
+    keys = ops.cast(ops.convert_to_tensor(sample_keys), "float32")
+    in1 = ops.max(positive * attr1[None, :], axis=1) > 0
+    in2 = ops.max(positive * (1.0 - attr1)[None, :], axis=1) > 0
+    mixed = ops.equal(in1, in2)  # positives in both groups, or none
+    mixed_count = ops.sum(ops.cast(mixed, "float32"))
+    earlier = ops.cast(keys[None, :] < keys[:, None], "float32") * ops.cast(mixed, "float32")
+    rank = ops.sum(earlier, axis=1)  # mixed samples with a smaller key
+    to_x1 = ops.logical_and(mixed, rank < ops.round(fraction * mixed_count))
+    x1 = ops.logical_or(ops.logical_and(in1, ops.logical_not(in2)), to_x1)
+    x2 = ops.logical_or(
+        ops.logical_and(in2, ops.logical_not(in1)),
+        ops.logical_and(mixed, ops.logical_not(to_x1)),
+    )
+    support = ops.cast(x1, "float32")[:, None] * attr1[None, :]
+    query = ops.cast(x2, "float32")[:, None] * (1.0 - attr1)[None, :]
+    return support, query
 
 
 def epoch_splits(
@@ -100,27 +98,45 @@ def epoch_splits(
     num_models: int,
     fraction: float = 0.6,
 ) -> dict[str, np.ndarray]:
-    """The `split_masks` of every iteration of one epoch, stacked on a leading (steps,) axis.
+    """The split inputs of every batch of one epoch, stacked on a leading (steps,) axis.
 
-    The attribute and model orders are drawn once per epoch (Algorithm 1), from a generator
-    seeded by (seed, epoch), so a resumed run sees the same splits."""
+    Attr1 and the support models are drawn once per epoch (Algorithm 1's steps A1 / B1), the
+    sample keys anew for every batch, from a generator seeded by (seed, epoch), so a resumed run
+    sees the same splits. With one attack model, it serves both sets."""
     rng = np.random.default_rng([seed, epoch])
-    attribute_order = rng.permutation(num_attributes)
-    model_order = rng.permutation(num_models)
-    per_step = [
-        split_masks(
-            rng,
-            epoch * steps + step + 1,
-            num_images,
-            num_attributes,
-            num_models,
-            attribute_order,
-            model_order,
-            fraction,
+    attribute_split = np.zeros(num_attributes, "float32")
+    attribute_split[rng.permutation(num_attributes)[: _share(fraction, num_attributes)]] = 1
+    support_models = np.zeros(num_models, "float32")
+    support_models[rng.permutation(num_models)[: _share(fraction, num_models)]] = 1
+    query_models = 1 - support_models if num_models > 1 else support_models
+    return {
+        "attribute_split": np.tile(attribute_split, (steps, 1)),
+        "sample_keys": rng.random((steps, num_images), dtype="float32"),
+        "support_models": np.tile(support_models, (steps, 1)),
+        "query_models": np.tile(query_models, (steps, 1)),
+    }
+
+
+def _share(fraction: float, count: int) -> int:
+    """How many of `count` items the first group gets: `fraction` of them, at least one, and at
+    least one left for the second group (when there are two)."""
+    return min(max(1, round(fraction * count)), max(1, count - 1))
+
+
+@keras.saving.register_keras_serializable(package="keras_privacy")
+class MetaIteration(keras.Model):
+    """Algorithm 1's meta-iteration counter I, the one non-trainable variable of a model, so
+    that it lives in a trainer group: `fit` carries it on JAX and checkpoints save it."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.count = self.add_weight(
+            shape=(), dtype="int32", initializer="zeros", trainable=False, name="count"
         )
-        for step in range(steps)
-    ]
-    return {key: np.stack([masks[key] for masks in per_step]) for key in per_step[0]}
+        self.built = True
+
+    def get_config(self) -> dict:
+        return {"name": self.name}
 
 
 @keras.saving.register_keras_serializable(package="keras_privacy")
@@ -133,6 +149,7 @@ class MetaGeneralization(StatelessTrainer):
         attack_models: the training attack models (paper: MobileNet-V2 at 8 widths).
         privacy_weight: gamma of the privacy term.
         alpha: virtual-training step size (paper: 5e-4).
+        fraction: share of the mixed samples that an attribute split gives X1 (paper: 0.6).
         first_order: drop the second-order term of the meta-gradient.
         action_threshold: T1 (0.7).
         attack_threshold: T2 (0.95).
@@ -146,6 +163,7 @@ class MetaGeneralization(StatelessTrainer):
         "attack_accuracy",
         "meta_train_loss",
         "meta_test_loss",
+        "attribute_split",
     )
 
     def __init__(
@@ -155,6 +173,7 @@ class MetaGeneralization(StatelessTrainer):
         attack_models: list[keras.Model],
         privacy_weight: float = 1.0,
         alpha: float = 5e-4,
+        fraction: float = 0.6,
         first_order: bool = False,
         action_threshold: float = 0.7,
         attack_threshold: float = 0.95,
@@ -168,9 +187,11 @@ class MetaGeneralization(StatelessTrainer):
         self.attack_models = list(attack_models)
         self.privacy_weight = privacy_weight
         self.alpha = alpha
+        self.fraction = fraction
         self.first_order = first_order
         self.action_threshold = action_threshold
         self.attack_threshold = attack_threshold
+        self.meta_iteration = MetaIteration(name="meta_iteration")
 
     @property
     def attack_groups(self) -> list[str]:
@@ -180,7 +201,14 @@ class MetaGeneralization(StatelessTrainer):
     def groups(self) -> dict[str, keras.Model]:
         groups = {"anonymizer": self.anonymizer, "action": self.action_model}
         groups.update(zip(self.attack_groups, self.attack_models))
+        groups["meta_iteration"] = self.meta_iteration
         return groups
+
+    def reset_metrics(self) -> None:
+        """Reset the metrics and Algorithm 1's meta-iteration counter: Keras calls this at the
+        start of every epoch of `fit`, on both backends."""
+        super().reset_metrics()
+        self.meta_iteration.count.assign(0)
 
     def call(self, clips, training=False):
         frames = self.anonymizer(fold_time(clips), training=training)
@@ -283,13 +311,31 @@ class MetaGeneralization(StatelessTrainer):
         attack_term = ops.sum(attack_losses * model_mask) / ops.maximum(ops.sum(model_mask), 1.0)
         return action_loss - self.privacy_weight * attack_term, state
 
+    def split(self, values: GroupValues, data) -> dict:
+        """The support / query label masks (N, A) and model masks (K,) of this meta iteration:
+        an attribute split where the counter I is odd, a model split where it is even."""
+        attribute = ops.equal(values["meta_iteration"][1][0] % 2, 1)
+        support, query = attribute_masks(
+            data["privacy"], data["attribute_split"], data["sample_keys"], self.fraction
+        )
+        every_label = ops.ones_like(support)
+        every_model = ops.ones_like(ops.cast(data["support_models"], "float32"))
+        return {
+            "support_mask": ops.where(attribute, support, every_label),
+            "query_mask": ops.where(attribute, query, every_label),
+            "support_models": ops.where(attribute, every_model, data["support_models"]),
+            "query_models": ops.where(attribute, every_model, data["query_models"]),
+        }
+
     def meta_objective(self, values: GroupValues, data):
-        """L(phi, S) + L(phi - alpha * grad L(phi, S), Q) and the parts of it."""
+        """L(phi, S) + L(phi - alpha * grad L(phi, S), Q) and the parts of it, on the split
+        of this meta iteration."""
         phi = values["anonymizer"][0]
+        split = self.split(values, data)
 
         def support_loss(params):
             loss, _ = self.anonymizer_loss(
-                _replace(values, params), data, data["support_mask"], data["support_models"]
+                _replace(values, params), data, split["support_mask"], split["support_models"]
             )
             return loss
 
@@ -298,15 +344,23 @@ class MetaGeneralization(StatelessTrainer):
             grads = [ops.stop_gradient(g) for g in grads]
         adapted = [p - self.alpha * g for p, g in zip(phi, grads)]
         test_loss, state = self.anonymizer_loss(
-            _replace(values, adapted), data, data["query_mask"], data["query_models"]
+            _replace(values, adapted), data, split["query_mask"], split["query_models"]
         )
         return train_loss + test_loss, train_loss, test_loss, state
 
     def _meta_loss(self, values, data):
         loss, train_loss, test_loss, state = self.meta_objective(values, data)
+        iteration = values["meta_iteration"][1][0]
         return loss, {
-            "logs": {"meta_train_loss": train_loss, "meta_test_loss": test_loss},
-            "non_trainable": {"anonymizer": state},
+            "logs": {
+                "meta_train_loss": train_loss,
+                "meta_test_loss": test_loss,
+                "attribute_split": ops.cast(ops.equal(iteration % 2, 1), "float32"),
+            },
+            "non_trainable": {
+                "anonymizer": state,
+                "meta_iteration": [ops.cast(iteration + 1, "int32")],
+            },
         }
 
     def get_config(self) -> dict:
@@ -316,6 +370,7 @@ class MetaGeneralization(StatelessTrainer):
             "attack_models": [keras.saving.serialize_keras_object(m) for m in self.attack_models],
             "privacy_weight": self.privacy_weight,
             "alpha": self.alpha,
+            "fraction": self.fraction,
             "first_order": self.first_order,
             "action_threshold": self.action_threshold,
             "attack_threshold": self.attack_threshold,
