@@ -14,7 +14,7 @@ from keras_privacy.data.augment import SUPERVISED, AugmentConfig
 from keras_privacy.distribute import DISTRIBUTIONS, PRECISIONS
 
 METHODS = ("spact", "penalty", "vita", "meta")
-BUDGET_LOSSES = ("max_bce", "entropy")
+BUDGET_LOSSES = ("max_bce", "entropy", "image_max_bce")
 ACTION_DATASETS = ("synthetic", "ucf101", "hmdb51")
 PRIVACY_DATASETS = ("synthetic", "vispr")
 PAIR_SAMPLERS = ("random", "near", "far")
@@ -197,7 +197,11 @@ class ExperimentConfig:
     budget_loss: str = field(
         default="max_bce",
         metadata=_help(
-            "VITA's budget term: max_bce (BCE against all ones) | entropy.", "adversary"
+            "VITA's budget term on the anonymized action clips: max_bce (the authors': per clip, "
+            "BCE of the frame-averaged logits against all ones, max over the ensemble, batch "
+            "mean) | entropy (negative binary entropy in its place) | image_max_bce (earlier "
+            "form: BCE against all ones on the anonymized privacy images, max of batch means).",
+            "adversary",
         ),
     )
     action_threshold: float = field(
