@@ -19,6 +19,7 @@ ACTION_DATASETS = ("synthetic", "ucf101", "hmdb51")
 PRIVACY_DATASETS = ("synthetic", "vispr")
 PAIR_SAMPLERS = ("random", "near", "far")
 SSL_ADVERSARIES = ("ntxent", "rotnet", "moco", "spatiotemporal")
+CONTRASTIVE_VIEWS = ("images", "frames", "both")
 EVAL_PROTOCOLS = ("same", "cross_dataset", "novel_actions", "novel_attributes")
 EVAL_PRIVACY_DATASETS = (*PRIVACY_DATASETS, "pa_hmdb51")
 _EVAL_DATA_FIELDS = (
@@ -261,6 +262,15 @@ class ExperimentConfig:
     triplet_margin: float = field(
         default=1.0, metadata=_help("Margin mu of the triplet term (TeD-SPAD: 1).", "variants")
     )
+    contrastive_views: str = field(
+        default="images",
+        metadata=_help(
+            "Positive pairs of an image f_B (its init and the minimax): images (two augmented "
+            "views of each privacy image, the authors' code) | frames (two frames of each clip, "
+            "chosen by --pair_sampler, the paper's Sec. 3.2.2) | both (one NT-Xent over both).",
+            "variants",
+        ),
+    )
     adversary_crop: float = field(
         default=0.0,
         metadata=_help(
@@ -283,7 +293,8 @@ class ExperimentConfig:
     eval_methods: str = field(
         default="learned,raw,downsample_4x,blur_strong,blacken",
         metadata=_help(
-            "Comma-separated methods: learned (this run's anonymizer, reported under --method), "
+            "Comma-separated methods: learned (this run's anonymizer, reported under --method "
+            "and its variant settings, e.g. 'spact (crop 0.25, views: both)'), "
             "NAME=PATH (another saved anonymizer), raw, downsample_2x, downsample_4x, blacken, "
             "blur_strong, blur_weak.",
             "eval",
@@ -478,6 +489,7 @@ class ExperimentConfig:
         if self.method == "penalty" and self.penalty_weight == 0:
             raise ValueError("--method=penalty needs --penalty_weight > 0 (lambda of the penalty)")
         _one_of("ssl_adversary", self.ssl_adversary, SSL_ADVERSARIES)
+        _one_of("contrastive_views", self.contrastive_views, CONTRASTIVE_VIEWS)
         if self.moco_queue_size < self.batch_size + self.privacy_batch_size:
             raise ValueError(
                 f"--moco_queue_size={self.moco_queue_size} must hold at least one batch of keys "
@@ -542,6 +554,21 @@ class ExperimentConfig:
             )
         self._validate_model_names()
         self._validate_evaluation()
+
+    def learned_name(self) -> str:
+        """The report row of this run's anonymizer: the method, and the settings that make it
+        a variant of the authors' method, e.g. "spact (crop 0.25, views: both)"."""
+        notes = []
+        if self.method in ("spact", "penalty"):
+            if self.ssl_adversary != "ntxent":
+                notes.append(self.ssl_adversary)
+            if self.adversary_crop > 0:
+                notes.append(f"crop {self.adversary_crop:g}")
+            if self.adversary_jitter > 0:
+                notes.append(f"jitter {self.adversary_jitter:g}")
+            if self.ssl_adversary != "spatiotemporal" and self.contrastive_views != "images":
+                notes.append(f"views: {self.contrastive_views}")
+        return f"{self.method} ({', '.join(notes)})" if notes else self.method
 
     def privacy_backbone_names(self) -> list[str]:
         """The backbones of `--privacy_backbone`, in order (more than one: an ensemble)."""
