@@ -122,7 +122,13 @@ class ExperimentConfig:
     )
     pair_sampler: str = field(
         default="random",
-        metadata=_help("Temporal sampler of NT-Xent frame pairs: random | near | far.", "data"),
+        metadata=_help(
+            "Temporal sampler of the NT-Xent frame pairs (--contrastive_views=frames|both; "
+            "SPAct Table 4): random (two frames of the clip) | near (< 8 video frames apart, in "
+            "the clip) | far (> 64 frames apart in the video, decoded besides the clip; a video "
+            "of 65 frames or fewer gives its first and last frames).",
+            "data",
+        ),
     )
     batch_size: int = field(default=8, metadata=_help("Action clips per batch.", "data"))
     privacy_batch_size: int = field(

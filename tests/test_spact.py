@@ -136,3 +136,23 @@ def test_authors_views_leave_the_frame_pairs_out_of_the_privacy_loss():
             for b in (batch, moved)
         ]
         assert (losses[0] == pytest.approx(losses[1], rel=1e-6)) == same, views
+
+
+def test_far_pair_frames_are_anonymized_as_the_clip_frames_would_be():
+    # The far sampler's frames come as `pair_frames` (outside the clip): given the frames at
+    # `frame_pairs`, the adversary's L_B is the same as from the positions in the clip.
+    batch = tiny_models.batch(np.random.default_rng(2))
+    clip_index = np.arange(len(batch["clips"]))
+    pair_frames = np.stack(
+        [batch["clips"][clip_index, batch["frame_pairs"][:, k]] for k in range(2)], axis=1
+    )
+    far = {key: value for key, value in batch.items() if key != "frame_pairs"}
+    far["pair_frames"] = pair_frames
+    for views in ("frames", "both"):
+        trainer = make_trainer(contrastive_views=views)
+        values = trainer.current_values()
+        losses = [
+            float(trainer._adversary_loss(values, b)[1]["logs"]["privacy_loss"])
+            for b in (batch, far)
+        ]
+        assert losses[0] == pytest.approx(losses[1], rel=1e-5), views

@@ -4,6 +4,8 @@ A batch is a dict of
 - `clips`: (B, T, H, W, 3) float frames in [0, 1];
 - `labels`: (B,) action labels;
 - `frame_pairs`: (B, 2) indices of two frames of each clip (the temporal sampler's positive pair);
+  or `pair_frames`: (B, 2, H, W, 3) the two frames themselves, taken from the video outside the
+  clip (the "far" sampler, SPAct Table 4);
 - `views` (optional): (N, 2, H, W, 3) two augmented views of N privacy images, same H, W;
 - `second_clips` (`spatiotemporal` only): (B, T, H, W, 3) a second clip of each video, with its
   own random start and augmentation.
@@ -176,26 +178,30 @@ def anonymize_clip_pairs(
     return first, second, non_trainable
 
 
-def contrastive_views(anon_frames, anon_views, batch: dict, views: str = "images"):
+def contrastive_views(anon_frames, anon_views, batch: dict, views: str = "images", pairs=None):
     """The two sides of the positive pairs of an image adversary: with `views` "images" the
     two views of each anonymized privacy image (the authors' minimax), "frames" two frames of
     each anonymized clip (chosen by the temporal sampler, the paper's Sec. 3.2.2), "both" the
-    frame pairs then the image views."""
+    frame pairs then the image views. The frame pairs are `pairs` (B, 2, H, W, 3), the
+    anonymized `pair_frames` of the batch, when given; else the clip frames at `frame_pairs`."""
     if views not in CONTRASTIVE_VIEWS:
         raise ValueError(f"contrastive_views={views!r} is not one of {CONTRASTIVE_VIEWS}")
     first, second = [], []
-    if views in ("frames", "both"):
-        clips = batch["clips"]
-        num_clips, clip_length = ops.shape(clips)[0], ops.shape(clips)[1]
-        pairs = ops.cast(batch["frame_pairs"], "int32")
-        offsets = ops.arange(num_clips, dtype="int32") * clip_length
-        first.append(ops.take(anon_frames, offsets + pairs[:, 0], axis=0))
-        second.append(ops.take(anon_frames, offsets + pairs[:, 1], axis=0))
-    if views in ("images", "both") and anon_views is not None:
-        shape = ops.shape(anon_views)
-        pairs = ops.reshape(anon_views, (-1, 2, shape[1], shape[2], shape[3]))
+    if views in ("frames", "both") and pairs is not None:
         first.append(pairs[:, 0])
         second.append(pairs[:, 1])
+    elif views in ("frames", "both"):
+        clips = batch["clips"]
+        num_clips, clip_length = ops.shape(clips)[0], ops.shape(clips)[1]
+        positions = ops.cast(batch["frame_pairs"], "int32")
+        offsets = ops.arange(num_clips, dtype="int32") * clip_length
+        first.append(ops.take(anon_frames, offsets + positions[:, 0], axis=0))
+        second.append(ops.take(anon_frames, offsets + positions[:, 1], axis=0))
+    if views in ("images", "both") and anon_views is not None:
+        shape = ops.shape(anon_views)
+        image_pairs = ops.reshape(anon_views, (-1, 2, shape[1], shape[2], shape[3]))
+        first.append(image_pairs[:, 0])
+        second.append(image_pairs[:, 1])
     if not first:
         raise ValueError(
             f"contrastive_views={views!r} needs the privacy images' `views` in the batch"
@@ -211,7 +217,8 @@ def pair_inputs(batch: dict, views: str = "images"):
     if images is not None:
         shape = ops.shape(images)
         images = ops.reshape(images, (-1, shape[2], shape[3], shape[4]))
-    return contrastive_views(fold_time(batch["clips"]), images, batch, views)
+    frames = fold_time(batch["clips"])
+    return contrastive_views(frames, images, batch, views, batch.get("pair_frames"))
 
 
 def privacy_loss(
@@ -418,8 +425,25 @@ class SPAct(StatelessTrainer):
         if self.ssl_adversary == "spatiotemporal":
             first, second, state = anonymize_clip_pairs(self, values, batch, training)
             return fold_time(first), (first, second), state
-        anon_frames, anon_views, state = anonymize_batch(self, values, batch, training)
-        first, second = contrastive_views(anon_frames, anon_views, batch, self.contrastive_views)
+        pairs = None
+        if "pair_frames" in batch and self.contrastive_views != "images":
+            # The far sampler's frames lie outside the clips: f_A anonymizes them with the
+            # privacy views, in the same call.
+            pair_frames = batch["pair_frames"]
+            count = 2 * ops.shape(pair_frames)[0]
+            merged = pair_frames
+            if "views" in batch:
+                merged = ops.concatenate([merged, batch["views"]], axis=0)
+            anon_frames, anon_all, state = anonymize_batch(
+                self, values, {**batch, "views": merged}, training
+            )
+            pairs = ops.reshape(anon_all[:count], ops.shape(pair_frames))
+            anon_views = anon_all[count:] if "views" in batch else None
+        else:
+            anon_frames, anon_views, state = anonymize_batch(self, values, batch, training)
+        first, second = contrastive_views(
+            anon_frames, anon_views, batch, self.contrastive_views, pairs
+        )
         if self.adversary_crop > 0:
             # Both sides are augmentations of the same anonymized images.
             second = first
