@@ -75,7 +75,10 @@ def main():
         "action": registry.build_action_model("r3d_18_spact", num_classes=101),
         "privacy": privacy_encoder(backbone, projection_head(backbone.output_shape[-1])),
     }
-    trainer = SPAct(models["anonymizer"], models["action"], models["privacy"])
+    # Frame pairs and image views, as the FLOP count below (the figures in the README).
+    trainer = SPAct(
+        models["anonymizer"], models["action"], models["privacy"], contrastive_views="both"
+    )
     trainer.compile(
         {g: keras.optimizers.Adam(1e-4) for g in ("anonymizer", "action", "privacy")},
         jit_compile=not args.no_xla,
