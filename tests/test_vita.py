@@ -78,6 +78,12 @@ def test_budget_term_is_the_authors_per_clip_max():
     frame_logits = [rng.normal(0, 2, (12, 5)).astype("float32") for _ in range(2)]
     expected = authors_budget_term(frame_logits, 4)
     assert float(clip_budget_term(frame_logits, 4)) == pytest.approx(expected, rel=1e-5)
+    probabilities = [1 / (1 + np.exp(-lg.reshape(3, 4, 5).mean(1))) for lg in frame_logits]
+    entropy = np.stack(
+        [(p * np.log(p) + (1 - p) * np.log(1 - p)).mean(axis=1) for p in probabilities]
+    )
+    got = float(clip_budget_term(frame_logits, 4, "entropy"))
+    assert got == pytest.approx(entropy.max(axis=0).mean(), rel=1e-4)
     max_of_means = max(np.log1p(np.exp(-lg.reshape(3, 4, 5).mean(1))).mean() for lg in frame_logits)
     assert abs(expected - max_of_means) > 1e-3
 

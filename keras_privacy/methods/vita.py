@@ -25,7 +25,8 @@ update 1, so these updates are gated (computed every step, applied where the thr
 deciding them beforehand would need one more forward pass of f_A and of each model.
 
 With `restart_every > 0` the budget models go back to their initial weights (and their
-optimizer slots to zero) every that many steps, the restarts of the paper.
+optimizer slots to zero) every that many steps, the restarts of the paper (the authors' code:
+`--use_fb_restarting`, every `--restarting_step` = 200 steps, off by default).
 
 Where this differs from the authors' loop (one `fit` step is one update of each player): their
 f_T trains, after each f_A update, in a loop until its accuracy on validation videos reaches
