@@ -108,7 +108,14 @@ def build_trainer(method: str, sizes: dict, clips: int, images: int):
         encoder = privacy_encoder(
             backbone, projection_head(backbone.output_shape[-1], hidden, output)
         )
-        trainer = SPAct(anonymizer, action, encoder, penalty_weight=float(method == "penalty"))
+        # Frame pairs and image views, as the FLOP count below (the figures in the README).
+        trainer = SPAct(
+            anonymizer,
+            action,
+            encoder,
+            penalty_weight=float(method == "penalty"),
+            contrastive_views="both",
+        )
         trainer.compile({g: adam(1e-4) for g in ("anonymizer", "action", "privacy")})
         # One minimax iteration: two batches, (batch, half, ...) as `pair_batches` lays them out.
         batch = {

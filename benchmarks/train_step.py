@@ -81,7 +81,10 @@ def main():
         "action": registry.build_action_model("r3d_18_spact", num_classes=101),
         "privacy": privacy_encoder(backbone, projection_head(backbone.output_shape[-1])),
     }
-    trainer = SPAct(models["anonymizer"], models["action"], models["privacy"])
+    # Frame pairs and image views, as the FLOP count below (the figures in the README).
+    trainer = SPAct(
+        models["anonymizer"], models["action"], models["privacy"], contrastive_views="both"
+    )
     setting = "false" if args.no_xla else "true" if args.xla else "auto"
     jit_compile, why = choose_jit_compile(setting, models.values())
     trainer.compile(

@@ -15,11 +15,12 @@ from keras_privacy.data.augment import SUPERVISED, AugmentConfig
 from keras_privacy.distribute import DISTRIBUTIONS, JIT_COMPILE, PRECISIONS
 
 METHODS = ("spact", "penalty", "vita", "meta")
-BUDGET_LOSSES = ("max_bce", "entropy")
+BUDGET_LOSSES = ("max_bce", "entropy", "image_max_bce")
 ACTION_DATASETS = ("synthetic", "ucf101", "hmdb51")
 PRIVACY_DATASETS = ("synthetic", "vispr")
 PAIR_SAMPLERS = ("random", "near", "far")
 SSL_ADVERSARIES = ("ntxent", "rotnet", "moco", "spatiotemporal")
+CONTRASTIVE_VIEWS = ("images", "frames", "both")
 EVAL_PROTOCOLS = ("same", "cross_dataset", "novel_actions", "novel_attributes", "pa_hmdb51")
 EVAL_PRIVACY_DATASETS = (*PRIVACY_DATASETS, "pa_hmdb51")
 WEIGHT_FLAGS = (
@@ -61,6 +62,7 @@ FLAG_SCOPES = {
     "privacy_backbone": FlagScope(SELF_SUPERVISED, fallback_for="eval_privacy_model"),
     "projection_hidden": FlagScope(SELF_SUPERVISED),
     "projection_dim": FlagScope(SELF_SUPERVISED),
+    "contrastive_views": FlagScope(SELF_SUPERVISED, IMAGE_ADVERSARIES),
     "privacy_weights": FlagScope(SELF_SUPERVISED),
     "action_weight": FlagScope(SELF_SUPERVISED),
     "temperature": FlagScope(SELF_SUPERVISED),
@@ -210,7 +212,13 @@ class ExperimentConfig:
     )
     pair_sampler: str = field(
         default="random",
-        metadata=_help("Temporal sampler of NT-Xent frame pairs: random | near | far.", "data"),
+        metadata=_help(
+            "Temporal sampler of the NT-Xent frame pairs (--contrastive_views=frames|both; "
+            "SPAct Table 4): random (two frames of the clip) | near (< 8 video frames apart, in "
+            "the clip) | far (> 64 frames apart in the video, decoded besides the clip; a video "
+            "of 65 frames or fewer gives its first and last frames).",
+            "data",
+        ),
     )
     batch_size: int = field(default=8, metadata=_help("Action clips per batch.", "data"))
     privacy_batch_size: int = field(
@@ -312,7 +320,11 @@ class ExperimentConfig:
     budget_loss: str = field(
         default="max_bce",
         metadata=_help(
-            "VITA's budget term: max_bce (BCE against all ones) | entropy.", "adversary"
+            "VITA's budget term on the anonymized action clips: max_bce (the authors': per clip, "
+            "BCE of the frame-averaged logits against all ones, max over the ensemble, batch "
+            "mean) | entropy (negative binary entropy in its place) | image_max_bce (earlier "
+            "form: BCE against all ones on the anonymized privacy images, max of batch means).",
+            "adversary",
         ),
     )
     action_threshold: float = field(
@@ -372,6 +384,15 @@ class ExperimentConfig:
     triplet_margin: float = field(
         default=1.0, metadata=_help("Margin mu of the triplet term (TeD-SPAD: 1).", "variants")
     )
+    contrastive_views: str = field(
+        default="images",
+        metadata=_help(
+            "Positive pairs of an image f_B (its init and the minimax): images (two augmented "
+            "views of each privacy image, the authors' code) | frames (two frames of each clip, "
+            "chosen by --pair_sampler, the paper's Sec. 3.2.2) | both (one NT-Xent over both).",
+            "variants",
+        ),
+    )
     adversary_crop: float = field(
         default=0.0,
         metadata=_help(
@@ -394,7 +415,8 @@ class ExperimentConfig:
     eval_methods: str = field(
         default="learned,raw,downsample_4x,blur_strong,blacken",
         metadata=_help(
-            "Comma-separated methods: learned (this run's anonymizer, reported under --method), "
+            "Comma-separated methods: learned (this run's anonymizer, reported under --method "
+            "and its variant settings, e.g. 'spact (crop 0.25, both views)'), "
             "NAME=PATH (another saved anonymizer), raw, downsample_2x, downsample_4x, blacken, "
             "blur_strong, blur_weak.",
             "eval",
@@ -652,6 +674,7 @@ class ExperimentConfig:
             raise ValueError("--penalty_weight and --penalty_budget cannot be negative")
         if self.method == "penalty" and self.penalty_weight == 0:
             raise ValueError("--method=penalty needs --penalty_weight > 0 (lambda of the penalty)")
+        _one_of("contrastive_views", self.contrastive_views, CONTRASTIVE_VIEWS)
         if (
             self.ssl_adversary == "moco"
             and self.moco_queue_size < self.batch_size + self.privacy_batch_size
@@ -764,6 +787,21 @@ class ExperimentConfig:
                 "flags set where they have no effect (leave them at their defaults): "
                 + "; ".join(unused)
             )
+
+    def learned_name(self) -> str:
+        """The report row of this run's anonymizer: the method, and the settings that make it
+        a variant of the authors' method, e.g. "spact (crop 0.25, both views)"."""
+        notes = []
+        if self.method in ("spact", "penalty"):
+            if self.ssl_adversary != "ntxent":
+                notes.append(self.ssl_adversary)
+            if self.adversary_crop > 0:
+                notes.append(f"crop {self.adversary_crop:g}")
+            if self.adversary_jitter > 0:
+                notes.append(f"jitter {self.adversary_jitter:g}")
+            if self.ssl_adversary != "spatiotemporal" and self.contrastive_views != "images":
+                notes.append(f"{self.contrastive_views} views")
+        return f"{self.method} ({', '.join(notes)})" if notes else self.method
 
     def privacy_backbone_names(self) -> list[str]:
         """The backbones of `--privacy_backbone`, in order (more than one: an ensemble)."""

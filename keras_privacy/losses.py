@@ -49,15 +49,20 @@ def accuracy(labels, logits):
     return ops.mean(ops.cast(ops.equal(predicted, ops.cast(labels, predicted.dtype)), "float32"))
 
 
+def binary_cross_entropy(labels, logits):
+    """Sigmoid cross-entropy of `logits` against `labels`, entry by entry (no reduction)."""
+    logits = ops.cast(logits, "float32")
+    labels = ops.cast(labels, "float32")
+    return ops.maximum(logits, 0) - logits * labels + ops.log1p(ops.exp(-ops.abs(logits)))
+
+
 def masked_binary_cross_entropy(labels, logits, mask=None):
     """Mean binary cross-entropy over the (example, attribute) entries where `mask` is 1.
 
     Masked entries ("label not available", as in the meta-generalisation support/query sets)
     contribute nothing to the loss or its gradient. With no mask every entry counts.
     """
-    logits = ops.cast(logits, "float32")
-    labels = ops.cast(labels, "float32")
-    per_entry = ops.maximum(logits, 0) - logits * labels + ops.log1p(ops.exp(-ops.abs(logits)))
+    per_entry = binary_cross_entropy(labels, logits)
     if mask is None:
         return ops.mean(per_entry)
     mask = ops.cast(mask, "float32")

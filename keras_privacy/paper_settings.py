@@ -164,9 +164,8 @@ SETTINGS: tuple[Setting, ...] = (
         "two augmented views of each privacy image only",
         _S_ANON + "train_ssl_minimax2.py:75",
         SPACT,
-        "",
-        "frame pairs of the clips and views of the images",
-        "no flag in this branch: the choice images / frames / both comes with issue 19 item 2",
+        "contrastive_views",
+        "images",
     ),
     # SPAct: models.
     Setting(
@@ -419,8 +418,6 @@ SETTINGS: tuple[Setting, ...] = (
         VITA,
         "budget_loss",
         "max_bce",
-        "ours: max over the ensemble of batch means, on anonymized privacy images; the "
-        "authors' form comes with issue 19 item 1",
     ),
     Setting(
         "vita",
@@ -467,8 +464,9 @@ SETTINGS: tuple[Setting, ...] = (
         VITA,
         "action_threshold",
         "0.7",
-        "same value; ours tests the training batch's accuracy once per step (the looped "
-        "validation test comes with issue 19 item 1)",
+        "same value; ours gates one f_T update per step on the training batch's accuracy "
+        "(one fit step holds one update; the authors loop on validation accuracy), and f_T's "
+        "gradients do not reach f_A as in their f_T step (adv_training.py:149)",
     ),
     Setting(
         "vita",
@@ -490,8 +488,9 @@ SETTINGS: tuple[Setting, ...] = (
         VITA,
         "restart_every",
         "200",
-        "ours on, the authors' restarting option (their default is off); the 200 re-training "
-        "steps after each restart come with issue 19 item 1",
+        "ours on, the authors' restarting option (their default is off); a restart goes back "
+        "to the budget models' weights at the start of the minimax, without the 200 "
+        "re-training steps",
     ),
     Setting(
         "vita",
@@ -635,8 +634,8 @@ SETTINGS: tuple[Setting, ...] = (
         PENALTY,
         "pair_sampler",
         "random",
-        "no fixed-gap sampler (near: < 8 frames apart); the images-only views of issue 19 "
-        "item 2 make it moot",
+        "no fixed-gap sampler (near: < 8 frames apart); moot here: the penalty configs take "
+        "the authors' image views (--contrastive_views=images), so no frame pairs are drawn",
     ),
     Setting(
         "penalty",

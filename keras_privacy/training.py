@@ -177,6 +177,7 @@ def training_phases(
                 privacy,
                 temperature=config.temperature,
                 clip_pairs=config.ssl_adversary == "spatiotemporal",
+                contrastive_views=config.contrastive_views,
             ),
             lambda: {group: adam(config.privacy_init_lr) for group in privacy_groups},
         ),
@@ -200,6 +201,7 @@ def training_phases(
                 adversary_jitter=config.adversary_jitter,
                 adversary_crop=config.adversary_crop,
                 augment_seed=config.seed,
+                contrastive_views=config.contrastive_views,
             ),
             lambda: {
                 "anonymizer": adam(config.anonymizer_lr),

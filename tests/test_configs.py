@@ -31,6 +31,18 @@ def test_paper_configs_use_the_papers_settings():
     assert (config.image_size, config.clip_length, config.clip_stride) == (112, 16, 2)
     assert config.anonymizer_lr == config.action_lr == config.privacy_lr == 1e-4
     assert (config.action_model, config.privacy_backbone) == ("r3d_18_spact", "resnet50")
+    assert config.contrastive_views == "images" and config.learned_name() == "spact"
+    vita = parse(f"--flagfile={CONFIGS[0].parent / 'hmdb_vispr_vita.cfg'}")
+    assert (vita.budget_loss, vita.action_lr, vita.privacy_lr) == ("max_bce", 1e-5, 1e-4)
+
+
+def test_a_variant_of_the_authors_method_is_reported_as_what_it_is():
+    synthetic = parse(f"--flagfile={CONFIGS[0].parent / 'synthetic.cfg'}")
+    assert synthetic.learned_name() == "spact (crop 0.25, both views)"
+    assert parse("--adversary_jitter=0.5").learned_name() == "spact (jitter 0.5)"
+    assert parse("--contrastive_views=frames").learned_name() == "spact (frames views)"
+    assert parse("--ssl_adversary=rotnet").learned_name() == "spact (rotnet)"
+    assert parse("--method=vita", "--contrastive_views=both").learned_name() == "vita"
 
 
 def test_a_flag_that_makes_no_sense_is_named():

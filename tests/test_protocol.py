@@ -161,3 +161,7 @@ def test_saved_anonymizers_of_several_methods_share_one_report(benchmark, tmp_pa
     )
     assert [m.name for m in protocol.methods_of(config)] == ["vita", "meta", "raw"]
     assert protocol.methods_of(config)[1].model is not None
+    cropped = tiny_config(
+        benchmark, tmp_path, eval_methods="learned", anonymizer_path=path, adversary_crop=0.25
+    )
+    assert [m.name for m in protocol.methods_of(cropped)] == ["spact (crop 0.25)"]

@@ -11,7 +11,7 @@ import tiny_models
 from tiny_models import AdversaryHalfOnly, AnonymizerHalfOnly, changed_groups, snapshot
 
 from keras_privacy.methods.init import ActionInit, IdentityInit, PrivacyInit
-from keras_privacy.methods.spact import SPAct
+from keras_privacy.methods.spact import SPAct, contrastive_views
 
 GROUPS = ("anonymizer", "action", "privacy")
 
@@ -103,3 +103,56 @@ def test_saved_trainer_and_anonymizer_reload_to_the_same_outputs(tmp_path):
     np.testing.assert_allclose(reloaded(clips), trainer(clips), atol=1e-5)
     anonymizer = keras.saving.load_model(tmp_path / "anonymizer.keras")
     np.testing.assert_allclose(anonymizer(clips[0]), trainer.anonymizer(clips[0]), atol=1e-5)
+
+
+def test_contrastive_views_choose_the_positive_pairs():
+    batch = tiny_models.batch(np.random.default_rng(0))
+    clips, views, pairs = batch["clips"], batch["views"], batch["frame_pairs"]
+    frames = clips.reshape(-1, *clips.shape[2:])
+    flat_views = views.reshape(-1, *views.shape[2:])
+    clip_index = np.arange(len(clips))
+    frame_sides = [clips[clip_index, pairs[:, k]] for k in range(2)]
+    expected = {
+        "images": (views[:, 0], views[:, 1]),
+        "frames": tuple(frame_sides),
+        "both": tuple(np.concatenate([frame_sides[k], views[:, k]]) for k in range(2)),
+    }
+    for choice, (first, second) in expected.items():
+        got = contrastive_views(frames, flat_views, batch, choice)
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(got[0]), first)
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(got[1]), second)
+    with pytest.raises(ValueError, match="needs the privacy images' `views`"):
+        contrastive_views(frames, None, batch, "images")
+
+
+def test_authors_views_leave_the_frame_pairs_out_of_the_privacy_loss():
+    batch = tiny_models.batch(np.random.default_rng(1))
+    moved = {**batch, "frame_pairs": (batch["frame_pairs"] + 1) % batch["clips"].shape[1]}
+    for views, same in (("images", True), ("both", False)):
+        trainer = make_trainer(contrastive_views=views)
+        values = trainer.current_values()
+        losses = [
+            float(trainer._anonymizer_loss(values, b)[1]["logs"]["anonymizer_privacy_loss"])
+            for b in (batch, moved)
+        ]
+        assert (losses[0] == pytest.approx(losses[1], rel=1e-6)) == same, views
+
+
+def test_far_pair_frames_are_anonymized_as_the_clip_frames_would_be():
+    # The far sampler's frames come as `pair_frames` (outside the clip): given the frames at
+    # `frame_pairs`, the adversary's L_B is the same as from the positions in the clip.
+    batch = tiny_models.batch(np.random.default_rng(2))
+    clip_index = np.arange(len(batch["clips"]))
+    pair_frames = np.stack(
+        [batch["clips"][clip_index, batch["frame_pairs"][:, k]] for k in range(2)], axis=1
+    )
+    far = {key: value for key, value in batch.items() if key != "frame_pairs"}
+    far["pair_frames"] = pair_frames
+    for views in ("frames", "both"):
+        trainer = make_trainer(contrastive_views=views)
+        values = trainer.current_values()
+        losses = [
+            float(trainer._adversary_loss(values, b)[1]["logs"]["privacy_loss"])
+            for b in (batch, far)
+        ]
+        assert losses[0] == pytest.approx(losses[1], rel=1e-5), views

@@ -31,7 +31,7 @@ from keras_privacy.data.video import read_video
 
 PAIR_SAMPLERS = ("random", "near", "far")
 NEAR_FRAMES = 8  # "near": fewer than 8 frames apart in the original video
-FAR_FRAMES = 64  # "far": more than 64 frames apart, or as far apart as the clip allows
+FAR_FRAMES = 64  # "far": more than 64 frames apart in the video, or as far as the video allows
 VIDEO_SHUFFLE_WINDOW = 256  # cached videos shuffled within windows of this many records
 IMAGE_SHUFFLE_WINDOW = 4096
 
@@ -64,10 +64,12 @@ def equidistant_starts(num_frames, num_clips: int, clip_length: int, stride: int
 def frame_pair(seed, clip_length: int, stride: int, sampler: str = "random"):
     """Positions (int32 (2,)) of two distinct frames of a clip, the NT-Xent positive pair.
 
-    random: any two frames; near: fewer than NEAR_FRAMES original frames apart; far: more
-    than FAR_FRAMES apart, or (clips spanning fewer frames) the first and last frame. Distances
-    are counted in the original video (clip positions times `stride`).
+    random: any two frames; near: fewer than NEAR_FRAMES original frames apart (counted in the
+    original video: clip positions times `stride`). The "far" pair lies outside the clip:
+    `far_frame_pair` draws it from the video.
     """
+    if sampler == "far":
+        raise ValueError("the far pair sampler draws frames of the video: use far_frame_pair")
     if sampler not in PAIR_SAMPLERS:
         raise ValueError(f"pair sampler {sampler!r} is not one of {PAIR_SAMPLERS}")
     if clip_length < 2:
@@ -78,13 +80,25 @@ def frame_pair(seed, clip_length: int, stride: int, sampler: str = "random"):
         first = tf.random.stateless_uniform([], seeds[0], 0, clip_length, dtype=tf.int32)
         other = tf.random.stateless_uniform([], seeds[1], 0, clip_length - 1, dtype=tf.int32)
         return tf.stack([first, other + tf.cast(other >= first, tf.int32)])
-    if sampler == "near":
-        low, high = 1, max(1, min(clip_length - 1, (NEAR_FRAMES - 1) // stride))
-    else:
-        low = high = min(clip_length - 1, FAR_FRAMES // stride + 1)
-        high = max(high, clip_length - 1)
+    high = max(1, min(clip_length - 1, (NEAR_FRAMES - 1) // stride))
+    return _gap_pair(seeds, 1, high, clip_length)
+
+
+def far_frame_pair(seed, num_frames):
+    """Indices (int32 (2,)) of two frames of a video more than FAR_FRAMES apart, in random
+    order: SPAct Table 4's "> 64 frames" positive pair. A video of FAR_FRAMES + 1 frames or
+    fewer has no such pair and gives its first and last frames, the farthest it has."""
+    seed = tf.cast(seed, tf.int64)
+    seeds = [tf.random.experimental.stateless_fold_in(seed, k) for k in range(3)]
+    last = tf.maximum(tf.cast(num_frames, tf.int32) - 1, 0)
+    return _gap_pair(seeds, tf.minimum(FAR_FRAMES + 1, last), last, last + 1)
+
+
+def _gap_pair(seeds, low, high, length):
+    """Two of `length` positions whose gap is drawn uniformly in [low, high], the first then
+    uniformly where the pair fits, in random order."""
     gap = tf.random.stateless_uniform([], seeds[0], low, high + 1, dtype=tf.int32)
-    first = tf.random.stateless_uniform([], seeds[1], 0, clip_length - gap, dtype=tf.int32)
+    first = tf.random.stateless_uniform([], seeds[1], 0, length - gap, dtype=tf.int32)
     pair = tf.stack([first, first + gap])
     swap = tf.random.stateless_uniform([], seeds[2]) < 0.5
     return tf.where(swap, pair[::-1], pair)
@@ -288,6 +302,11 @@ def action_train_dataset(
     "frame_pairs" int32 (B, 2) positions in the clip of the NT-Xent pair}, and "actions" float32
     (B, C) multi-hot labels for a multi-label split (P-HVU).
 
+    With `pair_sampler="far"` the pair comes from the whole video (`far_frame_pair`), not from
+    the clip: "pair_frames" float32 (B, 2, size, size, 3), the two frames with the clip's
+    augmentation parameters (the colour contrast is taken about the two frames' own mean
+    luminance), replaces "frame_pairs".
+
     With `second_clip`, also "second_clips" (B, T, size, size, 3): another clip of the same
     video with its own random start and augmentation (SimCLR's second view, the positive of
     SPAct's spatio-temporal privacy branch); the first clip is the same as without it."""
@@ -310,8 +329,15 @@ def action_train_dataset(
         element = {
             "clips": sample_clip(record, start_seed, augment_seed),
             "labels": record["label"],
-            "frame_pairs": frame_pair(pair_seed, clip_length, stride, pair_sampler),
         }
+        if pair_sampler == "far":
+            indices = far_frame_pair(pair_seed, record["num_frames"])
+            pair = augment.augment_clip(
+                take_frames(record["frames"], indices), augment_seed, size, config
+            )
+            element["pair_frames"] = tf.ensure_shape(pair, [2, size, size, 3])
+        else:
+            element["frame_pairs"] = frame_pair(pair_seed, clip_length, stride, pair_sampler)
         if second_clip:
             element["second_clips"] = sample_clip(record, second_start_seed, second_augment_seed)
         if "actions" in record:

@@ -158,7 +158,8 @@ def methods_of(config: ExperimentConfig) -> list[Anonymization]:
     """The methods `config.eval_methods` names.
 
     `learned` is the anonymizer that `train.py` saved in `run_dir` (or `config.anonymizer_path`),
-    reported under the training method's name (`spact`, `vita`, ...); `NAME=PATH` is any other
+    reported under the training method's name with its variant settings (`spact`, `vita`,
+    `spact (crop 0.25, both views)`, see `ExperimentConfig.learned_name`); `NAME=PATH` is any other
     saved anonymizer, reported as NAME, so the runs of several methods share one report."""
     boxes = BoxesFromFile(config.eval_boxes) if config.eval_boxes else None
     result = []
@@ -167,7 +168,7 @@ def methods_of(config: ExperimentConfig) -> list[Anonymization]:
             continue
         if entry == LEARNED:
             path = config.anonymizer_path or Path(config.run_dir) / "anonymizer.keras"
-            result.append(load_anonymizer(path, name=config.method))
+            result.append(load_anonymizer(path, name=config.learned_name()))
         elif "=" in entry:
             name, path = (part.strip() for part in entry.split("=", 1))
             if not name or name in BASELINES:

@@ -49,7 +49,7 @@ class IdentityInit(StatelessTrainer):
         return [Update(("anonymizer",), lambda values: self._loss(values, data))]
 
     def _loss(self, values, batch):
-        targets = ops.concatenate(pair_inputs(batch), axis=0)
+        targets = ops.concatenate(pair_inputs(batch, "both"), axis=0)
         outputs, state = self.run("anonymizer", values, targets, training=True)
         loss = losses.l1_reconstruction(targets, outputs)
         return loss, {"logs": {"reconstruction_loss": loss}, "non_trainable": {"anonymizer": state}}
@@ -88,7 +88,8 @@ class ActionInit(StatelessTrainer):
 
 
 class PrivacyInit(StatelessTrainer):
-    """Train f_B with NT-Xent on frame pairs and image views anonymized by the frozen f_A.
+    """Train f_B with NT-Xent on the positive pairs of `contrastive_views` (image views, frame
+    pairs or both, as the minimax) anonymized by the frozen f_A.
 
     `privacy_encoder` may be a list, an ensemble: each member (group `privacy_<i>`) trains on its
     own NT-Xent; the logged `privacy_loss` is their mean. With `clip_pairs` (SPAct's
@@ -103,10 +104,12 @@ class PrivacyInit(StatelessTrainer):
         privacy_encoder: keras.Model | Sequence[keras.Model],
         temperature: float = 0.1,
         clip_pairs: bool = False,
+        contrastive_views: str = "images",
         **kwargs,
     ):
         super().__init__(**kwargs)
         self.anonymizer = anonymizer
+        self.contrastive_views = contrastive_views
         self.privacy_encoders = as_encoders(privacy_encoder)
         self.privacy_groups = privacy_group_names(len(self.privacy_encoders))
         self.temperature = temperature
@@ -138,7 +141,7 @@ class PrivacyInit(StatelessTrainer):
         if self.clip_pairs:
             first, second, _ = anonymize_clip_pairs(self, values, batch, training=False)
             return first, second
-        first, second = pair_inputs(batch)
+        first, second = pair_inputs(batch, self.contrastive_views)
         anonymized, _ = self.run(
             "anonymizer", values, ops.concatenate([first, second], axis=0), training=False
         )

@@ -4,6 +4,8 @@ A batch is a dict of
 - `clips`: (B, T, H, W, 3) float frames in [0, 1];
 - `labels`: (B,) action labels;
 - `frame_pairs`: (B, 2) indices of two frames of each clip (the temporal sampler's positive pair);
+  or `pair_frames`: (B, 2, H, W, 3) the two frames themselves, taken from the video outside the
+  clip (the "far" sampler, SPAct Table 4);
 - `views` (optional): (N, 2, H, W, 3) two augmented views of N privacy images, same H, W;
 - `second_clips` (`spatiotemporal` only): (B, T, H, W, 3) a second clip of each video, with its
   own random start and augmentation.
@@ -14,8 +16,14 @@ splits the batch axis as usual): the first batch updates the anonymizer f_A alon
 `w_T * L_T - w_B * L_B (+ lambda * penalty)` with f_T and f_B frozen; the second updates f_T on
 L_T and f_B on L_B with f_A frozen. One `fit` step is therefore one full minimax iteration.
 
+The positive pairs of an image adversary are (`contrastive_views`): `images`, the two augmented
+views of each privacy image, as the authors' minimax (`train_ssl_minimax2.py`) computes L_B, in
+both halves of the step (the default); `frames`, two frames of each clip chosen by the temporal
+sampler (the paper's Sec. 3.2.2 and Table 4); or `both`, one NT-Xent over the frame pairs and
+the image views together.
+
 The self-supervised adversary L_B is one of (`ssl_adversary`, SPAct Table 5):
-- `ntxent`: NT-Xent over the positive pairs (two frames of a clip, two views of an image);
+- `ntxent`: NT-Xent over the positive pairs;
 - `rotnet`: f_B and a linear head (group `rotation`) predict which of the four rotations
   (0, 90, 180, 270 degrees) was applied to the first side of every pair; L_B is the
   cross-entropy over all four rotations of each image;
@@ -52,7 +60,7 @@ Augmenting f_A's outputs (our addition, off by default; `output_augment`, group 
 `adversary_crop > 0` the two sides of every positive pair are two random resized crops (and
 flips) of the *same* anonymized image (the first frame of each temporal pair, the first view
 of each privacy image), so f_A can no longer raise L_B by amplifying the differences between
-two inputs (the authors' views are two frames, or two augmented images, each anonymized);
+two inputs (the authors' views are two augmented images, each anonymized);
 with `adversary_jitter > 0` a random colour distortion follows, so a colour remapping of f_A's
 output does not move f_B's embeddings. Drawn anew for every image of both sides in both halves
 of the step; image adversaries only (not `spatiotemporal`).
@@ -78,6 +86,7 @@ from keras_privacy.methods.moco import MomentumQueue
 from keras_privacy.methods.output_augment import ColourJitter, RandomResizedCrop
 
 SSL_ADVERSARIES = ("ntxent", "rotnet", "moco", "spatiotemporal")
+CONTRASTIVE_VIEWS = ("images", "frames", "both")
 
 
 def privacy_group_names(count: int) -> tuple[str, ...]:
@@ -169,32 +178,47 @@ def anonymize_clip_pairs(
     return first, second, non_trainable
 
 
-def contrastive_views(anon_frames, anon_views, batch: dict):
-    """The two sides of the NT-Xent positive pairs: two frames of each anonymized clip
-    (chosen by the temporal sampler) and the two views of each anonymized privacy image."""
-    clips = batch["clips"]
-    num_clips, clip_length = ops.shape(clips)[0], ops.shape(clips)[1]
-    pairs = ops.cast(batch["frame_pairs"], "int32")
-    offsets = ops.arange(num_clips, dtype="int32") * clip_length
-    first = [ops.take(anon_frames, offsets + pairs[:, 0], axis=0)]
-    second = [ops.take(anon_frames, offsets + pairs[:, 1], axis=0)]
-    if anon_views is not None:
+def contrastive_views(anon_frames, anon_views, batch: dict, views: str = "images", pairs=None):
+    """The two sides of the positive pairs of an image adversary: with `views` "images" the
+    two views of each anonymized privacy image (the authors' minimax), "frames" two frames of
+    each anonymized clip (chosen by the temporal sampler, the paper's Sec. 3.2.2), "both" the
+    frame pairs then the image views. The frame pairs are `pairs` (B, 2, H, W, 3), the
+    anonymized `pair_frames` of the batch, when given; else the clip frames at `frame_pairs`."""
+    if views not in CONTRASTIVE_VIEWS:
+        raise ValueError(f"contrastive_views={views!r} is not one of {CONTRASTIVE_VIEWS}")
+    first, second = [], []
+    if views in ("frames", "both") and pairs is not None:
+        first.append(pairs[:, 0])
+        second.append(pairs[:, 1])
+    elif views in ("frames", "both"):
+        clips = batch["clips"]
+        num_clips, clip_length = ops.shape(clips)[0], ops.shape(clips)[1]
+        positions = ops.cast(batch["frame_pairs"], "int32")
+        offsets = ops.arange(num_clips, dtype="int32") * clip_length
+        first.append(ops.take(anon_frames, offsets + positions[:, 0], axis=0))
+        second.append(ops.take(anon_frames, offsets + positions[:, 1], axis=0))
+    if views in ("images", "both") and anon_views is not None:
         shape = ops.shape(anon_views)
-        views = ops.reshape(anon_views, (-1, 2, shape[1], shape[2], shape[3]))
-        first.append(views[:, 0])
-        second.append(views[:, 1])
+        image_pairs = ops.reshape(anon_views, (-1, 2, shape[1], shape[2], shape[3]))
+        first.append(image_pairs[:, 0])
+        second.append(image_pairs[:, 1])
+    if not first:
+        raise ValueError(
+            f"contrastive_views={views!r} needs the privacy images' `views` in the batch"
+        )
     return ops.concatenate(first, axis=0), ops.concatenate(second, axis=0)
 
 
-def pair_inputs(batch: dict):
-    """The raw (un-anonymized) two sides of the NT-Xent positive pairs, laid out as
+def pair_inputs(batch: dict, views: str = "images"):
+    """The raw (un-anonymized) two sides of the positive pairs, laid out as
     `contrastive_views` lays out the anonymized ones: phases that only need the pairs run f_A
-    on these 2 (B + N) images instead of on every frame of every clip."""
-    views = batch.get("views")
-    if views is not None:
-        shape = ops.shape(views)
-        views = ops.reshape(views, (-1, shape[2], shape[3], shape[4]))
-    return contrastive_views(fold_time(batch["clips"]), views, batch)
+    on these images instead of on every frame of every clip."""
+    images = batch.get("views")
+    if images is not None:
+        shape = ops.shape(images)
+        images = ops.reshape(images, (-1, shape[2], shape[3], shape[4]))
+    frames = fold_time(batch["clips"])
+    return contrastive_views(frames, images, batch, views, batch.get("pair_frames"))
 
 
 def privacy_loss(
@@ -260,6 +284,8 @@ class SPAct(StatelessTrainer):
             image adversary (`output_augment.RandomResizedCrop`; 0 turns it off); on, both
             sides of a pair are augmentations of one anonymized image.
         augment_seed: seed of those augmentations' random draws.
+        contrastive_views: the positive pairs of an image adversary: "images" (the authors'),
+            "frames" or "both" (see the module docstring); `spatiotemporal` uses clips.
     """
 
     log_names = (
@@ -291,9 +317,15 @@ class SPAct(StatelessTrainer):
         adversary_jitter: float = 0.0,
         adversary_crop: float = 0.0,
         augment_seed: int = 0,
+        contrastive_views: str = "images",
         **kwargs,
     ):
         super().__init__(**kwargs)
+        if contrastive_views not in CONTRASTIVE_VIEWS:
+            raise ValueError(
+                f"contrastive_views={contrastive_views!r} is not one of "
+                f"{', '.join(CONTRASTIVE_VIEWS)}"
+            )
         if ssl_adversary not in SSL_ADVERSARIES:
             raise ValueError(
                 f"ssl_adversary={ssl_adversary!r} is not one of {', '.join(SSL_ADVERSARIES)}"
@@ -335,6 +367,7 @@ class SPAct(StatelessTrainer):
         self.adversary_jitter = adversary_jitter
         self.augment_seed = augment_seed
         self.adversary_crop = adversary_crop
+        self.contrastive_views = contrastive_views
         self.augment = None
         if adversary_jitter > 0 or adversary_crop > 0:
             augment = [keras.Input((*self.privacy_encoder.input_shape[1:3], 3))]
@@ -387,13 +420,30 @@ class SPAct(StatelessTrainer):
 
     def _anonymize(self, values: GroupValues, batch: dict, training: bool):
         """f_A on the batch: the anonymized frames of the clips (B*T, H, W, 3), the two sides
-        of L_B's positive pairs (frames and views; or, `spatiotemporal`, the two clips of
+        of L_B's positive pairs (`contrastive_views`; or, `spatiotemporal`, the two clips of
         each video), and f_A's new non-trainable values."""
         if self.ssl_adversary == "spatiotemporal":
             first, second, state = anonymize_clip_pairs(self, values, batch, training)
             return fold_time(first), (first, second), state
-        anon_frames, anon_views, state = anonymize_batch(self, values, batch, training)
-        first, second = contrastive_views(anon_frames, anon_views, batch)
+        pairs = None
+        if "pair_frames" in batch and self.contrastive_views != "images":
+            # The far sampler's frames lie outside the clips: f_A anonymizes them with the
+            # privacy views, in the same call.
+            pair_frames = batch["pair_frames"]
+            count = 2 * ops.shape(pair_frames)[0]
+            merged = pair_frames
+            if "views" in batch:
+                merged = ops.concatenate([merged, batch["views"]], axis=0)
+            anon_frames, anon_all, state = anonymize_batch(
+                self, values, {**batch, "views": merged}, training
+            )
+            pairs = ops.reshape(anon_all[:count], ops.shape(pair_frames))
+            anon_views = anon_all[count:] if "views" in batch else None
+        else:
+            anon_frames, anon_views, state = anonymize_batch(self, values, batch, training)
+        first, second = contrastive_views(
+            anon_frames, anon_views, batch, self.contrastive_views, pairs
+        )
         if self.adversary_crop > 0:
             # Both sides are augmentations of the same anonymized images.
             second = first
@@ -525,6 +575,7 @@ class SPAct(StatelessTrainer):
             "adversary_jitter": self.adversary_jitter,
             "adversary_crop": self.adversary_crop,
             "augment_seed": self.augment_seed,
+            "contrastive_views": self.contrastive_views,
         }
 
     @classmethod

@@ -3,20 +3,39 @@
 A batch is a dict of `clips` (B, T, H, W, 3), `labels` (B,), `images` (N, H, W, 3) and `privacy`
 (N, A) binary labels of the images. One step makes, in order:
 
-1. an f_A update on `L_T + gamma * budget_term` where the budget term is, over the ensemble,
-   the maximum of BCE(budget logits, all ones) (push every attribute to "present": maximum
-   uncertainty, as the authors' code) or, with `budget_loss="entropy"`, the maximum negative
-   entropy of the predicted attribute probabilities;
+1. an f_A update on `L_T + gamma * budget_term`. The budget term (`budget_loss`):
+   - `max_bce` (default, the authors' `adv_training.py`): every budget model sees the
+     anonymized frames of the action clips; its logits are averaged over each clip's frames,
+     then the sigmoid cross-entropy against all-ones targets is averaged over the attributes
+     of each clip; the maximum over the ensemble is taken per clip, then the batch mean.
+     All-ones targets push every attribute towards "present" (the authors' code calls them
+     uniform labels); this is not an entropy maximum;
+   - `entropy`: the same per-clip structure with the negative binary entropy of the clip's
+     attribute probabilities (averaged over attributes) in place of the BCE: its minimum
+     is the maximum uncertainty p = 0.5 (the authors' softmax form, `loss.py`, is for
+     single-label budgets);
+   - `image_max_bce` (this library's earlier form): BCE against all ones on the anonymized
+     privacy images, the maximum over the ensemble of the batch means;
 2. an f_T update on L_T, only while f_T's accuracy on the batch is under `action_threshold`;
-3. one update per budget model on its BCE against the true labels, only while its accuracy on
-   the batch is under `budget_threshold`.
+3. one update per budget model on its BCE against the true labels of the privacy images,
+   only while its accuracy on the batch is under `budget_threshold`.
 
 The accuracies of 2 and 3 come from the forward pass of the update itself, on f_A's output after
 update 1, so these updates are gated (computed every step, applied where the threshold says):
 deciding them beforehand would need one more forward pass of f_A and of each model.
 
 With `restart_every > 0` the budget models go back to their initial weights (and their
-optimizer slots to zero) every that many steps, the restarts of the paper.
+optimizer slots to zero) every that many steps, the restarts of the paper (the authors' code:
+`--use_fb_restarting`, every `--restarting_step` = 200 steps, off by default).
+
+Where this differs from the authors' loop (one `fit` step is one update of each player): their
+f_T trains, after each f_A update, in a loop until its accuracy on validation videos reaches
+0.7 (here: one gated update on the batch accuracy); the f_T update also moves f_A (at f_T's
+learning rate, 1e-5; here f_T's update moves f_T alone); the budget models make 5 updates per
+step, with no threshold (here one, gated); a restart reloads the pre-trained budget models and
+trains them 200 more steps before the minimax goes on (here: back to the weights they had when
+the trainer was compiled, with no extra steps); and their budget models run in training mode
+(batch statistics) in the f_A update, here in inference mode.
 """
 
 from __future__ import annotations
@@ -28,7 +47,7 @@ from keras_privacy import losses
 from keras_privacy.methods.engine import GroupValues, StatelessTrainer, Update, fold_time
 from keras_privacy.methods.spact import action_logits
 
-BUDGET_LOSSES = ("max_bce", "entropy")
+BUDGET_LOSSES = ("max_bce", "entropy", "image_max_bce")
 
 
 def multilabel_accuracy(labels, logits):
@@ -38,10 +57,32 @@ def multilabel_accuracy(labels, logits):
 
 
 def negative_entropy(logits):
-    """Mean over entries of sum p log p of the attribute probabilities (max 0, min -log 2)."""
+    """sum p log p + (1 - p) log (1 - p) of sigmoid probabilities, entry by entry (max 0, min
+    -log 2, at p = 0.5)."""
     p = ops.sigmoid(logits)
     eps = 1e-7
-    return ops.mean(p * ops.log(p + eps) + (1 - p) * ops.log(1 - p + eps))
+    return p * ops.log(p + eps) + (1 - p) * ops.log(1 - p + eps)
+
+
+def bce_to_ones(logits):
+    """Sigmoid cross-entropy of `logits` against all-ones targets, entry by entry."""
+    return losses.binary_cross_entropy(ops.ones_like(logits), logits)
+
+
+def clip_budget_term(frame_logits, clip_length, budget_loss: str = "max_bce"):
+    """The budget term of the authors' VITA on the frames of B clips.
+
+    `frame_logits` is a list (one per budget model) of (B * T, A) logits of the anonymized
+    frames. Each model's logits are averaged over the T frames of a clip, the per-entry term
+    (`max_bce`: BCE against ones; `entropy`: negative binary entropy) averaged over the
+    attributes; the maximum over the models is taken per clip, then the mean over clips.
+    """
+    entry = bce_to_ones if budget_loss == "max_bce" else negative_entropy
+    per_clip = []
+    for logits in frame_logits:
+        clips = ops.reshape(logits, (-1, clip_length, ops.shape(logits)[-1]))
+        per_clip.append(ops.mean(entry(ops.mean(clips, axis=1)), axis=1))
+    return ops.mean(ops.max(ops.stack(per_clip), axis=0))
 
 
 @keras.saving.register_keras_serializable(package="keras_privacy")
@@ -53,7 +94,7 @@ class VITA(StatelessTrainer):
         action_model: f_T, clips -> action logits.
         budget_models: privacy classifiers, images -> (N, A) attribute logits.
         budget_weight: gamma (VITA: 0.5).
-        budget_loss: "max_bce" or "entropy".
+        budget_loss: "max_bce" (the authors'), "entropy" or "image_max_bce" (see above).
         action_threshold: f_T updates while its batch accuracy is below this (VITA: 0.7).
         budget_threshold: a budget model updates while its batch accuracy is below this.
         restart_every: restart the budget models every this many steps (0 = never).
@@ -150,16 +191,21 @@ class VITA(StatelessTrainer):
         anon_frames, anon_images, state = self._anonymize(values, data, training=True)
         logits, _ = action_logits(self, values, anon_frames, ops.shape(clips)[1], training=False)
         action_loss = losses.softmax_cross_entropy(data["labels"], logits)
-        terms = []
-        for group in self.budget_groups:
-            budget_logits, _ = self.run(group, values, anon_images, training=False)
-            if self.budget_loss == "max_bce":
-                terms.append(
-                    losses.masked_binary_cross_entropy(ops.ones_like(budget_logits), budget_logits)
+        if self.budget_loss == "image_max_bce":
+            budget_term = ops.max(
+                ops.stack(
+                    [
+                        ops.mean(bce_to_ones(self.run(group, values, anon_images, False)[0]))
+                        for group in self.budget_groups
+                    ]
                 )
-            else:
-                terms.append(negative_entropy(budget_logits))
-        budget_term = ops.max(ops.stack(terms))
+            )
+        else:
+            frame_logits = [
+                self.run(group, values, anon_frames, training=False)[0]
+                for group in self.budget_groups
+            ]
+            budget_term = clip_budget_term(frame_logits, ops.shape(clips)[1], self.budget_loss)
         penalty = losses.rms_penalty(
             clips, ops.reshape(anon_frames, ops.shape(clips)), self.penalty_budget
         )
