@@ -162,22 +162,25 @@ def step_flops(method: str, trainer, sizes: dict, clips: int, images: int) -> in
     from keras_privacy.models.flops import forward_flops
 
     t, s = sizes["frames"], sizes["size"]
+    if method in ("spact", "penalty"):
+        from train_step import step_flops as minimax_flops  # benchmarks/train_step.py
+
+        models = {
+            "anonymizer": trainer.anonymizer,
+            "action": trainer.action_model,
+            "privacy": trainer.privacy_encoder,
+        }
+        return minimax_flops(models, clips, t, s, images)
     f_a = forward_flops(trainer.anonymizer, (s, s, 3))
     f_t = forward_flops(trainer.action_model, (t, s, s, 3))
-    if method in ("spact", "penalty"):
-        f_b = forward_flops(trainer.privacy_encoder, (s, s, 3))
-        anonymized = clips * t + 2 * images
-        contrastive = 2 * (clips + images)
-        forward = anonymized * f_a + clips * f_t + contrastive * f_b
-        anonymizer_half = forward + clips * f_t + contrastive * f_b + 2 * anonymized * f_a
-        adversary_half = forward + 2 * (clips * f_t + contrastive * f_b)
-        return anonymizer_half + adversary_half
     if method == "vita":
-        budget = sum(forward_flops(m, (s, s, 3)) for m in trainer.budget_models) * images
+        # f_A's update: f_A forward and backward (3x) on the frames and images, f_T and the
+        # budget models (on the anonymized frames) forward and input gradients (2x).
+        budget = sum(forward_flops(m, (s, s, 3)) for m in trainer.budget_models)
         anonymized = (clips * t + images) * f_a
-        anonymizer_update = (anonymized + clips * f_t + budget) * 2 + 2 * anonymized
-        # f_T's and the budget models' updates share one forward of the updated f_A.
-        return anonymizer_update + anonymized + 3 * clips * f_t + 3 * budget
+        anonymizer_update = 3 * anonymized + 2 * (clips * f_t + clips * t * budget)
+        # f_T's and the budget models' (on the images) updates share one forward of f_A.
+        return anonymizer_update + anonymized + 3 * clips * f_t + 3 * images * budget
     return None
 
 
