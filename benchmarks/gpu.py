@@ -28,8 +28,16 @@ Per method and dtype policy (`float32`, `mixed_bfloat16`), at the paper's batch 
 
 The authors' PyTorch SPAct step (`benchmarks/train_step_torch.py --device cuda`) runs at the same
 sizes in the same run, float32 and bfloat16 autocast, and the JAX / PyTorch step-time ratio is
-reported. Without a GPU (`--small`) the models are the synthetic benchmark's tiny ones, the
-sizes tiny and the PyTorch peer left out: a smoke run that checks every path, not a timing.
+reported.
+
+The learning check (`--learning_check DIR`): a SPAct minimax exported on a CPU by
+`python -m keras_privacy.data arrays` (batches, starting models and settings) is trained from
+those arrays with `fit`; `--record` (on the CPU) keeps its per-epoch losses as the reference,
+and a later run (on the GPU) reports its losses beside the reference and whether each last-epoch
+loss (the logs named `*loss`) is within `LEARNING_TOLERANCE` of it.
+
+Without a GPU (`--small`) the models are the synthetic benchmark's tiny ones, the sizes tiny
+and the PyTorch peer left out: a smoke run that checks every path, not a timing.
 The last line of the output is one JSON object.
 """
 
@@ -82,6 +90,11 @@ SMALL = {
     "attack_models": ("resnet_tiny_small_images", "resnet_tiny", "resnet_tiny_small_images"),
 }
 """`--small`: the synthetic benchmark's tiny models at tiny sizes (the CPU smoke run)."""
+
+LEARNING_TOLERANCE = 0.05
+"""Largest relative difference of a last-epoch loss from the CPU reference that the learning
+check takes for float noise (the same batches and starting weights; only the device's
+arithmetic differs, and it compounds over the steps)."""
 
 
 def build_trainer(method: str, sizes: dict, clips: int, images: int):
@@ -254,6 +267,62 @@ def measure_matmul(n: int, repeats: int = 20) -> dict:
     return figures
 
 
+def learning_check(folder: Path, record: bool) -> dict:
+    """Train the exported minimax in `folder` (see the module docstring); its losses, and their
+    comparison with `reference.json` (written instead with `record`)."""
+    import jax
+    import keras
+
+    from keras_privacy.methods.spact import SPAct
+    from keras_privacy.models import registry  # noqa: F401 (registers the models' layers)
+
+    class Batches(keras.utils.PyDataset):
+        def __init__(self, batches: list[dict]):
+            super().__init__()
+            self.batches = batches
+
+        def __len__(self) -> int:
+            return len(self.batches)
+
+        def __getitem__(self, index: int) -> dict:
+            return self.batches[index]
+
+    settings = json.loads((folder / "minimax.json").read_text())
+    files = ("anonymizer.keras", "action_model.keras", "privacy_encoder.keras")
+    models = [keras.saving.load_model(folder / name, compile=False) for name in files]
+    trainer = SPAct(*models, **settings["trainer"])
+    trainer.compile(
+        {group: keras.optimizers.Adam(lr) for group, lr in settings["learning_rates"].items()}
+    )
+    arrays = np.load(folder / "batches.npz")
+    losses: dict[str, list[float]] = {}
+    for epoch in range(settings["epochs"]):
+        batches = [
+            {key: arrays[key][epoch, step] for key in arrays.files}
+            for step in range(settings["steps_per_epoch"])
+        ]
+        history = trainer.fit(Batches(batches), epochs=1, verbose=0, shuffle=False).history
+        for name, values in history.items():
+            losses.setdefault(name, []).append(round(float(values[-1]), 5))
+    result = {"device": jax.local_devices()[0].device_kind, "losses": losses}
+    reference_path = folder / "reference.json"
+    if record:
+        reference_path.write_text(json.dumps(result, indent=1))
+        return result | {"recorded": str(reference_path)}
+    if reference_path.is_file():
+        reference = json.loads(reference_path.read_text())
+        result["reference"] = reference
+        differences = {
+            name: abs(values[-1] - reference["losses"][name][-1])
+            / max(abs(reference["losses"][name][-1]), 1e-6)
+            for name, values in losses.items()
+            if name.endswith("loss") and name in reference["losses"]
+        }
+        result["relative_differences"] = {k: round(v, 4) for k, v in differences.items()}
+        result["within_noise"] = all(v <= LEARNING_TOLERANCE for v in differences.values())
+    return result
+
+
 def run_worker(args: list[str], timeout: float) -> dict:
     """This script in a fresh process with `args`; its last JSON line, or why there is none."""
     env = dict(os.environ, KERAS_BACKEND="jax", XLA_PYTHON_CLIENT_PREALLOCATE="false")
@@ -330,8 +399,13 @@ def main() -> None:
         "--largest_batch", type=int, default=4, help="try up to this multiple of the batch (0: no)"
     )
     parser.add_argument("--timeout", type=float, default=400.0, help="seconds per measurement")
+    parser.add_argument("--learning_check", help="a folder exported by keras_privacy.data arrays")
+    parser.add_argument("--record", action="store_true", help="keep its losses as the reference")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.learning_check:
+        print(json.dumps(learning_check(Path(args.learning_check), args.record)))
+        return
     sizes = SMALL if args.small else PAPER
     methods = [m for m in args.methods.split(",") if m]
     unknown = set(methods) - set(METHODS)

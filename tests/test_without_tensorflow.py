@@ -111,3 +111,32 @@ def test_pair_arrays_lays_out_pairs_as_pair_batches():
         pair_arrays(first, {"clips": second["clips"], "labels": np.arange(2)})
     with pytest.raises(ValueError, match="different keys"):
         pair_arrays(first, {"clips": second["clips"]})
+
+
+@jax_only
+def test_an_exported_minimax_trains_from_arrays_without_tensorflow(benchmark, tmp_path):
+    from keras_privacy.data.__main__ import main
+
+    folder = tmp_path / "arrays"
+    config = str(ROOT / "configs" / "synthetic.cfg")
+    sizes = ["--frame_size=32", "--image_size=16", "--clip_length=4", "--batch_size=4"]
+    flags = [f"--synthetic_dir={benchmark}", "--steps_per_epoch=4", *sizes]
+    code = main(["arrays", "--flagfile", config, "--out", str(folder), "--epochs", "2", *flags])
+    assert code == 0
+    with np.load(folder / "batches.npz") as arrays:
+        assert arrays["clips"].shape == (2, 2, 4, 2, 4, 16, 16, 3)  # epochs, steps, batch, half
+    check = [str(ROOT / "benchmarks" / "gpu.py"), "--learning_check", str(folder)]
+    recorded = last_json(run_without_tensorflow(tmp_path, [*check, "--record"], 600))
+    assert len(recorded["losses"]["privacy_loss"]) == 2
+    again = last_json(run_without_tensorflow(tmp_path, check, 600))
+    assert again["within_noise"] is True
+    assert again["losses"] == recorded["losses"]  # the same device: the same numbers
+    assert set(again["relative_differences"]) >= {"action_loss", "privacy_loss"}
+
+
+def test_array_export_refuses_what_it_cannot_hold(tmp_path, capsys):
+    from keras_privacy.data.__main__ import main
+
+    vita = str(ROOT / "configs" / "synthetic_vita.cfg")
+    assert main(["arrays", "--flagfile", vita, "--out", str(tmp_path)]) == 2
+    assert "--method=vita: the array export holds a SPAct" in capsys.readouterr().err

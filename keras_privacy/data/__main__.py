@@ -3,9 +3,12 @@
     python -m keras_privacy.data stats --dataset ucf101 --annotations DIR [--root DIR] [--json]
     python -m keras_privacy.data prepare --dataset hmdb51 --annotations DIR --root DIR --out DIR
     python -m keras_privacy.data synthetic --out DIR
+    python -m keras_privacy.data arrays --flagfile configs/synthetic.cfg --out DIR [--epochs 2]
+        [--models_from RUN_DIR] [any train.py flag, e.g. --steps_per_epoch=4]
 
 `stats` needs only the annotation files: without --root (or with videos absent) it counts what
-the lists name and says how many files are missing.
+the lists name and says how many files are missing. `arrays` exports a SPAct minimax as NumPy
+arrays and models for training without TensorFlow (`keras_privacy.data.arrays`).
 """
 
 from __future__ import annotations
@@ -96,12 +99,46 @@ def _parser() -> argparse.ArgumentParser:
     synthetic = commands.add_parser("synthetic")
     synthetic.add_argument("--out", required=True)
     synthetic.add_argument("--seed", type=int, default=0)
+    arrays = commands.add_parser("arrays")
+    arrays.add_argument("--flagfile", required=True, help="a training config")
+    arrays.add_argument("--out", required=True, help="the folder to write")
+    arrays.add_argument("--epochs", type=int, default=2, help="minimax epochs to export")
+    arrays.add_argument("--models_from", default=None, help="a finished run's folder")
     return parser
+
+
+def _arrays(args: argparse.Namespace, flags: Sequence[str]) -> int:
+    """The `arrays` command: the config of `--flagfile` and `flags`, exported."""
+    from absl import flags as absl_flags
+
+    from keras_privacy.config import ExperimentConfig
+    from keras_privacy.data.arrays import export_minimax_arrays
+    from keras_privacy.flags import config_from_flags, define_flags
+
+    values = absl_flags.FlagValues()
+    define_flags(values, ExperimentConfig)
+    try:
+        values(["arrays", f"--flagfile={args.flagfile}", *flags])
+        config = config_from_flags(values, ExperimentConfig)
+        config.validate()
+        settings = export_minimax_arrays(config, args.out, args.epochs, args.models_from)
+    except (absl_flags.Error, ValueError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(
+        f"{args.out}: {settings['epochs']} epochs of {settings['steps_per_epoch']} minimax steps, "
+        f"models from {settings['source']['models_from']}"
+    )
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command of `argv` (default: the command line); returns the exit status."""
-    args = _parser().parse_args(argv)
+    args, unknown = _parser().parse_known_args(argv)
+    if args.command == "arrays":
+        return _arrays(args, unknown)
+    if unknown:
+        _parser().error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.command == "synthetic":
         paths = write_synthetic_benchmark(args.out, seed=args.seed)
         print(f"synthetic benchmark written to {paths.root}")

@@ -1,0 +1,85 @@
+"""Export a run's SPAct minimax as NumPy arrays, to train it where TensorFlow is absent.
+
+    python -m keras_privacy.data arrays --flagfile configs/synthetic.cfg --out DIR
+        [--epochs 2] [--models_from runs/synthetic]
+
+The folder gets what one SPAct (or penalty) minimax needs and nothing that needs TensorFlow to
+read: `batches.npz` (the pipeline's paired batches of `epochs` epochs, each array
+(epochs, steps, batch, 2, ...), exactly as training would draw them), the three models at the
+start (`anonymizer.keras`, `action_model.keras`, `privacy_encoder.keras`: freshly built from the
+config's seed, or the trained models of a finished run with `models_from`), and
+`minimax.json` (the trainer's settings and learning rates). `benchmarks/gpu.py
+--learning_check DIR` trains it with JAX, on a CPU to record the reference losses and on a
+GPU to compare with them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import keras
+import numpy as np
+
+from keras_privacy.config import ExperimentConfig
+
+MODEL_FILES = ("anonymizer", "action", "privacy")
+"""The models of the export, saved as `training.MODEL_FILES` names them."""
+
+
+def export_minimax_arrays(
+    config: ExperimentConfig, out: str | Path, epochs: int, models_from: str | None = None
+) -> dict:
+    """Write the minimax of `config` for `epochs` epochs into the folder `out`; returns the
+    settings written to `minimax.json`."""
+    from keras_privacy import training
+    from keras_privacy.data import sources
+
+    if config.method not in ("spact", "penalty") or len(config.privacy_backbone_names()) > 1:
+        raise ValueError(
+            f"--method={config.method}: the array export holds a SPAct (or penalty) minimax "
+            "with one privacy encoder"
+        )
+    if epochs < 1:
+        raise ValueError(f"--epochs must be at least 1, got {epochs}")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    keras.utils.set_random_seed(config.seed)
+    data = sources.training_data(config)
+    models = training.build_models(config, len(data.class_names), len(data.attribute_names))
+    if models_from:
+        for name in MODEL_FILES:
+            path = Path(models_from) / training.MODEL_FILES[name]
+            if not path.is_file():
+                raise FileNotFoundError(f"{path}: no trained model to start from")
+            models[name].set_weights(keras.saving.load_model(path, compile=False).get_weights())
+    steps = config.steps_per_epoch or data.steps_per_epoch
+    minimax = training.training_phases(config, models, steps)[-1]
+    epoch_batches = []
+    for epoch in range(epochs):
+        dataset = training.phase_dataset(minimax, data, epoch, steps, len(models) - 2)
+        epoch_batches.append([batch for batch in dataset.as_numpy_iterator()])
+    stacked = {
+        key: np.stack([np.stack([b[key] for b in batches]) for batches in epoch_batches])
+        for key in epoch_batches[0][0]
+    }
+    np.savez_compressed(out / "batches.npz", **stacked)
+    for name in MODEL_FILES:
+        models[name].save(out / training.MODEL_FILES[name])
+    trainer = minimax.make_trainer()
+    settings = {
+        "trainer": {
+            key: value
+            for key, value in trainer.get_config().items()
+            if key not in ("anonymizer", "action_model", "privacy_encoder")
+        },
+        "learning_rates": {
+            group: float(f"{float(keras.ops.convert_to_numpy(optimizer.learning_rate)):.6g}")
+            for group, optimizer in minimax.optimizers().items()
+        },
+        "epochs": epochs,
+        "steps_per_epoch": int(stacked["labels"].shape[1]),
+        "source": {"seed": config.seed, "models_from": models_from or "fresh"},
+    }
+    (out / "minimax.json").write_text(json.dumps(settings, indent=1))
+    return settings
