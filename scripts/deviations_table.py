@@ -13,6 +13,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from generated_section import read_section, write_section  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 DOCUMENT = REPO / "docs" / "paper_settings.md"
 START, END = "<!-- settings:start -->", "<!-- settings:end -->"
@@ -61,19 +64,12 @@ def settings_tables(settings=None, methods=None) -> str:
 
 def document_tables(document: Path = DOCUMENT) -> str:
     """The tables as the document holds them now (between the markers)."""
-    text = document.read_text()
-    if START not in text or END not in text:
-        raise SystemExit(f"{document} has no {START} ... {END} section")
-    return text.split(START, 1)[1].split(END, 1)[0].strip("\n") + "\n"
+    return read_section(document, START, END)
 
 
 def write_document(document: Path = DOCUMENT) -> None:
     """Replace the document's tables with freshly generated ones."""
-    text = document.read_text()
-    document_tables(document)  # checks the markers
-    before, rest = text.split(START, 1)
-    after = rest.split(END, 1)[1]
-    document.write_text(f"{before}{START}\n{settings_tables()}{END}{after}")
+    write_section(document, START, END, settings_tables())
 
 
 if __name__ == "__main__":

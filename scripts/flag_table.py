@@ -15,6 +15,9 @@ import dataclasses
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from generated_section import read_section, write_section  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 START, END = "<!-- flags:start -->", "<!-- flags:end -->"
@@ -87,19 +90,12 @@ def flag_tables(config_cls=None) -> str:
 
 def readme_tables(readme: Path = README) -> str:
     """The flag tables as the README holds them now (between the markers)."""
-    text = readme.read_text()
-    if START not in text or END not in text:
-        raise SystemExit(f"{readme} has no {START} ... {END} section")
-    return text.split(START, 1)[1].split(END, 1)[0].strip("\n") + "\n"
+    return read_section(readme, START, END)
 
 
 def write_readme(readme: Path = README) -> None:
     """Replace the README's flag tables with freshly generated ones."""
-    text = readme.read_text()
-    readme_tables(readme)  # checks the markers
-    before, rest = text.split(START, 1)
-    after = rest.split(END, 1)[1]
-    readme.write_text(f"{before}{START}\n{flag_tables()}{END}{after}")
+    write_section(readme, START, END, flag_tables())
 
 
 if __name__ == "__main__":
