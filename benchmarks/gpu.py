@@ -273,19 +273,9 @@ def learning_check(folder: Path, record: bool) -> dict:
     import jax
     import keras
 
+    from keras_privacy.methods.batches import BatchList
     from keras_privacy.methods.spact import SPAct
     from keras_privacy.models import registry  # noqa: F401 (registers the models' layers)
-
-    class Batches(keras.utils.PyDataset):
-        def __init__(self, batches: list[dict]):
-            super().__init__()
-            self.batches = batches
-
-        def __len__(self) -> int:
-            return len(self.batches)
-
-        def __getitem__(self, index: int) -> dict:
-            return self.batches[index]
 
     settings = json.loads((folder / "minimax.json").read_text())
     files = ("anonymizer.keras", "action_model.keras", "privacy_encoder.keras")
@@ -301,7 +291,7 @@ def learning_check(folder: Path, record: bool) -> dict:
             {key: arrays[key][epoch, step] for key in arrays.files}
             for step in range(settings["steps_per_epoch"])
         ]
-        history = trainer.fit(Batches(batches), epochs=1, verbose=0, shuffle=False).history
+        history = trainer.fit(BatchList(batches), epochs=1, verbose=0, shuffle=False).history
         for name, values in history.items():
             losses.setdefault(name, []).append(round(float(values[-1]), 5))
     result = {"device": jax.local_devices()[0].device_kind, "losses": losses}

@@ -2,8 +2,8 @@
 run by test_without_tensorflow.py, which blocks TensorFlow before this starts.
 
 Each trainer gets NumPy data the way a notebook would give it: the minimax trainers a dict of
-arrays paired by `pair_arrays` (`fit(x=..., batch_size=2)`), the others a `keras.utils.PyDataset`
-of ready batches (meta generalisation's support/query masks are per batch). Prints one JSON
+arrays paired by `pair_arrays` (`fit(x=..., batch_size=2)`), the others a `BatchList` of ready
+batches (meta generalisation's support/query masks are per batch). Prints one JSON
 object: per trainer, its last logs and the iterations of every trained group's optimizer; and
 whether TensorFlow ended up in `sys.modules` (it must not).
 """
@@ -15,6 +15,7 @@ import keras
 import numpy as np
 import tiny_models as tm
 
+from keras_privacy.methods.batches import BatchList
 from keras_privacy.methods.init import (
     ActionInit,
     IdentityInit,
@@ -25,20 +26,6 @@ from keras_privacy.methods.spact import SPAct, pair_arrays
 from keras_privacy.methods.vita import VITA
 
 STEPS = 2
-
-
-class Batches(keras.utils.PyDataset):
-    """A fixed list of batches (dicts of arrays)."""
-
-    def __init__(self, batches: list[dict]):
-        super().__init__()
-        self.batches = batches
-
-    def __len__(self) -> int:
-        return len(self.batches)
-
-    def __getitem__(self, index: int) -> dict:
-        return self.batches[index]
 
 
 def labelled(seed: int) -> dict:
@@ -59,7 +46,7 @@ def trainers() -> dict:
     """name -> (trainer, its data, the groups it trains), on tiny models."""
     anonymizer = tm.anonymizer()
     budget = [tm.budget_model(width=3), tm.budget_model(width=4)]
-    single = Batches([tm.batch(np.random.default_rng(seed)) for seed in range(STEPS)])
+    single = BatchList([tm.batch(np.random.default_rng(seed)) for seed in range(STEPS)])
     pairs = pair_arrays(examples(0, 2 * STEPS), examples(1, 2 * STEPS))
     meta = tm.meta_trainer(action_threshold=0.0, attack_threshold=0.0)
     return {
@@ -68,7 +55,7 @@ def trainers() -> dict:
         "privacy": (PrivacyInit(anonymizer, tm.privacy_encoder()), single, ("privacy",)),
         "supervised_privacy": (
             SupervisedPrivacyInit(anonymizer, {"budget_0": budget[0]}),
-            Batches([labelled(seed) for seed in range(STEPS)]),
+            BatchList([labelled(seed) for seed in range(STEPS)]),
             ("budget_0",),
         ),
         "spact": (
@@ -83,12 +70,12 @@ def trainers() -> dict:
         ),
         "vita": (
             VITA(anonymizer, tm.action_model(), budget, action_threshold=1.1, budget_threshold=1.1),
-            Batches([labelled(seed) for seed in range(STEPS)]),
+            BatchList([labelled(seed) for seed in range(STEPS)]),
             ("anonymizer", "action", "budget_0", "budget_1"),
         ),
         "meta": (
             meta,
-            Batches([tm.meta_batch(seed, models=3) for seed in range(STEPS)]),
+            BatchList([tm.meta_batch(seed, models=3) for seed in range(STEPS)]),
             ("anonymizer",),
         ),
     }
