@@ -96,6 +96,19 @@ def test_tradeoff_plot_is_written(tmp_path):
     assert matplotlib.image.imread(path).shape == (450, 750, 4)  # 7.5 x 4.5 in, legend at right
 
 
+def test_tradeoff_plot_draws_the_intervals(tmp_path):
+    plain = _filled_report(tmp_path / "plain").plot_tradeoff()
+    report = Report(tmp_path / "bars")
+    report.add("raw", 0.60, 0.80, 0.50, extra={"skipped": ["tattoo"], "epochs": 3})
+    report.add("downsample_4x", 0.45, 0.60, 0.55)
+    intervals = {"action_top1": [0.5, 0.7], "privacy_cmap": [0.3, 0.5]}
+    report.add("spact", 0.60, 0.40, 0.25, intervals=intervals)
+    with_bars = report.plot_tradeoff()
+    # The same points; only the error bars (and the title saying so) add ink.
+    ink = [(matplotlib.image.imread(p)[..., :3] < 0.9).any(-1).sum() for p in (plain, with_bars)]
+    assert ink[1] > ink[0] + 100
+
+
 def test_frame_strip_one_row_per_method(tmp_path):
     rng = np.random.default_rng(0)
     frames = {

@@ -212,8 +212,8 @@ class Report:
     def plot_tradeoff(self, path: str | os.PathLike = "tradeoff.png") -> Path:
         """Privacy cMAP (x) against action top-1 (y), one point per method, like SPAct's
         Fig. 4; the best trade-off lies top left. Each method has its own colour and marker
-        (raw a star), named in the legend, so close points stay readable. A relative `path` is
-        in `out_dir`."""
+        (raw a star), named in the legend, so close points stay readable; a method with
+        intervals has them as error bars. A relative `path` is in `out_dir`."""
         path = self._resolve(path)
         figure = Figure(figsize=(7.5, 4.5), dpi=_DPI)
         FigureCanvasAgg(figure)
@@ -227,8 +227,26 @@ class Report:
                 marker="*" if method == RAW_METHOD else _MARKERS[index % len(_MARKERS)],
                 label=method,
             )
+            x, y = result.intervals.get("privacy_cmap"), result.intervals.get("action_top1")
+            if x and y:
+                axes.errorbar(
+                    100 * result.privacy_cmap,
+                    100 * result.action_top1,
+                    xerr=[
+                        [100 * (result.privacy_cmap - x[0])],
+                        [100 * (x[1] - result.privacy_cmap)],
+                    ],
+                    yerr=[[100 * (result.action_top1 - y[0])], [100 * (y[1] - result.action_top1)]],
+                    fmt="none",
+                    ecolor=f"C{index % 10}",
+                    alpha=0.5,
+                    linewidth=1,
+                )
+        if any(r.intervals for r in self._results.values()):
+            axes.set_title("best trade-off: top left; bars: 95 % intervals", fontsize=9)
+        else:
+            axes.set_title("best trade-off: top left", fontsize=9)
         axes.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
-        axes.set_title("best trade-off: top left", fontsize=9)
         axes.set_xlabel("privacy cMAP (%) (lower is better)")
         axes.set_ylabel(f"action {self.action_metric} (%) (higher is better)")
         axes.margins(0.15)
