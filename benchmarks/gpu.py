@@ -55,6 +55,8 @@ from pathlib import Path
 import numpy as np
 
 METHODS = ("spact", "penalty", "vita", "meta")
+BATCHES_PER_STEP = {"spact": 2, "penalty": 2, "vita": 1, "meta": 1}
+"""Batches one training step takes: a SPAct (penalty) step is a minimax iteration of two."""
 POLICIES = ("float32", "mixed_bfloat16")
 
 PAPER = {
@@ -224,12 +226,12 @@ def measure_step(method: str, policy: str, sizes: dict, clips: int, images: int,
         jax.block_until_ready((logs, state))
         times.append(time.perf_counter() - start)
     seconds = statistics.median(times)
-    clips_per_step = clips * (2 if method in ("spact", "penalty") else 1)
+    clips_per_step = clips * BATCHES_PER_STEP[method]
     figures = {
         "method": method,
         "dtype_policy": policy,
         "clips_per_step": clips_per_step,
-        "images_per_step": images * (2 if method in ("spact", "penalty") else 1),
+        "images_per_step": images * BATCHES_PER_STEP[method],
         "seconds_per_step": round(seconds, 4),
         "clips_per_second": round(clips_per_step / seconds, 1),
         "compile_seconds": round(compile_seconds, 1),
@@ -357,12 +359,11 @@ def largest_batch(method: str, policy: str, args: argparse.Namespace, limit: int
             figures["stopped_at_clips"] = clips
             figures["stopped_because"] = result
             break
-        fits = result
+        fits, largest = result, clips
         factor *= 2
     if fits:
         figures.update(
-            largest_clips_per_batch=fits["clips_per_step"]
-            // (2 if method in ("spact", "penalty") else 1),
+            largest_clips_per_batch=largest,
             clips_per_second=fits["clips_per_second"],
             peak_gib=fits.get("peak_gib"),
         )

@@ -23,8 +23,8 @@ import numpy as np
 
 from keras_privacy.config import ExperimentConfig
 
-MODEL_FILES = ("anonymizer", "action", "privacy")
-"""The models of the export, saved as `training.MODEL_FILES` names them."""
+EXPORTED_MODELS = ("anonymizer", "action", "privacy")
+"""The models of the export, saved under the names `training.MODEL_FILES` gives them."""
 
 
 def export_minimax_arrays(
@@ -48,7 +48,7 @@ def export_minimax_arrays(
     data = sources.training_data(config)
     models = training.build_models(config, len(data.class_names), len(data.attribute_names))
     if models_from:
-        for name in MODEL_FILES:
+        for name in EXPORTED_MODELS:
             path = Path(models_from) / training.MODEL_FILES[name]
             if not path.is_file():
                 raise FileNotFoundError(f"{path}: no trained model to start from")
@@ -64,7 +64,7 @@ def export_minimax_arrays(
         for key in epoch_batches[0][0]
     }
     np.savez_compressed(out / "batches.npz", **stacked)
-    for name in MODEL_FILES:
+    for name in EXPORTED_MODELS:
         models[name].save(out / training.MODEL_FILES[name])
     trainer = minimax.make_trainer()
     settings = {

@@ -72,11 +72,10 @@ def load_pretrained(
     path = Path(path)
     if not path.is_file():
         raise WeightsError(f"{path}: no such weight file")
-    targets = _leaf_layers(model)
+    if path.name.endswith(".weights.h5"):
+        return _load_h5(model, path)
     if path.suffix in TORCH_SUFFIXES:
         source = _torch_arrays(model, path, arch)
-    elif path.name.endswith(".weights.h5"):
-        return _load_h5(model, path)
     elif path.suffix == ".keras":
         saved = keras.saving.load_model(path, compile=False)
         source = {
@@ -88,6 +87,7 @@ def load_pretrained(
             f"{path}: not a weight file (.keras, .weights.h5, or a PyTorch .pth / .pt / "
             ".safetensors checkpoint)"
         )
+    targets = _leaf_layers(model)
     loaded, mismatched = [], []
     for name, layer in targets.items():
         if name not in source:
@@ -103,19 +103,33 @@ def load_pretrained(
         for variable, array in zip(variables, _values(arrays)):
             variable.assign(np.asarray(array).astype(variable.dtype))
         loaded.append(name)
+    hint = f"the file's layers: {', '.join(list(source)[:8])}{', ...' if len(source) > 8 else ''}"
+    return _report(path, model, list(targets), list(source), loaded, mismatched, hint)
+
+
+def _report(
+    path: Path,
+    model: keras.Model,
+    targets: list[str],
+    sources: list[str],
+    loaded: list[str],
+    mismatched: list[str],
+    hint: str,
+) -> LoadReport:
+    """The report of a load that matched the layers `targets` of the model against `sources`
+    of the file; a WeightsError ending in `hint` when nothing loaded."""
     if not loaded:
         raise WeightsError(
-            f"{path}: no layer of the file matches {model.name!r} "
-            f"({len(mismatched)} by name with other shapes; the file's layers: "
-            f"{', '.join(list(source)[:8])}{', ...' if len(source) > 8 else ''})"
+            f"{path}: no layer of the file matches {model.name!r} ({len(mismatched)} "
+            f"with other shapes; {hint})"
         )
     return LoadReport(
         source=str(path),
         model=model.name,
         loaded=loaded,
-        new=[name for name in targets if name not in source],
+        new=[name for name in targets if name not in sources],
         mismatched=mismatched,
-        unused=[name for name in source if name not in targets],
+        unused=[name for name in sources if name not in targets],
     )
 
 
@@ -200,12 +214,13 @@ def _load_h5(model: keras.Model, path: Path) -> LoadReport:
                 file_shapes = [source[k].shape for k in sorted(source_layers[layer])]
                 model_shapes = [own[k].shape for k in sorted(keys)]
                 mismatched.append(f"{layer}: file {file_shapes} vs model {model_shapes}")
-        if not loaded:
-            raise WeightsError(
-                f"{path}: no layer of the file matches {model.name!r} ({len(mismatched)} "
-                "with other shapes); a .weights.h5 file loads into the architecture it was "
-                "saved from: give a .keras file to load by layer names"
-            )
+        hint = (
+            "a .weights.h5 file loads into the architecture it was saved from: give a .keras "
+            "file to load by layer names"
+        )
+        report = _report(
+            path, model, list(own_layers), list(source_layers), loaded, mismatched, hint
+        )
         import h5py
 
         with h5py.File(own_path, "r+") as file:
@@ -213,14 +228,7 @@ def _load_h5(model: keras.Model, path: Path) -> LoadReport:
                 for key in own_layers[layer]:
                     file[key][...] = source[key]
         model.load_weights(own_path)
-    return LoadReport(
-        source=str(path),
-        model=model.name,
-        loaded=loaded,
-        new=[layer for layer in own_layers if layer not in source_layers],
-        mismatched=mismatched,
-        unused=[layer for layer in source_layers if layer not in own_layers],
-    )
+    return report
 
 
 def _torch_arrays(model: keras.Model, path: Path, arch: str | None) -> dict[str, dict]:
@@ -237,7 +245,7 @@ def _torch_arrays(model: keras.Model, path: Path, arch: str | None) -> dict[str,
         raise WeightsError(str(error)) from None
     arrays: dict[str, dict] = {}
     used: set[str] = set()
-    for owner in [model, *(m for m in _nested_models(model))]:
+    for owner in [model, *_nested_models(model)]:
         names = convert.torch_module_names(owner, arch, strict=False)
         if names:
             found, owner_used, _, _ = convert.torch_layer_arrays(owner, state_dict, names)
