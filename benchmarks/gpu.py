@@ -275,6 +275,7 @@ def learning_check(folder: Path, record: bool) -> dict:
     import jax
     import keras
 
+    from keras_privacy.data.arrays import frames_as_floats
     from keras_privacy.methods.batches import BatchList
     from keras_privacy.methods.spact import SPAct
     from keras_privacy.models import registry  # noqa: F401 (registers the models' layers)
@@ -290,7 +291,7 @@ def learning_check(folder: Path, record: bool) -> dict:
     losses: dict[str, list[float]] = {}
     for epoch in range(settings["epochs"]):
         batches = [
-            {key: arrays[key][epoch, step] for key in arrays.files}
+            {key: frames_as_floats(arrays[key][epoch, step]) for key in arrays.files}
             for step in range(settings["steps_per_epoch"])
         ]
         history = trainer.fit(BatchList(batches), epochs=1, verbose=0, shuffle=False).history

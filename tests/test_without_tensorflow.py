@@ -125,6 +125,7 @@ def test_an_exported_minimax_trains_from_arrays_without_tensorflow(benchmark, tm
     assert code == 0
     with np.load(folder / "batches.npz") as arrays:
         assert arrays["clips"].shape == (2, 2, 4, 2, 4, 16, 16, 3)  # epochs, steps, batch, half
+        assert arrays["clips"].dtype == np.uint8 and arrays["labels"].dtype != np.uint8
     check = [str(ROOT / "benchmarks" / "gpu.py"), "--learning_check", str(folder)]
     recorded = last_json(run_without_tensorflow(tmp_path, [*check, "--record"], 600))
     assert len(recorded["losses"]["privacy_loss"]) == 2
@@ -132,6 +133,17 @@ def test_an_exported_minimax_trains_from_arrays_without_tensorflow(benchmark, tm
     assert again["within_noise"] is True
     assert again["losses"] == recorded["losses"]  # the same device: the same numbers
     assert set(again["relative_differences"]) >= {"action_loss", "privacy_loss"}
+
+
+def test_exported_frames_round_trip_to_within_half_a_level():
+    from keras_privacy.data.arrays import frames_as_floats, frames_as_uint8
+
+    frames = np.random.default_rng(0).uniform(size=(3, 5, 5, 3)).astype("float32")
+    back = frames_as_floats(frames_as_uint8(frames))
+    assert back.dtype == np.float32
+    np.testing.assert_allclose(back, frames, atol=0.5 / 255 + 1e-7)
+    labels = np.arange(4, dtype="int32")
+    assert frames_as_floats(frames_as_uint8(labels)) is labels
 
 
 def test_array_export_refuses_what_it_cannot_hold(tmp_path, capsys):
