@@ -70,18 +70,47 @@ _RESNET = [
     (r"^fc$", "fc"),
 ]
 _UNET_PART = {"conv1": "0", "bn1": "1", "conv2": "3", "bn2": "4"}
+# SPAct's and TeD-SPAD's self-supervised f_B, nn.Sequential(ResNet-50 with fc = Identity, MLP)
+# (SPAct anonymization_training/model.py:17-67, TeD-SPAD aux_code/model_loaders.py:124-152).
+_SIMCLR = [
+    *[(pattern, f"0.{torch_name}") for pattern, torch_name in _RESNET if pattern != r"^fc$"],
+    (r"^hidden$", "1.fc1"),
+    (r"^output$", "1.fc2"),
+]
+# TeD-SPAD's f_A, segmentation_models_pytorch 0.3.3's UnetPlusPlus on a ResNet encoder
+# (TeD-SPAD aux_code/model_loaders.py:19-30).
+_UNETPP = [
+    (r"^encoder_stem_conv$", "encoder.conv1"),
+    (r"^encoder_stem_bn$", "encoder.bn1"),
+    *[(p.replace("^", "^encoder_"), f"encoder.{r}") for p, r in _RESNET[2:-1]],
+    (r"^decoder_x_(\d)_(\d)_(\d)_conv$", r"decoder.blocks.x_\1_\2.conv\3.0"),
+    (r"^decoder_x_(\d)_(\d)_(\d)_bn$", r"decoder.blocks.x_\1_\2.conv\3.1"),
+    (r"^segmentation_head$", "segmentation_head.0"),
+]
+_UNUSED_STAGES = {"unetpp": r"^(encoder\.layer\d+)\."}
+"""Checkpoint keys that an architecture holds but never uses: smp keeps the encoder's stages
+past `encoder_depth` in the state dict (ResNet-18's layer4 at TeD-SPAD's depth 4)."""
 
 ARCHITECTURES = {
     "r3d_18": ("action", _VIDEO_RESNET),
     "r3d_18_spact": ("action", _VIDEO_RESNET),
+    "mc3_18": ("action", _VIDEO_RESNET),
     "r2plus1d_18": ("action", _R2PLUS1D),
     "r3d_50": ("action", _RESNET),
     **{f"resnet{depth}": ("image", _RESNET) for depth in (18, 34, 50, 101, 152)},
+    "simclr_resnet50": ("privacy_encoder", _SIMCLR),
     "unet": ("anonymizer", None),
+    "unetpp": ("anonymizer", _UNETPP),
 }
 """Architectures this module converts: name -> (registry kind, Keras -> PyTorch name map)."""
 
-_CHECKPOINT_KEYS = ("state_dict", "model_state_dict", "model", "fa_model_state_dict")
+_CHECKPOINT_KEYS = (
+    "state_dict",
+    "model_state_dict",
+    "model",
+    "fa_model_state_dict",
+    "fb_model_state_dict",
+)
 
 
 class ConversionError(ValueError):
@@ -199,16 +228,28 @@ def _read_safetensors(path: Path) -> dict[str, np.ndarray]:
     return tensors
 
 
+def leaf_layers(model) -> list:
+    """The layers with weights of `model` and of the models nested in it, in order."""
+    import keras
+
+    found = []
+    for layer in model.layers:
+        if isinstance(layer, keras.Model):
+            found.extend(leaf_layers(layer))
+        elif layer.weights:
+            found.append(layer)
+    return found
+
+
 def torch_module_names(model, arch: str, strict: bool = True) -> dict[str, str]:
-    """Keras layer name -> PyTorch module path, for every layer of `model` with weights; a layer
-    with no PyTorch name fails when `strict`, else is left out (a head the checkpoint lacks)."""
+    """Keras layer name -> PyTorch module path, for every layer with weights of `model` and
+    its nested models; a layer with no PyTorch name fails when `strict`, else is left out (a
+    head the checkpoint lacks)."""
     if arch not in ARCHITECTURES:
         raise ConversionError(f"unknown arch {arch!r}; known: {', '.join(ARCHITECTURES)}")
     patterns = ARCHITECTURES[arch][1]
     names = {}
-    for layer in model.layers:
-        if not layer.weights:
-            continue
+    for layer in leaf_layers(model):
         if patterns is None:
             torch_name = _unet_module_name(layer.name, model)
         else:
@@ -234,7 +275,7 @@ def _unet_module_name(name: str, model) -> str | None:
     double_conv = f"double_conv.{_UNET_PART[part]}"
     if kind == "down":
         return f"inc.{double_conv}" if level == 0 else f"down{level}.maxpool_conv.1.{double_conv}"
-    levels = sum(1 for layer in model.layers if re.match(r"^down\d+_conv1$", layer.name))
+    levels = sum(1 for layer in leaf_layers(model) if re.match(r"^down\d+_conv1$", layer.name))
     return f"up{levels - 1 - level}.conv.{double_conv}"
 
 
@@ -250,7 +291,7 @@ def torch_layer_arrays(
     used = {key for key in state_dict if key.endswith("num_batches_tracked")}
     missing, homeless, arrays = [], [], {}
     previous_conv_bias = {}
-    for layer in model.layers:
+    for layer in leaf_layers(model):
         if layer.name not in names:
             continue
         prefix = names[layer.name]
@@ -293,6 +334,21 @@ def torch_layer_arrays(
     return arrays, used, missing, homeless
 
 
+def unused_by_design(arch: str, state_dict: Mapping, names: Mapping[str, str]) -> set[str]:
+    """The keys of `state_dict` that `arch` keeps but never uses (see `_UNUSED_STAGES`) and
+    that no layer of `names` (Keras layer -> PyTorch module) reads."""
+    pattern = _UNUSED_STAGES.get(arch)
+    if pattern is None:
+        return set()
+    modules = set(names.values())
+    unused = set()
+    for key in state_dict:
+        match = re.match(pattern, key)
+        if match and not any(m.startswith(f"{match.group(1)}.") for m in modules):
+            unused.add(key)
+    return unused
+
+
 def load_torch_weights(
     model, state_dict: Mapping[str, np.ndarray], arch: str, source: str = "state dict"
 ) -> None:
@@ -304,8 +360,9 @@ def load_torch_weights(
     """
     names = torch_module_names(model, arch)
     arrays, used, missing, mismatched = torch_layer_arrays(model, state_dict, names)
+    used |= unused_by_design(arch, state_dict, names)
     assignments = []
-    for layer in model.layers:
+    for layer in leaf_layers(model):
         for attr, (key, array) in arrays.get(layer.name, {}).items():
             variable = getattr(layer, attr)
             if tuple(variable.shape) != array.shape:
@@ -339,13 +396,32 @@ def _listing(kind: str, keys: Sequence[str], limit: int = 20) -> str:
     return f"\n  {len(keys)} {kind}: {shown}{more}"
 
 
+def checkpoint_layout(arch: str, state_dict: Mapping[str, np.ndarray]) -> str:
+    """The architecture whose key layout `state_dict` has, given the registry model `arch` it
+    loads into: a SimCLR f_B checkpoint (`0.*` trunk, `1.fc1` / `1.fc2` head) for a ResNet-50
+    is `simclr_resnet50`; otherwise `arch` itself."""
+    if arch == "resnet50" and "1.fc1.weight" in state_dict and "0.conv1.weight" in state_dict:
+        return "simclr_resnet50"
+    return arch
+
+
 def build_for_state_dict(arch: str, state_dict: Mapping[str, np.ndarray], num_classes=None):
-    """The registry's model for `arch`, with the head the checkpoint has (`fc.weight`)."""
+    """The registry's model for `arch`, with the head the checkpoint has (`fc.weight`; for
+    `simclr_resnet50` the projection head's widths from `1.fc1` and `1.fc2`)."""
     from keras_privacy.models import registry
+    from keras_privacy.models.resnet import privacy_encoder, projection_head
 
     if arch not in ARCHITECTURES:
         raise ConversionError(f"unknown arch {arch!r}; known: {', '.join(ARCHITECTURES)}")
     kind = ARCHITECTURES[arch][0]
+    if kind == "privacy_encoder":
+        for key in ("1.fc1.weight", "1.fc2.weight"):
+            if key not in state_dict:
+                raise ConversionError(f"{arch}: the checkpoint has no {key} (projection head)")
+        hidden, features = state_dict["1.fc1.weight"].shape
+        backbone = registry.build_image_backbone(arch.removeprefix("simclr_"))
+        head = projection_head(features, hidden=hidden, output=state_dict["1.fc2.weight"].shape[0])
+        return privacy_encoder(backbone, head)
     found = state_dict["fc.weight"].shape[0] if "fc.weight" in state_dict else None
     if num_classes is not None and found is not None and num_classes != found:
         raise ConversionError(
@@ -367,16 +443,44 @@ def convert(
     out: str | os.PathLike,
     num_classes: int | None = None,
     key: str | None = None,
+    normalization: str | None = None,
 ):
-    """Read the checkpoint at `path`, load it into the registry's `arch` model and save its
-    weights to `out` (a `.weights.h5` file); returns the Keras model."""
-    if not str(out).endswith(".weights.h5"):
-        raise ConversionError(f"--out {out}: Keras weight files must end in .weights.h5")
+    """Read the checkpoint at `path`, load it into the registry's `arch` model and save it to
+    `out`: a `.keras` model behind the input normalisation of the checkpoint family
+    `normalization` (a key of `pretrained.NORMALIZATIONS`, required), or its weights alone
+    in a `.weights.h5` file (no normalisation). Returns the Keras model written."""
+    from keras_privacy.models import pretrained
+
+    out = os.fspath(out)
+    if out.endswith(".keras"):
+        if normalization is None:
+            raise ConversionError(
+                f"--out {out}: a .keras file records the input normalisation the weights "
+                f"expect; give --normalization ({', '.join(pretrained.NORMALIZATIONS)})"
+            )
+        try:
+            statistics = pretrained.normalization_named(normalization)
+        except pretrained.WeightsError as error:
+            raise ConversionError(str(error)) from None
+    elif out.endswith(".weights.h5"):
+        if normalization not in (None, "none"):
+            raise ConversionError(
+                f"--out {out}: a .weights.h5 file cannot record --normalization "
+                f"{normalization}; write a .keras file"
+            )
+        statistics = None
+    else:
+        raise ConversionError(f"--out {out}: write a .keras model or a .weights.h5 file")
     state_dict = read_state_dict(path, key)
     model = build_for_state_dict(arch, state_dict, num_classes)
     load_torch_weights(model, state_dict, arch, source=os.fspath(path))
     Path(out).parent.mkdir(parents=True, exist_ok=True)
-    model.save_weights(os.fspath(out))
+    if out.endswith(".weights.h5"):
+        model.save_weights(out)
+        return model
+    if statistics is not None:
+        model = pretrained.with_input_normalization(model, *statistics)
+    model.save(out)
     return model
 
 
@@ -389,12 +493,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("state_dict", help="a .pth / .pt or .safetensors file")
     parser.add_argument("--arch", required=True, choices=sorted(ARCHITECTURES))
-    parser.add_argument("--out", required=True, help="the Keras weights to write (.weights.h5)")
+    parser.add_argument(
+        "--out", required=True, help="the Keras model (.keras) or weights (.weights.h5) to write"
+    )
+    parser.add_argument(
+        "--normalization",
+        default=None,
+        help="the input normalisation the weights expect, saved in a .keras model: "
+        "kinetics400, imagenet or none",
+    )
     parser.add_argument("--num_classes", type=int, default=None, help="check the head's size")
     parser.add_argument("--key", default=None, help="the state dict's key in a checkpoint dict")
     args = parser.parse_args(argv)
     try:
-        model = convert(args.state_dict, args.arch, args.out, args.num_classes, args.key)
+        model = convert(
+            args.state_dict, args.arch, args.out, args.num_classes, args.key, args.normalization
+        )
     except ConversionError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

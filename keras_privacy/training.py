@@ -105,10 +105,12 @@ def build_models(
             config.action_model, num_classes=num_classes, input_shape=clip_shape
         ),
     }
-    pretrained.start_from_weights(
+    models["anonymizer"] = pretrained.start_from_weights(
         models["anonymizer"], config.anonymizer_weights, config.anonymizer
     )
-    pretrained.start_from_weights(models["action"], config.action_weights, config.action_model)
+    models["action"] = pretrained.start_from_weights(
+        models["action"], config.action_weights, config.action_model
+    )
     if config.method in SUPERVISED_METHODS:
         for i, name in enumerate(config.adversary_model_names()):
             backbone = registry.build_image_backbone(name)
@@ -124,7 +126,9 @@ def build_models(
             output=config.projection_dim,
         )
         name = config.privacy_backbone_names()[0]
-        pretrained.start_from_weights(models["privacy"], config.privacy_weights, name)
+        models["privacy"] = pretrained.start_from_weights(
+            models["privacy"], config.privacy_weights, name
+        )
         return models
     names = config.privacy_backbone_names()
     for group, name in zip(privacy_group_names(len(names)), names):
@@ -138,7 +142,7 @@ def build_models(
         models[group] = privacy_encoder(
             backbone, head, name="privacy_encoder" if len(names) == 1 else f"{group}_encoder"
         )
-    pretrained.start_from_weights(models[group], config.privacy_weights, names[0])
+    models[group] = pretrained.start_from_weights(models[group], config.privacy_weights, names[0])
     return models
 
 

@@ -4,6 +4,7 @@ tests/torch_reference.py), converted, must give the same outputs."""
 import json
 import struct
 
+import keras
 import numpy as np
 import pytest
 
@@ -18,6 +19,8 @@ from keras_privacy.convert import (  # noqa: E402
     read_state_dict,
 )
 from keras_privacy.models import registry  # noqa: E402
+from keras_privacy.models.pretrained import NORMALIZATIONS  # noqa: E402
+from keras_privacy.models.resnet import privacy_encoder, projection_head  # noqa: E402
 
 WIDTHS = (8, 8, 16, 16)
 
@@ -36,6 +39,7 @@ def torch_parameters(model) -> int:
         (lambda: ref.ResNet((3, 8, 36, 3)), 60_192_808),  # resnet152
         (lambda: ref.UNet(), 17_263_107),  # milesial's UNet, bilinear
         (lambda: ref.ResNet(video=True, num_classes=400), 47_018_576),  # Keras' r3d_50 count
+        (lambda: ref.VideoResNet(mixed=True), 11_695_440),  # torchvision mc3_18
     ],
 )
 def test_torch_references_have_the_published_parameter_counts(model, count):
@@ -88,6 +92,31 @@ CASES = {
             "resnet50", num_classes=5, widths=WIDTHS, blocks=(1, 2, 1, 1)
         ),
         (32, 32, 3),
+    ),
+    "mc3_18": (
+        lambda: ref.VideoResNet(False, WIDTHS, (2, 1, 1, 1), num_classes=5, mixed=True),
+        lambda: registry.build_action_model(
+            "mc3_18", 5, widths=WIDTHS, blocks=(2, 1, 1, 1), stem_width=8
+        ),
+        (8, 32, 32, 3),
+    ),
+    "simclr_resnet50": (
+        lambda: ref.simclr_resnet((1, 2, 1, 1), WIDTHS, hidden=24, output=8),
+        lambda: privacy_encoder(
+            registry.build_image_backbone("resnet50", widths=WIDTHS, blocks=(1, 2, 1, 1)),
+            projection_head(64, hidden=24, output=8),
+        ),
+        (32, 32, 3),
+    ),
+    "unetpp": (
+        lambda: ref.UnetPlusPlus(4, (8, 16, 16, 32), (2, 1, 1, 1), (32, 16, 8, 8)),
+        lambda: registry.build_anonymizer(
+            "unetpp",
+            encoder_widths=(8, 8, 16, 16, 32),
+            encoder_blocks=(2, 1, 1),
+            decoder_widths=(32, 16, 8, 8),
+        ),
+        (32, 48, 3),
     ),
     "unet": (
         lambda: ref.UNet((8, 8, 16, 16)),
@@ -219,4 +248,54 @@ def test_cli_reports_a_wrong_head_and_a_bad_output_name(tmp_path, capsys):
     assert main([str(path), "--arch", "resnet18", "--out", out, "--num_classes", "9"]) == 1
     assert "fc.weight has 3 classes" in capsys.readouterr().err
     assert main([str(path), "--arch", "resnet18", "--out", str(tmp_path / "out.h5")]) == 1
-    assert "must end in .weights.h5" in capsys.readouterr().err
+    assert "write a .keras model or a .weights.h5 file" in capsys.readouterr().err
+
+
+def test_cli_converts_a_ted_spad_unetpp_checkpoint_into_a_keras_model(tmp_path, capsys):
+    """TeD-SPAD's f_A at full size, saved as their training saves it (DataParallel, under
+    fa_model_state_dict, smp's unused encoder.layer4 included) -> a .keras anonymizer."""
+    torch_model = ref.randomize(ref.UnetPlusPlus())
+    assert any(key.startswith("encoder.layer4.") for key in torch_model.state_dict())
+    tensors = {f"module.{k}": v for k, v in torch_model.state_dict().items()}
+    path = tmp_path / "fa_ted_spad.pth"
+    torch.save({"epoch": 1, "fa_model_state_dict": tensors}, path)
+    out = tmp_path / "unetpp.keras"
+    argv = [str(path), "--arch", "unetpp", "--out", str(out), "--normalization", "none"]
+    assert main(argv) == 0
+    assert str(out) in capsys.readouterr().out
+    keras_model = keras.saving.load_model(out, compile=False)
+    x = np.random.default_rng(3).random((1, 32, 48, 3), dtype="float32")
+    np.testing.assert_allclose(
+        np.asarray(keras_model(x, training=False)), torch_output(torch_model, x), atol=1e-4
+    )
+
+
+def test_cli_writes_a_simclr_encoder_behind_its_input_normalisation(tmp_path):
+    """SPAct's f_B checkpoint (fb_model_state_dict: ResNet-50 trunk `0.*`, head `1.fc1`,
+    `1.fc2`) -> a .keras privacy encoder that normalises [0, 1] images by ImageNet's
+    statistics: it equals PyTorch's f_B fed (x - mean) / std."""
+    torch_model = ref.randomize(ref.simclr_resnet())
+    path = tmp_path / "fb_simclr.pth"
+    torch.save({"fb_model_state_dict": torch_model.state_dict()}, path)
+    out = tmp_path / "simclr.keras"
+    argv = [str(path), "--arch", "simclr_resnet50", "--out", str(out)]
+    assert main([*argv, "--normalization", "imagenet"]) == 0
+    keras_model = keras.saving.load_model(out, compile=False)
+    x = np.random.default_rng(4).random((2, 32, 32, 3), dtype="float32")
+    mean, std = NORMALIZATIONS["imagenet"]
+    expected = torch_output(torch_model, ((x - np.float32(mean)) / np.float32(std)))
+    np.testing.assert_allclose(np.asarray(keras_model(x, training=False)), expected, atol=1e-4)
+
+
+def test_a_keras_output_needs_its_normalisation_named(tmp_path, capsys):
+    tensors, _ = small_resnet()
+    path = tmp_path / "small.pth"
+    torch.save({k: torch.from_numpy(v) for k, v in tensors.items()}, path)
+    out = str(tmp_path / "out.keras")
+    assert main([str(path), "--arch", "resnet18", "--out", out]) == 1
+    assert "give --normalization (none, imagenet, kinetics400)" in capsys.readouterr().err
+    assert main([str(path), "--arch", "resnet18", "--out", out, "--normalization", "x"]) == 1
+    assert "unknown normalisation 'x'" in capsys.readouterr().err
+    h5 = str(tmp_path / "out.weights.h5")
+    assert main([str(path), "--arch", "resnet18", "--out", h5, "--normalization", "imagenet"]) == 1
+    assert "cannot record --normalization imagenet" in capsys.readouterr().err

@@ -16,6 +16,13 @@ class Conv3DSimple(nn.Conv3d):
         super().__init__(in_planes, out_planes, 3, stride=stride, padding=1, bias=False)
 
 
+class Conv3DNoTemporal(nn.Conv3d):
+    def __init__(self, in_planes, out_planes, midplanes=None, stride=1):
+        super().__init__(
+            in_planes, out_planes, (1, 3, 3), (1, stride, stride), (0, 1, 1), bias=False
+        )
+
+
 class Conv2Plus1D(nn.Sequential):
     def __init__(self, in_planes, out_planes, midplanes, stride=1):
         super().__init__(
@@ -43,9 +50,10 @@ class VideoBasicBlock(nn.Module):
 
 
 class VideoResNet(nn.Module):
-    """torchvision.models.video.VideoResNet with BasicBlocks (r3d_18, r2plus1d_18); `spact=True`
-    (r3d_18 only) patches layer4 as SPAct's code does: first conv stride (1, 2, 2), padding
-    (2, 1, 1), dilation (2, 1, 1), shortcut stride (1, 2, 2)."""
+    """torchvision.models.video.VideoResNet with BasicBlocks (r3d_18, r2plus1d_18, and mc3_18
+    with `mixed=True`: stages after the first convolve 1x3x3, shortcuts stride (1, s, s));
+    `spact=True` (r3d_18 only) patches layer4 as SPAct's code does: first conv stride
+    (1, 2, 2), padding (2, 1, 1), dilation (2, 1, 1), shortcut stride (1, 2, 2)."""
 
     def __init__(
         self,
@@ -55,6 +63,7 @@ class VideoResNet(nn.Module):
         stem_mid=45,
         num_classes=400,
         spact=False,
+        mixed=False,
     ):
         super().__init__()
         stem_width = widths[0]
@@ -73,16 +82,19 @@ class VideoResNet(nn.Module):
                 _bn3d(stem_width),
                 nn.ReLU(inplace=True),
             )
-        builder = Conv2Plus1D if factorized else Conv3DSimple
         inplanes = stem_width
         for stage, (width, count) in enumerate(zip(widths, blocks)):
+            builder = Conv2Plus1D if factorized else Conv3DSimple
+            if mixed and stage > 0:
+                builder = Conv3DNoTemporal
             layers = []
             for block in range(count):
                 stride = 2 if stage > 0 and block == 0 else 1
                 downsample = None
                 if stride != 1 or inplanes != width:
+                    ds_stride = (1, stride, stride) if builder is Conv3DNoTemporal else stride
                     downsample = nn.Sequential(
-                        nn.Conv3d(inplanes, width, 1, stride=stride, bias=False), _bn3d(width)
+                        nn.Conv3d(inplanes, width, 1, stride=ds_stride, bias=False), _bn3d(width)
                     )
                 layers.append(VideoBasicBlock(inplanes, width, builder, stride, downsample))
                 inplanes = width
@@ -262,6 +274,128 @@ class UNet(nn.Module):
         for i in range(1, self.levels):
             x = getattr(self, f"up{i}")(x, skips[self.levels - 1 - i])
         return torch.sigmoid(self.outc(x))
+
+
+class SimCLRHead(nn.Module):
+    """The projection head of SPAct's and TeD-SPAD's self-supervised f_B (SPAct
+    anonymization_training/model.py:35-51): fc1 - ReLU - fc2 - L2 normalisation."""
+
+    def __init__(self, features=2048, hidden=2048, output=128):
+        super().__init__()
+        self.fc1 = nn.Linear(features, hidden)
+        self.relu = nn.ReLU(inplace=True)
+        self.fc2 = nn.Linear(hidden, output)
+
+    def forward(self, x):
+        return nn.functional.normalize(self.fc2(self.relu(self.fc1(x))), p=2, dim=1)
+
+
+def simclr_resnet(blocks=(3, 4, 6, 3), widths=(64, 128, 256, 512), hidden=2048, output=128):
+    """SPAct's f_B: nn.Sequential(torchvision ResNet-50 with fc = Identity, SimCLRHead), whose
+    state dict has keys `0.conv1.weight`, ..., `1.fc1.weight`, `1.fc2.bias`."""
+    trunk = ResNet(blocks, True, widths)
+    trunk.fc = nn.Identity()
+    return nn.Sequential(trunk, SimCLRHead(widths[-1] * 4, hidden, output))
+
+
+class Conv2dReLU(nn.Sequential):
+    """segmentation_models_pytorch's Conv2dReLU with BatchNorm: 3x3 conv (no bias), BN, ReLU."""
+
+    def __init__(self, in_channels, out_channels):
+        super().__init__(
+            nn.Conv2d(in_channels, out_channels, 3, padding=1, bias=False),
+            nn.BatchNorm2d(out_channels),
+            nn.ReLU(inplace=True),
+        )
+
+
+class UnetPlusPlusBlock(nn.Module):
+    """smp's UNet++ DecoderBlock without attention: nearest 2x up, concat skips, two convs."""
+
+    def __init__(self, in_channels, skip_channels, out_channels):
+        super().__init__()
+        self.conv1 = Conv2dReLU(in_channels + skip_channels, out_channels)
+        self.conv2 = Conv2dReLU(out_channels, out_channels)
+
+    def forward(self, x, skip=None):
+        x = nn.functional.interpolate(x, scale_factor=2, mode="nearest")
+        if skip is not None:
+            x = torch.cat([x, skip], dim=1)
+        return self.conv2(self.conv1(x))
+
+
+class UnetPlusPlusDecoder(nn.Module):
+    """smp 0.3.3's UnetPlusPlusDecoder (no centre block): blocks `x_{depth}_{layer}`."""
+
+    def __init__(self, encoder_channels, decoder_channels):
+        super().__init__()
+        encoder_channels = encoder_channels[1:][::-1]
+        self.in_channels = [encoder_channels[0], *decoder_channels[:-1]]
+        self.skip_channels = [*encoder_channels[1:], 0]
+        blocks = {}
+        for layer in range(len(self.in_channels) - 1):
+            for depth in range(layer + 1):
+                if depth == 0:
+                    in_ch = self.in_channels[layer]
+                    skip_ch = self.skip_channels[layer] * (layer + 1)
+                    out_ch = decoder_channels[layer]
+                else:
+                    out_ch = self.skip_channels[layer]
+                    skip_ch = self.skip_channels[layer] * (layer + 1 - depth)
+                    in_ch = self.skip_channels[layer - 1]
+                blocks[f"x_{depth}_{layer}"] = UnetPlusPlusBlock(in_ch, skip_ch, out_ch)
+        last = len(self.in_channels) - 1
+        blocks[f"x_0_{last}"] = UnetPlusPlusBlock(self.in_channels[-1], 0, decoder_channels[-1])
+        self.blocks = nn.ModuleDict(blocks)
+        self.depth = last
+
+    def forward(self, *features):
+        features = features[1:][::-1]
+        dense = {}
+        for layer in range(self.depth):
+            for depth in range(self.depth - layer):
+                if layer == 0:
+                    dense[f"x_{depth}_{depth}"] = self.blocks[f"x_{depth}_{depth}"](
+                        features[depth], features[depth + 1]
+                    )
+                else:
+                    level = depth + layer
+                    skips = [dense[f"x_{i}_{level}"] for i in range(depth + 1, level + 1)]
+                    skips = torch.cat([*skips, features[level + 1]], dim=1)
+                    dense[f"x_{depth}_{level}"] = self.blocks[f"x_{depth}_{level}"](
+                        dense[f"x_{depth}_{level - 1}"], skips
+                    )
+        return self.blocks[f"x_0_{self.depth}"](dense[f"x_0_{self.depth - 1}"])
+
+
+class UnetPlusPlus(nn.Module):
+    """TeD-SPAD's f_A (aux_code/model_loaders.py:19-30): smp 0.3.3's UnetPlusPlus on a
+    torchvision ResNet encoder of `encoder_depth` (its fc and avgpool deleted, the stages past
+    the depth kept in the state dict but unused, as smp's), segmentation head Conv2d 3x3 to 3
+    channels, then the sigmoid that makes frames of it."""
+
+    def __init__(
+        self,
+        encoder_depth=4,
+        widths=(64, 128, 256, 512),
+        blocks=(2, 2, 2, 2),
+        decoder_channels=(256, 128, 64, 32),
+    ):
+        super().__init__()
+        self.encoder = ResNet(blocks, False, widths)
+        del self.encoder.fc, self.encoder.avgpool
+        encoder_channels = (3, widths[0], *widths[: encoder_depth - 1])
+        self.decoder = UnetPlusPlusDecoder(encoder_channels, decoder_channels)
+        self.segmentation_head = nn.Sequential(nn.Conv2d(decoder_channels[-1], 3, 3, padding=1))
+        self.encoder_depth = encoder_depth
+
+    def forward(self, x):
+        e = self.encoder
+        features = [x, e.relu(e.bn1(e.conv1(x)))]
+        features.append(e.layer1(e.maxpool(features[-1])))
+        for stage in range(2, self.encoder_depth):
+            features.append(getattr(e, f"layer{stage}")(features[-1]))
+        return torch.sigmoid(self.segmentation_head(self.decoder(*features)))
 
 
 def randomize(model: nn.Module, seed: int = 0) -> nn.Module:

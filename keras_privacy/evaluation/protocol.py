@@ -303,7 +303,7 @@ def train_action_target(
         num_classes=num_classes,
         input_shape=(c.clip_length, c.image_size, c.image_size, 3),
     )
-    pretrained.start_from_weights(
+    target = pretrained.start_from_weights(
         target, c.eval_action_weights, model_name or c.eval_action_model_names()[0]
     )
     model = with_anonymizer(target, anonymizer, clips=True)
@@ -403,7 +403,7 @@ def train_privacy_target(
         input_shape=(c.image_size, c.image_size, 3),
     )
     target = privacy_classifier(backbone, num_attributes)
-    pretrained.start_from_weights(
+    target = pretrained.start_from_weights(
         target, c.eval_privacy_weights, model_name or c.eval_privacy_model_names()[0]
     )
     model = with_anonymizer(target, anonymizer, clips=False)

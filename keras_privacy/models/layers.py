@@ -114,3 +114,29 @@ class TemporalDifference(keras.layers.Layer):
 
     def compute_output_shape(self, input_shape):
         return (*input_shape[:-1], 2 * input_shape[-1])
+
+
+@keras.saving.register_keras_serializable(package="keras_privacy")
+class InputNormalization(keras.layers.Layer):
+    """(x - mean) / std per channel: the input normalisation a pretrained model's weights
+    expect (torchvision's Kinetics-400 or ImageNet statistics), inside the model, so every
+    pipeline keeps feeding frames in [0, 1] and a saved or exported model carries it. `mean`
+    and `std` are saved in the layer's config."""
+
+    def __init__(self, mean: tuple = (0.0, 0.0, 0.0), std: tuple = (1.0, 1.0, 1.0), **kwargs):
+        super().__init__(**kwargs)
+        if len(mean) != len(std) or min(std) <= 0:
+            raise ValueError(f"InputNormalization: mean {mean} and std {std} do not fit")
+        self.mean = tuple(float(m) for m in mean)
+        self.std = tuple(float(s) for s in std)
+
+    def call(self, inputs):
+        mean = ops.convert_to_tensor(self.mean, dtype=inputs.dtype)
+        std = ops.convert_to_tensor(self.std, dtype=inputs.dtype)
+        return (inputs - mean) / std
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "mean": list(self.mean), "std": list(self.std)}

@@ -12,6 +12,13 @@ its variables has the file's shape, else it is reported as mismatched and keeps 
 weights.
 `LoadReport` says what was loaded, what is new, what did not fit and what the file held that the
 model has no place for.
+
+Input normalisation travels with the weights: a `.keras` file written by
+`python -m keras_privacy.convert ... --normalization kinetics400|imagenet` holds an
+`InputNormalization` layer (mean / std in its config), and `start_from_weights` puts the same
+layer in front of the model it starts, so pipelines keep feeding frames in [0, 1] and the saved
+or exported model carries the normalisation. A `.weights.h5` file or a PyTorch checkpoint
+records none (the report says so).
 """
 
 from __future__ import annotations
@@ -25,6 +32,16 @@ import keras
 import numpy as np
 
 from keras_privacy import convert
+from keras_privacy.models.layers import InputNormalization
+
+NORMALIZATIONS: dict[str, tuple[tuple[float, ...], tuple[float, ...]] | None] = {
+    "none": None,
+    # torchvision's ImageNet statistics (its ResNets, and the SimCLR ResNet-50s trained on them).
+    "imagenet": ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
+    # torchvision's Kinetics-400 statistics (video.r3d_18, mc3_18, r2plus1d_18).
+    "kinetics400": ((0.43216, 0.394666, 0.37645), (0.22803, 0.22145, 0.216989)),
+}
+"""Input normalisation (mean, std per RGB channel, frames in [0, 1]) by checkpoint family."""
 
 TORCH_SUFFIXES = (".pth", ".pt", ".safetensors")
 """Suffixes read as PyTorch checkpoints."""
@@ -37,7 +54,8 @@ class WeightsError(ValueError):
 @dataclasses.dataclass
 class LoadReport:
     """What `load_pretrained` did: layer names loaded, new (left as built), mismatched
-    ("name: file shapes vs model shapes"), and unused (in the file, not in the model)."""
+    ("name: file shapes vs model shapes"), unused (in the file, not in the model), and the
+    input normalisation (mean, std) the file records, if any."""
 
     source: str
     model: str
@@ -45,6 +63,7 @@ class LoadReport:
     new: list[str]
     mismatched: list[str]
     unused: list[str]
+    normalization: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
     def __str__(self) -> str:
         lines = [
@@ -57,6 +76,11 @@ class LoadReport:
             if names:
                 more = f", ... {len(names) - 12} more" if len(names) > 12 else ""
                 lines.append(f"  {kind}: {', '.join(names[:12])}{more}")
+        if self.normalization:
+            mean, std = self.normalization
+            lines.append(f"  input normalised inside the model: mean {mean}, std {std}")
+        else:
+            lines.append("  input not normalised (the file records no normalisation)")
         return "\n".join(lines)
 
 
@@ -74,6 +98,7 @@ def load_pretrained(
         raise WeightsError(f"{path}: no such weight file")
     if path.name.endswith(".weights.h5"):
         return _load_h5(model, path)
+    normalization = None
     if path.suffix in TORCH_SUFFIXES:
         source = _torch_arrays(model, path, arch)
     elif path.suffix == ".keras":
@@ -82,6 +107,7 @@ def load_pretrained(
             name: [np.asarray(v) for v in layer.weights]
             for name, layer in _leaf_layers(saved).items()
         }
+        normalization = input_normalization(saved)
     else:
         raise WeightsError(
             f"{path}: not a weight file (.keras, .weights.h5, or a PyTorch .pth / .pt / "
@@ -104,7 +130,9 @@ def load_pretrained(
             variable.assign(np.asarray(array).astype(variable.dtype))
         loaded.append(name)
     hint = f"the file's layers: {', '.join(list(source)[:8])}{', ...' if len(source) > 8 else ''}"
-    return _report(path, model, list(targets), list(source), loaded, mismatched, hint)
+    report = _report(path, model, list(targets), list(source), loaded, mismatched, hint)
+    report.normalization = normalization
+    return report
 
 
 def _report(
@@ -133,18 +161,48 @@ def _report(
     )
 
 
-def start_from_weights(model: keras.Model, path: str, arch: str) -> LoadReport | None:
-    """Load the weight file `path` (nothing when empty) into `model` where it matches and print
-    the report (in process 0 of a multi-process job); `arch` is the registry name of a PyTorch
-    checkpoint's architecture."""
+def start_from_weights(model: keras.Model, path: str, arch: str) -> keras.Model:
+    """`model` started from the weight file `path` where it matches (left as built when `path`
+    is empty), behind the file's input normalisation if it records one; prints the report (in
+    process 0 of a multi-process job). `arch` is the registry name of a PyTorch checkpoint's
+    architecture."""
     if not path:
-        return None
+        return model
     from keras_privacy import distribute
 
     report = load_pretrained(model, path, arch=arch)
     if distribute.is_chief():
         print(report, flush=True)
-    return report
+    if report.normalization is None or input_normalization(model) == report.normalization:
+        return model
+    return with_input_normalization(model, *report.normalization)
+
+
+def input_normalization(model: keras.Model) -> tuple[tuple, tuple] | None:
+    """(mean, std) of the first `InputNormalization` layer in `model` or its nested models."""
+    for layer in model.layers:
+        if isinstance(layer, InputNormalization):
+            return layer.mean, layer.std
+        if isinstance(layer, keras.Model):
+            found = input_normalization(layer)
+            if found:
+                return found
+    return None
+
+
+def with_input_normalization(model: keras.Model, mean, std) -> keras.Model:
+    """`model` behind an `InputNormalization(mean, std)` layer, under the same name: it takes
+    what `model` took, in [0, 1]."""
+    inputs = keras.Input(model.input_shape[1:], name=model.inputs[0].name)
+    normalized = InputNormalization(mean, std, name="input_normalization")(inputs)
+    return keras.Model(inputs, model(normalized), name=model.name)
+
+
+def normalization_named(name: str) -> tuple[tuple, tuple] | None:
+    """The (mean, std) of the family `name` in `NORMALIZATIONS` (None for "none")."""
+    if name not in NORMALIZATIONS:
+        raise WeightsError(f"unknown normalisation {name!r}; known: {', '.join(NORMALIZATIONS)}")
+    return NORMALIZATIONS[name]
 
 
 def _leaf_layers(model: keras.Model) -> dict[str, keras.layers.Layer]:
@@ -243,25 +301,15 @@ def _torch_arrays(model: keras.Model, path: Path, arch: str | None) -> dict[str,
         state_dict = convert.read_state_dict(path)
     except convert.ConversionError as error:
         raise WeightsError(str(error)) from None
-    arrays: dict[str, dict] = {}
-    used: set[str] = set()
-    for owner in [model, *_nested_models(model)]:
-        names = convert.torch_module_names(owner, arch, strict=False)
-        if names:
-            found, owner_used, _, _ = convert.torch_layer_arrays(owner, state_dict, names)
-            arrays.update({name: values for name, values in found.items() if values})
-            used |= owner_used
+    arch = convert.checkpoint_layout(arch, state_dict)
+    names = convert.torch_module_names(model, arch, strict=False)
+    found, used, _, _ = convert.torch_layer_arrays(model, state_dict, names)
+    arrays: dict[str, dict] = {name: values for name, values in found.items() if values}
+    used |= convert.unused_by_design(arch, state_dict, names)
     for key in sorted(set(state_dict) - used):
         module = key.rsplit(".", 1)[0]
         arrays.setdefault(f"(PyTorch) {module}", {})
     return arrays
-
-
-def _nested_models(model: keras.Model) -> Iterator[keras.Model]:
-    for layer in model.layers:
-        if isinstance(layer, keras.Model):
-            yield layer
-            yield from _nested_models(layer)
 
 
 def _variables(layer, arrays) -> list:

@@ -1,5 +1,6 @@
-"""3D ResNets: R3D-18 (torchvision's `video.r3d_18` layout) and SPAct's variant of it, and
-R3D-50 (the bottleneck 3D ResNet-50 of Hara et al.'s 3D-ResNets-PyTorch)."""
+"""3D ResNets: R3D-18 and MC3-18 (torchvision's `video.r3d_18` / `video.mc3_18` layouts),
+SPAct's variant of R3D-18, and R3D-50 (the bottleneck 3D ResNet-50 of Hara et al.'s
+3D-ResNets-PyTorch)."""
 
 from __future__ import annotations
 
@@ -13,14 +14,21 @@ from keras_privacy.models.layers import SpatialSubsample
 BN = {"momentum": 0.9, "epsilon": 1e-5}  # PyTorch's BatchNorm defaults
 
 
-def conv3x3x3(x, filters: int, strides=(1, 1, 1), dilation=(1, 1, 1), name: str = ""):
+def conv3x3x3(
+    x, filters: int, strides=(1, 1, 1), dilation=(1, 1, 1), name: str = "", temporal: bool = True
+):
     """3x3x3 convolution padded like PyTorch's Conv3DSimple (symmetric padding = dilation),
-    no bias.
+    no bias; with `temporal=False` torchvision's Conv3DNoTemporal, 1x3x3 padded (0, 1, 1).
 
     Keras refuses a convolution both strided and dilated, so one strided in space and dilated
     in time (SPAct's) runs at stride 1 and is then subsampled in space: the same outputs, at
     the cost of computing the skipped positions.
     """
+    if not temporal:
+        x = layers.ZeroPadding3D((0, 1, 1), name=f"{name}_pad")(x)
+        return layers.Conv3D(
+            filters, (1, 3, 3), strides=strides, use_bias=False, name=f"{name}_conv"
+        )(x)
     x = layers.ZeroPadding3D(tuple(dilation), name=f"{name}_pad")(x)
     if max(dilation) > 1 and max(strides) > 1:
         if strides[0] > 1 or strides[1] != strides[2]:
@@ -34,10 +42,11 @@ def conv3x3x3(x, filters: int, strides=(1, 1, 1), dilation=(1, 1, 1), name: str 
     )(x)
 
 
-def basic_block(x, filters: int, strides, first_dilation, name: str):
+def basic_block(x, filters: int, strides, first_dilation, name: str, temporal: bool = True):
     """The BasicBlock of torchvision's video ResNet: conv-BN-ReLU-conv-BN plus shortcut.
 
-    `first_dilation` dilates the first convolution only (SPAct's change to layer4).
+    `first_dilation` dilates the first convolution only (SPAct's change to layer4);
+    `temporal=False` makes both convolutions 1x3x3 (MC3's later stages).
     """
     shortcut = x
     if max(strides) > 1 or x.shape[-1] != filters:
@@ -45,10 +54,10 @@ def basic_block(x, filters: int, strides, first_dilation, name: str):
             filters, 1, strides=strides, use_bias=False, name=f"{name}_downsample_conv"
         )(x)
         shortcut = layers.BatchNormalization(**BN, name=f"{name}_downsample_bn")(shortcut)
-    x = conv3x3x3(x, filters, strides, first_dilation, name=f"{name}_1")
+    x = conv3x3x3(x, filters, strides, first_dilation, name=f"{name}_1", temporal=temporal)
     x = layers.BatchNormalization(**BN, name=f"{name}_1_bn")(x)
     x = layers.ReLU(name=f"{name}_1_relu")(x)
-    x = conv3x3x3(x, filters, name=f"{name}_2")
+    x = conv3x3x3(x, filters, name=f"{name}_2", temporal=temporal)
     x = layers.BatchNormalization(**BN, name=f"{name}_2_bn")(x)
     x = layers.Add(name=f"{name}_add")([shortcut, x])
     return layers.ReLU(name=f"{name}_out")(x)
@@ -61,6 +70,7 @@ def r3d_18(
     stem_width: int = 64,
     last_stage_temporal_stride: int = 2,
     last_stage_temporal_dilation: int = 1,
+    temporal_stages: int = 4,
     include_top: bool = True,
     dropout: float = 0.0,
     input_shape: tuple = (None, None, None, 3),
@@ -75,7 +85,8 @@ def r3d_18(
 
     `last_stage_temporal_stride` and `last_stage_temporal_dilation` set the temporal stride of
     the last stage and the temporal dilation of its first convolution: (1, 2) is SPAct's f_T
-    (see `r3d_18_spact`). Neither changes a weight shape.
+    (see `r3d_18_spact`). Neither changes a weight shape. Stages after the first
+    `temporal_stages` convolve in space only (1x3x3, stride (1, 2, 2), as MC3: `mc3_18`).
     """
     inputs = keras.Input(input_shape, name="clips")
     x = layers.ZeroPadding3D((1, 3, 3), name="stem_pad")(inputs)
@@ -84,13 +95,17 @@ def r3d_18(
     x = layers.ReLU(name="stem_relu")(x)
     for stage, (width, count) in enumerate(zip(widths, blocks)):
         last = stage == len(widths) - 1
+        temporal = stage < temporal_stages
         for block in range(count):
             strides, dilation = (1, 1, 1), (1, 1, 1)
             if block == 0 and stage > 0:
-                strides = (last_stage_temporal_stride if last else 2, 2, 2)
+                time_stride = (last_stage_temporal_stride if last else 2) if temporal else 1
+                strides = (time_stride, 2, 2)
             if block == 0 and last:
                 dilation = (last_stage_temporal_dilation, 1, 1)
-            x = basic_block(x, width, strides, dilation, name=f"layer{stage + 1}_{block}")
+            x = basic_block(
+                x, width, strides, dilation, name=f"layer{stage + 1}_{block}", temporal=temporal
+            )
     x = layers.GlobalAveragePooling3D(name="pool")(x)
     if include_top:
         if dropout:
@@ -113,6 +128,13 @@ def r3d_18_spact(num_classes: int = 400, name: str = "r3d_18_spact", **kwargs) -
         name=name,
         **kwargs,
     )
+
+
+def mc3_18(num_classes: int = 400, name: str = "mc3_18", **kwargs) -> keras.Model:
+    """torchvision's `video.mc3_18` (Tran et al.'s mixed convolutions): R3D-18 whose first stage
+    convolves 3x3x3 and whose later stages convolve 1x3x3 only, their shortcuts striding
+    (1, 2, 2). At the defaults it has torchvision's 11,695,440 parameters."""
+    return r3d_18(num_classes, temporal_stages=1, name=name, **kwargs)
 
 
 def conv_bn_3d(x, filters: int, kernel, strides, name: str, relu: bool = True):

@@ -26,6 +26,7 @@ from keras_privacy.models import (
 ACTION_MODELS: dict[str, Callable[..., keras.Model]] = {
     "r3d_18": r3d.r3d_18,
     "r3d_18_spact": r3d.r3d_18_spact,
+    "mc3_18": r3d.mc3_18,
     "r2plus1d_18": r2plus1d.r2plus1d_18,
     "r3d_50": r3d.r3d_50,
     # C3D flattens its last pooled volume: fixed clip shape, 16 frames of 112 x 112 by default.

@@ -77,6 +77,8 @@ def downsampling_factor(anonymizer: keras.Model) -> int:
                 continue
             value = max(inputs) * _layer_scale(layer)
             factor = max(factor, value)
+            if isinstance(layer, keras.Model):  # e.g. an anonymizer under its input normalisation
+                factor = max(factor, max(inputs) * downsampling_factor(layer))
             for tensor in node.output_tensors:
                 scale[id(tensor)] = value
     return math.ceil(factor)
