@@ -8,8 +8,16 @@ torch = pytest.importorskip("torch")
 import keras  # noqa: E402
 import torch_reference as ref  # noqa: E402
 
+from keras_privacy.convert import load_torch_weights  # noqa: E402
 from keras_privacy.models import registry  # noqa: E402
-from keras_privacy.models.pretrained import WeightsError, load_pretrained  # noqa: E402
+from keras_privacy.models.pretrained import (  # noqa: E402
+    NORMALIZATIONS,
+    WeightsError,
+    input_normalization,
+    load_pretrained,
+    start_from_weights,
+    with_input_normalization,
+)
 from keras_privacy.models.resnet import privacy_encoder, projection_head  # noqa: E402
 
 WIDTHS = (8, 8, 16, 16)
@@ -150,3 +158,74 @@ def test_weight_flags_name_a_missing_file_and_a_method_without_f_b(tmp_path):
             adversary_models="resnet_tiny",
             privacy_weights=str(tmp_path / "f_b.keras"),
         ).validate()
+
+
+KINETICS_MEAN, KINETICS_STD = NORMALIZATIONS["kinetics400"]
+
+
+def kinetics_r3d_tiny(tmp_path) -> tuple:
+    """A random PyTorch SPAct R3D at r3d_tiny's widths, converted into a `.keras` r3d_tiny behind
+    Kinetics-400's input normalisation (what `convert --normalization kinetics400` writes)."""
+    torch_model = ref.randomize(
+        ref.VideoResNet(False, (8, 16, 32, 64), (1, 1, 1, 1), num_classes=6, spact=True)
+    )
+    model = registry.build_action_model("r3d_tiny", 6, input_shape=(8, 32, 32, 3))
+    load_torch_weights(model, state_dict(torch_model), "r3d_18_spact")
+    path = tmp_path / "r3d_tiny_kinetics.keras"
+    with_input_normalization(model, KINETICS_MEAN, KINETICS_STD).save(path)
+    return torch_model, path
+
+
+def state_dict(model) -> dict:
+    return {name: value.numpy() for name, value in model.state_dict().items()}
+
+
+def test_a_started_model_normalises_its_input_and_keeps_it_when_saved(tmp_path, capsys):
+    """The weights flag puts the file's normalisation in front of f_T: on clips in [0, 1] it
+    equals PyTorch's model fed (x - mean) / std, and a saved `.keras` reloads to the same."""
+    from keras_privacy.config import ExperimentConfig
+    from keras_privacy.training import build_models
+
+    torch_model, path = kinetics_r3d_tiny(tmp_path)
+    config = ExperimentConfig(
+        clip_length=8, image_size=32, action_model="r3d_tiny", action_weights=str(path)
+    )
+    action = build_models(config, num_classes=6, num_attributes=5)["action"]
+    assert input_normalization(action) == (KINETICS_MEAN, KINETICS_STD)
+    assert "input normalised inside the model: mean (0.43216" in capsys.readouterr().out
+    x = np.random.default_rng(5).random((2, 8, 32, 32, 3), dtype="float32")
+    normalised = (x - np.float32(KINETICS_MEAN)) / np.float32(KINETICS_STD)
+    with torch.no_grad():
+        expected = torch_model(torch.from_numpy(np.moveaxis(normalised, -1, 1).copy())).numpy()
+    out = np.asarray(action(x, training=False))
+    np.testing.assert_allclose(out, expected, atol=1e-4)
+    action.save(tmp_path / "action.keras")
+    reloaded = keras.saving.load_model(tmp_path / "action.keras", compile=False)
+    np.testing.assert_allclose(np.asarray(reloaded(x, training=False)), out, atol=1e-6)
+    # Started again from its own save, the model is normalised once, not twice.
+    again = start_from_weights(
+        registry.build_action_model("r3d_tiny", 6, input_shape=(8, 32, 32, 3)),
+        str(tmp_path / "action.keras"),
+        "r3d_tiny",
+    )
+    np.testing.assert_allclose(np.asarray(again(x, training=False)), out, atol=1e-6)
+
+
+def test_a_file_without_normalisation_leaves_the_model_as_built(tmp_path, capsys):
+    torch_model = ref.randomize(ref.VideoResNet(False, WIDTHS, (1, 1, 1, 1), num_classes=5))
+    model = small_r3d(5)
+    assert start_from_weights(model, saved_torch(tmp_path, torch_model), "r3d_18") is model
+    assert "input not normalised (the file records no normalisation)" in capsys.readouterr().out
+
+
+def test_a_normalised_anonymizer_exports_with_its_normalisation(tmp_path):
+    tf = pytest.importorskip("tensorflow")
+    from keras_privacy.export import export_anonymizer
+
+    mean, std = NORMALIZATIONS["imagenet"]
+    model = with_input_normalization(registry.build_anonymizer("unet_tiny"), mean, std)
+    export_anonymizer(model, tmp_path / "saved_model", platforms=("cpu",))
+    frames = np.random.default_rng(6).random((2, 16, 24, 3), dtype="float32")
+    loaded = tf.saved_model.load(str(tmp_path / "saved_model"))  # kept: it owns the variables
+    served = loaded.serve(tf.constant(frames))
+    np.testing.assert_allclose(served.numpy(), np.asarray(model(frames, training=False)), atol=1e-5)
