@@ -13,6 +13,7 @@ from pathlib import Path
 
 from keras_privacy.data.augment import SUPERVISED, AugmentConfig
 from keras_privacy.distribute import DISTRIBUTIONS, JIT_COMPILE, PRECISIONS
+from keras_privacy.known_weights import missing_weights_message
 
 METHODS = ("spact", "penalty", "vita", "meta")
 BUDGET_LOSSES = ("max_bce", "entropy", "image_max_bce")
@@ -579,10 +580,7 @@ class ExperimentConfig:
         for name in WEIGHT_FLAGS:
             path = getattr(self, name)
             if path and not Path(path).is_file():
-                raise ValueError(
-                    f"--{name}={path}: no such file (see the README's 'Pretrained weights' for "
-                    "where each weight file comes from and how to convert it)"
-                )
+                raise ValueError(missing_weights_message(name, path))
         if self.privacy_weights and len(self.privacy_backbone_names()) > 1:
             raise ValueError(
                 "--privacy_weights starts SPAct's one privacy encoder f_B; an ensemble of "

@@ -166,6 +166,8 @@ def _unwrap(checkpoint, key: str | None, path: Path) -> dict:
             f"{path}: holds a {type(checkpoint).__name__}, not a state dict; save "
             "model.state_dict()"
         )
+    if key is None and "classy_state_dict" in checkpoint:
+        return _vissl_simclr(checkpoint, path)
     if key is not None:
         if key not in checkpoint or not is_state_dict(checkpoint[key]):
             raise ConversionError(
@@ -181,6 +183,27 @@ def _unwrap(checkpoint, key: str | None, path: Path) -> dict:
             f"{', '.join(str(k) for k, v in checkpoint.items() if is_state_dict(v)) or 'none'}"
         )
     return dict(checkpoint[found[0]])
+
+
+def _vissl_simclr(checkpoint: Mapping, path: Path) -> dict:
+    """A VISSL SimCLR checkpoint (trunk `_feature_blocks.*`, heads `0.clf.0` and `1.clf.0`) in
+    the layout of SPAct's f_B (`0.*`, `1.fc1`, `1.fc2`), the renaming SPAct's code does
+    (anonymization_training/model.py:17-67)."""
+    try:
+        model = checkpoint["classy_state_dict"]["base_model"]["model"]
+        trunk, heads = model["trunk"], model["heads"]
+    except (KeyError, TypeError):
+        raise ConversionError(
+            f"{path}: a VISSL checkpoint without classy_state_dict/base_model/model/trunk and heads"
+        ) from None
+    tensors = {f"0.{k.removeprefix('_feature_blocks.')}": v for k, v in trunk.items()}
+    renames = {"0.clf.0.": "1.fc1.", "1.clf.0.": "1.fc2."}
+    for name, value in heads.items():
+        prefix = next((p for p in renames if name.startswith(p)), None)
+        if prefix is None:
+            raise ConversionError(f"{path}: unexpected VISSL head tensor {name}")
+        tensors[renames[prefix] + name[len(prefix) :]] = value
+    return tensors
 
 
 def _strip_module(tensors: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -396,13 +419,20 @@ def _listing(kind: str, keys: Sequence[str], limit: int = 20) -> str:
     return f"\n  {len(keys)} {kind}: {shown}{more}"
 
 
-def checkpoint_layout(arch: str, state_dict: Mapping[str, np.ndarray]) -> str:
-    """The architecture whose key layout `state_dict` has, given the registry model `arch` it
-    loads into: a SimCLR f_B checkpoint (`0.*` trunk, `1.fc1` / `1.fc2` head) for a ResNet-50
-    is `simclr_resnet50`; otherwise `arch` itself."""
+def checkpoint_layout(
+    arch: str, state_dict: Mapping[str, np.ndarray]
+) -> tuple[str, Mapping[str, np.ndarray]]:
+    """The architecture whose key layout `state_dict` has, and its keys in that layout, given
+    the registry model `arch` it loads into: a SimCLR f_B checkpoint (`0.*` trunk, `1.fc1` /
+    `1.fc2` head) for a ResNet-50 is `simclr_resnet50`; a torchvision ResNet (`conv1.weight`,
+    no `encoder.*`) for `unetpp` is its encoder, as smp's `encoder_weights="imagenet"`;
+    otherwise `arch` and `state_dict` themselves."""
     if arch == "resnet50" and "1.fc1.weight" in state_dict and "0.conv1.weight" in state_dict:
-        return "simclr_resnet50"
-    return arch
+        return "simclr_resnet50", state_dict
+    if arch == "unetpp" and "conv1.weight" in state_dict:
+        if not any(key.startswith("encoder.") for key in state_dict):
+            return arch, {f"encoder.{key}": value for key, value in state_dict.items()}
+    return arch, state_dict
 
 
 def build_for_state_dict(arch: str, state_dict: Mapping[str, np.ndarray], num_classes=None):

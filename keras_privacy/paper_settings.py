@@ -613,7 +613,36 @@ SETTINGS: tuple[Setting, ...] = (
         PENALTY,
         "privacy_backbone",
         "resnet50",
-        "same architecture; no SimCLR weights here yet: NT-Xent on VISPR (--privacy_init_epochs)",
+    ),
+    Setting(
+        "penalty",
+        "f_B initial weights",
+        "SimCLR trained on ImageNet (Algorithm 1: theta_B); which checkpoint is not stated",
+        "Penalty Sec. 4.2",
+        PENALTY,
+        "privacy_weights",
+        "weights/simclr_resnet50_imagenet.keras",
+        "our choice of checkpoint: VISSL's SimCLR ResNet-50 (800 epochs, projection head "
+        "included), the one SPAct's code loads; our model normalises its input by ImageNet's "
+        "mean / std, where TeD-SPAD's code feeds [0, 1]",
+    ),
+    Setting(
+        "penalty",
+        "f_B training before the minimax",
+        "none: the SimCLR weights are used as they are",
+        "Penalty Sec. 4.2, Algorithm 1",
+        PENALTY,
+        "privacy_init_epochs",
+        "0",
+    ),
+    Setting(
+        "penalty",
+        "f_A encoder weights",
+        "not stated; TeD-SPAD's code: smp's UNet++ with an ImageNet ResNet-18 encoder",
+        _TED + "aux_code/model_loaders.py:19-30",
+        PENALTY,
+        "anonymizer_weights",
+        "weights/resnet18_imagenet.pth",
     ),
     Setting(
         "penalty",

@@ -1,5 +1,7 @@
 """Starting a model from pretrained weights: partial loads by layer name, with a report."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -229,3 +231,61 @@ def test_a_normalised_anonymizer_exports_with_its_normalisation(tmp_path):
     loaded = tf.saved_model.load(str(tmp_path / "saved_model"))  # kept: it owns the variables
     served = loaded.serve(tf.constant(frames))
     np.testing.assert_allclose(served.numpy(), np.asarray(model(frames, training=False)), atol=1e-5)
+
+
+def test_a_config_names_known_weights_and_a_missing_file_stops_it_with_its_source():
+    """Every weight file a shipped config names is in the table of known weights (with that
+    flag and config), every table entry's configs name it, and a missing one stops
+    validation with its source and command; an explicit empty flag starts from scratch."""
+    from absl import flags
+
+    from keras_privacy.config import WEIGHT_FLAGS, ExperimentConfig
+    from keras_privacy.flags import config_from_flags, define_flags
+    from keras_privacy.known_weights import KNOWN_WEIGHTS
+
+    def parse(*argv):
+        flag_values = flags.FlagValues()
+        define_flags(flag_values, ExperimentConfig)
+        flag_values(["train.py", *argv])
+        return config_from_flags(flag_values, ExperimentConfig)
+
+    configs = Path(__file__).resolve().parents[1] / "configs"
+    known = {w.path: w for w in KNOWN_WEIGHTS}
+    named = set()
+    for path in sorted(configs.glob("*.cfg")):
+        config = parse(f"--flagfile={path}")
+        files = [(flag, getattr(config, flag)) for flag in WEIGHT_FLAGS if getattr(config, flag)]
+        for flag, file in files:
+            named.add((file, flag, path.stem))
+            assert file in known and known[file].flag == flag, f"{path.stem}: --{flag}={file}"
+            assert not Path(file).exists()  # weight files are never in the repository
+        if files:
+            flag, file = files[0]  # validation stops at the first missing file
+            with pytest.raises(ValueError) as error:
+                config.validate()
+            assert str(error.value).startswith(f"--{flag}={file}: no such file"), path.stem
+            assert known[file].command in str(error.value)
+            parse(f"--flagfile={path}", *[f"--{flag}=" for flag in WEIGHT_FLAGS]).validate()
+    listed = {(w.path, w.flag, stem) for w in KNOWN_WEIGHTS for stem in w.configs}
+    assert listed == named
+    simclr = known["weights/simclr_resnet50_imagenet.keras"]
+    with pytest.raises(ValueError) as error:
+        penalty = configs / "ucf101_vispr_penalty.cfg"
+        parse(f"--flagfile={penalty}", "--anonymizer_weights=").validate()
+    message = str(error.value)
+    assert message.startswith(f"--privacy_weights={simclr.path}: no such file")
+    assert "dl.fbaipublicfiles.com/vissl" in message and simclr.command in message
+
+
+def test_the_readme_holds_the_generated_weights_table():
+    import importlib.util
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "weights_table.py"
+    spec = importlib.util.spec_from_file_location("weights_table", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.readme_table() == module.weights_table(), (
+        "README.md's weights table differs from keras_privacy/known_weights.py: run "
+        "`python scripts/weights_table.py --write`"
+    )
+    assert "`weights/simclr_resnet50_imagenet.keras`" in module.weights_table()

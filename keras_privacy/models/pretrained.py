@@ -301,7 +301,7 @@ def _torch_arrays(model: keras.Model, path: Path, arch: str | None) -> dict[str,
         state_dict = convert.read_state_dict(path)
     except convert.ConversionError as error:
         raise WeightsError(str(error)) from None
-    arch = convert.checkpoint_layout(arch, state_dict)
+    arch, state_dict = convert.checkpoint_layout(arch, state_dict)
     names = convert.torch_module_names(model, arch, strict=False)
     found, used, _, _ = convert.torch_layer_arrays(model, state_dict, names)
     arrays: dict[str, dict] = {name: values for name, values in found.items() if values}
