@@ -299,3 +299,30 @@ def test_a_keras_output_needs_its_normalisation_named(tmp_path, capsys):
     h5 = str(tmp_path / "out.weights.h5")
     assert main([str(path), "--arch", "resnet18", "--out", h5, "--normalization", "imagenet"]) == 1
     assert "cannot record --normalization imagenet" in capsys.readouterr().err
+
+
+def test_a_vissl_simclr_checkpoint_is_read_in_spacts_layout(tmp_path):
+    """VISSL's SimCLR checkpoint (what SPAct's code loads): trunk `_feature_blocks.*` and heads
+    `0.clf.0` / `1.clf.0` under classy_state_dict, renamed to SPAct's f_B layout."""
+    torch_model = ref.randomize(ref.simclr_resnet((1, 1, 1, 1), WIDTHS, hidden=24, output=8))
+    tensors = torch_model.state_dict()
+    trunk = {f"_feature_blocks.{k[2:]}": v for k, v in tensors.items() if k.startswith("0.")}
+    heads = {
+        k.replace("1.fc1.", "0.clf.0.").replace("1.fc2.", "1.clf.0."): v
+        for k, v in tensors.items()
+        if k.startswith("1.")
+    }
+    path = tmp_path / "model_final_checkpoint_phase799.torch"
+    model = {"trunk": trunk, "heads": heads}
+    torch.save({"phase_idx": 799, "classy_state_dict": {"base_model": {"model": model}}}, path)
+    loaded = read_state_dict(path)
+    assert set(loaded) == set(tensors)
+    keras_model = privacy_encoder(
+        registry.build_image_backbone("resnet50", widths=WIDTHS, blocks=(1, 1, 1, 1)),
+        projection_head(64, hidden=24, output=8),
+    )
+    load_torch_weights(keras_model, loaded, "simclr_resnet50")
+    x = np.random.default_rng(7).random((2, 32, 32, 3), dtype="float32")
+    np.testing.assert_allclose(
+        np.asarray(keras_model(x, training=False)), torch_output(torch_model, x), atol=1e-4
+    )

@@ -10,6 +10,7 @@ torch = pytest.importorskip("torch")
 import keras  # noqa: E402
 import torch_reference as ref  # noqa: E402
 
+from keras_privacy import convert  # noqa: E402
 from keras_privacy.convert import load_torch_weights  # noqa: E402
 from keras_privacy.models import registry  # noqa: E402
 from keras_privacy.models.pretrained import (  # noqa: E402
@@ -289,3 +290,23 @@ def test_the_readme_holds_the_generated_weights_table():
         "`python scripts/weights_table.py --write`"
     )
     assert "`weights/simclr_resnet50_imagenet.keras`" in module.weights_table()
+
+
+def test_a_torchvision_resnet18_starts_the_unetpp_encoder(tmp_path):
+    """TeD-SPAD's UNet++ encoder from ImageNet (smp's encoder_weights="imagenet"): a plain
+    torchvision ResNet-18 checkpoint fills the encoder, the decoder is reported new, the fc
+    and the stage past the encoder's depth unused."""
+    torch_model = ref.randomize(ref.ResNet((1, 1, 1, 1), False, WIDTHS, 5))
+    anonymizer = registry.build_anonymizer(
+        "unetpp", encoder_widths=(8, *WIDTHS), encoder_blocks=(1, 1, 1), decoder_widths=(16,) * 4
+    )
+    report = load_pretrained(anonymizer, saved_torch(tmp_path, torch_model), arch="unetpp")
+    encoder = [n for n in convert.torch_module_names(anonymizer, "unetpp") if "encoder" in n]
+    assert sorted(report.loaded) == sorted(encoder)
+    assert report.mismatched == [] and report.unused == ["(PyTorch) encoder.fc"]
+    assert all(name.startswith(("decoder_", "segmentation_head")) for name in report.new)
+    stem = torch_model.state_dict()["conv1.weight"].numpy()
+    np.testing.assert_array_equal(
+        np.array(anonymizer.get_layer("encoder_stem_conv").kernel),
+        np.transpose(stem, (2, 3, 1, 0)),
+    )
