@@ -1,30 +1,38 @@
 """Import PyTorch checkpoints into keras_privacy's models (no download: the file is yours).
 
-    python -m keras_privacy.convert STATE_DICT.pth --arch r3d_18 --out MODEL.weights.h5
+    python -m keras_privacy.convert CKPT.pth --arch r3d_18 --normalization kinetics400 \
+        --out MODEL.keras
+    python -m keras_privacy.convert CKPT.pth --arch r3d_18 --out MODEL.weights.h5
 
-`--arch` is one of `ARCHITECTURES`: torchvision's `video.r3d_18` and `video.r2plus1d_18`
-(also into SPAct's `r3d_18_spact`, which has the same weights), `resnet18` ... `resnet152`,
-Hara et al.'s 3D-ResNets-PyTorch `r3d_50`, and SPAct's UNet (milesial's Pytorch-UNet,
-`bilinear=True`; a bias before a BatchNorm is folded into its moving mean). The head's size
-comes from the checkpoint's `fc.weight` (`--num_classes` to check it); a checkpoint without
-`fc` gives the pooled-features model.
+`--arch` is one of `ARCHITECTURES`: torchvision's `video.r3d_18`, `video.mc3_18` and
+`video.r2plus1d_18` (r3d_18 also into SPAct's `r3d_18_spact`, which has the same weights),
+`resnet18` ... `resnet152`, Hara et al.'s 3D-ResNets-PyTorch `r3d_50`, SPAct's UNet (milesial's
+Pytorch-UNet, `bilinear=True`; a bias before a BatchNorm is folded into its moving mean),
+TeD-SPAD's UNet++ (`unetpp`: segmentation_models_pytorch 0.3.3's UnetPlusPlus on ResNet-18;
+the encoder stage past its depth, which smp keeps, is skipped) and a SimCLR ResNet-50 with its
+projection head (`simclr_resnet50`: SPAct's and TeD-SPAD's f_B, `nn.Sequential(resnet50,
+MLP)`, or VISSL's checkpoint renamed as SPAct's code does) into the privacy encoder. The head's
+size comes from the checkpoint's `fc.weight` (`--num_classes` to check it); a checkpoint
+without `fc` gives the pooled-features model.
 
 The file is read without running pickled code: `torch.load(weights_only=True)` for `.pth` /
 `.pt` (needs PyTorch, a CPU build is enough), or a `.safetensors` file (read here, no extra
-package). Nested checkpoints ({"state_dict": {...}}, SPAct's "fa_model_state_dict") are
-unwrapped (`--key` picks one), and DataParallel's "module." prefix is dropped. Any missing,
-unexpected or mismatched tensor fails with `ConversionError` naming each one.
+package). Nested checkpoints ({"state_dict": {...}}, SPAct's "fa_model_state_dict" /
+"fb_model_state_dict", VISSL's "classy_state_dict") are unwrapped (`--key` picks one), and
+DataParallel's "module." prefix is dropped. Any missing, unexpected or mismatched tensor fails
+with `ConversionError` naming each one.
 
 Layout: PyTorch convolution kernels (O, I, [D,] H, W) become Keras' ([D,] H, W, I, O), Dense
 kernels are transposed, BatchNorm's weight / bias / running_mean / running_var become gamma /
 beta / moving_mean / moving_var (epsilon 1e-5 and momentum 0.9 are PyTorch's 1e-5 and 0.1).
 Every model pads explicitly as PyTorch does, so outputs match to float precision.
 
-The weights load into the registry's model of the same name and head:
-`build_action_model("r3d_18", num_classes=400).load_weights("MODEL.weights.h5")`. torchvision's
-Kinetics and ImageNet weights expect frames normalised by the dataset's mean and standard
-deviation, while keras_privacy's models take frames in [0, 1] as they are: fine-tune them, or
-normalise the input first.
+A `.keras` output is the whole model behind an `InputNormalization` layer with the mean / std
+the checkpoint family expects (`--normalization`: kinetics400, imagenet, or none for weights
+trained on frames in [0, 1]); the weights flags of train.py / evaluate.py keep that layer in
+front of the model they start, so frames stay in [0, 1] everywhere. A `.weights.h5` output is
+the weights alone, for the registry's model of the same name and head:
+`build_action_model("r3d_18", num_classes=400).load_weights("MODEL.weights.h5")`.
 """
 
 from __future__ import annotations

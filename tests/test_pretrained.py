@@ -310,3 +310,54 @@ def test_a_torchvision_resnet18_starts_the_unetpp_encoder(tmp_path):
         np.array(anonymizer.get_layer("encoder_stem_conv").kernel),
         np.transpose(stem, (2, 3, 1, 0)),
     )
+
+
+def test_a_penalty_run_trains_from_normalised_weight_files(benchmark, tmp_path, capsys):
+    """The penalty configs' start on the tiny benchmark: f_T and f_B from `.keras` files behind
+    Kinetics-400 / ImageNet normalisation, no privacy init; the minimax trains and the saved
+    models keep the normalisation."""
+    import math
+
+    import tiny_models
+
+    from keras_privacy import training
+    from keras_privacy.config import ExperimentConfig
+
+    settings = dict(
+        **tiny_models.TINY_RUN,
+        synthetic_dir=str(benchmark),
+        anonymizer="unet_tiny",
+        method="penalty",
+        penalty_weight=1.0,
+        penalty_budget=0.0,
+        projection_hidden=16,
+        projection_dim=8,
+        identity_epochs=0,
+        identity_warmup_epochs=0,
+        action_init_epochs=0,
+        privacy_init_epochs=0,
+        minimax_epochs=1,
+        steps_per_epoch=4,  # four action batches: two minimax steps (pairs of batches)
+    )
+    donors = training.build_models(ExperimentConfig(**settings), num_classes=6, num_attributes=5)
+    imagenet, kinetics = NORMALIZATIONS["imagenet"], NORMALIZATIONS["kinetics400"]
+    with_input_normalization(donors["action"], *kinetics).save(tmp_path / "action.keras")
+    with_input_normalization(donors["privacy"], *imagenet).save(tmp_path / "privacy.keras")
+    config = ExperimentConfig(
+        **settings,
+        run_dir=str(tmp_path / "run"),
+        action_weights=str(tmp_path / "action.keras"),
+        privacy_weights=str(tmp_path / "privacy.keras"),
+    )
+    config.validate()
+    result = training.train(config)
+    assert set(result.history) == {"minimax"}
+    assert all(math.isfinite(v) for values in result.history["minimax"].values() for v in values)
+    saved = {
+        name: keras.saving.load_model(path, compile=False)
+        for name, path in result.model_paths.items()
+    }
+    assert input_normalization(saved["action"]) == kinetics
+    assert input_normalization(saved["privacy"]) == imagenet
+    assert input_normalization(saved["anonymizer"]) is None
+    assert capsys.readouterr().out.count("input normalised inside the model") == 2
