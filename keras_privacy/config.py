@@ -246,7 +246,9 @@ class ExperimentConfig:
         metadata=_help(
             "Start f_A from this weight file (.keras, .weights.h5, or a PyTorch .pth / .pt / "
             ".safetensors checkpoint of --anonymizer's architecture); what matches loads, the "
-            "rest stays fresh, and a report is printed.",
+            "rest stays fresh, and a report is printed. A .keras file converted with "
+            "--normalization puts its input normalisation in front of the model. Empty: from "
+            "scratch (say so explicitly to override a config's file).",
             "models",
         ),
     )
@@ -263,7 +265,8 @@ class ExperimentConfig:
         metadata=_help(
             "Start f_B from this weight file (as --anonymizer_weights; a PyTorch checkpoint of "
             "--privacy_backbone's architecture loads into the trunk under the projection "
-            "head). SPAct and penalty with one privacy encoder.",
+            "head; a SimCLR f_B checkpoint fills trunk and head). SPAct and penalty with one "
+            "privacy encoder.",
             "models",
         ),
     )
