@@ -550,10 +550,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConversionError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    head = model.output_shape[-1]
+    use = (
+        "give it to a weights flag (--action_weights, ...) or load it with keras.saving.load_model"
+        if args.out.endswith(".keras")
+        else f"load into the registry's {args.arch} model of the same head"
+    )
     print(
         f"{args.state_dict} -> {args.out}: {args.arch} ({len(model.weights)} tensors, output "
-        f"width {head}); load into the registry's {args.arch} model of the same head"
+        f"width {model.output_shape[-1]}); {use}"
     )
     return 0
 
