@@ -22,6 +22,10 @@ def test_r3d_18_has_torchvision_parameter_count():
     assert trainable_parameters(build_action_model("r3d_18", num_classes=400)) == 33_371_472
 
 
+def test_mc3_18_has_torchvision_parameter_count():
+    assert trainable_parameters(build_action_model("mc3_18", num_classes=400)) == 11_695_440
+
+
 def test_resnet50_has_torchvision_parameter_count():
     assert trainable_parameters(build_image_backbone("resnet50", num_classes=1000)) == 25_557_032
 
