@@ -271,8 +271,8 @@ def test_a_config_names_known_weights_and_a_missing_file_stops_it_with_its_sourc
     assert listed == named
     simclr = known["weights/simclr_resnet50_imagenet.keras"]
     with pytest.raises(ValueError) as error:
-        penalty = configs / "ucf101_vispr_penalty.cfg"
-        parse(f"--flagfile={penalty}", "--anonymizer_weights=").validate()
+        others = [f"--{flag}=" for flag in WEIGHT_FLAGS if flag != "privacy_weights"]
+        parse(f"--flagfile={configs / 'ucf101_vispr_penalty.cfg'}", *others).validate()
     message = str(error.value)
     assert message.startswith(f"--privacy_weights={simclr.path}: no such file")
     assert "dl.fbaipublicfiles.com/vissl" in message and simclr.command in message
