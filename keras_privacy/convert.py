@@ -4,10 +4,18 @@
 
 `--arch` is one of `ARCHITECTURES`: torchvision's `video.r3d_18` and `video.r2plus1d_18`
 (also into SPAct's `r3d_18_spact`, which has the same weights), `resnet18` ... `resnet152`,
-Hara et al.'s 3D-ResNets-PyTorch `r3d_50`, and SPAct's UNet (milesial's Pytorch-UNet,
-`bilinear=True`; a bias before a BatchNorm is folded into its moving mean). The head's size
-comes from the checkpoint's `fc.weight` (`--num_classes` to check it); a checkpoint without
-`fc` gives the pooled-features model.
+Hara et al.'s 3D-ResNets-PyTorch `r3d_50`, the I3D-ResNet-50 of TeD-SPAD and the penalty paper
+(`i3d_r50`: pytorch-resnet3d's `I3Res50` keys, as in their Kinetics-400 file
+`i3d_r50_kinetics.pth`; `i3d_r50_tedspad`: the f_T their training scripts save, the same under
+`i3d.` plus a feature head `mlp.*` that has no place here and is left out, listed), and SPAct's
+UNet (milesial's Pytorch-UNet, `bilinear=True`; a bias before a BatchNorm is folded into its
+moving mean). The head's size comes from the checkpoint's `fc.weight` (`--num_classes` to
+check it); a checkpoint without `fc` gives the pooled-features model.
+
+    python -m keras_privacy.convert i3d_r50_kinetics.pth --arch i3d_r50 \
+        --out weights/i3d_r50_kinetics400.weights.h5
+    python -m keras_privacy.convert model_20.pth --arch i3d_r50_tedspad \
+        --key ft_model_state_dict --out weights/i3d_r50_ucf101.weights.h5
 
 The file is read without running pickled code: `torch.load(weights_only=True)` for `.pth` /
 `.pt` (needs PyTorch, a CPU build is enough), or a `.safetensors` file (read here, no extra
@@ -70,16 +78,28 @@ _RESNET = [
     (r"^fc$", "fc"),
 ]
 _UNET_PART = {"conv1": "0", "bn1": "1", "conv2": "3", "bn2": "4"}
+# TeD-SPAD's and the penalty paper's `wrapper_i3d` (aux_code/model_loaders.py:258-263 in
+# TeD-SPAD): the I3D under `i3d.`, a feature head under `mlp.`.
+_I3D_WRAPPER = [(pattern, f"i3d.{module}") for pattern, module in _RESNET]
 
 ARCHITECTURES = {
     "r3d_18": ("action", _VIDEO_RESNET),
     "r3d_18_spact": ("action", _VIDEO_RESNET),
     "r2plus1d_18": ("action", _R2PLUS1D),
     "r3d_50": ("action", _RESNET),
+    "i3d_r50": ("action", _RESNET),
+    "i3d_r50_tedspad": ("action", _I3D_WRAPPER),
     **{f"resnet{depth}": ("image", _RESNET) for depth in (18, 34, 50, 101, 152)},
     "unet": ("anonymizer", None),
 }
 """Architectures this module converts: name -> (registry kind, Keras -> PyTorch name map)."""
+
+REGISTRY_NAMES = {"i3d_r50_tedspad": "i3d_r50"}
+"""The registry's model of an architecture whose name is not a registry name."""
+
+LEFT_OUT = {"i3d_r50_tedspad": "mlp."}
+"""Per architecture, the prefix of checkpoint keys with no place in the Keras model (not
+loaded, not an error: listed by `left_out_keys`)."""
 
 _CHECKPOINT_KEYS = ("state_dict", "model_state_dict", "model", "fa_model_state_dict")
 
@@ -311,7 +331,7 @@ def load_torch_weights(
             if tuple(variable.shape) != array.shape:
                 mismatched.append(f"{key}: {array.shape} in the file, Keras wants {variable.shape}")
             assignments.append((variable, array))
-    unexpected = sorted(set(state_dict) - used)
+    unexpected = sorted(set(state_dict) - used - set(left_out_keys(state_dict, arch)))
     if missing or unexpected or mismatched:
         raise ConversionError(
             f"{source} does not fit {arch} ({model.name}):"
@@ -321,6 +341,20 @@ def load_torch_weights(
         )
     for variable, array in assignments:
         variable.assign(array.astype(variable.dtype))
+
+
+def left_out_keys(state_dict: Mapping[str, np.ndarray], arch: str) -> list[str]:
+    """The keys of `state_dict` that architecture `arch` leaves out on purpose (`LEFT_OUT`)."""
+    prefix = LEFT_OUT.get(arch)
+    return sorted(key for key in state_dict if prefix and key.startswith(prefix))
+
+
+def _head_key(arch: str) -> str:
+    """The checkpoint key of the classifier's weight (the module the Keras layer `fc` maps to)."""
+    for pattern, module in ARCHITECTURES[arch][1] or ():
+        if re.match(pattern, "fc"):
+            return f"{re.sub(pattern, module, 'fc')}.weight"
+    return "fc.weight"
 
 
 def _take(state_dict, key: str, used: set, missing: list):
@@ -346,19 +380,21 @@ def build_for_state_dict(arch: str, state_dict: Mapping[str, np.ndarray], num_cl
     if arch not in ARCHITECTURES:
         raise ConversionError(f"unknown arch {arch!r}; known: {', '.join(ARCHITECTURES)}")
     kind = ARCHITECTURES[arch][0]
-    found = state_dict["fc.weight"].shape[0] if "fc.weight" in state_dict else None
+    name = REGISTRY_NAMES.get(arch, arch)
+    head = _head_key(arch)
+    found = state_dict[head].shape[0] if head in state_dict else None
     if num_classes is not None and found is not None and num_classes != found:
         raise ConversionError(
-            f"--num_classes {num_classes} but the checkpoint's fc.weight has {found} classes"
+            f"--num_classes {num_classes} but the checkpoint's {head} has {found} classes"
         )
     num_classes = num_classes or found
     if kind == "anonymizer":
-        return registry.build_anonymizer(arch)
+        return registry.build_anonymizer(name)
     if kind == "image":
-        return registry.build_image_backbone(arch, num_classes=num_classes)
+        return registry.build_image_backbone(name, num_classes=num_classes)
     if num_classes is None:
-        return registry.build_action_model(arch, num_classes=1, include_top=False)
-    return registry.build_action_model(arch, num_classes=num_classes)
+        return registry.build_action_model(name, num_classes=1, include_top=False)
+    return registry.build_action_model(name, num_classes=num_classes)
 
 
 def convert(
@@ -369,7 +405,8 @@ def convert(
     key: str | None = None,
 ):
     """Read the checkpoint at `path`, load it into the registry's `arch` model and save its
-    weights to `out` (a `.weights.h5` file); returns the Keras model."""
+    weights to `out` (a `.weights.h5` file); returns the Keras model and the checkpoint keys
+    left out on purpose (`LEFT_OUT`)."""
     if not str(out).endswith(".weights.h5"):
         raise ConversionError(f"--out {out}: Keras weight files must end in .weights.h5")
     state_dict = read_state_dict(path, key)
@@ -377,7 +414,7 @@ def convert(
     load_torch_weights(model, state_dict, arch, source=os.fspath(path))
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     model.save_weights(os.fspath(out))
-    return model
+    return model, left_out_keys(state_dict, arch)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -394,15 +431,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--key", default=None, help="the state dict's key in a checkpoint dict")
     args = parser.parse_args(argv)
     try:
-        model = convert(args.state_dict, args.arch, args.out, args.num_classes, args.key)
+        model, left_out = convert(args.state_dict, args.arch, args.out, args.num_classes, args.key)
     except ConversionError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     head = model.output_shape[-1]
+    name = REGISTRY_NAMES.get(args.arch, args.arch)
     print(
         f"{args.state_dict} -> {args.out}: {args.arch} ({len(model.weights)} tensors, output "
-        f"width {head}); load into the registry's {args.arch} model of the same head"
+        f"width {head}); load into the registry's {name} model of the same head"
     )
+    if left_out:
+        print(f"left out (no place in {name}): {', '.join(left_out)}")
     return 0
 
 

@@ -18,6 +18,7 @@ from keras_privacy.models.unet import downsampling_factor
     [
         ("r2plus1d_18", 400, 31_505_325),  # torchvision
         ("r3d_50", 400, 47_018_576),  # 3D-ResNets-PyTorch resnet50 (see test_convert.py)
+        ("i3d_r50", 400, 28_043_472),  # pytorch-resnet3d's I3Res50 (see test_convert.py)
         ("c3d", 487, 79_991_015),  # c3d-pytorch, Sports-1M head
     ],
 )
