@@ -98,8 +98,8 @@ REGISTRY_NAMES = {"i3d_r50_tedspad": "i3d_r50"}
 """The registry's model of an architecture whose name is not a registry name."""
 
 LEFT_OUT = {"i3d_r50_tedspad": "mlp."}
-"""Per architecture, the prefix of checkpoint keys with no place in the Keras model (not
-loaded, not an error: listed by `left_out_keys`)."""
+"""Per architecture, the prefix of checkpoint keys with no place in the Keras model: not loaded,
+not an error (TeD-SPAD's f_T keeps a feature head for its temporal loss under `mlp.`)."""
 
 _CHECKPOINT_KEYS = ("state_dict", "model_state_dict", "model", "fa_model_state_dict")
 
@@ -405,8 +405,7 @@ def convert(
     key: str | None = None,
 ):
     """Read the checkpoint at `path`, load it into the registry's `arch` model and save its
-    weights to `out` (a `.weights.h5` file); returns the Keras model and the checkpoint keys
-    left out on purpose (`LEFT_OUT`)."""
+    weights to `out` (a `.weights.h5` file); returns the Keras model."""
     if not str(out).endswith(".weights.h5"):
         raise ConversionError(f"--out {out}: Keras weight files must end in .weights.h5")
     state_dict = read_state_dict(path, key)
@@ -414,7 +413,7 @@ def convert(
     load_torch_weights(model, state_dict, arch, source=os.fspath(path))
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     model.save_weights(os.fspath(out))
-    return model, left_out_keys(state_dict, arch)
+    return model
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -431,7 +430,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--key", default=None, help="the state dict's key in a checkpoint dict")
     args = parser.parse_args(argv)
     try:
-        model, left_out = convert(args.state_dict, args.arch, args.out, args.num_classes, args.key)
+        model = convert(args.state_dict, args.arch, args.out, args.num_classes, args.key)
     except ConversionError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -441,8 +440,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{args.state_dict} -> {args.out}: {args.arch} ({len(model.weights)} tensors, output "
         f"width {head}); load into the registry's {name} model of the same head"
     )
-    if left_out:
-        print(f"left out (no place in {name}): {', '.join(left_out)}")
+    if args.arch in LEFT_OUT:
+        print(f"left out (no place in {name}): the checkpoint's {LEFT_OUT[args.arch]}* keys")
     return 0
 
 

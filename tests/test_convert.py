@@ -255,8 +255,7 @@ def test_cli_converts_the_authors_saved_f_t_and_lists_the_feature_head(
     argv = [str(path), "--arch", "i3d_r50_tedspad", "--key", "ft_model_state_dict"]
     assert main([*argv, "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    head = sorted(k for k in torch_model.state_dict() if k.startswith("mlp."))
-    assert f"left out (no place in i3d_r50): {', '.join(head)}" in printed
+    assert "left out (no place in i3d_r50): the checkpoint's mlp.* keys" in printed
     keras_model = registry.build_action_model("i3d_r50", 9)
     keras_model.load_weights(out)
     x = np.random.default_rng(3).random((1, 8, 32, 32, 3), dtype="float32")
