@@ -6,14 +6,22 @@
 
 `--arch` is one of `ARCHITECTURES`: torchvision's `video.r3d_18`, `video.mc3_18` and
 `video.r2plus1d_18` (r3d_18 also into SPAct's `r3d_18_spact`, which has the same weights),
-`resnet18` ... `resnet152`, Hara et al.'s 3D-ResNets-PyTorch `r3d_50`, SPAct's UNet (milesial's
-Pytorch-UNet, `bilinear=True`; a bias before a BatchNorm is folded into its moving mean),
-TeD-SPAD's UNet++ (`unetpp`: segmentation_models_pytorch 0.3.3's UnetPlusPlus on ResNet-18;
-the encoder stage past its depth, which smp keeps, is skipped) and a SimCLR ResNet-50 with its
-projection head (`simclr_resnet50`: SPAct's and TeD-SPAD's f_B, `nn.Sequential(resnet50,
-MLP)`, or VISSL's checkpoint renamed as SPAct's code does) into the privacy encoder. The head's
-size comes from the checkpoint's `fc.weight` (`--num_classes` to check it); a checkpoint
-without `fc` gives the pooled-features model.
+`resnet18` ... `resnet152`, Hara et al.'s 3D-ResNets-PyTorch `r3d_50`, the I3D-ResNet-50 of
+TeD-SPAD and the penalty paper (`i3d_r50`: pytorch-resnet3d's `I3Res50` keys, as in their
+Kinetics-400 file `i3d_r50_kinetics.pth`; `i3d_r50_tedspad`: the f_T their training scripts
+save, the same under `i3d.` plus a feature head `mlp.*` that has no place here and is left
+out, listed), SPAct's UNet (milesial's Pytorch-UNet, `bilinear=True`; a bias before a BatchNorm
+is folded into its moving mean), TeD-SPAD's UNet++ (`unetpp`: segmentation_models_pytorch
+0.3.3's UnetPlusPlus on ResNet-18; the encoder stage past its depth, which smp keeps, is
+skipped) and a SimCLR ResNet-50 with its projection head (`simclr_resnet50`: SPAct's and
+TeD-SPAD's f_B, `nn.Sequential(resnet50, MLP)`, or VISSL's checkpoint renamed as SPAct's code
+does) into the privacy encoder. The head's size comes from the checkpoint's `fc.weight`
+(`--num_classes` to check it); a checkpoint without `fc` gives the pooled-features model.
+
+    python -m keras_privacy.convert i3d_r50_kinetics.pth --arch i3d_r50 \
+        --out weights/i3d_r50_kinetics400.weights.h5
+    python -m keras_privacy.convert model_20.pth --arch i3d_r50_tedspad \
+        --key ft_model_state_dict --out weights/i3d_r50_ucf101.weights.h5
 
 The file is read without running pickled code: `torch.load(weights_only=True)` for `.pth` /
 `.pt` (needs PyTorch, a CPU build is enough), or a `.safetensors` file (read here, no extra
@@ -95,9 +103,9 @@ _UNETPP = [
     (r"^decoder_x_(\d)_(\d)_(\d)_bn$", r"decoder.blocks.x_\1_\2.conv\3.1"),
     (r"^segmentation_head$", "segmentation_head.0"),
 ]
-_UNUSED_STAGES = {"unetpp": r"^(encoder\.layer\d+)\."}
-"""Checkpoint keys that an architecture holds but never uses: smp keeps the encoder's stages
-past `encoder_depth` in the state dict (ResNet-18's layer4 at TeD-SPAD's depth 4)."""
+# TeD-SPAD's and the penalty paper's `wrapper_i3d` (aux_code/model_loaders.py:258-263 in
+# TeD-SPAD): the I3D under `i3d.`, a feature head under `mlp.`.
+_I3D_WRAPPER = [(pattern, f"i3d.{module}") for pattern, module in _RESNET]
 
 ARCHITECTURES = {
     "r3d_18": ("action", _VIDEO_RESNET),
@@ -105,12 +113,22 @@ ARCHITECTURES = {
     "mc3_18": ("action", _VIDEO_RESNET),
     "r2plus1d_18": ("action", _R2PLUS1D),
     "r3d_50": ("action", _RESNET),
+    "i3d_r50": ("action", _RESNET),
+    "i3d_r50_tedspad": ("action", _I3D_WRAPPER),
     **{f"resnet{depth}": ("image", _RESNET) for depth in (18, 34, 50, 101, 152)},
     "simclr_resnet50": ("privacy_encoder", _SIMCLR),
     "unet": ("anonymizer", None),
     "unetpp": ("anonymizer", _UNETPP),
 }
 """Architectures this module converts: name -> (registry kind, Keras -> PyTorch name map)."""
+
+REGISTRY_NAMES = {"i3d_r50_tedspad": "i3d_r50"}
+"""The registry's model of an architecture whose name is not a registry name."""
+
+UNUSED = {"unetpp": r"^(encoder\.layer\d+)\.", "i3d_r50_tedspad": r"^(mlp)\."}
+"""Checkpoint keys that an architecture holds but never uses, by the module they start with:
+smp keeps the encoder's stages past `encoder_depth` in the state dict (ResNet-18's layer4 at
+TeD-SPAD's depth 4); TeD-SPAD's f_T keeps a feature head for its temporal loss under `mlp.`."""
 
 _CHECKPOINT_KEYS = (
     "state_dict",
@@ -366,9 +384,9 @@ def torch_layer_arrays(
 
 
 def unused_by_design(arch: str, state_dict: Mapping, names: Mapping[str, str]) -> set[str]:
-    """The keys of `state_dict` that `arch` keeps but never uses (see `_UNUSED_STAGES`) and
-    that no layer of `names` (Keras layer -> PyTorch module) reads."""
-    pattern = _UNUSED_STAGES.get(arch)
+    """The keys of `state_dict` that `arch` keeps but never uses (see `UNUSED`) and that no
+    layer of `names` (Keras layer -> PyTorch module) reads."""
+    pattern = UNUSED.get(arch)
     if pattern is None:
         return set()
     modules = set(names.values())
@@ -409,6 +427,14 @@ def load_torch_weights(
         )
     for variable, array in assignments:
         variable.assign(array.astype(variable.dtype))
+
+
+def _head_key(arch: str) -> str:
+    """The checkpoint key of the classifier's weight (the module the Keras layer `fc` maps to)."""
+    for pattern, module in ARCHITECTURES[arch][1] or ():
+        if re.match(pattern, "fc"):
+            return f"{re.sub(pattern, module, 'fc')}.weight"
+    return "fc.weight"
 
 
 def _take(state_dict, key: str, used: set, missing: list):
@@ -460,19 +486,21 @@ def build_for_state_dict(arch: str, state_dict: Mapping[str, np.ndarray], num_cl
         backbone = registry.build_image_backbone(arch.removeprefix("simclr_"))
         head = projection_head(features, hidden=hidden, output=state_dict["1.fc2.weight"].shape[0])
         return privacy_encoder(backbone, head)
-    found = state_dict["fc.weight"].shape[0] if "fc.weight" in state_dict else None
+    name = REGISTRY_NAMES.get(arch, arch)
+    head = _head_key(arch)
+    found = state_dict[head].shape[0] if head in state_dict else None
     if num_classes is not None and found is not None and num_classes != found:
         raise ConversionError(
-            f"--num_classes {num_classes} but the checkpoint's fc.weight has {found} classes"
+            f"--num_classes {num_classes} but the checkpoint's {head} has {found} classes"
         )
     num_classes = num_classes or found
     if kind == "anonymizer":
-        return registry.build_anonymizer(arch)
+        return registry.build_anonymizer(name)
     if kind == "image":
-        return registry.build_image_backbone(arch, num_classes=num_classes)
+        return registry.build_image_backbone(name, num_classes=num_classes)
     if num_classes is None:
-        return registry.build_action_model(arch, num_classes=1, include_top=False)
-    return registry.build_action_model(arch, num_classes=num_classes)
+        return registry.build_action_model(name, num_classes=1, include_top=False)
+    return registry.build_action_model(name, num_classes=num_classes)
 
 
 def convert(
@@ -550,15 +578,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConversionError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    name = REGISTRY_NAMES.get(args.arch, args.arch)
     use = (
         "give it to a weights flag (--action_weights, ...) or load it with keras.saving.load_model"
         if args.out.endswith(".keras")
-        else f"load into the registry's {args.arch} model of the same head"
+        else f"load into the registry's {name} model of the same head"
     )
     print(
         f"{args.state_dict} -> {args.out}: {args.arch} ({len(model.weights)} tensors, output "
         f"width {model.output_shape[-1]}); {use}"
     )
+    if args.arch in UNUSED:
+        print(f"left out (no place in {name}): the checkpoint's keys matching {UNUSED[args.arch]}")
     return 0
 
 

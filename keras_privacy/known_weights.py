@@ -15,13 +15,13 @@ from dataclasses import dataclass
 class KnownWeights:
     """One weight file: its `path` under weights/, the `model` it starts, the `source` it is
     made from (a URL and the paper or code that uses it), the `command` that makes it, the
-    `flag` that takes it and the `configs` that name it."""
+    `flags` that take it and the `configs` that name it."""
 
     path: str
     model: str
     source: str
     command: str
-    flag: str
+    flags: tuple[str, ...]
     configs: tuple[str, ...] = ()
 
 
@@ -42,7 +42,7 @@ KNOWN_WEIGHTS: tuple[KnownWeights, ...] = (
         "loads (anonymization_training/model.py:17-67); penalty paper Sec. 4.2",
         "python -m keras_privacy.convert model_final_checkpoint_phase799.torch --arch "
         "simclr_resnet50 --normalization imagenet --out weights/simclr_resnet50_imagenet.keras",
-        "privacy_weights",
+        ("privacy_weights",),
         PENALTY,
     ),
     KnownWeights(
@@ -52,7 +52,7 @@ KNOWN_WEIGHTS: tuple[KnownWeights, ...] = (
         f"torchvision's ResNet-18 ({_TORCHVISION}resnet18-5c106cde.pth), smp's "
         "encoder_weights='imagenet' in TeD-SPAD's aux_code/model_loaders.py:19-30",
         f"curl -L -o weights/resnet18_imagenet.pth {_TORCHVISION}resnet18-5c106cde.pth",
-        "anonymizer_weights",
+        ("anonymizer_weights",),
         PENALTY,
     ),
     KnownWeights(
@@ -63,7 +63,7 @@ KNOWN_WEIGHTS: tuple[KnownWeights, ...] = (
         "supp. D.3, Table 3",
         "python -m keras_privacy.convert r3d_18-b3b3357e.pth --arch r3d_18 --normalization "
         "kinetics400 --out weights/r3d_18_kinetics400.keras",
-        "eval_action_weights",
+        ("eval_action_weights",),
         PRETRAINED_TARGETS,
     ),
     KnownWeights(
@@ -74,8 +74,23 @@ KNOWN_WEIGHTS: tuple[KnownWeights, ...] = (
         "D.3, Table 5; penalty paper Table 8",
         "python -m keras_privacy.convert resnet50-0676ba61.pth --arch resnet50 --normalization "
         "imagenet --out weights/resnet50_imagenet.keras",
-        "eval_privacy_weights",
+        ("eval_privacy_weights",),
         PRETRAINED_TARGETS,
+    ),
+    KnownWeights(
+        "weights/i3d_r50_kinetics400.weights.h5",
+        "f_T and f'_T: the I3D-ResNet-50 (`--action_model=i3d_r50`) trained on Kinetics-400 (a "
+        "new head is built); frames in [0, 1] as the authors feed it (the Caffe2 model was "
+        "trained on (x - 0.45) / 0.225, pytorch-resnet3d utils/util.py:5-9)",
+        "the Caffe2 I3D baseline of video-nonlocal-net (https://dl.fbaipublicfiles.com/"
+        "video-nonlocal/i3d_baseline_32x2_IN_pretrain_400k.pkl) renamed by Tushar-N/"
+        "pytorch-resnet3d to i3d_r50_kinetics.pth (`python -m utils.convert_weights PKL "
+        "pretrained/i3d_r50_kinetics.pth` there), the file TeD-SPAD's and the penalty paper's "
+        "build_largei3d_classifier loads",
+        "python -m keras_privacy.convert i3d_r50_kinetics.pth --arch i3d_r50 --out "
+        "weights/i3d_r50_kinetics400.weights.h5",
+        ("action_weights", "eval_action_weights"),
+        PENALTY,
     ),
     KnownWeights(
         "weights/mc3_18_kinetics400.keras",
@@ -84,7 +99,7 @@ KNOWN_WEIGHTS: tuple[KnownWeights, ...] = (
         f"torchvision video.mc3_18 KINETICS400_V1 ({_TORCHVISION}mc3_18-a90a0ba3.pth)",
         "python -m keras_privacy.convert mc3_18-a90a0ba3.pth --arch mc3_18 --normalization "
         "kinetics400 --out weights/mc3_18_kinetics400.keras",
-        "action_weights",
+        ("action_weights",),
     ),
     KnownWeights(
         "weights/unetpp_ted_spad.keras",
@@ -94,7 +109,7 @@ KNOWN_WEIGHTS: tuple[KnownWeights, ...] = (
         "their README), saved under fa_model_state_dict",
         "python -m keras_privacy.convert FA_CHECKPOINT.pth --arch unetpp --key "
         "fa_model_state_dict --normalization none --out weights/unetpp_ted_spad.keras",
-        "anonymizer_weights",
+        ("anonymizer_weights",),
     ),
 )
 """Every weight file a paper config names (and a few more the converters make)."""

@@ -13,6 +13,8 @@ AUTHORS_CODE = {
     "DAVEISHAN/SPAct": "7cf3770b4f85794e0b41b1d0f68e35c7b2644703",
     "VITA-Group/Privacy-AdversarialLearning": "939ca4af65b65c3c5018bb2686903ac5ae9c6b13",
     "UCF-CRCV/TeD-SPAD": "d374a916e1b40fe98719cd0f5ff810872382ea7f",
+    "Rabusi/Balancing-Privacy-and-Action-Performance-A-Penalty-Driven-Approach-to-Image-"
+    "Anonymization": "545cb7809091bc69259e0a999b08c6b9e000dd67",
 }
 """The authors' repositories the sources cite, at the commit that was read."""
 
@@ -35,6 +37,7 @@ _S_INIT = "SPAct initialization/"
 _S_ANON = "SPAct anonymization_training/"
 _VITA = "VITA adversarial_training/adv_training/"
 _TED = "TeD-SPAD "
+_PEN = "Penalty code "
 
 
 @dataclass(frozen=True)
@@ -524,7 +527,15 @@ SETTINGS: tuple[Setting, ...] = (
         "no flag yet",
     ),
     # Penalty-driven.
-    Setting("penalty", "f_A", "UNet++", "Penalty Sec. 4.2", PENALTY, "anonymizer", "unetpp"),
+    Setting(
+        "penalty",
+        "f_A",
+        "UNet++ on 224 x 224 frames (the authors' code: ResNet-18 encoder, depth 4)",
+        "Penalty Sec. 4.2; " + _PEN + "aux_code/model_loaders.py:24-36",
+        PENALTY,
+        "anonymizer",
+        "unetpp",
+    ),
     Setting("penalty", "input side", "224", "Penalty Sec. 4.2", PENALTY, "image_size", "224"),
     Setting(
         "penalty",
@@ -597,13 +608,25 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "penalty",
         "f_T",
-        "I3D ResNet-50, Kinetics-400 pre-trained",
-        "Penalty Sec. 4.2",
+        "I3D ResNet-50, Kinetics-400 pre-trained (the authors' code: pytorch-resnet3d's "
+        "I3Res50, `largei3d`, from i3d_r50_kinetics.pth, no non-local blocks)",
+        "Penalty Sec. 4.2; " + _PEN + "anonymization_training/params_anonymization.py:8; "
+        "aux_code/model_loaders.py:262-274; aux_code/models/large_i3d.py:130-171",
         PENALTY,
         "action_model",
-        "r3d_18_spact",
-        "no I3D-R50 and no pre-trained weights here yet: SPAct's R3D-18, trained by "
-        "--action_init_epochs",
+        "i3d_r50",
+        "same architecture; the Kinetics-400 file is converted by `python -m "
+        "keras_privacy.convert --arch i3d_r50` and named by --action_weights",
+    ),
+    Setting(
+        "penalty",
+        "f_T initialisation",
+        "Kinetics-400 weights; the authors' code: a new head, straight into the minimax",
+        "Penalty Sec. 4.2; " + _PEN + "anonymization_training/params_anonymization.py:12; "
+        "anonymization_training/train_anonymizer_balance.py:400",
+        PENALTY,
+        "action_init_epochs",
+        "0",
     ),
     Setting(
         "penalty",
@@ -669,12 +692,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "penalty",
         "target action model",
-        "not stated; TeD-SPAD's code: I3D",
-        _TED + "action_training/params_anonymized_action.py:7",
+        "not stated; the authors' code: I3D-ResNet-50, Kinetics-400 pre-trained",
+        _PEN + "action_training/params_anonymized_action.py:7; "
+        "action_training/train_anonymized_action.py:187",
         PENALTY,
         "eval_action_model",
-        "r3d_18",
-        "no I3D here: SPAct's R3D-18",
+        "i3d_r50",
+        "same, from the same converted Kinetics-400 file (--eval_action_weights)",
     ),
     Setting(
         "penalty",

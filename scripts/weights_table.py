@@ -27,16 +27,17 @@ def _cell(text: str) -> str:
 
 def weights_table() -> str:
     """One row per known weight file: the file and what it starts, its source, the command
-    that makes it, and the flag and configs that take it."""
+    that makes it, and the flags and configs that take it."""
     sys.path.insert(0, str(REPO))
     from keras_privacy.known_weights import KNOWN_WEIGHTS
 
-    lines = ["| file: model | source | command | flag: configs |", "| --- | --- | --- | --- |"]
+    lines = ["| file: model | source | command | flags: configs |", "| --- | --- | --- | --- |"]
     for weights in KNOWN_WEIGHTS:
         configs = ", ".join(f"`{c}`" for c in weights.configs) or "none yet"
+        flags = ", ".join(f"`--{flag}`" for flag in weights.flags)
         lines.append(
             f"| `{weights.path}`: {_cell(weights.model)} | {_cell(weights.source)} | "
-            f"`{_cell(weights.command)}` | `--{weights.flag}`: {configs} |"
+            f"`{_cell(weights.command)}` | {flags}: {configs} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -1,6 +1,7 @@
 """PyTorch -> Keras weight import: random PyTorch models in torchvision's layouts (rebuilt in
 tests/torch_reference.py), converted, must give the same outputs."""
 
+import functools
 import json
 import struct
 
@@ -18,11 +19,13 @@ from keras_privacy.convert import (  # noqa: E402
     main,
     read_state_dict,
 )
-from keras_privacy.models import registry  # noqa: E402
+from keras_privacy.models import i3d, registry  # noqa: E402
 from keras_privacy.models.pretrained import NORMALIZATIONS  # noqa: E402
 from keras_privacy.models.resnet import privacy_encoder, projection_head  # noqa: E402
 
 WIDTHS = (8, 8, 16, 16)
+# A narrow I3D-R50 whose blocks take both temporal kernels (3 and 1) in three stages.
+I3D_SMALL = {"widths": WIDTHS, "blocks": (2, 2, 1, 2), "stem_width": 8}
 
 
 def torch_parameters(model) -> int:
@@ -40,6 +43,7 @@ def torch_parameters(model) -> int:
         (lambda: ref.UNet(), 17_263_107),  # milesial's UNet, bilinear
         (lambda: ref.ResNet(video=True, num_classes=400), 47_018_576),  # Keras' r3d_50 count
         (lambda: ref.VideoResNet(mixed=True), 11_695_440),  # torchvision mc3_18
+        (lambda: ref.I3Res50(), 28_043_472),  # pytorch-resnet3d's I3Res50, Kinetics-400 head
     ],
 )
 def test_torch_references_have_the_published_parameter_counts(model, count):
@@ -78,6 +82,17 @@ CASES = {
             "r3d_50", 5, widths=WIDTHS, blocks=(1, 2, 1, 1), stem_width=8
         ),
         (8, 32, 32, 3),
+    ),
+    # Odd sizes: the unpadded max-pools floor as PyTorch's do.
+    "i3d_r50": (
+        lambda: ref.I3Res50(num_classes=5, **I3D_SMALL),
+        lambda: registry.build_action_model("i3d_r50", 5, **I3D_SMALL),
+        (10, 40, 40, 3),
+    ),
+    "i3d_r50_tedspad": (
+        lambda: ref.I3DWithFeatureHead(num_classes=5, **I3D_SMALL),
+        lambda: registry.build_action_model("i3d_r50", 5, **I3D_SMALL),
+        (9, 36, 36, 3),
     ),
     "resnet18": (
         lambda: ref.ResNet((2, 1, 1, 1), False, WIDTHS, 5),
@@ -270,6 +285,33 @@ def test_cli_converts_a_ted_spad_unetpp_checkpoint_into_a_keras_model(tmp_path, 
     )
 
 
+@pytest.fixture
+def narrow_i3d(monkeypatch):
+    """The registry's i3d_r50 at I3D_SMALL's widths, so the CLI converts a narrow checkpoint."""
+    narrow = functools.partial(i3d.i3d_r50, **I3D_SMALL)
+    monkeypatch.setitem(registry.ACTION_MODELS, "i3d_r50", narrow)
+
+
+def test_cli_converts_the_authors_saved_f_t_and_lists_the_feature_head(
+    tmp_path, capsys, narrow_i3d
+):
+    torch_model = ref.randomize(ref.I3DWithFeatureHead(num_classes=9, **I3D_SMALL))
+    tensors = {f"module.{k}": v for k, v in torch_model.state_dict().items()}  # DataParallel
+    path = tmp_path / "model_20.pth"
+    torch.save({"epoch": 20, "ft_model_state_dict": tensors}, path)
+    out = tmp_path / "f_t.weights.h5"
+    argv = [str(path), "--arch", "i3d_r50_tedspad", "--key", "ft_model_state_dict"]
+    assert main([*argv, "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "left out (no place in i3d_r50): the checkpoint's keys matching ^(mlp)\\." in printed
+    keras_model = registry.build_action_model("i3d_r50", 9)
+    keras_model.load_weights(out)
+    x = np.random.default_rng(3).random((1, 8, 32, 32, 3), dtype="float32")
+    np.testing.assert_allclose(
+        np.asarray(keras_model(x, training=False)), torch_output(torch_model, x), atol=1e-4
+    )
+
+
 def test_cli_writes_a_simclr_encoder_behind_its_input_normalisation(tmp_path):
     """SPAct's f_B checkpoint (fb_model_state_dict: ResNet-50 trunk `0.*`, head `1.fc1`,
     `1.fc2`) -> a .keras privacy encoder that normalises [0, 1] images by ImageNet's
@@ -325,4 +367,36 @@ def test_a_vissl_simclr_checkpoint_is_read_in_spacts_layout(tmp_path):
     x = np.random.default_rng(7).random((2, 32, 32, 3), dtype="float32")
     np.testing.assert_allclose(
         np.asarray(keras_model(x, training=False)), torch_output(torch_model, x), atol=1e-4
+    )
+
+
+def test_a_kinetics_i3d_starts_a_101_way_f_t_without_its_head(tmp_path, capsys, narrow_i3d):
+    from keras_privacy.config import ExperimentConfig
+    from keras_privacy.training import build_models
+
+    torch_model = ref.randomize(ref.I3Res50(num_classes=400, **I3D_SMALL))
+    path = tmp_path / "i3d_r50_kinetics.pth"
+    torch.save(torch_model.state_dict(), path)
+    out = tmp_path / "i3d_r50_kinetics400.weights.h5"
+    assert main([str(path), "--arch", "i3d_r50", "--out", str(out)]) == 0
+    config = ExperimentConfig(
+        anonymizer="unet_tiny",
+        action_model="i3d_r50",
+        privacy_backbone="resnet_tiny",
+        action_weights=str(out),
+        clip_length=8,
+        image_size=32,
+    )
+    config.validate()
+    capsys.readouterr()
+    action = build_models(config, num_classes=101, num_attributes=5)["action"]
+    report = capsys.readouterr().out
+    trunk = sum(1 for layer in action.layers if layer.weights) - 1  # all but the head
+    assert f"i3d_r50: {trunk} layers loaded, 0 new, 1 mismatched, 0 in the file unused" in report
+    assert "mismatched: layers/dense: file [(64, 400), (400,)] vs model [(64, 101), (101,)]" in (
+        report
+    )
+    stem = torch_model.state_dict()["conv1.weight"].numpy()
+    np.testing.assert_array_equal(
+        np.array(action.get_layer("stem_conv").kernel), np.transpose(stem, (2, 3, 4, 1, 0))
     )

@@ -89,6 +89,7 @@ TINY_KWARGS = {
         "stem_mid_width": 4,
     },
     "r3d_50": {"widths": (4, 4, 4, 4), "blocks": (1, 1, 1, 1), "stem_width": 4},
+    "i3d_r50": {"widths": (4, 4, 4, 4), "blocks": (1, 1, 1, 1), "stem_width": 4},
     "c3d": {"widths": (4, 4, 4, 4, 4), "fc_width": 8, "input_shape": (16, 16, 16, 3)},
     **{
         f"resnet{depth}": {"blocks": (1, 1, 1, 1), "widths": (4, 4, 4, 4)}
@@ -112,7 +113,8 @@ def tiny_instance(kind, name):
         clips = np.random.default_rng(0).random((2, 4, 16, 16, 3), dtype="float32")
         return model, clips, np.array([0, 1])
     if kind == "action":
-        frames = 16 if name.startswith("c3d") else 4  # C3D pools time 16-fold
+        # C3D pools time 16-fold, I3D 8-fold with a 5-frame stem kernel.
+        frames = {"c3d": 16, "i3d": 8}.get(name[:3], 4)
         model = build_action_model(name, 3, **kwargs)
         return model, np.zeros((2, frames, 16, 16, 3), "float32"), np.array([0, 1])
     if kind == "image":

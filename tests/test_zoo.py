@@ -1,11 +1,16 @@
 """The architecture zoo: parameter counts of the full-size models, the new anonymizers' contract
 (frames in [0, 1] -> frames in [0, 1], size factor, export, save and reload)."""
 
+from pathlib import Path
+
 import keras
 import numpy as np
 import pytest
+from absl import flags
 
+from keras_privacy.config import ExperimentConfig
 from keras_privacy.export import export_anonymizer
+from keras_privacy.flags import config_from_flags, define_flags
 from keras_privacy.models import registry
 from keras_privacy.models.__main__ import main as models_cli
 from keras_privacy.models.__main__ import trainable_parameters
@@ -18,6 +23,7 @@ from keras_privacy.models.unet import downsampling_factor
     [
         ("r2plus1d_18", 400, 31_505_325),  # torchvision
         ("r3d_50", 400, 47_018_576),  # 3D-ResNets-PyTorch resnet50 (see test_convert.py)
+        ("i3d_r50", 400, 28_043_472),  # pytorch-resnet3d's I3Res50 (see test_convert.py)
         ("c3d", 487, 79_991_015),  # c3d-pytorch, Sports-1M head
     ],
 )
@@ -113,3 +119,22 @@ def test_cli_lists_the_zoo(capsys):
     out = capsys.readouterr().out
     for name in ("r2plus1d_18", "r3d_50", "c3d", "mobilenet_v2_0.35", "unetpp", "vita"):
         assert name in out
+
+
+def test_the_penalty_configs_unetpp_runs_at_their_224_pixels():
+    configs = []
+    for stem in ("ucf101_vispr_penalty", "hmdb_vispr_penalty"):
+        flag_values = flags.FlagValues()
+        define_flags(flag_values, ExperimentConfig)
+        path = Path(__file__).resolve().parents[1] / "configs" / f"{stem}.cfg"
+        flag_values(["train.py", f"--flagfile={path}"])
+        config = config_from_flags(flag_values, ExperimentConfig)
+        configs.append((config.anonymizer, config.image_size, config.action_model))
+    assert configs == [("unetpp", 224, "i3d_r50")] * 2
+    # TeD-SPAD's depth-4 UNet++ at narrow widths: the full-width one is measured in the README.
+    model = registry.build_anonymizer(
+        "unetpp", encoder_widths=(4, 4, 8, 8), encoder_blocks=(1, 1, 1), decoder_widths=(8, 8, 4, 4)
+    )
+    frames = np.random.default_rng(4).random((1, 224, 224, 3), dtype="float32")
+    out = np.asarray(model(frames, training=False))
+    assert out.shape == frames.shape and 0 <= out.min() and out.max() <= 1

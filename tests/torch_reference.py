@@ -1,7 +1,8 @@
 """PyTorch references for the conversion tests, in plain torch.nn (torchvision's wheels are CUDA
-builds): torchvision's VideoResNet (r3d_18, r2plus1d_18) and ResNet, Hara et al.'s R3D-50 and
-milesial's UNet, with their module names (so their state dicts have the real keys) and widths
-as arguments, so the tests run them small. benchmarks/train_step_torch.py imports them too."""
+builds): torchvision's VideoResNet (r3d_18, r2plus1d_18) and ResNet, Hara et al.'s R3D-50, the
+I3D-ResNet-50 of pytorch-resnet3d (TeD-SPAD's and the penalty paper's f_T) and milesial's UNet,
+with their module names (so their state dicts have the real keys) and widths as arguments, so
+the tests run them small. benchmarks/train_step_torch.py imports them too."""
 
 import torch
 from torch import nn
@@ -200,6 +201,91 @@ class ResNet(nn.Module):
         for stage in range(1, 5):
             x = getattr(self, f"layer{stage}")(x)
         return self.fc(self.avgpool(x).flatten(1))
+
+
+class I3DBottleneck(nn.Module):
+    """pytorch-resnet3d's I3D bottleneck: (t, 1, 1) - (1, 3, 3) strided - 1x1x1 convolutions."""
+
+    def __init__(self, inplanes, planes, stride, downsample, temp_conv):
+        super().__init__()
+        self.conv1 = nn.Conv3d(
+            inplanes, planes, (1 + 2 * temp_conv, 1, 1), 1, (temp_conv, 0, 0), bias=False
+        )
+        self.bn1 = nn.BatchNorm3d(planes)
+        self.conv2 = nn.Conv3d(
+            planes, planes, (1, 3, 3), (1, stride, stride), (0, 1, 1), bias=False
+        )
+        self.bn2 = nn.BatchNorm3d(planes)
+        self.conv3 = nn.Conv3d(planes, planes * 4, 1, bias=False)
+        self.bn3 = nn.BatchNorm3d(planes * 4)
+        self.relu = nn.ReLU(inplace=True)
+        self.downsample = downsample
+
+    def forward(self, x):
+        residual = x if self.downsample is None else self.downsample(x)
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.relu(self.bn2(self.conv2(out)))
+        return self.relu(self.bn3(self.conv3(out)) + residual)
+
+
+class I3Res50(nn.Module):
+    """Tushar-N/pytorch-resnet3d's I3Res50 without non-local blocks, as TeD-SPAD and the penalty
+    paper use it (`largei3d`): (5, 7, 7) stem of stride 2, (2, 3, 3) max-pool of stride 2, a
+    (2, 1, 1) temporal max-pool after layer1, dropout 0.5 before `fc`."""
+
+    TEMP_CONV = ((1, 1, 1), (1, 0, 1, 0), (1, 0, 1, 0, 1, 0), (0, 1, 0))
+
+    def __init__(
+        self, widths=(64, 128, 256, 512), blocks=(3, 4, 6, 3), num_classes=400, stem_width=64
+    ):
+        super().__init__()
+        self.conv1 = nn.Conv3d(3, stem_width, (5, 7, 7), 2, (2, 3, 3), bias=False)
+        self.bn1 = nn.BatchNorm3d(stem_width)
+        self.relu = nn.ReLU(inplace=True)
+        self.maxpool1 = nn.MaxPool3d((2, 3, 3), 2)
+        self.maxpool2 = nn.MaxPool3d((2, 1, 1), (2, 1, 1))
+        inplanes = stem_width
+        for stage, (width, count) in enumerate(zip(widths, blocks)):
+            layers = []
+            for block in range(count):
+                stride = 2 if stage > 0 and block == 0 else 1
+                downsample = None
+                if block == 0 and (stride != 1 or inplanes != width * 4):
+                    downsample = nn.Sequential(
+                        nn.Conv3d(inplanes, width * 4, 1, (1, stride, stride), bias=False),
+                        nn.BatchNorm3d(width * 4),
+                    )
+                temp_conv = self.TEMP_CONV[stage][block]
+                layers.append(I3DBottleneck(inplanes, width, stride, downsample, temp_conv))
+                inplanes = width * 4
+            setattr(self, f"layer{stage + 1}", nn.Sequential(*layers))
+        self.avgpool = nn.AdaptiveAvgPool3d(1)
+        self.fc = nn.Linear(inplanes, num_classes)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        x = self.maxpool1(self.relu(self.bn1(self.conv1(x))))
+        x = self.maxpool2(self.layer1(x))
+        x = self.layer4(self.layer3(self.layer2(x)))
+        return self.fc(self.drop(self.avgpool(x)).flatten(1))
+
+
+class I3DWithFeatureHead(nn.Module):
+    """TeD-SPAD's and the penalty paper's `wrapper_i3d` (f_T as their training scripts save it):
+    the I3D under `i3d.` and a feature head under `mlp.` (Linear - BN1d - Linear - BN1d)."""
+
+    def __init__(self, **kwargs):
+        super().__init__()
+        self.i3d = I3Res50(**kwargs)
+        features = self.i3d.fc.in_features
+        self.mlp = nn.Module()
+        self.mlp.fc1 = nn.Linear(features, 512)
+        self.mlp.bn1 = nn.BatchNorm1d(512)
+        self.mlp.fc2 = nn.Linear(512, 128, bias=False)
+        self.mlp.bn2 = nn.BatchNorm1d(128)
+
+    def forward(self, x):
+        return self.i3d(x)
 
 
 class DoubleConv(nn.Module):

@@ -14,6 +14,7 @@ import keras
 from keras_privacy.models import (
     c3d,
     factorized,
+    i3d,
     mobilenet,
     r2plus1d,
     r3d,
@@ -29,6 +30,8 @@ ACTION_MODELS: dict[str, Callable[..., keras.Model]] = {
     "mc3_18": r3d.mc3_18,
     "r2plus1d_18": r2plus1d.r2plus1d_18,
     "r3d_50": r3d.r3d_50,
+    # TeD-SPAD's and the penalty paper's f_T (their `largei3d`): clips of >= 7 frames.
+    "i3d_r50": i3d.i3d_r50,
     # C3D flattens its last pooled volume: fixed clip shape, 16 frames of 112 x 112 by default.
     "c3d": c3d.c3d,
     # SPAct's R3D at 1/8 width and one block per stage, for the synthetic benchmark and tests.
@@ -52,6 +55,9 @@ ACTION_MODELS: dict[str, Callable[..., keras.Model]] = {
     ),
     "r3d_50_tiny": functools.partial(
         r3d.r3d_50, widths=(4, 8, 16, 32), blocks=(1, 1, 1, 1), stem_width=8, name="r3d_50_tiny"
+    ),
+    "i3d_r50_tiny": functools.partial(
+        i3d.i3d_r50, widths=(4, 8, 16, 32), blocks=(1, 1, 1, 1), stem_width=8, name="i3d_r50_tiny"
     ),
     # Global average pooling instead of the flatten: clips of >= 16 frames, any size.
     "c3d_tiny": functools.partial(
