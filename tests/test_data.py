@@ -318,6 +318,42 @@ def test_vispr_per_image_json_labels(fixtures_dir, tmp_path):
     assert len(train.missing) == 2 and all("image not found" in m for m in train.missing)
 
 
+def test_vispr_image_without_its_json_is_skipped_and_named_when_read_with_a_root(
+    fixtures_dir, tmp_path
+):
+    folder = _vispr_annotations(
+        fixtures_dir, tmp_path, {"train": {"2017_1": ["a4_gender"], "2017_2": ["a0_safe"]}}
+    )
+    (folder / "annotations" / "train2017" / "2017_1.json").unlink()
+    images = folder / "images" / "train2017"
+    images.mkdir(parents=True)
+    for image_id in ("2017_1", "2017_2"):
+        (images / f"{image_id}.jpg").write_bytes(b"x")
+    train = read_vispr(folder, root=folder)["train"]
+    assert [(e.path, e.privacy) for e in train.examples] == [(str(images / "2017_2.jpg"), (0,) * 7)]
+    assert train.missing == [
+        f"{folder / 'annotations/train2017/2017_1.json'}: annotation JSON not found, image skipped"
+    ]
+
+
+def test_a_cache_never_holds_an_example_without_its_privacy_labels(tmp_path):
+    image = tmp_path / "a.png"
+    assert cv2.imwrite(str(image), np.zeros((8, 8, 3), np.uint8))
+    split = Split(
+        [Example(str(image), privacy=(1, 0)), Example(str(image))], attribute_names=["x", "y"]
+    )
+    manifest = prepare_image_cache(split, tmp_path / "cache", short_side=8)
+    assert manifest["num_records"] == 1
+    assert manifest["failures"] == [
+        {
+            "path": str(image),
+            "reason": f"{image}: 0 privacy labels for the split's 2 attributes "
+            "(is its annotation missing?)",
+        }
+    ]
+    assert verify_cache(tmp_path / "cache")["ok"]
+
+
 def test_vispr_malformed_json_named(fixtures_dir, tmp_path):
     folder = _vispr_annotations(fixtures_dir, tmp_path, {"val": {"2017_9": '{"labels": ['}})
     with pytest.raises(DatasetFormatError, match="2017_9.json"):

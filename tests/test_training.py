@@ -18,6 +18,8 @@ import tiny_models
 
 from keras_privacy import checkpoint, training
 from keras_privacy.config import ExperimentConfig
+from keras_privacy.data.cache import prepare_image_cache
+from keras_privacy.data.examples import Example, Split
 from keras_privacy.methods.init import IdentityInit
 from keras_privacy.methods.spact import SPAct
 
@@ -268,6 +270,22 @@ def test_nan_loss_stops_the_run_and_keeps_the_last_checkpoint(benchmark, tmp_pat
     assert all(math.isfinite(v) for v in result.history["action_init"]["action_loss"])
     for model in models.values():
         assert all(np.isfinite(w).all() for w in model.get_weights())
+
+
+def test_training_on_an_empty_cache_names_the_cache_and_how_it_was_made(benchmark, tmp_path):
+    broken = tmp_path / "broken.png"
+    broken.write_bytes(b"not an image")
+    split = Split([Example(str(broken), privacy=(0,) * 4)], attribute_names=["a", "b", "c", "d"])
+    prepare_image_cache(split, tmp_path / "cache", short_side=32)
+    config = tiny_config(benchmark, tmp_path / "run", privacy_cache=str(tmp_path / "cache"))
+    with pytest.raises(ValueError) as raised:
+        training.train(config)
+    assert str(raised.value) == (
+        f"--privacy_cache={tmp_path / 'cache'}: the cache holds no image: `python -m "
+        "keras_privacy.data prepare` wrote it from 1 listed files, 1 failed to decode, e.g. "
+        f"{broken}: unreadable image, and 0 were missing (see "
+        f"{tmp_path / 'cache' / 'manifest.json'})"
+    )
 
 
 class PoisonAtEpochEnd(keras.callbacks.Callback):

@@ -7,7 +7,9 @@
         [--models_from RUN_DIR] [any train.py flag, e.g. --steps_per_epoch=4]
 
 `stats` needs only the annotation files: without --root (or with videos absent) it counts what
-the lists name and says how many files are missing. `arrays` exports a SPAct minimax as NumPy
+the lists name and says how many files are missing. `prepare` names the files that failed or
+are missing (the first few, then a count; all are in each subset's manifest.json), reads every
+cache back, and exits with status 1 when a subset's cache is empty or does not read back. `arrays` exports a SPAct minimax as NumPy
 arrays and models for training without TensorFlow (`keras_privacy.data.arrays`).
 """
 
@@ -19,7 +21,12 @@ import json
 import sys
 from collections.abc import Sequence
 
-from keras_privacy.data.cache import prepare_image_cache, prepare_video_cache
+from keras_privacy.data.cache import (
+    failure_line,
+    prepare_image_cache,
+    prepare_video_cache,
+    verify_cache,
+)
 from keras_privacy.data.errors import DatasetFormatError
 from keras_privacy.data.examples import Split
 from keras_privacy.data.hmdb51 import read_hmdb51
@@ -161,15 +168,46 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("error: prepare needs --root (the files to decode)", file=sys.stderr)
         return 2
     prepare = prepare_video_cache if args.dataset in VIDEO_DATASETS else prepare_image_cache
+    status = 0
     for name, split in subsets.items():
-        manifest = prepare(
-            split, f"{args.out}/{name}", short_side=args.short_side, workers=args.workers
-        )
+        out = f"{args.out}/{name}"
+        manifest = prepare(split, out, short_side=args.short_side, workers=args.workers)
         print(
             f"{name}: {manifest['num_records']} cached, {len(manifest['failures'])} failed, "
             f"{len(manifest['missing'])} missing"
         )
-    return 0
+        _print_some(f"{name}: failed", [failure_line(f) for f in manifest["failures"]])
+        _print_some(f"{name}: missing", manifest["missing"])
+        problem = _cache_problem(out, manifest)
+        if problem:
+            print(f"error: {out}: {problem}", file=sys.stderr)
+            status = 1
+    return status
+
+
+SHOWN = 5
+"""How many failed or missing files `prepare` names on the terminal (all are in the manifest)."""
+
+
+def _print_some(title: str, lines: list[str]) -> None:
+    """The first SHOWN `lines` on stderr under `title`, and how many more there are."""
+    if not lines:
+        return
+    print(f"{title} ({len(lines)}):", file=sys.stderr)
+    for line in lines[:SHOWN]:
+        print(f"  {line}", file=sys.stderr)
+    if len(lines) > SHOWN:
+        print(f"  ... and {len(lines) - SHOWN} more, listed in the manifest", file=sys.stderr)
+
+
+def _cache_problem(out: str, manifest: dict) -> str:
+    """Why the cache just written in `out` is unusable ('' when it reads back whole)."""
+    if manifest["num_records"] == 0:
+        return "no example could be cached, so the subset is empty"
+    report = verify_cache(out)
+    if not report["ok"]:
+        return f"the cache does not read back: {'; '.join(report['errors'][:SHOWN])}"
+    return ""
 
 
 if __name__ == "__main__":
