@@ -431,6 +431,26 @@ def test_pa_hmdb51_malformed_names_file(tmp_path, content):
         read_pa_hmdb51(tmp_path)
 
 
+@pytest.mark.parametrize(
+    "attribute, ranges, problem",
+    [
+        ("face", [[0, 10, 0], [20, 11, 1]], "range [20, 11, 1]: frames must satisfy 0 <= start <= end"),
+        ("nudity", [[-1, 10, 0]], "range [-1, 10, 0]: frames must satisfy 0 <= start <= end"),
+        ("relationship", [[0, 20, 2]], "range [0, 20, 2]: values must be in 0 .. 1"),
+        ("skin_color", [[0, 20, [1, 4]]], "range [0, 20, [1, 4]]: values must be in 0 .. 3"),
+        ("gender", [[0, 20, [-1]]], "range [0, 20, [-1]]: values must be in 0 .. 2"),
+    ],
+)
+def test_pa_hmdb51_backward_range_or_out_of_range_value_names_file_video_attribute(
+    tmp_path, attribute, ranges, problem
+):
+    path = tmp_path / "kiss.json"
+    path.write_text(json.dumps({"a.avi": {**_pa_record(), attribute: ranges}}))
+    with pytest.raises(DatasetFormatError) as raised:
+        read_pa_hmdb51(tmp_path)
+    assert str(raised.value) == f"{path}: video 'a.avi': attribute {attribute!r}: {problem}"
+
+
 def test_pa_hmdb51_no_files(tmp_path):
     with pytest.raises(FileNotFoundError, match=re.escape(str(tmp_path))):
         read_pa_hmdb51(tmp_path)
