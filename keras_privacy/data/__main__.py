@@ -9,8 +9,9 @@
 `stats` needs only the annotation files: without --root (or with videos absent) it counts what
 the lists name and says how many files are missing. `prepare` names the files that failed or
 are missing (the first few, then a count; all are in each subset's manifest.json), reads every
-cache back, and exits with status 1 when a subset's cache is empty or does not read back. `arrays` exports a SPAct minimax as NumPy
-arrays and models for training without TensorFlow (`keras_privacy.data.arrays`).
+cache back, and exits with status 1 when a subset's cache is empty or does not read back.
+`arrays` exports a SPAct minimax as NumPy arrays and models for training without TensorFlow
+(`keras_privacy.data.arrays`).
 """
 
 from __future__ import annotations
