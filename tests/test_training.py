@@ -336,6 +336,17 @@ def test_a_checkpoint_is_never_written_from_non_finite_weights(tmp_path):
     assert [p.name for p in (tmp_path / "checkpoints").iterdir() if p.is_dir()] == ["identity-0001"]
 
 
+def test_a_checkpoint_holding_non_finite_weights_is_refused_by_name(tmp_path):
+    # What a version that saved diverged runs left behind: the restart says what to do.
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    folder = checkpoint.save_checkpoint(tmp_path, "identity", 1, {"anonymizer": model}, None, {})
+    model.layers[0].bias.assign([math.nan])
+    model.save_weights(folder / "anonymizer.weights.h5")
+    state = checkpoint.latest_checkpoint(tmp_path)
+    with pytest.raises(checkpoint.CheckpointError, match=f"{folder} holds non-finite weights"):
+        checkpoint.restore_models(state, {"anonymizer": model})
+
+
 @pytest.mark.parametrize(
     "config, flag, message",
     [
