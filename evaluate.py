@@ -12,6 +12,9 @@ rewritten after each method, so a restarted evaluation skips the methods it fini
 report folder) and summary.md / summary.json in the report folder give the mean +- std across
 seeds. See the README for every
 flag.
+
+A bad input (annotation, model file, flag value) is reported as one line; its traceback goes to
+the report folder's error.log, and to the terminal with --verbose.
 """
 
 import os
@@ -19,6 +22,7 @@ import sys
 
 from absl import app, flags, logging
 
+from keras_privacy.cli import run_command
 from keras_privacy.config import ExperimentConfig
 from keras_privacy.flags import config_from_flags, define_flags
 
@@ -26,6 +30,7 @@ define_flags(flags.FLAGS, ExperimentConfig)
 flags.DEFINE_enum(
     "backend", None, ["tensorflow", "jax"], "Keras backend (default: $KERAS_BACKEND or tensorflow)."
 )
+flags.DEFINE_bool("verbose", False, "Show the traceback of an error, not only its message.")
 
 
 def main(argv):
@@ -45,15 +50,20 @@ def main(argv):
         raise app.UsageError(str(error)) from error
 
     from keras_privacy.evaluation import protocol
-    from keras_privacy.evaluation.report import summarize_seeds
 
     logging.set_verbosity(logging.INFO)
+    log_file = protocol.report_dir(config) / "error.log"
+    return run_command(lambda: evaluate(config), flags.FLAGS.verbose, log_file)
+
+
+def evaluate(config) -> None:
+    """Evaluate every seed's run of `config` into its report, then summarise the seeds."""
+    from keras_privacy.evaluation import protocol
+    from keras_privacy.evaluation.report import summarize_seeds
+
     runs = config.seed_runs()
-    try:
-        data = protocol.evaluation_data(config)
-        methods = [protocol.methods_of(run) for run in runs]
-    except (FileNotFoundError, ValueError) as error:
-        raise app.UsageError(str(error)) from error
+    data = protocol.evaluation_data(config)
+    methods = [protocol.methods_of(run) for run in runs]
     reports = {}
     for run, run_methods in zip(runs, methods, strict=True):
         out_dir = protocol.report_dir(run)

@@ -6,13 +6,18 @@
 The backend comes from --backend, else from KERAS_BACKEND (default tensorflow). A run resumes
 from its last checkpoint in --run_dir when restarted. --seeds=N trains seeds seed..seed+N-1 one
 after the other, each in run_dir/seed_K. See the README for every flag.
+
+A bad input (annotation, model file, flag value) or a diverged run is reported as one line;
+its traceback goes to run_dir/error.log, and to the terminal with --verbose.
 """
 
 import os
 import sys
+from pathlib import Path
 
 from absl import app, flags
 
+from keras_privacy.cli import run_command
 from keras_privacy.config import ExperimentConfig
 from keras_privacy.flags import config_from_flags, define_flags
 
@@ -20,6 +25,7 @@ define_flags(flags.FLAGS, ExperimentConfig)
 flags.DEFINE_enum(
     "backend", None, ["tensorflow", "jax"], "Keras backend (default: $KERAS_BACKEND or tensorflow)."
 )
+flags.DEFINE_bool("verbose", False, "Show the traceback of an error, not only its message.")
 
 
 def main(argv):
@@ -47,15 +53,19 @@ def main(argv):
     except ValueError as error:
         raise app.UsageError(str(error)) from error
 
-    from keras_privacy.training import train
+    def train_every_seed() -> None:
+        from keras_privacy.training import train
 
-    for run in config.seed_runs():
-        result = train(run)
-        if not distribute.is_chief():
-            continue
-        print(f"trained models in {result.run_dir}:")
-        for name, path in result.model_paths.items():
-            print(f"  {name}: {path}")
+        for run in config.seed_runs():
+            result = train(run)
+            if not distribute.is_chief():
+                continue
+            print(f"trained models in {result.run_dir}:")
+            for name, path in result.model_paths.items():
+                print(f"  {name}: {path}")
+
+    log_file = Path(config.run_dir) / "error.log"
+    return run_command(train_every_seed, flags.FLAGS.verbose, log_file)
 
 
 if __name__ == "__main__":

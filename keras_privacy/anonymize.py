@@ -12,7 +12,8 @@ the model and cropped back after it.
 A folder IN_DIR gives every video in it (by extension) the same name in OUT_DIR. A video that
 cannot be read is named on stderr and skipped; the others are still written, and the command
 exits with status 1 listing the failures. Each output is written under a temporary name and
-renamed when complete, so a failure never leaves a partial video behind.
+renamed when complete, so a failure never leaves a partial video behind. A bad anonymizer
+file or output folder is one line (`keras_privacy.cli`; the traceback with --verbose).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import keras
 import numpy as np
 from tqdm import tqdm
 
+from keras_privacy.cli import run_command
 from keras_privacy.data.errors import VideoDecodeError
 from keras_privacy.data.video import iter_video_frames, probe_video, write_video
 from keras_privacy.export import anonymizer_factor, load_keras_anonymizer
@@ -166,9 +168,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--quality", type=int, default=2, help="mpeg4 qscale (1 = best); CRF = 5 x this for x264"
     )
     parser.add_argument("--no_progress", action="store_true", help="no progress bar")
+    parser.add_argument("--verbose", action="store_true", help="the traceback of an error too")
     args = parser.parse_args(argv)
     if args.batch_size < 1:
         parser.error("--batch_size must be at least 1")
+    return run_command(lambda: _anonymize(args), args.verbose)
+
+
+def _anonymize(args: argparse.Namespace) -> int:
+    """The CLI's work once its arguments are parsed."""
+    output = Path(args.output)
+    single = not os.path.isdir(args.input)
+    if single and not output.is_dir() and not output.parent.is_dir():
+        raise FileNotFoundError(f"{output.parent}: the output folder does not exist")
     model = load_keras_anonymizer(args.anonymizer)
     options = {
         "batch_size": args.batch_size,
@@ -176,7 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "quality": args.quality,
         "show_progress": not args.no_progress,
     }
-    if os.path.isdir(args.input):
+    if not single:
         failures = anonymize_folder(model, args.input, args.output, **options)
         if failures:
             print(f"{len(failures)} video(s) failed:", file=sys.stderr)
@@ -184,7 +196,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"  {reason}", file=sys.stderr)
             return 1
         return 0
-    output = Path(args.output)
     if output.is_dir():
         output = output / Path(args.input).name
     try:

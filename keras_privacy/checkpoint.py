@@ -5,6 +5,9 @@ model (`<name>.weights.h5`) and the state of the phase's optimizers (`optimizer.
 `<run_dir>/checkpoints/latest.json` names the newest complete folder; it is replaced atomically
 only once that folder is fully written, so a kill at any moment leaves the previous checkpoint
 intact. Older folders are deleted after the pointer moves.
+
+A checkpoint is only ever written from finite variables (`save_checkpoint` refuses others, see
+`non_finite_variables`), so the checkpoint a diverged run keeps is always one to resume from.
 """
 
 from __future__ import annotations
@@ -22,6 +25,26 @@ class CheckpointError(RuntimeError):
     """A checkpoint cannot be read or does not fit the models of this run."""
 
 
+class NonFiniteWeightsError(CheckpointError):
+    """Variables to be saved hold a NaN or an infinity; the previous checkpoint stays."""
+
+
+def non_finite_variables(
+    models: dict[str, keras.Model], optimizer: keras.optimizers.Optimizer | None = None
+) -> list[str]:
+    """The paths of the floating-point variables of `models` and `optimizer` that hold a NaN
+    or an infinity, checked on their devices."""
+    variables = [v for model in models.values() for v in model.weights]
+    if optimizer is not None:
+        variables += optimizer.variables
+    return [
+        variable.path
+        for variable in variables
+        if "float" in str(variable.dtype)
+        and not bool(keras.ops.convert_to_numpy(keras.ops.all(keras.ops.isfinite(variable))))
+    ]
+
+
 def save_checkpoint(
     run_dir: str | os.PathLike,
     phase: str,
@@ -30,7 +53,15 @@ def save_checkpoint(
     optimizer: keras.optimizers.Optimizer | None,
     history: dict,
 ) -> Path:
-    """Write the checkpoint after `epoch` epochs of `phase` and point `latest.json` at it."""
+    """Write the checkpoint after `epoch` epochs of `phase` and point `latest.json` at it.
+
+    Raises NonFiniteWeightsError, writing nothing, when a variable is not finite."""
+    bad = non_finite_variables(models, optimizer)
+    if bad:
+        raise NonFiniteWeightsError(
+            f"{len(bad)} non-finite variable(s) (e.g. {', '.join(bad[:3])}): no checkpoint "
+            f"written for {phase} epoch {epoch}"
+        )
     root = Path(run_dir) / "checkpoints"
     folder = root / f"{phase}-{epoch:04d}"
     if folder.exists():
@@ -79,6 +110,12 @@ def restore_models(state: dict, models: dict[str, keras.Model]) -> None:
                 f"{path} does not fit the {name!r} model of this run (did a model flag change "
                 f"since the run started?): {error}"
             ) from error
+    bad = non_finite_variables(models)
+    if bad:
+        raise CheckpointError(
+            f"checkpoint {state['path']} holds non-finite weights (e.g. {', '.join(bad[:3])}), "
+            "written by a version that saved diverged runs: delete the run folder and restart"
+        )
 
 
 def restore_optimizer(state: dict, optimizer: keras.optimizers.Optimizer) -> None:

@@ -8,6 +8,7 @@ library code only ever sees this object.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import field
 from pathlib import Path
 
@@ -574,6 +575,11 @@ class ExperimentConfig:
 
     def validate(self) -> None:
         """Raise ValueError naming the first setting that makes no sense."""
+        for setting in dataclasses.fields(self):
+            value = getattr(self, setting.name)
+            # A learning rate or loss weight of inf / nan turns the weights non-finite at once.
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"--{setting.name} must be a finite number, got {value}")
         _one_of("method", self.method, METHODS)
         _one_of("ssl_adversary", self.ssl_adversary, SSL_ADVERSARIES)
         self._validate_flags_in_use()

@@ -162,13 +162,24 @@ def read_state_dict(path: str | os.PathLike, key: str | None = None) -> dict[str
     try:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # torch raises UnpicklingError, RuntimeError, EOFError, ...
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
         raise ConversionError(
             f"{path}: not readable as a PyTorch checkpoint with weights_only=True "
-            f"({type(error).__name__}: {first_line[:300]}); save the model's state_dict() alone"
+            f"({type(error).__name__}: {_torch_reason(error)}); save the model's state_dict() "
+            "alone"
         ) from None
     tensors = _unwrap(checkpoint, key, path)
     return _strip_module({name: _to_numpy(value) for name, value in tensors.items()})
+
+
+def _torch_reason(error: Exception) -> str:
+    """Why `torch.load(weights_only=True)` refused a file, without PyTorch's advice to load it
+    with weights_only=False (which would run the pickled code we refuse): the unpickler's reason
+    when it gives one, else the first line of the message."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(error))
+    found = re.search(r"WeightsUnpickler error: (.*?)(?: Please use|$)", text, re.MULTILINE)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    reason = found.group(1) if found else (lines[0] if lines else "")
+    return reason.strip()[:300]
 
 
 def _to_numpy(tensor) -> np.ndarray:

@@ -33,6 +33,8 @@ from collections.abc import Sequence
 
 import keras
 
+from keras_privacy.cli import run_command
+
 PLATFORMS = ("cpu", "cuda")
 SIGNATURES = ("serve", "serve_uint8", "serve_aligned")
 
@@ -46,10 +48,19 @@ def _tf():
 
 
 def load_keras_anonymizer(path: str | os.PathLike) -> keras.Model:
-    """Load a `.keras` anonymizer; importing keras_privacy.models registers its custom layers."""
+    """Load a `.keras` anonymizer; importing keras_privacy.models registers its custom layers.
+
+    Raises FileNotFoundError or ValueError naming `path` and the problem (Keras' own reason,
+    e.g. its refusal of a Lambda layer, whose Python code loading would run)."""
     import keras_privacy.models  # noqa: F401
 
-    return keras.saving.load_model(os.fspath(path), compile=False)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path}: no such anonymizer file (a .keras file)")
+    try:
+        return keras.saving.load_model(os.fspath(path), compile=False)
+    except ValueError as error:
+        reason = str(error).strip().splitlines()[0].split(". ")[0].rstrip(".")
+        raise ValueError(f"{path}: not loadable as a Keras anonymizer ({reason})") from error
 
 
 def anonymizer_factor(model: keras.Model) -> int:
@@ -201,7 +212,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="also write OUT/anonymizer.tflite (TensorFlow backend only; says why when it fails)",
     )
+    parser.add_argument("--verbose", action="store_true", help="the traceback of an error too")
     args = parser.parse_args(argv)
+    return run_command(lambda: _export(args), args.verbose)
+
+
+def _export(args: argparse.Namespace) -> int:
+    """The CLI's work once its arguments are parsed."""
     model = load_keras_anonymizer(args.anonymizer)
     factor = anonymizer_factor(model)
     out_dir = export_anonymizer(model, args.out, platforms=tuple(args.platforms.split(",")))
@@ -211,11 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if not args.tflite:
         return 0
-    try:
-        path = convert_to_tflite(out_dir, os.path.join(out_dir, "anonymizer.tflite"))
-    except RuntimeError as error:
-        print(f"TFLite: not converted. {error}", file=sys.stderr)
-        return 1
+    path = convert_to_tflite(out_dir, os.path.join(out_dir, "anonymizer.tflite"))
     print(f"TFLite model written to {path}")
     return 0
 

@@ -46,7 +46,8 @@ SUPERVISED_METHODS = ("vita", "meta")
 
 
 class TrainingDivergedError(RuntimeError):
-    """A loss became NaN or infinite; the last good checkpoint is kept."""
+    """A loss or a weight became NaN or infinite; the last checkpoint (always one of finite
+    weights) is kept and a restart resumes from it."""
 
 
 @keras.saving.register_keras_serializable(package="keras_privacy")
@@ -410,12 +411,12 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
                     *callbacks,
                 ],
             ).history
-            if guard.failure:
-                last = checkpoint.latest_checkpoint(run_dir)
-                kept = f"the checkpoint {last['path']} is kept" if last else "no checkpoint yet"
+            failure = guard.failure or _non_finite_weights(models | owned, trainer.optimizer)
+            if failure:
                 raise TrainingDivergedError(
-                    f"phase {phase.name}, epoch {epoch + 1}, {guard.failure}; {kept}. Lower the "
-                    "learning rates or the privacy weight and restart."
+                    f"phase {phase.name}, epoch {epoch + 1}, {failure}; "
+                    f"{_kept_checkpoint(run_dir)}. Lower the learning rates or the privacy "
+                    "weight and restart."
                 )
             for name, values in logs.items():
                 history.setdefault(phase.name, {}).setdefault(name, []).extend(
@@ -437,6 +438,28 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
     if chief:
         (run_dir / "history.json").write_text(json.dumps(history, indent=1))
     return TrainResult(run_dir=run_dir, model_paths=paths, history=history)
+
+
+def _non_finite_weights(
+    models: dict[str, keras.Model], optimizer: keras.optimizers.Optimizer
+) -> str | None:
+    """What is not finite after an epoch whose logged losses all were (the loss of a batch is
+    computed before its update, so the epoch's last update is seen only here), or None."""
+    bad = checkpoint.non_finite_variables(models, optimizer)
+    if not bad:
+        return None
+    return f"after the last update {len(bad)} non-finite variable(s) (e.g. {', '.join(bad[:3])})"
+
+
+def _kept_checkpoint(run_dir: Path) -> str:
+    """Which checkpoint a diverged run keeps, for its error message."""
+    last = checkpoint.latest_checkpoint(run_dir)
+    if last is None:
+        return "no checkpoint was written yet, so a restart begins the run again"
+    return (
+        f"the last checkpoint, {last['path']} (every weight finite), is kept and a restart "
+        "resumes from it"
+    )
 
 
 def warn_if_anonymizer_frozen(trainer: StatelessTrainer, phase: str) -> bool:

@@ -56,6 +56,15 @@ def test_a_flag_that_makes_no_sense_is_named():
 
 
 @pytest.mark.parametrize(
+    "flag", ["--identity_lr=inf", "--privacy_lr=nan", "--privacy_weight=-inf", "--eval_lr=inf"]
+)
+def test_an_infinite_or_nan_learning_rate_or_loss_weight_is_refused(flag):
+    name, value = flag.split("=")
+    with pytest.raises(ValueError, match=f"^{name} must be a finite number, got {value}$"):
+        parse(flag).validate()
+
+
+@pytest.mark.parametrize(
     "flag", ["--anonymizer=nope", "--action_model=nope", "--eval_privacy_model=nope"]
 )
 def test_an_unknown_model_name_is_named_with_its_flag(flag):

@@ -318,6 +318,42 @@ def test_vispr_per_image_json_labels(fixtures_dir, tmp_path):
     assert len(train.missing) == 2 and all("image not found" in m for m in train.missing)
 
 
+def test_vispr_image_without_its_json_is_skipped_and_named_when_read_with_a_root(
+    fixtures_dir, tmp_path
+):
+    folder = _vispr_annotations(
+        fixtures_dir, tmp_path, {"train": {"2017_1": ["a4_gender"], "2017_2": ["a0_safe"]}}
+    )
+    (folder / "annotations" / "train2017" / "2017_1.json").unlink()
+    images = folder / "images" / "train2017"
+    images.mkdir(parents=True)
+    for image_id in ("2017_1", "2017_2"):
+        (images / f"{image_id}.jpg").write_bytes(b"x")
+    train = read_vispr(folder, root=folder)["train"]
+    assert [(e.path, e.privacy) for e in train.examples] == [(str(images / "2017_2.jpg"), (0,) * 7)]
+    assert train.missing == [
+        f"{folder / 'annotations/train2017/2017_1.json'}: annotation JSON not found, image skipped"
+    ]
+
+
+def test_a_cache_never_holds_an_example_without_its_privacy_labels(tmp_path):
+    image = tmp_path / "a.png"
+    assert cv2.imwrite(str(image), np.zeros((8, 8, 3), np.uint8))
+    split = Split(
+        [Example(str(image), privacy=(1, 0)), Example(str(image))], attribute_names=["x", "y"]
+    )
+    manifest = prepare_image_cache(split, tmp_path / "cache", short_side=8)
+    assert manifest["num_records"] == 1
+    assert manifest["failures"] == [
+        {
+            "path": str(image),
+            "reason": f"{image}: 0 privacy labels for the split's 2 attributes "
+            "(is its annotation missing?)",
+        }
+    ]
+    assert verify_cache(tmp_path / "cache")["ok"]
+
+
 def test_vispr_malformed_json_named(fixtures_dir, tmp_path):
     folder = _vispr_annotations(fixtures_dir, tmp_path, {"val": {"2017_9": '{"labels": ['}})
     with pytest.raises(DatasetFormatError, match="2017_9.json"):
@@ -393,6 +429,26 @@ def test_pa_hmdb51_malformed_names_file(tmp_path, content):
     path.write_text(content)
     with pytest.raises(DatasetFormatError, match=re.escape(str(path))):
         read_pa_hmdb51(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "attribute, ranges, problem",
+    [
+        ("face", [[20, 11, 1]], "range [20, 11, 1]: frames must satisfy 0 <= start <= end"),
+        ("nudity", [[-1, 10, 0]], "range [-1, 10, 0]: frames must satisfy 0 <= start <= end"),
+        ("relationship", [[0, 20, 2]], "range [0, 20, 2]: values must be in 0 .. 1"),
+        ("skin_color", [[0, 20, [1, 4]]], "range [0, 20, [1, 4]]: values must be in 0 .. 3"),
+        ("gender", [[0, 20, [-1]]], "range [0, 20, [-1]]: values must be in 0 .. 2"),
+    ],
+)
+def test_pa_hmdb51_backward_range_or_out_of_range_value_names_file_video_attribute(
+    tmp_path, attribute, ranges, problem
+):
+    path = tmp_path / "kiss.json"
+    path.write_text(json.dumps({"a.avi": {**_pa_record(), attribute: ranges}}))
+    with pytest.raises(DatasetFormatError) as raised:
+        read_pa_hmdb51(tmp_path)
+    assert str(raised.value) == f"{path}: video 'a.avi': attribute {attribute!r}: {problem}"
 
 
 def test_pa_hmdb51_no_files(tmp_path):

@@ -1,11 +1,14 @@
 """`python -m keras_privacy.data`: stats over the real fixtures, prepare, synthetic."""
 
+import dataclasses
 import json
+import shutil
 
 import pytest
 
+from keras_privacy.data import cache
 from keras_privacy.data.__main__ import main
-from keras_privacy.data.cache import verify_cache
+from keras_privacy.data.cache import read_image_cache, read_manifest, verify_cache
 
 
 @pytest.mark.parametrize(
@@ -61,3 +64,63 @@ def test_synthetic_then_prepare(tmp_path, capsys):
     )
     assert verify_cache(tmp_path / "cache" / "train")["ok"]
     assert "train: 600 cached" in capsys.readouterr().out
+
+
+def _vispr_copy(benchmark, tmp_path):
+    """The tiny benchmark's VISPR folder (lists, JSONs, images), to break in place."""
+    folder = tmp_path / "vispr"
+    shutil.copytree(benchmark / "vispr", folder)
+    return folder
+
+
+def _prepare(folder, out) -> int:
+    args = ["--dataset", "vispr", "--annotations", str(folder), "--root", str(folder)]
+    return main(["prepare", *args, "--attributes", "all", "--out", str(out), "--short_side", "16"])
+
+
+def test_an_image_whose_json_is_missing_is_named_and_left_out_of_the_cache(
+    benchmark, tmp_path, capsys
+):
+    folder = _vispr_copy(benchmark, tmp_path)
+    first = (folder / "train2017.txt").read_text().split()[0]
+    (folder / first).unlink()
+    assert _prepare(folder, tmp_path / "cache") == 0
+    out, err = capsys.readouterr()
+    assert "train: 11 cached, 0 failed, 1 missing" in out
+    assert f"{folder / first}: annotation JSON not found, image skipped" in err
+    report = verify_cache(tmp_path / "cache" / "train")
+    assert report["ok"] and report["records"] == 11
+    labels = len(read_manifest(tmp_path / "cache" / "train")["attribute_names"])
+    assert all(len(r["privacy"]) == labels for r in read_image_cache(tmp_path / "cache" / "train"))
+
+
+def test_a_subset_whose_every_file_failed_is_an_error_naming_them(benchmark, tmp_path, capsys):
+    folder = _vispr_copy(benchmark, tmp_path)
+    broken = sorted((folder / "images" / "test2017").iterdir())
+    for path in broken:
+        path.write_bytes(b"not an image")
+    assert _prepare(folder, tmp_path / "cache") == 1
+    out, err = capsys.readouterr()
+    assert "test: 0 cached, 8 failed, 0 missing" in out
+    assert "train: 12 cached" in out and "val: 2 cached" in out  # the others are still written
+    named = [line for line in err.splitlines() if line.endswith(".jpg: unreadable image")]
+    assert len(named) == 5 and all(line.strip().split(":")[0] in map(str, broken) for line in named)
+    assert "test: failed (8):" in err
+    assert "... and 3 more, listed in the manifest" in err
+    assert f"error: {tmp_path / 'cache' / 'test'}: no example could be cached" in err
+
+
+def test_a_cache_that_does_not_read_back_fails_prepare(benchmark, tmp_path, capsys, monkeypatch):
+    # A record written with fewer privacy labels than the manifest's attributes (what a missing
+    # annotation used to give) cannot be parsed: prepare verifies before reporting success.
+    folder = _vispr_copy(benchmark, tmp_path)
+    real_record = cache.image_record
+
+    def short_labels(example, index, short_side, quality):
+        return real_record(dataclasses.replace(example, privacy=()), index, short_side, quality)
+
+    monkeypatch.setattr(cache, "image_record", short_labels)
+    monkeypatch.setattr(cache, "_with_label_check", lambda encode, count: encode)
+    assert _prepare(folder, tmp_path / "cache") == 1
+    err = capsys.readouterr().err
+    assert f"error: {tmp_path / 'cache' / 'train'}: the cache does not read back" in err

@@ -14,7 +14,7 @@ from tiny_models import tiny_config
 
 from keras_privacy.config import ExperimentConfig
 from keras_privacy.data import pa_hmdb51, synthetic
-from keras_privacy.data.cache import prepare_cache, read_image_cache, read_manifest
+from keras_privacy.data.cache import prepare_cache, read_image_cache, read_manifest, verify_cache
 from keras_privacy.data.examples import Example, Split
 from keras_privacy.data.sources import privacy_splits, training_data
 from keras_privacy.data.vispr import VISPR1
@@ -398,6 +398,9 @@ def test_pa_hmdb51_protocol_trains_without_its_videos_and_tests_action_on_them(
     assert [os.path.basename(e.path) for e in training_data(config).videos.examples] == [kept]
     tested = [(os.path.basename(e.path), e.label) for e in data.action_test.examples]
     assert tested == [(in_pa, 0), (dive, data.class_names.index("dive"))]
+    # The action test carries no privacy labels, nor attribute names: its cache reads back.
+    cached = prepare_cache(data.action_test, "video", tmp_path / "action_test_cache", 32)
+    assert verify_cache(cached)["ok"] and verify_cache(cached)["records"] == 2
     # test.avi's frames 41 and 123 of 164: a face up to frame 80 only.
     assert [e.privacy[:2] for e in data.privacy_test.examples[:2]] == [(1, 1), (1, 0)]
     record = protocol.evaluation_record(config, data)

@@ -18,6 +18,9 @@ import tiny_models
 
 from keras_privacy import checkpoint, training
 from keras_privacy.config import ExperimentConfig
+from keras_privacy.data.cache import prepare_image_cache
+from keras_privacy.data.examples import Example, Split
+from keras_privacy.methods.init import IdentityInit
 from keras_privacy.methods.spact import SPAct
 
 REPO = Path(__file__).resolve().parents[1]
@@ -234,10 +237,10 @@ def test_run_killed_mid_epoch_resumes_to_the_same_end(uninterrupted, benchmark):
 
 
 def test_nan_loss_stops_the_run_and_keeps_the_last_checkpoint(benchmark, tmp_path):
-    # An infinite learning rate makes the action model's weights non-finite after its first
-    # step, so the second action_init batch has a NaN loss (the identity phase is fine).
+    # A learning rate of 1e30 throws the action model's weights to +-1e30 in its first step,
+    # so the second action_init batch has a NaN loss (the identity phase is fine).
     settings = dict(privacy_init_epochs=0, minimax_epochs=0, steps_per_epoch=2)
-    config = tiny_config(benchmark, tmp_path / "run", action_init_lr=math.inf, **settings)
+    config = tiny_config(benchmark, tmp_path / "run", action_init_lr=1e30, **settings)
     with pytest.raises(training.TrainingDivergedError) as raised:
         training.train(config)
     message = str(raised.value)
@@ -245,7 +248,7 @@ def test_nan_loss_stops_the_run_and_keeps_the_last_checkpoint(benchmark, tmp_pat
     assert "action_loss = nan" in message
     state = checkpoint.latest_checkpoint(config.run_dir)
     assert (state["phase"], state["epoch"]) == ("identity", 1)
-    assert f"the checkpoint {state['path']} is kept" in message
+    assert f"the last checkpoint, {state['path']} (every weight finite), is kept" in message
     assert sorted(p.name for p in Path(state["path"]).iterdir()) == [
         "action.weights.h5",
         "anonymizer.weights.h5",
@@ -267,6 +270,81 @@ def test_nan_loss_stops_the_run_and_keeps_the_last_checkpoint(benchmark, tmp_pat
     assert all(math.isfinite(v) for v in result.history["action_init"]["action_loss"])
     for model in models.values():
         assert all(np.isfinite(w).all() for w in model.get_weights())
+
+
+def test_training_on_an_empty_cache_names_the_cache_and_how_it_was_made(benchmark, tmp_path):
+    broken = tmp_path / "broken.png"
+    broken.write_bytes(b"not an image")
+    split = Split([Example(str(broken), privacy=(0,) * 4)], attribute_names=["a", "b", "c", "d"])
+    prepare_image_cache(split, tmp_path / "cache", short_side=32)
+    config = tiny_config(benchmark, tmp_path / "run", privacy_cache=str(tmp_path / "cache"))
+    with pytest.raises(ValueError) as raised:
+        training.train(config)
+    assert str(raised.value) == (
+        f"--privacy_cache={tmp_path / 'cache'}: the cache holds no image: `python -m "
+        "keras_privacy.data prepare` wrote it from 1 listed files, 1 failed to decode, e.g. "
+        f"{broken}: unreadable image, and 0 were missing (see "
+        f"{tmp_path / 'cache' / 'manifest.json'})"
+    )
+
+
+class PoisonAtEpochEnd(keras.callbacks.Callback):
+    """Set one anonymizer weight to NaN at the end of identity epoch `epoch` (0-based): what
+    an epoch's last update does when it diverges, while every logged loss stays finite (the
+    loss of a batch is computed before its update)."""
+
+    def __init__(self, epoch: int):
+        super().__init__()
+        self.epoch = epoch
+
+    def on_epoch_end(self, epoch, logs=None):
+        if isinstance(self.model, IdentityInit) and epoch == self.epoch:
+            weight = self.model.groups()["anonymizer"].weights[0]
+            weight.assign(np.full(weight.shape, np.nan, dtype="float32"))
+
+
+def test_weights_that_turn_non_finite_in_an_epochs_last_update_are_never_checkpointed(
+    benchmark, tmp_path
+):
+    settings = dict(identity_epochs=2, privacy_init_epochs=0, minimax_epochs=0, steps_per_epoch=1)
+    config = tiny_config(benchmark, tmp_path / "run", **settings)
+    with pytest.raises(training.TrainingDivergedError) as raised:
+        training.train(config, callbacks=[PoisonAtEpochEnd(epoch=1)])
+    message = str(raised.value)
+    assert "phase identity, epoch 2, after the last update 1 non-finite variable(s)" in message
+    state = checkpoint.latest_checkpoint(config.run_dir)
+    assert (state["phase"], state["epoch"]) == ("identity", 1)
+    assert f"the last checkpoint, {state['path']} (every weight finite), is kept" in message
+
+    # The restart resumes from that checkpoint, trains identity epoch 2 again and finishes.
+    recorder = EpochRecorder()
+    result, models = train_capturing_models(config, callbacks=[recorder])
+    assert recorder.epochs == [("IdentityInit", 1), ("ActionInit", 0)]
+    assert len(result.history["identity"]["reconstruction_loss"]) == 2
+    assert all((Path(config.run_dir) / name).is_file() for name in training.MODEL_FILES.values())
+    for model in models.values():
+        assert all(np.isfinite(w).all() for w in model.get_weights())
+
+
+def test_a_checkpoint_is_never_written_from_non_finite_weights(tmp_path):
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    checkpoint.save_checkpoint(tmp_path, "identity", 1, {"anonymizer": model}, None, {})
+    model.layers[0].bias.assign([math.inf])
+    with pytest.raises(checkpoint.NonFiniteWeightsError, match="1 non-finite variable.*dense/bias"):
+        checkpoint.save_checkpoint(tmp_path, "identity", 2, {"anonymizer": model}, None, {})
+    assert checkpoint.latest_checkpoint(tmp_path)["epoch"] == 1
+    assert [p.name for p in (tmp_path / "checkpoints").iterdir() if p.is_dir()] == ["identity-0001"]
+
+
+def test_a_checkpoint_holding_non_finite_weights_is_refused_by_name(tmp_path):
+    # What a version that saved diverged runs left behind: the restart says what to do.
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    folder = checkpoint.save_checkpoint(tmp_path, "identity", 1, {"anonymizer": model}, None, {})
+    model.layers[0].bias.assign([math.nan])
+    model.save_weights(folder / "anonymizer.weights.h5")
+    state = checkpoint.latest_checkpoint(tmp_path)
+    with pytest.raises(checkpoint.CheckpointError, match=f"{folder} holds non-finite weights"):
+        checkpoint.restore_models(state, {"anonymizer": model})
 
 
 @pytest.mark.parametrize(
@@ -353,7 +431,6 @@ def test_every_method_trains_through_train(benchmark, tmp_path, method, override
 
 
 def test_a_gated_anonymizer_that_never_updated_is_reported(caplog):
-    from keras_privacy.methods.spact import SPAct
 
     trainer = SPAct(
         tiny_models.anonymizer(), tiny_models.action_model(), tiny_models.privacy_encoder()

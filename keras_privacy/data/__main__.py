@@ -7,8 +7,11 @@
         [--models_from RUN_DIR] [any train.py flag, e.g. --steps_per_epoch=4]
 
 `stats` needs only the annotation files: without --root (or with videos absent) it counts what
-the lists name and says how many files are missing. `arrays` exports a SPAct minimax as NumPy
-arrays and models for training without TensorFlow (`keras_privacy.data.arrays`).
+the lists name and says how many files are missing. `prepare` names the files that failed or
+are missing (the first few, then a count; all are in each subset's manifest.json), reads every
+cache back, and exits with status 1 when a subset's cache is empty or does not read back.
+`arrays` exports a SPAct minimax as NumPy arrays and models for training without TensorFlow
+(`keras_privacy.data.arrays`).
 """
 
 from __future__ import annotations
@@ -19,8 +22,13 @@ import json
 import sys
 from collections.abc import Sequence
 
-from keras_privacy.data.cache import prepare_image_cache, prepare_video_cache
-from keras_privacy.data.errors import DatasetFormatError
+from keras_privacy.cli import run_command
+from keras_privacy.data.cache import (
+    failure_line,
+    prepare_image_cache,
+    prepare_video_cache,
+    verify_cache,
+)
 from keras_privacy.data.examples import Split
 from keras_privacy.data.hmdb51 import read_hmdb51
 from keras_privacy.data.synthetic import write_synthetic_benchmark
@@ -84,8 +92,10 @@ def _print_stats(result: dict) -> None:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m keras_privacy.data", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
+    verbose = argparse.ArgumentParser(add_help=False)
+    verbose.add_argument("--verbose", action="store_true", help="the traceback of an error too")
     for command in ("stats", "prepare"):
-        sub = commands.add_parser(command)
+        sub = commands.add_parser(command, parents=[verbose])
         sub.add_argument("--dataset", required=True, choices=DATASETS)
         sub.add_argument("--annotations", required=True, help="split lists / annotation folder")
         sub.add_argument("--root", default=None, help="folder of the videos or images")
@@ -96,10 +106,10 @@ def _parser() -> argparse.ArgumentParser:
     prepare.add_argument("--out", required=True, help="cache folder; one sub-folder per subset")
     prepare.add_argument("--short_side", type=int, default=128)
     prepare.add_argument("--workers", type=int, default=None)
-    synthetic = commands.add_parser("synthetic")
+    synthetic = commands.add_parser("synthetic", parents=[verbose])
     synthetic.add_argument("--out", required=True)
     synthetic.add_argument("--seed", type=int, default=0)
-    arrays = commands.add_parser("arrays")
+    arrays = commands.add_parser("arrays", parents=[verbose])
     arrays.add_argument("--flagfile", required=True, help="a training config")
     arrays.add_argument("--out", required=True, help="the folder to write")
     arrays.add_argument("--epochs", type=int, default=2, help="minimax epochs to export")
@@ -119,12 +129,11 @@ def _arrays(args: argparse.Namespace, flags: Sequence[str]) -> int:
     define_flags(values, ExperimentConfig)
     try:
         values(["arrays", f"--flagfile={args.flagfile}", *flags])
-        config = config_from_flags(values, ExperimentConfig)
-        config.validate()
-        settings = export_minimax_arrays(config, args.out, args.epochs, args.models_from)
-    except (absl_flags.Error, ValueError, FileNotFoundError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    except absl_flags.Error as error:
+        raise ValueError(str(error)) from error
+    config = config_from_flags(values, ExperimentConfig)
+    config.validate()
+    settings = export_minimax_arrays(config, args.out, args.epochs, args.models_from)
     print(
         f"{args.out}: {settings['epochs']} epochs of {settings['steps_per_epoch']} minimax steps, "
         f"models from {settings['source']['models_from']}"
@@ -135,21 +144,20 @@ def _arrays(args: argparse.Namespace, flags: Sequence[str]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command of `argv` (default: the command line); returns the exit status."""
     args, unknown = _parser().parse_known_args(argv)
+    if unknown and args.command != "arrays":
+        _parser().error(f"unrecognized arguments: {' '.join(unknown)}")
+    return run_command(lambda: _run(args, unknown), args.verbose, status=2)
+
+
+def _run(args: argparse.Namespace, unknown: Sequence[str]) -> int:
+    """The command of `args` (`unknown`: the train.py flags of `arrays`)."""
     if args.command == "arrays":
         return _arrays(args, unknown)
-    if unknown:
-        _parser().error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.command == "synthetic":
         paths = write_synthetic_benchmark(args.out, seed=args.seed)
         print(f"synthetic benchmark written to {paths.root}")
         return 0
-    try:
-        subsets = read_dataset(
-            args.dataset, args.annotations, args.root, args.split, args.attributes
-        )
-    except (DatasetFormatError, FileNotFoundError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    subsets = read_dataset(args.dataset, args.annotations, args.root, args.split, args.attributes)
     if args.command == "stats":
         result = stats(subsets)
         if args.json:
@@ -158,18 +166,48 @@ def main(argv: Sequence[str] | None = None) -> int:
             _print_stats(result)
         return 0
     if args.root is None:
-        print("error: prepare needs --root (the files to decode)", file=sys.stderr)
-        return 2
+        raise ValueError("prepare needs --root (the files to decode)")
     prepare = prepare_video_cache if args.dataset in VIDEO_DATASETS else prepare_image_cache
+    status = 0
     for name, split in subsets.items():
-        manifest = prepare(
-            split, f"{args.out}/{name}", short_side=args.short_side, workers=args.workers
-        )
+        out = f"{args.out}/{name}"
+        manifest = prepare(split, out, short_side=args.short_side, workers=args.workers)
         print(
             f"{name}: {manifest['num_records']} cached, {len(manifest['failures'])} failed, "
             f"{len(manifest['missing'])} missing"
         )
-    return 0
+        _print_some(f"{name}: failed", [failure_line(f) for f in manifest["failures"]])
+        _print_some(f"{name}: missing", manifest["missing"])
+        problem = _cache_problem(out, manifest)
+        if problem:
+            print(f"error: {out}: {problem}", file=sys.stderr)
+            status = 1
+    return status
+
+
+SHOWN = 5
+"""How many failed or missing files `prepare` names on the terminal (all are in the manifest)."""
+
+
+def _print_some(title: str, lines: list[str]) -> None:
+    """The first SHOWN `lines` on stderr under `title`, and how many more there are."""
+    if not lines:
+        return
+    print(f"{title} ({len(lines)}):", file=sys.stderr)
+    for line in lines[:SHOWN]:
+        print(f"  {line}", file=sys.stderr)
+    if len(lines) > SHOWN:
+        print(f"  ... and {len(lines) - SHOWN} more, listed in the manifest", file=sys.stderr)
+
+
+def _cache_problem(out: str, manifest: dict) -> str:
+    """Why the cache just written in `out` is unusable ('' when it reads back whole)."""
+    if manifest["num_records"] == 0:
+        return "no example could be cached, so the subset is empty"
+    report = verify_cache(out)
+    if not report["ok"]:
+        return f"the cache does not read back: {'; '.join(report['errors'][:SHOWN])}"
+    return ""
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ clip's frames on the still-encoded strings and decode only those (TF Model Garde
 Preparation is resumable: each shard is written under a temporary name and renamed when it is
 complete, with a small JSON sidecar (its count, failures and a fingerprint of the split and
 settings); a restart skips every complete shard with the same fingerprint. A file that fails to
-decode is skipped and named (file and reason) in the manifest, never fatal.
+decode, or an example without one privacy label per attribute of its split (a record that
+would not parse back), is skipped and named (file and reason) in the manifest, never fatal.
 """
 
 from __future__ import annotations
@@ -208,6 +209,7 @@ def _prepare(
 ) -> dict:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    encode = _with_label_check(encode, len(split.attribute_names))
     num_shards = num_shards or max(1, -(-len(split) // EXAMPLES_PER_SHARD))
     num_shards = max(1, min(num_shards, len(split)))
     fingerprint = _fingerprint(kind, split, short_side, jpeg_quality, num_shards)
@@ -246,6 +248,23 @@ def _prepare(
     temporary.write_text(json.dumps(manifest, indent=1))
     os.replace(temporary, out / MANIFEST)
     return manifest
+
+
+def _with_label_check(
+    encode: Callable[[Example, int], bytes], num_attributes: int
+) -> Callable[[Example, int], bytes]:
+    """`encode`, refusing (as a decoding failure) an example whose privacy labels do not match
+    the split's attributes: its record would not parse with the manifest's attribute count."""
+
+    def checked(example: Example, index: int) -> bytes:
+        if len(example.privacy) != num_attributes:
+            raise ValueError(
+                f"{example.path}: {len(example.privacy)} privacy labels for the split's "
+                f"{num_attributes} attributes (is its annotation missing?)"
+            )
+        return encode(example, index)
+
+    return checked
 
 
 def _progress(records, bar):
@@ -305,6 +324,12 @@ def prepare_cache(
     prepare = prepare_video_cache if kind == "video" else prepare_image_cache
     prepare(split, out_dir, short_side=short_side)
     return Path(out_dir)
+
+
+def failure_line(failure: dict) -> str:
+    """One manifest failure as "path: reason" (the path once, when the reason has it)."""
+    path, reason = failure["path"], failure["reason"]
+    return reason if reason.startswith(path) else f"{path}: {reason}"
 
 
 def read_manifest(cache_dir: str | os.PathLike) -> dict:

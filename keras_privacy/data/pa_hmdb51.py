@@ -43,6 +43,10 @@ PA_HMDB51_ATTRIBUTES = tuple(PA_HMDB51_TO_VISPR1)
 """The five PA-HMDB51 attributes in label order: gender, face, nudity, skin_color,
 relationship."""
 
+LARGEST_VALUE = {"gender": 2, "face": 2, "nudity": 2, "skin_color": 3, "relationship": 1}
+"""The largest value of each attribute (the module docstring gives their meanings); a value
+outside 0 .. this is a malformed annotation."""
+
 Ranges = dict[str, list[tuple[int, int, tuple[int, ...]]]]
 """One video's annotation: attribute -> inclusive frame ranges (start, end, values)."""
 
@@ -155,7 +159,13 @@ def _ranges(ranges, path: Path, video: str, name: str) -> list[tuple[int, int, t
                 f"{path}: video {video!r}: attribute {name!r}: expected [start, end, value] with "
                 f"an int or a list of ints as value, got {entry!r}"
             )
-        checked.append((entry[0], entry[1], tuple(values)))
+        start, end = entry[:2]
+        where = f"{path}: video {video!r}: attribute {name!r}: range {entry!r}"
+        if not 0 <= start <= end:
+            raise DatasetFormatError(f"{where}: frames must satisfy 0 <= start <= end")
+        if not all(0 <= v <= LARGEST_VALUE[name] for v in values):
+            raise DatasetFormatError(f"{where}: values must be in 0 .. {LARGEST_VALUE[name]}")
+        checked.append((start, end, tuple(values)))
     return checked
 
 

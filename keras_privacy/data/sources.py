@@ -14,7 +14,7 @@ import numpy as np
 
 from keras_privacy.config import ExperimentConfig
 from keras_privacy.data import pa_hmdb51, pipelines, synthetic
-from keras_privacy.data.cache import prepare_cache
+from keras_privacy.data.cache import MANIFEST, failure_line, prepare_cache, read_manifest
 from keras_privacy.data.examples import Split
 from keras_privacy.data.hmdb51 import read_hmdb51
 from keras_privacy.data.ucf101 import read_ucf101
@@ -73,7 +73,9 @@ def pa_hmdb51_action_test(config: ExperimentConfig, class_names: list[str]) -> S
         dataclasses.replace(e, label=class_names.index(test.class_names[e.label]), privacy=())
         for e in test.examples
     ]
-    return dataclasses.replace(test, examples=examples, class_names=list(class_names))
+    return dataclasses.replace(
+        test, examples=examples, class_names=list(class_names), attribute_names=[]
+    )
 
 
 def privacy_splits(config: ExperimentConfig) -> dict[str, Split]:
@@ -187,12 +189,36 @@ def training_data(config: ExperimentConfig) -> TrainingData:
         videos = _synthetic_cache(actions, "video", config)
     if config.privacy_dataset == "synthetic" and not config.privacy_cache:
         pictures = _synthetic_cache(images, "image", config)
+    require_examples(videos, "action_cache" if config.action_cache else "action_annotations")
+    require_examples(pictures, "privacy_cache" if config.privacy_cache else "privacy_annotations")
     return TrainingData(
         config=config,
         videos=videos,
         images=pictures,
         class_names=pipelines.label_names(config.action_cache or actions, "class_names"),
         attribute_names=pipelines.label_names(config.privacy_cache or images, "attribute_names"),
+    )
+
+
+def require_examples(source: pipelines.Source, flag: str) -> None:
+    """Raise ValueError, naming the cache (or the split's missing files) and how it was made,
+    when `source` holds no example: nothing to train on."""
+    if pipelines.count_examples(source) > 0:
+        return
+    if isinstance(source, Split):
+        missing = f", e.g. {source.missing[0]}" if source.missing else ""
+        raise ValueError(
+            f"--{flag}: the split has no example on disk ({len(source.missing)} listed files "
+            f"missing{missing})"
+        )
+    manifest = read_manifest(source)
+    failures = manifest["failures"]
+    example = f", e.g. {failure_line(failures[0])}" if failures else ""
+    raise ValueError(
+        f"--{flag}={source}: the cache holds no {manifest['kind']}: `python -m "
+        f"keras_privacy.data prepare` wrote it from {manifest['num_examples']} listed files, "
+        f"{len(failures)} failed to decode{example}, and {len(manifest['missing'])} were "
+        f"missing (see {Path(source) / MANIFEST})"
     )
 
 

@@ -93,9 +93,11 @@ def read_vispr(
     `annotations_dir` holds `{train,val,test}2017.txt` and `attributes.tsv`. Each list line
     names a per-image JSON (`{"image_path": ..., "labels": [ids]}`), looked for under
     `annotations_dir`, then under `root`. An image is positive for an attribute its `labels`
-    list. A JSON not on disk is listed in `Split.missing` and its image still returned with
-    `privacy=()` (unknown), at the conventional path `images/<subset>/<id>.jpg`. With `root`,
-    images are `root/<image_path>` and images not on disk are listed in `missing` instead.
+    list. A JSON not on disk is listed in `Split.missing`. Without `root` (counting the lists,
+    as `stats` does) its image is still returned with `privacy=()` (unknown), at the
+    conventional path `images/<subset>/<id>.jpg`. With `root`, images are `root/<image_path>`,
+    and an image without its JSON or not on disk is listed in `missing` instead of returned,
+    so every example of a split read with a root has its labels.
     A malformed JSON or an attribute id not in attributes.tsv raises `DatasetFormatError`.
     """
     annotations_dir = Path(annotations_dir)
@@ -108,6 +110,11 @@ def read_vispr(
         examples, missing = [], []
         for _, line in read_lines(annotations_dir / f"{subset}2017.txt"):
             json_path = _find(line, annotations_dir, root)
+            if json_path is None and root:
+                missing.append(
+                    f"{annotations_dir / line}: annotation JSON not found, image skipped"
+                )
+                continue
             if json_path is None:
                 missing.append(f"{annotations_dir / line}: annotation JSON not found")
                 image_path, privacy = _image_of_annotation(line), ()

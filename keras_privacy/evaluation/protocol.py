@@ -73,6 +73,7 @@ from keras_privacy.evaluation.baselines import (
 )
 from keras_privacy.evaluation.detection import BoxesFromFile, Detector, PersonOrFaceDetector
 from keras_privacy.evaluation.report import RAW_METHOD, Report, save_frame_strip
+from keras_privacy.export import load_keras_anonymizer
 from keras_privacy.models import pretrained, registry
 from keras_privacy.models.resnet import privacy_classifier
 from keras_privacy.models.unet import apply_per_frame
@@ -135,7 +136,7 @@ def load_anonymizer(path: str | Path, name: str | None = None) -> Anonymization:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no saved anonymizer there (train one, or fix the path)")
-    model = keras.saving.load_model(path, compile=False)
+    model = load_keras_anonymizer(path)
     model.trainable = False
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     return Anonymization(name or path.stem, model=model, model_sha256=digest)

@@ -1,0 +1,121 @@
+"""Every command line reports a user error as one message naming the file and the problem, with
+the traceback only under --verbose (or in the run's error.log)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import keras
+import pytest
+import tiny_models
+
+from keras_privacy import anonymize, export
+from keras_privacy.cli import run_command
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_a_user_error_is_one_line_and_its_traceback_goes_to_the_log(tmp_path, capsys):
+    def broken():
+        raise FileNotFoundError("data/list.txt: annotation file not found")
+
+    log = tmp_path / "error.log"
+    assert run_command(broken, log_file=log) == 1
+    assert capsys.readouterr().err == (
+        f"error: data/list.txt: annotation file not found (traceback in {log})\n"
+    )
+    assert "Traceback" in log.read_text() and "in broken" in log.read_text()
+    assert run_command(broken, log_file=tmp_path / "no_such_run" / "error.log", status=2) == 2
+    assert capsys.readouterr().err == "error: data/list.txt: annotation file not found\n"
+    assert not (tmp_path / "no_such_run").exists()
+    with pytest.raises(FileNotFoundError):
+        run_command(broken, verbose=True)
+
+
+def test_a_bug_keeps_its_traceback():
+    def bug():
+        return {}["missing key"]
+
+    with pytest.raises(KeyError):
+        run_command(bug)
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    """A tiny anonymizer, and a model with a Lambda layer (Python code that loading would run)."""
+    folder = tmp_path_factory.mktemp("models")
+    tiny_models.anonymizer().save(folder / "tiny.keras")
+    inputs = keras.Input((8, 8, 3))
+    keras.Model(inputs, keras.layers.Lambda(lambda x: x * 2)(inputs)).save(folder / "lambda.keras")
+    return folder
+
+
+@pytest.mark.parametrize(
+    "output, model, message",
+    [
+        (
+            "no_such_folder/out.mp4",
+            "tiny.keras",
+            "{tmp}/no_such_folder: the output folder does not",
+        ),
+        ("out.mp4", "gone.keras", "{models}/gone.keras: no such anonymizer file"),
+        ("out.mp4", "lambda.keras", "{models}/lambda.keras: not loadable as a Keras anonymizer ("),
+    ],
+)
+def test_anonymize_names_the_missing_output_folder_or_the_bad_model(
+    fixtures_dir, models, tmp_path, capsys, output, model, message
+):
+    args = [str(fixtures_dir / "videos" / "test.avi"), str(tmp_path / output)]
+    assert anonymize.main([*args, "--anonymizer", str(models / model), "--no_progress"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: " + message.format(tmp=tmp_path, models=models))
+    assert len(err.splitlines()) == 1
+
+
+def test_export_refuses_a_lambda_layer_in_one_line_or_with_its_traceback(models, tmp_path, capsys):
+    args = ["--anonymizer", str(models / "lambda.keras"), "--out", str(tmp_path / "saved")]
+    assert export.main(args) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {models / 'lambda.keras'}: not loadable as a Keras anonymizer")
+    assert "Lambda" in err and "safe_mode" not in err and len(err.splitlines()) == 1
+    with pytest.raises(ValueError, match="Lambda"):
+        export.main([*args, "--verbose"])
+
+
+def test_train_py_reports_a_diverged_run_in_one_line(benchmark, tmp_path):
+    """train.py's NaN stop: one line naming the kept checkpoint, the traceback in error.log."""
+    settings = {
+        **tiny_models.TINY_RUN,
+        "synthetic_dir": benchmark,
+        "run_dir": tmp_path / "run",
+        "anonymizer": "unet_tiny",
+        "identity_epochs": 2,
+        "identity_warmup_epochs": 0,
+        "identity_lr": 1e30,  # the weights overflow in the first step: a NaN loss in the second
+        "action_init_epochs": 1,
+        "privacy_init_epochs": 0,
+        "minimax_epochs": 0,
+        "steps_per_epoch": 1,
+        "projection_hidden": 16,
+        "projection_dim": 8,
+    }
+    completed = subprocess.run(
+        [sys.executable, "train.py", *(f"--{name}={value}" for name, value in settings.items())],
+        cwd=REPO,
+        env=os.environ | {"TF_CPP_MIN_LOG_LEVEL": "3"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert completed.returncode == 1, completed.stderr
+    checkpoint = tmp_path / "run" / "checkpoints" / "identity-0001"
+    log = tmp_path / "run" / "error.log"
+    assert completed.stderr.splitlines()[-1] == (
+        "error: phase identity, epoch 2, batch 0: reconstruction_loss = nan; the last "
+        f"checkpoint, {checkpoint} (every weight finite), is kept and a restart resumes from "
+        "it. Lower the learning rates or the privacy weight and restart. "
+        f"(traceback in {log})"
+    )
+    assert "Traceback" not in completed.stderr
+    assert "TrainingDivergedError" in log.read_text()
