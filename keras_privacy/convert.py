@@ -56,6 +56,8 @@ from pathlib import Path
 
 import numpy as np
 
+from keras_privacy.cli import run_command
+
 # (pattern on the Keras layer name, replacement giving the PyTorch module path).
 _VIDEO_RESNET = [
     (r"^stem_conv$", "stem.0"),
@@ -562,7 +564,8 @@ def convert(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """CLI: convert a PyTorch state dict into a Keras `.weights.h5` file."""
+    """CLI: convert a PyTorch checkpoint into a Keras `.keras` model or `.weights.h5` file; an
+    error is one line (`keras_privacy.cli`)."""
     parser = argparse.ArgumentParser(
         prog="python -m keras_privacy.convert",
         description=__doc__,
@@ -581,14 +584,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--num_classes", type=int, default=None, help="check the head's size")
     parser.add_argument("--key", default=None, help="the state dict's key in a checkpoint dict")
+    parser.add_argument("--verbose", action="store_true", help="show the traceback of an error")
     args = parser.parse_args(argv)
-    try:
-        model = convert(
-            args.state_dict, args.arch, args.out, args.num_classes, args.key, args.normalization
-        )
-    except ConversionError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+    return run_command(lambda: _convert_and_report(args), args.verbose)
+
+
+def _convert_and_report(args: argparse.Namespace) -> int:
+    """`convert` with the command line's arguments, and a line on what was written."""
+    model = convert(
+        args.state_dict, args.arch, args.out, args.num_classes, args.key, args.normalization
+    )
     name = REGISTRY_NAMES.get(args.arch, args.arch)
     use = (
         "give it to a weights flag (--action_weights, ...) or load it with keras.saving.load_model"

@@ -83,6 +83,17 @@ def test_export_refuses_a_lambda_layer_in_one_line_or_with_its_traceback(models,
         export.main([*args, "--verbose"])
 
 
+def test_convert_names_a_missing_checkpoint_in_one_line_or_with_its_traceback(tmp_path, capsys):
+    from keras_privacy import convert
+
+    missing = tmp_path / "r3d_18.pth"
+    args = [str(missing), "--arch", "r3d_18", "--out", str(tmp_path / "r3d.weights.h5")]
+    assert convert.main(args) == 1
+    assert capsys.readouterr().err == f"error: {missing}: no such file\n"
+    with pytest.raises(convert.ConversionError, match="no such file"):
+        convert.main([*args, "--verbose"])
+
+
 def test_train_py_reports_a_diverged_run_in_one_line(benchmark, tmp_path):
     """train.py's NaN stop: one line naming the kept checkpoint, the traceback in error.log."""
     settings = {
