@@ -179,7 +179,10 @@ class StatelessTrainer(keras.Model):
 
         multi = keras.optimizers.MultiOptimizer(
             _GroupSelector(
-                owner, self._group_optimizers, frozen, [optimizers[name] for name in extras if name in optimizers]
+                owner,
+                self._group_optimizers,
+                frozen,
+                [optimizers[name] for name in extras if name in optimizers],
             )
         )
         # The engine scales the loss itself (Keras would wrap the MultiOptimizer instead).
@@ -216,6 +219,13 @@ class StatelessTrainer(keras.Model):
     def group_optimizer(self, group: str) -> keras.optimizers.Optimizer:
         """The optimizer of `group` (its `iterations` counts the updates of that group)."""
         return self._group_optimizers[group]
+
+    def update_counts(self) -> dict[str, int]:
+        """The updates each optimizer (of a group, or an extra one) has made, by name."""
+        return {
+            name: int(ops.convert_to_numpy(optimizer.iterations))
+            for name, optimizer in self._group_optimizers.items()
+        }
 
     # ------------------------------------------------------------------------ running models
     def run(self, group: str, values: GroupValues, inputs, training: bool = False):

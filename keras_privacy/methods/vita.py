@@ -7,7 +7,7 @@ of held-out action clips. One step follows the authors' `adv_training.py` (VITA-
 Privacy-AdversarialLearning, PA-HMDB51-VISPR-exp/adversarial_training/adv_training/, lines
 cited at commit 939ca4a):
 
-1. one f_A update on `L_T + gamma * budget_term` (:388). The budget term (`budget_loss`):
+1. one f_A update on `L_T + gamma * budget_term` (:387). The budget term (`budget_loss`):
    - `max_bce` (default, the authors', :64-79): every budget model sees the anonymized frames
      of the action clips; its logits are averaged over each clip's frames, then the sigmoid
      cross-entropy against all-ones targets is averaged over the attributes of each clip; the
@@ -93,7 +93,6 @@ def clip_budget_term(frame_logits, clip_length, budget_loss: str = "max_bce"):
         clips = ops.reshape(logits, (-1, clip_length, ops.shape(logits)[-1]))
         per_clip.append(ops.mean(entry(ops.mean(clips, axis=1)), axis=1))
     return ops.mean(ops.max(ops.stack(per_clip), axis=0))
-
 
 
 @keras.saving.register_keras_serializable(package="keras_privacy")
