@@ -491,13 +491,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "vita",
         "validation clips",
-        "the validation videos, 40 mini-batches of 2 (80 videos) per accuracy check",
+        "clips of the validation videos: 80 / #GPU mini-batches of 2 per GPU (160 clips) "
+        "per accuracy check",
         _VITA + "adv_training.py:394-396; adv_flags.py:34, 53",
         VITA,
         "action_validation_every",
         "10",
         "every 10th training video held out of training; one batch of --batch_size (24) "
-        "clips per check (80 videos would cost more forward passes per check than the "
+        "clips per check (160 clips would cost more forward passes per check than the "
         "f_T updates it decides)",
     ),
     Setting(
