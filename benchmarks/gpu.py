@@ -152,7 +152,16 @@ def build_trainer(method: str, sizes: dict, clips: int, images: int):
             privacy_classifier(registry.build_image_backbone(name), a, f"budget_{i}")
             for i, name in enumerate(sizes["budget_models"])
         ]
-        trainer = VITA(anonymizer, action, budget)
+        # The earlier VITA step (one gated f_T update, one budget update), as the README's
+        # figures and `step_flops` count it.
+        trainer = VITA(
+            anonymizer,
+            action,
+            budget,
+            action_schedule="batch_gate",
+            action_moves_anonymizer=False,
+            budget_updates=1,
+        )
         trainer.compile({g: adam(1e-4) for g in trainer.groups()})
         return trainer, batch
     attack = [

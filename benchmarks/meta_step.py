@@ -132,7 +132,15 @@ def main() -> None:
 
     adam = keras.optimizers.Adam
     anonymizer, action, budget_models = build_models(args)
-    vita = VITA(anonymizer, action, budget_models)
+    # The earlier VITA step (one gated f_T update, one budget update), the figures' baseline.
+    vita = VITA(
+        anonymizer,
+        action,
+        budget_models,
+        action_schedule="batch_gate",
+        action_moves_anonymizer=False,
+        budget_updates=1,
+    )
     vita.compile(
         {g: adam(1e-4) for g in ("anonymizer", "action", *vita.budget_groups)}, jit_compile=True
     )

@@ -18,6 +18,7 @@ from keras_privacy.known_weights import missing_weights_message
 
 METHODS = ("spact", "penalty", "vita", "meta")
 BUDGET_LOSSES = ("max_bce", "entropy", "image_max_bce")
+ACTION_SCHEDULES = ("validation_loop", "batch_gate")
 ACTION_DATASETS = ("synthetic", "ucf101", "hmdb51")
 PRIVACY_DATASETS = ("synthetic", "vispr")
 PAIR_SAMPLERS = ("random", "near", "far")
@@ -75,6 +76,12 @@ FLAG_SCOPES = {
     "action_threshold": FlagScope(("vita", "meta")),
     "adversary_threshold": FlagScope(("vita", "meta")),
     "restart_every": FlagScope(("vita",)),
+    "action_schedule": FlagScope(("vita",)),
+    "action_max_updates": FlagScope(("vita",)),
+    "action_validation_every": FlagScope(("vita",)),
+    "action_moves_anonymizer": FlagScope(("vita",)),
+    "adversary_updates_per_step": FlagScope(("vita",)),
+    "budget_pretrain_updates": FlagScope(("vita",)),
     "meta_fraction": FlagScope(("meta",)),
     "meta_alpha": FlagScope(("meta",)),
     "meta_first_order": FlagScope(("meta",)),
@@ -305,6 +312,14 @@ class ExperimentConfig:
     steps_per_epoch: int = field(
         default=0, metadata=_help("Batches per epoch; 0 = one pass over the action set.", "train")
     )
+    minimax_steps_per_epoch: int = field(
+        default=0,
+        metadata=_help(
+            "Batches per epoch of the minimax (a length in steps, as VITA's authors give it: "
+            "--minimax_epochs x this); 0 = --steps_per_epoch.",
+            "train",
+        ),
+    )
     action_weight: float = field(default=1.0, metadata=_help("w_T of L_T for f_A.", "train"))
     privacy_weight: float = field(default=1.0, metadata=_help("w_B of -L_B for f_A.", "train"))
     temperature: float = field(default=0.1, metadata=_help("NT-Xent temperature.", "train"))
@@ -334,17 +349,71 @@ class ExperimentConfig:
     )
     action_threshold: float = field(
         default=0.7,
-        metadata=_help("f_T updates while its batch accuracy is below this (T1).", "adversary"),
+        metadata=_help(
+            "f_T updates while its accuracy is below this (T1; VITA's validation_loop: on the "
+            "held-out clips).",
+            "adversary",
+        ),
     )
     adversary_threshold: float = field(
         default=0.95,
         metadata=_help(
-            "An adversary updates while its batch accuracy is below this (T2).", "adversary"
+            "An adversary updates while its batch accuracy is below this (T2); for VITA, 1 = "
+            "no threshold (the authors').",
+            "adversary",
         ),
     )
     restart_every: int = field(
         default=0,
-        metadata=_help("VITA: restart the budget models every N steps (0 = never).", "adversary"),
+        metadata=_help(
+            "VITA: restart the budget models after every N minimax steps (0 = never).",
+            "adversary",
+        ),
+    )
+    action_schedule: str = field(
+        default="validation_loop",
+        metadata=_help(
+            "VITA's f_T updates per step: validation_loop (the authors': while f_T's accuracy "
+            "on held-out clips < --action_threshold, at most --action_max_updates) | "
+            "batch_gate (one update, applied while its training-batch accuracy is below it).",
+            "adversary",
+        ),
+    )
+    action_max_updates: int = field(
+        default=5,
+        metadata=_help("VITA: the bound of the validation_loop's f_T updates a step.", "adversary"),
+    )
+    action_validation_every: int = field(
+        default=10,
+        metadata=_help(
+            "VITA's validation_loop: every Nth training video (by index) is held out of "
+            "training as the validation clips.",
+            "adversary",
+        ),
+    )
+    action_moves_anonymizer: bool = field(
+        default=True,
+        metadata=_help(
+            "VITA: f_T's update also moves f_A, with an Adam of its own at --action_lr (the "
+            "authors').",
+            "adversary",
+        ),
+    )
+    adversary_updates_per_step: int = field(
+        default=5,
+        metadata=_help(
+            "VITA: updates of every budget model per step, each on its own privacy batch (the "
+            "authors: 5).",
+            "adversary",
+        ),
+    )
+    budget_pretrain_updates: int = field(
+        default=0,
+        metadata=_help(
+            "VITA: budget-model updates alone (a multiple of --adversary_updates_per_step) at "
+            "the start of the minimax and after each restart (the authors: 200).",
+            "adversary",
+        ),
     )
     meta_fraction: float = field(
         default=0.6,
@@ -642,6 +711,7 @@ class ExperimentConfig:
             "privacy_init_epochs",
             "minimax_epochs",
             "steps_per_epoch",
+            "minimax_steps_per_epoch",
             "eval_bootstrap",
         ):
             if getattr(self, name) < 0:
@@ -711,6 +781,23 @@ class ExperimentConfig:
             raise ValueError(f"--meta_fraction must be in (0, 1), got {self.meta_fraction}")
         if self.restart_every < 0 or self.meta_alpha < 0:
             raise ValueError("--restart_every and --meta_alpha cannot be negative")
+        _one_of("action_schedule", self.action_schedule, ACTION_SCHEDULES)
+        for name in ("action_max_updates", "adversary_updates_per_step"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name} must be at least 1, got {getattr(self, name)}")
+        if self.action_validation_every < 2:
+            raise ValueError(
+                f"--action_validation_every must be at least 2, got {self.action_validation_every}"
+            )
+        if (
+            self.budget_pretrain_updates < 0
+            or self.budget_pretrain_updates % self.adversary_updates_per_step
+        ):
+            raise ValueError(
+                f"--budget_pretrain_updates={self.budget_pretrain_updates} must be a "
+                "non-negative multiple of --adversary_updates_per_step="
+                f"{self.adversary_updates_per_step}"
+            )
         if not self.adversary_model_names():
             raise ValueError("--adversary_models names no model")
         if not self.privacy_backbone_names():

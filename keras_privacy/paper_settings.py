@@ -462,48 +462,108 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "vita",
         "f_T threshold",
-        "0.70 validation accuracy, f_T updated until reached",
-        _VITA + "adv_flags.py:27; adv_training.py:393-406",
+        "0.70 validation accuracy",
+        _VITA + "adv_flags.py:27; adv_training.py:399",
         VITA,
         "action_threshold",
         "0.7",
-        "same value; ours gates one f_T update per step on the training batch's accuracy "
-        "(one fit step holds one update; the authors loop on validation accuracy), and f_T's "
-        "gradients do not reach f_A as in their f_T step (adv_training.py:149)",
+    ),
+    Setting(
+        "vita",
+        "f_T updates per step",
+        "after the f_A update: measure f_T's validation accuracy; while below the threshold, "
+        "one f_T update on a training batch and measure again",
+        _VITA + "adv_training.py:393-406",
+        VITA,
+        "action_schedule",
+        "validation_loop",
+        "same loop; each f_T update of a step takes the step's training clips (theirs: a "
+        "fresh batch each), bounded below",
+    ),
+    Setting(
+        "vita",
+        "bound of the f_T loop",
+        "none (`while True`)",
+        _VITA + "adv_training.py:393",
+        VITA,
+        "action_max_updates",
+        "10",
+        "one fit step has a fixed size: at most 10 f_T updates a step (the loop stops "
+        "earlier where f_T reaches the threshold; the log's action_updates says how many ran)",
+    ),
+    Setting(
+        "vita",
+        "validation clips",
+        "clips of the validation videos: 80 / #GPU mini-batches of 2 per GPU (160 clips) "
+        "per accuracy check",
+        _VITA + "adv_training.py:394-396; adv_flags.py:34, 53",
+        VITA,
+        "action_validation_every",
+        "10",
+        "every 10th training video held out of training; one batch of --batch_size (24) "
+        "clips per check (160 clips would cost more forward passes per check than the "
+        "f_T updates it decides)",
+    ),
+    Setting(
+        "vita",
+        "f_T step also moves f_d",
+        "yes: L_T's gradients for f_T and f_d, applied by f_T's Adam (1e-5)",
+        _VITA + "adv_training.py:149, 170",
+        VITA,
+        "action_moves_anonymizer",
+        "true",
+        "same (f_A's share by an Adam of its own at --action_lr, as their opt_fT)",
     ),
     Setting(
         "vita",
         "budget-model updates",
-        "5 per step, no threshold",
+        "5 per step, each on fresh privacy batches",
+        _VITA + "adv_training.py:409-413",
+        VITA,
+        "adversary_updates_per_step",
+        "5",
+    ),
+    Setting(
+        "vita",
+        "budget-model threshold",
+        "none",
         _VITA + "adv_training.py:409-413",
         VITA,
         "adversary_threshold",
-        "0.99",
-        "ours: one update per step while the batch accuracy is below 0.99; no flag for a "
-        "number of budget updates per step",
+        "1.0",
+        "same (1 = no threshold)",
     ),
     Setting(
         "vita",
         "restarts",
-        "optional (off by default), every 200 steps, each followed by 200 "
-        "budget pre-training steps",
-        _VITA + "adv_flags.py:29, 31, 48; adv_training.py:370-386",
+        "optional (off by default), every 200 steps: reload the pre-trained budget models",
+        _VITA + "adv_flags.py:29, 31; adv_training.py:370-377",
         VITA,
         "restart_every",
         "200",
         "ours on, the authors' restarting option (their default is off); a restart goes back "
-        "to the budget models' weights at the start of the minimax, without the 200 "
-        "re-training steps",
+        "to the budget models' weights at the start of the minimax (the end of their "
+        "pre-training, as theirs)",
+    ),
+    Setting(
+        "vita",
+        "budget re-training",
+        "200 budget updates (f_d, f_T fixed) at step 0 and after every restart",
+        _VITA + "adv_flags.py:48; adv_training.py:378-381",
+        VITA,
+        "budget_pretrain_updates",
+        "200",
+        "same (40 steps of 5 updates)",
     ),
     Setting(
         "vita",
         "training length",
-        "800 steps after 200 budget pre-training steps",
-        _VITA + "adv_flags.py:47-48",
+        "800 steps (--max_steps), plus the 200 budget updates at step 0 and each restart",
+        _VITA + "adv_flags.py:47-48; adv_training.py:369",
         VITA,
-        "",
-        "--minimax_epochs=100 epochs of the SPAct config",
-        "no flag for a step count: the SPAct config's 100 epochs",
+        "minimax_steps_per_epoch",
+        "120",
+        "same: --minimax_epochs=8 x 120 steps = 800 minimax steps + 4 x 40 budget-only steps",
     ),
     Setting(
         "vita",
@@ -519,12 +579,15 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "vita",
         "weight decay",
-        "0.002",
-        _VITA + "adv_flags.py:36",
+        "--weight_decay=0.002 reaches only the budget networks' regularizers, whose losses no "
+        "minimised loss includes; f_T's own L2 of 5e-4 (C3D) is in L_T",
+        _VITA + "adv_flags.py:36; adv_training.py:49-55, 126; modules/targetNet.py:12-17; "
+        "loss.py:29-32",
         VITA,
         "",
         "no weight decay",
-        "no flag yet",
+        "same on the budget models (in effect none); f_T's L2 belongs to their C3D, not to "
+        "the R3D-18 here: no flag",
     ),
     # Penalty-driven.
     Setting(

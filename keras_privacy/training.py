@@ -74,13 +74,18 @@ class Phase:
     """One stage of a run: a trainer for `epochs` epochs on batches of one kind:
     `contrastive` (clips + two views per privacy image), `paired` (two such batches per step,
     SPAct's alternation), `labelled` (clips + privacy images with their labels) or `meta`
-    (labelled, with the epoch's attribute and model splits, `meta.epoch_splits`)."""
+    (labelled, with the epoch's attribute and model splits, `meta.epoch_splits`);
+    `privacy_batches` privacy batches per step and, with `validation`, a batch of held-out
+    clips (VITA's minimax); `steps_per_epoch` (0: the run's) its own epoch length."""
 
     name: str
     epochs: int
     make_trainer: Callable[[], StatelessTrainer]
     optimizers: Callable[[], dict[str, keras.optimizers.Optimizer]]
     batches: str = "contrastive"
+    privacy_batches: int = 1
+    validation: bool = False
+    steps_per_epoch: int = 0
 
 
 @dataclasses.dataclass
@@ -215,6 +220,7 @@ def training_phases(
                 **_variant_optimizers(config),
             },
             batches="paired",
+            steps_per_epoch=config.minimax_steps_per_epoch,
         ),
     ]
 
@@ -250,18 +256,33 @@ def _supervised_phases(config: ExperimentConfig, models: dict[str, keras.Model])
                 adversaries,
                 budget_weight=config.privacy_weight,
                 budget_loss=config.budget_loss,
+                action_schedule=config.action_schedule,
                 action_threshold=config.action_threshold,
-                budget_threshold=config.adversary_threshold,
+                action_max_updates=config.action_max_updates,
+                action_moves_anonymizer=config.action_moves_anonymizer,
+                budget_updates=config.adversary_updates_per_step,
+                budget_threshold=(
+                    config.adversary_threshold if config.adversary_threshold < 1 else None
+                ),
                 restart_every=config.restart_every,
+                budget_pretrain_updates=config.budget_pretrain_updates,
                 penalty_weight=config.penalty_weight,
                 penalty_budget=config.penalty_budget,
             ),
             lambda: {
                 "anonymizer": adam(config.anonymizer_lr),
                 "action": adam(config.action_lr),
+                **(
+                    {"anonymizer_by_action": adam(config.action_lr)}
+                    if config.action_moves_anonymizer
+                    else {}
+                ),
                 **{f"budget_{i}": adam(config.privacy_lr) for i in range(len(adversaries))},
             },
             batches="labelled",
+            privacy_batches=config.adversary_updates_per_step,
+            validation=config.action_schedule == "validation_loop",
+            steps_per_epoch=config.minimax_steps_per_epoch,
         )
     else:
         minimax = Phase(
@@ -284,6 +305,7 @@ def _supervised_phases(config: ExperimentConfig, models: dict[str, keras.Model])
                 **{f"attack_{i}": adam(config.privacy_lr) for i in range(len(adversaries))},
             },
             batches="meta",
+            steps_per_epoch=config.minimax_steps_per_epoch,
         )
     return [init, minimax]
 
@@ -296,7 +318,13 @@ def phase_dataset(
         return data.dataset(epoch=epoch, steps=steps)
     if phase.batches == "paired":
         return pair_batches(data.dataset(epoch=epoch, steps=steps))
-    labelled = data.dataset(epoch=epoch, steps=steps, labelled=True)
+    labelled = data.dataset(
+        epoch=epoch,
+        steps=steps,
+        labelled=True,
+        privacy_batches=phase.privacy_batches,
+        validation=phase.validation,
+    )
     if phase.batches == "labelled":
         return labelled
     config = data.config
@@ -392,7 +420,11 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
         for epoch in range(done, phase.epochs):
             dataset = distribute.process_shard(
                 phase_dataset(
-                    phase, data, _global_epoch(phases, index, epoch), steps, len(models) - 2
+                    phase,
+                    data,
+                    _global_epoch(phases, index, epoch),
+                    phase.steps_per_epoch or steps,
+                    len(models) - 2,
                 )
             )
             guard = _FailOnNonFinite()
@@ -422,6 +454,8 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
                 history.setdefault(phase.name, {}).setdefault(name, []).extend(
                     float(v) for v in values
                 )
+            counts = ", ".join(f"{name} {n}" for name, n in trainer.update_counts().items())
+            print(f"phase {phase.name}, epoch {epoch + 1}: updates so far: {counts}", flush=True)
             if chief:
                 checkpoint.save_checkpoint(
                     run_dir, phase.name, epoch + 1, models | owned, trainer.optimizer, history

@@ -69,7 +69,16 @@ def trainers() -> dict:
             ("anonymizer", "action", "privacy"),
         ),
         "vita": (
-            VITA(anonymizer, tm.action_model(), budget, action_threshold=1.1, budget_threshold=1.1),
+            VITA(
+                anonymizer,
+                tm.action_model(),
+                budget,
+                action_schedule="batch_gate",
+                action_threshold=1.1,
+                action_moves_anonymizer=False,
+                budget_updates=1,
+                budget_threshold=1.1,
+            ),
             BatchList([labelled(seed) for seed in range(STEPS)]),
             ("anonymizer", "action", "budget_0", "budget_1"),
         ),

@@ -105,6 +105,8 @@ def test_a_shared_base_config_holds_no_method_specific_flag(path):
         (["--method=vita", "--action_weight=2"], "--action_weight=2.0: --method=vita"),
         (["--method=meta", "--action_weight=2"], "--action_weight=2.0: --method=meta"),
         (["--restart_every=5"], "--restart_every=5: --method=spact"),
+        (["--action_schedule=batch_gate"], "--action_schedule=batch_gate: --method=spact"),
+        (["--method=meta", "--adversary_updates_per_step=2"], "--method=meta"),
         (["--method=vita", "--adversary_crop=0.5"], "--adversary_crop=0.5: --method=vita"),
         (["--method=meta", "--adversary_jitter=1"], "--adversary_jitter=1.0: --method=meta"),
         (["--method=meta", "--temperature=0.5"], "--temperature=0.5: --method=meta"),
@@ -123,6 +125,21 @@ def test_a_shared_base_config_holds_no_method_specific_flag(path):
 def test_a_flag_the_method_does_not_read_is_named(argv, named):
     with pytest.raises(ValueError, match=re.escape(named)):
         parse(*argv).validate()
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--budget_pretrain_updates=7"], "--budget_pretrain_updates=7 must be a non-negative"),
+        (["--adversary_updates_per_step=0"], "--adversary_updates_per_step must be at least 1"),
+        (["--action_max_updates=0"], "--action_max_updates must be at least 1"),
+        (["--action_validation_every=1"], "--action_validation_every must be at least 2"),
+        (["--action_schedule=loop"], "--action_schedule"),
+    ],
+)
+def test_bad_vita_schedules_are_refused(argv, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        parse("--method=vita", *argv).validate()
 
 
 def test_a_method_specific_flag_at_its_default_or_where_read_is_allowed():

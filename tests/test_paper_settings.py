@@ -18,7 +18,6 @@ WITHOUT_FLAG = {
     ("spact", "colour jitter, grayscale"),
     ("spact", "learning-rate drop"),
     ("spact", "stopping rules th_A0, th_T0, th_B0, th_Bmax"),
-    ("vita", "training length"),
     ("vita", "weight decay"),
 }
 """The rows whose setting has no flag yet: not checked against the configs."""

@@ -264,6 +264,19 @@ def test_action_train_every_video_once_per_epoch(train_records, source):
 
 
 @_both("video")
+def test_action_train_holds_out_every_nth_video(data, source):
+    def videos(held_out):
+        dataset = pipelines.action_train_dataset(
+            data[source], 1, CLIP, STRIDE, SIZE, config=NO_COLOUR, hold_out=2, held_out=held_out
+        )
+        return sorted(_video_of(record) for record in _numpy(dataset))
+
+    # Videos 0, 2, 4 (indices multiple of 2) are VITA's validation clips, 1 and 3 train.
+    assert videos(held_out=True) == [0, 2, 4]
+    assert videos(held_out=False) == [1, 3]
+
+
+@_both("video")
 def test_action_train_clips_are_strided_frames_of_one_video(train_records, source):
     span = (CLIP - 1) * STRIDE + 1
     starts = collections.defaultdict(set)

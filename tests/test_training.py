@@ -423,7 +423,9 @@ def test_every_method_trains_through_train(benchmark, tmp_path, method, override
     for logs in history.values():
         assert all(math.isfinite(v) for values in logs.values() for v in values)
     if method == "vita":
-        assert {"budget_loss", "anonymizer_budget_term"} <= set(history["minimax"])
+        assert {"budget_loss", "anonymizer_budget_term", "action_updates"} <= set(
+            history["minimax"]
+        )
     if method == "meta":
         assert {"meta_train_loss", "meta_test_loss", "attack_loss"} <= set(history["minimax"])
     if method == "penalty":

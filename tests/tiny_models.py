@@ -152,6 +152,24 @@ def labelled_dataset(num_batches: int, seed: int = 0, attributes: int = 4):
     return tf.data.Dataset.from_tensor_slices(stacked)
 
 
+def vita_dataset(num_batches: int, image_batches: int = 1, seed: int = 0, attributes: int = 4):
+    """Single batches as VITA's minimax takes them: clips, `image_batches` batches of 3
+    labelled privacy images, and a batch of validation clips with their labels."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(seed)
+    batches = []
+    for _ in range(num_batches):
+        b = batch(rng, images=3 * image_batches)
+        b["images"] = b.pop("views")[:, 0]
+        b["privacy"] = rng.integers(0, 2, (len(b["images"]), attributes)).astype("float32")
+        validation = batch(rng)
+        b["validation_clips"], b["validation_labels"] = validation["clips"], validation["labels"]
+        batches.append(b)
+    stacked = {key: np.stack([b[key] for b in batches]) for key in batches[0]}
+    return tf.data.Dataset.from_tensor_slices(stacked)
+
+
 def meta_batch(seed: int = 0, attributes: int = 4, models: int = 3) -> dict:
     """One labelled batch with the split inputs of its epoch (`meta.epoch_splits`)."""
     from keras_privacy.methods.meta import epoch_splits

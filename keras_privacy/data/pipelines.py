@@ -296,6 +296,8 @@ def action_train_dataset(
     config: augment.AugmentConfig = augment.SUPERVISED,
     epochs: int | None = 1,
     second_clip: bool = False,
+    hold_out: int = 0,
+    held_out: bool = False,
 ) -> tf.data.Dataset:
     """Shuffled, augmented training clips of `epochs` passes (None: endless), last partial
     batch dropped: {"clips" float32 (B, T, size, size, 3) in [0, 1], "labels" int32 (B,),
@@ -309,8 +311,14 @@ def action_train_dataset(
 
     With `second_clip`, also "second_clips" (B, T, size, size, 3): another clip of the same
     video with its own random start and augmentation (SimCLR's second view, the positive of
-    SPAct's spatio-temporal privacy branch); the first clip is the same as without it."""
+    SPAct's spatio-temporal privacy branch); the first clip is the same as without it.
+
+    With `hold_out` = N > 0, only the videos whose index is not a multiple of N (with
+    `held_out`: only those whose index is), VITA's validation clips kept out of training."""
     videos = _source(source, "video")
+
+    def kept(index):
+        return tf.equal(tf.cast(index, tf.int64) % hold_out == 0, held_out)
 
     def sample_clip(record, start_seed, augment_seed):
         start = random_start(start_seed, record["num_frames"], clip_length, stride)
@@ -320,9 +328,11 @@ def action_train_dataset(
         )
         return tf.ensure_shape(clip, [clip_length, size, size, 3])
 
-    def make(item):
-        record = videos.load(item)
-        element_seed = _element_seed(seed, item["epoch"], record["index"])
+    def load(item):
+        return {**videos.load(item), "epoch": item["epoch"]}
+
+    def make(record):
+        element_seed = _element_seed(seed, record["epoch"], record["index"])
         start_seed, augment_seed, pair_seed, second_start_seed, second_augment_seed = (
             tf.random.experimental.stateless_fold_in(element_seed, k) for k in range(5)
         )
@@ -344,7 +354,13 @@ def action_train_dataset(
             element["actions"] = record["actions"]
         return element
 
-    dataset = _map(_items(videos, seed, epochs), make, videos)
+    items = _items(videos, seed, epochs)
+    if hold_out and isinstance(videos, _Files):  # decide before decoding the video
+        items = items.filter(lambda item: kept(item["index"]))
+    records = _map(items, load, videos)
+    if hold_out and isinstance(videos, _Cache):
+        records = records.filter(lambda record: kept(record["index"]))
+    dataset = records.map(make, num_parallel_calls=AUTOTUNE, deterministic=True)
     return dataset.batch(batch_size, drop_remainder=True).prefetch(AUTOTUNE)
 
 

@@ -11,6 +11,7 @@ import logging
 from pathlib import Path
 
 import numpy as np
+import tensorflow as tf
 
 from keras_privacy.config import ExperimentConfig
 from keras_privacy.data import pa_hmdb51, pipelines, synthetic
@@ -131,34 +132,75 @@ class TrainingData:
     attribute_names: list[str]
 
     @property
-    def steps_per_epoch(self) -> int:
-        """Batches in one pass over the action videos."""
-        return max(1, pipelines.count_examples(self.videos) // self.config.batch_size)
+    def hold_out(self) -> int:
+        """N > 0 where every Nth action video (by index) is held out of training as VITA's
+        validation clips (`--action_schedule=validation_loop`), else 0."""
+        c = self.config
+        if c.method == "vita" and c.action_schedule == "validation_loop":
+            return c.action_validation_every
+        return 0
 
-    def dataset(self, epoch: int, steps: int, labelled: bool = False):
+    @property
+    def steps_per_epoch(self) -> int:
+        """Batches in one pass over the action videos used for training."""
+        count = pipelines.count_examples(self.videos)
+        if self.hold_out:
+            count -= -(-count // self.hold_out)
+        return max(1, count // self.config.batch_size)
+
+    def dataset(
+        self,
+        epoch: int,
+        steps: int,
+        labelled: bool = False,
+        privacy_batches: int = 1,
+        validation: bool = False,
+    ):
         """`steps` batches of the minimax format for `epoch` (seeded by seed and epoch).
 
         Privacy images come as two contrastive `views` each (SPAct), or with `labelled` as
-        augmented `images` with their `privacy` labels (the supervised adversaries). With
+        augmented `images` with their `privacy` labels (the supervised adversaries),
+        `privacy_batches` batches of them together (VITA's budget updates). With
         `--ssl_adversary=spatiotemporal` each video also gives its `second_clips` (the positive
-        of the video privacy encoder); the views stay, for the identity init."""
+        of the video privacy encoder); the views stay, for the identity init. With
+        `validation`, a batch of held-out clips too: `validation_clips`, `validation_labels`."""
         c = self.config
         seed = c.seed * 1000 + epoch
-        action = pipelines.action_train_dataset(
-            self.videos,
-            c.batch_size,
-            c.clip_length,
-            c.clip_stride,
-            c.image_size,
-            seed=seed,
-            pair_sampler=c.pair_sampler,
-            config=c.action_augmentation(),
-            epochs=None,
-            second_clip=c.ssl_adversary == "spatiotemporal",
-        )
+
+        def clips(held_out: bool):
+            return pipelines.action_train_dataset(
+                self.videos,
+                c.batch_size,
+                c.clip_length,
+                c.clip_stride,
+                c.image_size,
+                seed=seed,
+                pair_sampler=c.pair_sampler,
+                config=c.action_augmentation(),
+                epochs=None,
+                second_clip=c.ssl_adversary == "spatiotemporal",
+                hold_out=self.hold_out,
+                held_out=held_out,
+            )
+
+        action = clips(held_out=False)
+        if validation:
+            if not self.hold_out:
+                raise ValueError(
+                    "validation clips need a held-out split (--action_validation_every)"
+                )
+            held = clips(held_out=True).map(
+                lambda b: {"validation_clips": b["clips"], "validation_labels": b["labels"]}
+            )
+            action = tf.data.Dataset.zip(action, held).map(lambda a, v: {**a, **v})
         if labelled:
             privacy = pipelines.privacy_labelled_dataset(
-                self.images, c.privacy_batch_size, c.image_size, True, seed=seed, epochs=None
+                self.images,
+                c.privacy_batch_size * privacy_batches,
+                c.image_size,
+                True,
+                seed=seed,
+                epochs=None,
             )
         else:
             privacy = pipelines.privacy_pair_dataset(

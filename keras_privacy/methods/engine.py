@@ -93,12 +93,22 @@ class Update:
     scalar; where it is False the update, computed all the same, leaves the variables,
     BatchNorm statistics and optimizer state of its groups as they were (its logs are still
     recorded). VITA uses it for thresholds on the accuracy of the model being updated.
+
+    `optimizers` names, for some of `groups`, the optimizer (a key of `compile`'s optimizers
+    that `optimizer_groups` declares) that applies their gradients in place of the group's
+    own: VITA's f_T update also moves f_A, with f_T's Adam (its own moments, f_T's rate).
+    An update with no groups changes nothing and only logs (VITA's validation accuracy).
     """
 
     groups: tuple[str, ...]
     loss_fn: LossFn
     gate: Callable[[dict], Any] | None = None
     condition: Callable[[dict], Any] | None = None
+    optimizers: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def optimizer_of(self, group: str) -> str:
+        """The key of the optimizer that applies this update's gradients of `group`."""
+        return self.optimizers.get(group, group)
 
 
 class StatelessTrainer(keras.Model):
@@ -106,7 +116,9 @@ class StatelessTrainer(keras.Model):
 
     Subclasses define `groups()` (name -> sub-model), `log_names` (the scalars a step logs) and
     `updates(data)`. They run sub-models only through `self.run(...)`, a stateless call on the
-    values of a group, so the same code is differentiated by either backend.
+    values of a group, so the same code is differentiated by either backend. While `updates`
+    is called inside a training step, `self.step_count` holds the number of earlier steps (a
+    scalar tensor), for schedules decided in the step.
     """
 
     log_names: tuple[str, ...] = ()
@@ -115,6 +127,7 @@ class StatelessTrainer(keras.Model):
         super().__init__(**kwargs)
         self._trackers = {name: keras.metrics.Mean(name=name) for name in self.log_names}
         self._group_optimizers: dict[str, keras.optimizers.Optimizer] = {}
+        self.step_count = None
 
     # ----------------------------------------------------------------- to be defined by methods
     def groups(self) -> dict[str, keras.Model]:
@@ -125,6 +138,15 @@ class StatelessTrainer(keras.Model):
         """The updates one training step makes on the batch `data`, in order."""
         raise NotImplementedError
 
+    def optimizer_groups(self) -> dict[str, str]:
+        """Extra optimizers (name -> the group whose variables they update) that an `Update`
+        may name in `optimizers`; each keeps its own state, built on the group's variables."""
+        return {}
+
+    def step_logs(self, logs: Mapping[str, Any]) -> dict[str, Any]:
+        """Logs derived from those of a whole step (VITA: how many f_T updates ran)."""
+        return {}
+
     def restart_groups(self) -> tuple[tuple[str, ...], int]:
         """Groups put back to their initial weights (optimizer slots zeroed) every N steps,
         before the step's updates; N = 0 never restarts."""
@@ -133,11 +155,13 @@ class StatelessTrainer(keras.Model):
     # ------------------------------------------------------------------------------ compile
     def compile(self, optimizers: Mapping[str, keras.optimizers.Optimizer], **kwargs) -> None:
         """Give each trained group its optimizer (groups without one are never updated)."""
-        unknown = set(optimizers) - set(self.groups())
+        extras = self.optimizer_groups()
+        unknown = set(optimizers) - set(self.groups()) - set(extras)
         if unknown:
             raise ValueError(
                 f"optimizers given for unknown groups {sorted(unknown)}; "
                 f"the groups of {type(self).__name__} are {sorted(self.groups())}"
+                + (f", its extra optimizers {sorted(extras)}" if extras else "")
             )
         self._group_optimizers = dict(optimizers)
         if kwargs.get("jit_compile") and _tf_strategy():
@@ -153,16 +177,22 @@ class StatelessTrainer(keras.Model):
                 owner[id(variable)] = group
         frozen = keras.optimizers.SGD(learning_rate=0.0, name="frozen")
 
-        def select(variable):
-            group = owner.get(id(variable))
-            return self._group_optimizers.get(group, frozen)
-
-        multi = keras.optimizers.MultiOptimizer(select)
+        multi = keras.optimizers.MultiOptimizer(
+            _GroupSelector(
+                owner,
+                self._group_optimizers,
+                frozen,
+                [optimizers[name] for name in extras if name in optimizers],
+            )
+        )
         # The engine scales the loss itself (Keras would wrap the MultiOptimizer instead).
         super().compile(optimizer=multi, auto_scale_loss=False, **kwargs)
         self.built = True  # every sub-model is a built Functional model
         # Built here: the step never calls `self.optimizer.apply`, and fit needs it built.
         multi.build(self.trainable_variables)
+        for name, group in extras.items():
+            if name in optimizers:
+                optimizers[name].build(self.groups()[group].trainable_variables)
         self._loss_scale = None
         if keras.config.dtype_policy().name == "mixed_float16":
             self._loss_scale = multi.add_variable(
@@ -189,6 +219,13 @@ class StatelessTrainer(keras.Model):
     def group_optimizer(self, group: str) -> keras.optimizers.Optimizer:
         """The optimizer of `group` (its `iterations` counts the updates of that group)."""
         return self._group_optimizers[group]
+
+    def update_counts(self) -> dict[str, int]:
+        """The updates each optimizer (of a group, or an extra one) has made, by name."""
+        return {
+            name: int(ops.convert_to_numpy(optimizer.iterations))
+            for name, optimizer in self._group_optimizers.items()
+        }
 
     # ------------------------------------------------------------------------ running models
     def run(self, group: str, values: GroupValues, inputs, training: bool = False):
@@ -262,6 +299,7 @@ class StatelessTrainer(keras.Model):
             tf.cond(
                 (iterations > 0) & (iterations % every == 0), restart, lambda: tf.constant(False)
             )
+        self.step_count = self.optimizer.iterations.value
         logs, counted = {}, {}
         with _synchronized_batch_norm(self.groups().values(), replicas > 1):
             for update in self.updates(data):
@@ -274,6 +312,7 @@ class StatelessTrainer(keras.Model):
                 else:
                     new_logs = self._tf_update(update, logs, ran)
                 _record_logs(logs, counted, new_logs, ran)
+        logs.update(self.step_logs(logs))
         self.optimizer.iterations.assign_add(1)
         self._update_trackers(logs, counted)
         return {name: tracker.result() for name, tracker in self._trackers.items()}
@@ -312,7 +351,7 @@ class StatelessTrainer(keras.Model):
             self._loss_scale.assign(new_scale)
             self._finite_updates.assign(new_count)
             condition = finite if condition is None else condition & finite
-        self._tf_apply(update.groups, grads, non_trainable, condition)
+        self._tf_apply(update, grads, non_trainable, condition)
         return new_logs
 
     def _tf_conditional_update(self, update: Update, logs: dict, ran) -> dict:
@@ -336,15 +375,18 @@ class StatelessTrainer(keras.Model):
 
         return tf.cond(ran, run, skip)[1]
 
-    def _tf_apply(self, groups, grads, non_trainable, condition) -> None:
-        """Apply `grads` to `groups` and assign the new BatchNorm statistics, where
-        `condition` (None: always; else a boolean, the same on every replica) holds."""
+    def _tf_apply(self, update: Update, grads, non_trainable, condition) -> None:
+        """Apply `grads` to the groups of `update` and assign the new BatchNorm statistics,
+        where `condition` (None: always; else a boolean, the same on every replica) holds."""
         import tensorflow as tf
+
+        groups = update.groups
 
         def apply(grads, non_trainable):
             for group in groups:
                 model = self.groups()[group]
-                self._group_optimizers[group].apply(grads[group], model.trainable_variables)
+                optimizer = self._group_optimizers[update.optimizer_of(group)]
+                optimizer.apply(grads[group], model.trainable_variables)
             for group, new_values in non_trainable.items():
                 for variable, value in zip(
                     self.groups()[group].non_trainable_variables, new_values
@@ -362,7 +404,7 @@ class StatelessTrainer(keras.Model):
                 variable
                 for group in groups
                 for variable in self.groups()[group].trainable_variables
-                + self._group_optimizers[group].variables
+                + self._group_optimizers[update.optimizer_of(group)].variables
             ]
             variables += [
                 variable
@@ -447,8 +489,9 @@ class StatelessTrainer(keras.Model):
             if self._loss_scale is not None:
                 grads = jax.tree.map(lambda g: g / scale, grads)
             for group in update.groups:
-                start, stop = optimizer_slices[group]
-                new_trainable, new_optimizer = self._group_optimizers[group].stateless_apply(
+                key = update.optimizer_of(group)
+                start, stop = optimizer_slices[key]
+                new_trainable, new_optimizer = self._group_optimizers[key].stateless_apply(
                     optimizer_values[start:stop], grads[group], values[group][0]
                 )
                 optimizer_values[start:stop] = new_optimizer
@@ -477,6 +520,7 @@ class StatelessTrainer(keras.Model):
                 optimizer_values[scale_index], optimizer_values[count_index] = new_scale, new_count
             return values, optimizer_values, new_logs
 
+        self.step_count = optimizer_values[self._optimizer_index(self.optimizer.iterations)]
         logs, counted = {}, {}
         for update in self.updates(data):
             if update.condition is None:
@@ -507,6 +551,7 @@ class StatelessTrainer(keras.Model):
             )
             _record_logs(logs, counted, new_logs, ran)
 
+        logs.update(self.step_logs(logs))
         trainable, non_trainable = list(trainable), list(non_trainable)
         for group, (train_idx, non_train_idx) in index.items():
             for i, value in zip(train_idx, values[group][0]):
@@ -562,6 +607,22 @@ class StatelessTrainer(keras.Model):
             if candidate is variable:
                 return i
         raise RuntimeError(f"{variable.path} is not among the MultiOptimizer's variables")
+
+
+class _GroupSelector:
+    """The MultiOptimizer's choice of optimizer for a variable: its group's (a frozen SGD for
+    a group without one). `values()` lists the extra optimizers (`optimizer_groups`), which
+    own no variable, so that the MultiOptimizer holds their state too (carried by `fit` on
+    JAX, saved in checkpoints); the group optimizers join it in the order it meets them."""
+
+    def __init__(self, owner: dict, optimizers: dict, frozen, extras: list):
+        self.owner, self.optimizers, self.frozen, self.extras = owner, optimizers, frozen, extras
+
+    def __call__(self, variable):
+        return self.optimizers.get(self.owner.get(id(variable)), self.frozen)
+
+    def values(self) -> list:
+        return list(self.extras)
 
 
 def value_and_gradient(fn: Callable[[list], Any], params: list) -> tuple[Any, list]:

@@ -1,41 +1,50 @@
 """VITA: supervised adversarial anonymization with an ensemble of budget models (Wu et al.).
 
-A batch is a dict of `clips` (B, T, H, W, 3), `labels` (B,), `images` (N, H, W, 3) and `privacy`
-(N, A) binary labels of the images. One step makes, in order:
+A batch is a dict of `clips` (B, T, H, W, 3), `labels` (B,), `images` (N * P, H, W, 3) and
+`privacy` (N * P, A) binary labels of the images (N = `budget_updates` batches of P images),
+and, for the `validation_loop` schedule, `validation_clips` and `validation_labels`: a batch
+of held-out action clips. One step follows the authors' `adv_training.py` (VITA-Group/
+Privacy-AdversarialLearning, PA-HMDB51-VISPR-exp/adversarial_training/adv_training/, lines
+cited at commit 939ca4a):
 
-1. an f_A update on `L_T + gamma * budget_term`. The budget term (`budget_loss`):
-   - `max_bce` (default, the authors' `adv_training.py`): every budget model sees the
-     anonymized frames of the action clips; its logits are averaged over each clip's frames,
-     then the sigmoid cross-entropy against all-ones targets is averaged over the attributes
-     of each clip; the maximum over the ensemble is taken per clip, then the batch mean.
-     All-ones targets push every attribute towards "present" (the authors' code calls them
-     uniform labels); this is not an entropy maximum;
+1. one f_A update on `L_T + gamma * budget_term` (:387). The budget term (`budget_loss`):
+   - `max_bce` (default, the authors', :64-79): every budget model sees the anonymized frames
+     of the action clips; its logits are averaged over each clip's frames, then the sigmoid
+     cross-entropy against all-ones targets is averaged over the attributes of each clip; the
+     maximum over the ensemble is taken per clip, then the batch mean. All-ones targets push
+     every attribute towards "present" (the authors' code calls them uniform labels); this is
+     not an entropy maximum;
    - `entropy`: the same per-clip structure with the negative binary entropy of the clip's
      attribute probabilities (averaged over attributes) in place of the BCE: its minimum
      is the maximum uncertainty p = 0.5 (the authors' softmax form, `loss.py`, is for
      single-label budgets);
    - `image_max_bce` (this library's earlier form): BCE against all ones on the anonymized
      privacy images, the maximum over the ensemble of the batch means;
-2. an f_T update on L_T, only while f_T's accuracy on the batch is under `action_threshold`;
-3. one update per budget model on its BCE against the true labels of the privacy images,
-   only while its accuracy on the batch is under `budget_threshold`.
+2. f_T updates (`action_schedule`):
+   - `validation_loop` (the authors', :393-406): f_T's accuracy on the validation clips is
+     measured; while it is below `action_threshold`, f_T makes an update on the training clips
+     and the accuracy is measured again, at most `action_max_updates` updates (the authors'
+     loop has no bound; one step must have a fixed size). The step logs how many ran
+     (`action_updates`) and the last accuracy measured (`action_validation_accuracy`);
+   - `batch_gate` (this library's earlier form): one update, applied while f_T's accuracy on
+     the training batch (from the update's own forward pass) is below `action_threshold`.
+   With `action_moves_anonymizer` (the authors', :149, :170) the f_T update also moves f_A,
+   with an Adam of its own (the `anonymizer_by_action` optimizer: f_T's learning rate);
+3. `budget_updates` updates of every budget model (the authors: 5, no threshold, :409-413),
+   the n-th on the n-th P images of the batch, on its BCE against the images' true labels;
+   with `budget_threshold` an update is applied only while the model's accuracy on its images
+   is below it.
 
-The accuracies of 2 and 3 come from the forward pass of the update itself, on f_A's output after
-update 1, so these updates are gated (computed every step, applied where the threshold says):
-deciding them beforehand would need one more forward pass of f_A and of each model.
+Restarts (:370-386): the first `budget_pretrain_updates / budget_updates` steps of the minimax
+make only the budget-model updates of 3 (f_A and f_T are not updated), and with
+`restart_every > 0` the budget models go back to their initial weights (and their optimizer
+slots to zero) after every `restart_every` such minimax steps, then re-train as many steps
+again before the minimax goes on: the authors restore their pre-trained budget models and
+train them `--pretraining_steps_fb` = 200 updates at step 0 and at every restart
+(`--use_fb_restarting`, every `--restarting_step` = 200 steps, off by default).
 
-With `restart_every > 0` the budget models go back to their initial weights (and their
-optimizer slots to zero) every that many steps, the restarts of the paper (the authors' code:
-`--use_fb_restarting`, every `--restarting_step` = 200 steps, off by default).
-
-Where this differs from the authors' loop (one `fit` step is one update of each player): their
-f_T trains, after each f_A update, in a loop until its accuracy on validation videos reaches
-0.7 (here: one gated update on the batch accuracy); the f_T update also moves f_A (at f_T's
-learning rate, 1e-5; here f_T's update moves f_T alone); the budget models make 5 updates per
-step, with no threshold (here one, gated); a restart reloads the pre-trained budget models and
-trains them 200 more steps before the minimax goes on (here: back to the weights they had when
-the trainer was compiled, with no extra steps); and their budget models run in training mode
-(batch statistics) in the f_A update, here in inference mode.
+Their budget models run in training mode (batch statistics) in the f_A update, here in
+inference mode; their f_T updates each take a fresh training batch, here the step's clips.
 """
 
 from __future__ import annotations
@@ -48,6 +57,7 @@ from keras_privacy.methods.engine import GroupValues, StatelessTrainer, Update, 
 from keras_privacy.methods.spact import action_logits
 
 BUDGET_LOSSES = ("max_bce", "entropy", "image_max_bce")
+ACTION_SCHEDULES = ("validation_loop", "batch_gate")
 
 
 def multilabel_accuracy(labels, logits):
@@ -95,15 +105,27 @@ class VITA(StatelessTrainer):
         budget_models: privacy classifiers, images -> (N, A) attribute logits.
         budget_weight: gamma (VITA: 0.5).
         budget_loss: "max_bce" (the authors'), "entropy" or "image_max_bce" (see above).
-        action_threshold: f_T updates while its batch accuracy is below this (VITA: 0.7).
-        budget_threshold: a budget model updates while its batch accuracy is below this.
-        restart_every: restart the budget models every this many steps (0 = never).
+        action_schedule: "validation_loop" (the authors') or "batch_gate" (see above).
+        action_threshold: f_T's accuracy below which it updates (VITA: 0.7).
+        action_max_updates: the bound of the `validation_loop`'s f_T updates in one step.
+        action_moves_anonymizer: whether f_T's updates also move f_A (the authors' do), with
+            the `anonymizer_by_action` optimizer.
+        budget_updates: updates of every budget model per step (VITA: 5).
+        budget_threshold: a budget update is applied only while the model's accuracy is below
+            this (None: always, as the authors).
+        restart_every: restart the budget models after every this many minimax steps (0 =
+            never).
+        budget_pretrain_updates: budget-model updates (a multiple of `budget_updates`) at the
+            start of the minimax and after each restart, before f_A and f_T update again
+            (VITA: 200).
         penalty_weight, penalty_budget: the penalty-driven term on the action clips.
     """
 
     log_names = (
         "action_loss",
         "action_accuracy",
+        "action_validation_accuracy",
+        "action_updates",
         "budget_loss",
         "budget_accuracy",
         "anonymizer_budget_term",
@@ -117,26 +139,47 @@ class VITA(StatelessTrainer):
         budget_models: list[keras.Model],
         budget_weight: float = 0.5,
         budget_loss: str = "max_bce",
+        action_schedule: str = "validation_loop",
         action_threshold: float = 0.7,
-        budget_threshold: float = 0.99,
+        action_max_updates: int = 5,
+        action_moves_anonymizer: bool = True,
+        budget_updates: int = 5,
+        budget_threshold: float | None = None,
         restart_every: int = 0,
+        budget_pretrain_updates: int = 0,
         penalty_weight: float = 0.0,
         penalty_budget: float = 0.3,
         **kwargs,
     ):
         if budget_loss not in BUDGET_LOSSES:
             raise ValueError(f"budget_loss={budget_loss!r} is not one of {BUDGET_LOSSES}")
+        if action_schedule not in ACTION_SCHEDULES:
+            raise ValueError(
+                f"action_schedule={action_schedule!r} is not one of {ACTION_SCHEDULES}"
+            )
         if not budget_models:
             raise ValueError("VITA needs at least one budget model")
+        if action_max_updates < 1 or budget_updates < 1:
+            raise ValueError("action_max_updates and budget_updates must be at least 1")
+        if budget_pretrain_updates < 0 or budget_pretrain_updates % budget_updates:
+            raise ValueError(
+                f"budget_pretrain_updates={budget_pretrain_updates} must be a non-negative "
+                f"multiple of budget_updates={budget_updates} (each step makes that many)"
+            )
         super().__init__(**kwargs)
         self.anonymizer = anonymizer
         self.action_model = action_model
         self.budget_models = list(budget_models)
         self.budget_weight = budget_weight
         self.budget_loss = budget_loss
+        self.action_schedule = action_schedule
         self.action_threshold = action_threshold
+        self.action_max_updates = action_max_updates
+        self.action_moves_anonymizer = action_moves_anonymizer
+        self.budget_updates = budget_updates
         self.budget_threshold = budget_threshold
         self.restart_every = restart_every
+        self.budget_pretrain_updates = budget_pretrain_updates
         self.penalty_weight = penalty_weight
         self.penalty_budget = penalty_budget
 
@@ -146,40 +189,128 @@ class VITA(StatelessTrainer):
             groups[f"budget_{i}"] = model
         return groups
 
+    def optimizer_groups(self) -> dict[str, str]:
+        return {"anonymizer_by_action": "anonymizer"} if self.action_moves_anonymizer else {}
+
+    def compile(self, optimizers, **kwargs) -> None:
+        if self.action_moves_anonymizer and "anonymizer_by_action" not in optimizers:
+            raise ValueError(
+                "VITA with action_moves_anonymizer needs an 'anonymizer_by_action' optimizer "
+                "(f_T's update moves f_A with it; the authors: Adam at f_T's rate)"
+            )
+        super().compile(optimizers, **kwargs)
+
     @property
     def budget_groups(self) -> list[str]:
         """The optimizer group names of the budget models: `budget_0`, `budget_1`, ..."""
         return [f"budget_{i}" for i in range(len(self.budget_models))]
+
+    @property
+    def pretrain_steps(self) -> int:
+        """Steps of budget updates alone at the start of the minimax and after a restart."""
+        return self.budget_pretrain_updates // self.budget_updates
 
     def call(self, clips, training=False):
         frames = self.anonymizer(fold_time(clips), training=training)
         return self.action_model(ops.reshape(frames, ops.shape(clips)), training=training)
 
     def restart_groups(self) -> tuple[tuple[str, ...], int]:
-        return tuple(self.budget_groups), self.restart_every
+        every = self.restart_every + self.pretrain_steps if self.restart_every > 0 else 0
+        return tuple(self.budget_groups), every
+
+    def step_logs(self, logs) -> dict:
+        if self.action_schedule == "batch_gate":
+            ran = logs["action_update_0"] * ops.cast(self._action_gate(logs), "float32")
+            return {"action_updates": ran}
+        ran = [logs[f"action_update_{i}"] for i in range(self.action_max_updates)]
+        return {"action_updates": ops.sum(ops.stack(ran))}
+
+    def _minimax_step(self):
+        """Whether this step updates f_A and f_T (a boolean scalar), or None for every step:
+        False in the budget-only steps that follow the minimax's start and each restart."""
+        if self.pretrain_steps == 0:
+            return None
+        every = self.restart_groups()[1]
+        position = self.step_count % every if every > 0 else self.step_count
+        return position >= self.pretrain_steps
+
+    def _action_gate(self, logs):
+        return logs["action_accuracy"] < self.action_threshold
 
     def updates(self, data) -> list[Update]:
+        minimax = self._minimax_step()
+
+        def both(condition):
+            """`condition` (a function of the logs) also holding only in minimax steps."""
+            if minimax is None:
+                return condition
+            if condition is None:
+                return lambda logs: minimax
+            return lambda logs: ops.logical_and(minimax, condition(logs))
+
         updates = [
-            Update(("anonymizer",), lambda values: self._anonymizer_loss(values, data)),
             Update(
-                ("action",),
-                lambda values: self._action_loss(values, data),
-                gate=lambda logs: logs["action_accuracy"] < self.action_threshold,
-            ),
+                ("anonymizer",),
+                lambda values: self._anonymizer_loss(values, data),
+                condition=both(None),
+            )
         ]
-        for group in self.budget_groups:
+        action_groups = ("action", "anonymizer") if self.action_moves_anonymizer else ("action",)
+        by_action = {"anonymizer": "anonymizer_by_action"} if self.action_moves_anonymizer else {}
+        if self.action_schedule == "batch_gate":
             updates.append(
                 Update(
-                    (group,),
-                    lambda values, group=group: self._budget_loss(values, data, group),
-                    gate=lambda logs: logs["budget_accuracy"] < self.budget_threshold,
+                    action_groups,
+                    lambda values: self._action_loss(values, data, 0),
+                    gate=self._action_gate,
+                    condition=both(None),
+                    optimizers=by_action,
                 )
             )
+        else:
+
+            def below(logs):
+                return logs["action_validation_accuracy"] < self.action_threshold
+
+            for i in range(self.action_max_updates):
+                updates.append(
+                    Update(
+                        (),
+                        lambda values: self._validation_accuracy(values, data),
+                        condition=both(None if i == 0 else below),
+                    )
+                )
+                updates.append(
+                    Update(
+                        action_groups,
+                        lambda values, i=i: self._action_loss(values, data, i),
+                        condition=both(below),
+                        optimizers=by_action,
+                    )
+                )
+        gate = None
+        if self.budget_threshold is not None:
+
+            def gate(logs):
+                return logs["budget_accuracy"] < self.budget_threshold
+
+        for n in range(self.budget_updates):
+            for group in self.budget_groups:
+                updates.append(
+                    Update(
+                        (group,),
+                        lambda values, group=group, n=n: self._budget_loss(values, data, group, n),
+                        gate=gate,
+                    )
+                )
         return updates
 
-    def _anonymize(self, values, data, training):
-        clips, images = data["clips"], data["images"]
-        frames = fold_time(clips)
+    def _privacy_batch(self, data, n: int):
+        """The n-th of the `budget_updates` image batches of the step, and their labels."""
+        size = ops.shape(data["images"])[0] // self.budget_updates
+        return data["images"][n * size : (n + 1) * size], data["privacy"][n * size : (n + 1) * size]
+
+    def _anonymize(self, values, frames, images, training):
         count = ops.shape(frames)[0]
         outputs, state = self.run(
             "anonymizer", values, ops.concatenate([frames, images], axis=0), training=training
@@ -188,7 +319,10 @@ class VITA(StatelessTrainer):
 
     def _anonymizer_loss(self, values: GroupValues, data):
         clips = data["clips"]
-        anon_frames, anon_images, state = self._anonymize(values, data, training=True)
+        images, _ = self._privacy_batch(data, 0)
+        anon_frames, anon_images, state = self._anonymize(
+            values, fold_time(clips), images, training=True
+        )
         logits, _ = action_logits(self, values, anon_frames, ops.shape(clips)[1], training=False)
         action_loss = losses.softmax_cross_entropy(data["labels"], logits)
         if self.budget_loss == "image_max_bce":
@@ -215,28 +349,46 @@ class VITA(StatelessTrainer):
             "non_trainable": {"anonymizer": state},
         }
 
-    def _action_loss(self, values, data):
-        anon_frames, _, _ = self._anonymize(values, data, training=False)
-        logits, state = action_logits(
-            self, values, ops.stop_gradient(anon_frames), ops.shape(data["clips"])[1], True
+    def _action_loss(self, values, data, index: int):
+        """L_T of f_T on f_A's training clips; back-propagated into f_A where f_T's update
+        moves it. Logs `action_update_<index>` = 1, to count the updates that ran."""
+        clips = data["clips"]
+        anon_frames, state = self.run(
+            "anonymizer", values, fold_time(clips), training=self.action_moves_anonymizer
         )
+        if not self.action_moves_anonymizer:
+            anon_frames = ops.stop_gradient(anon_frames)
+        logits, action_state = action_logits(self, values, anon_frames, ops.shape(clips)[1], True)
         loss = losses.softmax_cross_entropy(data["labels"], logits)
+        non_trainable = {"action": action_state}
+        if self.action_moves_anonymizer:
+            non_trainable["anonymizer"] = state
         return loss, {
             "logs": {
                 "action_loss": loss,
                 "action_accuracy": losses.accuracy(data["labels"], logits),
+                f"action_update_{index}": ops.ones(()),
             },
-            "non_trainable": {"action": state},
+            "non_trainable": non_trainable,
         }
 
-    def _budget_loss(self, values, data, group):
-        _, anon_images, _ = self._anonymize(values, data, training=False)
+    def _validation_accuracy(self, values, data):
+        """f_T's accuracy on f_A's held-out clips (inference mode); changes nothing."""
+        clips = data["validation_clips"]
+        anon_frames, _ = self.run("anonymizer", values, fold_time(clips), training=False)
+        logits, _ = action_logits(self, values, anon_frames, ops.shape(clips)[1], False)
+        accuracy = losses.accuracy(data["validation_labels"], logits)
+        return ops.zeros(()), {"logs": {"action_validation_accuracy": accuracy}}
+
+    def _budget_loss(self, values, data, group, n: int):
+        images, privacy = self._privacy_batch(data, n)
+        anon_images, _ = self.run("anonymizer", values, images, training=False)
         logits, state = self.run(group, values, ops.stop_gradient(anon_images), training=True)
-        loss = losses.masked_binary_cross_entropy(data["privacy"], logits)
+        loss = losses.masked_binary_cross_entropy(privacy, logits)
         return loss, {
             "logs": {
                 "budget_loss": loss,
-                "budget_accuracy": multilabel_accuracy(data["privacy"], logits),
+                "budget_accuracy": multilabel_accuracy(privacy, logits),
             },
             "non_trainable": {group: state},
         }
@@ -248,9 +400,14 @@ class VITA(StatelessTrainer):
             "budget_models": [keras.saving.serialize_keras_object(m) for m in self.budget_models],
             "budget_weight": self.budget_weight,
             "budget_loss": self.budget_loss,
+            "action_schedule": self.action_schedule,
             "action_threshold": self.action_threshold,
+            "action_max_updates": self.action_max_updates,
+            "action_moves_anonymizer": self.action_moves_anonymizer,
+            "budget_updates": self.budget_updates,
             "budget_threshold": self.budget_threshold,
             "restart_every": self.restart_every,
+            "budget_pretrain_updates": self.budget_pretrain_updates,
             "penalty_weight": self.penalty_weight,
             "penalty_budget": self.penalty_budget,
         }
