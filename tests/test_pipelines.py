@@ -479,7 +479,9 @@ def test_count_examples(data, tmp_path):
     assert pipelines.count_examples(str(data["image_cache"])) == 5
     corrupt = tmp_path / "corrupt.avi"
     corrupt.write_bytes(b"\x00garbage" * 100)
-    split = Split([*data["videos"].examples, Example(str(corrupt), 0, (0,))])
+    videos = data["videos"]
+    examples = [*videos.examples, Example(str(corrupt), 0, (0,))]
+    split = Split(examples, videos.class_names, videos.attribute_names)
     assert pipelines.count_examples(split) == 6
     prepare_cache(split, "video", tmp_path / "cache", 16)
     assert pipelines.count_examples(tmp_path / "cache") == 5  # the failure is not a record
