@@ -72,7 +72,7 @@ PAPER = {
     "projection": (2048, 128),
     "budget_models": ("resnet50", "resnet101", "mobilenet_v1_1.0", "mobilenet_v1_0.75"),
     "attack_models": tuple(
-        f"mobilenet_v2_{alpha}" for alpha in (0.35, 0.5, 0.75, 1.0, 1.3, 1.4, 0.5, 1.0)
+        f"mobilenet_v2_{alpha}" for alpha in (0.35, 0.5, 0.6, 0.75, 0.9, 1.0, 1.3, 1.4)
     ),
 }
 """The configs/ucf101_vispr*.cfg models and the paper's batch."""
