@@ -564,24 +564,42 @@ class StatelessTrainer(keras.Model):
         raise RuntimeError(f"{variable.path} is not among the MultiOptimizer's variables")
 
 
-def value_and_gradient(fn: Callable[[list], Any], params: list) -> tuple[Any, list]:
+def value_and_gradient(
+    fn: Callable[[list], Any], params: list, has_aux: bool = False
+) -> tuple[Any, list]:
     """`fn(params)` and its gradient with respect to `params`, differentiable again.
 
     Called inside an update's loss function, this gives second-order (nested) gradients: on
     JAX a `jax.value_and_grad` inside the outer one, on TensorFlow a tape inside the outer tape.
-    Used by the meta-generalisation update.
+    With `has_aux`, `fn` returns (scalar, aux) and the value is that pair, as in JAX. Used by
+    the meta-generalisation update.
     """
     if keras.backend.backend() == "jax":
         import jax
 
-        return jax.value_and_grad(fn)(params)
+        return jax.value_and_grad(fn, has_aux=has_aux)(params)
     import tensorflow as tf
 
     params = [tf.convert_to_tensor(p) for p in params]
     with tf.GradientTape() as tape:
         tape.watch(params)
         value = fn(params)
-    return value, tape.gradient(value, params)
+    return value, tape.gradient(value[0] if has_aux else value, params)
+
+
+def computed_after(values, dependencies):
+    """`values` unchanged (and differentiable), but available only once `dependencies` are
+    computed: a pass on the result starts after them and is never merged with an earlier pass
+    on the same `values` (XLA's common-subexpression elimination, Grappler's deduplication).
+    It rematerialises that pass instead of keeping its activations alive meanwhile."""
+    if keras.backend.backend() == "jax":
+        import jax
+
+        return jax.lax.optimization_barrier((values, dependencies))[0]
+    import tensorflow as tf
+
+    with tf.control_dependencies(tf.nest.flatten(dependencies)):
+        return tf.nest.map_structure(tf.identity, values)
 
 
 def gather_replicas(x):

@@ -53,6 +53,7 @@ from keras_privacy.methods.engine import (
     GroupValues,
     StatelessTrainer,
     Update,
+    computed_after,
     fold_time,
     value_and_gradient,
 )
@@ -329,24 +330,47 @@ class MetaGeneralization(StatelessTrainer):
 
     def meta_objective(self, values: GroupValues, data):
         """L(phi, S) + L(phi - alpha * grad L(phi, S), Q) and the parts of it, on the split
-        of this meta iteration."""
+        of this meta iteration.
+
+        The value is that sum and its gradient the meta-gradient
+        g_S + (I - alpha * H_S) g_Q, with g_S = grad L(phi, S), H_S its Hessian and g_Q =
+        grad L(., Q) at phi' = phi - alpha * g_S, but computed in three passes that each free
+        their activations before the next: g_S (no outer gradient), then g_Q at phi', then,
+        second order only, L(phi, S) again with its gradient, differentiated once more for the
+        Hessian-vector product H_S g_Q. Nesting the query pass inside the outer gradient, as
+        the formula reads, keeps the activations of all three alive at once (above 24 GB at
+        the paper's sizes, batch 4); this costs one more support pass instead."""
         phi = values["anonymizer"][0]
         split = self.split(values, data)
 
-        def support_loss(params):
-            loss, _ = self.anonymizer_loss(
-                _replace(values, params), data, split["support_mask"], split["support_models"]
+        def set_loss(params, set_name):
+            return self.anonymizer_loss(
+                _replace(values, params),
+                data,
+                split[f"{set_name}_mask"],
+                split[f"{set_name}_models"],
             )
-            return loss
 
-        train_loss, grads = value_and_gradient(support_loss, phi)
-        if self.first_order:
-            grads = [ops.stop_gradient(g) for g in grads]
-        adapted = [p - self.alpha * g for p, g in zip(phi, grads)]
-        test_loss, state = self.anonymizer_loss(
-            _replace(values, adapted), data, split["query_mask"], split["query_models"]
+        def support_loss(params):
+            return set_loss(params, "support")[0]
+
+        fixed = [ops.stop_gradient(p) for p in phi]
+        train_loss, support_grads = value_and_gradient(support_loss, fixed)
+        adapted = [p - self.alpha * g for p, g in zip(fixed, support_grads)]
+        (test_loss, state), query_grads = value_and_gradient(
+            lambda params: set_loss(params, "query"), adapted, has_aux=True
         )
-        return train_loss + test_loss, train_loss, test_loss, state
+        # A surrogate whose gradient is the meta-gradient (its value is put right below).
+        surrogate = _dot(query_grads, phi)
+        if self.first_order:
+            surrogate += _dot(support_grads, phi)
+        else:
+            # Differentiated by the caller: grad L(phi, S) - alpha * H_S g_Q.
+            phi = computed_after(phi, query_grads)
+            support_value, grads = value_and_gradient(support_loss, phi)
+            surrogate += support_value - self.alpha * _dot(query_grads, grads)
+        objective = surrogate - ops.stop_gradient(surrogate) + train_loss + test_loss
+        return objective, train_loss, test_loss, state
 
     def _meta_loss(self, values, data):
         loss, train_loss, test_loss, state = self.meta_objective(values, data)
@@ -385,6 +409,11 @@ class MetaGeneralization(StatelessTrainer):
             keras.saving.deserialize_keras_object(m) for m in config["attack_models"]
         ]
         return cls(**config)
+
+
+def _dot(constants: list, params: list):
+    """Sum of the products of `constants` (no gradient flows into them) and `params`."""
+    return sum(ops.sum(ops.stop_gradient(c) * p) for c, p in zip(constants, params))
 
 
 def _replace(values: GroupValues, anonymizer_params: list) -> GroupValues:
