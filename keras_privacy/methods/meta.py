@@ -338,8 +338,9 @@ class MetaGeneralization(StatelessTrainer):
         their activations before the next: g_S (no outer gradient), then g_Q at phi', then,
         second order only, L(phi, S) again with its gradient, differentiated once more for the
         Hessian-vector product H_S g_Q. Nesting the query pass inside the outer gradient, as
-        the formula reads, keeps the activations of all three alive at once (above 24 GB at
-        the paper's sizes, batch 4); this costs one more support pass instead."""
+        the formula reads, keeps the query pass's activations alive through the second-order
+        backward as well; this costs one more support pass instead (README, "Memory of a
+        training step")."""
         phi = values["anonymizer"][0]
         split = self.split(values, data)
 
