@@ -72,7 +72,7 @@ PAPER = {
     "projection": (2048, 128),
     "budget_models": ("resnet50", "resnet101", "mobilenet_v1_1.0", "mobilenet_v1_0.75"),
     "attack_models": tuple(
-        f"mobilenet_v2_{alpha}" for alpha in (0.35, 0.5, 0.75, 1.0, 1.3, 1.4, 0.5, 1.0)
+        f"mobilenet_v2_{alpha}" for alpha in (0.35, 0.5, 0.6, 0.75, 0.9, 1.0, 1.3, 1.4)
     ),
 }
 """The configs/ucf101_vispr*.cfg models and the paper's batch."""
@@ -99,10 +99,12 @@ check takes for float noise (the same batches and starting weights; only the dev
 arithmetic differs, and it compounds over the steps)."""
 
 
-def build_trainer(method: str, sizes: dict, clips: int, images: int):
-    """The trainer of `method` compiled as training compiles it, and one batch of its step."""
+def build_trainer(method: str, sizes: dict, clips: int, images: int, jit_compile: str = "auto"):
+    """The trainer of `method` compiled as training compiles it (`--jit_compile=jit_compile`,
+    `distribute.choose_jit_compile`), and one batch of its step."""
     import keras
 
+    from keras_privacy.distribute import choose_jit_compile
     from keras_privacy.methods.meta import MetaGeneralization, epoch_splits
     from keras_privacy.methods.spact import SPAct
     from keras_privacy.methods.vita import VITA
@@ -131,7 +133,10 @@ def build_trainer(method: str, sizes: dict, clips: int, images: int):
             penalty_weight=float(method == "penalty"),
             contrastive_views="both",
         )
-        trainer.compile({g: adam(1e-4) for g in ("anonymizer", "action", "privacy")})
+        trainer.compile(
+            {g: adam(1e-4) for g in ("anonymizer", "action", "privacy")},
+            jit_compile=choose_jit_compile(jit_compile, trainer.groups().values())[0],
+        )
         # One minimax iteration: two batches, (batch, half, ...) as `pair_batches` lays them out.
         batch = {
             "clips": rng.random((clips, 2, t, s, s, 3), dtype="float32"),
@@ -162,7 +167,10 @@ def build_trainer(method: str, sizes: dict, clips: int, images: int):
             action_moves_anonymizer=False,
             budget_updates=1,
         )
-        trainer.compile({g: adam(1e-4) for g in trainer.groups()})
+        trainer.compile(
+            {g: adam(1e-4) for g in trainer.groups()},
+            jit_compile=choose_jit_compile(jit_compile, trainer.groups().values())[0],
+        )
         return trainer, batch
     attack = [
         privacy_classifier(registry.build_image_backbone(name), a, f"attack_{i}")
@@ -173,7 +181,10 @@ def build_trainer(method: str, sizes: dict, clips: int, images: int):
         anonymizer, action, attack, action_threshold=0.0, attack_threshold=0.0
     )
     others = ("action", *trainer.attack_groups)
-    trainer.compile({"anonymizer": keras.optimizers.SGD(1e-4), **{g: adam(1e-4) for g in others}})
+    trainer.compile(
+        {"anonymizer": keras.optimizers.SGD(1e-4), **{g: adam(1e-4) for g in others}},
+        jit_compile=choose_jit_compile(jit_compile, trainer.groups().values())[0],
+    )
     splits = epoch_splits(0, 0, 1, images, a, len(attack))
     batch.update({key: value[0] for key, value in splits.items()})
     return trainer, batch
@@ -250,11 +261,30 @@ def measure_step(method: str, policy: str, sizes: dict, clips: int, images: int,
     if flops is not None:
         figures["model_gflops_per_step"] = round(flops / 1e9, 1)
         figures["model_tflops_per_second"] = round(flops / seconds / 1e12, 2)
-    stats = jax.local_devices()[0].memory_stats() or {}
-    if "peak_bytes_in_use" in stats:
-        figures["peak_gib"] = round(stats["peak_bytes_in_use"] / 2**30, 2)
+    peak = device_peak_gib()
+    if peak is not None:
+        figures["peak_gib"] = peak
     figures["device"] = jax.local_devices()[0].device_kind
     return figures
+
+
+def device_peak_gib() -> float | None:
+    """The peak GiB in use on the first accelerator during this process (JAX or TensorFlow);
+    None on a CPU, which keeps no such count (`benchmarks/memory.py` reads the process's)."""
+    import keras
+
+    if keras.backend.backend() == "jax":
+        import jax
+
+        stats = jax.local_devices()[0].memory_stats() or {}
+        peak = stats.get("peak_bytes_in_use")
+    else:
+        import tensorflow as tf
+
+        if not tf.config.list_logical_devices("GPU"):
+            return None
+        peak = tf.config.experimental.get_memory_info("GPU:0")["peak"]
+    return None if peak is None else round(peak / 2**30, 2)
 
 
 def measure_matmul(n: int, repeats: int = 20) -> dict:

@@ -41,7 +41,7 @@ PAPER = {
     "anonymizer": "unet",
     "action_model": "r3d_18_spact",
     "attack_models": ",".join(
-        f"mobilenet_v2_{alpha}" for alpha in (0.35, 0.5, 0.75, 1.0, 1.3, 1.4, 0.5, 1.0)
+        f"mobilenet_v2_{alpha}" for alpha in (0.35, 0.5, 0.6, 0.75, 0.9, 1.0, 1.3, 1.4)
     ),
     "classes": 101,
     "attributes": 7,

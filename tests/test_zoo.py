@@ -72,6 +72,34 @@ def test_mobilenet_feature_widths_and_counts(name, features, count):
     assert trainable_parameters(classifier) == count
 
 
+def _divisible(width: float, divisor: int = 8) -> int:
+    """MobileNet-V2's channel rounding (Sandler et al.'s reference code): the nearest multiple
+    of `divisor`, never below 90 % of `width`."""
+    rounded = max(divisor, int(width + divisor / 2) // divisor * divisor)
+    return rounded + divisor if rounded < 0.9 * width else rounded
+
+
+@pytest.mark.parametrize("alpha", [0.6, 1.2])
+def test_mobilenet_v2_builds_at_a_width_keras_has_no_weights_for(alpha):
+    name = f"mobilenet_v2_{alpha}"
+    assert name in registry.IMAGE_MODELS and name not in dict(registry.IMAGE_MODELS)
+    model = registry.build_image_backbone(name, input_shape=(32, 32, 3))
+    widths = {layer.name: layer.output.shape[-1] for layer in model.layers}
+    assert model.name == name
+    assert widths["Conv1"] == _divisible(32 * alpha)
+    # Block 1's projection (24 channels at 1.0) and block 16's (320); then 1280, or more above 1.
+    assert widths["block_1_project"] == _divisible(24 * alpha)
+    assert widths["block_16_project"] == _divisible(320 * alpha)
+    assert widths["Conv_1"] == (_divisible(1280 * alpha) if alpha > 1 else 1280)
+
+
+@pytest.mark.parametrize("name", ["mobilenet_v2_", "mobilenet_v2_wide", "mobilenet_v2_0", "x"])
+def test_image_model_names_that_are_no_width_stay_unknown(name):
+    assert name not in registry.IMAGE_MODELS
+    with pytest.raises(ValueError, match="unknown image model"):
+        registry.build_image_backbone(name)
+
+
 def test_r2plus1d_mid_width_is_torchvisions():
     pairs = ((64, 64), (64, 128), (128, 128), (256, 512), (512, 512))
     assert [mid_width(i, o) for i, o in pairs] == [144, 230, 288, 921, 1152]

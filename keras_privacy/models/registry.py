@@ -72,6 +72,35 @@ ACTION_MODELS: dict[str, Callable[..., keras.Model]] = {
 """Clips (B, T, H, W, 3) in [0, 1] -> action logits. Builders take `num_classes` and
 `input_shape` (T, H, W, 3)."""
 
+
+class _ImageModels(dict):
+    """The image models by name; any `mobilenet_v2_<alpha>` (alpha > 0) is known beside the
+    registered ones (Keras' six widths with ImageNet weights), since without weights
+    `keras.applications.MobileNetV2` builds any width (the meta paper's 8 attack models)."""
+
+    PREFIX = "mobilenet_v2_"
+
+    def _mobilenet_v2(self, name) -> Callable[..., keras.Model] | None:
+        if not isinstance(name, str) or not name.startswith(self.PREFIX):
+            return None
+        try:
+            alpha = float(name[len(self.PREFIX) :])
+        except ValueError:
+            return None
+        if not 0 < alpha < float("inf"):
+            return None
+        return functools.partial(mobilenet.mobilenet_v2, alpha=alpha, name=name)
+
+    def __contains__(self, name) -> bool:
+        return dict.__contains__(self, name) or self._mobilenet_v2(name) is not None
+
+    def __missing__(self, name):
+        builder = self._mobilenet_v2(name)
+        if builder is None:
+            raise KeyError(name)
+        return builder
+
+
 IMAGE_MODELS: dict[str, Callable[..., keras.Model]] = {
     "resnet18": functools.partial(
         resnet.resnet, blocks=(2, 2, 2, 2), bottleneck=False, name="resnet18"
@@ -111,7 +140,9 @@ IMAGE_MODELS: dict[str, Callable[..., keras.Model]] = {
         for alpha in (0.35, 0.5, 0.75, 1.0, 1.3, 1.4)
     },
 }
-"""Images (B, H, W, 3) in [0, 1] -> pooled features (with `num_classes`: logits)."""
+IMAGE_MODELS = _ImageModels(IMAGE_MODELS)
+"""Images (B, H, W, 3) in [0, 1] -> pooled features (with `num_classes`: logits). Besides
+those listed, `mobilenet_v2_<alpha>` at any width multiplier alpha > 0."""
 
 ANONYMIZERS: dict[str, Callable[..., keras.Model]] = {
     "unet": unet.unet,

@@ -1,0 +1,266 @@
+"""Peak memory of one minimax step of each method at the paper's model sizes, under a cap.
+
+    python benchmarks/memory.py                                   # every method, TensorFlow
+    python benchmarks/memory.py --backend jax --batch_size 4 --privacy_batch_size 8
+    python benchmarks/memory.py --methods meta --jit_compile true --max_gib 10
+    python benchmarks/memory.py --small                           # tiny models: a smoke run
+    python benchmarks/memory.py --max_gib 10 --guard -- python train.py --flagfile=...
+
+Every measurement runs in a fresh process of its own (this script with `--worker`) that builds
+the models of `benchmarks/gpu.py` (`build_trainer`: the configs/ucf101_vispr*.cfg models, 16 x
+112 x 112 clips; SPAct and the penalty take a minimax iteration of two batches a step, VITA and
+meta one batch), compiles the step as training does (`--jit_compile`, whose `auto` is
+`distribute.choose_jit_compile`'s), and fits it for `--steps` steps (the first compiles).
+Figures per method:
+- `peak_rss_gib`: the process's peak resident set size (`VmHWM`: models, compilation, step);
+- `models_rss_gib`: its resident set size after building the models, before the step;
+- `device_peak_gib`: on a GPU, the device's peak bytes in use (`gpu.device_peak_gib`);
+- `seconds`: wall-clock seconds of the fit, compilation included.
+
+The guard: a thread in the worker reads its own resident set size every `POLL_SECONDS` and ends
+the process past `--max_gib` (at most `HARD_CAP_GIB`) or when the machine's available memory
+falls below `MIN_AVAILABLE_GIB`; this script also watches the worker (and any process it
+starts) from outside and kills it in the same cases, so a step that would exhaust a shared
+machine ends as `{"error": "exceeded N GiB"}` for that measurement alone. `--guard -- COMMAND`
+runs any command (a training run) under that outer watch. Linux only (it reads /proc).
+`--largest_batch` doubles the batch until a step no longer fits under the cap. The last line
+of the output is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/gpu.py
+
+METHODS = ("spact", "penalty", "vita", "meta")
+DEFAULT_CAP_GIB = 10.0
+HARD_CAP_GIB = 12.0
+"""The largest `--max_gib` accepted: the machines this runs on share 24 GiB."""
+MIN_AVAILABLE_GIB = 1.0
+"""Below this much available memory on the machine a guarded process is ended, whatever its
+own size, so that it never starves its neighbours."""
+POLL_SECONDS = 0.2
+GUARD_EXIT_CODE = 75
+
+
+def _kib(path: str, field: str) -> int:
+    """A `field:  N kB` line of a /proc file, in KiB (0 where absent, e.g. a zombie)."""
+    try:
+        for line in Path(path).read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def available_gib() -> float:
+    """The machine's available memory (`MemAvailable`), GiB."""
+    return _kib("/proc/meminfo", "MemAvailable") / 2**20
+
+
+def process_tree_rss_gib(pid: int) -> float:
+    """Resident set size of `pid` and every process descended from it, GiB."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(parent, []).append(int(entry.name))
+    total, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        total += _kib(f"/proc/{current}/status", "VmRSS")
+        todo.extend(children.get(current, []))
+    return total / 2**20
+
+
+def over_limit(rss_gib: float, max_gib: float) -> str | None:
+    """Why a process of `rss_gib` must end under a cap of `max_gib`, or None."""
+    if rss_gib > max_gib:
+        return f"exceeded {max_gib:g} GiB"
+    if available_gib() < MIN_AVAILABLE_GIB:
+        return f"the machine's available memory fell below {MIN_AVAILABLE_GIB:g} GiB"
+    return None
+
+
+def start_self_guard(max_gib: float) -> None:
+    """End this process (one JSON line, exit `GUARD_EXIT_CODE`) once its resident set size
+    passes `max_gib` GiB or the machine runs short (a daemon thread)."""
+
+    def watch():
+        while True:
+            rss = _kib("/proc/self/status", "VmRSS") / 2**20
+            why = over_limit(rss, max_gib)
+            if why:
+                print(json.dumps({"error": why, "rss_gib": round(rss, 2)}), flush=True)
+                os._exit(GUARD_EXIT_CODE)
+            time.sleep(POLL_SECONDS)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def run_guarded(command: list[str], max_gib: float, timeout: float, env=None) -> dict:
+    """Run `command` (in a process group of its own) while watching its process tree's
+    resident set size; kill it past `max_gib` GiB, on the machine running short, or after
+    `timeout` s. Its stdout, return code, peak tree RSS and why it was ended, if it was."""
+    process = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True)
+    reader.start()
+    start, peak, why = time.perf_counter(), 0.0, None
+    while process.poll() is None:
+        rss = process_tree_rss_gib(process.pid)
+        peak = max(peak, rss)
+        why = over_limit(rss, max_gib)
+        if why is None and time.perf_counter() - start > timeout:
+            why = f"no result within {timeout:.0f} s"
+        if why:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            break
+        time.sleep(POLL_SECONDS)
+    reader.join(timeout=10)
+    return {
+        "output": "".join(lines),
+        "returncode": process.returncode,
+        "peak_tree_rss_gib": round(peak, 2),
+        "killed_because": why,
+    }
+
+
+def measure(method: str, sizes: dict, args: argparse.Namespace) -> dict:
+    """Build `method`'s trainer, fit `args.steps` steps; its memory figures (in this process)."""
+    import keras
+    from gpu import build_trainer, device_peak_gib
+
+    from keras_privacy.methods.batches import BatchList
+
+    clips, images = args.batch_size, args.privacy_batch_size
+    trainer, batch = build_trainer(method, sizes, clips, images, args.jit_compile)
+    models_rss = _kib("/proc/self/status", "VmRSS") / 2**20
+    start = time.perf_counter()
+    history = trainer.fit(BatchList([batch] * args.steps), epochs=1, verbose=0).history
+    seconds = time.perf_counter() - start
+    figures = {
+        "method": method,
+        "backend": keras.backend.backend(),
+        "jit_compile": bool(trainer.jit_compile),
+        "batch_size": clips,
+        "privacy_batch_size": images,
+        "peak_rss_gib": round(_kib("/proc/self/status", "VmHWM") / 2**20, 2),
+        "models_rss_gib": round(models_rss, 2),
+        "seconds": round(seconds, 1),
+        "finite_logs": all(v[-1] == v[-1] for v in history.values()),
+    }
+    peak = device_peak_gib()
+    if peak is not None:
+        figures["device_peak_gib"] = peak
+    return figures
+
+
+def run_worker(method: str, args: argparse.Namespace, clips: int, images: int) -> dict:
+    """`measure` in a fresh guarded process; its JSON, or why there is none."""
+    command = [
+        sys.executable, str(Path(__file__).resolve()), "--worker", method,
+        "--batch_size", str(clips), "--privacy_batch_size", str(images),
+        "--jit_compile", args.jit_compile, "--steps", str(args.steps),
+        "--max_gib", str(args.max_gib),
+    ] + (["--small"] if args.small else [])  # fmt: skip
+    env = dict(os.environ, KERAS_BACKEND=args.backend, XLA_PYTHON_CLIENT_PREALLOCATE="false")
+    done = run_guarded(command, args.max_gib, args.timeout, env)
+    results = [line for line in done["output"].splitlines() if line.startswith("{")]
+    result = json.loads(results[-1]) if results else {}
+    if done["killed_because"]:
+        result.setdefault("error", done["killed_because"])
+    elif done["returncode"] != 0 and "error" not in result:
+        lines = done["output"].strip().splitlines()
+        result["error"] = lines[-1][:300] if lines else f"exit {done['returncode']}"
+    result.update(method=method, batch_size=clips, privacy_batch_size=images)
+    result["peak_tree_rss_gib"] = done["peak_tree_rss_gib"]
+    return result
+
+
+def largest_batch(method: str, args: argparse.Namespace) -> dict:
+    """The batch (clips and privacy images alike) doubled until a step passes the cap."""
+    fits, factor = None, 2
+    while True:
+        clips, images = args.batch_size * factor, args.privacy_batch_size * factor
+        result = run_worker(method, args, clips, images)
+        if "error" in result:
+            return {"largest_batch_size": fits, "stopped_at": clips, "because": result["error"]}
+        fits, factor = clips, factor * 2
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--methods", default=",".join(METHODS))
+    parser.add_argument("--backend", choices=("tensorflow", "jax"), default="tensorflow")
+    parser.add_argument("--jit_compile", choices=("auto", "true", "false"), default="auto")
+    parser.add_argument("--batch_size", type=int, help="clips per batch (default 4)")
+    parser.add_argument("--privacy_batch_size", type=int, help="privacy images (default 8)")
+    parser.add_argument("--steps", type=int, default=2, help="steps fitted (the first compiles)")
+    parser.add_argument("--max_gib", type=float, default=DEFAULT_CAP_GIB, help="RSS cap, GiB")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per measurement")
+    parser.add_argument("--largest_batch", action="store_true", help="double until over the cap")
+    parser.add_argument("--small", action="store_true", help="tiny models: a smoke run")
+    parser.add_argument("--guard", action="store_true", help="-- COMMAND: run it under the cap")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    argv = sys.argv[1:]
+    split = argv.index("--") if "--" in argv else len(argv)
+    args = parser.parse_args(argv[:split])
+    command = argv[split + 1 :]
+    if not 0 < args.max_gib <= HARD_CAP_GIB:
+        parser.error(f"--max_gib must lie in (0, {HARD_CAP_GIB:g}], not {args.max_gib:g}")
+    if args.guard:
+        if not command:
+            parser.error("--guard needs a command after --")
+        done = run_guarded(command, args.max_gib, args.timeout)
+        print(done.pop("output"), end="")
+        print(json.dumps(done))
+        sys.exit(done["returncode"] if done["killed_because"] is None else GUARD_EXIT_CODE)
+    args.batch_size = args.batch_size or (2 if args.small else 4)
+    args.privacy_batch_size = args.privacy_batch_size or (4 if args.small else 8)
+    from gpu import PAPER, SMALL
+
+    sizes = SMALL if args.small else PAPER
+    if args.worker:
+        start_self_guard(args.max_gib)
+        print(json.dumps(measure(args.worker, sizes, args)))
+        return
+    methods = [m for m in args.methods.split(",") if m]
+    unknown = set(methods) - set(METHODS)
+    if unknown:
+        parser.error(f"--methods: unknown {sorted(unknown)}; known: {', '.join(METHODS)}")
+    report = {
+        "backend": args.backend,
+        "jit_compile": args.jit_compile,
+        "input": f"{sizes['frames']}x{sizes['size']}x{sizes['size']}",
+        "max_gib": args.max_gib,
+        "steps": [],
+    }
+    for method in methods:
+        result = run_worker(method, args, args.batch_size, args.privacy_batch_size)
+        if args.largest_batch and "error" not in result:
+            result["largest"] = largest_batch(method, args)
+        print(json.dumps(result), flush=True)
+        report["steps"].append(result)
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,55 @@
+"""benchmarks/memory.py: a smoke run at tiny sizes, and its memory guard ending what passes
+the cap (from outside, and from inside the measured process)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import keras
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = str(ROOT / "benchmarks" / "memory.py")
+ALLOCATE = "x = bytearray(400 * 2**20); import time; time.sleep(30)"
+
+
+def run(args, timeout=600):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run(
+        [sys.executable, SCRIPT, *args], env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def test_small_meta_step_reports_its_peak_memory():
+    backend = keras.backend.backend()
+    done = run(["--small", "--methods", "meta", "--steps", "1", "--backend", backend])
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["backend"] == backend and report["input"] == "4x16x16"
+    (step,) = report["steps"]
+    assert "error" not in step, step
+    assert step["method"] == "meta" and step["backend"] == backend and step["finite_logs"]
+    assert (step["batch_size"], step["privacy_batch_size"]) == (2, 4)
+    assert 0 < step["models_rss_gib"] <= step["peak_rss_gib"] < report["max_gib"]
+
+
+def test_guard_kills_a_command_past_the_cap():
+    done = run(["--max_gib", "0.2", "--guard", "--", sys.executable, "-c", ALLOCATE], 60)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["killed_because"] == "exceeded 0.2 GiB"
+    assert done.returncode == 75 and result["peak_tree_rss_gib"] > 0.2
+
+
+def test_measured_process_ends_itself_past_the_cap():
+    code = f"import memory; memory.start_self_guard(0.2); {ALLOCATE}"
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "benchmarks"))
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 75
+    assert json.loads(done.stdout.strip().splitlines()[-1])["error"] == "exceeded 0.2 GiB"
+
+
+def test_cap_above_the_hard_limit_is_refused():
+    done = run(["--max_gib", "13", "--small"], 60)
+    assert done.returncode == 2 and "--max_gib must lie in (0, 12]" in done.stderr
