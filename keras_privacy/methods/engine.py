@@ -781,9 +781,3 @@ def fold_time(clips):
     """(B, T, H, W, C) -> (B * T, H, W, C): frames of a clip become images of a batch."""
     shape = ops.shape(clips)
     return ops.reshape(clips, (-1, shape[2], shape[3], shape[4]))
-
-
-def unfold_time(frames, num_frames: int):
-    """(B * T, H, W, C) -> (B, T, H, W, C), the inverse of `fold_time`."""
-    shape = ops.shape(frames)
-    return ops.reshape(frames, (-1, num_frames, shape[1], shape[2], shape[3]))

@@ -77,10 +77,6 @@ class MomentumQueue(keras.Model):
         """The queue (K, D) held in `values`."""
         return values[self._queue_position]
 
-    def pointer_of(self, values: list):
-        """The queue's write position held in `values`."""
-        return values[self._pointer_position]
-
     def momentum_update(self, values: list, encoder_values: tuple[list, list]) -> list:
         """`values` with the key encoder moved towards f_B: `key <- m * key + (1 - m) * f_B`,
         over every weight of f_B (BatchNorm statistics included); f_B gets no gradient."""
