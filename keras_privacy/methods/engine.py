@@ -177,14 +177,19 @@ class StatelessTrainer(keras.Model):
                 owner[id(variable)] = group
         frozen = keras.optimizers.SGD(learning_rate=0.0, name="frozen")
 
-        multi = keras.optimizers.MultiOptimizer(
-            _GroupSelector(
-                owner,
-                self._group_optimizers,
-                frozen,
-                [optimizers[name] for name in extras if name in optimizers],
-            )
-        )
+        extra_optimizers = [optimizers[name] for name in extras if name in optimizers]
+
+        def select(variable):
+            """A variable's optimizer: its group's (the frozen SGD for a group without one)."""
+            return self._group_optimizers.get(owner.get(id(variable)), frozen)
+
+        # The MultiOptimizer holds the state of the optimizers its map's `values()` lists: the
+        # extra optimizers (`optimizer_groups`) own no variable, so they are listed there (their
+        # state is then carried by `fit` on JAX and saved in checkpoints); the group optimizers
+        # join in the order it meets them. A function, not an object, so that saving the
+        # trainer serialises the compile config as before.
+        select.values = lambda: list(extra_optimizers)
+        multi = keras.optimizers.MultiOptimizer(select)
         # The engine scales the loss itself (Keras would wrap the MultiOptimizer instead).
         super().compile(optimizer=multi, auto_scale_loss=False, **kwargs)
         self.built = True  # every sub-model is a built Functional model
@@ -607,22 +612,6 @@ class StatelessTrainer(keras.Model):
             if candidate is variable:
                 return i
         raise RuntimeError(f"{variable.path} is not among the MultiOptimizer's variables")
-
-
-class _GroupSelector:
-    """The MultiOptimizer's choice of optimizer for a variable: its group's (a frozen SGD for
-    a group without one). `values()` lists the extra optimizers (`optimizer_groups`), which
-    own no variable, so that the MultiOptimizer holds their state too (carried by `fit` on
-    JAX, saved in checkpoints); the group optimizers join it in the order it meets them."""
-
-    def __init__(self, owner: dict, optimizers: dict, frozen, extras: list):
-        self.owner, self.optimizers, self.frozen, self.extras = owner, optimizers, frozen, extras
-
-    def __call__(self, variable):
-        return self.optimizers.get(self.owner.get(id(variable)), self.frozen)
-
-    def values(self) -> list:
-        return list(self.extras)
 
 
 def value_and_gradient(fn: Callable[[list], Any], params: list) -> tuple[Any, list]:
