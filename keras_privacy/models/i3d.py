@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import keras
 from keras import layers
 
-from keras_privacy.models.r3d import BN, conv_bn_3d
+from keras_privacy.models.r3d import BN, bottleneck_block_3d, classification_head
 
 TEMPORAL_KERNELS = ((3, 3, 3), (3, 1, 3, 1), (3, 1, 3, 1, 3, 1), (1, 3, 1))
 """The temporal kernel of each bottleneck's first convolution, per stage and block:
@@ -22,14 +22,8 @@ def i3d_bottleneck(x, width: int, spatial_stride: int, temporal_kernel: int, nam
     it in time, t = 1 leaves it 2-D), a (1, 3, 3) convolution strided in space, a 1x1x1
     convolution to 4 * width, each with BN; a 1x1x1 strided convolution + BN shortcut where the
     shape changes. No block strides in time."""
-    shortcut = x
-    if spatial_stride > 1 or x.shape[-1] != 4 * width:
-        strides = (1, spatial_stride, spatial_stride)
-        shortcut = conv_bn_3d(x, 4 * width, 1, strides, f"{name}_downsample", relu=False)
-    x = conv_bn_3d(x, width, (temporal_kernel, 1, 1), 1, f"{name}_1")
-    x = conv_bn_3d(x, width, (1, 3, 3), (1, spatial_stride, spatial_stride), f"{name}_2")
-    x = conv_bn_3d(x, 4 * width, 1, 1, f"{name}_3", relu=False)
-    return layers.ReLU(name=f"{name}_out")(layers.Add(name=f"{name}_add")([shortcut, x]))
+    strides = (1, spatial_stride, spatial_stride)
+    return bottleneck_block_3d(x, width, strides, name, (temporal_kernel, 1, 1), (1, 3, 3))
 
 
 def i3d_stem(x, width: int):
@@ -73,9 +67,5 @@ def i3d_r50(
             x = i3d_bottleneck(x, width, stride, kernel, name=f"layer{stage + 1}_{block}")
         if stage == 0:
             x = layers.MaxPooling3D((2, 1, 1), strides=(2, 1, 1), name="layer1_pool")(x)
-    x = layers.GlobalAveragePooling3D(name="pool")(x)
-    if include_top:
-        if dropout:
-            x = layers.Dropout(dropout, name="dropout")(x)
-        x = layers.Dense(num_classes, dtype="float32", name="fc")(x)
+    x = classification_head(x, num_classes, include_top, dropout)
     return keras.Model(inputs, x, name=name)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import keras
 from keras import layers
 
-from keras_privacy.models.r3d import BN
+from keras_privacy.models.r3d import BN, classification_head
 
 
 def mid_width(in_width: int, out_width: int) -> int:
@@ -89,9 +89,5 @@ def r2plus1d_18(
         for block in range(count):
             stride = 2 if block == 0 and stage > 0 else 1
             x = basic_block(x, width, stride, name=f"layer{stage + 1}_{block}")
-    x = layers.GlobalAveragePooling3D(name="pool")(x)
-    if include_top:
-        if dropout:
-            x = layers.Dropout(dropout, name="dropout")(x)
-        x = layers.Dense(num_classes, dtype="float32", name="fc")(x)
+    x = classification_head(x, num_classes, include_top, dropout)
     return keras.Model(inputs, x, name=name)

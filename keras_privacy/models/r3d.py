@@ -106,11 +106,7 @@ def r3d_18(
             x = basic_block(
                 x, width, strides, dilation, name=f"layer{stage + 1}_{block}", temporal=temporal
             )
-    x = layers.GlobalAveragePooling3D(name="pool")(x)
-    if include_top:
-        if dropout:
-            x = layers.Dropout(dropout, name="dropout")(x)
-        x = layers.Dense(num_classes, dtype="float32", name="fc")(x)
+    x = classification_head(x, num_classes, include_top, dropout)
     return keras.Model(inputs, x, name=name)
 
 
@@ -147,16 +143,29 @@ def conv_bn_3d(x, filters: int, kernel, strides, name: str, relu: bool = True):
     return layers.ReLU(name=f"{name}_relu")(x) if relu else x
 
 
-def bottleneck_block_3d(x, width: int, strides: int, name: str):
-    """1x1x1 - 3x3x3 (strided) - 1x1x1 x4 with a 1x1x1 convolution + BN shortcut where the
-    shape changes (shortcut type B)."""
+def bottleneck_block_3d(x, width: int, strides, name: str, first_kernel=1, second_kernel=3):
+    """1x1x1 - 3x3x3 (strided) - 1x1x1 x4 with a 1x1x1 strided convolution + BN shortcut where
+    the shape changes (shortcut type B). I3D's bottleneck is the same with a (t, 1, 1)
+    `first_kernel`, a (1, 3, 3) `second_kernel` and strides in space only."""
+    strides = (strides,) * 3 if isinstance(strides, int) else tuple(strides)
     shortcut = x
-    if strides > 1 or x.shape[-1] != 4 * width:
+    if max(strides) > 1 or x.shape[-1] != 4 * width:
         shortcut = conv_bn_3d(x, 4 * width, 1, strides, f"{name}_downsample", relu=False)
-    x = conv_bn_3d(x, width, 1, 1, f"{name}_1")
-    x = conv_bn_3d(x, width, 3, strides, f"{name}_2")
+    x = conv_bn_3d(x, width, first_kernel, 1, f"{name}_1")
+    x = conv_bn_3d(x, width, second_kernel, strides, f"{name}_2")
     x = conv_bn_3d(x, 4 * width, 1, 1, f"{name}_3", relu=False)
     return layers.ReLU(name=f"{name}_out")(layers.Add(name=f"{name}_add")([shortcut, x]))
+
+
+def classification_head(x, num_classes: int, include_top: bool, dropout: float):
+    """Global average pooling, then (with `include_top`) dropout and a float32 Dense head, as
+    the video ResNets end; the pooled features alone without it."""
+    x = layers.GlobalAveragePooling3D(name="pool")(x)
+    if include_top:
+        if dropout:
+            x = layers.Dropout(dropout, name="dropout")(x)
+        x = layers.Dense(num_classes, dtype="float32", name="fc")(x)
+    return x
 
 
 def r3d_50(
@@ -189,9 +198,5 @@ def r3d_50(
         for block in range(count):
             strides = 2 if block == 0 and stage > 0 else 1
             x = bottleneck_block_3d(x, width, strides, name=f"layer{stage + 1}_{block}")
-    x = layers.GlobalAveragePooling3D(name="pool")(x)
-    if include_top:
-        if dropout:
-            x = layers.Dropout(dropout, name="dropout")(x)
-        x = layers.Dense(num_classes, dtype="float32", name="fc")(x)
+    x = classification_head(x, num_classes, include_top, dropout)
     return keras.Model(inputs, x, name=name)
