@@ -13,17 +13,15 @@ from dataclasses import field
 from pathlib import Path
 
 from keras_privacy.data.augment import SUPERVISED, AugmentConfig
+from keras_privacy.data.pipelines import PAIR_SAMPLERS
 from keras_privacy.distribute import DISTRIBUTIONS, JIT_COMPILE, PRECISIONS
 from keras_privacy.known_weights import missing_weights_message
+from keras_privacy.methods.spact import CONTRASTIVE_VIEWS, SSL_ADVERSARIES
+from keras_privacy.methods.vita import ACTION_SCHEDULES, BUDGET_LOSSES
 
 METHODS = ("spact", "penalty", "vita", "meta")
-BUDGET_LOSSES = ("max_bce", "entropy", "image_max_bce")
-ACTION_SCHEDULES = ("validation_loop", "batch_gate")
 ACTION_DATASETS = ("synthetic", "ucf101", "hmdb51")
 PRIVACY_DATASETS = ("synthetic", "vispr")
-PAIR_SAMPLERS = ("random", "near", "far")
-SSL_ADVERSARIES = ("ntxent", "rotnet", "moco", "spatiotemporal")
-CONTRASTIVE_VIEWS = ("images", "frames", "both")
 EVAL_PROTOCOLS = ("same", "cross_dataset", "novel_actions", "novel_attributes", "pa_hmdb51")
 EVAL_PRIVACY_DATASETS = (*PRIVACY_DATASETS, "pa_hmdb51")
 WEIGHT_FLAGS = (
