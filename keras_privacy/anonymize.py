@@ -14,6 +14,20 @@ cannot be read is named on stderr and skipped; the others are still written, and
 exits with status 1 listing the failures. Each output is written under a temporary name and
 renamed when complete, so a failure never leaves a partial video behind. A bad anonymizer
 file or output folder is one line (`keras_privacy.cli`; the traceback with --verbose).
+
+Live sources and stream outputs (`keras_privacy.streaming` does the reading and writing):
+
+    python -m keras_privacy.anonymize /dev/video0 out.mp4 --anonymizer MODEL.keras \
+        --input_format v4l2
+    python -m keras_privacy.anonymize rtsp://camera/stream udp://host:1234 \
+        --anonymizer exported/anonymizer.onnx --runtime onnx --output_format mpegts
+
+Timestamps, the audio stream (bytes unchanged; --no_audio drops it) and the rotation are
+carried through. A bounded queue sits between the reader and the model: for a live source its
+oldest frame is dropped when the model falls behind, for a file the reader waits (--when_full).
+--scale runs the model on smaller frames and up-samples the output; --device picks the device.
+Ctrl-C closes the output cleanly (a playable video of what was done; exit status 130). The
+last line gives the frames/s.
 """
 
 from __future__ import annotations
@@ -21,7 +35,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import av
@@ -31,8 +45,10 @@ from tqdm import tqdm
 
 from keras_privacy.cli import run_command
 from keras_privacy.data.errors import VideoDecodeError
-from keras_privacy.data.video import iter_video_frames, probe_video, write_video
+from keras_privacy.data.video import probe_video
 from keras_privacy.export import anonymizer_factor, load_keras_anonymizer
+from keras_privacy.runtimes import RUNTIMES, keras_frames, onnx_frames, scaled
+from keras_privacy.streaming import POLICIES, FrameFunction, StreamStats, is_live, transcode
 
 VIDEO_EXTENSIONS = (".avi", ".mp4", ".mkv", ".mov", ".m4v", ".mpg", ".mpeg", ".webm", ".wmv")
 FAILURES = (VideoDecodeError, av.error.FFmpegError, OSError, ValueError)
@@ -45,76 +61,43 @@ def anonymize_frames(model: keras.Model, frames: np.ndarray, factor: int) -> np.
     H and W are edge-padded at the bottom and right to multiples of `factor` for the model, and
     the output cropped back.
     """
-    height, width = frames.shape[1:3]
-    pad = ((0, 0), (0, -height % factor), (0, -width % factor), (0, 0))
-    inputs = np.pad(frames.astype("float32") / 255.0, pad, mode="edge")
-    outputs = np.asarray(model.predict_on_batch(inputs))[:, :height, :width]
-    return np.round(np.clip(outputs, 0.0, 1.0) * 255.0).astype(np.uint8)
-
-
-def _anonymized_stream(
-    model: keras.Model,
-    frames: Iterable[np.ndarray],
-    batch_size: int,
-    factor: int,
-    done: Callable[[int], object],
-) -> Iterator[np.ndarray]:
-    """Yield anonymized frames one at a time, running the model on batches of `batch_size` and
-    calling `done(number of frames)` after each batch.
-
-    The last batch is padded with copies of its last frame, so that the model always sees one
-    input shape per video (no re-tracing); the copies are dropped.
-    """
-    batch = []
-    for frame in frames:
-        batch.append(frame)
-        if len(batch) == batch_size:
-            yield from anonymize_frames(model, np.stack(batch), factor)
-            done(len(batch))
-            batch = []
-    if batch:
-        count = len(batch)
-        batch += [batch[-1]] * (batch_size - count)
-        yield from anonymize_frames(model, np.stack(batch), factor)[:count]
-        done(count)
+    return keras_frames(model, factor)(frames)
 
 
 def anonymize_video(
-    model: keras.Model,
+    anonymizer: keras.Model | FrameFunction,
     in_path: str | os.PathLike,
     out_path: str | os.PathLike,
     batch_size: int = 8,
     codec: str = "mpeg4",
     quality: int = 2,
     show_progress: bool = True,
-) -> int:
-    """Write the anonymized `in_path` to `out_path` (same frame rate and size); returns the
-    number of frames.
+    **stream_options,
+) -> StreamStats:
+    """Write the anonymized `in_path` (a file or a live source) to `out_path` (same frame
+    rate, timestamps, size, audio and rotation); returns the stats (frames written, dropped,
+    frames/s).
 
-    Raises VideoDecodeError naming `in_path` when it cannot be read; `out_path` is then left
-    untouched (the video is written to a temporary name and renamed at the end).
+    `anonymizer` is a Keras model or a frame function (`keras_privacy.runtimes`).
+    `stream_options` go to `keras_privacy.streaming.transcode` (keep_audio, policy,
+    queue_size, input_format, output_format). Raises VideoDecodeError naming `in_path` when it
+    cannot be read; a file `out_path` is then left untouched.
     """
-    in_path, out_path = Path(in_path), Path(out_path)
-    info = probe_video(in_path)
-    factor = anonymizer_factor(model)
-    partial = out_path.with_name(f".{out_path.stem}.partial{out_path.suffix}")
-    count = 0
-    with tqdm(
-        total=info.num_frames, unit="frame", desc=in_path.name, disable=not show_progress
-    ) as progress:
-
-        def done(number: int) -> None:
-            nonlocal count
-            count += number
-            progress.update(number)
-
-        frames = _anonymized_stream(model, iter_video_frames(in_path), batch_size, factor, done)
-        try:
-            write_video(partial, frames, fps=info.fps or 25.0, codec=codec, quality=quality)
-            os.replace(partial, out_path)
-        finally:
-            partial.unlink(missing_ok=True)
-    return count
+    if isinstance(anonymizer, keras.Model):
+        anonymizer = keras_frames(anonymizer, anonymizer_factor(anonymizer))
+    total = None if is_live(in_path) else probe_video(in_path).num_frames
+    name = Path(in_path).name
+    with tqdm(total=total, unit="frame", desc=name, disable=not show_progress) as progress:
+        return transcode(
+            anonymizer,
+            in_path,
+            out_path,
+            batch_size=batch_size,
+            codec=codec,
+            quality=quality,
+            on_batch=progress.update,
+            **stream_options,
+        )
 
 
 def _reason(path: Path, error: Exception) -> str:
@@ -132,7 +115,10 @@ def list_videos(folder: str | os.PathLike) -> list[Path]:
 
 
 def anonymize_folder(
-    model: keras.Model, in_dir: str | os.PathLike, out_dir: str | os.PathLike, **kwargs
+    anonymizer: keras.Model | FrameFunction,
+    in_dir: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    **kwargs,
 ) -> list[tuple[Path, str]]:
     """Anonymize every video of `in_dir` into `out_dir` under the same name; returns the
     failures as (input path, reason), after trying every video. `kwargs` go to
@@ -144,7 +130,7 @@ def anonymize_folder(
     failures = []
     for path in videos:
         try:
-            anonymize_video(model, path, Path(out_dir) / path.name, **kwargs)
+            anonymize_video(anonymizer, path, Path(out_dir) / path.name, **kwargs)
         except FAILURES as error:
             reason = _reason(path, error)
             print(f"FAILED {reason}", file=sys.stderr)
@@ -159,52 +145,100 @@ def main(argv: Sequence[str] | None = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("input", help="a video file, or a folder of videos")
-    parser.add_argument("output", help="the output video (or folder, for a folder input)")
-    parser.add_argument("--anonymizer", required=True, help="the anonymizer, a .keras file")
+    parser.add_argument(
+        "input", help="a video file, a folder of videos, or a live source (device, URL, pipe)"
+    )
+    parser.add_argument(
+        "output", help="the output video, folder (for a folder input), URL or pipe (pipe:1)"
+    )
+    parser.add_argument(
+        "--anonymizer", required=True, help="the anonymizer: a .keras file, or .onnx with --runtime"
+    )
     parser.add_argument("--batch_size", type=int, default=8, help="frames per model call")
     parser.add_argument("--codec", default="mpeg4", help="FFmpeg encoder, e.g. mpeg4, libx264")
     parser.add_argument(
         "--quality", type=int, default=2, help="mpeg4 qscale (1 = best); CRF = 5 x this for x264"
     )
+    parser.add_argument(
+        "--runtime", choices=RUNTIMES, default="keras", help="keras (.keras) or onnx (.onnx file)"
+    )
+    parser.add_argument("--device", default=None, help="cpu, gpu or gpu:N (default: the runtime's)")
+    parser.add_argument(
+        "--scale", type=float, default=1.0, help="run the model on frames resized by this (0-1]"
+    )
+    parser.add_argument("--no_audio", action="store_true", help="drop the audio stream")
+    parser.add_argument(
+        "--when_full",
+        choices=POLICIES,
+        default=None,
+        help="when the model falls behind: drop the oldest frame (default for live sources) or "
+        "wait (default for files)",
+    )
+    parser.add_argument("--queue_size", type=int, default=32, help="frames waiting, at most")
+    parser.add_argument("--input_format", default=None, help="FFmpeg demuxer, e.g. v4l2, mpegts")
+    parser.add_argument("--output_format", default=None, help="FFmpeg muxer, e.g. mpegts, flv")
     parser.add_argument("--no_progress", action="store_true", help="no progress bar")
     parser.add_argument("--verbose", action="store_true", help="the traceback of an error too")
     args = parser.parse_args(argv)
     if args.batch_size < 1:
         parser.error("--batch_size must be at least 1")
+    if args.queue_size < 1:
+        parser.error("--queue_size must be at least 1")
+    if not 0 < args.scale <= 1:
+        parser.error("--scale must be in (0, 1]")
     return run_command(lambda: _anonymize(args), args.verbose)
+
+
+def load_anonymizer(path: str, runtime: str, device: str | None, scale: float) -> FrameFunction:
+    """The frame function of the anonymizer file at `path` on `runtime` and `device`, run at
+    `scale` of the frames' size."""
+    if runtime == "onnx":
+        return scaled(onnx_frames(path, device), scale)
+    model = load_keras_anonymizer(path)
+    return scaled(keras_frames(model, anonymizer_factor(model), device), scale)
 
 
 def _anonymize(args: argparse.Namespace) -> int:
     """The CLI's work once its arguments are parsed."""
     output = Path(args.output)
-    single = not os.path.isdir(args.input)
-    if single and not output.is_dir() and not output.parent.is_dir():
+    folder = os.path.isdir(args.input)
+    local_output = "://" not in args.output and not args.output.startswith("pipe:")
+    if not folder and local_output and not output.is_dir() and not output.parent.is_dir():
         raise FileNotFoundError(f"{output.parent}: the output folder does not exist")
-    model = load_keras_anonymizer(args.anonymizer)
+    anonymizer = load_anonymizer(args.anonymizer, args.runtime, args.device, args.scale)
     options = {
         "batch_size": args.batch_size,
         "codec": args.codec,
         "quality": args.quality,
         "show_progress": not args.no_progress,
+        "keep_audio": not args.no_audio,
+        "policy": args.when_full,
+        "queue_size": args.queue_size,
+        "input_format": args.input_format,
+        "output_format": args.output_format,
     }
-    if not single:
-        failures = anonymize_folder(model, args.input, args.output, **options)
+    if folder:
+        failures = anonymize_folder(anonymizer, args.input, args.output, **options)
         if failures:
             print(f"{len(failures)} video(s) failed:", file=sys.stderr)
             for _, reason in failures:
                 print(f"  {reason}", file=sys.stderr)
             return 1
         return 0
-    if output.is_dir():
+    if local_output and output.is_dir():
         output = output / Path(args.input).name
     try:
-        count = anonymize_video(model, args.input, output, **options)
+        stats = anonymize_video(anonymizer, args.input, output, **options)
     except FAILURES as error:
         print(f"FAILED {_reason(Path(args.input), error)}", file=sys.stderr)
         return 1
-    print(f"{output}: {count} frames anonymized", file=sys.stderr)
-    return 0
+    print(
+        f"{output}: {stats.frames_written} frames anonymized, {stats.frames_dropped} dropped, "
+        f"{stats.audio_packets} audio packets copied; {stats.frames_per_second:.1f} frames/s"
+        + (" (interrupted: output closed)" if stats.interrupted else ""),
+        file=sys.stderr,
+    )
+    return 130 if stats.interrupted else 0
 
 
 if __name__ == "__main__":

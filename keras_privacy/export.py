@@ -1,6 +1,6 @@
 """Export the anonymizer f_A alone as a TensorFlow SavedModel, from either Keras backend.
 
-    python -m keras_privacy.export --anonymizer MODEL.keras --out DIR [--tflite]
+    python -m keras_privacy.export --anonymizer MODEL.keras --out DIR [--tflite] [--onnx]
 
 Reload with plain ``tf.saved_model.load(DIR)``: neither Keras nor keras_privacy is needed to
 serve. Signatures, all of any batch N, height H and width W:
@@ -22,13 +22,21 @@ From the TensorFlow backend the graph is plain TensorFlow and runs on any device
 backend the model goes through jax2tf (StableHLO inside an ``XlaCallModule`` op) with
 polymorphic shapes ``(batch, f*height, f*width, 3)``, lowered for every platform of
 ``--platforms`` (default cpu and cuda) so one artifact serves on both.
+
+``--onnx`` also writes ``DIR/anonymizer.onnx``: the bare model (float32 (N, H, W, 3) in [0, 1],
+H and W multiples of the factor, which the file's metadata holds as ``downsampling_factor``),
+converted by tf2onnx from the TensorFlow graph. Keras' own JAX route needs jax2onnx (which
+brings flax, orbax and tensorstore); since a `.keras` file is the same on either backend, the
+JAX backend converts it in a TensorFlow-backend subprocess instead.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 
 import keras
@@ -36,6 +44,8 @@ import keras
 from keras_privacy.cli import run_command
 
 PLATFORMS = ("cpu", "cuda")
+ONNX_FACTOR_KEY = "downsampling_factor"
+"""The metadata key of an exported ONNX anonymizer that holds its down-sampling factor."""
 SIGNATURES = ("serve", "serve_uint8", "serve_aligned")
 
 
@@ -193,6 +203,47 @@ def convert_to_tflite(saved_model_dir: str | os.PathLike, out_path: str | os.Pat
     return os.fspath(out_path)
 
 
+def export_onnx(model: keras.Model, out_path: str | os.PathLike, factor: int | None = None) -> str:
+    """Write `model` as an ONNX file at `out_path` (dynamic N, H, W; input ``frames``) with its
+    down-sampling factor in the metadata; returns the path. Needs the ``onnx`` extra.
+
+    On the TensorFlow backend Keras converts it with tf2onnx; on JAX the model is saved to a
+    temporary `.keras` file and converted by a TensorFlow-backend subprocess.
+    """
+    factor = factor or anonymizer_factor(model)
+    out_path = os.fspath(out_path)
+    if keras.backend.backend() != "tensorflow":
+        with tempfile.TemporaryDirectory() as folder:
+            saved = os.path.join(folder, "anonymizer.keras")
+            model.save(saved)
+            _convert_in_tensorflow(saved, out_path)
+        return out_path
+    import onnx
+
+    spec = keras.InputSpec(shape=(None, None, None, 3), dtype="float32", name="frames")
+    model.export(out_path, format="onnx", input_signature=[spec], verbose=False)
+    proto = onnx.load(out_path)
+    entry = proto.metadata_props.add()
+    entry.key, entry.value = ONNX_FACTOR_KEY, str(factor)
+    onnx.save(proto, out_path)
+    return out_path
+
+
+def _convert_in_tensorflow(keras_path: str, out_path: str) -> None:
+    """Run `export_onnx` on the `.keras` file in a Python whose Keras backend is TensorFlow."""
+    code = (
+        "import sys; from keras_privacy.export import export_onnx, load_keras_anonymizer; "
+        "export_onnx(load_keras_anonymizer(sys.argv[1]), sys.argv[2])"
+    )
+    env = {**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    result = subprocess.run(
+        [sys.executable, "-c", code, keras_path, out_path], env=env, capture_output=True, text=True
+    )
+    if result.returncode != 0:
+        last = (result.stderr.strip().splitlines() or ["no error message"])[-1]
+        raise RuntimeError(f"ONNX conversion of {keras_path} failed: {last}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI: export a `.keras` anonymizer as a SavedModel (and optionally a TFLite model)."""
     parser = argparse.ArgumentParser(
@@ -212,6 +263,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="also write OUT/anonymizer.tflite (TensorFlow backend only; says why when it fails)",
     )
+    parser.add_argument(
+        "--onnx",
+        action="store_true",
+        help="also write OUT/anonymizer.onnx (either backend; needs the onnx extra)",
+    )
     parser.add_argument("--verbose", action="store_true", help="the traceback of an error too")
     args = parser.parse_args(argv)
     return run_command(lambda: _export(args), args.verbose)
@@ -226,10 +282,12 @@ def _export(args: argparse.Namespace) -> int:
         f"SavedModel written to {out_dir} (backend {keras.backend.backend()}, down-sampling "
         f"factor {factor}); signatures: {', '.join(SIGNATURES)}, serving_default = serve"
     )
-    if not args.tflite:
-        return 0
-    path = convert_to_tflite(out_dir, os.path.join(out_dir, "anonymizer.tflite"))
-    print(f"TFLite model written to {path}")
+    if args.onnx:
+        path = export_onnx(model, os.path.join(out_dir, "anonymizer.onnx"), factor)
+        print(f"ONNX model written to {path} (H and W multiples of {factor})")
+    if args.tflite:
+        path = convert_to_tflite(out_dir, os.path.join(out_dir, "anonymizer.tflite"))
+        print(f"TFLite model written to {path}")
     return 0
 
 

@@ -1,0 +1,135 @@
+"""The anonymizer as a frame function (uint8 frames (N, H, W, 3) -> uint8 frames, same shape)
+on a runtime and a device, optionally run at a smaller scale.
+
+* ``keras``: the `.keras` model through the current Keras backend (`predict_on_batch`).
+* ``onnx``: an `.onnx` file written by ``python -m keras_privacy.export --onnx``, through ONNX
+  Runtime; the down-sampling factor is read from the file's metadata.
+
+Both pad H and W at the bottom and right (edge pixels) to a multiple of the factor and crop the
+output back. `scaled` runs any frame function on frames resized by a factor (area averaging
+down, bilinear up), as deface does for speed: the model's cost falls with the square of the
+scale, and the output is as sharp as the smaller image.
+"""
+
+from __future__ import annotations
+
+import os
+
+import cv2
+import numpy as np
+
+from keras_privacy.export import ONNX_FACTOR_KEY
+from keras_privacy.streaming import FrameFunction
+
+RUNTIMES = ("keras", "onnx")
+ONNX_PROVIDERS = {"cpu": "CPUExecutionProvider", "gpu": "CUDAExecutionProvider"}
+
+
+def _pad(frames: np.ndarray, factor: int) -> np.ndarray:
+    """Float frames in [0, 1], edge-padded at the bottom and right to multiples of `factor`."""
+    height, width = frames.shape[1:3]
+    pad = ((0, 0), (0, -height % factor), (0, -width % factor), (0, 0))
+    return np.pad(frames.astype("float32") / 255.0, pad, mode="edge")
+
+
+def _to_uint8(outputs: np.ndarray, height: int, width: int) -> np.ndarray:
+    """Model outputs in [0, 1], cropped to (height, width), as uint8."""
+    outputs = np.asarray(outputs)[:, :height, :width]
+    return np.round(np.clip(outputs, 0.0, 1.0) * 255.0).astype(np.uint8)
+
+
+def _device_kind(device: str | None) -> str | None:
+    """``cpu`` or ``gpu`` from a device name (``cpu``, ``gpu``, ``gpu:1``, ``cuda``)."""
+    if device is None:
+        return None
+    kind = device.split(":")[0].lower()
+    kind = "gpu" if kind == "cuda" else kind
+    if kind not in ONNX_PROVIDERS:
+        raise ValueError(f"--device {device}: expected cpu, gpu or gpu:N")
+    return kind
+
+
+def keras_frames(model, factor: int, device: str | None = None) -> FrameFunction:
+    """The Keras `model` (frames in [0, 1] -> [0, 1]) as a frame function, on `device` (a
+    Keras device name such as ``cpu`` or ``gpu:0``; None: the backend's default). Raises
+    ValueError naming the device when the backend has none of that kind."""
+    import keras
+
+    kind = _device_kind(device)
+    if kind is not None:
+        available = keras.distribution.list_devices(kind)
+        if not available:
+            raise ValueError(f"--device {device}: the {keras.backend.backend()} backend has none")
+
+    def anonymize(frames: np.ndarray) -> np.ndarray:
+        height, width = frames.shape[1:3]
+        if device is None:
+            return _to_uint8(model.predict_on_batch(_pad(frames, factor)), height, width)
+        with keras.device(device):
+            return _to_uint8(model.predict_on_batch(_pad(frames, factor)), height, width)
+
+    return anonymize
+
+
+def onnx_factor(path: str | os.PathLike) -> int:
+    """The down-sampling factor stored in the metadata of an exported `.onnx` anonymizer."""
+    import onnx
+
+    model = onnx.load(os.fspath(path), load_external_data=False)
+    values = {prop.key: prop.value for prop in model.metadata_props}
+    if ONNX_FACTOR_KEY not in values:
+        raise ValueError(
+            f"{path}: no {ONNX_FACTOR_KEY} in its metadata (export it with "
+            "python -m keras_privacy.export --onnx)"
+        )
+    return int(values[ONNX_FACTOR_KEY])
+
+
+def onnx_frames(path: str | os.PathLike, device: str | None = None) -> FrameFunction:
+    """The `.onnx` anonymizer at `path` as a frame function on ONNX Runtime (``cpu``: the CPU
+    provider; ``gpu``: CUDA's; None: CUDA's when installed, else the CPU's). Raises
+    FileNotFoundError or ValueError naming the file, or the device ONNX Runtime lacks."""
+    import onnxruntime
+
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path}: no such ONNX anonymizer file")
+    available = onnxruntime.get_available_providers()
+    kind = _device_kind(device)
+    if kind is None:
+        providers = [ONNX_PROVIDERS[k] for k in ("gpu", "cpu") if ONNX_PROVIDERS[k] in available]
+    elif ONNX_PROVIDERS[kind] in available:
+        providers = [ONNX_PROVIDERS[kind]]
+    else:
+        raise ValueError(f"--device {device}: ONNX Runtime has only {', '.join(available)}")
+    factor = onnx_factor(path)
+    try:
+        session = onnxruntime.InferenceSession(os.fspath(path), providers=providers)
+    except Exception as error:  # ONNX Runtime raises its own unrelated types
+        raise ValueError(f"{path}: not loadable by ONNX Runtime ({error})") from error
+    name = session.get_inputs()[0].name
+
+    def anonymize(frames: np.ndarray) -> np.ndarray:
+        height, width = frames.shape[1:3]
+        return _to_uint8(session.run(None, {name: _pad(frames, factor)})[0], height, width)
+
+    return anonymize
+
+
+def scaled(anonymize: FrameFunction, scale: float) -> FrameFunction:
+    """`anonymize` run on the frames resized by `scale` (0 < scale <= 1; area averaging), its
+    output resized back to the frames' size (bilinear)."""
+    if not 0 < scale <= 1:
+        raise ValueError(f"--scale must be in (0, 1], got {scale}")
+    if scale == 1:
+        return anonymize
+
+    def run(frames: np.ndarray) -> np.ndarray:
+        height, width = frames.shape[1:3]
+        small = (max(1, round(width * scale)), max(1, round(height * scale)))
+        inputs = np.stack([cv2.resize(f, small, interpolation=cv2.INTER_AREA) for f in frames])
+        outputs = anonymize(inputs)
+        return np.stack(
+            [cv2.resize(f, (width, height), interpolation=cv2.INTER_LINEAR) for f in outputs]
+        )
+
+    return run

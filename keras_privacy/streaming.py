@@ -1,0 +1,400 @@
+"""Video in, anonymized video out, from any source PyAV opens: a file, a webcam, a URL, a pipe.
+
+`transcode(anonymize, source, output)` decodes the source's first video stream in a reader
+thread, runs `anonymize` (uint8 frames (N, H, W, 3) -> uint8 frames of the same shape) on
+batches in the calling thread, and encodes the result to a file or a stream (any output PyAV
+opens: a path, a URL with `output_format`, e.g. ``mpegts`` or ``flv``, or ``pipe:1``).
+
+What is carried through:
+
+* Timestamps: every frame keeps its source time (its pts in seconds, re-expressed in the
+  encoder's time base), so the output plays at the source's frame rate, variable rates and gaps
+  included. The stream's nominal rate is the source's average (or guessed) rate.
+* Audio: the first audio stream's packets are copied unchanged (no re-encoding: the bytes are
+  the source's), unless `keep_audio=False`. The output container must accept the codec (AAC
+  in MP4, anything in Matroska); a container that does not is an error naming both.
+* Rotation: the display matrix of the source's frames (a phone video's rotation) is written to
+  the output stream, so players turn it the same way.
+
+Memory is bounded by a queue of at most `queue_size` decoded frames between the reader and the
+model. When it is full, the `policy` decides:
+
+* ``"wait"`` (the default for a regular file): the reader waits, so every frame is anonymized
+  and a slow model only makes the run longer.
+* ``"drop"`` (the default for a live source: a device, a URL, a pipe or FIFO): the oldest
+  waiting frame is dropped, so a slow model shows as a lower output frame rate (the kept frames
+  keep their own timestamps) and the delay behind the camera stays at most `queue_size` frames.
+  Audio packets are never dropped.
+
+With ``"drop"`` the model takes the frames waiting (1 to `batch_size`) rather than waiting for
+a full batch; a short batch is padded with copies of its last frame (one input shape, no
+re-tracing) and the copies are discarded.
+
+Ctrl-C (KeyboardInterrupt) stops reading, flushes the encoder and closes the output, so what
+was written is a playable video; `StreamStats.interrupted` says so. A file output is written
+under a temporary name and renamed when closed (after an interrupt too: a recording stopped by
+hand is kept); an error leaves no file behind.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import heapq
+import os
+import stat
+import threading
+import time
+from collections.abc import Callable
+from fractions import Fraction
+from pathlib import Path
+
+import av
+import numpy as np
+
+from keras_privacy.data.errors import VideoDecodeError
+
+WAIT, DROP = "wait", "drop"
+POLICIES = (WAIT, DROP)
+MAX_MPEG4_TIME_BASE_DENOMINATOR = 65535  # MPEG-4 Part 2 cannot express finer time bases
+REORDER_DEPTH = 4
+"""Frames the writer holds so that their timestamps can be put in order: an AVI with B-frames
+gives its frames in display order but their timestamps in decoding order (1, 2, 4, 3, ...)."""
+
+FrameFunction = Callable[[np.ndarray], np.ndarray]
+"""uint8 frames (N, H, W, 3) -> anonymized uint8 frames (N, H, W, 3)."""
+
+
+@dataclasses.dataclass
+class StreamStats:
+    """What one `transcode` did: frames read, written and dropped, audio packets copied, time."""
+
+    frames_read: int = 0
+    frames_written: int = 0
+    frames_dropped: int = 0
+    audio_packets: int = 0
+    seconds: float = 0.0
+    interrupted: bool = False
+
+    @property
+    def frames_per_second(self) -> float:
+        """Frames written per second of wall-clock time (decoding, model and encoding)."""
+        return self.frames_written / self.seconds if self.seconds > 0 else 0.0
+
+
+def is_live(source: str | os.PathLike) -> bool:
+    """True for a source that is not a regular file: a device, a URL, a pipe or a FIFO."""
+    return not os.path.isfile(source)
+
+
+def _is_file_output(output: str | os.PathLike) -> bool:
+    """True when `output` is a path to write atomically (not a URL, pipe, FIFO or device)."""
+    text = os.fspath(output)
+    if "://" in text or text.startswith("pipe:") or text == "-":
+        return False
+    return not os.path.exists(text) or stat.S_ISREG(os.stat(text).st_mode)
+
+
+def open_source(
+    source: str | os.PathLike,
+    input_format: str | None = None,
+    options: dict[str, str] | None = None,
+) -> av.container.InputContainer:
+    """Open `source` with PyAV (`input_format`, e.g. ``v4l2`` for a webcam, ``mpegts`` for a
+    pipe, and demuxer `options`, as FFmpeg's ``-f`` and ``-option value``).
+
+    Raises VideoDecodeError naming the source when it cannot be opened or has no video stream.
+    """
+    text = os.fspath(source)
+    if not is_live(text) and os.path.getsize(text) == 0:
+        raise VideoDecodeError(f"{text}: empty file (0 bytes)")
+    if is_live(text) and "://" not in text and ":" not in text and not os.path.exists(text):
+        raise VideoDecodeError(f"{text}: no such file, device or pipe")
+    try:
+        container = av.open(text, format=input_format, options=options or {})
+    except (av.error.FFmpegError, OSError, ValueError) as error:
+        raise VideoDecodeError(f"{text}: cannot be opened as a video ({error})") from error
+    if not container.streams.video:
+        container.close()
+        raise VideoDecodeError(f"{text}: has no video stream")
+    return container
+
+
+class FrameQueue:
+    """Decoded video frames (at most `size`; `policy` when full) and audio packets (never
+    dropped, not counted), handed from the reader thread to the model in arrival order."""
+
+    def __init__(self, size: int, policy: str):
+        if size < 1:
+            raise ValueError(f"queue size must be at least 1, got {size}")
+        if policy not in POLICIES:
+            raise ValueError(f"queue policy must be one of {POLICIES}, got {policy!r}")
+        self.size, self.policy = size, policy
+        self.dropped = 0
+        self._items: collections.deque = collections.deque()
+        self._frames = 0
+        self._closed = False
+        self._error: BaseException | None = None
+        self._condition = threading.Condition()
+
+    def put_frame(self, frame: av.VideoFrame, stop: threading.Event) -> None:
+        """Add a frame; when full, wait (until there is room or `stop`) or drop the oldest."""
+        with self._condition:
+            while self._frames >= self.size and self.policy == WAIT and not stop.is_set():
+                self._condition.wait(0.1)
+            if self._frames >= self.size:
+                oldest = next(i for i, item in enumerate(self._items) if item[0] == "video")
+                del self._items[oldest]
+                self._frames -= 1
+                self.dropped += 1
+            self._items.append(("video", frame))
+            self._frames += 1
+            self._condition.notify_all()
+
+    def put_audio(self, packet: av.Packet) -> None:
+        """Add an audio packet (never dropped)."""
+        with self._condition:
+            self._items.append(("audio", packet))
+            self._condition.notify_all()
+
+    def close(self, error: BaseException | None = None) -> None:
+        """No more items; `error`, if any, is raised by `get` once the items are taken."""
+        with self._condition:
+            self._closed, self._error = True, error
+            self._condition.notify_all()
+
+    @property
+    def frames_waiting(self) -> int:
+        """The number of decoded frames waiting for the model."""
+        with self._condition:
+            return self._frames
+
+    def get(self) -> tuple[str, object] | None:
+        """The next ("video", frame) or ("audio", packet), waiting for one; None at the end.
+        Raises the reader's error after its last item."""
+        with self._condition:
+            while not self._items and not self._closed:
+                self._condition.wait(0.1)  # a timeout, so Ctrl-C is seen
+            if self._items:
+                item = self._items.popleft()
+                if item[0] == "video":
+                    self._frames -= 1
+                    self._condition.notify_all()
+                return item
+            if self._closed and self._error is not None:
+                raise self._error
+            return None
+
+
+def _read(
+    container: av.container.InputContainer,
+    audio: av.AudioStream | None,
+    queue: FrameQueue,
+    stop: threading.Event,
+    name: str,
+) -> None:
+    """The reader thread: demux and decode into `queue` until the end or `stop`; closes the
+    container (it owns it) and the queue, passing on a decoding error naming `name`."""
+    video = container.streams.video[0]
+    error = None
+    try:
+        for packet in container.demux([video] + ([audio] if audio else [])):
+            if stop.is_set():
+                break
+            if audio is not None and packet.stream.index == audio.index:
+                if packet.size:
+                    queue.put_audio(packet)
+                continue
+            for frame in packet.decode():
+                queue.put_frame(frame, stop)
+    except av.error.FFmpegError as failure:
+        error = VideoDecodeError(f"{name}: decoding failed ({failure})")
+    finally:
+        container.close()
+        queue.close(error)
+
+
+class _Writer:
+    """The output container, opened at the first frame (its size and rotation come from it).
+    Audio packets that arrive before it opens are kept and written then."""
+
+    def __init__(
+        self,
+        output: str | os.PathLike,
+        output_format: str | None,
+        codec: str,
+        quality: int,
+        rate: Fraction,
+        audio: av.AudioStream | None,
+    ):
+        self.output, self.output_format = os.fspath(output), output_format
+        self.codec, self.quality, self.rate, self.audio_template = codec, quality, rate, audio
+        self.container = self.video = self.audio = None
+        self.pending_audio: list[av.Packet] = []
+        self.held: collections.deque = collections.deque()  # pixels waiting for a timestamp
+        self.stamps: list[int] = []  # a heap of the held frames' timestamps
+        self.last_pts = self.last_stamp = -1
+
+    def _open(self, frame: av.VideoFrame) -> None:
+        """Open the container with a video stream of `frame`'s size (even) and rotation."""
+        self.container = av.open(self.output, "w", format=self.output_format)
+        self.video = self.container.add_stream(self.codec, rate=self.rate)
+        self.video.height = frame.height + frame.height % 2  # yuv420p needs even sizes
+        self.video.width = frame.width + frame.width % 2
+        self.video.pix_fmt = "yuv420p"
+        self.video.options = (
+            {"qmin": str(self.quality), "qmax": str(self.quality)}
+            if self.codec == "mpeg4"
+            else {"crf": str(self.quality * 5)}
+        )
+        time_base = frame.time_base or 1 / self.rate
+        if time_base.denominator > MAX_MPEG4_TIME_BASE_DENOMINATOR:
+            time_base = Fraction(1, 1000)
+        self.video.codec_context.time_base = time_base
+        if frame.rotation:
+            self.video.set_display_rotation(frame.rotation)
+        if self.audio_template is not None:
+            self.audio = self.container.add_stream_from_template(self.audio_template)
+        try:
+            self.container.start_encoding()
+        except (av.error.FFmpegError, ValueError) as error:
+            audio_codec = self.audio_template.codec_context.name if self.audio else None
+            raise ValueError(
+                f"{self.output}: cannot write video {self.codec} with audio {audio_codec} "
+                f"({error}); choose another container (.mkv takes any) or drop the audio"
+            ) from error
+        for packet in self.pending_audio:
+            self.write_audio(packet)
+        self.pending_audio = []
+
+    def write_frame(self, source: av.VideoFrame, pixels: np.ndarray) -> None:
+        """Encode `pixels` (H, W, 3 uint8) with `source`'s timestamp. The frames come in display
+        order; their timestamps are sorted over a window of REORDER_DEPTH frames."""
+        if self.container is None:
+            self._open(source)
+        time_base = self.video.codec_context.time_base
+        if source.pts is None or source.time_base is None:
+            stamp = self.last_stamp + 1
+        else:
+            stamp = round(source.pts * source.time_base / time_base)
+        self.last_stamp = stamp
+        heapq.heappush(self.stamps, stamp)
+        self.held.append(pixels)
+        if len(self.held) > REORDER_DEPTH:
+            self._encode(self.held.popleft(), heapq.heappop(self.stamps))
+
+    def _encode(self, pixels: np.ndarray, pts: int) -> None:
+        """Encode one frame at `pts` (raised when needed: encoders take increasing pts only)."""
+        pts = max(pts, self.last_pts + 1)
+        self.last_pts = pts
+        pad = ((0, self.video.height - pixels.shape[0]), (0, self.video.width - pixels.shape[1]))
+        image = av.VideoFrame.from_ndarray(np.pad(pixels, pad + ((0, 0),), "edge"), "rgb24")
+        image.pts, image.time_base = pts, self.video.codec_context.time_base
+        for packet in self.video.encode(image):
+            self.container.mux(packet)
+
+    def write_audio(self, packet: av.Packet) -> None:
+        """Copy an audio packet (bytes unchanged) into the output."""
+        if self.container is None:
+            self.pending_audio.append(packet)
+            return
+        packet.stream = self.audio
+        self.container.mux(packet)
+
+    def close(self) -> None:
+        """Flush the encoder and close the container (its trailer makes the file playable)."""
+        if self.container is None:
+            raise ValueError(f"{self.output}: no frames to write")
+        try:
+            while self.held:
+                self._encode(self.held.popleft(), heapq.heappop(self.stamps))
+            for packet in self.video.encode():
+                self.container.mux(packet)
+        finally:
+            self.container.close()
+
+
+def _anonymize_batch(anonymize: FrameFunction, frames: list[av.VideoFrame], size: int):
+    """`anonymize` on `frames` as RGB, padded with copies of the last to `size` frames."""
+    pixels = [frame.to_ndarray(format="rgb24") for frame in frames]
+    pixels += [pixels[-1]] * (size - len(pixels))
+    return anonymize(np.stack(pixels))[: len(frames)]
+
+
+def transcode(
+    anonymize: FrameFunction,
+    source: str | os.PathLike,
+    output: str | os.PathLike,
+    batch_size: int = 8,
+    codec: str = "mpeg4",
+    quality: int = 2,
+    keep_audio: bool = True,
+    queue_size: int = 32,
+    policy: str | None = None,
+    input_format: str | None = None,
+    output_format: str | None = None,
+    input_options: dict[str, str] | None = None,
+    on_batch: Callable[[int], object] | None = None,
+) -> StreamStats:
+    """Anonymize `source` into `output` as the module's docstring says; returns the stats.
+
+    `policy` is ``"wait"`` or ``"drop"`` (default: wait for a regular file, drop for a live
+    source). `on_batch(number of frames)` is called after each batch is encoded (a progress
+    bar). Raises VideoDecodeError naming the source when it cannot be read.
+    """
+    source_name = os.fspath(source)
+    policy = policy or (DROP if is_live(source_name) else WAIT)
+    queue = FrameQueue(queue_size, policy)
+    container = open_source(source_name, input_format, input_options)
+    video = container.streams.video[0]
+    video.thread_type = "AUTO"
+    audio = container.streams.audio[0] if keep_audio and container.streams.audio else None
+    rate = video.average_rate or video.guessed_rate or Fraction(25)
+    target = Path(output)
+    atomic = _is_file_output(output)
+    written = target.with_name(f".{target.stem}.partial{target.suffix}") if atomic else output
+    writer = _Writer(written, output_format, codec, quality, rate, audio)
+    stats, stop = StreamStats(), threading.Event()
+    reader = threading.Thread(
+        target=_read, args=(container, audio, queue, stop, source_name), daemon=True
+    )
+    start = time.perf_counter()
+    reader.start()
+    batch: list[av.VideoFrame] = []
+
+    def flush() -> None:
+        for frame, pixels in zip(batch, _anonymize_batch(anonymize, batch, batch_size)):
+            writer.write_frame(frame, pixels)
+        stats.frames_written += len(batch)
+        if on_batch is not None:
+            on_batch(len(batch))
+        batch.clear()
+
+    try:
+        try:
+            while (item := queue.get()) is not None:
+                kind, payload = item
+                if kind == "audio":
+                    writer.write_audio(payload)
+                    stats.audio_packets += 1
+                    continue
+                stats.frames_read += 1
+                batch.append(payload)
+                if len(batch) == batch_size or (policy == DROP and not queue.frames_waiting):
+                    flush()
+            if batch:
+                flush()
+        except KeyboardInterrupt:
+            stats.interrupted = True
+        stop.set()
+        reader.join(timeout=5)
+        stats.frames_dropped = queue.dropped
+        writer.close()
+        if atomic:
+            os.replace(written, target)
+    finally:
+        stop.set()
+        if atomic:
+            Path(written).unlink(missing_ok=True)
+    stats.seconds = time.perf_counter() - start
+    return stats
