@@ -75,7 +75,10 @@ def onnx_factor(path: str | os.PathLike) -> int:
     """The down-sampling factor stored in the metadata of an exported `.onnx` anonymizer."""
     import onnx
 
-    model = onnx.load(os.fspath(path), load_external_data=False)
+    try:
+        model = onnx.load(os.fspath(path), load_external_data=False)
+    except Exception as error:  # protobuf's DecodeError and others
+        raise ValueError(f"{path}: not an ONNX file ({type(error).__name__})") from error
     values = {prop.key: prop.value for prop in model.metadata_props}
     if ONNX_FACTOR_KEY not in values:
         raise ValueError(

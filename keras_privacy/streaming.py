@@ -194,7 +194,8 @@ def _read(
     name: str,
 ) -> None:
     """The reader thread: demux and decode into `queue` until the end or `stop`; closes the
-    container (it owns it) and the queue, passing on a decoding error naming `name`."""
+    queue, passing on a decoding error naming `name`. The container stays open: the writer
+    copies the audio stream's parameters from it."""
     video = container.streams.video[0]
     error = None
     try:
@@ -210,7 +211,6 @@ def _read(
     except av.error.FFmpegError as failure:
         error = VideoDecodeError(f"{name}: decoding failed ({failure})")
     finally:
-        container.close()
         queue.close(error)
 
 
@@ -394,6 +394,9 @@ def transcode(
             os.replace(written, target)
     finally:
         stop.set()
+        reader.join(timeout=5)
+        if not reader.is_alive():  # else it is blocked on a live source: leave it to exit
+            container.close()
         if atomic:
             Path(written).unlink(missing_ok=True)
     stats.seconds = time.perf_counter() - start
