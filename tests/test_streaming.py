@@ -199,7 +199,7 @@ def test_ctrl_c_closes_a_playable_output(tmp_path):
     stats = transcode(interrupted_on_third_batch, source, out, batch_size=2)
     assert stats.interrupted and stats.frames_written == 4
     assert len(_frame_times(out)) == 4
-    assert os.listdir(tmp_path) == ["in.mp4", "out.mp4"]
+    assert sorted(os.listdir(tmp_path)) == ["in.mp4", "out.mp4"]
 
 
 def test_scale_runs_the_model_smaller_and_restores_the_size():
@@ -256,3 +256,25 @@ def test_onnx_runtime_matches_keras_and_runs_the_cli(model_path, tmp_path, capsy
     with pytest.raises(ValueError, match="plain.keras: not an ONNX file"):
         model.save(tmp_path / "plain.keras")
         onnx_frames(tmp_path / "plain.keras")
+
+
+def test_stream_output_into_a_fifo(tmp_path):
+    """The output can be a stream: MPEG-TS written into a FIFO that another reader decodes."""
+    source = tmp_path / "in.mp4"
+    _write_source(source, 8)
+    fifo = tmp_path / "out.ts"
+    os.mkfifo(fifo)
+    received = []
+
+    def receive():
+        with av.open(os.fspath(fifo), format="mpegts") as container:
+            received.extend(f.to_ndarray(format="rgb24") for f in container.decode(video=0))
+
+    receiver = threading.Thread(target=receive)
+    receiver.start()
+    stats = transcode(_invert, source, fifo, batch_size=3, output_format="mpegts")
+    receiver.join(timeout=30)
+    assert stats.frames_written == 8 and len(received) == 8
+    expected = np.stack([255 - _pattern(i) for i in range(8)]).astype(int)
+    assert np.abs(np.stack(received).astype(int) - expected).mean() < 3
+    assert sorted(os.listdir(tmp_path)) == ["in.mp4", "out.ts"]  # written in place, no partial file
