@@ -80,8 +80,8 @@ def anonymize_video(
 
     `anonymizer` is a Keras model or a frame function (`keras_privacy.runtimes`).
     `stream_options` go to `keras_privacy.streaming.transcode` (keep_audio, policy,
-    queue_size, input_format, output_format). Raises VideoDecodeError naming `in_path` when it
-    cannot be read; a file `out_path` is then left untouched.
+    queue_size, input_format, input_options, output_format). Raises VideoDecodeError naming
+    `in_path` when it cannot be read; a file `out_path` is then left untouched.
     """
     if isinstance(anonymizer, keras.Model):
         anonymizer = keras_frames(anonymizer, anonymizer_factor(anonymizer))
@@ -176,6 +176,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--queue_size", type=int, default=32, help="frames waiting, at most")
     parser.add_argument("--input_format", default=None, help="FFmpeg demuxer, e.g. v4l2, mpegts")
+    parser.add_argument(
+        "--input_option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="FFmpeg demuxer option, repeatable: video_size=640x480, rtsp_transport=tcp",
+    )
     parser.add_argument("--output_format", default=None, help="FFmpeg muxer, e.g. mpegts, flv")
     parser.add_argument("--no_progress", action="store_true", help="no progress bar")
     parser.add_argument("--verbose", action="store_true", help="the traceback of an error too")
@@ -186,6 +193,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--queue_size must be at least 1")
     if not 0 < args.scale <= 1:
         parser.error("--scale must be in (0, 1]")
+    if any("=" not in option for option in args.input_option):
+        parser.error("--input_option must be KEY=VALUE")
     return run_command(lambda: _anonymize(args), args.verbose)
 
 
@@ -215,6 +224,7 @@ def _anonymize(args: argparse.Namespace) -> int:
         "policy": args.when_full,
         "queue_size": args.queue_size,
         "input_format": args.input_format,
+        "input_options": dict(option.split("=", 1) for option in args.input_option),
         "output_format": args.output_format,
     }
     if folder:

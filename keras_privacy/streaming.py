@@ -259,6 +259,7 @@ class _Writer:
             self.container.start_encoding()
         except (av.error.FFmpegError, ValueError) as error:
             audio_codec = self.audio_template.codec_context.name if self.audio else None
+            self.release()
             raise ValueError(
                 f"{self.output}: cannot write video {self.codec} with audio {audio_codec} "
                 f"({error}); choose another container (.mkv takes any) or drop the audio"
@@ -311,7 +312,13 @@ class _Writer:
             for packet in self.video.encode():
                 self.container.mux(packet)
         finally:
-            self.container.close()
+            self.release()
+
+    def release(self) -> None:
+        """Close the container if it is open (after an error: what was written is discarded)."""
+        if self.container is not None:
+            container, self.container = self.container, None
+            container.close()
 
 
 def _anonymize_batch(anonymize: FrameFunction, frames: list[av.VideoFrame], size: int):
@@ -394,6 +401,7 @@ def transcode(
             os.replace(written, target)
     finally:
         stop.set()
+        writer.release()
         reader.join(timeout=5)
         if not reader.is_alive():  # else it is blocked on a live source: leave it to exit
             container.close()
