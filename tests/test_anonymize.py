@@ -1,4 +1,4 @@
-"""Anonymizing real videos: frame count, size and frame rate kept; failures named and skipped."""
+"""Anonymizing real videos: frame count, size, timestamps and audio kept; failures named."""
 
 import os
 
