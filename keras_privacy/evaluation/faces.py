@@ -86,7 +86,8 @@ def _session(path: Path):
         import onnx
         import onnxruntime
     except ImportError as error:
-        raise ImportError(f"the face baselines need onnx and onnxruntime: {INSTALL_HINT}") from error
+        message = f"the face baselines need onnx and onnxruntime: {INSTALL_HINT}"
+        raise ImportError(message) from error
     model = onnx.load(str(path))
     free = {"input.1": ("B", None, "H", "W"), **{name: ("B", None, "h", "w") for name in _OUTPUTS}}
     for value in [*model.graph.input, *model.graph.output]:

@@ -166,7 +166,8 @@ def baseline_anonymization(
         factor = int(name.removeprefix("downsample_").removesuffix("x"))
         return Anonymization(name, model=InputDownsample(factor, name=name), baseline=name)
     if name in FACE_BASELINES:
-        return Anonymization(name, baseline=name, detector=CenterFaceDetector(threshold=face_threshold))
+        detector = CenterFaceDetector(threshold=face_threshold)
+        return Anonymization(name, baseline=name, detector=detector)
     return Anonymization(name, baseline=name, boxes=boxes)
 
 
