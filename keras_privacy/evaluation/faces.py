@@ -264,6 +264,8 @@ class FaceAnonymizer:
         )
 
     def predict_on_batch(self, frames: np.ndarray) -> np.ndarray:
+        """Float frames (T, H, W, 3) in [0, 1] anonymized, float32 (as `anonymize_frames` feeds
+        a Keras anonymizer)."""
         return self(to_uint8(frames)).astype(np.float32) / 255.0
 
 
