@@ -64,7 +64,7 @@ INSTALL_HINT = (
 
 _STRIDE = 4
 _NMS_IOU = 0.3
-_OUTPUTS = {"537": 1, "538": 2, "539": 2, "540": 10}  # heat map, scale, offset, landmarks
+_OUTPUTS = ("537", "538", "539", "540")  # heat map, log-scales, offsets, landmarks
 
 
 def centerface_path() -> Path:
@@ -130,7 +130,7 @@ class CenterFaceDetector(FrameDetector):
         if (new_height, new_width) != (height, width):
             frame = cv2.resize(frame, (new_width, new_height), interpolation=cv2.INTER_LINEAR)
         blob = frame.astype(np.float32).transpose(2, 0, 1)[None]
-        heat, scale, offset, _ = self._session.run(list(_OUTPUTS), {"input.1": blob})
+        heat, scale, offset, _ = self._session.run(_OUTPUTS, {"input.1": blob})
         rows, cols = np.nonzero(heat[0, 0] > self.threshold)
         box_h = np.exp(scale[0, 0, rows, cols]) * _STRIDE
         box_w = np.exp(scale[0, 1, rows, cols]) * _STRIDE
