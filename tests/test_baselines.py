@@ -234,7 +234,7 @@ def test_downsample_4x_reaches_the_target_model_at_its_input_scale(tmp_path):
     small = cv2.resize(view[0], (28, 28), interpolation=cv2.INTER_AREA)
     expected = cv2.resize(small, (112, 112), interpolation=cv2.INTER_LINEAR)
     np.testing.assert_allclose(np.asarray(seen)[0], expected, atol=1e-5)
-    assert method.baseline not in protocol.PEOPLE_BASELINES  # no file is rewritten for it
+    assert method.baseline not in protocol.FILE_BASELINES  # no file is rewritten for it
 
 
 def test_input_downsample_matches_opencv_on_clips_of_any_size():

