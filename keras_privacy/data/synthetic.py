@@ -277,7 +277,7 @@ class Style:
 
 STYLES = {
     "studio": Style("studio", (1.0, 1.0, 1.0), 0.0, 0.025, (0.12, 0.16), (5, 7), 8, 6, "static"),
-    "street": Style("street", (0.85, 0.95, 1.1), 0.08, 0.04, (0.2, 0.25), (3, 4), 10, 5, "pan"),
+    "street": Style("street", (0.75, 0.9, 1.2), 0.12, 0.04, (0.2, 0.25), (3, 4), 10, 5, "pan"),
     "dusk": Style("dusk", (1.1, 0.8, 0.6), -0.04, 0.015, (0.07, 0.1), (8, 11), 6, 7, "shake"),
 }
 """Configs are chosen on `studio`; `dusk` is held out: no config is tuned on it."""
@@ -457,7 +457,7 @@ def _camera(rng: np.random.Generator, style: Style, num_frames: int, size: int) 
     return np.zeros((num_frames, 2))
 
 
-def _example_v5(
+def styled_example(
     rng: np.random.Generator, attrs: dict, label: int, size: int, num_frames: int, style: Style
 ) -> tuple[list[np.ndarray], list[list[list[int]]]]:
     """One version-5 example: its frames (RGB uint8) and the actor's boxes in each. The
@@ -524,7 +524,7 @@ def _write_videos(
                 if style is None:
                     frames, frame_boxes = _video_v4(rng, attrs, label, size, num_frames)
                 else:
-                    frames, frame_boxes = _example_v5(rng, attrs, label, size, num_frames, style)
+                    frames, frame_boxes = styled_example(rng, attrs, label, size, num_frames, style)
                 boxes[Path(relative).name] = [
                     [t, *box] for t, found in enumerate(frame_boxes) for box in found
                 ]
@@ -569,7 +569,7 @@ def _write_images(
                 picture, found = scene.render(y, x), actor_boxes(y, x, *scene.mask.shape, size)
             else:
                 label = int(rng.integers(len(CLASSES_V5)))
-                pictures, found = _example_v5(rng, _attrs(labels[index]), label, size, 1, style)
+                pictures, found = styled_example(rng, _attrs(labels[index]), label, size, 1, style)
                 picture, found = pictures[0], found[0]
             image_path = f"images/{subset}2017/{image_id}.jpg"
             boxes[f"{image_id}.jpg"] = found
