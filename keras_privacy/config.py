@@ -200,7 +200,7 @@ class ExperimentConfig:
         default=4,
         metadata=_help(
             "Version of the synthetic benchmark: 4 (motion classes) or 5 (classes read from "
-            "the actor's arms and hands, in a --synthetic_style).",
+            "the hand's movement and the object it holds, in a --synthetic_style).",
             "data",
         ),
     )
