@@ -19,6 +19,15 @@ down-sampling (10 px) is the baseline that does so bluntly. The same renderer ma
 privacy images (actor in a scene, no motion) and the video frames, so what is learned on
 images transfers to frames.
 
+VERSION 5 (`version=5`, in a render `style` of `STYLES`) keeps the attributes and the formats
+but reads the ACTION from details inside the actor's box, as real actions are: the actor
+drifts the same way whatever the class, and the class is how its right hand moves (lifted to
+the mouth, waved above the shoulder, shaken at the waist) x what it holds (an 8 x 8 object
+striped across or barred along, whose stripes average out under 4x down-sampling). Blackening
+the actor's box leaves the same frames for every class; 4x down-sampling leaves the movement.
+The styles change the palette, the background's textures, the actor's shape and the camera's
+motion; configs are chosen on `studio` and reported on the held-out `dusk`.
+
 Layout written under `out_dir`:
 
     videos/<Class>/v_<Class>_gXX_cYY.avi               MPEG-4 Part 2 (UCF101's XviD), 40 x 40,
