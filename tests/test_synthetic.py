@@ -445,3 +445,23 @@ def test_v5_objects_vanish_at_quarter_resolution_movements_stay():
     )
     assert kept(lift_striped, lift_barred) < 0.5
     assert kept(lift_striped, wave_striped) > 0.65
+
+
+def test_a_benchmark_of_another_style_is_rewritten_without_its_caches(tmp_path, monkeypatch):
+    from keras_privacy.data import sources
+
+    written = []
+
+    def write(directory, seed, version, style):  # records the call; writes the marker only
+        written.append((version, style))
+        (Path(directory) / "VERSION").write_text(f"{synthetic.version_tag(version, style)}\n")
+
+    monkeypatch.setattr(synthetic, "write_synthetic_benchmark", write)
+    sources.synthetic_benchmark(tmp_path, version=5, style="dusk")
+    (tmp_path / "cache" / "video_train_40").mkdir(parents=True)
+    sources.synthetic_benchmark(tmp_path, version=5, style="dusk")  # complete: kept
+    assert written == [(5, "dusk")] and (tmp_path / "cache").is_dir()
+    sources.synthetic_benchmark(tmp_path, version=5, style="studio")
+    assert written == [(5, "dusk"), (5, "studio")] and not (tmp_path / "cache").exists()
+    sources.synthetic_benchmark(tmp_path)
+    assert written[-1] == (4, "") and (tmp_path / "VERSION").read_text() == "4\n"
