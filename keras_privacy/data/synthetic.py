@@ -264,8 +264,8 @@ CLASSES_V5 = (
     "ShakeBarred",
 )
 """How the right hand moves (lifted to the mouth, waved above the shoulder, shaken at the
-waist) x what it holds (an object striped across or barred along): 3 movements whose arm
-survives 4x down-sampling, and 2 objects that 4x down-sampling makes alike."""
+waist) x what it holds (an object striped across or barred along): 3 movements of the arm,
+which 4x down-sampling blurs but keeps, and 2 objects, which it makes alike."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -279,7 +279,7 @@ class Style:
     grain: float  # texture: standard deviation of the per-pixel noise
     tile: tuple[float, float]  # texture: the room's tile side, as a fraction of the frame
     blade_period: tuple[float, float]  # texture: period of the grass blades
-    body_width: int  # actor shape: torso width (the arms reach 5 pixels past it)
+    body_width: int  # actor shape: torso width
     head: int  # actor shape: head diameter
     camera: str  # camera motion: "static", "pan" (steady sideways) or "shake" (1-pixel jitter)
 
@@ -290,11 +290,11 @@ STYLES = {
     "dusk": Style("dusk", (1.1, 0.8, 0.6), -0.04, 0.015, (0.07, 0.1), (8, 11), 6, 7, "shake"),
 }
 """Configs are chosen on `studio`; `dusk` is held out: no config is tuned on it."""
-HELD_OUT_STYLE = "dusk"
 
 
 def version_tag(version: int, style: str) -> str:
-    """What the `VERSION` file of a complete benchmark of `version` and `style` holds."""
+    """What the `VERSION` file of a complete benchmark of `version` and `style` holds (a
+    change to version 5's files needs a new tag, as one to version 4's a new `VERSION`)."""
     return str(version) if version == VERSION else f"{version} {style}"
 
 
