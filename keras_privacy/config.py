@@ -196,6 +196,22 @@ class ExperimentConfig:
         default="data/synthetic",
         metadata=_help("Where the built-in synthetic benchmark is written.", "data"),
     )
+    synthetic_version: int = field(
+        default=4,
+        metadata=_help(
+            "Version of the synthetic benchmark: 4 (motion classes) or 5 (classes read from "
+            "the hand's movement and the object it holds, in a --synthetic_style).",
+            "data",
+        ),
+    )
+    synthetic_style: str = field(
+        default="",
+        metadata=_help(
+            "Render style of version 5: studio | street | dusk (dusk is held out: no config is "
+            "tuned on it); empty for version 4.",
+            "data",
+        ),
+    )
     frame_size: int = field(
         default=48, metadata=_help("Decoded frame side (short side, centre square).", "data")
     )
@@ -820,6 +836,7 @@ class ExperimentConfig:
                 "its --privacy_backbone is a video model, which cannot be the evaluation's "
                 "target privacy model"
             )
+        self._validate_synthetic()
         if self.action_dataset != "synthetic" and not (
             self.action_cache or (self.action_annotations and self.action_root)
         ):
@@ -1025,6 +1042,22 @@ class ExperimentConfig:
                     "--eval_protocol=novel_attributes needs --eval_privacy_attributes disjoint "
                     f"from --privacy_attributes, but both name {', '.join(overlap)}"
                 )
+
+    def _validate_synthetic(self) -> None:
+        """--synthetic_version is 4 (no style) or 5 with one of the benchmark's styles."""
+        from keras_privacy.data import synthetic
+
+        if self.synthetic_version not in (synthetic.VERSION, 5):
+            raise ValueError(f"--synthetic_version={self.synthetic_version}: 4 or 5")
+        if self.synthetic_version == synthetic.VERSION and self.synthetic_style:
+            raise ValueError(
+                f"--synthetic_style={self.synthetic_style} needs --synthetic_version=5"
+            )
+        if self.synthetic_version == 5 and self.synthetic_style not in synthetic.STYLES:
+            raise ValueError(
+                f"--synthetic_style={self.synthetic_style!r}: version 5 needs one of "
+                f"{', '.join(synthetic.STYLES)}"
+            )
 
     def _validate_model_names(self) -> None:
         from keras_privacy.models import registry

@@ -55,6 +55,17 @@ def test_a_flag_that_makes_no_sense_is_named():
         parse("--no_such_flag=1")
 
 
+def test_the_synthetic_benchmark_version_and_style_are_checked():
+    config = parse(f"--flagfile={CONFIGS[0].parent / 'synthetic_v5.cfg'}")
+    assert (config.synthetic_version, config.synthetic_style) == (5, "dusk")
+    with pytest.raises(ValueError, match="--synthetic_style=dusk needs --synthetic_version=5"):
+        parse("--synthetic_style=dusk").validate()
+    with pytest.raises(ValueError, match="--synthetic_style='night': version 5 needs one of"):
+        parse("--synthetic_version=5", "--synthetic_style=night").validate()
+    with pytest.raises(ValueError, match="--synthetic_version=3: 4 or 5"):
+        parse("--synthetic_version=3").validate()
+
+
 @pytest.mark.parametrize(
     "flag", ["--identity_lr=inf", "--privacy_lr=nan", "--privacy_weight=-inf", "--eval_lr=inf"]
 )

@@ -66,6 +66,14 @@ def test_synthetic_then_prepare(tmp_path, capsys):
     assert "train: 600 cached" in capsys.readouterr().out
 
 
+def test_synthetic_version_5_style_is_named(tmp_path, capsys):
+    assert main(["synthetic", "--out", str(tmp_path), "--version", "5", "--style", "night"]) == 2
+    assert "unknown synthetic style 'night'" in capsys.readouterr().err
+    assert main(["synthetic", "--out", str(tmp_path), "--style", "dusk"]) == 2
+    assert "styles are version 5's" in capsys.readouterr().err
+    assert not (tmp_path / "VERSION").exists()
+
+
 def _vispr_copy(benchmark, tmp_path):
     """The tiny benchmark's VISPR folder (lists, JSONs, images), to break in place."""
     folder = tmp_path / "vispr"

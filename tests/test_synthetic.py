@@ -13,7 +13,12 @@ import numpy as np
 import pytest
 
 from keras_privacy.data import synthetic
-from keras_privacy.data.synthetic import ATTRIBUTE_IDS, CLASSES, write_synthetic_benchmark
+from keras_privacy.data.synthetic import (
+    ATTRIBUTE_IDS,
+    CLASSES,
+    STYLES,
+    write_synthetic_benchmark,
+)
 from keras_privacy.data.ucf101 import read_ucf101
 from keras_privacy.data.video import probe_video, read_video
 from keras_privacy.data.vispr import read_vispr
@@ -293,3 +298,170 @@ def test_fine_cues_vanish_at_quarter_resolution_coarse_ones_stay():
     assert kept["s3_face_mark"] < 0.4, kept
     for coarse in ("s1_warm_actor", "s4_outdoor_scene", "s5_object"):
         assert kept[coarse] > 0.8, kept
+
+
+# ---------------------------------------------------------------------------- version 5
+
+V5 = dict(size=SIZE, num_frames=12, videos_per_class=(2, 1), num_images=(6, 2, 2), version=5)
+
+
+@pytest.fixture(scope="module")
+def styled(tmp_path_factory):
+    """A tiny version-5 benchmark in every style."""
+    return {
+        style: write_synthetic_benchmark(tmp_path_factory.mktemp(style), style=style, **V5)
+        for style in synthetic.STYLES
+    }
+
+
+def _styled_clip(seed: int, label: int, style: str, num_frames: int = 8):
+    """(frames (T, H, W, 3) float, boxes per frame) of one version-5 example."""
+    rng = np.random.default_rng(seed)
+    attrs = dict(zip(ATTRIBUTE_IDS, (int(v) for v in rng.integers(0, 2, len(ATTRIBUTE_IDS)))))
+    frames, boxes = synthetic.styled_example(
+        rng, attrs, label, SIZE, num_frames, synthetic.STYLES[style]
+    )
+    return np.stack(frames).astype(np.float32), boxes
+
+
+def _blackened(frames: np.ndarray, boxes: list) -> np.ndarray:
+    frames = frames.copy()
+    for frame, found in zip(frames, boxes):
+        for x1, y1, x2, y2 in found:
+            frame[y1:y2, x1:x2] = 0
+    return frames
+
+
+def test_v5_formats_read_back(styled):
+    for style, paths in styled.items():
+        assert (paths.root / "VERSION").read_text() == f"5 {style}\n"
+        splits = read_ucf101(paths.ucf_splits, root=paths.videos)
+        for subset, count in zip(("train", "test"), V5["videos_per_class"]):
+            split = splits[subset]
+            assert split.class_names == list(synthetic.CLASSES_V5) and split.missing == []
+            assert len(split) == count * len(synthetic.CLASSES_V5)
+            assert probe_video(split.examples[0].path).num_frames == V5["num_frames"]
+        images = read_vispr(paths.vispr, root=paths.vispr, attributes="all")
+        for subset, count in zip(("train", "val", "test"), V5["num_images"]):
+            assert len(images[subset]) == count and images[subset].missing == []
+        assert len(read_vp_labels(paths.vp_labels, ATTRIBUTE_IDS)) == 3 * len(CLASSES)
+        # a box in every frame of every video and on every image, of one size per style
+        boxes = json.loads(paths.person_boxes.read_text())
+        assert len(boxes) == 3 * len(CLASSES) + sum(V5["num_images"])
+        videos = {name: found for name, found in boxes.items() if name.endswith(".avi")}
+        assert all({entry[0] for entry in found} == set(range(12)) for found in videos.values())
+
+
+def test_v5_styles_differ():
+    """Each style's mean colour histogram (60 pictures) is far from the other
+    styles' and close to that of 60 other examples of the same style."""
+
+    def histogram(style: str, seeds: range) -> np.ndarray:
+        frames = []
+        for seed in seeds:  # indoor and outdoor alternately, for a steadier histogram
+            attrs = dict.fromkeys(ATTRIBUTE_IDS, seed % 2)
+            rng = np.random.default_rng(seed)
+            found, _ = synthetic.styled_example(rng, attrs, seed % 6, SIZE, 1, STYLES[style])
+            frames.append(found[0])
+        frames = np.stack(frames)
+        counts = [np.histogram(frames[..., c], bins=8, range=(0, 256))[0] for c in range(3)]
+        return np.concatenate(counts) / frames[..., 0].size
+
+    histograms = {style: histogram(style, range(60)) for style in synthetic.STYLES}
+    for style, first in histograms.items():
+        same_style = np.abs(histogram(style, range(60, 120)) - first).sum()
+        for other, second in histograms.items():
+            if other != style:
+                distance = np.abs(first - second).sum()
+                assert distance > max(0.5, 3 * same_style), (style, other, distance, same_style)
+
+
+def test_v5_byte_identical_per_style(styled, tmp_path):
+    for style, paths in styled.items():
+        # written again, over another style's files: the same bytes
+        write_synthetic_benchmark(tmp_path, style="street" if style != "street" else "dusk", **V5)
+        write_synthetic_benchmark(tmp_path, style=style, **V5)
+        assert _digests(tmp_path) == _digests(paths.root), style
+    studio, dusk = _digests(styled["studio"].root), _digests(styled["dusk"].root)
+    assert all(studio[n] != dusk[n] for n in studio if n.endswith((".avi", ".jpg"))), "same bytes"
+
+
+def test_v5_versions_and_styles_are_checked(tmp_path):
+    with pytest.raises(ValueError, match="unknown synthetic style 'night'"):
+        write_synthetic_benchmark(tmp_path, version=5, style="night")
+    with pytest.raises(ValueError, match="styles are version 5's"):
+        write_synthetic_benchmark(tmp_path, style="dusk")
+    with pytest.raises(ValueError, match="version 3"):
+        write_synthetic_benchmark(tmp_path, version=3)
+
+
+def test_v5_blackened_actor_tells_nothing_of_the_action():
+    """The class changes only the pixels inside the actor's box: with the same random draws,
+    two classes' frames differ, and with the boxes blackened they are identical. In version 4
+    the blackened box still moves as the class says."""
+    for style in synthetic.STYLES:
+        for seed in range(3):
+            clips = [_styled_clip(seed, label, style) for label in range(len(CLASSES))]
+            for frames, boxes in clips[1:]:
+                assert boxes == clips[0][1]
+                assert np.abs(frames - clips[0][0]).mean() > 0.5
+                np.testing.assert_array_equal(
+                    _blackened(frames, boxes), _blackened(*clips[0]), err_msg=style
+                )
+
+    def version_4(label: int):
+        rng = np.random.default_rng(0)
+        scene = synthetic.Scene.sample(rng, dict.fromkeys(ATTRIBUTE_IDS, 0), SIZE)
+        ys, xs = synthetic.trajectory(rng, label, 8, SIZE)
+        frames = np.stack([scene.render(y, x) for y, x in zip(ys, xs)]).astype(np.float32)
+        return frames, [
+            synthetic.actor_boxes(y, x, *scene.mask.shape, SIZE) for y, x in zip(ys, xs)
+        ]
+
+    first = _blackened(*version_4(0))
+    for label in range(1, len(CLASSES)):
+        assert np.abs(_blackened(*version_4(label)) - first).mean() > 1.0, CLASSES[label]
+
+
+def test_v5_objects_vanish_at_quarter_resolution_movements_stay():
+    """What the hand holds (stripes across or along the object) averages out under 4 x 4 area
+    down-sampling; how the hand moves does not. Measured as the mean absolute difference
+    between two classes' frames (same random draws) after down-sampling over before."""
+
+    def quarter(frames: np.ndarray) -> np.ndarray:
+        size = SIZE // 4
+        return np.stack([cv2.resize(f, (size, size), interpolation=cv2.INTER_AREA) for f in frames])
+
+    def kept(first: int, second: int) -> float:
+        ratios = []
+        for seed in range(12):
+            a, _ = _styled_clip(seed, first, "dusk")
+            b, _ = _styled_clip(seed, second, "dusk")
+            ratios.append(np.abs(quarter(a) - quarter(b)).mean() / np.abs(a - b).mean())
+        return float(np.mean(ratios))
+
+    lift_striped, lift_barred, wave_striped = (
+        synthetic.CLASSES_V5.index(n) for n in ("LiftStriped", "LiftBarred", "WaveStriped")
+    )
+    assert kept(lift_striped, lift_barred) < 0.5
+    assert kept(lift_striped, wave_striped) > 0.65
+
+
+def test_a_benchmark_of_another_style_is_rewritten_without_its_caches(tmp_path, monkeypatch):
+    from keras_privacy.data import sources
+
+    written = []
+
+    def write(directory, seed, version, style):  # records the call; writes the marker only
+        written.append((version, style))
+        (Path(directory) / "VERSION").write_text(f"{synthetic.version_tag(version, style)}\n")
+
+    monkeypatch.setattr(synthetic, "write_synthetic_benchmark", write)
+    sources.synthetic_benchmark(tmp_path, version=5, style="dusk")
+    (tmp_path / "cache" / "video_train_40").mkdir(parents=True)
+    sources.synthetic_benchmark(tmp_path, version=5, style="dusk")  # complete: kept
+    assert written == [(5, "dusk")] and (tmp_path / "cache").is_dir()
+    sources.synthetic_benchmark(tmp_path, version=5, style="studio")
+    assert written == [(5, "dusk"), (5, "studio")] and not (tmp_path / "cache").exists()
+    sources.synthetic_benchmark(tmp_path)
+    assert written[-1] == (4, "") and (tmp_path / "VERSION").read_text() == "4\n"

@@ -2,7 +2,7 @@
 
     python -m keras_privacy.data stats --dataset ucf101 --annotations DIR [--root DIR] [--json]
     python -m keras_privacy.data prepare --dataset hmdb51 --annotations DIR --root DIR --out DIR
-    python -m keras_privacy.data synthetic --out DIR
+    python -m keras_privacy.data synthetic --out DIR [--seed 0] [--version 5 --style dusk]
     python -m keras_privacy.data arrays --flagfile configs/synthetic.cfg --out DIR [--epochs 2]
         [--models_from RUN_DIR] [any train.py flag, e.g. --steps_per_epoch=4]
 
@@ -109,6 +109,8 @@ def _parser() -> argparse.ArgumentParser:
     synthetic = commands.add_parser("synthetic", parents=[verbose])
     synthetic.add_argument("--out", required=True)
     synthetic.add_argument("--seed", type=int, default=0)
+    synthetic.add_argument("--version", type=int, default=4, choices=(4, 5))
+    synthetic.add_argument("--style", default="", help="version 5's render style, e.g. dusk")
     arrays = commands.add_parser("arrays", parents=[verbose])
     arrays.add_argument("--flagfile", required=True, help="a training config")
     arrays.add_argument("--out", required=True, help="the folder to write")
@@ -154,7 +156,9 @@ def _run(args: argparse.Namespace, unknown: Sequence[str]) -> int:
     if args.command == "arrays":
         return _arrays(args, unknown)
     if args.command == "synthetic":
-        paths = write_synthetic_benchmark(args.out, seed=args.seed)
+        paths = write_synthetic_benchmark(
+            args.out, seed=args.seed, version=args.version, style=args.style
+        )
         print(f"synthetic benchmark written to {paths.root}")
         return 0
     subsets = read_dataset(args.dataset, args.annotations, args.root, args.split, args.attributes)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -22,16 +23,28 @@ from keras_privacy.data.ucf101 import read_ucf101
 from keras_privacy.data.vispr import read_vispr
 
 
-def synthetic_benchmark(directory: str | Path, seed: int = 0) -> Path:
-    """The synthetic benchmark in `directory`, written first if it is not complete there or
-    was written by another version of the generator (the generator writes its `VERSION` file
-    last, so the file marks a complete benchmark)."""
+def synthetic_benchmark(
+    directory: str | Path, seed: int = 0, version: int = synthetic.VERSION, style: str = ""
+) -> Path:
+    """The synthetic benchmark of `version` (and `style`) in `directory`, written first if it
+    is not complete there or was written by another version or style of the generator (the
+    generator writes its `VERSION` file last, so the file marks a complete benchmark). A
+    rewritten benchmark's training caches are removed with it."""
     directory = Path(directory)
-    version = directory / "VERSION"
-    if not (version.is_file() and version.read_text().strip() == str(synthetic.VERSION)):
-        logging.info("writing the synthetic benchmark to %s", directory)
-        synthetic.write_synthetic_benchmark(directory, seed=seed)
+    marker = directory / "VERSION"
+    expected = synthetic.version_tag(version, style)
+    if not (marker.is_file() and marker.read_text().strip() == expected):
+        logging.info("writing the synthetic benchmark %s to %s", expected, directory)
+        shutil.rmtree(directory / "cache", ignore_errors=True)
+        synthetic.write_synthetic_benchmark(directory, seed=seed, version=version, style=style)
     return directory
+
+
+def _synthetic_root(config: ExperimentConfig) -> Path:
+    """The benchmark the config names, written first if needed."""
+    return synthetic_benchmark(
+        config.synthetic_dir, version=config.synthetic_version, style=config.synthetic_style
+    )
 
 
 def action_splits(config: ExperimentConfig) -> dict[str, Split]:
@@ -39,7 +52,7 @@ def action_splits(config: ExperimentConfig) -> dict[str, Split]:
     `--eval_protocol=pa_hmdb51` (VITA's), the HMDB51 training split leaves out the PA-HMDB51
     videos, on which the evaluation tests (`pa_hmdb51_action_test`)."""
     if config.action_dataset == "synthetic":
-        root = synthetic_benchmark(config.synthetic_dir)
+        root = _synthetic_root(config)
         return read_ucf101(root / "ucf_splits", root / "videos", split=1)
     reader = {"ucf101": read_ucf101, "hmdb51": read_hmdb51}[config.action_dataset]
     splits = reader(config.action_annotations, config.action_root, split=config.action_split)
@@ -82,7 +95,7 @@ def pa_hmdb51_action_test(config: ExperimentConfig, class_names: list[str]) -> S
 def privacy_splits(config: ExperimentConfig) -> dict[str, Split]:
     """The privacy image dataset's splits as the config names them."""
     if config.privacy_dataset == "synthetic":
-        root = synthetic_benchmark(config.synthetic_dir) / "vispr"
+        root = _synthetic_root(config) / "vispr"
         attributes = synthetic.attribute_subset(config.privacy_attributes)
         return read_vispr(root, root, attributes=attributes)
     return read_vispr(
