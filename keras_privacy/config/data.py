@@ -8,6 +8,7 @@ from dataclasses import field
 from keras_privacy.config.setting import SettingError, at_least_one, described, one_of
 from keras_privacy.data.augment import SUPERVISED, AugmentConfig
 from keras_privacy.data.pipelines import PAIR_SAMPLERS
+from keras_privacy.data.sources import DatasetFiles
 
 ACTION_DATASETS = ("synthetic", "ucf101", "hmdb51")
 PRIVACY_DATASETS = ("synthetic", "vispr")
@@ -91,6 +92,28 @@ class DataSettings:
             flip=self.flip_probability,
             crop_side=(self.crop_min_side, 1.0),
             erase=self.erase_probability,
+        )
+
+    def action_files(self) -> DatasetFiles:
+        """Where the action dataset is (the built-in benchmark: `synthetic_dir`)."""
+        synthetic = self.action_dataset == "synthetic"
+        return DatasetFiles(
+            self.action_dataset,
+            annotations=self.action_annotations,
+            root=self.synthetic_dir if synthetic else self.action_root,
+            cache=self.action_cache,
+            split=self.action_split,
+        )
+
+    def privacy_files(self) -> DatasetFiles:
+        """Where the privacy dataset is (the built-in benchmark: `synthetic_dir`)."""
+        synthetic = self.privacy_dataset == "synthetic"
+        return DatasetFiles(
+            self.privacy_dataset,
+            annotations=self.privacy_annotations,
+            root=self.synthetic_dir if synthetic else self.privacy_root,
+            cache=self.privacy_cache,
+            attributes=self.privacy_attributes,
         )
 
 
