@@ -29,8 +29,18 @@ _SETTING = re.compile(r"<([a-z][a-z0-9_]*\*?)>")
 
 
 def spell(template: str) -> str:
-    """`template` with every setting it names as `<name>` spelt as its flag, `--name`."""
-    return _SETTING.sub(r"--\1", template)
+    """`template` with every setting it names as `<name>` (a field of `ExperimentConfig`, or a
+    family `<eval_action_*>`) spelt as its flag, `--name`; any other `<...>` stays."""
+    settings = {field.name for field in dataclasses.fields(ExperimentConfig)}
+
+    def flag(match: re.Match) -> str:
+        name = match[1]
+        known = name in settings or (
+            name.endswith("*") and any(s.startswith(name[:-1]) for s in settings)
+        )
+        return f"--{name}" if known else match[0]
+
+    return _SETTING.sub(flag, template)
 
 
 def define_flags(flag_values: flags.FlagValues, config_cls=ExperimentConfig) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import keras
 import numpy as np
 
-from keras_privacy.config import ExperimentConfig
+from keras_privacy.config import ExperimentConfig, SettingError
 from keras_privacy.evaluation.baselines import BASELINES, InputDownsample, build_baseline
 from keras_privacy.evaluation.detection import BoxesFromFile, Detector, PersonOrFaceDetector
 from keras_privacy.export import load_keras_anonymizer
@@ -91,13 +91,13 @@ def methods_of(config: ExperimentConfig) -> list[Anonymization]:
         elif "=" in entry:
             name, path = (part.strip() for part in entry.split("=", 1))
             if not name or name in BASELINES:
-                raise ValueError(f"--eval_methods: {entry!r} needs a name that is not a baseline")
+                raise SettingError(f"<eval_methods>: {entry!r} needs a name that is not a baseline")
             result.append(load_anonymizer(path, name=name))
         else:
             result.append(baseline_anonymization(entry, boxes))
     names = [method.name for method in result]
     if not result:
-        raise ValueError("--eval_methods names no method")
+        raise SettingError("<eval_methods> names no method")
     if len(set(names)) != len(names):
-        raise ValueError(f"--eval_methods names a method twice: {', '.join(names)}")
+        raise SettingError(f"<eval_methods> names a method twice: {', '.join(names)}")
     return result

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from keras_privacy.config import ExperimentConfig
+from keras_privacy.config import ExperimentConfig, SettingError
 from keras_privacy.data import pa_hmdb51, pipelines, sources
 from keras_privacy.data.cache import prepare_cache
 from keras_privacy.data.examples import Split
@@ -75,8 +75,8 @@ def evaluation_data(config: ExperimentConfig) -> EvaluationData:
             trained = sources.action_splits(config.action_files())["train"].class_names
         shared = sorted(set(actions["train"].class_names) & set(trained))
         if shared:
-            raise ValueError(
-                "--eval_protocol=novel_actions needs action classes new to the training set, "
+            raise SettingError(
+                "<eval_protocol>=novel_actions needs action classes new to the training set, "
                 f"but both have {', '.join(shared)}"
             )
     return EvaluationData(actions["train"], actions["test"], images["train"], images["test"])

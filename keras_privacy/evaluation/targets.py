@@ -11,7 +11,7 @@ import numpy as np
 from tqdm import tqdm
 
 from keras_privacy import distribute
-from keras_privacy.config import ExperimentConfig
+from keras_privacy.config import ExperimentConfig, SettingError
 from keras_privacy.data import pipelines
 from keras_privacy.evaluation import metrics
 from keras_privacy.models import pretrained, registry
@@ -71,8 +71,8 @@ def train_action_target(
         epochs=None,
     )
     if labels not in dataset.element_spec:
-        raise ValueError(
-            "--action_multilabel needs multi-hot action labels (a P-HVU split from read_phvu)"
+        raise SettingError(
+            "<action_multilabel> needs multi-hot action labels (a P-HVU split from read_phvu)"
         )
     dataset = dataset.map(lambda batch: (batch["clips"], batch[labels]))
     steps = c.steps_per_epoch or max(1, pipelines.count_examples(train) // c.batch_size)
