@@ -4,10 +4,12 @@ The settings come in sections, each a small dataclass in its own module with the
 that check it: `run` (method, folders, seeds, devices), `data` (datasets, clips, augmentation,
 batches), `models` (f_A, f_T, f_B and their weight files), `schedule` (phases and learning
 rates), `method` (loss weights, supervised adversaries, SPAct's variants; `FLAG_SCOPES`),
-`evaluation` (target models, protocol and its datasets). `ExperimentConfig` is their flat view:
-it inherits every section, so `config.batch_size` reads as before in the ~300 places that read
-a setting, `ExperimentConfig(batch_size=4)` and `dataclasses.replace` work unchanged, and one
-setting is one flag (`keras_privacy.flags`). `config.section(DataSettings)` gives one section
+`evaluation` (target models, protocol and its datasets). `ExperimentConfig` is their flat
+view, and that is a choice: it inherits every section, so `config.batch_size` reads as before
+in the hundreds of places that read a setting, `ExperimentConfig(batch_size=4)` and
+`dataclasses.replace` work unchanged, and one setting is one flag (`keras_privacy.flags`) of
+the same name, as in every config file; a nested `config.data.batch_size` would have changed
+all of them and the flag names for no gain in what is checked. `config.section(DataSettings)` gives one section
 alone to code that needs no more. The defaults are the built-in synthetic benchmark sized for 2
 CPU cores; `configs/*.cfg` hold the papers' settings.
 
