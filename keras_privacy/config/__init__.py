@@ -9,9 +9,9 @@ view, and that is a choice: it inherits every section, so `config.batch_size` re
 in the hundreds of places that read a setting, `ExperimentConfig(batch_size=4)` and
 `dataclasses.replace` work unchanged, and one setting is one flag (`keras_privacy.flags`) of
 the same name, as in every config file; a nested `config.data.batch_size` would have changed
-all of them and the flag names for no gain in what is checked. `config.section(DataSettings)` gives one section
-alone to code that needs no more. The defaults are the built-in synthetic benchmark sized for 2
-CPU cores; `configs/*.cfg` hold the papers' settings.
+all of them and the flag names for no gain in what is checked. `config.section(DataSettings)`
+gives one section alone to code that needs no more. The defaults are the built-in synthetic
+benchmark sized for 2 CPU cores; `configs/*.cfg` hold the papers' settings.
 
 The checks that span sections (a flag set where the method does not read it, the evaluation
 datasets against the training ones) take the flat view. Their errors (`SettingError`) name
