@@ -17,37 +17,17 @@ A bad input (annotation, model file, flag value) is reported as one line; its tr
 the report folder's error.log, and to the terminal with --verbose.
 """
 
-import os
-import sys
-
 from absl import app, flags, logging
 
 from keras_privacy.cli import run_command
-from keras_privacy.config import ExperimentConfig
-from keras_privacy.flags import config_from_flags, define_flags
+from keras_privacy.flags import define_script_flags, select_backend, validated_config
 
-define_flags(flags.FLAGS, ExperimentConfig)
-flags.DEFINE_enum(
-    "backend", None, ["tensorflow", "jax"], "Keras backend (default: $KERAS_BACKEND or tensorflow)."
-)
-flags.DEFINE_bool("verbose", False, "Show the traceback of an error, not only its message.")
+define_script_flags(flags.FLAGS)
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
-    if flags.FLAGS.backend:
-        os.environ["KERAS_BACKEND"] = flags.FLAGS.backend
-    if "keras" in sys.modules and flags.FLAGS.backend:
-        import keras
-
-        if keras.backend.backend() != flags.FLAGS.backend:
-            raise app.UsageError("--backend must be chosen before keras is imported")
-    config = config_from_flags(flags.FLAGS, ExperimentConfig)
-    try:
-        config.validate()
-    except ValueError as error:
-        raise app.UsageError(str(error)) from error
+    select_backend(flags.FLAGS, argv)
+    config = validated_config(flags.FLAGS)
 
     from keras_privacy.evaluation import protocol
 

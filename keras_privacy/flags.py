@@ -1,14 +1,20 @@
-"""absl flags made from `ExperimentConfig`, for the scripts only.
+"""The command-line layer: absl flags made from `ExperimentConfig`, for the scripts only.
 
-`define_flags` and `config_from_flags` take the flag values object from the script; nothing in the
-library reads the global `FLAGS`, so notebooks never meet `UnparsedFlagAccessError`.
+One setting is one flag of the same name (`--batch_size`), with its default, help text and
+group; `spell` is the one place that turns a setting's name into its flag. `define_flags` and
+`config_from_flags` take the flag values object from the script; nothing in the library reads
+the global `FLAGS`, so notebooks never meet `UnparsedFlagAccessError`. `select_backend` and
+`validated_config` are what `train.py` and `evaluate.py` do first.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
+import re
+import sys
 
-from absl import flags
+from absl import app, flags
 
 from keras_privacy.config import ExperimentConfig
 
@@ -18,6 +24,23 @@ _DEFINERS = {
     float: flags.DEFINE_float,
     str: flags.DEFINE_string,
 }
+_SETTING = re.compile(r"<([a-z][a-z0-9_]*\*?)>")
+"""A setting named in a `SettingError` template: `<batch_size>`, or a family `<eval_action_*>`."""
+
+
+def spell(template: str) -> str:
+    """`template` with every setting it names as `<name>` (a field of `ExperimentConfig`, or a
+    family `<eval_action_*>`) spelt as its flag, `--name`; any other `<...>` stays."""
+    settings = {field.name for field in dataclasses.fields(ExperimentConfig)}
+
+    def flag(match: re.Match) -> str:
+        name = match[1]
+        known = name in settings or (
+            name.endswith("*") and any(s.startswith(name[:-1]) for s in settings)
+        )
+        return f"--{name}" if known else match[0]
+
+    return _SETTING.sub(flag, template)
 
 
 def define_flags(flag_values: flags.FlagValues, config_cls=ExperimentConfig) -> None:
@@ -32,3 +55,46 @@ def define_flags(flag_values: flags.FlagValues, config_cls=ExperimentConfig) -> 
 def config_from_flags(flag_values: flags.FlagValues, config_cls=ExperimentConfig):
     """The config whose fields take the parsed flag values."""
     return config_cls(**{f.name: flag_values[f.name].value for f in dataclasses.fields(config_cls)})
+
+
+def define_script_flags(flag_values: flags.FlagValues) -> None:
+    """The flags of `train.py` and `evaluate.py`: every setting, `--backend` and `--verbose`."""
+    define_flags(flag_values)
+    flags.DEFINE_enum(
+        "backend",
+        None,
+        ["tensorflow", "jax"],
+        "Keras backend (default: $KERAS_BACKEND or tensorflow).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_bool(
+        "verbose",
+        False,
+        "Show the traceback of an error, not only its message.",
+        flag_values=flag_values,
+    )
+
+
+def select_backend(flag_values: flags.FlagValues, argv: list[str]) -> None:
+    """Refuse positional arguments, and make `--backend` Keras's backend (KERAS_BACKEND); a
+    UsageError when Keras already runs on another one."""
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    backend = flag_values.backend
+    if backend:
+        os.environ["KERAS_BACKEND"] = backend
+    if "keras" in sys.modules and backend:
+        import keras
+
+        if keras.backend.backend() != backend:
+            raise app.UsageError("--backend must be chosen before keras is imported")
+
+
+def validated_config(flag_values: flags.FlagValues) -> ExperimentConfig:
+    """The `ExperimentConfig` of the parsed flags, checked; a bad setting is a UsageError."""
+    config = config_from_flags(flag_values)
+    try:
+        config.validate()
+    except ValueError as error:
+        raise app.UsageError(str(error)) from error
+    return config

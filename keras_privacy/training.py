@@ -310,10 +310,43 @@ def _supervised_phases(config: ExperimentConfig, models: dict[str, keras.Model])
     return [init, minimax]
 
 
+def training_data(config: ExperimentConfig) -> sources.TrainingData:
+    """The training splits of the config's datasets (their caches when given), cut into the
+    config's batches. With `eval_protocol=pa_hmdb51` (VITA's), the HMDB51 training split
+    leaves out the PA-HMDB51 videos, on which the evaluation tests."""
+    leave_out = ""
+    if config.eval_protocol == "pa_hmdb51":
+        leave_out = config.evaluation_datasets().privacy_annotations
+    hold_out = 0
+    if config.method == "vita" and config.action_schedule == "validation_loop":
+        hold_out = config.action_validation_every
+    batching = sources.Batching(
+        seed=config.seed,
+        batch_size=config.batch_size,
+        privacy_batch_size=config.privacy_batch_size,
+        clip_length=config.clip_length,
+        clip_stride=config.clip_stride,
+        image_size=config.image_size,
+        pair_sampler=config.pair_sampler,
+        augmentation=config.action_augmentation(),
+        second_clip=config.ssl_adversary == "spatiotemporal",
+        hold_out=hold_out,
+    )
+    return sources.training_data(
+        config.action_files(), config.privacy_files(), batching, config.frame_size, leave_out
+    )
+
+
 def phase_dataset(
-    phase: Phase, data: sources.TrainingData, epoch: int, steps: int, num_models: int
+    phase: Phase,
+    data: sources.TrainingData,
+    epoch: int,
+    steps: int,
+    num_models: int,
+    meta_fraction: float,
 ) -> tf.data.Dataset:
-    """The batches of `phase` for the run's `epoch` (a distinct seed per epoch)."""
+    """The batches of `phase` for the run's `epoch` (a distinct seed per epoch); meta's carry
+    the epoch's splits, `meta_fraction` of the attributes and models in the support sets."""
     if phase.batches == "contrastive":
         return data.dataset(epoch=epoch, steps=steps)
     if phase.batches == "paired":
@@ -327,15 +360,14 @@ def phase_dataset(
     )
     if phase.batches == "labelled":
         return labelled
-    config = data.config
     splits = epoch_splits(
-        config.seed,
+        data.batching.seed,
         epoch,
         steps,
-        num_images=config.privacy_batch_size,
+        num_images=data.batching.privacy_batch_size,
         num_attributes=len(data.attribute_names),
         num_models=num_models,
-        fraction=config.meta_fraction,
+        fraction=meta_fraction,
     )
     masks = tf.data.Dataset.from_tensor_slices(splits)
     return tf.data.Dataset.zip(labelled, masks).map(lambda batch, split: {**batch, **split})
@@ -379,7 +411,7 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
         (run_dir / "config.json").write_text(json.dumps(dataclasses.asdict(config), indent=1))
     keras.utils.set_random_seed(config.seed)
 
-    data = sources.training_data(config)
+    data = training_data(config)
     models = build_models(config, len(data.class_names), len(data.attribute_names))
     steps = config.steps_per_epoch or data.steps_per_epoch
     phases = training_phases(config, models, steps)
@@ -425,6 +457,7 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
                     _global_epoch(phases, index, epoch),
                     phase.steps_per_epoch or steps,
                     len(models) - 2,
+                    config.meta_fraction,
                 )
             )
             guard = _FailOnNonFinite()

@@ -4,7 +4,8 @@
     python scripts/flag_table.py --write  # replace them in README.md
 
 Every field of `keras_privacy.config.ExperimentConfig` is a flag of `train.py` and `evaluate.py`;
-its metadata holds the help text and the group (`_help(text, group)`). The README holds the
+its metadata holds the help text and the group (`described(text, group)` in the settings
+section that defines it, `keras_privacy/config/`). The README holds the
 generated Markdown between `<!-- flags:start -->` and `<!-- flags:end -->`; `tests/test_docs.py`
 fails when the two differ.
 """

@@ -219,7 +219,7 @@ def test_downsample_4x_reaches_the_target_model_at_its_input_scale(tmp_path):
     from keras_privacy.data import pipelines
     from keras_privacy.data.cache import prepare_cache
     from keras_privacy.data.examples import Example, Split
-    from keras_privacy.evaluation import protocol
+    from keras_privacy.evaluation import anonymizations, protocol
 
     rng = np.random.default_rng(0)
     image = rng.integers(0, 256, (800, 1000, 3), dtype=np.uint8)
@@ -229,7 +229,7 @@ def test_downsample_4x_reaches_the_target_model_at_its_input_scale(tmp_path):
     dataset = pipelines.privacy_labelled_dataset(cache, 1, 112, training=False)
     view = next(dataset.as_numpy_iterator())["images"]
     target = keras.Sequential([keras.Input((112, 112, 3)), keras.layers.Activation("linear")])
-    method = protocol.baseline_anonymization("downsample_4x")
+    method = anonymizations.baseline_anonymization("downsample_4x")
     seen = protocol.with_anonymizer(target, method.model, clips=False).predict_on_batch(view)
     small = cv2.resize(view[0], (28, 28), interpolation=cv2.INTER_AREA)
     expected = cv2.resize(small, (112, 112), interpolation=cv2.INTER_LINEAR)

@@ -1,13 +1,32 @@
 """Every shipped flag file parses into a valid config, and bad flags are named."""
 
+import dataclasses
+import os
 import re
 from pathlib import Path
 
+import keras
 import pytest
-from absl import flags
+from absl import app, flags
 
-from keras_privacy.config import METHODS, WEIGHT_FLAGS, ExperimentConfig
-from keras_privacy.flags import config_from_flags, define_flags
+from keras_privacy.config import (
+    METHODS,
+    WEIGHT_FLAGS,
+    DataSettings,
+    EvaluationSettings,
+    ExperimentConfig,
+    MethodSettings,
+    ModelSettings,
+    RunSettings,
+    ScheduleSettings,
+    SettingError,
+)
+from keras_privacy.flags import (
+    config_from_flags,
+    define_flags,
+    define_script_flags,
+    select_backend,
+)
 
 CONFIGS = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.cfg"))
 FROM_SCRATCH = [f"--{flag}=" for flag in WEIGHT_FLAGS]
@@ -159,3 +178,47 @@ def test_a_method_specific_flag_at_its_default_or_where_read_is_allowed():
     # Without --eval_privacy_model, --privacy_backbone picks the evaluation's privacy model.
     parse("--method=meta", "--privacy_backbone=mobilenet_v1_0.25").validate()
     parse("--ssl_adversary=moco", "--moco_momentum=0.9").validate()
+
+
+SECTIONS = (
+    RunSettings,
+    DataSettings,
+    ModelSettings,
+    ScheduleSettings,
+    MethodSettings,
+    EvaluationSettings,
+)
+
+
+def test_the_sections_partition_the_settings_in_flag_order():
+    section_names = [f.name for section in SECTIONS for f in dataclasses.fields(section)]
+    assert section_names == [f.name for f in dataclasses.fields(ExperimentConfig)]
+    config = parse("--batch_size=3", "--eval_lr=0.5", "--method=vita")
+    data = config.section(DataSettings)
+    assert type(data) is DataSettings and data.batch_size == 3
+    assert config.section(EvaluationSettings).eval_lr == 0.5
+    assert config.section(RunSettings).method == "vita"
+
+
+def test_a_setting_error_names_settings_and_the_command_line_spells_them_as_flags():
+    error = SettingError("<batch_size> must be at least 1 (<eval_action_*>, <not_a_setting>)")
+    assert error.template.startswith("<batch_size>")
+    assert str(error) == "--batch_size must be at least 1 (--eval_action_*, <not_a_setting>)"
+    with pytest.raises(SettingError) as raised:
+        ExperimentConfig(batch_size=0).validate()
+    assert raised.value.template == "<batch_size> must be at least 1, got 0"
+
+
+def test_select_backend_sets_keras_backend_and_refuses_arguments(monkeypatch):
+    flag_values = flags.FlagValues()
+    define_script_flags(flag_values)
+    flag_values(["train.py", f"--backend={keras.backend.backend()}"])
+    monkeypatch.delenv("KERAS_BACKEND", raising=False)
+    select_backend(flag_values, ["train.py"])
+    assert os.environ["KERAS_BACKEND"] == keras.backend.backend()
+    with pytest.raises(app.UsageError, match="unexpected arguments: extra"):
+        select_backend(flag_values, ["train.py", "extra"])
+    other = "jax" if keras.backend.backend() == "tensorflow" else "tensorflow"
+    flag_values["backend"].value = other
+    with pytest.raises(app.UsageError, match="--backend must be chosen before keras"):
+        select_backend(flag_values, ["train.py"])

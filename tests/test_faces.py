@@ -9,7 +9,7 @@ import pytest
 from keras_privacy.anonymize import main as anonymize_main
 from keras_privacy.config import ExperimentConfig
 from keras_privacy.data.video import probe_video, read_video
-from keras_privacy.evaluation import faces, protocol
+from keras_privacy.evaluation import anonymizations, faces
 from keras_privacy.evaluation.baselines import build_baseline
 from keras_privacy.evaluation.detection import BoxesFromFile
 from keras_privacy.evaluation.faces import (
@@ -159,9 +159,9 @@ def test_face_threshold_flag_is_checked():
 def test_report_names_the_detector_of_each_baseline(tmp_path):
     boxes_file = tmp_path / "boxes.json"
     boxes_file.write_text('{"a.avi": [[0, 0, 10, 10]]}')
-    face = protocol.baseline_anonymization("face_blur", BoxesFromFile(boxes_file), 0.3)
-    given = protocol.baseline_anonymization("blacken", BoxesFromFile(boxes_file))
-    hog = protocol.baseline_anonymization("blur_strong")
+    face = anonymizations.baseline_anonymization("face_blur", BoxesFromFile(boxes_file), 0.3)
+    given = anonymizations.baseline_anonymization("blacken", BoxesFromFile(boxes_file))
+    hog = anonymizations.baseline_anonymization("blur_strong")
     assert face.boxes is None and face.detector.threshold == 0.3
     assert face.detector_description().startswith("CenterFace")
     assert given.detector_description() == f"boxes from {boxes_file} (--eval_boxes)"

@@ -10,7 +10,7 @@ import tiny_models
 from tiny_models import tiny_config
 
 from keras_privacy.data.video import read_video
-from keras_privacy.evaluation import protocol
+from keras_privacy.evaluation import anonymizations, protocol
 from keras_privacy.models import registry
 from keras_privacy.models.unet import apply_per_frame
 
@@ -142,7 +142,7 @@ def test_methods_are_checked(benchmark, tmp_path):
     )
     with pytest.raises(FileNotFoundError, match="none.keras"):
         protocol.methods_of(missing)
-    loaded = protocol.load_anonymizer(saved_anonymizer(tmp_path))
+    loaded = anonymizations.load_anonymizer(saved_anonymizer(tmp_path))
     assert isinstance(loaded.model, keras.Model) and not loaded.model.trainable
     with pytest.raises(ValueError, match="names a method twice"):
         protocol.methods_of(tiny_config(benchmark, tmp_path, eval_methods="raw,raw"))

@@ -16,10 +16,11 @@ from keras_privacy.config import ExperimentConfig
 from keras_privacy.data import pa_hmdb51, synthetic
 from keras_privacy.data.cache import prepare_cache, read_image_cache, read_manifest, verify_cache
 from keras_privacy.data.examples import Example, Split
-from keras_privacy.data.sources import privacy_splits, training_data
+from keras_privacy.data.sources import privacy_splits
 from keras_privacy.data.vispr import VISPR1
 from keras_privacy.evaluation import protocol
 from keras_privacy.evaluation.report import Report
+from keras_privacy.training import training_data
 
 TRAINED_ON = ["s1_warm_actor", "s2_striped_actor", "s3_face_mark"]
 HELD_OUT = ["s4_outdoor_scene", "s5_object"]
@@ -131,8 +132,12 @@ def test_synthetic_attribute_subsets_have_their_own_training_caches(benchmark, t
 
     # One folder given another subset: its shards are rewritten, never reused.
     folder = tmp_path / "cache"
-    first = privacy_splits(tiny_config(benchmark, tmp_path, privacy_attributes="s1_warm_actor"))
-    second = privacy_splits(tiny_config(benchmark, tmp_path, privacy_attributes="s2_striped_actor"))
+    first = privacy_splits(
+        tiny_config(benchmark, tmp_path, privacy_attributes="s1_warm_actor").privacy_files()
+    )
+    second = privacy_splits(
+        tiny_config(benchmark, tmp_path, privacy_attributes="s2_striped_actor").privacy_files()
+    )
     prepare_cache(first["train"], "image", folder, 32)
     fingerprint = read_manifest(folder)["fingerprint"]
     prepare_cache(second["train"], "image", folder, 32)

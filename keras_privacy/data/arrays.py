@@ -49,7 +49,6 @@ def export_minimax_arrays(
     """Write the minimax of `config` for `epochs` epochs into the folder `out`; returns the
     settings written to `minimax.json`."""
     from keras_privacy import training
-    from keras_privacy.data import sources
 
     if config.method not in ("spact", "penalty") or len(config.privacy_backbone_names()) > 1:
         raise ValueError(
@@ -61,7 +60,7 @@ def export_minimax_arrays(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     keras.utils.set_random_seed(config.seed)
-    data = sources.training_data(config)
+    data = training.training_data(config)
     models = training.build_models(config, len(data.class_names), len(data.attribute_names))
     if models_from:
         for name in EXPORTED_MODELS:
@@ -73,7 +72,9 @@ def export_minimax_arrays(
     minimax = training.training_phases(config, models, steps)[-1]
     epoch_batches = []
     for epoch in range(epochs):
-        dataset = training.phase_dataset(minimax, data, epoch, steps, len(models) - 2)
+        dataset = training.phase_dataset(
+            minimax, data, epoch, steps, len(models) - 2, config.meta_fraction
+        )
         epoch_batches.append([batch for batch in dataset.as_numpy_iterator()])
     stacked = {
         key: np.stack([np.stack([b[key] for b in batches]) for batches in epoch_batches])

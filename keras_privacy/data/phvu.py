@@ -23,7 +23,7 @@ The privacy models of the evaluation (f'_B) read images: `frame_images` writes f
 video as PNG files with the video's privacy labels, so that in Python
 
     splits = read_phvu("phvu.csv", "videos/", privacy="objects")
-    data = EvaluationData(splits["train"], splits["test"],
+    data = EvaluationData(splits["train"], splits["test"],  # evaluation.datasets
                           frame_images(splits["train"], "frames/train"),
                           frame_images(splits["test"], "frames/test"))
 

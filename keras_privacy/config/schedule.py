@@ -1,0 +1,87 @@
+"""The training phases: their lengths in epochs and steps, and their learning rates."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import field
+
+from keras_privacy.config.setting import SettingError, described
+
+
+@dataclasses.dataclass
+class ScheduleSettings:
+    """The training phases: their lengths in epochs and steps, and their learning rates."""
+
+    identity_epochs: int = field(
+        default=2, metadata=described("Epochs of f_A identity initialisation.", "train")
+    )
+    identity_lr: float = field(
+        default=1e-3, metadata=described("Identity-init learning rate.", "train")
+    )
+    identity_warmup_epochs: int = field(
+        default=1, metadata=described("Linear warm-up epochs of the identity init.", "train")
+    )
+    action_init_epochs: int = field(
+        default=4, metadata=described("Epochs of f_T on f_A(x) before the minimax.", "train")
+    )
+    action_init_lr: float = field(
+        default=1e-3, metadata=described("f_T init learning rate.", "train")
+    )
+    privacy_init_epochs: int = field(
+        default=2, metadata=described("Epochs of self-supervised f_B before the minimax.", "train")
+    )
+    privacy_init_lr: float = field(
+        default=1e-3, metadata=described("f_B init learning rate.", "train")
+    )
+    minimax_epochs: int = field(default=4, metadata=described("Epochs of the minimax.", "train"))
+    anonymizer_lr: float = field(
+        default=1e-4, metadata=described("f_A minimax learning rate.", "train")
+    )
+    action_lr: float = field(
+        default=1e-4, metadata=described("f_T minimax learning rate.", "train")
+    )
+    privacy_lr: float = field(
+        default=1e-4, metadata=described("f_B minimax learning rate.", "train")
+    )
+    steps_per_epoch: int = field(
+        default=0,
+        metadata=described("Batches per epoch; 0 = one pass over the action set.", "train"),
+    )
+    minimax_steps_per_epoch: int = field(
+        default=0,
+        metadata=described(
+            "Batches per epoch of the minimax (a length in steps, as VITA's authors give it: "
+            "--minimax_epochs x this); 0 = --steps_per_epoch.",
+            "train",
+        ),
+    )
+
+
+def validate_schedule(config: ScheduleSettings) -> None:
+    """Phase lengths are not negative, the warm-up fits the identity init, and every learning
+    rate is positive."""
+    for name in (
+        "identity_epochs",
+        "action_init_epochs",
+        "privacy_init_epochs",
+        "minimax_epochs",
+        "steps_per_epoch",
+        "minimax_steps_per_epoch",
+    ):
+        if getattr(config, name) < 0:
+            raise SettingError(f"<{name}> cannot be negative, got {getattr(config, name)}")
+    if config.identity_warmup_epochs > config.identity_epochs:
+        raise SettingError(
+            f"<identity_warmup_epochs> ({config.identity_warmup_epochs}) exceeds "
+            f"<identity_epochs> ({config.identity_epochs})"
+        )
+    for name in (
+        "identity_lr",
+        "action_init_lr",
+        "privacy_init_lr",
+        "anonymizer_lr",
+        "action_lr",
+        "privacy_lr",
+    ):
+        if not getattr(config, name) > 0:
+            raise SettingError(f"<{name}> must be positive, got {getattr(config, name)}")

@@ -1,0 +1,42 @@
+"""What every settings section shares: help metadata, the error that names a setting, checks.
+
+Validators name a setting as `<name>` in their messages and never spell it as a flag: how a
+setting is spelt for the user is the command line's business (`keras_privacy.flags.spell`).
+"""
+
+from __future__ import annotations
+
+
+def described(text: str, group: str) -> dict:
+    """A setting's metadata: its help text, and the group (README table) it is listed under."""
+    return {"help": text, "group": group}
+
+
+class SettingError(ValueError):
+    """A setting that makes no sense. `template` names each setting as `<name>`; the message
+    spells them as the command line does (`--name`), the one spelling a user meets in the
+    configs, the README and the scripts."""
+
+    def __init__(self, template: str):
+        from keras_privacy.flags import spell
+
+        self.template = template
+        super().__init__(spell(template))
+
+
+def one_of(name: str, value: str, allowed: tuple[str, ...]) -> None:
+    """Raise SettingError when the setting `name` is not one of `allowed`."""
+    if value not in allowed:
+        raise SettingError(f"<{name}>={value!r} is not one of {', '.join(allowed)}")
+
+
+def at_least_one(config, names: tuple[str, ...]) -> None:
+    """Raise SettingError naming the first of the integer settings `names` below 1."""
+    for name in names:
+        if getattr(config, name) < 1:
+            raise SettingError(f"<{name}> must be at least 1, got {getattr(config, name)}")
+
+
+def names(text: str) -> list[str]:
+    """The names of a comma-separated value, in order."""
+    return [name.strip() for name in text.split(",") if name.strip()]

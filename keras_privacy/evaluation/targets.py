@@ -1,0 +1,202 @@
+"""The target models of the evaluation: a fresh action model f'_T and privacy model f'_B
+trained on (anonymized) data, behind a frozen anonymizer where there is one, and tested with
+their metrics and bootstrap intervals."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import keras
+import numpy as np
+from tqdm import tqdm
+
+from keras_privacy import distribute
+from keras_privacy.config import ExperimentConfig, SettingError
+from keras_privacy.data import pipelines
+from keras_privacy.evaluation import metrics
+from keras_privacy.models import pretrained, registry
+from keras_privacy.models.resnet import privacy_classifier
+from keras_privacy.models.unet import apply_per_frame
+
+
+def with_anonymizer(target: keras.Model, anonymizer: keras.Layer | None, clips: bool):
+    """`target` behind a frozen frame-wise `anonymizer` (clips: applied frame by frame)."""
+    if anonymizer is None:
+        return target
+    anonymizer.trainable = False
+    inputs = keras.Input(target.input_shape[1:], name="inputs")
+    anonymized = apply_per_frame(anonymizer, inputs) if clips else anonymizer(inputs)
+    return keras.Model(inputs, target(anonymized), name=f"anonymized_{target.name}")
+
+
+def train_action_target(
+    config: ExperimentConfig,
+    train: pipelines.Source,
+    num_classes: int,
+    anonymizer: keras.Layer | None,
+    model_name: str | None = None,
+) -> keras.Model:
+    """A fresh f'_T `model_name` (default the first of `--eval_action_model`) trained with
+    cross-entropy on (anonymized) training clips."""
+    c = config
+    keras.utils.set_random_seed(c.seed)
+    target = registry.build_action_model(
+        model_name or c.eval_action_model_names()[0],
+        num_classes=num_classes,
+        input_shape=(c.clip_length, c.image_size, c.image_size, 3),
+    )
+    target = pretrained.start_from_weights(
+        target, c.eval_action_weights, model_name or c.eval_action_model_names()[0]
+    )
+    model = with_anonymizer(target, anonymizer, clips=True)
+    if c.action_multilabel:
+        loss, accuracy, labels = keras.losses.BinaryCrossentropy(from_logits=True), [], "actions"
+    else:
+        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        accuracy, labels = ["accuracy"], "labels"
+    model.compile(
+        keras.optimizers.Adam(c.eval_lr),
+        loss,
+        metrics=accuracy,
+        jit_compile=distribute.choose_jit_compile(c.jit_compile, [target])[0],
+    )
+    dataset = pipelines.action_train_dataset(
+        train,
+        c.batch_size,
+        c.clip_length,
+        c.clip_stride,
+        c.image_size,
+        seed=c.seed,
+        config=c.action_augmentation(),
+        epochs=None,
+    )
+    if labels not in dataset.element_spec:
+        raise SettingError(
+            "<action_multilabel> needs multi-hot action labels (a P-HVU split from read_phvu)"
+        )
+    dataset = dataset.map(lambda batch: (batch["clips"], batch[labels]))
+    steps = c.steps_per_epoch or max(1, pipelines.count_examples(train) // c.batch_size)
+    model.fit(dataset, epochs=c.eval_action_epochs, steps_per_epoch=steps, verbose=2)
+    return model
+
+
+def test_action_target(
+    config: ExperimentConfig, model: keras.Model, test: pipelines.Source
+) -> dict:
+    """Video-level top-1 of `model` on `test`: mean softmax over K equidistant clips (with
+    `--action_multilabel`, action cMAP of the mean sigmoid: see the module docstring), and its
+    95 % interval by `--eval_bootstrap` resamples of the test videos (`<metric>_interval`)."""
+    c = config
+    dataset = pipelines.action_eval_dataset(
+        test, c.eval_clips, c.clip_length, c.clip_stride, c.image_size
+    )
+    probs, labels, videos = [], [], []
+    for video in tqdm(dataset.as_numpy_iterator(), desc="testing f'_T", unit="video", leave=False):
+        logits = np.asarray(model.predict_on_batch(video["clips"]), np.float64)
+        if c.action_multilabel:
+            probs.append(1.0 / (1.0 + np.exp(-logits)))
+            labels.append(np.repeat(video["actions"][None], len(logits), axis=0))
+        else:
+            probs.append(_softmax(logits))
+            labels.append(np.full(len(logits), video["label"]))
+        videos.append(np.full(len(logits), video["video_index"]))
+    probs, labels, videos = np.concatenate(probs), np.concatenate(labels), np.concatenate(videos)
+    samples, seed = c.eval_bootstrap, c.seed
+    if c.action_multilabel:
+        names = pipelines.label_names(test, "class_names")
+        cmap = metrics.video_action_cmap(probs, videos, labels, names)
+        result = {
+            "action_cmap": cmap.value,
+            "action_metric": "cmap",
+            "action_ap": cmap.per_attribute,
+            "action_skipped": list(cmap.skipped),
+            "action_test_videos": int(len(np.unique(videos))),
+        }
+        if samples:
+            _, video_probs = metrics.video_scores(probs, videos)
+            _, video_labels = metrics.video_scores(labels, videos)
+            interval = metrics.cmap_interval(video_labels, video_probs, samples, seed)
+            result["action_cmap_interval"] = list(interval)
+        return result
+    result = {
+        "action_top1": metrics.video_top1(probs, videos, labels),
+        "action_clip_top1": metrics.top1(probs, labels),
+        "action_test_videos": int(len(np.unique(videos))),
+    }
+    if samples:
+        interval = metrics.video_top1_interval(probs, videos, labels, samples, seed)
+        result["action_top1_interval"] = list(interval)
+    return result
+
+
+def train_privacy_target(
+    config: ExperimentConfig,
+    train: pipelines.Source,
+    num_attributes: int,
+    anonymizer: keras.Layer | None,
+    model_name: str | None = None,
+) -> keras.Model:
+    """A fresh f'_B on the backbone `model_name` (default the first of `--eval_privacy_model`)
+    trained with multi-label BCE on (anonymized) training images."""
+    c = config
+    keras.utils.set_random_seed(c.seed)
+    backbone = registry.build_image_backbone(
+        model_name or c.eval_privacy_model_names()[0],
+        input_shape=(c.image_size, c.image_size, 3),
+    )
+    target = privacy_classifier(backbone, num_attributes)
+    target = pretrained.start_from_weights(
+        target, c.eval_privacy_weights, model_name or c.eval_privacy_model_names()[0]
+    )
+    model = with_anonymizer(target, anonymizer, clips=False)
+    model.compile(
+        keras.optimizers.Adam(c.eval_lr),
+        keras.losses.BinaryCrossentropy(from_logits=True),
+        jit_compile=distribute.choose_jit_compile(c.jit_compile, [target])[0],
+    )
+    dataset = pipelines.privacy_labelled_dataset(
+        train, c.privacy_batch_size, c.image_size, training=True, seed=c.seed, epochs=None
+    ).map(lambda batch: (batch["images"], batch["privacy"]))
+    steps = max(1, pipelines.count_examples(train) // c.privacy_batch_size)
+    model.fit(dataset, epochs=c.eval_privacy_epochs, steps_per_epoch=steps, verbose=2)
+    return model
+
+
+def test_privacy_target(
+    config: ExperimentConfig,
+    model: keras.Model,
+    test: pipelines.Source,
+    names: Sequence[str],
+    prefix: str = "privacy",
+) -> dict:
+    """cMAP and mean F1 (at probability 0.5) of `model` on the test images, and their 95 %
+    intervals by `--eval_bootstrap` resamples of the test images (`<metric>_interval`)."""
+    dataset = pipelines.privacy_labelled_dataset(
+        test, config.privacy_batch_size, config.image_size, training=False
+    )
+    probs, labels = [], []
+    for batch in dataset.as_numpy_iterator():
+        logits = np.asarray(model.predict_on_batch(batch["images"]), np.float64)
+        probs.append(1.0 / (1.0 + np.exp(-logits)))
+        labels.append(batch["privacy"])
+    probs, labels = np.concatenate(probs), np.concatenate(labels)
+    cmap = metrics.privacy_cmap(labels, probs, names)
+    f1 = metrics.privacy_f1(labels, probs, names=names)
+    result = {
+        f"{prefix}_cmap": cmap.value,
+        f"{prefix}_f1": f1.value,
+        f"{prefix}_ap": cmap.per_attribute,
+        f"{prefix}_skipped": list(cmap.skipped),
+    }
+    if config.eval_bootstrap:
+        samples, seed = config.eval_bootstrap, config.seed
+        cmap_interval = metrics.cmap_interval(labels, probs, samples, seed)
+        f1_interval = metrics.privacy_f1_interval(labels, probs, samples=samples, seed=seed)
+        result[f"{prefix}_cmap_interval"] = list(cmap_interval)
+        result[f"{prefix}_f1_interval"] = list(f1_interval)
+    return result
+
+
+def _softmax(logits: np.ndarray) -> np.ndarray:
+    shifted = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return shifted / shifted.sum(axis=1, keepdims=True)
