@@ -16,7 +16,8 @@ from keras_privacy.data.augment import SUPERVISED, AugmentConfig
 from keras_privacy.data.pipelines import PAIR_SAMPLERS
 from keras_privacy.distribute import DISTRIBUTIONS, JIT_COMPILE, PRECISIONS
 from keras_privacy.known_weights import missing_weights_message
-from keras_privacy.methods.spact import CONTRASTIVE_VIEWS, SSL_ADVERSARIES
+from keras_privacy.methods.spact import SSL_ADVERSARIES
+from keras_privacy.methods.steps import CONTRASTIVE_VIEWS
 from keras_privacy.methods.vita import ACTION_SCHEDULES, BUDGET_LOSSES
 
 METHODS = ("spact", "penalty", "vita", "meta")

@@ -14,7 +14,7 @@ import tensorflow as tf
 from keras import ops
 
 from keras_privacy.distribute import training_scope
-from keras_privacy.methods.engine import StatelessTrainer, Update
+from keras_privacy.methods.trainer import StatelessTrainer, Update
 
 
 def net(seed: int) -> keras.Model:

@@ -49,15 +49,9 @@ import numpy as np
 from keras import ops
 
 from keras_privacy import losses
-from keras_privacy.methods.engine import (
-    GroupValues,
-    StatelessTrainer,
-    Update,
-    fold_time,
-    value_and_gradient,
-)
-from keras_privacy.methods.spact import action_logits
-from keras_privacy.methods.vita import multilabel_accuracy
+from keras_privacy.backend import value_and_gradient
+from keras_privacy.methods.steps import action_logits, fold_time, multilabel_accuracy
+from keras_privacy.methods.trainer import GroupValues, StatelessTrainer, Update
 
 
 def attribute_masks(privacy, attribute_split, sample_keys, fraction: float = 0.6):

@@ -53,17 +53,11 @@ import keras
 from keras import ops
 
 from keras_privacy import losses
-from keras_privacy.methods.engine import GroupValues, StatelessTrainer, Update, fold_time
-from keras_privacy.methods.spact import action_logits
+from keras_privacy.methods.steps import action_logits, fold_time, multilabel_accuracy
+from keras_privacy.methods.trainer import GroupValues, StatelessTrainer, Update
 
 BUDGET_LOSSES = ("max_bce", "entropy", "image_max_bce")
 ACTION_SCHEDULES = ("validation_loop", "batch_gate")
-
-
-def multilabel_accuracy(labels, logits):
-    """Fraction of (example, attribute) entries whose thresholded prediction equals the label."""
-    predicted = ops.cast(logits > 0, "float32")
-    return ops.mean(ops.cast(ops.equal(predicted, ops.cast(labels, "float32")), "float32"))
 
 
 def negative_entropy(logits):
