@@ -51,7 +51,13 @@ from keras import ops
 from keras_privacy import losses
 from keras_privacy.backend import value_and_gradient
 from keras_privacy.methods.steps import action_logits, fold_time, multilabel_accuracy
-from keras_privacy.methods.trainer import GroupValues, StatelessTrainer, Update
+from keras_privacy.methods.trainer import (
+    GroupValues,
+    StatelessTrainer,
+    Update,
+    deserialize_models,
+    serialize_models,
+)
 
 
 def attribute_masks(privacy, attribute_split, sample_keys, fraction: float = 0.6):
@@ -359,9 +365,9 @@ class MetaGeneralization(StatelessTrainer):
 
     def get_config(self) -> dict:
         return {
-            "anonymizer": keras.saving.serialize_keras_object(self.anonymizer),
-            "action_model": keras.saving.serialize_keras_object(self.action_model),
-            "attack_models": [keras.saving.serialize_keras_object(m) for m in self.attack_models],
+            "anonymizer": serialize_models(self.anonymizer),
+            "action_model": serialize_models(self.action_model),
+            "attack_models": serialize_models(self.attack_models),
             "privacy_weight": self.privacy_weight,
             "alpha": self.alpha,
             "fraction": self.fraction,
@@ -372,13 +378,7 @@ class MetaGeneralization(StatelessTrainer):
 
     @classmethod
     def from_config(cls, config: dict):
-        config = dict(config)
-        config["anonymizer"] = keras.saving.deserialize_keras_object(config["anonymizer"])
-        config["action_model"] = keras.saving.deserialize_keras_object(config["action_model"])
-        config["attack_models"] = [
-            keras.saving.deserialize_keras_object(m) for m in config["attack_models"]
-        ]
-        return cls(**config)
+        return cls(**deserialize_models(config, "anonymizer", "action_model", "attack_models"))
 
 
 def _replace(values: GroupValues, anonymizer_params: list) -> GroupValues:

@@ -89,7 +89,13 @@ from keras_privacy.methods.steps import (
     privacy_group_names,
     privacy_loss,
 )
-from keras_privacy.methods.trainer import GroupValues, StatelessTrainer, Update
+from keras_privacy.methods.trainer import (
+    GroupValues,
+    StatelessTrainer,
+    Update,
+    deserialize_models,
+    serialize_models,
+)
 
 SSL_ADVERSARIES = ("ntxent", "rotnet", "moco", "spatiotemporal")
 
@@ -411,12 +417,10 @@ class SPAct(StatelessTrainer):
 
     def get_config(self) -> dict:
         return {
-            "anonymizer": keras.saving.serialize_keras_object(self.anonymizer),
-            "action_model": keras.saving.serialize_keras_object(self.action_model),
-            "privacy_encoder": (
-                keras.saving.serialize_keras_object(self.privacy_encoder)
-                if len(self.privacy_encoders) == 1
-                else [keras.saving.serialize_keras_object(e) for e in self.privacy_encoders]
+            "anonymizer": serialize_models(self.anonymizer),
+            "action_model": serialize_models(self.action_model),
+            "privacy_encoder": serialize_models(
+                self.privacy_encoder if len(self.privacy_encoders) == 1 else self.privacy_encoders
             ),
             "action_weight": self.action_weight,
             "privacy_weight": self.privacy_weight,
@@ -436,13 +440,4 @@ class SPAct(StatelessTrainer):
 
     @classmethod
     def from_config(cls, config: dict):
-        config = dict(config)
-        for key in ("anonymizer", "action_model"):
-            config[key] = keras.saving.deserialize_keras_object(config[key])
-        encoders = config["privacy_encoder"]
-        config["privacy_encoder"] = (
-            [keras.saving.deserialize_keras_object(e) for e in encoders]
-            if isinstance(encoders, list)
-            else keras.saving.deserialize_keras_object(encoders)
-        )
-        return cls(**config)
+        return cls(**deserialize_models(config, "anonymizer", "action_model", "privacy_encoder"))

@@ -348,3 +348,25 @@ def with_params(values: GroupValues, params: Mapping[str, list]) -> GroupValues:
         group: (params[group], non_trainable) if group in params else (trainable, non_trainable)
         for group, (trainable, non_trainable) in values.items()
     }
+
+
+def serialize_models(models: keras.Model | Sequence[keras.Model]):
+    """The Keras config of a sub-model, or the list of configs of a list of sub-models, for a
+    trainer's `get_config`."""
+    if isinstance(models, (list, tuple)):
+        return [keras.saving.serialize_keras_object(model) for model in models]
+    return keras.saving.serialize_keras_object(models)
+
+
+def deserialize_models(config: Mapping[str, Any], *keys: str) -> dict:
+    """`config` with the sub-models under `keys` (a config, or a list of configs, as
+    `serialize_models` wrote them) rebuilt, for a trainer's `from_config`."""
+    config = dict(config)
+    for key in keys:
+        value = config[key]
+        config[key] = (
+            [keras.saving.deserialize_keras_object(item) for item in value]
+            if isinstance(value, list)
+            else keras.saving.deserialize_keras_object(value)
+        )
+    return config
