@@ -36,7 +36,7 @@ before any update: f_T while its accuracy < T1 (70 %); else each attack model wh
 accuracies and every player's update has a `condition` on them, so on an accelerator only the
 selected updates are computed (`jax.lax.cond` / `tf.cond`); on a CPU under XLA, where a
 conditional would slow the convolutions' gradients, the others are computed and discarded (see
-`engine`). A player's logs are means over the steps that updated it: `action_loss` over the f_T
+`trainer`). A player's logs are means over the steps that updated it: `action_loss` over the f_T
 updates, `attack_loss` over the steps where an attack model updated (the last one that did),
 the meta losses and `attribute_split` (1 for an attribute split, 0 for a model split) over the
 meta updates.

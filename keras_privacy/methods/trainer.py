@@ -173,7 +173,7 @@ class StatelessTrainer(keras.Model):
         # trainer serialises the compile config as before.
         select.values = lambda: list(extra_optimizers)
         multi = keras.optimizers.MultiOptimizer(select)
-        # The engine scales the loss itself (Keras would wrap the MultiOptimizer instead).
+        # The step scales the loss itself (Keras would wrap the MultiOptimizer instead).
         super().compile(optimizer=multi, auto_scale_loss=False, **kwargs)
         self.built = True  # every sub-model is a built Functional model
         # Built here: the step never calls `self.optimizer.apply`, and fit needs it built.
