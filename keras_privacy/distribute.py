@@ -2,9 +2,9 @@
 
 `--distribution=data_parallel` uses each backend's own engine: `keras.distribution.DataParallel`
 on JAX (one program over the global batch, split by XLA), `tf.distribute.MirroredStrategy` on
-TensorFlow (the train step per replica, not XLA-compiled; `methods.engine` makes it sum to the
-global step). Both replicate the models on every local accelerator (every CPU device when there
-is none) and split each batch along its first axis, so the batch sizes of the config are
+TensorFlow (the train step per replica, not XLA-compiled; `backend.tensorflow_step` makes it sum
+to the global step). Both replicate the models on every local accelerator (every CPU device when
+there is none) and split each batch along its first axis, so the batch sizes of the config are
 *global*: each device takes `batch_size / devices` clips. `--mixed_precision` sets Keras' global
 dtype policy before the models are built; the losses cast to float32 and `mixed_float16` adds
 dynamic loss scaling. `--jit_compile=auto` picks XLA where it is the faster path

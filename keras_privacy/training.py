@@ -23,7 +23,7 @@ import tensorflow as tf
 from keras_privacy import checkpoint, distribute
 from keras_privacy.config import ExperimentConfig
 from keras_privacy.data import sources
-from keras_privacy.methods.engine import StatelessTrainer
+from keras_privacy.data.pairs import pair_batches
 from keras_privacy.methods.init import (
     ActionInit,
     IdentityInit,
@@ -31,7 +31,9 @@ from keras_privacy.methods.init import (
     SupervisedPrivacyInit,
 )
 from keras_privacy.methods.meta import MetaGeneralization, epoch_splits
-from keras_privacy.methods.spact import SPAct, pair_batches, privacy_group_names
+from keras_privacy.methods.spact import SPAct
+from keras_privacy.methods.steps import privacy_group_names
+from keras_privacy.methods.trainer import StatelessTrainer
 from keras_privacy.methods.vita import VITA
 from keras_privacy.models import pretrained, registry
 from keras_privacy.models.resnet import privacy_classifier, privacy_encoder, projection_head

@@ -15,6 +15,7 @@ import keras
 import numpy as np
 import tiny_models as tm
 
+from keras_privacy.data.pairs import pair_arrays
 from keras_privacy.methods.batches import BatchList
 from keras_privacy.methods.init import (
     ActionInit,
@@ -22,7 +23,7 @@ from keras_privacy.methods.init import (
     PrivacyInit,
     SupervisedPrivacyInit,
 )
-from keras_privacy.methods.spact import SPAct, pair_arrays
+from keras_privacy.methods.spact import SPAct
 from keras_privacy.methods.vita import VITA
 
 STEPS = 2

@@ -25,8 +25,9 @@ def spact_run(distribution: str, jit_compile: bool, pairs: int = 2) -> dict:
     import keras
     import tiny_models
 
+    from keras_privacy.data.pairs import pair_batches
     from keras_privacy.distribute import process_shard, training_scope
-    from keras_privacy.methods.spact import SPAct, pair_batches
+    from keras_privacy.methods.spact import SPAct
 
     rng = np.random.default_rng(0)
     batches = [tiny_models.batch(rng, clips=16, images=8) for _ in range(2 * pairs)]

@@ -1,5 +1,5 @@
 """Conditional updates: a skipped update changes nothing, a taken one equals the plain update,
-both as a real conditional and computed-and-selected (the engine picks one by platform)."""
+both as a real conditional and computed-and-selected (the backend step picks one by platform)."""
 
 import json
 import os
@@ -14,7 +14,7 @@ import tensorflow as tf
 from keras import ops
 
 from keras_privacy.distribute import training_scope
-from keras_privacy.methods.engine import StatelessTrainer, Update
+from keras_privacy.methods.trainer import StatelessTrainer, Update
 
 
 def net(seed: int) -> keras.Model:
@@ -177,9 +177,17 @@ def test_a_skipped_update_leaves_the_float16_loss_scale_alone(skips):
         np.testing.assert_array_equal(a, b)
 
 
+def test_the_trainer_takes_the_step_of_the_running_backend():
+    trainer = Switched()
+    assert type(trainer._backend_step).__name__ == {
+        "jax": "JaxStep", "tensorflow": "TensorFlowStep"
+    }[keras.backend.backend()]  # fmt: skip
+    assert trainer._backend_step.trainer is trainer
+
+
 def test_conditional_updates_under_data_parallel_equal_one_device():
     """Run as a script with 2 CPU devices (fixed before the backend starts): the same steps
-    with and without data parallelism (on TensorFlow, the engine's compute-and-discard)."""
+    with and without data parallelism (on TensorFlow, the step's compute-and-discard)."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=2"
     done = subprocess.run(

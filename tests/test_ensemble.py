@@ -8,7 +8,8 @@ from test_losses import nt_xent_reference
 from tiny_models import AdversaryHalfOnly
 
 from keras_privacy.methods.init import PrivacyInit
-from keras_privacy.methods.spact import SPAct, anonymize_batch, contrastive_views
+from keras_privacy.methods.spact import SPAct
+from keras_privacy.methods.steps import anonymize_batch, contrastive_views
 
 
 def encoders(count: int) -> list[keras.Model]:

@@ -9,8 +9,8 @@ import tiny_models
 from keras import ops
 
 from keras_privacy.distribute import training_scope
-from keras_privacy.methods.engine import LOSS_SCALE_INITIAL, StatelessTrainer, Update
 from keras_privacy.methods.spact import SPAct
+from keras_privacy.methods.trainer import LOSS_SCALE_INITIAL, StatelessTrainer, Update
 from keras_privacy.models import registry
 
 GROUPS = ("anonymizer", "action", "privacy")

@@ -16,10 +16,16 @@ from keras_privacy.models import (
 from keras_privacy.models.__main__ import main as models_cli
 from keras_privacy.models.__main__ import trainable_parameters
 from keras_privacy.models.layers import TemporalDifference
+from keras_privacy.models.resnet import residual_blocks
 
 
 def test_r3d_18_has_torchvision_parameter_count():
     assert trainable_parameters(build_action_model("r3d_18", num_classes=400)) == 33_371_472
+
+
+def test_residual_blocks_name_and_stride_blocks_as_torchvision():
+    blocks = [tuple(block) for block in residual_blocks((4, 8), (2, 1))]
+    assert blocks == [(0, 0, 4, 1, "layer1_0"), (0, 1, 4, 1, "layer1_1"), (1, 0, 8, 2, "layer2_0")]
 
 
 def test_mc3_18_has_torchvision_parameter_count():

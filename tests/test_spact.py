@@ -11,7 +11,8 @@ import tiny_models
 from tiny_models import AdversaryHalfOnly, AnonymizerHalfOnly, changed_groups, snapshot
 
 from keras_privacy.methods.init import ActionInit, IdentityInit, PrivacyInit
-from keras_privacy.methods.spact import SPAct, contrastive_views
+from keras_privacy.methods.spact import SPAct
+from keras_privacy.methods.steps import contrastive_views
 
 GROUPS = ("anonymizer", "action", "privacy")
 

@@ -9,7 +9,8 @@ from tiny_models import AdversaryHalfOnly, AnonymizerHalfOnly, changed_groups, s
 
 from keras_privacy.config import ExperimentConfig
 from keras_privacy.methods.init import PrivacyInit
-from keras_privacy.methods.spact import SPAct, anonymize_clip_pairs
+from keras_privacy.methods.spact import SPAct
+from keras_privacy.methods.steps import anonymize_clip_pairs
 from keras_privacy.models.registry import build_action_trunk, build_video_privacy_encoder
 
 GROUPS = ("anonymizer", "action", "privacy")

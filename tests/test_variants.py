@@ -7,8 +7,9 @@ import tiny_models
 from tiny_models import AdversaryHalfOnly, AnonymizerHalfOnly
 
 from keras_privacy import losses
-from keras_privacy.methods.engine import value_and_gradient
-from keras_privacy.methods.spact import SPAct, anonymize_batch, contrastive_views, temporal_triplet
+from keras_privacy.backend import value_and_gradient
+from keras_privacy.methods.spact import SPAct, temporal_triplet
+from keras_privacy.methods.steps import anonymize_batch, contrastive_views
 
 
 def make_trainer(cls=SPAct, **kwargs):

@@ -4,8 +4,9 @@ import pytest
 import tensorflow as tf
 import tiny_models
 
-from keras_privacy.methods.engine import value_and_gradient
-from keras_privacy.methods.vita import VITA, clip_budget_term, multilabel_accuracy, negative_entropy
+from keras_privacy.backend import value_and_gradient
+from keras_privacy.methods.steps import multilabel_accuracy
+from keras_privacy.methods.vita import VITA, clip_budget_term, negative_entropy
 
 
 def make_vita(learning_rates=None, jit_compile="auto", **kwargs):

@@ -98,7 +98,7 @@ def test_gpu_benchmark_smoke_run_without_tensorflow(tmp_path):
 
 
 def test_pair_arrays_lays_out_pairs_as_pair_batches():
-    from keras_privacy.methods.spact import pair_arrays
+    from keras_privacy.data.pairs import pair_arrays
 
     rng = np.random.default_rng(0)
     first = {"clips": rng.random((3, 2, 4)), "labels": np.arange(3)}

@@ -105,7 +105,7 @@ def paired_dataset(num_pairs: int, seed: int = 0, second_clips: bool = False):
     """A tf.data dataset of `num_pairs` pairs of batches, as the minimax trainer takes them."""
     import tensorflow as tf
 
-    from keras_privacy.methods.spact import pair_batches
+    from keras_privacy.data.pairs import pair_batches
 
     rng = np.random.default_rng(seed)
     batches = [batch(rng, second_clips=second_clips) for _ in range(2 * num_pairs)]
@@ -204,7 +204,7 @@ def meta_trainer(alpha: float = 0.5, first_order: bool = False, **kwargs):
 def meta_gradient(first_order: bool = False, iteration: int = 1) -> list:
     """The meta-gradient of the anonymizer's weights at NumPy-drawn weights, as lists, at the
     meta iteration `iteration` (odd: an attribute split)."""
-    from keras_privacy.methods.engine import value_and_gradient
+    from keras_privacy.backend import value_and_gradient
 
     trainer = meta_trainer(first_order=first_order)
     values = trainer.current_values()

@@ -7,7 +7,8 @@ import dataclasses
 from dataclasses import field
 
 from keras_privacy.config.setting import SettingError, at_least_one, described, names, one_of
-from keras_privacy.methods.spact import CONTRASTIVE_VIEWS, SSL_ADVERSARIES
+from keras_privacy.methods.spact import SSL_ADVERSARIES
+from keras_privacy.methods.steps import CONTRASTIVE_VIEWS
 from keras_privacy.methods.vita import ACTION_SCHEDULES, BUDGET_LOSSES
 
 SELF_SUPERVISED = ("spact", "penalty")

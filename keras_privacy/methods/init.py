@@ -20,17 +20,17 @@ import keras
 from keras import ops
 
 from keras_privacy import losses
-from keras_privacy.methods.engine import StatelessTrainer, Update
-from keras_privacy.methods.spact import (
+from keras_privacy.methods.steps import (
     action_logits,
     anonymize_batch,
     anonymize_clip_pairs,
     as_encoders,
+    multilabel_accuracy,
     pair_inputs,
     privacy_group_names,
     privacy_loss,
 )
-from keras_privacy.methods.vita import multilabel_accuracy
+from keras_privacy.methods.trainer import StatelessTrainer, Update
 
 
 class IdentityInit(StatelessTrainer):

@@ -36,7 +36,7 @@ before any update: f_T while its accuracy < T1 (70 %); else each attack model wh
 accuracies and every player's update has a `condition` on them, so on an accelerator only the
 selected updates are computed (`jax.lax.cond` / `tf.cond`); on a CPU under XLA, where a
 conditional would slow the convolutions' gradients, the others are computed and discarded (see
-`engine`). A player's logs are means over the steps that updated it: `action_loss` over the f_T
+`trainer`). A player's logs are means over the steps that updated it: `action_loss` over the f_T
 updates, `attack_loss` over the steps where an attack model updated (the last one that did),
 the meta losses and `attribute_split` (1 for an attribute split, 0 for a model split) over the
 meta updates.
@@ -49,15 +49,15 @@ import numpy as np
 from keras import ops
 
 from keras_privacy import losses
-from keras_privacy.methods.engine import (
+from keras_privacy.backend import value_and_gradient
+from keras_privacy.methods.steps import action_logits, fold_time, multilabel_accuracy
+from keras_privacy.methods.trainer import (
     GroupValues,
     StatelessTrainer,
     Update,
-    fold_time,
-    value_and_gradient,
+    deserialize_models,
+    serialize_models,
 )
-from keras_privacy.methods.spact import action_logits
-from keras_privacy.methods.vita import multilabel_accuracy
 
 
 def attribute_masks(privacy, attribute_split, sample_keys, fraction: float = 0.6):
@@ -365,9 +365,9 @@ class MetaGeneralization(StatelessTrainer):
 
     def get_config(self) -> dict:
         return {
-            "anonymizer": keras.saving.serialize_keras_object(self.anonymizer),
-            "action_model": keras.saving.serialize_keras_object(self.action_model),
-            "attack_models": [keras.saving.serialize_keras_object(m) for m in self.attack_models],
+            "anonymizer": serialize_models(self.anonymizer),
+            "action_model": serialize_models(self.action_model),
+            "attack_models": serialize_models(self.attack_models),
             "privacy_weight": self.privacy_weight,
             "alpha": self.alpha,
             "fraction": self.fraction,
@@ -378,13 +378,7 @@ class MetaGeneralization(StatelessTrainer):
 
     @classmethod
     def from_config(cls, config: dict):
-        config = dict(config)
-        config["anonymizer"] = keras.saving.deserialize_keras_object(config["anonymizer"])
-        config["action_model"] = keras.saving.deserialize_keras_object(config["action_model"])
-        config["attack_models"] = [
-            keras.saving.deserialize_keras_object(m) for m in config["attack_models"]
-        ]
-        return cls(**config)
+        return cls(**deserialize_models(config, "anonymizer", "action_model", "attack_models"))
 
 
 def _replace(values: GroupValues, anonymizer_params: list) -> GroupValues:

@@ -11,6 +11,8 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_privacy.methods.trainer import deserialize_models, serialize_models
+
 
 @keras.saving.register_keras_serializable(package="keras_privacy")
 class MomentumQueue(keras.Model):
@@ -106,7 +108,7 @@ class MomentumQueue(keras.Model):
 
     def get_config(self) -> dict:
         return {
-            "encoder": keras.saving.serialize_keras_object(self.key_encoder),
+            "encoder": serialize_models(self.key_encoder),
             "queue_size": self.queue_size,
             "momentum": self.momentum,
             "seed": self.seed,
@@ -115,6 +117,4 @@ class MomentumQueue(keras.Model):
 
     @classmethod
     def from_config(cls, config: dict):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)
+        return cls(**deserialize_models(config, "encoder"))

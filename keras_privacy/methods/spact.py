@@ -75,164 +75,33 @@ import keras
 from keras import ops
 
 from keras_privacy import losses
-from keras_privacy.methods.engine import (
+from keras_privacy.backend import gather_replicas
+from keras_privacy.methods.moco import MomentumQueue
+from keras_privacy.methods.output_augment import ColourJitter, RandomResizedCrop
+from keras_privacy.methods.steps import (
+    CONTRASTIVE_VIEWS,
+    action_logits,
+    anonymize_batch,
+    anonymize_clip_pairs,
+    as_encoders,
+    contrastive_views,
+    fold_time,
+    privacy_group_names,
+    privacy_loss,
+)
+from keras_privacy.methods.trainer import (
     GroupValues,
     StatelessTrainer,
     Update,
-    fold_time,
-    gather_replicas,
+    deserialize_models,
+    serialize_models,
 )
-from keras_privacy.methods.moco import MomentumQueue
-from keras_privacy.methods.output_augment import ColourJitter, RandomResizedCrop
 
 SSL_ADVERSARIES = ("ntxent", "rotnet", "moco", "spatiotemporal")
-CONTRASTIVE_VIEWS = ("images", "frames", "both")
-
-
-def privacy_group_names(count: int) -> tuple[str, ...]:
-    """The groups of `count` privacy encoders: `privacy` for one (the group and saved file names
-    of single-encoder runs), `privacy_0`, `privacy_1`, ... for an ensemble."""
-    return ("privacy",) if count == 1 else tuple(f"privacy_{i}" for i in range(count))
-
-
-def as_encoders(privacy_encoder) -> tuple[keras.Model, ...]:
-    """One privacy encoder or a sequence of them, as a non-empty tuple."""
-    encoders = (
-        tuple(privacy_encoder) if isinstance(privacy_encoder, (list, tuple)) else (privacy_encoder,)
-    )
-    if not encoders:
-        raise ValueError("privacy_encoder: an ensemble needs at least one encoder")
-    return encoders
-
-
-def pair_batches(dataset):
-    """Group consecutive batches of a `tf.data.Dataset` in twos, for the alternating trainer.
-
-    Every tensor (B, ...) of a batch becomes (B, 2, ...): the batch axis stays first, where
-    `keras.distribution.DataParallel` and `tf.distribute.MirroredStrategy` split it.
-    """
-    import tensorflow as tf
-
-    def batch_axis_first(pair: dict) -> dict:
-        return {key: tf.experimental.numpy.swapaxes(value, 0, 1) for key, value in pair.items()}
-
-    return dataset.batch(2, drop_remainder=True).map(batch_axis_first)
-
-
-def pair_arrays(first: dict, second: dict) -> dict:
-    """Pair two equally long dicts of NumPy arrays for the alternating trainer, as `pair_batches`
-    pairs a `tf.data.Dataset`: every array (N, ...) becomes (N, 2, ...), `first` at index 0
-    (the f_A half) and `second` at index 1 (the adversary half). `fit(x=pairs, batch_size=B)`
-    then takes B pairs a step, with TensorFlow absent too."""
-    import numpy as np
-
-    if first.keys() != second.keys():
-        raise ValueError(
-            f"pair_arrays: the two halves hold different keys: {sorted(first)} and {sorted(second)}"
-        )
-    for key in first:
-        if len(first[key]) != len(second[key]):
-            raise ValueError(
-                f"pair_arrays: {key!r} has {len(first[key])} examples in the first half and "
-                f"{len(second[key])} in the second"
-            )
-    return {key: np.stack([first[key], second[key]], axis=1) for key in first}
 
 
 def _half(data: dict, index: int) -> dict:
     return {key: value[:, index] for key, value in data.items()}
-
-
-def anonymize_batch(trainer: StatelessTrainer, values: GroupValues, batch: dict, training: bool):
-    """Run f_A on every frame of the clips and on the privacy views in one call.
-
-    Returns (anonymized frames (B*T, H, W, 3), anonymized views (2N, H, W, 3) or None,
-    f_A's new non-trainable values).
-    """
-    frames = fold_time(batch["clips"])
-    num_frames = ops.shape(frames)[0]
-    inputs = frames
-    if "views" in batch:
-        views = batch["views"]
-        shape = ops.shape(views)
-        inputs = ops.concatenate(
-            [frames, ops.reshape(views, (-1, shape[2], shape[3], shape[4]))], axis=0
-        )
-    outputs, non_trainable = trainer.run("anonymizer", values, inputs, training=training)
-    anon_views = outputs[num_frames:] if "views" in batch else None
-    return outputs[:num_frames], anon_views, non_trainable
-
-
-def anonymize_clip_pairs(
-    trainer: StatelessTrainer, values: GroupValues, batch: dict, training: bool
-):
-    """Run f_A on every frame of both clips of each video (`clips`, `second_clips`) in one call;
-    the privacy `views` are not used.
-
-    Returns (anonymized clips, anonymized second clips), each (B, T, H, W, 3), and f_A's new
-    non-trainable values.
-    """
-    both = ops.concatenate([batch["clips"], batch["second_clips"]], axis=0)
-    frames, non_trainable = trainer.run("anonymizer", values, fold_time(both), training=training)
-    first, second = ops.split(ops.reshape(frames, ops.shape(both)), 2, axis=0)
-    return first, second, non_trainable
-
-
-def contrastive_views(anon_frames, anon_views, batch: dict, views: str = "images", pairs=None):
-    """The two sides of the positive pairs of an image adversary: with `views` "images" the
-    two views of each anonymized privacy image (the authors' minimax), "frames" two frames of
-    each anonymized clip (chosen by the temporal sampler, the paper's Sec. 3.2.2), "both" the
-    frame pairs then the image views. The frame pairs are `pairs` (B, 2, H, W, 3), the
-    anonymized `pair_frames` of the batch, when given; else the clip frames at `frame_pairs`."""
-    if views not in CONTRASTIVE_VIEWS:
-        raise ValueError(f"contrastive_views={views!r} is not one of {CONTRASTIVE_VIEWS}")
-    first, second = [], []
-    if views in ("frames", "both") and pairs is not None:
-        first.append(pairs[:, 0])
-        second.append(pairs[:, 1])
-    elif views in ("frames", "both"):
-        clips = batch["clips"]
-        num_clips, clip_length = ops.shape(clips)[0], ops.shape(clips)[1]
-        positions = ops.cast(batch["frame_pairs"], "int32")
-        offsets = ops.arange(num_clips, dtype="int32") * clip_length
-        first.append(ops.take(anon_frames, offsets + positions[:, 0], axis=0))
-        second.append(ops.take(anon_frames, offsets + positions[:, 1], axis=0))
-    if views in ("images", "both") and anon_views is not None:
-        shape = ops.shape(anon_views)
-        image_pairs = ops.reshape(anon_views, (-1, 2, shape[1], shape[2], shape[3]))
-        first.append(image_pairs[:, 0])
-        second.append(image_pairs[:, 1])
-    if not first:
-        raise ValueError(
-            f"contrastive_views={views!r} needs the privacy images' `views` in the batch"
-        )
-    return ops.concatenate(first, axis=0), ops.concatenate(second, axis=0)
-
-
-def pair_inputs(batch: dict, views: str = "images"):
-    """The raw (un-anonymized) two sides of the positive pairs, laid out as
-    `contrastive_views` lays out the anonymized ones: phases that only need the pairs run f_A
-    on these images instead of on every frame of every clip."""
-    images = batch.get("views")
-    if images is not None:
-        shape = ops.shape(images)
-        images = ops.reshape(images, (-1, shape[2], shape[3], shape[4]))
-    frames = fold_time(batch["clips"])
-    return contrastive_views(frames, images, batch, views, batch.get("pair_frames"))
-
-
-def privacy_loss(
-    trainer, values, first, second, temperature: float, training: bool, group: str = "privacy"
-):
-    """NT-Xent of the embeddings of the two sides by the encoder of `group`, and its new
-    non-trainable values."""
-    num = ops.shape(first)[0]
-    embeddings, non_trainable = trainer.run(
-        group, values, ops.concatenate([first, second], axis=0), training=training
-    )
-    # Every replica of a data-parallel step gets the negatives of the whole global batch.
-    first, second = gather_replicas(embeddings[:num]), gather_replicas(embeddings[num:])
-    return losses.nt_xent(first, second, temperature), non_trainable
 
 
 def temporal_triplet(trainer, values, anon_frames, clip_length, margin: float, training: bool):
@@ -247,13 +116,6 @@ def temporal_triplet(trainer, values, anon_frames, clip_length, margin: float, t
     embeddings, _ = trainer.run("action", values, triplets, training=training)
     anchor, positive, negative = ops.split(embeddings, 3, axis=0)
     return losses.triplet_margin(anchor, positive, negative, margin)
-
-
-def action_logits(trainer, values, anon_frames, clip_length, training: bool):
-    """f_T's logits on the anonymized clips, and f_T's new non-trainable values."""
-    shape = ops.shape(anon_frames)
-    clips = ops.reshape(anon_frames, (-1, clip_length, shape[1], shape[2], shape[3]))
-    return trainer.run("action", values, clips, training=training)
 
 
 @keras.saving.register_keras_serializable(package="keras_privacy")
@@ -555,12 +417,10 @@ class SPAct(StatelessTrainer):
 
     def get_config(self) -> dict:
         return {
-            "anonymizer": keras.saving.serialize_keras_object(self.anonymizer),
-            "action_model": keras.saving.serialize_keras_object(self.action_model),
-            "privacy_encoder": (
-                keras.saving.serialize_keras_object(self.privacy_encoder)
-                if len(self.privacy_encoders) == 1
-                else [keras.saving.serialize_keras_object(e) for e in self.privacy_encoders]
+            "anonymizer": serialize_models(self.anonymizer),
+            "action_model": serialize_models(self.action_model),
+            "privacy_encoder": serialize_models(
+                self.privacy_encoder if len(self.privacy_encoders) == 1 else self.privacy_encoders
             ),
             "action_weight": self.action_weight,
             "privacy_weight": self.privacy_weight,
@@ -580,13 +440,4 @@ class SPAct(StatelessTrainer):
 
     @classmethod
     def from_config(cls, config: dict):
-        config = dict(config)
-        for key in ("anonymizer", "action_model"):
-            config[key] = keras.saving.deserialize_keras_object(config[key])
-        encoders = config["privacy_encoder"]
-        config["privacy_encoder"] = (
-            [keras.saving.deserialize_keras_object(e) for e in encoders]
-            if isinstance(encoders, list)
-            else keras.saving.deserialize_keras_object(encoders)
-        )
-        return cls(**config)
+        return cls(**deserialize_models(config, "anonymizer", "action_model", "privacy_encoder"))

@@ -53,17 +53,17 @@ import keras
 from keras import ops
 
 from keras_privacy import losses
-from keras_privacy.methods.engine import GroupValues, StatelessTrainer, Update, fold_time
-from keras_privacy.methods.spact import action_logits
+from keras_privacy.methods.steps import action_logits, fold_time, multilabel_accuracy
+from keras_privacy.methods.trainer import (
+    GroupValues,
+    StatelessTrainer,
+    Update,
+    deserialize_models,
+    serialize_models,
+)
 
 BUDGET_LOSSES = ("max_bce", "entropy", "image_max_bce")
 ACTION_SCHEDULES = ("validation_loop", "batch_gate")
-
-
-def multilabel_accuracy(labels, logits):
-    """Fraction of (example, attribute) entries whose thresholded prediction equals the label."""
-    predicted = ops.cast(logits > 0, "float32")
-    return ops.mean(ops.cast(ops.equal(predicted, ops.cast(labels, "float32")), "float32"))
 
 
 def negative_entropy(logits):
@@ -395,9 +395,9 @@ class VITA(StatelessTrainer):
 
     def get_config(self) -> dict:
         return {
-            "anonymizer": keras.saving.serialize_keras_object(self.anonymizer),
-            "action_model": keras.saving.serialize_keras_object(self.action_model),
-            "budget_models": [keras.saving.serialize_keras_object(m) for m in self.budget_models],
+            "anonymizer": serialize_models(self.anonymizer),
+            "action_model": serialize_models(self.action_model),
+            "budget_models": serialize_models(self.budget_models),
             "budget_weight": self.budget_weight,
             "budget_loss": self.budget_loss,
             "action_schedule": self.action_schedule,
@@ -414,10 +414,4 @@ class VITA(StatelessTrainer):
 
     @classmethod
     def from_config(cls, config: dict):
-        config = dict(config)
-        config["anonymizer"] = keras.saving.deserialize_keras_object(config["anonymizer"])
-        config["action_model"] = keras.saving.deserialize_keras_object(config["action_model"])
-        config["budget_models"] = [
-            keras.saving.deserialize_keras_object(m) for m in config["budget_models"]
-        ]
-        return cls(**config)
+        return cls(**deserialize_models(config, "anonymizer", "action_model", "budget_models"))

@@ -11,6 +11,7 @@ import keras
 from keras import layers
 
 from keras_privacy.models.r3d import BN, bottleneck_block_3d, classification_head
+from keras_privacy.models.resnet import residual_blocks
 
 TEMPORAL_KERNELS = ((3, 3, 3), (3, 1, 3, 1), (3, 1, 3, 1, 3, 1), (1, 3, 1))
 """The temporal kernel of each bottleneck's first convolution, per stage and block:
@@ -60,12 +61,10 @@ def i3d_r50(
     """
     inputs = keras.Input(input_shape, name="clips")
     x = i3d_stem(inputs, stem_width)
-    for stage, (width, count) in enumerate(zip(widths, blocks)):
-        for block in range(count):
-            stride = 2 if block == 0 and stage > 0 else 1
-            kernel = TEMPORAL_KERNELS[stage][block]
-            x = i3d_bottleneck(x, width, stride, kernel, name=f"layer{stage + 1}_{block}")
-        if stage == 0:
+    for block in residual_blocks(widths, blocks):
+        kernel = TEMPORAL_KERNELS[block.stage][block.index]
+        x = i3d_bottleneck(x, block.width, block.stride, kernel, name=block.name)
+        if block.stage == 0 and block.index == blocks[0] - 1:
             x = layers.MaxPooling3D((2, 1, 1), strides=(2, 1, 1), name="layer1_pool")(x)
     x = classification_head(x, num_classes, include_top, dropout)
     return keras.Model(inputs, x, name=name)

@@ -15,6 +15,7 @@ import keras
 from keras import layers
 
 from keras_privacy.models.r3d import BN, classification_head
+from keras_privacy.models.resnet import residual_blocks
 
 
 def mid_width(in_width: int, out_width: int) -> int:
@@ -85,9 +86,7 @@ def r2plus1d_18(
     x = layers.Conv3D(stem_width, (3, 1, 1), use_bias=False, name="stem_temporal_conv")(x)
     x = layers.BatchNormalization(**BN, name="stem_bn")(x)
     x = layers.ReLU(name="stem_relu")(x)
-    for stage, (width, count) in enumerate(zip(widths, blocks)):
-        for block in range(count):
-            stride = 2 if block == 0 and stage > 0 else 1
-            x = basic_block(x, width, stride, name=f"layer{stage + 1}_{block}")
+    for block in residual_blocks(widths, blocks):
+        x = basic_block(x, block.width, block.stride, name=block.name)
     x = classification_head(x, num_classes, include_top, dropout)
     return keras.Model(inputs, x, name=name)

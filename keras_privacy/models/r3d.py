@@ -10,6 +10,7 @@ import keras
 from keras import layers
 
 from keras_privacy.models.layers import SpatialSubsample
+from keras_privacy.models.resnet import residual_blocks
 
 BN = {"momentum": 0.9, "epsilon": 1e-5}  # PyTorch's BatchNorm defaults
 
@@ -93,19 +94,16 @@ def r3d_18(
     x = layers.Conv3D(stem_width, (3, 7, 7), strides=(1, 2, 2), use_bias=False, name="stem_conv")(x)
     x = layers.BatchNormalization(**BN, name="stem_bn")(x)
     x = layers.ReLU(name="stem_relu")(x)
-    for stage, (width, count) in enumerate(zip(widths, blocks)):
-        last = stage == len(widths) - 1
-        temporal = stage < temporal_stages
-        for block in range(count):
-            strides, dilation = (1, 1, 1), (1, 1, 1)
-            if block == 0 and stage > 0:
-                time_stride = (last_stage_temporal_stride if last else 2) if temporal else 1
-                strides = (time_stride, 2, 2)
-            if block == 0 and last:
-                dilation = (last_stage_temporal_dilation, 1, 1)
-            x = basic_block(
-                x, width, strides, dilation, name=f"layer{stage + 1}_{block}", temporal=temporal
-            )
+    for block in residual_blocks(widths, blocks):
+        last = block.stage == len(widths) - 1
+        temporal = block.stage < temporal_stages
+        strides, dilation = (1, 1, 1), (1, 1, 1)
+        if block.stride > 1:
+            time_stride = (last_stage_temporal_stride if last else 2) if temporal else 1
+            strides = (time_stride, block.stride, block.stride)
+        if block.index == 0 and last:
+            dilation = (last_stage_temporal_dilation, 1, 1)
+        x = basic_block(x, block.width, strides, dilation, name=block.name, temporal=temporal)
     x = classification_head(x, num_classes, include_top, dropout)
     return keras.Model(inputs, x, name=name)
 
@@ -194,9 +192,7 @@ def r3d_50(
     # Zeros pad like PyTorch's -inf here, as the input is post-ReLU (>= 0).
     x = layers.ZeroPadding3D(1, name="stem_pool_pad")(x)
     x = layers.MaxPooling3D(3, strides=2, name="stem_pool")(x)
-    for stage, (width, count) in enumerate(zip(widths, blocks)):
-        for block in range(count):
-            strides = 2 if block == 0 and stage > 0 else 1
-            x = bottleneck_block_3d(x, width, strides, name=f"layer{stage + 1}_{block}")
+    for block in residual_blocks(widths, blocks):
+        x = bottleneck_block_3d(x, block.width, block.stride, name=block.name)
     x = classification_head(x, num_classes, include_top, dropout)
     return keras.Model(inputs, x, name=name)

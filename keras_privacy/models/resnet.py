@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
 
 import keras
 from keras import layers
@@ -10,6 +11,29 @@ from keras import layers
 from keras_privacy.models.layers import L2Normalize
 
 BN = {"momentum": 0.9, "epsilon": 1e-5}  # PyTorch's BatchNorm defaults
+
+
+class ResidualBlock(NamedTuple):
+    """Where a block sits in torchvision's ResNet layout, and what that layout gives it."""
+
+    stage: int
+    """The stage, from 0."""
+    index: int
+    """The block within its stage, from 0."""
+    width: int
+    stride: int
+    """2 for the first block of every stage after the first, else 1."""
+    name: str
+    """`layer{stage + 1}_{index}`: the names PyTorch's `layer1.0` ... convert onto."""
+
+
+def residual_blocks(widths: Sequence[int], blocks: Sequence[int]) -> Iterator[ResidualBlock]:
+    """The blocks of the stages of a ResNet, 2-D or video, in order: stage s holds `blocks[s]`
+    blocks of width `widths[s]`."""
+    for stage, (width, count) in enumerate(zip(widths, blocks)):
+        for index in range(count):
+            stride = 2 if index == 0 and stage > 0 else 1
+            yield ResidualBlock(stage, index, width, stride, f"layer{stage + 1}_{index}")
 
 
 def conv_bn(x, filters: int, kernel: int, strides: int, name: str, relu: bool = True):
@@ -72,10 +96,8 @@ def resnet(
         x = layers.ZeroPadding2D(1, name="stem_pool_pad")(x)
         x = layers.MaxPooling2D(3, strides=2, name="stem_pool")(x)
     block_fn = bottleneck_block if bottleneck else basic_block
-    for stage, (width, count) in enumerate(zip(widths, blocks)):
-        for block in range(count):
-            strides = 2 if block == 0 and stage > 0 else 1
-            x = block_fn(x, width, strides, name=f"layer{stage + 1}_{block}")
+    for block in residual_blocks(widths, blocks):
+        x = block_fn(x, block.width, block.stride, name=block.name)
     x = layers.GlobalAveragePooling2D(name="pool")(x)
     if num_classes is not None:
         x = layers.Dense(num_classes, dtype="float32", name="fc")(x)

@@ -1,0 +1,237 @@
+"""The training step of a `StatelessTrainer` on JAX, and the JAX forms of the backend-specific
+operations a loss calls.
+
+The step is a pure function of the state `fit` carries (trainable, non-trainable, optimizer and
+metric values), as in Keras' own JAX trainer: each update is `jax.value_and_grad` of its loss,
+each group's optimizer `stateless_apply` on its slice of the optimizer state, and the new state
+is returned. A conditional update runs inside `jax.lax.cond` where that pays
+(`StatelessTrainer._skips_updates`), else it is computed and its result selected. Data-parallel
+training (`keras.distribution.DataParallel`) changes nothing here: the step is one program over
+the global batch, which XLA splits across the devices.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import keras
+
+from keras_privacy.methods.trainer import (
+    GroupValues,
+    StatelessTrainer,
+    Update,
+    all_finite,
+    choose,
+    next_loss_scale,
+    record_logs,
+    slot_variables,
+    with_params,
+)
+
+
+class JaxStep:
+    """The JAX `train_step(state, data)` of `trainer`: state in, new state out."""
+
+    def __init__(self, trainer: StatelessTrainer):
+        self.trainer = trainer
+
+    def compile_kwargs(self, kwargs: dict) -> dict:
+        """`compile`'s keyword arguments, unchanged."""
+        return kwargs
+
+    def skips_updates(self) -> bool:
+        """A real conditional off a CPU (see `StatelessTrainer._skips_updates`)."""
+        return jax.default_backend() != "cpu"
+
+    def train_step(self, state, data):
+        trainer = self.trainer
+        trainable, non_trainable, optimizer_values, metrics_values = state
+        index = trainer._variable_index()
+        values = {
+            group: ([trainable[i] for i in train], [non_trainable[i] for i in non_train])
+            for group, (train, non_train) in index.items()
+        }
+        optimizer_values = list(optimizer_values)
+        iterations = trainer._optimizer_index(trainer.optimizer.iterations)
+        self._restart_groups(values, optimizer_values, non_trainable)
+        trainer.step_count = optimizer_values[iterations]
+        logs, counted = {}, {}
+        for update in trainer.updates(data):
+            values, optimizer_values = self._step_update(
+                update, logs, counted, values, optimizer_values
+            )
+        logs.update(trainer.step_logs(logs))
+        trainable, non_trainable = list(trainable), list(non_trainable)
+        for group, (train, non_train) in index.items():
+            for i, value in zip(train, values[group][0]):
+                trainable[i] = value
+            for i, value in zip(non_train, values[group][1]):
+                non_trainable[i] = value
+        optimizer_values[iterations] = optimizer_values[iterations] + 1
+        results, metrics_values = self._track(logs, counted, metrics_values)
+        return results, (trainable, non_trainable, optimizer_values, metrics_values)
+
+    def _restart_groups(self, values: GroupValues, optimizer_values: list, non_trainable) -> None:
+        """Put the groups of `restart_groups` back to their initial weights (`non_trainable`
+        holds the snapshot), optimizer slots zeroed, on every N-th step; in place."""
+        trainer = self.trainer
+        restarted, every = trainer.restart_groups()
+        if every <= 0:
+            return
+        iterations = optimizer_values[trainer._optimizer_index(trainer.optimizer.iterations)]
+        restart = (iterations > 0) & (iterations % every == 0)
+        position = {id(v): i for i, v in enumerate(trainer.non_trainable_variables)}
+        snapshot = iter([non_trainable[position[id(v)]] for v in trainer._initial_weights])
+        slices = trainer._optimizer_slices()
+        for group in restarted:
+            model = trainer.groups()[group]
+            initial = {id(v): next(snapshot) for v in model.weights}
+            values[group] = tuple(
+                [
+                    jax.numpy.where(restart, initial[id(v)], value)
+                    for v, value in zip(variables, group_values)
+                ]
+                for variables, group_values in zip(
+                    (model.trainable_variables, model.non_trainable_variables), values[group]
+                )
+            )
+            start, _ = slices[group]
+            slots = {id(v) for v in slot_variables(trainer._group_optimizers[group])}
+            for i, variable in enumerate(trainer._group_optimizers[group].variables):
+                if id(variable) in slots:
+                    value = optimizer_values[start + i]
+                    optimizer_values[start + i] = jax.numpy.where(restart, 0 * value, value)
+
+    def _step_update(self, update: Update, logs, counted, values, optimizer_values):
+        """Run `update` as its `condition` asks (always; computed and selected; or inside
+        `jax.lax.cond`) and record its logs; returns the new values and optimizer values."""
+        if update.condition is None:
+            values, optimizer_values, new_logs = self._update(
+                update, logs, values, optimizer_values
+            )
+            record_logs(logs, counted, new_logs, None)
+            return values, optimizer_values
+        ran = update.condition(logs)
+        if self.trainer._skips_updates():
+            values, optimizer_values, new_logs = jax.lax.cond(
+                ran,
+                functools.partial(self._update, update, dict(logs)),
+                self._skipper(update, values),
+                values,
+                optimizer_values,
+            )
+        else:
+            values, optimizer_values, new_logs = self._update(
+                update, logs, values, optimizer_values, ran
+            )
+        record_logs(logs, counted, new_logs, ran)
+        return values, optimizer_values
+
+    def _skipper(self, update: Update, values: GroupValues) -> Callable:
+        """The branch of `jax.lax.cond` that skips `update`: the state unchanged, zero logs of
+        the update's logs' structure (from an abstract evaluation of its loss)."""
+        structure = jax.eval_shape(lambda values: update.loss_fn(values)[1].get("logs", {}), values)
+
+        def skip(values, optimizer_values):
+            zeros = jax.tree.map(lambda s: jax.numpy.zeros(s.shape, s.dtype), structure)
+            return values, list(optimizer_values), zeros
+
+        return skip
+
+    def _update(self, update: Update, logs, values, optimizer_values, ran=None):
+        """`update` applied to `values` and `optimizer_values`: their new versions and the
+        update's logs. Where `ran` (None: always) is False, the old versions."""
+        optimizer_values = list(optimizer_values)
+        scale = self._loss_scale(optimizer_values)
+        aux, grads = self._gradients(update, values, scale)
+        new_values, new_optimizer = self._apply(update, values, optimizer_values, grads, aux)
+        new_logs = aux.get("logs", {})
+        keep = ran
+        if update.gate is not None:
+            gate = update.gate({**logs, **new_logs})
+            keep = gate if keep is None else keep & gate
+        if scale is not None:
+            finite = all_finite(grads)
+            keep = finite if keep is None else keep & finite
+        if keep is not None:
+            new_values = jax.tree.map(functools.partial(choose, keep), new_values, values)
+            new_optimizer = jax.tree.map(
+                functools.partial(choose, keep), new_optimizer, optimizer_values
+            )
+        if scale is not None:
+            self._advance_loss_scale(new_optimizer, finite, ran)
+        return new_values, new_optimizer, new_logs
+
+    def _gradients(self, update: Update, values: GroupValues, scale) -> tuple[dict, dict]:
+        """The aux of `update`'s loss and its gradients with respect to the trainable values of
+        its groups (unscaled where a loss `scale` multiplied the loss)."""
+        params = {group: values[group][0] for group in update.groups}
+
+        def scaled_loss(params):
+            loss, aux = update.loss_fn(with_params(values, params))
+            return loss * (1.0 if scale is None else scale), aux
+
+        (_, aux), grads = jax.value_and_grad(scaled_loss, has_aux=True)(params)
+        if scale is not None:
+            grads = jax.tree.map(lambda g: g / scale, grads)
+        return aux, grads
+
+    def _apply(self, update: Update, values, optimizer_values: list, grads, aux):
+        """Each group's optimizer applied to its gradients, and the new non-trainable values of
+        `aux`: new (values, optimizer values)."""
+        trainer = self.trainer
+        slices = trainer._optimizer_slices()
+        values, optimizer_values = dict(values), list(optimizer_values)
+        for group in update.groups:
+            key = update.optimizer_of(group)
+            start, stop = slices[key]
+            new_trainable, new_optimizer = trainer._group_optimizers[key].stateless_apply(
+                optimizer_values[start:stop], grads[group], values[group][0]
+            )
+            optimizer_values[start:stop] = new_optimizer
+            values[group] = (list(new_trainable), values[group][1])
+        for group, new_values in aux.get("non_trainable", {}).items():
+            values[group] = (values[group][0], list(new_values))
+        return values, optimizer_values
+
+    def _loss_scale(self, optimizer_values: list):
+        """The loss scale under `mixed_float16`, else None."""
+        trainer = self.trainer
+        if trainer._loss_scale is None:
+            return None
+        return optimizer_values[trainer._optimizer_index(trainer._loss_scale)]
+
+    def _advance_loss_scale(self, optimizer_values: list, finite, ran) -> None:
+        """Move the loss scale in `optimizer_values` by the rule of `next_loss_scale`, where
+        `ran` (None: always); in place."""
+        trainer = self.trainer
+        scale_index = trainer._optimizer_index(trainer._loss_scale)
+        count_index = trainer._optimizer_index(trainer._finite_updates)
+        scale, count = optimizer_values[scale_index], optimizer_values[count_index]
+        new_scale, new_count = next_loss_scale(scale, count, finite)
+        if ran is not None:
+            new_scale, new_count = choose(ran, new_scale, scale), choose(ran, new_count, count)
+        optimizer_values[scale_index], optimizer_values[count_index] = new_scale, new_count
+
+    def _track(self, logs: dict, counted: dict, metrics_values: list):
+        """The step's logs added to the metrics statelessly: (results, new metric values)."""
+        trainer = self.trainer
+        mapping = list(zip(trainer.metrics_variables, metrics_values))
+        with keras.StatelessScope(state_mapping=mapping) as scope:
+            trainer._update_trackers(logs, counted)
+            results = {name: tracker.result() for name, tracker in trainer._trackers.items()}
+        return results, [scope.get_current_value(v) for v in trainer.metrics_variables]
+
+
+def value_and_gradient(fn: Callable[[list], Any], params: list) -> tuple[Any, list]:
+    """`fn(params)` and its gradient, differentiable again: `jax.value_and_grad` inside the
+    outer one."""
+    return jax.value_and_grad(fn)(params)
+
+
+def gather_replicas(x):
+    """`x` itself: a JAX step is already one program over the global batch."""
+    return x

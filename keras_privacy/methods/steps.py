@@ -1,0 +1,142 @@
+"""Helpers every method's step shares: frames of clips, f_A on a batch, the positive pairs of
+a contrastive adversary, f_T's logits, multi-label accuracy. Each runs sub-models through a
+trainer's `run` on the values of its groups, so it is differentiated by either backend."""
+
+from __future__ import annotations
+
+import keras
+from keras import ops
+
+from keras_privacy import losses
+from keras_privacy.backend import gather_replicas
+from keras_privacy.methods.trainer import GroupValues, StatelessTrainer
+
+CONTRASTIVE_VIEWS = ("images", "frames", "both")
+"""The positive pairs of an image adversary (`contrastive_views`)."""
+
+
+def fold_time(clips):
+    """(B, T, H, W, C) -> (B * T, H, W, C): frames of a clip become images of a batch."""
+    shape = ops.shape(clips)
+    return ops.reshape(clips, (-1, shape[2], shape[3], shape[4]))
+
+
+def privacy_group_names(count: int) -> tuple[str, ...]:
+    """The groups of `count` privacy encoders: `privacy` for one (the group and saved file names
+    of single-encoder runs), `privacy_0`, `privacy_1`, ... for an ensemble."""
+    return ("privacy",) if count == 1 else tuple(f"privacy_{i}" for i in range(count))
+
+
+def as_encoders(privacy_encoder) -> tuple[keras.Model, ...]:
+    """One privacy encoder or a sequence of them, as a non-empty tuple."""
+    encoders = (
+        tuple(privacy_encoder) if isinstance(privacy_encoder, (list, tuple)) else (privacy_encoder,)
+    )
+    if not encoders:
+        raise ValueError("privacy_encoder: an ensemble needs at least one encoder")
+    return encoders
+
+
+def anonymize_batch(trainer: StatelessTrainer, values: GroupValues, batch: dict, training: bool):
+    """Run f_A on every frame of the clips and on the privacy views in one call.
+
+    Returns (anonymized frames (B*T, H, W, 3), anonymized views (2N, H, W, 3) or None,
+    f_A's new non-trainable values).
+    """
+    frames = fold_time(batch["clips"])
+    num_frames = ops.shape(frames)[0]
+    inputs = frames
+    if "views" in batch:
+        views = batch["views"]
+        shape = ops.shape(views)
+        inputs = ops.concatenate(
+            [frames, ops.reshape(views, (-1, shape[2], shape[3], shape[4]))], axis=0
+        )
+    outputs, non_trainable = trainer.run("anonymizer", values, inputs, training=training)
+    anon_views = outputs[num_frames:] if "views" in batch else None
+    return outputs[:num_frames], anon_views, non_trainable
+
+
+def anonymize_clip_pairs(
+    trainer: StatelessTrainer, values: GroupValues, batch: dict, training: bool
+):
+    """Run f_A on every frame of both clips of each video (`clips`, `second_clips`) in one call;
+    the privacy `views` are not used.
+
+    Returns (anonymized clips, anonymized second clips), each (B, T, H, W, 3), and f_A's new
+    non-trainable values.
+    """
+    both = ops.concatenate([batch["clips"], batch["second_clips"]], axis=0)
+    frames, non_trainable = trainer.run("anonymizer", values, fold_time(both), training=training)
+    first, second = ops.split(ops.reshape(frames, ops.shape(both)), 2, axis=0)
+    return first, second, non_trainable
+
+
+def contrastive_views(anon_frames, anon_views, batch: dict, views: str = "images", pairs=None):
+    """The two sides of the positive pairs of an image adversary: with `views` "images" the
+    two views of each anonymized privacy image (the authors' minimax), "frames" two frames of
+    each anonymized clip (chosen by the temporal sampler, the paper's Sec. 3.2.2), "both" the
+    frame pairs then the image views. The frame pairs are `pairs` (B, 2, H, W, 3), the
+    anonymized `pair_frames` of the batch, when given; else the clip frames at `frame_pairs`."""
+    if views not in CONTRASTIVE_VIEWS:
+        raise ValueError(f"contrastive_views={views!r} is not one of {CONTRASTIVE_VIEWS}")
+    first, second = [], []
+    if views in ("frames", "both") and pairs is not None:
+        first.append(pairs[:, 0])
+        second.append(pairs[:, 1])
+    elif views in ("frames", "both"):
+        clips = batch["clips"]
+        num_clips, clip_length = ops.shape(clips)[0], ops.shape(clips)[1]
+        positions = ops.cast(batch["frame_pairs"], "int32")
+        offsets = ops.arange(num_clips, dtype="int32") * clip_length
+        first.append(ops.take(anon_frames, offsets + positions[:, 0], axis=0))
+        second.append(ops.take(anon_frames, offsets + positions[:, 1], axis=0))
+    if views in ("images", "both") and anon_views is not None:
+        shape = ops.shape(anon_views)
+        image_pairs = ops.reshape(anon_views, (-1, 2, shape[1], shape[2], shape[3]))
+        first.append(image_pairs[:, 0])
+        second.append(image_pairs[:, 1])
+    if not first:
+        raise ValueError(
+            f"contrastive_views={views!r} needs the privacy images' `views` in the batch"
+        )
+    return ops.concatenate(first, axis=0), ops.concatenate(second, axis=0)
+
+
+def pair_inputs(batch: dict, views: str = "images"):
+    """The raw (un-anonymized) two sides of the positive pairs, laid out as
+    `contrastive_views` lays out the anonymized ones: phases that only need the pairs run f_A
+    on these images instead of on every frame of every clip."""
+    images = batch.get("views")
+    if images is not None:
+        shape = ops.shape(images)
+        images = ops.reshape(images, (-1, shape[2], shape[3], shape[4]))
+    frames = fold_time(batch["clips"])
+    return contrastive_views(frames, images, batch, views, batch.get("pair_frames"))
+
+
+def privacy_loss(
+    trainer, values, first, second, temperature: float, training: bool, group: str = "privacy"
+):
+    """NT-Xent of the embeddings of the two sides by the encoder of `group`, and its new
+    non-trainable values."""
+    num = ops.shape(first)[0]
+    embeddings, non_trainable = trainer.run(
+        group, values, ops.concatenate([first, second], axis=0), training=training
+    )
+    # Every replica of a data-parallel step gets the negatives of the whole global batch.
+    first, second = gather_replicas(embeddings[:num]), gather_replicas(embeddings[num:])
+    return losses.nt_xent(first, second, temperature), non_trainable
+
+
+def action_logits(trainer, values, anon_frames, clip_length, training: bool):
+    """f_T's logits on the anonymized clips, and f_T's new non-trainable values."""
+    shape = ops.shape(anon_frames)
+    clips = ops.reshape(anon_frames, (-1, clip_length, shape[1], shape[2], shape[3]))
+    return trainer.run("action", values, clips, training=training)
+
+
+def multilabel_accuracy(labels, logits):
+    """Fraction of (example, attribute) entries whose thresholded prediction equals the label."""
+    predicted = ops.cast(logits > 0, "float32")
+    return ops.mean(ops.cast(ops.equal(predicted, ops.cast(labels, "float32")), "float32"))

@@ -1,0 +1,372 @@
+"""The backend-neutral trainer: a training step described as updates of groups of sub-models.
+
+A method (SPAct, VITA, an initialisation phase, ...) describes its training step as a list of
+`Update`s: pure functions of variable *values* that return a loss, each minimised over the
+trainable variables of some *groups* of sub-models (the anonymizer; or the action model and
+the privacy encoder together). `StatelessTrainer` turns that description into Keras'
+`train_step` through the step of the running backend, chosen once when the trainer is built
+(`keras_privacy.backend`: `tensorflow_step`, a `GradientTape` and in-place optimizer `apply`;
+`jax_step`, `jax.value_and_grad` and `stateless_apply` on the state `fit` carries), as Keras
+picks its JAX or TensorFlow trainer.
+
+An update runs at every step unless it has a `condition`: a decision on the logs of the
+*earlier* updates of the step (meta generalisation's choice of player, made on accuracies
+measured first). The step evaluates it before the update and, where a conditional pays
+(`StatelessTrainer._skips_updates`: on an accelerator, or TensorFlow without XLA), runs the
+update's loss, gradients, optimizer apply and BatchNorm-statistics update inside a real
+conditional (`jax.lax.cond`, `tf.cond`), so a skipped update costs nothing. On a CPU under XLA
+a convolution's gradient inside a conditional runs 30-80x slower than outside, so there the
+update is computed and its result selected (`where`), as a gated one. A `gate` reads the
+update's own logs, so a gated update is always computed and its result applied where the gate
+holds (VITA's thresholds on the accuracy of the model being updated).
+
+Every group has its own optimizer; they live together in one `keras.optimizers.MultiOptimizer`
+so that `fit` on JAX carries (and checkpoints save) all of their state. Gradients are taken
+only with respect to the groups an update names, so no weight gradient that nothing uses is
+computed, and a group whose output an update only reads (a frozen anonymizer) is run outside
+the differentiated function or with the values it had, never back-propagated into.
+
+Data-parallel training (`keras_privacy.distribute`) runs the same step: one program over the
+global batch on JAX; on TensorFlow a replica step whose gradients, logs and BatchNorm statistics
+sum to the global step (`keras_privacy.backend.tensorflow_step`). So both backends take the
+step one device takes on the same global batch.
+
+Under the `mixed_float16` policy every update's loss is multiplied by a dynamic loss scale before
+differentiation and the gradients divided by it; an update whose gradients are not finite is
+skipped and the scale halved, and the scale doubles after `LOSS_SCALE_GROWTH_STEPS` finite
+updates in a row: the rule of `keras.optimizers.LossScaleOptimizer`, which `MultiOptimizer` does
+not accept inside it. The scale lives with the MultiOptimizer's own variables, so `fit` carries
+it and checkpoints save it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import keras
+from keras import ops
+
+from keras_privacy import backend
+
+LOSS_SCALE_INITIAL = 2.0**15
+"""Initial dynamic loss scale under `mixed_float16` (LossScaleOptimizer's default)."""
+LOSS_SCALE_GROWTH_STEPS = 2000
+"""Finite updates in a row after which the loss scale doubles (LossScaleOptimizer's default)."""
+
+GroupValues = dict[str, tuple[list, list]]
+"""Per group: (trainable values, non-trainable values), in the order of the group's model."""
+
+LossFn = Callable[[GroupValues], tuple[Any, dict]]
+"""A pure loss: values of every group -> (scalar loss, aux) where aux may hold
+`"logs"` (name -> scalar) and `"non_trainable"` (group -> new non-trainable values)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Update:
+    """One gradient update of a training step: minimise `loss_fn` over the trainable variables
+    of `groups`, each with its own optimizer.
+
+    `condition`, when given, maps the logs of the *earlier* updates of the step to a boolean
+    scalar, decided before this update runs; where it is False the update is skipped: its
+    groups' variables, BatchNorm statistics and optimizer state (`iterations` included) and
+    the loss scale stay as they were, and where a conditional pays (see the module docstring)
+    its loss, gradients and optimizer apply are not computed at all. A skipped update logs
+    zeros (or, for a name an earlier update of the step logged, that value), and the
+    trainer's metrics (means over steps) leave a name out of the steps where no update that
+    logs it ran. Meta generalisation chooses its player with it.
+
+    `gate`, when given, maps the step's logs so far (this update's included) to a boolean
+    scalar; where it is False the update, computed all the same, leaves the variables,
+    BatchNorm statistics and optimizer state of its groups as they were (its logs are still
+    recorded). VITA uses it for thresholds on the accuracy of the model being updated.
+
+    `optimizers` names, for some of `groups`, the optimizer (a key of `compile`'s optimizers
+    that `optimizer_groups` declares) that applies their gradients in place of the group's
+    own: VITA's f_T update also moves f_A, with f_T's Adam (its own moments, f_T's rate).
+    An update with no groups changes nothing and only logs (VITA's validation accuracy).
+    """
+
+    groups: tuple[str, ...]
+    loss_fn: LossFn
+    gate: Callable[[dict], Any] | None = None
+    condition: Callable[[dict], Any] | None = None
+    optimizers: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def optimizer_of(self, group: str) -> str:
+        """The key of the optimizer that applies this update's gradients of `group`."""
+        return self.optimizers.get(group, group)
+
+
+class StatelessTrainer(keras.Model):
+    """Base of every trainer: sub-models in named groups, one optimizer per group.
+
+    Subclasses define `groups()` (name -> sub-model), `log_names` (the scalars a step logs) and
+    `updates(data)`. They run sub-models only through `self.run(...)`, a stateless call on the
+    values of a group, so the same code is differentiated by either backend. While `updates`
+    is called inside a training step, `self.step_count` holds the number of earlier steps (a
+    scalar tensor), for schedules decided in the step.
+    """
+
+    log_names: tuple[str, ...] = ()
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._trackers = {name: keras.metrics.Mean(name=name) for name in self.log_names}
+        self._group_optimizers: dict[str, keras.optimizers.Optimizer] = {}
+        self.step_count = None
+        self._backend_step = backend.training_step(self)
+
+    # ----------------------------------------------------------------- to be defined by methods
+    def groups(self) -> dict[str, keras.Model]:
+        """The sub-models of this trainer by group name."""
+        raise NotImplementedError
+
+    def updates(self, data: Mapping[str, Any]) -> Sequence[Update]:
+        """The updates one training step makes on the batch `data`, in order."""
+        raise NotImplementedError
+
+    def optimizer_groups(self) -> dict[str, str]:
+        """Extra optimizers (name -> the group whose variables they update) that an `Update`
+        may name in `optimizers`; each keeps its own state, built on the group's variables."""
+        return {}
+
+    def step_logs(self, logs: Mapping[str, Any]) -> dict[str, Any]:
+        """Logs derived from those of a whole step (VITA: how many f_T updates ran)."""
+        return {}
+
+    def restart_groups(self) -> tuple[tuple[str, ...], int]:
+        """Groups put back to their initial weights (optimizer slots zeroed) every N steps,
+        before the step's updates; N = 0 never restarts."""
+        return (), 0
+
+    # ------------------------------------------------------------------------------ compile
+    def compile(self, optimizers: Mapping[str, keras.optimizers.Optimizer], **kwargs) -> None:
+        """Give each trained group its optimizer (groups without one are never updated)."""
+        extras = self.optimizer_groups()
+        unknown = set(optimizers) - set(self.groups()) - set(extras)
+        if unknown:
+            raise ValueError(
+                f"optimizers given for unknown groups {sorted(unknown)}; "
+                f"the groups of {type(self).__name__} are {sorted(self.groups())}"
+                + (f", its extra optimizers {sorted(extras)}" if extras else "")
+            )
+        self._group_optimizers = dict(optimizers)
+        kwargs = self._backend_step.compile_kwargs(kwargs)
+        owner = {}
+        for group, model in self.groups().items():
+            for variable in model.trainable_variables:
+                owner[id(variable)] = group
+        frozen = keras.optimizers.SGD(learning_rate=0.0, name="frozen")
+
+        extra_optimizers = [optimizers[name] for name in extras if name in optimizers]
+
+        def select(variable):
+            """A variable's optimizer: its group's (the frozen SGD for a group without one)."""
+            return self._group_optimizers.get(owner.get(id(variable)), frozen)
+
+        # The MultiOptimizer holds the state of the optimizers its map's `values()` lists: the
+        # extra optimizers (`optimizer_groups`) own no variable, so they are listed there (their
+        # state is then carried by `fit` on JAX and saved in checkpoints); the group optimizers
+        # join in the order it meets them. A function, not an object, so that saving the
+        # trainer serialises the compile config as before.
+        select.values = lambda: list(extra_optimizers)
+        multi = keras.optimizers.MultiOptimizer(select)
+        # The step scales the loss itself (Keras would wrap the MultiOptimizer instead).
+        super().compile(optimizer=multi, auto_scale_loss=False, **kwargs)
+        self.built = True  # every sub-model is a built Functional model
+        # Built here: the step never calls `self.optimizer.apply`, and fit needs it built.
+        multi.build(self.trainable_variables)
+        for name, group in extras.items():
+            if name in optimizers:
+                optimizers[name].build(self.groups()[group].trainable_variables)
+        self._loss_scale = None
+        if keras.config.dtype_policy().name == "mixed_float16":
+            self._loss_scale = multi.add_variable(
+                (),
+                initializer=keras.initializers.Constant(LOSS_SCALE_INITIAL),
+                dtype="float32",
+                aggregation="only_first_replica",
+                name="loss_scale",
+            )
+            self._finite_updates = multi.add_variable(
+                (), dtype="int32", aggregation="only_first_replica", name="finite_updates"
+            )
+        restarted, every = self.restart_groups()
+        self._initial_weights = [
+            keras.Variable(v.numpy(), trainable=False, name=f"initial_{group}_{i}")
+            for group in (restarted if every > 0 else ())
+            for i, v in enumerate(self.groups()[group].weights)
+        ]
+
+    @property
+    def metrics(self):
+        return list(self._trackers.values())
+
+    def group_optimizer(self, group: str) -> keras.optimizers.Optimizer:
+        """The optimizer of `group` (its `iterations` counts the updates of that group)."""
+        return self._group_optimizers[group]
+
+    def update_counts(self) -> dict[str, int]:
+        """The updates each optimizer (of a group, or an extra one) has made, by name."""
+        return {
+            name: int(ops.convert_to_numpy(optimizer.iterations))
+            for name, optimizer in self._group_optimizers.items()
+        }
+
+    # ------------------------------------------------------------------------ running models
+    def run(self, group: str, values: GroupValues, inputs, training: bool = False):
+        """Call the model of `group` statelessly on `inputs`; returns (outputs, non-trainables)."""
+        trainable, non_trainable = values[group]
+        return self.groups()[group].stateless_call(
+            trainable, non_trainable, inputs, training=training
+        )
+
+    def current_values(self) -> GroupValues:
+        """The values of every group's variables now (outside a JAX `fit` step)."""
+        return {
+            group: (
+                [v.value for v in model.trainable_variables],
+                [v.value for v in model.non_trainable_variables],
+            )
+            for group, model in self.groups().items()
+        }
+
+    def _skips_updates(self) -> bool:
+        """Whether a conditional update runs inside a real conditional (`jax.lax.cond`,
+        `tf.cond`), which computes only the branch taken, and, on TensorFlow, a gated update's
+        apply inside a `tf.cond`; else both are computed and their results selected (`where`).
+
+        Not on a CPU under XLA: XLA:CPU puts a convolution in the form its fast (Eigen)
+        kernels take only in the entry computation (`cpu::ConvCanonicalization`), so backward
+        convolutions inside a conditional run as naive loops, 30-80x slower; XLA even moves
+        a gated update's weight-gradient convolutions into the `tf.cond` of its apply (the
+        TensorFlow meta step took 3.5 s there, 0.3 s with `where`). Not under a
+        `tf.distribute` strategy either, where a `tf.cond` taken in a replica context cannot
+        hold the update's all-reduces (gradients, logs, synchronized BatchNorm).
+        """
+        return self._backend_step.skips_updates()
+
+    # ------------------------------------------------------------------------- train step
+    def train_step(self, *args):
+        """The backend's step (`keras_privacy.backend`): `(data)` on TensorFlow, `(state,
+        data)` on JAX, as Keras calls it."""
+        return self._backend_step.train_step(*args)
+
+    def _update_trackers(self, logs: dict, counted: dict) -> None:
+        """Add the step's logs to the metrics, a name in `counted` only where it says so."""
+        for name, tracker in self._trackers.items():
+            if name in counted:
+                tracker.update_state(logs[name], sample_weight=ops.cast(counted[name], "float32"))
+            elif name in logs:
+                tracker.update_state(logs[name])
+
+    # ------------------------------------------------------------------- variable bookkeeping
+    def _variable_index(self) -> dict[str, tuple[list[int], list[int]]]:
+        """Positions of each group's variables in the trainer's variable lists."""
+        trainable = {id(v): i for i, v in enumerate(self.trainable_variables)}
+        non_trainable = {id(v): i for i, v in enumerate(self.non_trainable_variables)}
+        return {
+            group: (
+                [trainable[id(v)] for v in model.trainable_variables],
+                [non_trainable[id(v)] for v in model.non_trainable_variables],
+            )
+            for group, model in self.groups().items()
+        }
+
+    def _optimizer_slices(self) -> dict[str, tuple[int, int]]:
+        """Where each group's optimizer state lies in `self.optimizer.variables`."""
+        start = len(self.optimizer._variables)
+        slices = {}
+        for optimizer in self.optimizer.optimizers:
+            stop = start + len(optimizer.variables)
+            for group, group_optimizer in self._group_optimizers.items():
+                if group_optimizer is optimizer:
+                    slices[group] = (start, stop)
+            start = stop
+        return slices
+
+    def _optimizer_index(self, variable) -> int:
+        """Where `variable` (of the MultiOptimizer itself) lies in `self.optimizer.variables`."""
+        for i, candidate in enumerate(self.optimizer.variables):
+            if candidate is variable:
+                return i
+        raise RuntimeError(f"{variable.path} is not among the MultiOptimizer's variables")
+
+
+def all_finite(grads: Mapping[str, list]):
+    """Whether every gradient is finite (a boolean scalar; True for none)."""
+    flags = [ops.all(ops.isfinite(g)) for group in grads.values() for g in group]
+    return ops.all(ops.stack(flags)) if flags else ops.convert_to_tensor(True)
+
+
+def next_loss_scale(scale, finite_updates, finite):
+    """LossScaleOptimizer's rule: halve the scale after non-finite gradients, double it after
+    `LOSS_SCALE_GROWTH_STEPS` finite updates in a row."""
+    grow = finite_updates + 1 >= LOSS_SCALE_GROWTH_STEPS
+    new_scale = ops.where(finite, ops.where(grow, scale * 2.0, scale), scale * 0.5)
+    new_count = ops.where(ops.logical_and(finite, ops.logical_not(grow)), finite_updates + 1, 0)
+    return new_scale, ops.cast(new_count, "int32")
+
+
+def record_logs(logs: dict, counted: dict, new_logs: Mapping, ran) -> None:
+    """Add an update's logs to the step's `logs`. `ran` is None for an update without a
+    condition, else its condition: where it is False a name keeps the value an earlier update
+    logged, or zero, and `counted[name]` (whether an update that logs `name` ran) stays
+    False; a name absent from `counted` was logged by an update without a condition."""
+    for name, value in new_logs.items():
+        if ran is None:
+            logs[name] = value
+            counted.pop(name, None)
+        elif name not in logs:
+            logs[name] = ops.where(ran, value, ops.zeros_like(value))
+            counted[name] = ran
+        else:
+            logs[name] = ops.where(ran, value, logs[name])
+            if name in counted:
+                counted[name] = ops.logical_or(ran, counted[name])
+
+
+def choose(keep, new, old):
+    """`new` where the gate `keep` is True, else `old`."""
+    return ops.where(keep, new, old)
+
+
+def slot_variables(optimizer: keras.optimizers.Optimizer) -> list:
+    """The per-variable state of an optimizer (moments), not its step count or learning rate."""
+    return [
+        v
+        for v in optimizer.variables
+        if v is not optimizer.iterations and not v.path.endswith("learning_rate")
+    ]
+
+
+def with_params(values: GroupValues, params: Mapping[str, list]) -> GroupValues:
+    """`values` with the trainable values of the groups in `params` replaced by those."""
+    return {
+        group: (params[group], non_trainable) if group in params else (trainable, non_trainable)
+        for group, (trainable, non_trainable) in values.items()
+    }
+
+
+def serialize_models(models: keras.Model | Sequence[keras.Model]):
+    """The Keras config of a sub-model, or the list of configs of a list of sub-models, for a
+    trainer's `get_config`."""
+    if isinstance(models, (list, tuple)):
+        return [keras.saving.serialize_keras_object(model) for model in models]
+    return keras.saving.serialize_keras_object(models)
+
+
+def deserialize_models(config: Mapping[str, Any], *keys: str) -> dict:
+    """`config` with the sub-models under `keys` (a config, or a list of configs, as
+    `serialize_models` wrote them) rebuilt, for a trainer's `from_config`."""
+    config = dict(config)
+    for key in keys:
+        value = config[key]
+        config[key] = (
+            [keras.saving.deserialize_keras_object(item) for item in value]
+            if isinstance(value, list)
+            else keras.saving.deserialize_keras_object(value)
+        )
+    return config
