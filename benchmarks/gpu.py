@@ -260,7 +260,7 @@ def measure_step(method: str, policy: str, sizes: dict, clips: int, images: int,
     flops = step_flops(method, trainer, sizes, clips, images)
     if flops is not None:
         figures["model_gflops_per_step"] = round(flops / 1e9, 1)
-        figures["model_tflops_per_second"] = round(flops / seconds / 1e12, 2)
+        figures["model_tflops_per_second"] = round(flops / seconds / 1e12, 3)
     peak = device_peak_gib()
     if peak is not None:
         figures["peak_gib"] = peak
@@ -302,8 +302,9 @@ def measure_matmul(n: int, repeats: int = 20) -> dict:
         for _ in range(repeats):
             c = matmul(a, b)
         c.block_until_ready()
+        # Three decimals: a CPU smoke run reaches a few hundredths of a TFLOP/s.
         figures[f"{dtype}_matmul_tflops"] = round(
-            2 * n**3 * repeats / (time.perf_counter() - start) / 1e12, 1
+            2 * n**3 * repeats / (time.perf_counter() - start) / 1e12, 3
         )
     return figures
 
