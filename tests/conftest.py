@@ -8,6 +8,19 @@ import pytest
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+# Several tests run a script in a subprocess with cwd=tests/: it must import this checkout's
+# package, not an installed one, whatever PYTHONPATH the suite was started with (a relative
+# entry such as "." would name tests/ there).
+_REPO_ROOT = Path(__file__).resolve().parents[1]
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(_REPO_ROOT)]
+    + [
+        str(Path(entry).resolve())
+        for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+        if entry
+    ]
+)
+
 if os.environ["KERAS_BACKEND"] == "jax":
     import jax
 
