@@ -53,6 +53,7 @@ import av
 import numpy as np
 
 from keras_privacy.data.errors import VideoDecodeError
+from keras_privacy.data.video import open_container
 
 WAIT, DROP = "wait", "drop"
 POLICIES = (WAIT, DROP)
@@ -110,14 +111,7 @@ def open_source(
         raise VideoDecodeError(f"{text}: empty file (0 bytes)")
     if is_live(text) and "://" not in text and ":" not in text and not os.path.exists(text):
         raise VideoDecodeError(f"{text}: no such file, device or pipe")
-    try:
-        container = av.open(text, format=input_format, options=options or {})
-    except (av.error.FFmpegError, OSError, ValueError) as error:
-        raise VideoDecodeError(f"{text}: cannot be opened as a video ({error})") from error
-    if not container.streams.video:
-        container.close()
-        raise VideoDecodeError(f"{text}: has no video stream")
-    return container
+    return open_container(text, input_format, options)
 
 
 class FrameQueue:

@@ -33,13 +33,22 @@ def _open(path: str | os.PathLike) -> av.container.InputContainer:
         raise VideoDecodeError(f"{path}: no such file")
     if os.path.getsize(path) == 0:
         raise VideoDecodeError(f"{path}: empty file (0 bytes)")
+    return open_container(os.fspath(path))
+
+
+def open_container(
+    name: str, input_format: str | None = None, options: dict[str, str] | None = None
+) -> av.container.InputContainer:
+    """Open the file, device, URL or pipe `name` with PyAV (FFmpeg's ``-f`` `input_format` and
+    demuxer `options`); raises VideoDecodeError naming it when it cannot be opened or has no
+    video stream."""
     try:
-        container = av.open(os.fspath(path))
+        container = av.open(name, format=input_format, options=options or {})
     except (av.error.FFmpegError, OSError, ValueError) as error:
-        raise VideoDecodeError(f"{path}: cannot be opened as a video ({error})") from error
+        raise VideoDecodeError(f"{name}: cannot be opened as a video ({error})") from error
     if not container.streams.video:
         container.close()
-        raise VideoDecodeError(f"{path}: has no video stream")
+        raise VideoDecodeError(f"{name}: has no video stream")
     return container
 
 
