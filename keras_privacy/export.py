@@ -34,13 +34,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 
 import keras
 
+from keras_privacy import backend
 from keras_privacy.cli import run_command
 
 PLATFORMS = ("cpu", "cuda")
@@ -92,33 +91,9 @@ def pad_to_multiple(frames, factor: int):
 
 def _model_endpoint(archive, model: keras.Model, factor: int, platforms: Sequence[str]):
     """Register ``serve_aligned``, the bare model (inference mode) on float frames whose H and W
-    are multiples of `factor`; returns its tf.function.
-
-    On JAX the input shape is declared to jax2tf as ``(batch, f*height, f*width, 3)`` so that
-    the UNet's skip concatenations type-check for every size (serving only: no gradient).
-    """
-    tf = _tf()
-    kwargs = {}
-    if keras.backend.backend() == "jax":
-        kwargs["jax2tf_kwargs"] = {
-            "polymorphic_shapes": [f"(batch, {factor}*height, {factor}*width, 3)"],
-            "native_serialization_platforms": tuple(platforms),
-            "with_gradient": False,
-        }
-
-        def call(frames):
-            return model(frames, training=False)
-
-    else:
-
-        def call(frames):
-            size = tf.shape(frames)[1:3]
-            message = f"serve_aligned: frame height and width must be multiples of {factor}"
-            with tf.control_dependencies(
-                [tf.debugging.assert_equal(size % factor, 0, message=message)]
-            ):
-                return model(tf.identity(frames), training=False)
-
+    are multiples of `factor`, as the backend builds it (`aligned_endpoint` of
+    `backend.jax_export` and `backend.tensorflow_export`); returns its tf.function."""
+    call, kwargs = backend.export().aligned_endpoint(model, factor, platforms)
     archive.track(model)
     return archive.add_endpoint(
         "serve_aligned",
@@ -210,38 +185,16 @@ def export_onnx(model: keras.Model, out_path: str | os.PathLike, factor: int | N
     On the TensorFlow backend Keras converts it with tf2onnx; on JAX the model is saved to a
     temporary `.keras` file and converted by a TensorFlow-backend subprocess.
     """
-    factor = factor or anonymizer_factor(model)
-    out_path = os.fspath(out_path)
-    if keras.backend.backend() != "tensorflow":
-        with tempfile.TemporaryDirectory() as folder:
-            saved = os.path.join(folder, "anonymizer.keras")
-            model.save(saved)
-            _convert_in_tensorflow(saved, out_path)
-        return out_path
     import onnx
 
-    spec = keras.InputSpec(shape=(None, None, None, 3), dtype="float32", name="frames")
-    model.export(out_path, format="onnx", input_signature=[spec], verbose=False)
+    factor = factor or anonymizer_factor(model)
+    out_path = os.fspath(out_path)
+    backend.export().write_onnx(model, out_path)
     proto = onnx.load(out_path)
     entry = proto.metadata_props.add()
     entry.key, entry.value = ONNX_FACTOR_KEY, str(factor)
     onnx.save(proto, out_path)
     return out_path
-
-
-def _convert_in_tensorflow(keras_path: str, out_path: str) -> None:
-    """Run `export_onnx` on the `.keras` file in a Python whose Keras backend is TensorFlow."""
-    code = (
-        "import sys; from keras_privacy.export import export_onnx, load_keras_anonymizer; "
-        "export_onnx(load_keras_anonymizer(sys.argv[1]), sys.argv[2])"
-    )
-    env = {**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "2"}
-    result = subprocess.run(
-        [sys.executable, "-c", code, keras_path, out_path], env=env, capture_output=True, text=True
-    )
-    if result.returncode != 0:
-        last = (result.stderr.strip().splitlines() or ["no error message"])[-1]
-        raise RuntimeError(f"ONNX conversion of {keras_path} failed: {last}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

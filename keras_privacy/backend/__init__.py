@@ -1,7 +1,14 @@
-"""What differs between the TensorFlow and JAX backends in training, chosen once.
+"""What differs between the TensorFlow and JAX backends, chosen once: the one backend-aware
+place of the package.
 
-`jax_step` and `tensorflow_step` each hold a trainer's step (`JaxStep`, `TensorFlowStep`) and
-the backend's form of the operations a loss calls (`value_and_gradient`, `gather_replicas`).
+Each part is a pair of modules offering the same functions, `jax_<part>` and
+`tensorflow_<part>`:
+
+* `step`: a trainer's step (`training_step`) and the backend's form of the operations a loss
+  calls (`value_and_gradient`, `gather_replicas`);
+* `distribution`: data-parallel and multi-process training (`keras_privacy.distribute`);
+* `export`: the anonymizer's SavedModel endpoint and ONNX file (`keras_privacy.export`).
+
 The module of the running backend is imported on first use, as Keras picks its JAX or
 TensorFlow trainer, so the JAX path never imports TensorFlow.
 """
@@ -9,35 +16,42 @@ TensorFlow trainer, so the JAX path never imports TensorFlow.
 from __future__ import annotations
 
 import functools
+import importlib
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
 import keras
 
+BACKENDS = ("jax", "tensorflow")
+"""The Keras backends keras-privacy runs on."""
+
 
 @functools.cache
-def _chosen() -> tuple[ModuleType, type]:
-    """The module of the running Keras backend and its trainer step class."""
+def _chosen(part: str) -> ModuleType:
+    """`keras_privacy.backend.<backend>_<part>` of the running Keras backend."""
     name = keras.backend.backend()
-    if name == "jax":
-        from keras_privacy.backend import jax_step
+    if name not in BACKENDS:
+        raise NotImplementedError(
+            f"keras-privacy runs on the tensorflow and jax backends, not {name}"
+        )
+    return importlib.import_module(f"keras_privacy.backend.{name}_{part}")
 
-        return jax_step, jax_step.JaxStep
-    if name == "tensorflow":
-        from keras_privacy.backend import tensorflow_step
 
-        return tensorflow_step, tensorflow_step.TensorFlowStep
-    raise NotImplementedError(
-        f"keras-privacy trains on the tensorflow and jax backends, not {name}"
-    )
+def distribution() -> ModuleType:
+    """`jax_distribution` or `tensorflow_distribution`, the running backend's."""
+    return _chosen("distribution")
+
+
+def export() -> ModuleType:
+    """`jax_export` or `tensorflow_export`, the running backend's."""
+    return _chosen("export")
 
 
 def training_step(trainer):
     """The step of the running backend for `trainer` (a `StatelessTrainer`): its
     `train_step`, `skips_updates` and `compile_kwargs`."""
-    _, step = _chosen()
-    return step(trainer)
+    return _chosen("step").training_step(trainer)
 
 
 def value_and_gradient(fn: Callable[[list], Any], params: list) -> tuple[Any, list]:
@@ -47,7 +61,7 @@ def value_and_gradient(fn: Callable[[list], Any], params: list) -> tuple[Any, li
     JAX a `jax.value_and_grad` inside the outer one, on TensorFlow a tape inside the outer tape.
     Used by the meta-generalisation update.
     """
-    return _chosen()[0].value_and_gradient(fn, params)
+    return _chosen("step").value_and_gradient(fn, params)
 
 
 def gather_replicas(x):
@@ -57,4 +71,4 @@ def gather_replicas(x):
     the gathered rows is the global one on every replica; the gradient flows back to each
     replica's own rows. Elsewhere (one device; JAX, whose step is already global) `x` itself.
     """
-    return _chosen()[0].gather_replicas(x)
+    return _chosen("step").gather_replicas(x)

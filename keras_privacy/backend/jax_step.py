@@ -226,6 +226,11 @@ class JaxStep:
         return results, [scope.get_current_value(v) for v in trainer.metrics_variables]
 
 
+def training_step(trainer: StatelessTrainer) -> JaxStep:
+    """The JaxStep of `trainer`."""
+    return JaxStep(trainer)
+
+
 def value_and_gradient(fn: Callable[[list], Any], params: list) -> tuple[Any, list]:
     """`fn(params)` and its gradient, differentiable again: `jax.value_and_grad` inside the
     outer one."""

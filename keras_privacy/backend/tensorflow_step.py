@@ -234,6 +234,11 @@ def _apply_across_replicas(apply, grads, non_trainable, condition) -> None:
     )
 
 
+def training_step(trainer: StatelessTrainer) -> TensorFlowStep:
+    """The TensorFlowStep of `trainer`."""
+    return TensorFlowStep(trainer)
+
+
 def value_and_gradient(fn: Callable[[list], Any], params: list) -> tuple[Any, list]:
     """`fn(params)` and its gradient, differentiable again: a tape inside the outer tape."""
     params = [tf.convert_to_tensor(p) for p in params]

@@ -1,0 +1,71 @@
+"""Data-parallel and multi-process training on JAX: `keras.distribution.DataParallel` (one
+program over the global batch, split by XLA) and `jax.distributed` for several processes."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator
+
+import jax
+import keras
+
+
+def join_processes(num_processes: int, process_id: int, coordinator_address: str) -> int:
+    """Join process `process_id` of `num_processes` (0: all three from the cluster's
+    environment) to one JAX job, CPU devices exchanging through Gloo; the number of processes."""
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    if num_processes == 0:
+        jax.distributed.initialize()
+    else:
+        jax.distributed.initialize(coordinator_address, num_processes, process_id)
+    return jax.process_count()
+
+
+def is_chief() -> bool:
+    """Whether this is process 0 of the JAX job (the only process of a single-process one)."""
+    return jax.process_index() == 0
+
+
+def process_shard(dataset):
+    """This process's rows of every global batch of a `tf.data.Dataset`: process p of N keeps
+    rows p * B / N .. (p + 1) * B / N; the dataset itself in a single-process job."""
+    count, index = jax.process_count(), jax.process_index()
+    if count == 1:
+        return dataset
+    import tensorflow as tf
+
+    def rows(batch):
+        def part(tensor):
+            size = tf.shape(tensor)[0] // count
+            return tensor[index * size : (index + 1) * size]
+
+        return tf.nest.map_structure(part, batch)
+
+    return dataset.map(rows)
+
+
+def data_parallel_devices() -> list[str]:
+    """Keras' devices of every process of the job: accelerators, else CPUs."""
+    return keras.distribution.list_devices()
+
+
+@contextlib.contextmanager
+def data_parallel() -> Iterator[int]:
+    """`keras.distribution.DataParallel` over `data_parallel_devices` while inside; yields the
+    number of devices and puts the previous distribution back on exit."""
+    devices = data_parallel_devices()
+    previous = keras.distribution.distribution()
+    # Batches are sharded by `process_shard` (Keras' own sharding of a tf.data pipeline cannot
+    # see the batch size of paired batches).
+    keras.distribution.set_distribution(
+        keras.distribution.DataParallel(devices=devices, auto_shard_dataset=False)
+    )
+    try:
+        yield len(devices)
+    finally:
+        keras.distribution.set_distribution(previous)
+
+
+def auto_jit_compile(models: Iterable[keras.Model]) -> tuple[bool, str]:
+    """XLA, JAX's only compiled path, whatever the models."""
+    return True, "auto: XLA on jax"

@@ -1,0 +1,62 @@
+"""Data-parallel training on TensorFlow: `tf.distribute.MirroredStrategy` (the train step per
+replica, which `tensorflow_step` makes sum to the global step); one process only."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator
+
+import keras
+import tensorflow as tf
+
+
+def join_processes(num_processes: int, process_id: int, coordinator_address: str) -> int:
+    """Refuse: training across processes runs on JAX."""
+    raise ValueError(
+        f"--num_processes={num_processes}: training across processes runs on JAX; "
+        "this is tensorflow (use --backend=jax)"
+    )
+
+
+def is_chief() -> bool:
+    """Always: a TensorFlow run is one process."""
+    return True
+
+
+def process_shard(dataset):
+    """`dataset` itself: one process feeds every replica."""
+    return dataset
+
+
+def data_parallel_devices() -> list[str]:
+    """The logical GPUs, else the logical CPUs."""
+    devices = tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU")
+    return [device.name for device in devices]
+
+
+@contextlib.contextmanager
+def data_parallel() -> Iterator[int]:
+    """A MirroredStrategy scope over `data_parallel_devices`; yields the number of replicas."""
+    strategy = tf.distribute.MirroredStrategy(data_parallel_devices())
+    with strategy.scope():
+        yield strategy.num_replicas_in_sync
+
+
+def auto_jit_compile(models: Iterable[keras.Model]) -> tuple[bool, str]:
+    """XLA on a GPU; on a CPU, XLA unless a model holds a 3-D convolution: XLA:CPU runs those
+    several times slower than TensorFlow's graph with oneDNN (SPAct's step at the paper's sizes:
+    about 80 s against 18.8 s on 2 cores, `benchmarks/train_step.py`), while the 2-D
+    convolutions of the synthetic benchmark's models are faster under XLA."""
+    if tf.config.list_logical_devices("GPU"):
+        return True, "auto: XLA on a TensorFlow GPU"
+    conv3d = [model.name for model in models if _has_conv3d(model)]
+    if conv3d:
+        return False, f"auto: TensorFlow graph without XLA on a CPU (3-D convolutions in {conv3d})"
+    return True, "auto: XLA on a TensorFlow CPU (no 3-D convolution)"
+
+
+def _has_conv3d(layer) -> bool:
+    """Whether `layer` or a layer nested in it is a 3-D convolution."""
+    if isinstance(layer, (keras.layers.Conv3D, keras.layers.Conv3DTranspose)):
+        return True
+    return any(_has_conv3d(inner) for inner in getattr(layer, "layers", []))

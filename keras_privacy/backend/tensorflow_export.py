@@ -1,0 +1,31 @@
+"""Exporting an anonymizer from TensorFlow: the model's own graph in the SavedModel (it runs on
+any device), and Keras' tf2onnx route to ONNX."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import keras
+import tensorflow as tf
+
+
+def aligned_endpoint(
+    model: keras.Model, factor: int, platforms: Sequence[str]
+) -> tuple[Callable, dict]:
+    """The bare model in inference mode behind a check that H and W are multiples of `factor`,
+    and no further `add_endpoint` arguments (`platforms` are jax2tf's: unused)."""
+
+    def call(frames):
+        size = tf.shape(frames)[1:3]
+        message = f"serve_aligned: frame height and width must be multiples of {factor}"
+        check = tf.debugging.assert_equal(size % factor, 0, message=message)
+        with tf.control_dependencies([check]):
+            return model(tf.identity(frames), training=False)
+
+    return call, {}
+
+
+def write_onnx(model: keras.Model, out_path: str) -> None:
+    """`model` written as ONNX by Keras (tf2onnx): input ``frames``, dynamic N, H and W."""
+    spec = keras.InputSpec(shape=(None, None, None, 3), dtype="float32", name="frames")
+    model.export(out_path, format="onnx", input_signature=[spec], verbose=False)

@@ -1,0 +1,55 @@
+"""The backend-aware code is chosen once, in `keras_privacy.backend`; nowhere else branches."""
+
+import ast
+import re
+from pathlib import Path
+
+import keras
+import pytest
+
+from keras_privacy import backend
+
+PACKAGE = Path(__file__).resolve().parents[1] / "keras_privacy"
+PARTS = ("step", "distribution", "export")
+BRANCH = re.compile(r"backend\.backend\(\)\s*[!=]=|[!=]=\s*keras\.backend\.backend\(\)")
+SELECTION = PACKAGE / "flags.py"
+"""`select_backend` compares the chosen backend with the one Keras runs: that is the choice."""
+
+
+def public_functions(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    return {
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and not node.name.startswith("_")
+    }
+
+
+def test_each_part_is_the_module_of_the_running_backend():
+    name = keras.backend.backend()
+    assert backend.distribution().__name__ == f"keras_privacy.backend.{name}_distribution"
+    assert backend.export().__name__ == f"keras_privacy.backend.{name}_export"
+    assert backend._chosen("step").__name__ == f"keras_privacy.backend.{name}_step"
+
+
+@pytest.mark.parametrize("part", PARTS)
+def test_both_modules_of_a_part_offer_the_same_functions(part):
+    jax_functions = public_functions(PACKAGE / "backend" / f"jax_{part}.py")
+    assert jax_functions == public_functions(PACKAGE / "backend" / f"tensorflow_{part}.py")
+    assert jax_functions
+
+
+def test_no_backend_branch_outside_the_backend_package():
+    sources = [p for p in PACKAGE.rglob("*.py") if "backend" not in p.relative_to(PACKAGE).parts]
+    assert SELECTION in sources
+    branches = [
+        f"{path.relative_to(PACKAGE)}:{number}: {line.strip()}"
+        for path in sources
+        if path != SELECTION
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if BRANCH.search(line)
+    ]
+    assert branches == []
+    assert BRANCH.search('if keras.backend.backend() != "jax":')
+    assert BRANCH.search('if "tensorflow" == keras.backend.backend():')
+    assert not BRANCH.search('f"backend {keras.backend.backend()}"')
