@@ -45,7 +45,6 @@ from pathlib import Path
 
 import av
 import keras
-import numpy as np
 from tqdm import tqdm
 
 from keras_privacy.cli import run_command
@@ -59,15 +58,6 @@ from keras_privacy.streaming import POLICIES, FrameFunction, StreamStats, is_liv
 VIDEO_EXTENSIONS = (".avi", ".mp4", ".mkv", ".mov", ".m4v", ".mpg", ".mpeg", ".webm", ".wmv")
 FAILURES = (VideoDecodeError, av.error.FFmpegError, OSError, ValueError)
 """Errors that fail one video of a folder run without stopping the others."""
-
-
-def anonymize_frames(model: keras.Model, frames: np.ndarray, factor: int) -> np.ndarray:
-    """uint8 frames (N, H, W, 3) -> anonymized uint8 frames of the same shape.
-
-    H and W are edge-padded at the bottom and right to multiples of `factor` for the model, and
-    the output cropped back.
-    """
-    return keras_frames(model, factor)(frames)
 
 
 def anonymize_video(

@@ -53,7 +53,7 @@ import av
 import numpy as np
 
 from keras_privacy.data.errors import VideoDecodeError
-from keras_privacy.data.video import open_container
+from keras_privacy.data.video import add_video_stream, open_container
 
 WAIT, DROP = "wait", "drop"
 POLICIES = (WAIT, DROP)
@@ -232,14 +232,8 @@ class _Writer:
     def _open(self, frame: av.VideoFrame) -> None:
         """Open the container with a video stream of `frame`'s size (even) and rotation."""
         self.container = av.open(self.output, "w", format=self.output_format)
-        self.video = self.container.add_stream(self.codec, rate=self.rate)
-        self.video.height = frame.height + frame.height % 2  # yuv420p needs even sizes
-        self.video.width = frame.width + frame.width % 2
-        self.video.pix_fmt = "yuv420p"
-        self.video.options = (
-            {"qmin": str(self.quality), "qmax": str(self.quality)}
-            if self.codec == "mpeg4"
-            else {"crf": str(self.quality * 5)}
+        self.video = add_video_stream(
+            self.container, self.codec, self.quality, self.rate, frame.height, frame.width
         )
         time_base = frame.time_base or 1 / self.rate
         if time_base.denominator > MAX_MPEG4_TIME_BASE_DENOMINATOR:

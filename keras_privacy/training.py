@@ -334,9 +334,8 @@ def training_data(config: ExperimentConfig) -> sources.TrainingData:
         second_clip=config.ssl_adversary == "spatiotemporal",
         hold_out=hold_out,
     )
-    return sources.training_data(
-        config.action_files(), config.privacy_files(), batching, config.frame_size, leave_out
-    )
+    actions, privacy = config.dataset_files("action"), config.dataset_files("privacy")
+    return sources.training_data(actions, privacy, batching, config.frame_size, leave_out)
 
 
 def phase_dataset(

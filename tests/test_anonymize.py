@@ -7,10 +7,11 @@ import keras
 import numpy as np
 import pytest
 
-from keras_privacy.anonymize import anonymize_frames, anonymize_video, main
+from keras_privacy.anonymize import anonymize_video, main
 from keras_privacy.data.video import probe_video, read_video, write_video
 from keras_privacy.export import load_keras_anonymizer
 from keras_privacy.models.registry import build_anonymizer
+from keras_privacy.runtimes import keras_frames
 
 
 def _frame_times(path) -> list[float]:
@@ -36,7 +37,7 @@ def test_video_keeps_frame_count_size_and_fps(fixtures_dir, model_path, tmp_path
     assert (info.num_frames, info.height, info.width, info.fps) == (164, 240, 320, 25.0)
     # The frames are the model's output, up to MPEG-4 compression.
     first = read_video(source, max_frames=1)
-    expected = anonymize_frames(load_keras_anonymizer(model_path), first, factor=4)[0]
+    expected = keras_frames(load_keras_anonymizer(model_path), factor=4)(first)[0]
     written = read_video(out, max_frames=1)[0]
     assert np.abs(written.astype(int) - expected).mean() < 3
     assert np.abs(written.astype(int) - first[0]).mean() > 10  # and not the input
@@ -88,6 +89,6 @@ def test_sizes_not_divisible_by_the_factor_are_padded_and_cropped(model_path, tm
     assert (info.num_frames, info.height, info.width, info.fps) == (10, 38, 50, 12.0)
     padded = np.pad(frames[:2] / 255.0, ((0, 0), (0, 2), (0, 2), (0, 0)), mode="edge")
     reference = np.asarray(model.predict_on_batch(padded.astype("float32")))[:, :38, :50]
-    output = anonymize_frames(model, frames[:2], factor=4)
+    output = keras_frames(model, factor=4)(frames[:2])
     assert output.shape == (2, 38, 50, 3) and output.dtype == np.uint8
     np.testing.assert_allclose(output / 255.0, reference, atol=0.5 / 255 + 1e-6)

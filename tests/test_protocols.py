@@ -132,11 +132,11 @@ def test_synthetic_attribute_subsets_have_their_own_training_caches(benchmark, t
 
     # One folder given another subset: its shards are rewritten, never reused.
     folder = tmp_path / "cache"
-    first = privacy_splits(
-        tiny_config(benchmark, tmp_path, privacy_attributes="s1_warm_actor").privacy_files()
-    )
-    second = privacy_splits(
-        tiny_config(benchmark, tmp_path, privacy_attributes="s2_striped_actor").privacy_files()
+    first, second = (
+        privacy_splits(
+            tiny_config(benchmark, tmp_path, privacy_attributes=attributes).dataset_files("privacy")
+        )
+        for attributes in ("s1_warm_actor", "s2_striped_actor")
     )
     prepare_cache(first["train"], "image", folder, 32)
     fingerprint = read_manifest(folder)["fingerprint"]

@@ -110,30 +110,24 @@ class DataSettings:
             erase=self.erase_probability,
         )
 
-    def action_files(self) -> DatasetFiles:
-        """Where the action dataset is (the built-in benchmark: `synthetic_dir`)."""
-        synthetic = self.action_dataset == "synthetic"
-        return DatasetFiles(
-            self.action_dataset,
-            annotations=self.action_annotations,
-            root=self.synthetic_dir if synthetic else self.action_root,
-            synthetic_version=self.synthetic_version,
-            synthetic_style=self.synthetic_style,
-            cache=self.action_cache,
-            split=self.action_split,
+    def dataset_files(self, kind: str) -> DatasetFiles:
+        """Where the `kind` dataset (``action`` or ``privacy``) is, with the official split of
+        the action dataset and the attributes of the privacy one (the built-in benchmark:
+        `synthetic_dir`)."""
+        name = getattr(self, f"{kind}_dataset")
+        chosen = (
+            {"split": self.action_split}
+            if kind == "action"
+            else {"attributes": self.privacy_attributes}
         )
-
-    def privacy_files(self) -> DatasetFiles:
-        """Where the privacy dataset is (the built-in benchmark: `synthetic_dir`)."""
-        synthetic = self.privacy_dataset == "synthetic"
         return DatasetFiles(
-            self.privacy_dataset,
-            annotations=self.privacy_annotations,
-            root=self.synthetic_dir if synthetic else self.privacy_root,
+            name,
+            annotations=getattr(self, f"{kind}_annotations"),
+            root=self.synthetic_dir if name == "synthetic" else getattr(self, f"{kind}_root"),
             synthetic_version=self.synthetic_version,
             synthetic_style=self.synthetic_style,
-            cache=self.privacy_cache,
-            attributes=self.privacy_attributes,
+            cache=getattr(self, f"{kind}_cache"),
+            **chosen,
         )
 
 

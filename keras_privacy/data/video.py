@@ -119,6 +119,26 @@ def probe_video(path: str | os.PathLike) -> VideoInfo:
     return VideoInfo(num_frames=int(count), fps=float(rate), height=height, width=width)
 
 
+def add_video_stream(
+    container: av.container.OutputContainer,
+    codec: str,
+    quality: int,
+    rate: Fraction,
+    height: int,
+    width: int,
+) -> av.VideoStream:
+    """A yuv420p video stream of `codec` in `container` for frames of (height, width), both
+    rounded up to even (yuv420p needs even sizes). `quality` is MPEG-4's quantiser scale (1 =
+    best, every frame at exactly that scale); for other codecs (libx264) it is passed as
+    CRF = 5 * quality."""
+    stream = container.add_stream(codec, rate=rate)
+    stream.height, stream.width = height + height % 2, width + width % 2
+    stream.pix_fmt = "yuv420p"
+    mpeg4 = {"qmin": str(quality), "qmax": str(quality)}
+    stream.options = mpeg4 if codec == "mpeg4" else {"crf": str(quality * 5)}
+    return stream
+
+
 def write_video(
     path: str | os.PathLike,
     frames: Iterable[np.ndarray],
@@ -129,9 +149,7 @@ def write_video(
     """Write RGB uint8 frames (an array or an iterable of (H, W, 3)) as a playable video.
 
     Used to write test and benchmark videos in the real datasets' formats. Odd sizes are padded
-    by one edge pixel (yuv420p needs even sizes). `quality` is MPEG-4's quantiser scale (1 =
-    best, every frame at exactly that scale); for other codecs (libx264) it is passed as
-    CRF = 5 * quality.
+    by one edge pixel; `codec` and `quality` as `add_video_stream` takes them.
     """
     container = av.open(os.fspath(path), "w")
     try:
@@ -139,15 +157,8 @@ def write_video(
         for frame in frames:
             frame = np.asarray(frame, dtype=np.uint8)
             if stream is None:
-                stream = container.add_stream(codec, rate=Fraction(fps).limit_denominator(1001))
-                stream.height = frame.shape[0] + frame.shape[0] % 2
-                stream.width = frame.shape[1] + frame.shape[1] % 2
-                stream.pix_fmt = "yuv420p"
-                stream.options = (
-                    {"qmin": str(quality), "qmax": str(quality)}
-                    if codec == "mpeg4"
-                    else {"crf": str(quality * 5)}
-                )
+                rate = Fraction(fps).limit_denominator(1001)
+                stream = add_video_stream(container, codec, quality, rate, *frame.shape[:2])
             pad = ((0, stream.height - frame.shape[0]), (0, stream.width - frame.shape[1]), (0, 0))
             image = av.VideoFrame.from_ndarray(np.pad(frame, pad, mode="edge"), format="rgb24")
             for packet in stream.encode(image):

@@ -62,7 +62,7 @@ def evaluation_data(config: ExperimentConfig) -> EvaluationData:
     training action set also has raises ValueError."""
     evaluation = config.evaluation_datasets()
     leave_out = evaluation.privacy_annotations if config.eval_protocol == "pa_hmdb51" else ""
-    actions = sources.action_splits(evaluation.action_files(), leave_out)
+    actions = sources.action_splits(evaluation.dataset_files("action"), leave_out)
     if config.eval_protocol == "pa_hmdb51":
         actions["test"] = sources.pa_hmdb51_action_test(
             evaluation.privacy_annotations, evaluation.privacy_root, actions["train"].class_names
@@ -72,7 +72,7 @@ def evaluation_data(config: ExperimentConfig) -> EvaluationData:
         if config.action_cache:
             trained = pipelines.label_names(config.action_cache, "class_names")
         else:
-            trained = sources.action_splits(config.action_files())["train"].class_names
+            trained = sources.action_splits(config.dataset_files("action"))["train"].class_names
         shared = sorted(set(actions["train"].class_names) & set(trained))
         if shared:
             raise SettingError(
@@ -91,8 +91,8 @@ def evaluation_privacy_splits(config: ExperimentConfig, frames_dir: str | Path) 
     PA-HMDB51's attributes."""
     evaluation = config.evaluation_datasets()
     if evaluation.privacy_dataset != "pa_hmdb51":
-        return sources.privacy_splits(evaluation.privacy_files())
-    vispr_files = dataclasses.replace(config.privacy_files(), attributes="vispr1")
+        return sources.privacy_splits(evaluation.dataset_files("privacy"))
+    vispr_files = dataclasses.replace(config.dataset_files("privacy"), attributes="vispr1")
     vispr = sources.privacy_splits(vispr_files)["train"]
     test = pa_hmdb51.privacy_images(
         evaluation.privacy_annotations,
