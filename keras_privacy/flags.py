@@ -1,17 +1,16 @@
 """The command-line layer: absl flags made from `ExperimentConfig`, for the scripts only.
 
 One setting is one flag of the same name (`--batch_size`), with its default, help text and
-group; `spell` is the one place that turns a setting's name into its flag. `define_flags` and
-`config_from_flags` take the flag values object from the script; nothing in the library reads
-the global `FLAGS`, so notebooks never meet `UnparsedFlagAccessError`. `select_backend` and
-`validated_config` are what `train.py` and `evaluate.py` do first.
+group; messages spell a setting as that flag through `keras_privacy.spelling`. `define_flags`
+and `config_from_flags` take the flag values object from the script; nothing in the library
+reads the global `FLAGS`, so notebooks never meet `UnparsedFlagAccessError`. `select_backend`
+and `validated_config` are what `train.py` and `evaluate.py` do first.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import sys
 
 from absl import app, flags
@@ -24,23 +23,6 @@ _DEFINERS = {
     float: flags.DEFINE_float,
     str: flags.DEFINE_string,
 }
-_SETTING = re.compile(r"<([a-z][a-z0-9_]*\*?)>")
-"""A setting named in a `SettingError` template: `<batch_size>`, or a family `<eval_action_*>`."""
-
-
-def spell(template: str) -> str:
-    """`template` with every setting it names as `<name>` (a field of `ExperimentConfig`, or a
-    family `<eval_action_*>`) spelt as its flag, `--name`; any other `<...>` stays."""
-    settings = {field.name for field in dataclasses.fields(ExperimentConfig)}
-
-    def flag(match: re.Match) -> str:
-        name = match[1]
-        known = name in settings or (
-            name.endswith("*") and any(s.startswith(name[:-1]) for s in settings)
-        )
-        return f"--{name}" if known else match[0]
-
-    return _SETTING.sub(flag, template)
 
 
 def define_flags(flag_values: flags.FlagValues, config_cls=ExperimentConfig) -> None:

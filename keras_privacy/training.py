@@ -37,6 +37,7 @@ from keras_privacy.methods.trainer import StatelessTrainer
 from keras_privacy.methods.vita import VITA
 from keras_privacy.models import pretrained, registry
 from keras_privacy.models.resnet import privacy_classifier, privacy_encoder, projection_head
+from keras_privacy.spelling import spell
 
 MODEL_FILES = {
     "anonymizer": "anonymizer.keras",
@@ -542,11 +543,11 @@ def warn_if_anonymizer_frozen(trainer: StatelessTrainer, phase: str) -> bool:
         return False
     if int(keras.ops.convert_to_numpy(optimizer.iterations)) > 0:
         return False
-    logging.warning(
+    message = spell(
         "phase %s never updated the anonymizer: the players' accuracies stayed under "
-        "--action_threshold / --adversary_threshold; lower them for these models",
-        phase,
+        "<action_threshold> / <adversary_threshold>; lower them for these models"
     )
+    logging.warning(message, phase)
     return True
 
 

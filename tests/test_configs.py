@@ -1,5 +1,6 @@
 """Every shipped flag file parses into a valid config, and bad flags are named."""
 
+import ast
 import dataclasses
 import os
 import re
@@ -28,7 +29,8 @@ from keras_privacy.flags import (
     select_backend,
 )
 
-CONFIGS = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.cfg"))
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = sorted((ROOT / "configs").glob("*.cfg"))
 FROM_SCRATCH = [f"--{flag}=" for flag in WEIGHT_FLAGS]
 """Every model from scratch, explicitly: the paper configs' weight files are not in the repo
 (tests/test_pretrained.py checks that a missing one stops the run)."""
@@ -201,12 +203,40 @@ def test_the_sections_partition_the_settings_in_flag_order():
 
 
 def test_a_setting_error_names_settings_and_the_command_line_spells_them_as_flags():
-    error = SettingError("<batch_size> must be at least 1 (<eval_action_*>, <not_a_setting>)")
+    error = SettingError("<batch_size> must be at least 1 (<eval_action_*>), a < b, <Not_a_name>")
     assert error.template.startswith("<batch_size>")
-    assert str(error) == "--batch_size must be at least 1 (--eval_action_*, <not_a_setting>)"
+    assert str(error) == "--batch_size must be at least 1 (--eval_action_*), a < b, <Not_a_name>"
     with pytest.raises(SettingError) as raised:
         ExperimentConfig(batch_size=0).validate()
     assert raised.value.template == "<batch_size> must be at least 1, got 0"
+
+
+def test_every_setting_a_message_names_is_a_setting_or_an_option():
+    """The `<name>`s written in the package's `SettingError` and `spell` templates: each is a
+    field of `ExperimentConfig`, a family of fields, or an option of a command."""
+    settings = {field.name for field in dataclasses.fields(ExperimentConfig)}
+    options = {"epochs"}  # python -m keras_privacy.data arrays --epochs
+    named = set()
+    for path in (ROOT / "keras_privacy").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") in (
+                "SettingError",
+                "spell",
+            ):
+                named |= {
+                    name
+                    for part in ast.walk(node.args[0])
+                    if isinstance(part, ast.Constant) and isinstance(part.value, str)
+                    for name in re.findall(r"<([a-z][a-z0-9_]*\*?)>", part.value)
+                }
+    assert {"batch_size", "eval_action_*", "action_threshold", "epochs"} <= named
+    unknown = {
+        name
+        for name in named
+        if name not in settings | options
+        and not (name.endswith("*") and any(s.startswith(name[:-1]) for s in settings))
+    }
+    assert unknown == set()
 
 
 def test_select_backend_sets_keras_backend_and_refuses_arguments(monkeypatch):

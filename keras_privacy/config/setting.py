@@ -1,27 +1,17 @@
 """What every settings section shares: help metadata, the error that names a setting, checks.
 
 Validators name a setting as `<name>` in their messages and never spell it as a flag: how a
-setting is spelt for the user is the command line's business (`keras_privacy.flags.spell`).
+setting is spelt for the user is the command line's business (`keras_privacy.spelling`).
 """
 
 from __future__ import annotations
+
+from keras_privacy.spelling import SettingError
 
 
 def described(text: str, group: str) -> dict:
     """A setting's metadata: its help text, and the group (README table) it is listed under."""
     return {"help": text, "group": group}
-
-
-class SettingError(ValueError):
-    """A setting that makes no sense. `template` names each setting as `<name>`; the message
-    spells them as the command line does (`--name`), the one spelling a user meets in the
-    configs, the README and the scripts."""
-
-    def __init__(self, template: str):
-        from keras_privacy.flags import spell
-
-        self.template = template
-        super().__init__(spell(template))
 
 
 def one_of(name: str, value: str, allowed: tuple[str, ...]) -> None:

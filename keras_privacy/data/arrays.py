@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING
 import keras
 import numpy as np
 
+from keras_privacy.spelling import SettingError
+
 if TYPE_CHECKING:
     from keras_privacy.config import ExperimentConfig
 
@@ -51,12 +53,12 @@ def export_minimax_arrays(
     from keras_privacy import training
 
     if config.method not in ("spact", "penalty") or len(config.privacy_backbone_names()) > 1:
-        raise ValueError(
-            f"--method={config.method}: the array export holds a SPAct (or penalty) minimax "
+        raise SettingError(
+            f"<method>={config.method}: the array export holds a SPAct (or penalty) minimax "
             "with one privacy encoder"
         )
     if epochs < 1:
-        raise ValueError(f"--epochs must be at least 1, got {epochs}")
+        raise SettingError(f"<epochs> must be at least 1, got {epochs}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     keras.utils.set_random_seed(config.seed)

@@ -21,6 +21,7 @@ from keras_privacy.data.examples import Split
 from keras_privacy.data.hmdb51 import read_hmdb51
 from keras_privacy.data.ucf101 import read_ucf101
 from keras_privacy.data.vispr import read_vispr
+from keras_privacy.spelling import SettingError
 
 
 def synthetic_benchmark(
@@ -263,21 +264,21 @@ def training_data(
 
 
 def require_examples(source: pipelines.Source, flag: str) -> None:
-    """Raise ValueError, naming the cache (or the split's missing files) and how it was made,
-    when `source` holds no example: nothing to train on."""
+    """Raise SettingError, naming the setting `flag`, the cache (or the split's missing files)
+    and how it was made, when `source` holds no example: nothing to train on."""
     if pipelines.count_examples(source) > 0:
         return
     if isinstance(source, Split):
         missing = f", e.g. {source.missing[0]}" if source.missing else ""
-        raise ValueError(
-            f"--{flag}: the split has no example on disk ({len(source.missing)} listed files "
+        raise SettingError(
+            f"<{flag}>: the split has no example on disk ({len(source.missing)} listed files "
             f"missing{missing})"
         )
     manifest = read_manifest(source)
     failures = manifest["failures"]
     example = f", e.g. {failure_line(failures[0])}" if failures else ""
-    raise ValueError(
-        f"--{flag}={source}: the cache holds no {manifest['kind']}: `python -m "
+    raise SettingError(
+        f"<{flag}>={source}: the cache holds no {manifest['kind']}: `python -m "
         f"keras_privacy.data prepare` wrote it from {manifest['num_examples']} listed files, "
         f"{len(failures)} failed to decode{example}, and {len(manifest['missing'])} were "
         f"missing (see {Path(source) / MANIFEST})"
