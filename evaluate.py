@@ -9,8 +9,8 @@ and --eval_privacy_model), on the datasets of --eval_protocol; the report (repor
 report.md, tradeoff.png, frames.png) goes to --eval_dir (default run_dir/evaluation) and is
 rewritten after each method, so a restarted evaluation skips the methods it finished. With
 --seeds=N, each seed's run (run_dir/seed_K) is evaluated into its own report (seed_K in the
-report folder) and summary.md / summary.json in the report folder give the mean +- std across
-seeds. See the README for every
+report folder) and summary.md / summary.json / summary_tradeoff.png in the report folder give
+the mean +- std across seeds and which methods dominate which. See the README for every
 flag.
 
 A bad input (annotation, model file, flag value) is reported as one line; its traceback goes to

@@ -142,7 +142,7 @@ def test_summary_of_seeds_gives_mean_and_sample_std(tmp_path):
     reports = {}
     for seed, (action, cmap, f1) in values.items():
         reports[seed] = Report(tmp_path / f"seed_{seed}")
-        reports[seed].add("raw", 0.8, 0.9, 0.6)
+        reports[seed].add("raw", 0.8, 0.9, 0.6, extra={"raw_attacker_cmap": 0.9})
         if seed != 2:  # an evaluation interrupted before spact
             reports[seed].add("spact", action, cmap, f1, intervals={"privacy_f1": (0.0, 0.5)})
     summary = summarize_seeds(reports, tmp_path)
@@ -152,7 +152,35 @@ def test_summary_of_seeds_gives_mean_and_sample_std(tmp_path):
     assert spact["action_top1"]["std"] == pytest.approx(np.std([0.5, 0.7], ddof=1))
     assert spact["privacy_cmap"]["per_seed"] == {"0": 0.4, "1": 0.2}
     assert summary["methods"]["raw"]["privacy_f1"]["std"] == pytest.approx(0.0)
+    assert summary["methods"]["raw"]["raw_attacker_cmap"]["mean"] == pytest.approx(0.9)
+    assert "raw_attacker_cmap" not in spact  # its seeds have no raw-trained attacker
     assert json.loads((tmp_path / "summary.json").read_text()) == summary
     markdown = (tmp_path / "summary.md").read_text()
-    assert "| spact | 2 | 60.00 ± 14.14 | 30.00 ± 14.14 | 0.200 ± 0.141 |" in markdown
+    assert (
+        "| spact | 2 | 60.00 ± 14.14 | ↓25% | 30.00 ± 14.14 | ↓67% | 0.200 ± 0.141 | ↓67% "
+        "| – | – | – |" in markdown
+    )
+    assert "| raw | 3 | 80.00 ± 0.00 | – | 90.00 ± 0.00 | – | 0.600 ± 0.000 | – | 90.00 ± 0.00" in (
+        markdown
+    )
     assert "| spact | 1 | 70.00 | 20.00 | 0.100 [0.000, 0.500] |" in markdown
+    image = matplotlib.image.imread(tmp_path / "summary_tradeoff.png")
+    assert image.shape[:2] == (450, 750)
+    assert image[..., :3].std() > 0.01  # something is drawn
+
+
+def test_summary_names_the_methods_that_dominate_each_method(tmp_path):
+    rows = {"raw": (0.8, 0.9), "spact": (0.7, 0.5), "blacken": (0.3, 0.6), "blur": (0.75, 0.4)}
+    reports = {}
+    for seed, shift in ((0, 0.0), (1, 0.02)):
+        reports[seed] = Report(tmp_path / f"seed_{seed}")
+        for method, (action, cmap) in rows.items():
+            reports[seed].add(method, action + shift, cmap - shift, 0.5)
+    summary = summarize_seeds(reports, tmp_path)["methods"]
+    assert summary["raw"]["dominated_by"] == []
+    assert summary["blur"]["dominated_by"] == []
+    assert summary["spact"]["dominated_by"] == ["blur"]
+    assert summary["blacken"]["dominated_by"] == ["spact", "blur"]
+    markdown = (tmp_path / "summary.md").read_text()
+    assert "| blacken | 2 | 31.00 ± 1.41 | ↓62% | 59.00 ± 1.41 | ↓34% |" in markdown
+    assert markdown.count("| spact, blur |") == 1

@@ -33,6 +33,9 @@ _JSON_NAME = "report.json"
 _MARKDOWN_NAME = "report.md"
 _SUMMARY_JSON = "summary.json"
 _SUMMARY_MARKDOWN = "summary.md"
+_SUMMARY_PLOT = "summary_tradeoff.png"
+_RAW_ATTACKER = "raw_attacker_cmap"
+"""The extra result that the summary of seeds averages too: the raw-trained attacker's cMAP."""
 _COMPARED = ("protocol", "class_names", "attribute_names")
 """Evaluation record keys that must agree for results to share one report."""
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "p", "h")
@@ -280,11 +283,15 @@ class Report:
 
 def summarize_seeds(reports: Mapping[int, Report], out_dir: str | os.PathLike) -> dict[str, Any]:
     """Mean and standard deviation across training seeds of every method's metrics, written to
-    `out_dir/summary.json` and `summary.md` (with every seed's row) and returned.
+    `out_dir/summary.json`, `summary.md` (with every seed's row) and `summary_tradeoff.png`
+    (the means, the standard deviations as error bars), and returned.
 
     `reports` maps each seed to the report of its run. A method missing from some reports (an
     interrupted evaluation) is summarised over the seeds that have it, which the summary names.
-    The standard deviation is the sample one (ddof=1), None for a single seed.
+    The standard deviation is the sample one (ddof=1), None for a single seed. Besides the three
+    headline metrics, the cMAP of the raw-trained attacker is summarised where every seed of a
+    method has it. Each method's `dominated_by` lists the methods whose mean action is higher
+    and mean cMAP lower: a method with an empty list lies on the frontier of the trade-off.
     """
     if not reports:
         raise ValueError("no report to summarise")
@@ -294,36 +301,74 @@ def summarize_seeds(reports: Mapping[int, Report], out_dir: str | os.PathLike) -
     summary = {}
     for method in methods:
         seeds = [seed for seed, report in reports.items() if report.has(method)]
+        results = [reports[seed].get(method) for seed in seeds]
         entry: dict[str, Any] = {"seeds": seeds}
         for field, _, _ in _COLUMNS:
-            values = [getattr(reports[seed].get(method), field) for seed in seeds]
-            entry[field] = {
-                "mean": float(np.mean(values)),
-                "std": float(np.std(values, ddof=1)) if len(values) > 1 else None,
-                "per_seed": dict(zip(map(str, seeds), values, strict=True)),
-            }
+            entry[field] = _spread(seeds, [getattr(result, field) for result in results])
+        raw_attacker = [result.extra.get(_RAW_ATTACKER) for result in results]
+        if all(value is not None for value in raw_attacker):
+            entry[_RAW_ATTACKER] = _spread(seeds, raw_attacker)
         summary[method] = entry
+    for entry in summary.values():
+        entry["dominated_by"] = [
+            other
+            for other, rival in summary.items()
+            if rival["action_top1"]["mean"] > entry["action_top1"]["mean"]
+            and rival["privacy_cmap"]["mean"] < entry["privacy_cmap"]["mean"]
+        ]
     payload = {"seeds": list(reports), "methods": summary}
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    action_metric = next(iter(reports.values())).action_metric
     _write_atomically(out_dir / _SUMMARY_JSON, json.dumps(payload, indent=2))
-    _write_atomically(out_dir / _SUMMARY_MARKDOWN, _summary_markdown(reports, summary))
+    _write_atomically(
+        out_dir / _SUMMARY_MARKDOWN, _summary_markdown(reports, summary, action_metric)
+    )
+    plot_summary_tradeoff(summary, out_dir / _SUMMARY_PLOT, action_metric)
     return payload
 
 
-def _summary_markdown(reports: Mapping[int, Report], summary: dict[str, Any]) -> str:
-    """The mean +- std table of `summarize_seeds`, then every seed's row with its intervals."""
-    action_metric = next(iter(reports.values())).action_metric
+def _spread(seeds: Sequence[int], values: Sequence[float]) -> dict[str, Any]:
+    """Mean, sample standard deviation (None for one value) and the value of every seed."""
+    return {
+        "mean": float(np.mean(values)),
+        "std": float(np.std(values, ddof=1)) if len(values) > 1 else None,
+        "per_seed": dict(zip(map(str, seeds), map(float, values), strict=True)),
+    }
+
+
+def _summary_markdown(
+    reports: Mapping[int, Report], summary: dict[str, Any], action_metric: str
+) -> str:
+    """The mean +- std table of `summarize_seeds` with the drops of the means from raw's and
+    the frontier check, then every seed's row with its intervals."""
+    raw = summary.get(RAW_METHOD)
+    columns = [*_COLUMNS]
     titles = [f"Action {action_metric} (%) ↑", "Privacy cMAP (%) ↓", "F1 ↓"]
-    lines = [_table_row(["Method", "Seeds", *titles]), _table_row(["---"] + ["---:"] * 4)]
+    if any(_RAW_ATTACKER in entry for entry in summary.values()):
+        columns.append((_RAW_ATTACKER, 100, 2))
+        titles.append("Raw-trained attacker cMAP (%) ↓")
+    header = ["Method", "Seeds"]
+    for title in titles:
+        header += [title, "↓ vs raw"]
+    lines = [
+        _table_row(header + ["Dominated by"]),
+        _table_row(["---"] + ["---:"] * (len(header) - 1) + ["---"]),
+    ]
     for method, entry in summary.items():
         cells = [method, str(len(entry["seeds"]))]
-        for field, scale, digits in _COLUMNS:
+        for field, scale, digits in columns:
+            if field not in entry:
+                cells += ["–", "–"]
+                continue
             mean, std = entry[field]["mean"], entry[field]["std"]
             spread = "–" if std is None else f"{std * scale:.{digits}f}"
             cells.append(f"{mean * scale:.{digits}f} ± {spread}")
+            no_drop = raw is None or method == RAW_METHOD or field not in raw
+            cells.append("–" if no_drop else _format_drop(mean, raw[field]["mean"]))
+        cells.append(", ".join(entry["dominated_by"]) or "–")
         lines.append(_table_row(cells))
-    rows = [_table_row(["Method", "Seed", *titles]), _table_row(["---"] + ["---:"] * 4)]
+    rows = [_table_row(["Method", "Seed", *titles[:3]]), _table_row(["---"] + ["---:"] * 4)]
     for method, entry in summary.items():
         for seed in entry["seeds"]:
             result = reports[seed].get(method)
@@ -334,9 +379,48 @@ def _summary_markdown(reports: Mapping[int, Report], summary: dict[str, Any]) ->
             rows.append(_table_row(cells))
     note = (
         f"Mean ± sample standard deviation over the training seeds {', '.join(map(str, reports))}; "
-        "per seed, [low, high] is the 95 % bootstrap interval over the test videos / images."
+        "↓ vs raw: relative drop of the mean from raw's mean; dominated by: the methods with "
+        "both a higher mean action and a lower mean cMAP (– : on the frontier). Per seed, "
+        "[low, high] is the 95 % bootstrap interval over the test videos / images."
     )
     return "\n\n".join(["\n".join(lines), note, "Per seed:", "\n".join(rows)]) + "\n"
+
+
+def plot_summary_tradeoff(
+    summary: Mapping[str, Any], path: str | os.PathLike, action_metric: str = "top-1"
+) -> Path:
+    """The trade-off plot of `summarize_seeds`' methods: each method's mean privacy cMAP (x)
+    against its mean action (y), the standard deviations across seeds as error bars, in the
+    colours and markers of `Report.plot_tradeoff`."""
+    path = Path(path)
+    figure = Figure(figsize=(7.5, 4.5), dpi=_DPI)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    for index, (method, entry) in enumerate(summary.items()):
+        x, y = entry["privacy_cmap"], entry["action_top1"]
+        color = f"C{index % 10}"
+        axes.errorbar(
+            100 * x["mean"],
+            100 * y["mean"],
+            xerr=None if x["std"] is None else 100 * x["std"],
+            yerr=None if y["std"] is None else 100 * y["std"],
+            fmt="*" if method == RAW_METHOD else _MARKERS[index % len(_MARKERS)],
+            markersize=11 if method == RAW_METHOD else 7,
+            color=color,
+            ecolor=color,
+            elinewidth=1,
+            capsize=3,
+            label=f"{method} ({len(entry['seeds'])} seeds)",
+        )
+    axes.set_title("best trade-off: top left; means over seeds, bars: ± 1 std", fontsize=9)
+    axes.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
+    axes.set_xlabel("privacy cMAP (%) (lower is better)")
+    axes.set_ylabel(f"action {action_metric} (%) (higher is better)")
+    axes.margins(0.15)
+    axes.grid(alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path)
+    return path
 
 
 def save_frame_strip(
