@@ -27,6 +27,7 @@ from collections.abc import Iterable, Iterator
 import keras
 
 from keras_privacy import backend
+from keras_privacy.spelling import SettingError, spell
 
 DISTRIBUTIONS = ("none", "data_parallel")
 """Values of `--distribution`."""
@@ -97,8 +98,8 @@ def check_batch_sizes(replicas: int, **batch_sizes: int) -> None:
     """Raise ValueError naming the first global batch size that the replicas cannot share."""
     for name, size in batch_sizes.items():
         if size % replicas:
-            raise ValueError(
-                f"--{name}={size} is the global batch, split over {replicas} devices: "
+            raise SettingError(
+                f"<{name}>={size} is the global batch, split over {replicas} devices: "
                 f"make it a multiple of {replicas}"
             )
 
@@ -112,7 +113,7 @@ def choose_jit_compile(setting: str | bool, models: Iterable[keras.Model]) -> tu
     """
     value = str(setting).lower()
     if value not in JIT_COMPILE:
-        raise ValueError(f"--jit_compile={setting!r} is not one of {', '.join(JIT_COMPILE)}")
+        raise SettingError(f"<jit_compile>={setting!r} is not one of {', '.join(JIT_COMPILE)}")
     if value != "auto":
-        return value == "true", f"--jit_compile={value}"
+        return value == "true", spell(f"<jit_compile>={value}")
     return backend.distribution().auto_jit_compile(models)

@@ -9,12 +9,14 @@ from collections.abc import Iterable, Iterator
 import keras
 import tensorflow as tf
 
+from keras_privacy.spelling import SettingError
+
 
 def join_processes(num_processes: int, process_id: int, coordinator_address: str) -> int:
     """Refuse: training across processes runs on JAX."""
-    raise ValueError(
-        f"--num_processes={num_processes}: training across processes runs on JAX; "
-        "this is tensorflow (use --backend=jax)"
+    raise SettingError(
+        f"<num_processes>={num_processes}: training across processes runs on JAX; "
+        "this is tensorflow (use <backend>=jax)"
     )
 
 
