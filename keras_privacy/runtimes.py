@@ -19,6 +19,7 @@ import cv2
 import numpy as np
 
 from keras_privacy.export import ONNX_FACTOR_KEY
+from keras_privacy.spelling import SettingError
 from keras_privacy.streaming import FrameFunction
 
 RUNTIMES = ("keras", "onnx")
@@ -45,7 +46,7 @@ def _device_kind(device: str | None) -> str | None:
     kind = device.split(":")[0].lower()
     kind = "gpu" if kind == "cuda" else kind
     if kind not in ONNX_PROVIDERS:
-        raise ValueError(f"--device {device}: expected cpu, gpu or gpu:N")
+        raise SettingError(f"<device> {device}: expected cpu, gpu or gpu:N")
     return kind
 
 
@@ -59,7 +60,7 @@ def keras_frames(model, factor: int, device: str | None = None) -> FrameFunction
     if kind is not None:
         available = keras.distribution.list_devices(kind)
         if not available:
-            raise ValueError(f"--device {device}: the {keras.backend.backend()} backend has none")
+            raise SettingError(f"<device> {device}: the {keras.backend.backend()} backend has none")
 
     def anonymize(frames: np.ndarray) -> np.ndarray:
         height, width = frames.shape[1:3]
@@ -103,7 +104,7 @@ def onnx_frames(path: str | os.PathLike, device: str | None = None) -> FrameFunc
     elif ONNX_PROVIDERS[kind] in available:
         providers = [ONNX_PROVIDERS[kind]]
     else:
-        raise ValueError(f"--device {device}: ONNX Runtime has only {', '.join(available)}")
+        raise SettingError(f"<device> {device}: ONNX Runtime has only {', '.join(available)}")
     factor = onnx_factor(path)
     try:
         session = onnxruntime.InferenceSession(os.fspath(path), providers=providers)
@@ -122,7 +123,7 @@ def scaled(anonymize: FrameFunction, scale: float) -> FrameFunction:
     """`anonymize` run on the frames resized by `scale` (0 < scale <= 1; area averaging), its
     output resized back to the frames' size (bilinear)."""
     if not 0 < scale <= 1:
-        raise ValueError(f"--scale must be in (0, 1], got {scale}")
+        raise SettingError(f"<scale> must be in (0, 1], got {scale}")
     if scale == 1:
         return anonymize
 
