@@ -125,6 +125,23 @@ def test_a_true_condition_equals_the_unconditional_update(jit_compile, skips):
         np.testing.assert_allclose(history[key], plain_history[key], rtol=1e-6)
 
 
+@pytest.mark.parametrize("skips", [True, False])
+def test_conditional_updates_run_eagerly_equal_the_compiled_step(skips):
+    """A step run eagerly (no trace: a real conditional runs one branch) skips and runs the
+    conditional update as the compiled step does."""
+    switches = [1.0, 0.0, 1.0]
+    compiled_trainer, history = trained(switches, skips=skips)
+    eager = Switched(skips=skips)
+    eager.compile({g: keras.optimizers.Adam(1e-2) for g in ("first", "second")}, run_eagerly=True)
+    eager_history = eager.fit(dataset(switches), epochs=1, verbose=0, shuffle=False).history
+    for group in ("first", "second"):
+        for a, b in zip(state(eager, group), state(compiled_trainer, group)):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert int(eager.group_optimizer("second").iterations) == 2
+    for key in history:
+        np.testing.assert_allclose(eager_history[key], history[key], rtol=1e-5)
+
+
 class BatchLogs(keras.callbacks.Callback):
     """The running metrics after every batch."""
 

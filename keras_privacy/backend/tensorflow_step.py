@@ -146,19 +146,23 @@ class TensorFlowStep:
         trainer._finite_updates.assign(new_count)
 
     def _conditional_update(self, update: Update, logs: dict, ran) -> dict:
-        """`_update` inside a `tf.cond` on `ran`; a skipped update returns zero logs."""
-        trainer = self.trainer
-        # The logs' structure, from a trace of the loss alone that is never run.
-        structure = (
-            tf.function(lambda: update.loss_fn(trainer.current_values())[1].get("logs", {}))
-            .get_concrete_function()
-            .structured_outputs
-        )
+        """`_update` inside a `tf.cond` on `ran`; a skipped update returns zero logs.
+
+        The zeros take the structure of the update's own logs from the trace of the branch
+        that runs it, which `tf.cond` traces first; run eagerly, where `tf.cond` runs one branch
+        only, a skip reads it from a forward pass of the loss."""
+        traced = []
 
         def run():
-            return tf.constant(True), self._update(update, logs)
+            new_logs = self._update(update, logs)
+            traced.append(new_logs)
+            return tf.constant(True), new_logs
 
         def skip():
+            if traced:
+                structure = traced[0]
+            else:
+                structure = update.loss_fn(self.trainer.current_values())[1].get("logs", {})
             return tf.constant(False), tf.nest.map_structure(
                 lambda t: tf.zeros(t.shape, t.dtype), structure
             )
