@@ -248,9 +248,6 @@ class MetaGeneralization(StatelessTrainer):
         return updates
 
     def _anonymize(self, values, data, training=False):
-        """f_A on the batch's frames and images together (one BatchNorm batch in training):
-        (anonymized frames, anonymized images, f_A's new non-trainable values). The f_T and
-        attack-model updates, which run f_A in inference, anonymize only what they read."""
         frames = fold_time(data["clips"])
         count = ops.shape(frames)[0]
         outputs, state = self.run(
@@ -273,7 +270,7 @@ class MetaGeneralization(StatelessTrainer):
         }
 
     def _action_loss(self, values, data):
-        anon_frames, _ = self.run("anonymizer", values, fold_time(data["clips"]))
+        anon_frames, _, _ = self._anonymize(values, data)
         logits, state = action_logits(
             self, values, ops.stop_gradient(anon_frames), ops.shape(data["clips"])[1], True
         )
@@ -287,7 +284,7 @@ class MetaGeneralization(StatelessTrainer):
         }
 
     def _attack_loss(self, values, data, group):
-        anon_images, _ = self.run("anonymizer", values, data["images"])
+        _, anon_images, _ = self._anonymize(values, data)
         logits, state = self.run(group, values, ops.stop_gradient(anon_images), training=True)
         loss = losses.masked_binary_cross_entropy(data["privacy"], logits)
         return loss, {
