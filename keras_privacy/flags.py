@@ -1,7 +1,8 @@
 """The command-line layer: absl flags made from `ExperimentConfig`, for the scripts only.
 
 One setting is one flag of the same name (`--batch_size`), with its default, help text and
-group; messages spell a setting as that flag through `keras_privacy.spelling`. `define_flags`
+group; help texts and messages, which name a setting as `<name>`, spell it as that flag
+through `keras_privacy.spelling`. `define_flags`
 and `config_from_flags` take the flag values object from the script; nothing in the library
 reads the global `FLAGS`, so notebooks never meet `UnparsedFlagAccessError`. `select_backend`
 and `validated_config` are what `train.py` and `evaluate.py` do first.
@@ -16,6 +17,7 @@ import sys
 from absl import app, flags
 
 from keras_privacy.config import ExperimentConfig
+from keras_privacy.spelling import spell
 
 _DEFINERS = {
     bool: flags.DEFINE_bool,
@@ -30,7 +32,9 @@ def define_flags(flag_values: flags.FlagValues, config_cls=ExperimentConfig) -> 
     hints = {"bool": bool, "int": int, "float": float, "str": str}
     for field in dataclasses.fields(config_cls):
         kind = hints[field.type] if isinstance(field.type, str) else field.type
-        help_text = f"[{field.metadata.get('group', 'misc')}] {field.metadata.get('help', '')}"
+        help_text = (
+            f"[{field.metadata.get('group', 'misc')}] {spell(field.metadata.get('help', ''))}"
+        )
         _DEFINERS[kind](field.name, field.default, help_text, flag_values=flag_values)
 
 

@@ -66,6 +66,7 @@ def flag_tables(config_cls=None) -> str:
     refused elsewhere) says where it acts."""
     sys.path.insert(0, str(REPO))
     from keras_privacy.config import FLAG_SCOPES
+    from keras_privacy.spelling import spell
 
     if config_cls is None:
         from keras_privacy.config import ExperimentConfig as config_cls
@@ -81,7 +82,7 @@ def flag_tables(config_cls=None) -> str:
             "| --- | --- | --- |",
         ]
         for field in fields:
-            help_text = _cell(field.metadata.get("help", ""))
+            help_text = _cell(spell(field.metadata.get("help", "")))
             if field.name in FLAG_SCOPES:
                 help_text += _scope_note(FLAG_SCOPES[field.name])
             lines.append(f"| `--{field.name}` | {_cell(_default(field.default))} | {help_text} |")

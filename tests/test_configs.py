@@ -212,16 +212,24 @@ def test_a_setting_error_names_settings_and_the_command_line_spells_them_as_flag
 
 
 def test_every_setting_a_message_names_is_a_setting_or_an_option():
-    """The `<name>`s written in the package's `SettingError` and `spell` templates: each is a
-    field of `ExperimentConfig`, a family of fields, or an option of a command."""
+    """The `<name>`s written in the package's `SettingError` and `spell` templates and in the
+    settings' help texts (`described`): each is a field of `ExperimentConfig`, a family of
+    fields, or an option of a command."""
     settings = {field.name for field in dataclasses.fields(ExperimentConfig)}
-    options = {"epochs"}  # python -m keras_privacy.data arrays --epochs
+    options = {
+        "epochs",  # python -m keras_privacy.data arrays --epochs
+        "backend",  # train.py / evaluate.py --backend
+        "device",  # python -m keras_privacy.anonymize --device
+        "scale",  # python -m keras_privacy.anonymize --scale
+        "normalization",  # python -m keras_privacy.convert --normalization
+    }
     named = set()
     for path in (ROOT / "keras_privacy").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call) and getattr(node.func, "id", "") in (
                 "SettingError",
                 "spell",
+                "described",
             ):
                 named |= {
                     name
@@ -229,7 +237,7 @@ def test_every_setting_a_message_names_is_a_setting_or_an_option():
                     if isinstance(part, ast.Constant) and isinstance(part.value, str)
                     for name in re.findall(r"<([a-z][a-z0-9_]*\*?)>", part.value)
                 }
-    assert {"batch_size", "eval_action_*", "action_threshold", "epochs"} <= named
+    assert {"batch_size", "eval_action_*", "action_threshold", "epochs", "action_model"} <= named
     unknown = {
         name
         for name in named
@@ -252,3 +260,13 @@ def test_select_backend_sets_keras_backend_and_refuses_arguments(monkeypatch):
     flag_values["backend"].value = other
     with pytest.raises(app.UsageError, match="--backend must be chosen before keras"):
         select_backend(flag_values, ["train.py"])
+
+
+def test_help_texts_name_settings_and_the_flags_spell_them():
+    """A setting's help names others as `<name>`; the flag's help spells them `--name`."""
+    helps = {field.name: field.metadata["help"] for field in dataclasses.fields(ExperimentConfig)}
+    assert not [name for name, text in helps.items() if re.search(r"--[a-z]", text)]
+    assert "default <action_model>" in helps["eval_action_model"]
+    flag_values = flags.FlagValues()
+    define_script_flags(flag_values)
+    assert "default --action_model" in flag_values["eval_action_model"].help

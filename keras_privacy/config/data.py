@@ -53,7 +53,7 @@ class DataSettings:
         default=4,
         metadata=described(
             "Version of the synthetic benchmark: 4 (motion classes) or 5 (classes read from "
-            "the hand's movement and the object it holds, in a --synthetic_style).",
+            "the hand's movement and the object it holds, in a <synthetic_style>).",
             "data",
         ),
     )
@@ -89,7 +89,7 @@ class DataSettings:
     pair_sampler: str = field(
         default="random",
         metadata=described(
-            "Temporal sampler of the NT-Xent frame pairs (--contrastive_views=frames|both; "
+            "Temporal sampler of the NT-Xent frame pairs (<contrastive_views>=frames|both; "
             "SPAct Table 4): random (two frames of the clip) | near (< 8 video frames apart, in "
             "the clip) | far (> 64 frames apart in the video, decoded besides the clip; a video "
             "of 65 frames or fewer gives its first and last frames).",

@@ -29,7 +29,7 @@ class EvaluationSettings:
     eval_methods: str = field(
         default="learned,raw,downsample_4x,blur_strong,blacken",
         metadata=described(
-            "Comma-separated methods: learned (this run's anonymizer, reported under --method "
+            "Comma-separated methods: learned (this run's anonymizer, reported under <method> "
             "and its variant settings, e.g. 'spact (crop 0.25, both views)'), "
             "NAME=PATH (another saved anonymizer), raw, downsample_2x, downsample_4x, blacken, "
             "blur_strong, blur_weak.",
@@ -45,7 +45,7 @@ class EvaluationSettings:
     eval_action_model: str = field(
         default="",
         metadata=described(
-            "Target action model f'_T; default --action_model. A comma-separated list trains "
+            "Target action model f'_T; default <action_model>. A comma-separated list trains "
             "and tests each per method (the first fills the report's headline columns).",
             "eval",
         ),
@@ -53,8 +53,8 @@ class EvaluationSettings:
     eval_privacy_model: str = field(
         default="",
         metadata=described(
-            "Target privacy backbone f'_B; default --privacy_backbone (its first model); "
-            "required with --ssl_adversary=spatiotemporal. A comma-separated list trains and "
+            "Target privacy backbone f'_B; default <privacy_backbone> (its first model); "
+            "required with <ssl_adversary>=spatiotemporal. A comma-separated list trains and "
             "tests each per method (the first fills the report's headline columns).",
             "eval",
         ),
@@ -63,7 +63,7 @@ class EvaluationSettings:
         default="",
         metadata=described(
             "Start every target action model f'_T from this weight file (as "
-            "--action_weights; a PyTorch checkpoint of --eval_action_model's architecture).",
+            "<action_weights>; a PyTorch checkpoint of <eval_action_model>'s architecture).",
             "eval",
         ),
     )
@@ -71,7 +71,7 @@ class EvaluationSettings:
         default="",
         metadata=described(
             "Start every target privacy model f'_B from this weight file (as "
-            "--action_weights; a PyTorch checkpoint of --eval_privacy_model's architecture).",
+            "<action_weights>; a PyTorch checkpoint of <eval_privacy_model>'s architecture).",
             "eval",
         ),
     )
@@ -120,9 +120,9 @@ class EvaluationSettings:
             "What the target models are trained and tested on: same (the training datasets) | "
             "cross_dataset (another action or privacy dataset, e.g. PA-HMDB51) | novel_actions "
             "(an action dataset of other classes) | novel_attributes (privacy attributes "
-            "disjoint from --privacy_attributes) | pa_hmdb51 (VITA's: HMDB51 without the "
+            "disjoint from <privacy_attributes>) | pa_hmdb51 (VITA's: HMDB51 without the "
             "PA-HMDB51 videos for training, action and privacy tested on the PA-HMDB51 videos; "
-            "give it to train.py too). The datasets are the --eval_action_* and --eval_privacy_* "
+            "give it to train.py too). The datasets are the <eval_action_*> and <eval_privacy_*> "
             "flags.",
             "eval",
         ),
@@ -131,45 +131,45 @@ class EvaluationSettings:
         default="",
         metadata=described(
             "Action dataset of the target models: synthetic | ucf101 | hmdb51; default "
-            "--action_dataset.",
+            "<action_dataset>.",
             "eval",
         ),
     )
     eval_action_annotations: str = field(
         default="",
-        metadata=described("Its split-list folder; default --action_annotations.", "eval"),
+        metadata=described("Its split-list folder; default <action_annotations>.", "eval"),
     )
     eval_action_root: str = field(
-        default="", metadata=described("Its video folder; default --action_root.", "eval")
+        default="", metadata=described("Its video folder; default <action_root>.", "eval")
     )
     eval_privacy_dataset: str = field(
         default="",
         metadata=described(
             "Privacy dataset of the target models: synthetic | vispr | pa_hmdb51 (tested on "
-            "equidistant frames of its videos, trained on the VISPR of --privacy_annotations "
-            "with the VISPR-1 labels merged onto its attributes); default --privacy_dataset.",
+            "equidistant frames of its videos, trained on the VISPR of <privacy_annotations> "
+            "with the VISPR-1 labels merged onto its attributes); default <privacy_dataset>.",
             "eval",
         ),
     )
     eval_privacy_annotations: str = field(
         default="",
         metadata=described(
-            "Its annotation folder (PA-HMDB51: PrivacyAttributes/); default --privacy_annotations.",
+            "Its annotation folder (PA-HMDB51: PrivacyAttributes/); default <privacy_annotations>.",
             "eval",
         ),
     )
     eval_privacy_root: str = field(
         default="",
         metadata=described(
-            "Its image folder (PA-HMDB51: the HMDB51 videos); default --privacy_root.", "eval"
+            "Its image folder (PA-HMDB51: the HMDB51 videos); default <privacy_root>.", "eval"
         ),
     )
     eval_privacy_attributes: str = field(
         default="",
         metadata=described(
-            "Attributes of the target privacy models, as --privacy_attributes (PA-HMDB51: "
+            "Attributes of the target privacy models, as <privacy_attributes> (PA-HMDB51: "
             "gender, face, nudity, skin_color, relationship or a comma-separated subset); "
-            "default --privacy_attributes (PA-HMDB51: all five).",
+            "default <privacy_attributes> (PA-HMDB51: all five).",
             "eval",
         ),
     )

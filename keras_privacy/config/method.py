@@ -84,7 +84,7 @@ class MethodSettings:
         default="resnet_tiny",
         metadata=described(
             "Comma-separated image models: VITA's budget ensemble / meta's training attack "
-            "models. Trained on privacy labels (init: --privacy_init_*, minimax: --privacy_lr).",
+            "models. Trained on privacy labels (init: <privacy_init_*>, minimax: <privacy_lr>).",
             "adversary",
         ),
     )
@@ -125,7 +125,7 @@ class MethodSettings:
         default="validation_loop",
         metadata=described(
             "VITA's f_T updates per step: validation_loop (the authors': while f_T's accuracy "
-            "on held-out clips < --action_threshold, at most --action_max_updates) | "
+            "on held-out clips < <action_threshold>, at most <action_max_updates>) | "
             "batch_gate (one update, applied while its training-batch accuracy is below it).",
             "adversary",
         ),
@@ -147,7 +147,7 @@ class MethodSettings:
     action_moves_anonymizer: bool = field(
         default=True,
         metadata=described(
-            "VITA: f_T's update also moves f_A, with an Adam of its own at --action_lr (the "
+            "VITA: f_T's update also moves f_A, with an Adam of its own at <action_lr> (the "
             "authors').",
             "adversary",
         ),
@@ -163,7 +163,7 @@ class MethodSettings:
     budget_pretrain_updates: int = field(
         default=0,
         metadata=described(
-            "VITA: budget-model updates alone (a multiple of --adversary_updates_per_step) at "
+            "VITA: budget-model updates alone (a multiple of <adversary_updates_per_step>) at "
             "the start of the minimax and after each restart (the authors: 200).",
             "adversary",
         ),
@@ -180,7 +180,7 @@ class MethodSettings:
     meta_first_order: bool = field(
         default=False,
         metadata=described(
-            "Meta: first-order meta-gradient (no second-order term). Beta is --anonymizer_lr "
+            "Meta: first-order meta-gradient (no second-order term). Beta is <anonymizer_lr> "
             "(an SGD step, as the paper).",
             "adversary",
         ),
@@ -192,7 +192,7 @@ class MethodSettings:
             "Self-supervised adversary of the minimax (SPAct Table 5): ntxent | rotnet (4-way "
             "rotation prediction) | moco (momentum encoder and queue); its init stays NT-Xent. "
             "spatiotemporal (SPAct Table 3): f_B is a video encoder trained, in its init too, by "
-            "NT-Xent on two clips of each video (needs --eval_privacy_model).",
+            "NT-Xent on two clips of each video (needs <eval_privacy_model>).",
             "variants",
         ),
     )
@@ -217,7 +217,7 @@ class MethodSettings:
         metadata=described(
             "Positive pairs of an image f_B (its init and the minimax): images (two augmented "
             "views of each privacy image, the authors' code) | frames (two frames of each clip, "
-            "chosen by --pair_sampler, the paper's Sec. 3.2.2) | both (one NT-Xent over both).",
+            "chosen by <pair_sampler>, the paper's Sec. 3.2.2) | both (one NT-Xent over both).",
             "variants",
         ),
     )

@@ -32,7 +32,7 @@ class ModelSettings:
         metadata=described(
             "Backbone of the privacy encoder f_B; a comma-separated list trains an ensemble of "
             "encoders (SPAct Table 6), each with its own head. With "
-            "--ssl_adversary=spatiotemporal, an action model (SPAct: r3d_18) whose trunk "
+            "<ssl_adversary>=spatiotemporal, an action model (SPAct: r3d_18) whose trunk "
             "encodes clips.",
             "models",
         ),
@@ -41,9 +41,9 @@ class ModelSettings:
         default="",
         metadata=described(
             "Start f_A from this weight file (.keras, .weights.h5, or a PyTorch .pth / .pt / "
-            ".safetensors checkpoint of --anonymizer's architecture); what matches loads, the "
+            ".safetensors checkpoint of <anonymizer>'s architecture); what matches loads, the "
             "rest stays fresh, and a report is printed. A .keras file converted with "
-            "--normalization puts its input normalisation in front of the model. Empty: from "
+            "<normalization> puts its input normalisation in front of the model. Empty: from "
             "scratch (say so explicitly to override a config's file).",
             "models",
         ),
@@ -51,16 +51,16 @@ class ModelSettings:
     action_weights: str = field(
         default="",
         metadata=described(
-            "Start f_T from this weight file (as --anonymizer_weights; a PyTorch checkpoint of "
-            "--action_model's architecture, e.g. Kinetics-400 with a new head).",
+            "Start f_T from this weight file (as <anonymizer_weights>; a PyTorch checkpoint of "
+            "<action_model>'s architecture, e.g. Kinetics-400 with a new head).",
             "models",
         ),
     )
     privacy_weights: str = field(
         default="",
         metadata=described(
-            "Start f_B from this weight file (as --anonymizer_weights; a PyTorch checkpoint of "
-            "--privacy_backbone's architecture loads into the trunk under the projection "
+            "Start f_B from this weight file (as <anonymizer_weights>; a PyTorch checkpoint of "
+            "<privacy_backbone>'s architecture loads into the trunk under the projection "
             "head; a SimCLR f_B checkpoint fills trunk and head). SPAct and penalty with one "
             "privacy encoder.",
             "models",

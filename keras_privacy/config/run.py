@@ -58,14 +58,14 @@ class RunSettings:
     num_processes: int = field(
         default=1,
         metadata=described(
-            "Processes of a multi-process JAX job (with --distribution=data_parallel): 1 = this "
-            "process alone; N > 1 with --process_id and --coordinator_address; 0 = read from "
+            "Processes of a multi-process JAX job (with <distribution>=data_parallel): 1 = this "
+            "process alone; N > 1 with <process_id> and <coordinator_address>; 0 = read from "
             "the cluster's environment (SLURM, Open MPI, Kubernetes).",
             "run",
         ),
     )
     process_id: int = field(
-        default=0, metadata=described("This process's index in 0 .. --num_processes - 1.", "run")
+        default=0, metadata=described("This process's index in 0 .. <num_processes> - 1.", "run")
     )
     coordinator_address: str = field(
         default="",

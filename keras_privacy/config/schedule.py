@@ -51,7 +51,7 @@ class ScheduleSettings:
         default=0,
         metadata=described(
             "Batches per epoch of the minimax (a length in steps, as VITA's authors give it: "
-            "--minimax_epochs x this); 0 = --steps_per_epoch.",
+            "<minimax_epochs> x this); 0 = <steps_per_epoch>.",
             "train",
         ),
     )

@@ -10,7 +10,9 @@ from keras_privacy.spelling import SettingError
 
 
 def described(text: str, group: str) -> dict:
-    """A setting's metadata: its help text, and the group (README table) it is listed under."""
+    """A setting's metadata: its help text, which names other settings as `<name>` (the flags
+    and the README's tables spell them `--name`), and the group (README table) it is listed
+    under."""
     return {"help": text, "group": group}
 
 
