@@ -156,12 +156,17 @@ def test_summary_of_seeds_gives_mean_and_sample_std(tmp_path):
     assert "raw_attacker_cmap" not in spact  # its seeds have no raw-trained attacker
     assert json.loads((tmp_path / "summary.json").read_text()) == summary
     markdown = (tmp_path / "summary.md").read_text()
+    # The 95 % interval of a mean of 2 seeds: t(0.975, 1) = 12.706 times std / sqrt(2).
+    half = 12.7062047 * np.std([0.5, 0.7], ddof=1) / np.sqrt(2)
+    np.testing.assert_allclose(spact["action_top1"]["interval"], [0.6 - half, 0.6 + half])
+    assert summary["methods"]["raw"]["action_top1"]["interval"] == pytest.approx([0.8, 0.8])
     assert (
-        "| spact | 2 | 60.00 ± 14.14 | ↓25% | 30.00 ± 14.14 | ↓67% | 0.200 ± 0.141 | ↓67% "
-        "| – | – | – |" in markdown
+        "| spact | 2 | 60.00 [-67.06, 187.06] ± 14.14 | ↓25% | 30.00 [-97.06, 157.06] ± 14.14 "
+        "| ↓67% | 0.200 [-1.071, 1.471] ± 0.141 | ↓67% | – | – | – |" in markdown
     )
-    assert "| raw | 3 | 80.00 ± 0.00 | – | 90.00 ± 0.00 | – | 0.600 ± 0.000 | – | 90.00 ± 0.00" in (
-        markdown
+    assert (
+        "| raw | 3 | 80.00 [80.00, 80.00] ± 0.00 | – | 90.00 [90.00, 90.00] ± 0.00 | – "
+        "| 0.600 [0.600, 0.600] ± 0.000 | – | 90.00 [90.00, 90.00] ± 0.00 | – | – |" in markdown
     )
     assert "| spact | 1 | 70.00 | 20.00 | 0.100 [0.000, 0.500] |" in markdown
     image = matplotlib.image.imread(tmp_path / "summary_tradeoff.png")
@@ -182,5 +187,7 @@ def test_summary_names_the_methods_that_dominate_each_method(tmp_path):
     assert summary["spact"]["dominated_by"] == ["blur"]
     assert summary["blacken"]["dominated_by"] == ["spact", "blur"]
     markdown = (tmp_path / "summary.md").read_text()
-    assert "| blacken | 2 | 31.00 ± 1.41 | ↓62% | 59.00 ± 1.41 | ↓34% |" in markdown
+    assert "| blacken | 2 | 31.00 [18.29, 43.71] ± 1.41 | ↓62% | 59.00 [46.29, 71.71] ± 1.41 |" in (
+        markdown
+    )
     assert markdown.count("| spact, blur |") == 1

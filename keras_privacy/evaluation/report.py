@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import scipy.stats
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -284,7 +285,7 @@ class Report:
 def summarize_seeds(reports: Mapping[int, Report], out_dir: str | os.PathLike) -> dict[str, Any]:
     """Mean and standard deviation across training seeds of every method's metrics, written to
     `out_dir/summary.json`, `summary.md` (with every seed's row) and `summary_tradeoff.png`
-    (the means, the standard deviations as error bars), and returned.
+    (the means, their 95 % intervals as error bars), and returned.
 
     `reports` maps each seed to the report of its run. A method missing from some reports (an
     interrupted evaluation) is summarised over the seeds that have it, which the summary names.
@@ -329,10 +330,19 @@ def summarize_seeds(reports: Mapping[int, Report], out_dir: str | os.PathLike) -
 
 
 def _spread(seeds: Sequence[int], values: Sequence[float]) -> dict[str, Any]:
-    """Mean, sample standard deviation (None for one value) and the value of every seed."""
+    """Mean, sample standard deviation, the 95 % interval of the mean (Student's t with n - 1
+    degrees of freedom: the spread between trainings, not the test set's sampling noise),
+    and the value of every seed; std and interval are None for one value."""
+    mean = float(np.mean(values))
+    std = interval = None
+    if len(values) > 1:
+        std = float(np.std(values, ddof=1))
+        half = float(scipy.stats.t.ppf(0.975, len(values) - 1)) * std / np.sqrt(len(values))
+        interval = [float(mean - half), float(mean + half)]
     return {
-        "mean": float(np.mean(values)),
-        "std": float(np.std(values, ddof=1)) if len(values) > 1 else None,
+        "mean": mean,
+        "std": std,
+        "interval": interval,
         "per_seed": dict(zip(map(str, seeds), map(float, values), strict=True)),
     }
 
@@ -363,7 +373,9 @@ def _summary_markdown(
                 continue
             mean, std = entry[field]["mean"], entry[field]["std"]
             spread = "–" if std is None else f"{std * scale:.{digits}f}"
-            cells.append(f"{mean * scale:.{digits}f} ± {spread}")
+            cells.append(
+                f"{_format_value(mean, entry[field]['interval'], scale, digits)} ± {spread}"
+            )
             no_drop = raw is None or method == RAW_METHOD or field not in raw
             cells.append("–" if no_drop else _format_drop(mean, raw[field]["mean"]))
         cells.append(", ".join(entry["dominated_by"]) or "–")
@@ -378,9 +390,10 @@ def _summary_markdown(
                 cells.append(_format_value(value, interval, scale, digits))
             rows.append(_table_row(cells))
     note = (
-        f"Mean ± sample standard deviation over the training seeds {', '.join(map(str, reports))}; "
-        "↓ vs raw: relative drop of the mean from raw's mean; dominated by: the methods with "
-        "both a higher mean action and a lower mean cMAP (– : on the frontier). Per seed, "
+        f"Mean [95 % interval of the mean, Student's t] ± sample standard deviation over the "
+        f"training seeds {', '.join(map(str, reports))}; ↓ vs raw: relative drop of the mean "
+        "from raw's mean; dominated by: the methods with both a higher mean action and a lower "
+        "mean cMAP (– : on the frontier). Per seed, "
         "[low, high] is the 95 % bootstrap interval over the test videos / images."
     )
     return "\n\n".join(["\n".join(lines), note, "Per seed:", "\n".join(rows)]) + "\n"
@@ -390,8 +403,8 @@ def plot_summary_tradeoff(
     summary: Mapping[str, Any], path: str | os.PathLike, action_metric: str = "top-1"
 ) -> Path:
     """The trade-off plot of `summarize_seeds`' methods: each method's mean privacy cMAP (x)
-    against its mean action (y), the standard deviations across seeds as error bars, in the
-    colours and markers of `Report.plot_tradeoff`."""
+    against its mean action (y), the 95 % intervals of the means as error bars, in the colours
+    and markers of `Report.plot_tradeoff`."""
     path = Path(path)
     figure = Figure(figsize=(7.5, 4.5), dpi=_DPI)
     FigureCanvasAgg(figure)
@@ -402,8 +415,8 @@ def plot_summary_tradeoff(
         axes.errorbar(
             100 * x["mean"],
             100 * y["mean"],
-            xerr=None if x["std"] is None else 100 * x["std"],
-            yerr=None if y["std"] is None else 100 * y["std"],
+            xerr=_bar(x),
+            yerr=_bar(y),
             fmt="*" if method == RAW_METHOD else _MARKERS[index % len(_MARKERS)],
             markersize=11 if method == RAW_METHOD else 7,
             color=color,
@@ -412,7 +425,9 @@ def plot_summary_tradeoff(
             capsize=3,
             label=f"{method} ({len(entry['seeds'])} seeds)",
         )
-    axes.set_title("best trade-off: top left; means over seeds, bars: ± 1 std", fontsize=9)
+    axes.set_title(
+        "best trade-off: top left; means over seeds, bars: their 95 % intervals", fontsize=9
+    )
     axes.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
     axes.set_xlabel("privacy cMAP (%) (lower is better)")
     axes.set_ylabel(f"action {action_metric} (%) (higher is better)")
@@ -464,6 +479,14 @@ def save_frame_strip(
 
 _COLUMNS = (("action_top1", 100, 2), ("privacy_cmap", 100, 2), ("privacy_f1", 1, 3))
 """(MethodResult field, display scale, decimals) of the table's metric columns."""
+
+
+def _bar(spread: Mapping[str, Any]) -> list[list[float]] | None:
+    """The error bar of a summarised metric (percent): its interval about the mean, if any."""
+    if spread["interval"] is None:
+        return None
+    low, high = spread["interval"]
+    return [[100 * (spread["mean"] - low)], [100 * (high - spread["mean"])]]
 
 
 def _format_value(value: float, interval: Sequence[float] | None, scale: float, digits: int) -> str:
