@@ -76,19 +76,33 @@ def dataset(switches: list[float]) -> tf.data.Dataset:
     )
 
 
-def compiled(conditional: bool = True, jit_compile: bool = False, skips=None) -> Switched:
+def compiled(
+    conditional: bool = True, jit_compile: bool = False, skips=None, run_eagerly: bool = False
+) -> Switched:
     trainer = Switched(conditional, skips)
     trainer.compile(
-        {g: keras.optimizers.Adam(1e-2) for g in ("first", "second")}, jit_compile=jit_compile
+        {g: keras.optimizers.Adam(1e-2) for g in ("first", "second")},
+        jit_compile=jit_compile,
+        run_eagerly=run_eagerly,
     )
     return trainer
 
 
-def trained(switches: list[float], conditional=True, jit_compile=False, skips=None):
+def trained(switches: list[float], conditional=True, jit_compile=False, skips=None, eager=False):
     """A `Switched` trainer after one epoch on `dataset(switches)`, and its history."""
-    trainer = compiled(conditional, jit_compile, skips)
+    trainer = compiled(conditional, jit_compile, skips, eager)
     history = trainer.fit(dataset(switches), epochs=1, verbose=0, shuffle=False).history
     return trainer, history
+
+
+def assert_trained_alike(trained_pair, reference_pair, rtol: float, atol: float) -> None:
+    """Two (trainer, history) pairs with the same weights, optimizer states and metrics."""
+    (trainer, history), (reference, reference_history) = trained_pair, reference_pair
+    for group in ("first", "second"):
+        for a, b in zip(state(trainer, group), state(reference, group)):
+            np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
+    for key in reference_history:
+        np.testing.assert_allclose(history[key], reference_history[key], rtol=rtol)
 
 
 def state(trainer: Switched, group: str) -> list[np.ndarray]:
@@ -115,31 +129,18 @@ def test_a_false_condition_leaves_its_group_unchanged(jit_compile, skips):
 
 @MODES
 def test_a_true_condition_equals_the_unconditional_update(jit_compile, skips):
-    conditional, history = trained([1.0, 1.0], True, jit_compile, skips)
-    plain, plain_history = trained([1.0, 1.0], False, jit_compile)
-    for group in ("first", "second"):
-        for a, b in zip(state(conditional, group), state(plain, group)):
-            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
-    assert int(conditional.group_optimizer("second").iterations) == 2
-    for key in plain_history:
-        np.testing.assert_allclose(history[key], plain_history[key], rtol=1e-6)
+    conditional = trained([1.0, 1.0], True, jit_compile, skips)
+    assert_trained_alike(conditional, trained([1.0, 1.0], False, jit_compile), 1e-6, 1e-7)
+    assert int(conditional[0].group_optimizer("second").iterations) == 2
 
 
 @pytest.mark.parametrize("skips", [True, False])
 def test_conditional_updates_run_eagerly_equal_the_compiled_step(skips):
     """A step run eagerly (no trace: a real conditional runs one branch) skips and runs the
     conditional update as the compiled step does."""
-    switches = [1.0, 0.0, 1.0]
-    compiled_trainer, history = trained(switches, skips=skips)
-    eager = Switched(skips=skips)
-    eager.compile({g: keras.optimizers.Adam(1e-2) for g in ("first", "second")}, run_eagerly=True)
-    eager_history = eager.fit(dataset(switches), epochs=1, verbose=0, shuffle=False).history
-    for group in ("first", "second"):
-        for a, b in zip(state(eager, group), state(compiled_trainer, group)):
-            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
-    assert int(eager.group_optimizer("second").iterations) == 2
-    for key in history:
-        np.testing.assert_allclose(eager_history[key], history[key], rtol=1e-5)
+    eager = trained([1.0, 0.0, 1.0], skips=skips, eager=True)
+    assert_trained_alike(eager, trained([1.0, 0.0, 1.0], skips=skips), 1e-5, 1e-6)
+    assert int(eager[0].group_optimizer("second").iterations) == 2
 
 
 class BatchLogs(keras.callbacks.Callback):

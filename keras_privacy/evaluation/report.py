@@ -262,17 +262,10 @@ class Report:
                     linewidth=1,
                 )
         if any(r.intervals for r in self._results.values()):
-            axes.set_title("best trade-off: top left; bars: 95 % intervals", fontsize=9)
+            title = "best trade-off: top left; bars: 95 % intervals"
         else:
-            axes.set_title("best trade-off: top left", fontsize=9)
-        axes.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
-        axes.set_xlabel("privacy cMAP (%) (lower is better)")
-        axes.set_ylabel(f"action {self.action_metric} (%) (higher is better)")
-        axes.margins(0.15)
-        axes.grid(alpha=0.3)
-        figure.tight_layout()
-        figure.savefig(path)
-        return path
+            title = "best trade-off: top left"
+        return _save_tradeoff(figure, axes, title, self.action_metric, path)
 
     def _resolve(self, path: str | os.PathLike) -> Path:
         path = Path(path)
@@ -425,9 +418,14 @@ def plot_summary_tradeoff(
             capsize=3,
             label=f"{method} ({len(entry['seeds'])} seeds)",
         )
-    axes.set_title(
-        "best trade-off: top left; means over seeds, bars: their 95 % intervals", fontsize=9
-    )
+    title = "best trade-off: top left; means over seeds, bars: their 95 % intervals"
+    return _save_tradeoff(figure, axes, title, action_metric, path)
+
+
+def _save_tradeoff(figure: Figure, axes, title: str, action_metric: str, path: Path) -> Path:
+    """Title, legend, axis labels and grid of a trade-off plot, then the figure saved to
+    `path`."""
+    axes.set_title(title, fontsize=9)
     axes.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
     axes.set_xlabel("privacy cMAP (%) (lower is better)")
     axes.set_ylabel(f"action {action_metric} (%) (higher is better)")
