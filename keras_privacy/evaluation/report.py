@@ -234,9 +234,7 @@ class Report:
         (raw a star), named in the legend, so close points stay readable; a method with
         intervals has them as error bars. A relative `path` is in `out_dir`."""
         path = self._resolve(path)
-        figure = Figure(figsize=(7.5, 4.5), dpi=_DPI)
-        FigureCanvasAgg(figure)
-        axes = figure.add_subplot()
+        figure, axes = _tradeoff_figure()
         for index, (method, result) in enumerate(self._results.items()):
             axes.scatter(
                 100 * result.privacy_cmap,
@@ -251,11 +249,8 @@ class Report:
                 axes.errorbar(
                     100 * result.privacy_cmap,
                     100 * result.action_top1,
-                    xerr=[
-                        [100 * (result.privacy_cmap - x[0])],
-                        [100 * (x[1] - result.privacy_cmap)],
-                    ],
-                    yerr=[[100 * (result.action_top1 - y[0])], [100 * (y[1] - result.action_top1)]],
+                    xerr=_bar(result.privacy_cmap, x),
+                    yerr=_bar(result.action_top1, y),
                     fmt="none",
                     ecolor=f"C{index % 10}",
                     alpha=0.5,
@@ -399,17 +394,15 @@ def plot_summary_tradeoff(
     against its mean action (y), the 95 % intervals of the means as error bars, in the colours
     and markers of `Report.plot_tradeoff`."""
     path = Path(path)
-    figure = Figure(figsize=(7.5, 4.5), dpi=_DPI)
-    FigureCanvasAgg(figure)
-    axes = figure.add_subplot()
+    figure, axes = _tradeoff_figure()
     for index, (method, entry) in enumerate(summary.items()):
         x, y = entry["privacy_cmap"], entry["action_top1"]
         color = f"C{index % 10}"
         axes.errorbar(
             100 * x["mean"],
             100 * y["mean"],
-            xerr=_bar(x),
-            yerr=_bar(y),
+            xerr=_bar(x["mean"], x["interval"]),
+            yerr=_bar(y["mean"], y["interval"]),
             fmt="*" if method == RAW_METHOD else _MARKERS[index % len(_MARKERS)],
             markersize=11 if method == RAW_METHOD else 7,
             color=color,
@@ -420,6 +413,13 @@ def plot_summary_tradeoff(
         )
     title = "best trade-off: top left; means over seeds, bars: their 95 % intervals"
     return _save_tradeoff(figure, axes, title, action_metric, path)
+
+
+def _tradeoff_figure() -> tuple[Figure, Any]:
+    """An empty figure and axes of a trade-off plot's size, drawn off screen."""
+    figure = Figure(figsize=(7.5, 4.5), dpi=_DPI)
+    FigureCanvasAgg(figure)
+    return figure, figure.add_subplot()
 
 
 def _save_tradeoff(figure: Figure, axes, title: str, action_metric: str, path: Path) -> Path:
@@ -479,12 +479,12 @@ _COLUMNS = (("action_top1", 100, 2), ("privacy_cmap", 100, 2), ("privacy_f1", 1,
 """(MethodResult field, display scale, decimals) of the table's metric columns."""
 
 
-def _bar(spread: Mapping[str, Any]) -> list[list[float]] | None:
-    """The error bar of a summarised metric (percent): its interval about the mean, if any."""
-    if spread["interval"] is None:
+def _bar(value: float, interval: Sequence[float] | None) -> list[list[float]] | None:
+    """The error bar (percent) of `value` reaching its interval's bounds, or None without one."""
+    if interval is None:
         return None
-    low, high = spread["interval"]
-    return [[100 * (spread["mean"] - low)], [100 * (high - spread["mean"])]]
+    low, high = interval
+    return [[100 * (value - low)], [100 * (high - value)]]
 
 
 def _format_value(value: float, interval: Sequence[float] | None, scale: float, digits: int) -> str:
