@@ -17,6 +17,7 @@ import pytest
 import tensorflow as tf
 
 from keras_privacy.data.cache import (
+    FrameTransform,
     prepare_image_cache,
     prepare_video_cache,
     read_image_cache,
@@ -752,6 +753,39 @@ def test_video_cache_resumes(tmp_path, video_split):
     assert changed["fingerprint"] != first["fingerprint"]
     assert shards[0].stat().st_mtime_ns != 1
     assert {min(r["height"], r["width"]) for r in _records(read_video_cache(out))} == {24}
+
+
+def test_a_transform_changes_each_file_before_it_is_resized_and_keys_the_cache(
+    tmp_path, video_split
+):
+    split, _ = video_split
+    out = tmp_path / "cache"
+    plain = prepare_video_cache(split, out, short_side=32, num_shards=1, workers=2)
+    seen = []
+
+    def darken_left_half(path: str, clip: np.ndarray) -> np.ndarray:
+        seen.append((path, clip.shape))
+        clip = clip.copy()
+        clip[:, :, : clip.shape[2] // 2] = 0
+        return clip
+
+    transform = FrameTransform(darken_left_half, key="darken left half")
+    changed = prepare_video_cache(
+        split, out, short_side=32, num_shards=1, workers=2, transform=transform
+    )
+    # Another transform is another cache: written again, and the manifest names it.
+    assert changed["fingerprint"] != plain["fingerprint"]
+    assert changed["transform"] == "darken left half" and plain["transform"] == ""
+    # Each decodable source file went through the transform once, whole and at its own size.
+    paths = [path for path, _ in seen]
+    assert len(paths) == len(set(paths)) == changed["num_records"]
+    full_size = read_video(split.examples[0].path).shape
+    assert dict(seen)[split.examples[0].path] == full_size
+    for record in _records(read_video_cache(out)):
+        frame = tf.io.decode_jpeg(record["frames"][0]).numpy()
+        assert min(frame.shape[:2]) == 32
+        assert frame[:, : frame.shape[1] // 2 - 2].mean() < 5  # black, but for JPEG noise
+        assert frame[:, frame.shape[1] // 2 + 1 :].mean() > 20
 
 
 def test_two_writers_prepare_one_cache_at_once(tmp_path, video_split):

@@ -124,8 +124,9 @@ def test_a_cache_that_does_not_read_back_fails_prepare(benchmark, tmp_path, caps
     folder = _vispr_copy(benchmark, tmp_path)
     real_record = cache.image_record
 
-    def short_labels(example, index, short_side, quality):
-        return real_record(dataclasses.replace(example, privacy=()), index, short_side, quality)
+    def short_labels(example, index, short_side, quality, transform=None):
+        unlabelled = dataclasses.replace(example, privacy=())
+        return real_record(unlabelled, index, short_side, quality, transform)
 
     monkeypatch.setattr(cache, "image_record", short_labels)
     monkeypatch.setattr(cache, "_with_label_check", lambda encode, count: encode)

@@ -1,7 +1,9 @@
 """The evaluation protocol end to end on a tiny synthetic benchmark with tiny models."""
 
 import json
+from pathlib import Path
 
+import cv2
 import keras
 import matplotlib.image
 import numpy as np
@@ -9,6 +11,7 @@ import pytest
 import tiny_models
 from tiny_models import tiny_config
 
+from keras_privacy.data.cache import encode_jpeg, read_manifest, read_video_cache
 from keras_privacy.data.video import read_video
 from keras_privacy.evaluation import anonymizations, protocol
 from keras_privacy.models import registry
@@ -88,19 +91,19 @@ def test_interrupted_evaluation_keeps_finished_methods(benchmark, tmp_path, monk
     config = tiny_config(benchmark, tmp_path, eval_methods="raw,blacken", eval_boxes=boxes)
     data = protocol.evaluation_data(config)
     out = tmp_path / "evaluation"
-    real_anonymized_data = protocol.anonymized_data
+    real_cached_data = protocol.cached_data
 
-    def interrupt_on_baseline(data, method, work_dir, short_side):
-        if method.baseline:
+    def interrupt_on_baseline(data, directory, short_side, baseline=None):
+        if baseline is not None:
             raise KeyboardInterrupt
-        return real_anonymized_data(data, method, work_dir, short_side)
+        return real_cached_data(data, directory, short_side, baseline)
 
-    monkeypatch.setattr(protocol, "anonymized_data", interrupt_on_baseline)
+    monkeypatch.setattr(protocol, "cached_data", interrupt_on_baseline)
     with pytest.raises(KeyboardInterrupt):
         protocol.evaluate(config, data, protocol.methods_of(config), out)
     assert list(json.loads((out / "report.json").read_text())["methods"]) == ["raw"]
 
-    monkeypatch.setattr(protocol, "anonymized_data", real_anonymized_data)
+    monkeypatch.setattr(protocol, "cached_data", real_cached_data)
     trained = []
     real_train = protocol.train_action_target
 
@@ -112,10 +115,27 @@ def test_interrupted_evaluation_keeps_finished_methods(benchmark, tmp_path, monk
     report = protocol.evaluate(config, data, protocol.methods_of(config), out)
     assert report.methods == ["raw", "blacken"]
     assert len(trained) == 1 and "blacken" in trained[0]
-    # The people baseline is written at the short side the target models read.
-    written = sorted((out / "anonymized" / "blacken" / "action_test").glob("*.mp4"))
-    assert len(written) == len(data.action_test)
-    assert min(read_video(written[0]).shape[1:3]) == config.frame_size
+    # The people baseline is cached straight from the source files, at the short side the
+    # target models read, with the true boxes blackened; no anonymized video is written.
+    manifest = read_manifest(out / "cache" / "blacken" / "action_test")
+    assert manifest["num_records"] == len(data.action_test)
+    assert manifest["transform"].startswith(f"blacken at {config.frame_size}, boxes ")
+    assert not (out / "anonymized").exists()
+    record = next(iter(read_video_cache(out / "cache" / "blacken" / "action_test")))
+    first = data.action_test.examples[int(record["index"])]
+    frames = np.stack([decoded_jpeg(jpeg) for jpeg in record["frames"].numpy()])
+    assert min(frames.shape[1:3]) == config.frame_size
+    method = protocol.methods_of(config)[1]
+    expected = method.clip_fn(Path(first.path).name, config.frame_size, "video")(
+        read_video(first.path)
+    )
+    stored = np.stack([decoded_jpeg(encode_jpeg(frame, 90)) for frame in expected])
+    np.testing.assert_array_equal(frames, stored)
+    assert (frames == 0).all(axis=-1).mean() > 0.01  # the boxes are blackened
+
+
+def decoded_jpeg(jpeg: bytes) -> np.ndarray:
+    return cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)[..., ::-1]
 
 
 def test_with_anonymizer_applies_the_frozen_anonymizer_frame_by_frame():

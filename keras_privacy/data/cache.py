@@ -5,6 +5,8 @@
 feature list `frames`: one JPEG string per frame, resized so the short side is `short_side`).
 `prepare_image_cache` stores images as `tf.train.Example`s the same way. Pipelines then pick a
 clip's frames on the still-encoded strings and decode only those (TF Model Garden / TFDS style).
+A `FrameTransform` (an evaluation's people baseline) changes each decoded video or image before
+it is resized and stored, so that anonymized data is cached straight from the source files.
 
 Preparation is resumable: each shard is written under a temporary name and renamed when it is
 complete, with a small JSON sidecar (its count, failures and a fingerprint of the split and
@@ -16,6 +18,7 @@ would not parse back), is skipped and named (file and reason) in the manifest, n
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import hashlib
 import json
 import os
@@ -38,6 +41,17 @@ EXAMPLES_PER_SHARD = 100
 SHARD_ORDER_SEED = 0
 DECODE_ERRORS = (VideoDecodeError, ValueError, cv2.error)
 """What makes a file be skipped (and named in the manifest) instead of stopping the cache."""
+
+
+@dataclasses.dataclass(frozen=True)
+class FrameTransform:
+    """A change applied to every decoded video or image of a cache before it is resized:
+    `apply(path, clip)` maps the file's uint8 RGB (T, H, W, 3) clip (an image is one frame) to
+    a clip of as many frames, of any size. `key` names the change and its inputs (a baseline and
+    its boxes) in the cache's fingerprint, so a cache written with another change is rewritten."""
+
+    apply: Callable[[str, np.ndarray], np.ndarray]
+    key: str
 
 
 def resize_short_side(frame: np.ndarray, short_side: int | None) -> np.ndarray:
@@ -81,10 +95,21 @@ def _context(example: Example, index: int, height: int, width: int) -> dict:
     return context
 
 
-def video_record(example: Example, index: int, short_side: int | None, quality: int) -> bytes:
-    """The serialized SequenceExample of one video; raises VideoDecodeError when it fails."""
+def video_record(
+    example: Example,
+    index: int,
+    short_side: int | None,
+    quality: int,
+    transform: FrameTransform | None = None,
+) -> bytes:
+    """The serialized SequenceExample of one video (changed by `transform` first, if given);
+    raises VideoDecodeError when it fails."""
+    decoded = iter_video_frames(example.path)
+    if transform is not None:
+        clip = list(decoded)
+        decoded = transform.apply(example.path, np.stack(clip)) if clip else []
     frames, height, width = [], 0, 0
-    for frame in iter_video_frames(example.path):
+    for frame in decoded:
         frame = resize_short_side(frame, short_side)
         height, width = frame.shape[:2]
         frames.append(encode_jpeg(frame, quality))
@@ -101,12 +126,22 @@ def video_record(example: Example, index: int, short_side: int | None, quality: 
     return record.SerializeToString()
 
 
-def image_record(example: Example, index: int, short_side: int | None, quality: int) -> bytes:
-    """The serialized Example of one image; raises ValueError when it is unreadable."""
+def image_record(
+    example: Example,
+    index: int,
+    short_side: int | None,
+    quality: int,
+    transform: FrameTransform | None = None,
+) -> bytes:
+    """The serialized Example of one image (changed by `transform` first, if given); raises
+    ValueError when it is unreadable."""
     bgr = cv2.imread(example.path, cv2.IMREAD_COLOR)
     if bgr is None:
         raise ValueError(f"{example.path}: unreadable image")
-    image = resize_short_side(bgr[..., ::-1], short_side)
+    rgb = np.ascontiguousarray(bgr[..., ::-1])
+    if transform is not None:
+        rgb = transform.apply(example.path, rgb[None])[0]
+    image = resize_short_side(rgb, short_side)
     height, width = image.shape[:2]
     features = _context(example, index, height, width)
     features["image"] = _bytes([encode_jpeg(image, quality)])
@@ -123,11 +158,14 @@ def _file_version(path: str) -> list[int]:
     return [status.st_size, status.st_mtime_ns]
 
 
-def _fingerprint(kind: str, split: Split, short_side: int | None, quality: int, shards: int):
-    """A digest of everything that determines a shard's content: settings, and each file's
-    path, labels, size and modification time."""
+def _fingerprint(
+    kind: str, split: Split, short_side: int | None, quality: int, shards: int, transform_key: str
+):
+    """A digest of everything that determines a shard's content: settings, the transform's
+    key, and each file's path, labels, size and modification time."""
     digest = hashlib.sha256()
-    digest.update(json.dumps([FORMAT_VERSION, kind, short_side, quality, shards]).encode())
+    settings = [FORMAT_VERSION, kind, short_side, quality, shards, transform_key]
+    digest.update(json.dumps(settings).encode())
     for example in split.examples:
         record = [example.path, example.label, list(example.privacy), _file_version(example.path)]
         if example.actions:
@@ -206,13 +244,15 @@ def _prepare(
     num_shards: int | None,
     jpeg_quality: int,
     workers: int | None,
+    transform: FrameTransform | None,
 ) -> dict:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     encode = _with_label_check(encode, len(split.attribute_names))
     num_shards = num_shards or max(1, -(-len(split) // EXAMPLES_PER_SHARD))
     num_shards = max(1, min(num_shards, len(split)))
-    fingerprint = _fingerprint(kind, split, short_side, jpeg_quality, num_shards)
+    transform_key = "" if transform is None else transform.key
+    fingerprint = _fingerprint(kind, split, short_side, jpeg_quality, num_shards, transform_key)
     # Split lists are sorted by class: shards of a fixed random order, so that a shuffle
     # window over a few interleaved shards still sees every class (records keep their index).
     order = np.random.default_rng(SHARD_ORDER_SEED).permutation(len(split))
@@ -237,6 +277,7 @@ def _prepare(
         "num_records": sum(s["count"] for s in shards),
         "short_side": short_side,
         "jpeg_quality": jpeg_quality,
+        "transform": transform_key,
         "class_names": list(split.class_names),
         "attribute_names": list(split.attribute_names),
         "num_actions": len(split.class_names) if any(e.actions for e in split.examples) else 0,
@@ -280,6 +321,7 @@ def prepare_video_cache(
     num_shards: int | None = None,
     jpeg_quality: int = 90,
     workers: int | None = None,
+    transform: FrameTransform | None = None,
 ) -> dict:
     """Decode every video of `split` once into `out_dir` (sharded TFRecords + manifest.json).
 
@@ -290,15 +332,18 @@ def prepare_video_cache(
         num_shards: Number of shards (default: about 100 videos per shard).
         jpeg_quality: JPEG quality of the stored frames.
         workers: Decoding threads (default: the number of CPU cores).
+        transform: A change of every decoded video before it is resized (default: none).
 
     Returns:
         The manifest: counts, shards, and `failures` (path and reason of skipped videos).
     """
 
     def encode(example: Example, index: int) -> bytes:
-        return video_record(example, index, short_side, jpeg_quality)
+        return video_record(example, index, short_side, jpeg_quality, transform)
 
-    return _prepare("video", encode, split, out_dir, short_side, num_shards, jpeg_quality, workers)
+    return _prepare(
+        "video", encode, split, out_dir, short_side, num_shards, jpeg_quality, workers, transform
+    )
 
 
 def prepare_image_cache(
@@ -308,21 +353,29 @@ def prepare_image_cache(
     num_shards: int | None = None,
     jpeg_quality: int = 90,
     workers: int | None = None,
+    transform: FrameTransform | None = None,
 ) -> dict:
     """Store every image of `split` once into `out_dir`, like `prepare_video_cache`."""
 
     def encode(example: Example, index: int) -> bytes:
-        return image_record(example, index, short_side, jpeg_quality)
+        return image_record(example, index, short_side, jpeg_quality, transform)
 
-    return _prepare("image", encode, split, out_dir, short_side, num_shards, jpeg_quality, workers)
+    return _prepare(
+        "image", encode, split, out_dir, short_side, num_shards, jpeg_quality, workers, transform
+    )
 
 
 def prepare_cache(
-    split: Split, kind: str, out_dir: str | os.PathLike, short_side: int | None
+    split: Split,
+    kind: str,
+    out_dir: str | os.PathLike,
+    short_side: int | None,
+    transform: FrameTransform | None = None,
 ) -> Path:
-    """`split` as a prepared "video" or "image" cache in `out_dir` (written once, resumable)."""
+    """`split` as a prepared "video" or "image" cache in `out_dir` (written once, resumable),
+    each file changed by `transform` first, if given."""
     prepare = prepare_video_cache if kind == "video" else prepare_image_cache
-    prepare(split, out_dir, short_side=short_side)
+    prepare(split, out_dir, short_side=short_side, transform=transform)
     return Path(out_dir)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import keras
 import numpy as np
 
 from keras_privacy.config import ExperimentConfig, SettingError
+from keras_privacy.data.cache import FrameTransform
 from keras_privacy.evaluation.baselines import (
     BASELINES,
     FACE_BASELINES,
@@ -31,9 +33,9 @@ ClipFn = Callable[[np.ndarray], np.ndarray]
 class Anonymization:
     """One method to evaluate: a frozen frame-wise `model` in front of the target models (a
     learned anonymizer, or the down-sampling baseline's layer), a people `baseline` applied to
-    the source files, or neither (raw data). People baselines find people with `detector`, or
-    take the boxes of each file from `boxes`, looked up by file name
-    (`v_ApplyEyeMakeup_g01_c01.avi`).
+    the source files as they are cached (`frame_transform`), or neither (raw data). People
+    baselines find people with `detector`, or take the boxes of each file from `boxes`, looked
+    up by file name (`v_ApplyEyeMakeup_g01_c01.avi`).
     `model_sha256` is the digest of the file the model was loaded from, so that a report row
     of an older anonymizer of the same name is not taken for this one's."""
 
@@ -54,12 +56,46 @@ class Anonymization:
             detector = self.detector
         return build_baseline(self.baseline, detector, short_side, kind)
 
+    def frame_transform(self, short_side: int | None, kind: str) -> FrameTransform:
+        """The people baseline as the cache's change of each source file ("video" or "image"
+        `kind`), returning it at `short_side`. Cache threads share one detector, called by one
+        thread at a time (OpenCV's cascade classifiers are not thread-safe); the key names the
+        baseline, its short side and its boxes (the box file's digest, or the detector)."""
+        if self.boxes is None:
+            detector = self.detector or PersonOrFaceDetector()
+            if not isinstance(detector, _OneCallAtATime):
+                self.detector = _OneCallAtATime(detector)
+            boxes = self.detector.description
+        else:
+            boxes = hashlib.sha256(Path(self.boxes.path).read_bytes()).hexdigest()
+
+        def apply(path: str, clip: np.ndarray) -> np.ndarray:
+            return self.clip_fn(Path(path).name, short_side, kind)(clip)
+
+        return FrameTransform(apply, key=f"{self.baseline} at {short_side}, boxes {boxes}")
+
     def detector_description(self) -> str:
         """Where the baseline's boxes come from, for the report."""
         if self.boxes is not None:
             return self.boxes.description
         self.detector = self.detector or PersonOrFaceDetector()
         return self.detector.description
+
+
+@dataclasses.dataclass
+class _OneCallAtATime:
+    """A detector whose `detect_clip` runs in one thread at a time."""
+
+    detector: Detector
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+
+    @property
+    def description(self) -> str:
+        return self.detector.description
+
+    def detect_clip(self, clip: np.ndarray) -> list[np.ndarray]:
+        with self.lock:
+            return self.detector.detect_clip(clip)
 
 
 def load_anonymizer(path: str | Path, name: str | None = None) -> Anonymization:

@@ -9,8 +9,9 @@ from pathlib import Path
 
 from keras_privacy.config import ExperimentConfig, SettingError
 from keras_privacy.data import pa_hmdb51, pipelines, sources
-from keras_privacy.data.cache import prepare_cache
+from keras_privacy.data.cache import FrameTransform, prepare_cache
 from keras_privacy.data.examples import Split
+from keras_privacy.evaluation.anonymizations import Anonymization
 
 
 @dataclasses.dataclass
@@ -34,12 +35,23 @@ class EvaluationData:
         return pipelines.label_names(self.privacy_train, "attribute_names")
 
 
-def cached_data(data: EvaluationData, directory: Path, short_side: int) -> EvaluationData:
-    """The four splits of `data` as prepared caches under `directory` (written once), so that
-    target models read their data with TensorFlow ops only."""
+def cached_data(
+    data: EvaluationData,
+    directory: Path,
+    short_side: int,
+    baseline: Anonymization | None = None,
+) -> EvaluationData:
+    """The four splits of `data` as prepared caches under `directory` (written once, resumable),
+    so that target models read their data with TensorFlow ops only. With a people `baseline`,
+    every source video and image is anonymized as it is cached: its people are found on the
+    source frames, then resized to `short_side` and blurred or blackened there."""
+
+    def transform(kind: str) -> FrameTransform | None:
+        return None if baseline is None else baseline.frame_transform(short_side, kind)
+
     return EvaluationData(
         *(
-            prepare_cache(getattr(data, name), kind, directory / name, short_side)
+            prepare_cache(getattr(data, name), kind, directory / name, short_side, transform(kind))
             for name, kind in (
                 ("action_train", "video"),
                 ("action_test", "video"),

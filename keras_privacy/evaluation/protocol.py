@@ -15,11 +15,12 @@ How the anonymization is applied:
   (`baselines.InputDownsample`), like a learned anonymizer: what the model would see, at
   `--image_size`, goes down `factor` times per side and back up, for clips and images alike;
 - a people baseline (blur or blackening of detected people) is applied once to every source
-  video and image: people are found on the source frames, the frames are resized to the short
-  side the target models read (`--frame_size`) with the boxes scaled alike, blurred or
-  blackened there (the blur sized as SPAct's supplement C.6, `baselines.scaled_blur`), written
-  under `work_dir/<method>/` and read back like a dataset: detection runs once per video, and an
-  interrupted evaluation keeps the files it wrote.
+  video and image as it is cached (`datasets.cached_data`): people are found on the source
+  frames, the frames are resized to the short side the target models read (`--frame_size`)
+  with the boxes scaled alike, blurred or blackened there (the blur sized as SPAct's
+  supplement C.6, `baselines.scaled_blur`) and stored in `out_dir/cache/<method>/`: detection
+  runs once per video, no anonymized video is encoded and decoded again, and an interrupted
+  evaluation keeps the cache shards it finished.
 
 Which data the target models see is `--eval_protocol` (SPAct Sec. 4): `same` trains and tests
 them on the training datasets; `cross_dataset`, `novel_actions` and `novel_attributes` on the
@@ -58,7 +59,6 @@ from keras_privacy.config import ExperimentConfig
 from keras_privacy.data import pipelines
 from keras_privacy.data.video import read_video
 from keras_privacy.evaluation.anonymizations import Anonymization, methods_of
-from keras_privacy.evaluation.anonymized_data import anonymized_data
 from keras_privacy.evaluation.baselines import FILE_BASELINES
 from keras_privacy.evaluation.datasets import (
     EvaluationData,
@@ -78,8 +78,7 @@ from keras_privacy.evaluation.targets import (
 
 __all__ = ["evaluate", "evaluation_data", "methods_of", "report_dir"]
 """A run of the protocol: `evaluate(config, evaluation_data(config), methods_of(config),
-report_dir(config))`; the steps live in `datasets`, `anonymizations`, `anonymized_data` and
-`targets`."""
+report_dir(config))`; the steps live in `datasets`, `anonymizations` and `targets`."""
 
 
 def evaluate(
@@ -117,8 +116,7 @@ def evaluate(
         logging.info("evaluating %s", method.name)
         seen = source
         if method.baseline in FILE_BASELINES:
-            written = anonymized_data(data, method, out_dir / "anonymized", config.frame_size)
-            seen = cached_data(written, out_dir / "cache" / method.name, config.frame_size)
+            seen = cached_data(data, out_dir / "cache" / method.name, config.frame_size, method)
         result = _target_results(config, seen, method, attackers, classes, names)
         if method.baseline in FILE_BASELINES:
             result["detector"] = method.detector_description()
@@ -157,7 +155,7 @@ def _frames_of_report(
     the same report keep their row in frames.png."""
     frames_dir = report.out_dir / "frames"
     frames_dir.mkdir(parents=True, exist_ok=True)
-    for name, clip in _example_frames(config, data, methods, report.out_dir).items():
+    for name, clip in _example_frames(config, data, methods).items():
         np.save(frames_dir / f"{name}.npy", clip)
     names = dict.fromkeys([RAW_METHOD, *report.methods])
     return {
@@ -224,7 +222,6 @@ def _example_frames(
     config: ExperimentConfig,
     data: EvaluationData,
     methods: Sequence[Anonymization],
-    out_dir: Path,
 ) -> dict[str, np.ndarray]:
     """The first test clip as each method shows it."""
     source = data.action_test.examples[0]
@@ -237,7 +234,6 @@ def _example_frames(
             anonymized = method.model(keras.ops.convert_to_tensor(resized / 255.0, "float32"))
             frames[method.name] = keras.ops.convert_to_numpy(anonymized)
         elif method.baseline is not None:
-            written = out_dir / "anonymized" / method.name / "action_test"
-            first = sorted(written.glob("000000_*.mp4"))
-            frames[method.name] = read_video(first[0], max_frames=len(clip)) if first else clip
+            anonymize = method.clip_fn(Path(source.path).name, config.frame_size, "video")
+            frames[method.name] = anonymize(clip)
     return frames
