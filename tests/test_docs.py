@@ -75,7 +75,9 @@ def test_readme_commands_name_existing_configs_and_known_flags():
 
 def test_quickstart_commands_are_marked():
     readme_commands = _load_script("readme_commands")
-    assert "train.py --flagfile=configs/synthetic.cfg" in readme_commands.quickstart_command("main")
+    assert "train.py --flagfile=configs/synthetic_v5.cfg" in readme_commands.quickstart_command(
+        "main"
+    )
     test_command = readme_commands.quickstart_command("test")
     assert "KERAS_BACKEND=tensorflow python -m pytest" in test_command
     assert "KERAS_BACKEND=jax python -m pytest" in test_command
