@@ -99,9 +99,17 @@ check takes for float noise (the same batches and starting weights; only the dev
 arithmetic differs, and it compounds over the steps)."""
 
 
-def build_trainer(method: str, sizes: dict, clips: int, images: int, jit_compile: str = "auto"):
+def build_trainer(
+    method: str,
+    sizes: dict,
+    clips: int,
+    images: int,
+    jit_compile: str = "auto",
+    first_order: bool = False,
+):
     """The trainer of `method` compiled as training compiles it (`--jit_compile=jit_compile`,
-    `distribute.choose_jit_compile`), and one batch of its step."""
+    `distribute.choose_jit_compile`), and one batch of its step; meta's meta-gradient is
+    first-order with `first_order` (`--meta_first_order`)."""
     import keras
 
     from keras_privacy.distribute import choose_jit_compile
@@ -178,7 +186,12 @@ def build_trainer(method: str, sizes: dict, clips: int, images: int, jit_compile
     ]
     # T1 = T2 = 0: Algorithm 1 picks the second-order meta update of f_A every step.
     trainer = MetaGeneralization(
-        anonymizer, action, attack, action_threshold=0.0, attack_threshold=0.0
+        anonymizer,
+        action,
+        attack,
+        action_threshold=0.0,
+        attack_threshold=0.0,
+        first_order=first_order,
     )
     others = ("action", *trainer.attack_groups)
     trainer.compile(

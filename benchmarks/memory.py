@@ -3,6 +3,7 @@
     python benchmarks/memory.py                                   # every method, TensorFlow
     python benchmarks/memory.py --backend jax --batch_size 4 --privacy_batch_size 8
     python benchmarks/memory.py --methods meta --jit_compile true --max_gib 10
+    python benchmarks/memory.py --methods meta --meta_first_order  # without the second order
     python benchmarks/memory.py --small                           # tiny models: a smoke run
     python benchmarks/memory.py --max_gib 10 --guard -- python train.py --flagfile=...
 
@@ -151,7 +152,9 @@ def measure(method: str, sizes: dict, args: argparse.Namespace) -> dict:
     from keras_privacy.methods.batches import BatchList
 
     clips, images = args.batch_size, args.privacy_batch_size
-    trainer, batch = build_trainer(method, sizes, clips, images, args.jit_compile)
+    trainer, batch = build_trainer(
+        method, sizes, clips, images, args.jit_compile, args.meta_first_order
+    )
     models_rss = _kib("/proc/self/status", "VmRSS") / 2**20
     start = time.perf_counter()
     history = trainer.fit(BatchList([batch] * args.steps), epochs=1, verbose=0).history
@@ -162,6 +165,7 @@ def measure(method: str, sizes: dict, args: argparse.Namespace) -> dict:
         "jit_compile": bool(trainer.jit_compile),
         "batch_size": clips,
         "privacy_batch_size": images,
+        **({"first_order": args.meta_first_order} if method == "meta" else {}),
         "peak_rss_gib": round(_kib("/proc/self/status", "VmHWM") / 2**20, 2),
         "models_rss_gib": round(models_rss, 2),
         "seconds": round(seconds, 1),
@@ -180,7 +184,9 @@ def run_worker(method: str, args: argparse.Namespace, clips: int, images: int) -
         "--batch_size", str(clips), "--privacy_batch_size", str(images),
         "--jit_compile", args.jit_compile, "--steps", str(args.steps),
         "--max_gib", str(args.max_gib),
-    ] + (["--small"] if args.small else [])  # fmt: skip
+    ] + (["--small"] if args.small else []) + (
+        ["--meta_first_order"] if args.meta_first_order else []
+    )  # fmt: skip
     env = dict(os.environ, KERAS_BACKEND=args.backend, XLA_PYTHON_CLIENT_PREALLOCATE="false")
     done = run_guarded(command, args.max_gib, args.timeout, env)
     results = [line for line in done["output"].splitlines() if line.startswith("{")]
@@ -217,6 +223,9 @@ def main() -> None:
     parser.add_argument("--max_gib", type=float, default=DEFAULT_CAP_GIB, help="RSS cap, GiB")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per measurement")
     parser.add_argument("--largest_batch", action="store_true", help="double until over the cap")
+    parser.add_argument(
+        "--meta_first_order", action="store_true", help="meta: first-order meta-gradient"
+    )
     parser.add_argument("--small", action="store_true", help="tiny models: a smoke run")
     parser.add_argument("--guard", action="store_true", help="-- COMMAND: run it under the cap")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
