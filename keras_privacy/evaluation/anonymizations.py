@@ -52,22 +52,17 @@ class Anonymization:
         if self.boxes is not None:
             detector = self.boxes.detector(file_name)
         else:
-            self.detector = self.detector or PersonOrFaceDetector()
-            detector = self.detector
+            detector = self._shared_detector()
         return build_baseline(self.baseline, detector, short_side, kind)
 
     def frame_transform(self, short_side: int | None, kind: str) -> FrameTransform:
         """The people baseline as the cache's change of each source file ("video" or "image"
-        `kind`), returning it at `short_side`. Cache threads share one detector, called by one
-        thread at a time (OpenCV's cascade classifiers are not thread-safe); the key names the
-        baseline, its short side and its boxes (the box file's digest, or the detector)."""
-        if self.boxes is None:
-            detector = self.detector or PersonOrFaceDetector()
-            if not isinstance(detector, _OneCallAtATime):
-                self.detector = _OneCallAtATime(detector)
-            boxes = self.detector.description
+        `kind`), returning it at `short_side`; the key names the baseline, its short side and
+        its boxes (the box file's digest, or the detector)."""
+        if self.boxes is not None:
+            boxes = self.boxes.sha256
         else:
-            boxes = hashlib.sha256(Path(self.boxes.path).read_bytes()).hexdigest()
+            boxes = self._shared_detector().description
 
         def apply(path: str, clip: np.ndarray) -> np.ndarray:
             return self.clip_fn(Path(path).name, short_side, kind)(clip)
@@ -78,8 +73,15 @@ class Anonymization:
         """Where the baseline's boxes come from, for the report."""
         if self.boxes is not None:
             return self.boxes.description
-        self.detector = self.detector or PersonOrFaceDetector()
-        return self.detector.description
+        return self._shared_detector().description
+
+    def _shared_detector(self) -> Detector:
+        """`detector` (made on first use: people by HOG, faces by Haar), called by one thread
+        at a time, since the cache's threads share it and OpenCV's cascade classifiers are not
+        thread-safe."""
+        if not isinstance(self.detector, _OneCallAtATime):
+            self.detector = _OneCallAtATime(self.detector or PersonOrFaceDetector())
+        return self.detector
 
 
 @dataclasses.dataclass

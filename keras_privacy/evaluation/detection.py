@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import hashlib
 import json
 import os
 from collections.abc import Sequence
@@ -250,8 +251,11 @@ class BoxesFromFile:
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = os.fspath(path)
-        with open(path, encoding="utf-8") as file:
-            raw = json.load(file)
+        with open(path, "rb") as file:
+            content = file.read()
+        self.sha256 = hashlib.sha256(content).hexdigest()
+        """The digest of the file as read, naming these boxes in an evaluation cache's key."""
+        raw = json.loads(content)
         if not isinstance(raw, dict):
             raise ValueError(f"{path}: expected a JSON object of name -> list of boxes")
         self._entries = {name: _parse_entries(name, entries) for name, entries in raw.items()}
