@@ -53,3 +53,22 @@ def test_no_backend_branch_outside_the_backend_package():
     assert BRANCH.search('if keras.backend.backend() != "jax":')
     assert BRANCH.search('if "tensorflow" == keras.backend.backend():')
     assert not BRANCH.search('f"backend {keras.backend.backend()}"')
+
+
+def test_hessian_vector_product_matches_the_analytic_one():
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(3, 4)).astype("float32"), rng.normal(size=5).astype("float32")
+    u, w = rng.normal(size=(3, 4)).astype("float32"), rng.normal(size=5).astype("float32")
+
+    def cubic(params):  # sum(p^3) + p0[0, 0] * p1[0]: a cross term between the two
+        first, second = params
+        return keras.ops.sum(first**3) + keras.ops.sum(second**3) + first[0, 0] * second[0]
+
+    first, second = backend.hessian_vector_product(cubic, [a, b], [u, w])
+    expected_first, expected_second = 6 * a * u, 6 * b * w
+    expected_first[0, 0] += w[0]
+    expected_second[0] += u[0, 0]
+    np.testing.assert_allclose(np.asarray(first), expected_first, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(second), expected_second, rtol=1e-5, atol=1e-5)

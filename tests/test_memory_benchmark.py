@@ -57,3 +57,20 @@ def test_measured_process_ends_itself_past_the_cap():
 def test_cap_above_the_hard_limit_is_refused():
     done = run(["--max_gib", "13", "--small"], 60)
     assert done.returncode == 2 and "--max_gib must lie in (0, 12]" in done.stderr
+
+
+def test_hessian_vector_benchmark_measures_each_way_against_a_gradient():
+    backend = keras.backend.backend()
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "hessian_vector.py"), "--small", "--backend",
+         backend],
+        env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["backend"] == backend and report["images"] == 8
+    ways = {figures["way"]: figures for figures in report["ways"]}
+    assert set(ways) == {"gradient", "reverse_over_reverse", "forward_over_reverse"}
+    for figures in ways.values():
+        assert "error" not in figures, figures
+        assert figures["finite"] and figures["peak_rss_gib"] > 0 and figures["ratio"] > 0
+    assert ways["gradient"]["ratio"] == 1.0

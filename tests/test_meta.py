@@ -45,6 +45,16 @@ def test_second_order_meta_gradient_differs_from_first_order():
     assert np.abs(second - first).sum() > 1e-3 * np.abs(second).sum()
 
 
+@pytest.mark.parametrize("first_order", [False, True])
+@pytest.mark.parametrize("iteration", [1, 2])
+def test_meta_gradient_in_passes_equals_the_nested_gradient_of_the_objective(
+    first_order, iteration
+):
+    passes = flat(tiny_models.meta_gradient(first_order, iteration))
+    nested = flat(tiny_models.meta_gradient(first_order, iteration, nested=True))
+    np.testing.assert_allclose(passes, nested, rtol=1e-4, atol=1e-6)
+
+
 def test_meta_gradient_agrees_between_backends():
     here = flat(tiny_models.meta_gradient())
     other = "jax" if keras.backend.backend() == "tensorflow" else "tensorflow"

@@ -201,9 +201,11 @@ def meta_trainer(alpha: float = 0.5, first_order: bool = False, **kwargs):
     )
 
 
-def meta_gradient(first_order: bool = False, iteration: int = 1) -> list:
+def meta_gradient(first_order: bool = False, iteration: int = 1, nested: bool = False) -> list:
     """The meta-gradient of the anonymizer's weights at NumPy-drawn weights, as lists, at the
-    meta iteration `iteration` (odd: an attribute split)."""
+    meta iteration `iteration` (odd: an attribute split): the one training applies
+    (`meta_gradient`, in passes), or with `nested` the gradient of `meta_objective` by nested
+    differentiation."""
     from keras_privacy.backend import value_and_gradient
 
     trainer = meta_trainer(first_order=first_order)
@@ -216,7 +218,10 @@ def meta_gradient(first_order: bool = False, iteration: int = 1) -> list:
         replaced["anonymizer"] = (phi, values["anonymizer"][1])
         return trainer.meta_objective(replaced, data)[0]
 
-    _, grads = value_and_gradient(objective, values["anonymizer"][0])
+    if nested:
+        _, grads = value_and_gradient(objective, values["anonymizer"][0])
+    else:
+        grads = trainer.meta_gradient(values, data)[0]
     return [np.asarray(g).tolist() for g in grads]
 
 

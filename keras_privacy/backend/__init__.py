@@ -5,7 +5,7 @@ Each part is a pair of modules offering the same functions, `jax_<part>` and
 `tensorflow_<part>`:
 
 * `step`: a trainer's step (`training_step`) and the backend's form of the operations a loss
-  calls (`value_and_gradient`, `gather_replicas`);
+  calls (`value_and_gradient`, `hessian_vector_product`, `gather_replicas`);
 * `distribution`: data-parallel and multi-process training (`keras_privacy.distribute`);
 * `export`: the anonymizer's SavedModel endpoint and ONNX file (`keras_privacy.export`).
 
@@ -54,14 +54,27 @@ def training_step(trainer):
     return _chosen("step").training_step(trainer)
 
 
-def value_and_gradient(fn: Callable[[list], Any], params: list) -> tuple[Any, list]:
+def value_and_gradient(
+    fn: Callable[[list], Any], params: list, has_aux: bool = False
+) -> tuple[Any, list]:
     """`fn(params)` and its gradient with respect to `params`, differentiable again.
 
     Called inside an update's loss function, this gives second-order (nested) gradients: on
     JAX a `jax.value_and_grad` inside the outer one, on TensorFlow a tape inside the outer tape.
-    Used by the meta-generalisation update.
+    With `has_aux`, `fn` returns `(value, aux)` and so does the first result.
     """
-    return _chosen("step").value_and_gradient(fn, params)
+    return _chosen("step").value_and_gradient(fn, params, has_aux)
+
+
+def hessian_vector_product(fn: Callable[[list], Any], params: list, vector: list) -> list:
+    """The Hessian of the scalar `fn` at `params` times `vector` (a list shaped as `params`),
+    each backend's way that needs the least memory (`benchmarks/hessian_vector.py`): on JAX
+    forward over reverse (`jax.jvp` of `jax.grad`), on TensorFlow reverse over reverse (the
+    gradient of the gradient's inner product with `vector`). The pass runs after `vector` is
+    computed, so it never overlaps the passes that made `vector`, nor is it merged with an
+    earlier pass of `fn` at the same `params`. Used by the meta-generalisation update.
+    """
+    return _chosen("step").hessian_vector_product(fn, params, vector)
 
 
 def gather_replicas(x):

@@ -231,10 +231,20 @@ def training_step(trainer: StatelessTrainer) -> JaxStep:
     return JaxStep(trainer)
 
 
-def value_and_gradient(fn: Callable[[list], Any], params: list) -> tuple[Any, list]:
+def value_and_gradient(
+    fn: Callable[[list], Any], params: list, has_aux: bool = False
+) -> tuple[Any, list]:
     """`fn(params)` and its gradient, differentiable again: `jax.value_and_grad` inside the
     outer one."""
-    return jax.value_and_grad(fn)(params)
+    return jax.value_and_grad(fn, has_aux=has_aux)(params)
+
+
+def hessian_vector_product(fn: Callable[[list], Any], params: list, vector: list) -> list:
+    """H(fn)(params) @ vector as `jax.jvp` of `jax.grad`; an optimisation barrier ties
+    `params` to `vector`, so XLA neither merges this pass with an earlier one of `fn` at
+    `params` nor runs it before `vector` exists."""
+    params, vector = jax.lax.optimization_barrier((list(params), list(vector)))
+    return jax.jvp(jax.grad(fn), (params,), (vector,))[1]
 
 
 def gather_replicas(x):

@@ -243,13 +243,32 @@ def training_step(trainer: StatelessTrainer) -> TensorFlowStep:
     return TensorFlowStep(trainer)
 
 
-def value_and_gradient(fn: Callable[[list], Any], params: list) -> tuple[Any, list]:
+def value_and_gradient(
+    fn: Callable[[list], Any], params: list, has_aux: bool = False
+) -> tuple[Any, list]:
     """`fn(params)` and its gradient, differentiable again: a tape inside the outer tape."""
     params = [tf.convert_to_tensor(p) for p in params]
     with tf.GradientTape() as tape:
         tape.watch(params)
-        value = fn(params)
-    return value, tape.gradient(value, params)
+        result = fn(params)
+    value = result[0] if has_aux else result
+    return result, tape.gradient(value, params, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+
+
+def hessian_vector_product(fn: Callable[[list], Any], params: list, vector: list) -> list:
+    """H(fn)(params) @ vector as the gradient of <grad fn(params), vector> (reverse over
+    reverse: on TensorFlow it needs less memory than a `ForwardAccumulator`, whose forward
+    derivatives go through each operation's gradient twice). `params` pass through identities
+    that depend on `vector`, so the graph neither merges this pass with an earlier one of `fn`
+    at `params` (Grappler's common subexpressions) nor runs it before `vector` exists."""
+    vector = [tf.stop_gradient(tf.convert_to_tensor(v)) for v in vector]
+    with tf.control_dependencies(vector):
+        params = [tf.identity(p) for p in params]
+    with tf.GradientTape() as tape:
+        tape.watch(params)
+        _, grads = value_and_gradient(fn, params)
+        directional = tf.add_n([tf.reduce_sum(g * v) for g, v in zip(grads, vector)])
+    return tape.gradient(directional, params, unconnected_gradients=tf.UnconnectedGradients.ZERO)
 
 
 def gather_replicas(x):

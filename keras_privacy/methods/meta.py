@@ -28,7 +28,10 @@ Masked labels are "not available" and count nowhere (masked BCE). The privacy te
 anonymizer's loss on a set is minus the masked BCE of that set's attack models (the anonymizer
 maximises their loss), so `L(phi, D) = L_T + gamma * (-mean_k BCE_k)`. The meta update is
 `phi <- phi - beta * grad(L(phi, S) + L(phi - alpha * grad L(phi, S), Q))`, second order by
-default (nested gradients), first order with `first_order=True`.
+default, first order with `first_order=True`. Its gradient is computed in three passes that
+never overlap (`meta_gradient`: g_S, g_Q at the adapted phi', then the Hessian-vector product
+H_S g_Q by forward-over-reverse differentiation): the nested gradient of `meta_objective` to
+float rounding, in less memory.
 
 Which player updates follows Algorithm 1, decided on the accuracies measured on the batch
 before any update: f_T while its accuracy < T1 (70 %); else each attack model whose accuracy
@@ -49,7 +52,7 @@ import numpy as np
 from keras import ops
 
 from keras_privacy import losses
-from keras_privacy.backend import value_and_gradient
+from keras_privacy.backend import hessian_vector_product, value_and_gradient
 from keras_privacy.methods.steps import action_logits, fold_time, multilabel_accuracy
 from keras_privacy.methods.trainer import (
     GroupValues,
@@ -329,29 +332,59 @@ class MetaGeneralization(StatelessTrainer):
 
     def meta_objective(self, values: GroupValues, data):
         """L(phi, S) + L(phi - alpha * grad L(phi, S), Q) and the parts of it, on the split
-        of this meta iteration."""
+        of this meta iteration: the definition, differentiable twice (nested gradients).
+        Training takes its gradient from `meta_gradient`, which needs less memory."""
         phi = values["anonymizer"][0]
         split = self.split(values, data)
-
-        def support_loss(params):
-            loss, _ = self.anonymizer_loss(
-                _replace(values, params), data, split["support_mask"], split["support_models"]
-            )
-            return loss
-
-        train_loss, grads = value_and_gradient(support_loss, phi)
+        support_loss = self._loss_on(values, data, split["support_mask"], split["support_models"])
+        train_loss, grads = value_and_gradient(lambda params: support_loss(params)[0], phi)
         if self.first_order:
             grads = [ops.stop_gradient(g) for g in grads]
         adapted = [p - self.alpha * g for p, g in zip(phi, grads)]
-        test_loss, state = self.anonymizer_loss(
-            _replace(values, adapted), data, split["query_mask"], split["query_models"]
-        )
+        query_loss = self._loss_on(values, data, split["query_mask"], split["query_models"])
+        test_loss, state = query_loss(adapted)
         return train_loss + test_loss, train_loss, test_loss, state
 
+    def meta_gradient(self, values: GroupValues, data):
+        """The gradient of `meta_objective` with respect to phi, in passes that never overlap:
+        g_S = grad L(phi, S); g_Q = grad L(phi', Q) at phi' = phi - alpha * g_S; then, second
+        order, g_S + g_Q - alpha * H_S g_Q, the Hessian-vector product of L(., S) by
+        forward-over-reverse differentiation (a third support pass), or g_S + g_Q first order.
+        Differentiating `meta_objective` holds the support pass, its backward pass and the
+        query pass at once; here the largest is one support pass with its tangents.
+        Returns (meta-gradient, L(phi, S), L(phi', Q), f_A's new BatchNorm statistics from the
+        query pass)."""
+        phi = [ops.stop_gradient(p) for p in values["anonymizer"][0]]
+        split = self.split(values, data)
+        support_loss = self._loss_on(values, data, split["support_mask"], split["support_models"])
+        query_loss = self._loss_on(values, data, split["query_mask"], split["query_models"])
+        (train_loss, _), support_grads = value_and_gradient(support_loss, phi, has_aux=True)
+        adapted = [p - self.alpha * g for p, g in zip(phi, support_grads)]
+        (test_loss, state), query_grads = value_and_gradient(query_loss, adapted, has_aux=True)
+        grads = [s + q for s, q in zip(support_grads, query_grads)]
+        if not self.first_order:
+            curvature = hessian_vector_product(
+                lambda params: support_loss(params)[0], phi, query_grads
+            )
+            grads = [g - self.alpha * h for g, h in zip(grads, curvature)]
+        return grads, train_loss, test_loss, state
+
+    def _loss_on(self, values: GroupValues, data, label_mask, model_mask):
+        """`anonymizer_loss` on one set as a function of phi alone: (loss, f_A's state)."""
+
+        def loss(params):
+            return self.anonymizer_loss(_replace(values, params), data, label_mask, model_mask)
+
+        return loss
+
     def _meta_loss(self, values, data):
-        loss, train_loss, test_loss, state = self.meta_objective(values, data)
+        """A loss whose gradient with respect to phi is `meta_gradient` (the sum of phi times
+        the gradient held constant), with the meta losses in its logs."""
+        grads, train_loss, test_loss, state = self.meta_gradient(values, data)
+        phi = values["anonymizer"][0]
+        surrogate = sum(ops.sum(ops.stop_gradient(g) * p) for g, p in zip(grads, phi))
         iteration = values["meta_iteration"][1][0]
-        return loss, {
+        return surrogate, {
             "logs": {
                 "meta_train_loss": train_loss,
                 "meta_test_loss": test_loss,
