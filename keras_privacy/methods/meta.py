@@ -30,8 +30,8 @@ maximises their loss), so `L(phi, D) = L_T + gamma * (-mean_k BCE_k)`. The meta 
 `phi <- phi - beta * grad(L(phi, S) + L(phi - alpha * grad L(phi, S), Q))`, second order by
 default, first order with `first_order=True`. Its gradient is computed in three passes that
 never overlap (`meta_gradient`: g_S, g_Q at the adapted phi', then the Hessian-vector product
-H_S g_Q by forward-over-reverse differentiation): the nested gradient of `meta_objective` to
-float rounding, in less memory.
+H_S g_Q): the nested gradient of `meta_objective` to float rounding, faster to compile and run
+on JAX (README, "Memory").
 
 Which player updates follows Algorithm 1, decided on the accuracies measured on the batch
 before any update: f_T while its accuracy < T1 (70 %); else each attack model whose accuracy
@@ -348,11 +348,9 @@ class MetaGeneralization(StatelessTrainer):
     def meta_gradient(self, values: GroupValues, data):
         """The gradient of `meta_objective` with respect to phi, in passes that never overlap:
         g_S = grad L(phi, S); g_Q = grad L(phi', Q) at phi' = phi - alpha * g_S; then, second
-        order, g_S + g_Q - alpha * H_S g_Q, the Hessian-vector product of L(., S) by
-        forward-over-reverse differentiation (a third support pass), or g_S + g_Q first order.
-        Differentiating `meta_objective` holds the support pass, its backward pass and the
-        query pass at once; here the largest is one support pass with its tangents.
-        Returns (meta-gradient, L(phi, S), L(phi', Q), f_A's new BatchNorm statistics from the
+        order, g_S + g_Q - alpha * H_S g_Q, with the Hessian-vector product of L(., S) on a
+        third support pass (`hessian_vector_product`, each backend's cheaper way), or g_S + g_Q
+        first order. Returns (meta-gradient, L(phi, S), L(phi', Q), f_A's new BatchNorm statistics from the
         query pass)."""
         phi = [ops.stop_gradient(p) for p in values["anonymizer"][0]]
         split = self.split(values, data)
