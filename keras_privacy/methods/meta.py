@@ -350,8 +350,8 @@ class MetaGeneralization(StatelessTrainer):
         g_S = grad L(phi, S); g_Q = grad L(phi', Q) at phi' = phi - alpha * g_S; then, second
         order, g_S + g_Q - alpha * H_S g_Q, with the Hessian-vector product of L(., S) on a
         third support pass (`hessian_vector_product`, each backend's cheaper way), or g_S + g_Q
-        first order. Returns (meta-gradient, L(phi, S), L(phi', Q), f_A's new BatchNorm statistics from the
-        query pass)."""
+        first order. Returns (meta-gradient, L(phi, S), L(phi', Q), f_A's new BatchNorm
+        statistics from the query pass)."""
         phi = [ops.stop_gradient(p) for p in values["anonymizer"][0]]
         split = self.split(values, data)
         support_loss = self._loss_on(values, data, split["support_mask"], split["support_models"])
