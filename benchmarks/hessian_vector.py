@@ -16,7 +16,8 @@ XLA on TensorFlow, `jax.jit` on JAX):
 Figures per way: `peak_rss_gib` (the process's `VmHWM`), `above_models_gib` (the peak less the
 resident size once f_A is built), `ratio` (that over the plain gradient's) and `seconds`
 (compilation and one run). The backend's `hessian_vector_product` takes the way with the lower
-ratio. The last line of the output is one JSON object.
+ratio. Each worker runs under `memory.py`'s guard at its hard cap (12 GiB). The last line of
+the output is one JSON object.
 """
 
 from __future__ import annotations
@@ -24,19 +25,21 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/memory.py
+
+from memory import HARD_CAP_GIB, proc_kib, run_guarded  # noqa: E402
+
 WAYS = ("gradient", "reverse_over_reverse", "forward_over_reverse")
+TIMEOUT_SECONDS = 1800.0
 
 
 def _rss_gib(field: str) -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 2**20
-    raise RuntimeError(f"/proc/self/status has no {field}")
+    """This process's `field` of /proc/self/status (VmRSS, VmHWM), GiB."""
+    return proc_kib("/proc/self/status", field) / 2**20
 
 
 def differentiate(way: str, loss, params: list) -> list:
@@ -142,16 +145,12 @@ def main() -> None:
     report = {"backend": args.backend, "images": args.images, "small": args.small, "ways": []}
     for way in WAYS:
         command = [sys.executable, __file__, "--worker", way, "--images", str(args.images)]
-        done = subprocess.run(
-            command + (["--small"] if args.small else []),
-            env=env,
-            capture_output=True,
-            text=True,
-        )
-        lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-        if done.returncode != 0 or not lines:
-            tail = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
-            figures = {"way": way, "error": tail[:300]}
+        command += ["--small"] if args.small else []
+        done = run_guarded(command, HARD_CAP_GIB, TIMEOUT_SECONDS, env)
+        lines = [line for line in done["output"].splitlines() if line.startswith("{")]
+        if done["killed_because"] or done["returncode"] != 0 or not lines:
+            tail = (done["output"].strip().splitlines() or [f"exit {done['returncode']}"])[-1]
+            figures = {"way": way, "error": done["killed_because"] or tail[:300]}
         else:
             figures = json.loads(lines[-1])
         report["ways"].append(figures)

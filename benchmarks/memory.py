@@ -53,7 +53,7 @@ POLL_SECONDS = 0.2
 GUARD_EXIT_CODE = 75
 
 
-def _kib(path: str, field: str) -> int:
+def proc_kib(path: str, field: str) -> int:
     """A `field:  N kB` line of a /proc file, in KiB (0 where absent, e.g. a zombie)."""
     try:
         for line in Path(path).read_text().splitlines():
@@ -66,7 +66,7 @@ def _kib(path: str, field: str) -> int:
 
 def available_gib() -> float:
     """The machine's available memory (`MemAvailable`), GiB."""
-    return _kib("/proc/meminfo", "MemAvailable") / 2**20
+    return proc_kib("/proc/meminfo", "MemAvailable") / 2**20
 
 
 def process_tree_rss_gib(pid: int) -> float:
@@ -82,7 +82,7 @@ def process_tree_rss_gib(pid: int) -> float:
     total, todo = 0, [pid]
     while todo:
         current = todo.pop()
-        total += _kib(f"/proc/{current}/status", "VmRSS")
+        total += proc_kib(f"/proc/{current}/status", "VmRSS")
         todo.extend(children.get(current, []))
     return total / 2**20
 
@@ -102,7 +102,7 @@ def start_self_guard(max_gib: float) -> None:
 
     def watch():
         while True:
-            rss = _kib("/proc/self/status", "VmRSS") / 2**20
+            rss = proc_kib("/proc/self/status", "VmRSS") / 2**20
             why = over_limit(rss, max_gib)
             if why:
                 print(json.dumps({"error": why, "rss_gib": round(rss, 2)}), flush=True)
@@ -155,7 +155,7 @@ def measure(method: str, sizes: dict, args: argparse.Namespace) -> dict:
     trainer, batch = build_trainer(
         method, sizes, clips, images, args.jit_compile, args.meta_first_order
     )
-    models_rss = _kib("/proc/self/status", "VmRSS") / 2**20
+    models_rss = proc_kib("/proc/self/status", "VmRSS") / 2**20
     start = time.perf_counter()
     history = trainer.fit(BatchList([batch] * args.steps), epochs=1, verbose=0).history
     seconds = time.perf_counter() - start
@@ -166,7 +166,7 @@ def measure(method: str, sizes: dict, args: argparse.Namespace) -> dict:
         "batch_size": clips,
         "privacy_batch_size": images,
         **({"first_order": args.meta_first_order} if method == "meta" else {}),
-        "peak_rss_gib": round(_kib("/proc/self/status", "VmHWM") / 2**20, 2),
+        "peak_rss_gib": round(proc_kib("/proc/self/status", "VmHWM") / 2**20, 2),
         "models_rss_gib": round(models_rss, 2),
         "seconds": round(seconds, 1),
         "finite_logs": all(v[-1] == v[-1] for v in history.values()),

@@ -333,7 +333,7 @@ class MetaGeneralization(StatelessTrainer):
     def meta_objective(self, values: GroupValues, data):
         """L(phi, S) + L(phi - alpha * grad L(phi, S), Q) and the parts of it, on the split
         of this meta iteration: the definition, differentiable twice (nested gradients).
-        Training takes its gradient from `meta_gradient`, which needs less memory."""
+        Training takes its gradient from `meta_gradient`, the same in passes."""
         phi = values["anonymizer"][0]
         split = self.split(values, data)
         support_loss = self._loss_on(values, data, split["support_mask"], split["support_models"])
