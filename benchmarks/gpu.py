@@ -24,7 +24,17 @@ Per method and dtype policy (`float32`, `mixed_bfloat16`), at the paper's batch 
   same run (`--worker matmul`);
 - `peak_gib`: the device's peak bytes in use during the process (compile and steps);
 - the largest batch that fits (`--largest_batch`): the paper's batch doubled until the step
-  runs out of device memory.
+  runs out of device memory;
+- `planned_gib`: the device memory XLA's buffer assignment plans for the step (arguments,
+  outputs and temporaries, `compiled.memory_analysis()`), known before the step runs, so a step
+  that runs out of memory still says how much it wanted.
+
+`--compile_first N` compiles every measurement before any is timed, N processes at a time, into
+a persistent compilation cache (`jax_compilation_cache_dir`) that the timed runs, one at a time,
+then load: the compiles (minutes each, on the CPU) overlap, the timings do not. Each row then
+gives `first_compile_seconds` (the concurrent compile) beside `compile_seconds` (the load).
+`--deadline S` starts no measurement after S seconds and still prints the report, so a run
+inside a fixed lease ends with what it measured.
 
 The authors' PyTorch SPAct step (`benchmarks/train_step_torch.py --device cuda`) runs at the same
 sizes in the same run, float32 and bfloat16 autocast, and the JAX / PyTorch step-time ratio is
@@ -49,7 +59,9 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -232,8 +244,17 @@ def step_flops(method: str, trainer, sizes: dict, clips: int, images: int) -> in
     return None
 
 
-def measure_step(method: str, policy: str, sizes: dict, clips: int, images: int, steps: int):
-    """Time the jitted training step of `method` under `policy`; a dict of figures."""
+def measure_step(
+    method: str,
+    policy: str,
+    sizes: dict,
+    clips: int,
+    images: int,
+    steps: int,
+    compile_only: bool = False,
+):
+    """Time the jitted training step of `method` under `policy`; a dict of figures (only the
+    compile's with `compile_only`)."""
     import jax
     import keras
 
@@ -249,7 +270,17 @@ def measure_step(method: str, policy: str, sizes: dict, clips: int, images: int,
     step = jax.jit(trainer.train_step, donate_argnums=0)
     start = time.perf_counter()
     compiled = step.lower(state, batch).compile()
-    compile_seconds = time.perf_counter() - start
+    figures = {
+        "method": method,
+        "dtype_policy": policy,
+        "clips": clips,
+        "compile_seconds": round(time.perf_counter() - start, 1),
+    }
+    planned = planned_gib(compiled)
+    if planned is not None:
+        figures["planned_gib"] = planned
+    if compile_only:
+        return figures
     logs, state = compiled(state, batch)
     jax.block_until_ready(logs)
     times = []
@@ -260,16 +291,13 @@ def measure_step(method: str, policy: str, sizes: dict, clips: int, images: int,
         times.append(time.perf_counter() - start)
     seconds = statistics.median(times)
     clips_per_step = clips * BATCHES_PER_STEP[method]
-    figures = {
-        "method": method,
-        "dtype_policy": policy,
-        "clips_per_step": clips_per_step,
-        "images_per_step": images * BATCHES_PER_STEP[method],
-        "seconds_per_step": round(seconds, 4),
-        "clips_per_second": round(clips_per_step / seconds, 1),
-        "compile_seconds": round(compile_seconds, 1),
-        "logs": {k: round(float(v), 4) for k, v in logs.items() if np.ndim(v) == 0},
-    }
+    figures.update(
+        clips_per_step=clips_per_step,
+        images_per_step=images * BATCHES_PER_STEP[method],
+        seconds_per_step=round(seconds, 4),
+        clips_per_second=round(clips_per_step / seconds, 1),
+        logs={k: round(float(v), 4) for k, v in logs.items() if np.ndim(v) == 0},
+    )
     flops = step_flops(method, trainer, sizes, clips, images)
     if flops is not None:
         figures["model_gflops_per_step"] = round(flops / 1e9, 1)
@@ -279,6 +307,21 @@ def measure_step(method: str, policy: str, sizes: dict, clips: int, images: int,
         figures["peak_gib"] = peak
     figures["device"] = jax.local_devices()[0].device_kind
     return figures
+
+
+def planned_gib(compiled) -> float | None:
+    """The device memory XLA plans for a compiled step: arguments, outputs and temporaries,
+    less the donated arguments that outputs reuse (None where XLA gives no analysis)."""
+    analysis = compiled.memory_analysis()
+    if analysis is None:
+        return None
+    planned = (
+        analysis.argument_size_in_bytes
+        + analysis.output_size_in_bytes
+        + analysis.temp_size_in_bytes
+        - analysis.alias_size_in_bytes
+    )
+    return round(planned / 2**30, 2)
 
 
 def device_peak_gib() -> float | None:
@@ -369,9 +412,16 @@ def learning_check(folder: Path, record: bool) -> dict:
     return result
 
 
-def run_worker(args: list[str], timeout: float) -> dict:
-    """This script in a fresh process with `args`; its last JSON line, or why there is none."""
+def run_worker(args: list[str], timeout: float, cache: str | None = None) -> dict:
+    """This script in a fresh process with `args`; its last JSON line, or why there is none.
+    With `cache`, the process reads and writes JAX's persistent compilation cache there."""
     env = dict(os.environ, KERAS_BACKEND="jax", XLA_PYTHON_CLIENT_PREALLOCATE="false")
+    if cache:
+        env.update(
+            JAX_COMPILATION_CACHE_DIR=cache,
+            JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+            JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0",
+        )
     command = [sys.executable, str(Path(__file__).resolve()), *args]
     return _last_json(command, env, timeout)
 
@@ -402,19 +452,17 @@ def torch_peer(sizes: dict, clips: int, images: int, steps: int, bf16: bool, tim
     return _last_json(command + (["--bf16"] if bf16 else []), dict(os.environ), timeout)
 
 
-def largest_batch(method: str, policy: str, args: argparse.Namespace, limit: int) -> dict:
-    """The paper's batch doubled (clips and images alike) until a step runs out of memory."""
+def largest_batch(policy: str, args: argparse.Namespace, measure) -> dict:
+    """SPAct's paper batch doubled (clips and images alike) up to `--largest_batch` times, until
+    a step fails (runs out of memory); `measure(job)` times one step."""
     fits, figures = None, {}
-    factor = 2
-    while factor <= limit:
-        clips, images = args.clips * factor, args.images * factor
-        result = run_worker(_worker_args(args, method, policy, clips, images, 3), args.timeout)
+    for clips, images in larger_batches(args):
+        result = measure(("spact", policy, clips, images))
         if "error" in result:
             figures["stopped_at_clips"] = clips
             figures["stopped_because"] = result
             break
         fits, largest = result, clips
-        factor *= 2
     if fits:
         figures.update(
             largest_clips_per_batch=largest,
@@ -422,6 +470,27 @@ def largest_batch(method: str, policy: str, args: argparse.Namespace, limit: int
             peak_gib=fits.get("peak_gib"),
         )
     return figures
+
+
+def larger_batches(args: argparse.Namespace) -> list[tuple[int, int]]:
+    """(clips, images) of the batches `largest_batch` tries: 2x, 4x, ... up to the limit."""
+    batches, factor = [], 2
+    while factor <= args.largest_batch:
+        batches.append((args.clips * factor, args.images * factor))
+        factor *= 2
+    return batches
+
+
+def compile_all(jobs: list[tuple], args: argparse.Namespace, cache: str) -> dict:
+    """Compile the step of every (method, policy, clips, images) job into the persistent
+    `cache`, `--compile_first` processes at a time; each compile's figures, by job."""
+
+    def compile_one(job: tuple) -> dict:
+        worker = _worker_args(args, *job, steps=0) + ["--compile_only"]
+        return run_worker(worker, args.timeout, cache)
+
+    with ThreadPoolExecutor(args.compile_first) as pool:
+        return dict(zip(jobs, pool.map(compile_one, jobs)))
 
 
 def _worker_args(args, method, policy, clips, images, steps) -> list[str]:
@@ -444,9 +513,19 @@ def main() -> None:
         "--largest_batch", type=int, default=4, help="try up to this multiple of the batch (0: no)"
     )
     parser.add_argument("--timeout", type=float, default=400.0, help="seconds per measurement")
+    parser.add_argument(
+        "--compile_first",
+        type=int,
+        default=0,
+        help="compile every step first, this many at a time, into a cache the timed runs load",
+    )
+    parser.add_argument(
+        "--deadline", type=float, default=0.0, help="start nothing after these seconds (0: none)"
+    )
     parser.add_argument("--learning_check", help="a folder exported by keras_privacy.data arrays")
     parser.add_argument("--record", action="store_true", help="keep its losses as the reference")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--compile_only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.learning_check:
         print(json.dumps(learning_check(Path(args.learning_check), args.record)))
@@ -456,6 +535,7 @@ def main() -> None:
     unknown = set(methods) - set(METHODS)
     if unknown:
         parser.error(f"--methods: unknown {sorted(unknown)}; known: {', '.join(METHODS)}")
+    policies = [p for p in args.policies.split(",") if p]
     args.clips = args.clips or sizes["clips"]
     args.images = args.images or sizes["images"]
 
@@ -463,41 +543,67 @@ def main() -> None:
         print(json.dumps(measure_matmul(256 if args.small else 8192)))
         return
     if args.worker:
-        policy = args.policies.split(",")[0]
-        print(
-            json.dumps(
-                measure_step(args.worker, policy, sizes, args.clips, args.images, args.steps)
-            )
+        figures = measure_step(
+            args.worker, policies[0], sizes, args.clips, args.images, args.steps, args.compile_only
         )
+        print(json.dumps(figures))
         return
 
     start = time.perf_counter()
+
+    def past_deadline() -> bool:
+        return bool(args.deadline) and time.perf_counter() - start > args.deadline
+
     report = {
         "batch": {"clips": args.clips, "images": args.images},
         "input": f"{sizes['frames']}x{sizes['size']}x{sizes['size']}",
     }
+    jobs = [(m, p, args.clips, args.images) for m in methods for p in policies]
+    if "spact" in methods:
+        jobs += [("spact", p, c, i) for c, i in larger_batches(args) for p in policies]
+    cache, compiles = None, {}
+    if args.compile_first:
+        cache = tempfile.mkdtemp(prefix="gpu_benchmark_cache_")
+        compiles = compile_all(jobs, args, cache)
+        print(json.dumps({"compiled": [[*job, r] for job, r in compiles.items()]}), flush=True)
+
+    def measure(job: tuple) -> dict:
+        """One timed step in a fresh process (the step loaded from the cache, if compiled)."""
+        method, policy, clips, images = job
+        first = compiles.get(job, {})
+        if "error" in first:
+            result = {"error": f"compile: {first['error']}"}
+        elif past_deadline():
+            result = {"error": f"not started: past the {args.deadline:.0f} s deadline"}
+        else:
+            result = run_worker(
+                _worker_args(args, method, policy, clips, images, args.steps), args.timeout, cache
+            )
+        result = {"method": method, "dtype_policy": policy, "clips": clips} | result
+        if "compile_seconds" in first:
+            result["first_compile_seconds"] = first["compile_seconds"]
+        if "planned_gib" in first:
+            result.setdefault("planned_gib", first["planned_gib"])
+        return result
+
     report["matmul"] = run_worker(
         ["--worker", "matmul"] + (["--small"] if args.small else []), args.timeout
     )
     peak = report["matmul"].get("bfloat16_matmul_tflops")
     report["steps"] = []
-    for method in methods:
-        for policy in args.policies.split(","):
-            result = run_worker(
-                _worker_args(args, method, policy, args.clips, args.images, args.steps),
-                args.timeout,
+    for job in jobs[: len(methods) * len(policies)]:
+        result = measure(job)
+        if peak and "model_tflops_per_second" in result:
+            result["fraction_of_bf16_matmul_peak"] = round(
+                result["model_tflops_per_second"] / peak, 3
             )
-            result.setdefault("method", method)
-            result.setdefault("dtype_policy", policy)
-            if peak and "model_tflops_per_second" in result:
-                result["fraction_of_bf16_matmul_peak"] = round(
-                    result["model_tflops_per_second"] / peak, 3
-                )
-            print(json.dumps(result), flush=True)
-            report["steps"].append(result)
+        print(json.dumps(result), flush=True)
+        report["steps"].append(result)
     if not args.small and not args.no_torch and "spact" in methods:
         report["torch"] = []
         for bf16 in (False, True):
+            if past_deadline():
+                break
             result = torch_peer(sizes, args.clips, args.images, args.steps, bf16, args.timeout)
             print(json.dumps(result), flush=True)
             report["torch"].append(result)
@@ -514,10 +620,9 @@ def main() -> None:
                 result["jax_speedup"] = round(
                     result["seconds_per_minimax_step"] / ours["seconds_per_step"], 2
                 )
-    if args.largest_batch:
+    if args.largest_batch and "spact" in methods:
         report["largest_batch"] = {
-            policy: largest_batch("spact", policy, args, args.largest_batch)
-            for policy in args.policies.split(",")
+            policy: largest_batch(policy, args, measure) for policy in policies
         }
     report["seconds"] = round(time.perf_counter() - start, 1)
     print(json.dumps(report))
