@@ -1,5 +1,6 @@
 """The JAX path with TensorFlow absent: every trainer fits, the GPU benchmark's smoke run runs."""
 
+import importlib.util
 import json
 import math
 import os
@@ -127,12 +128,19 @@ def test_an_exported_minimax_trains_from_arrays_without_tensorflow(benchmark, tm
         assert arrays["clips"].shape == (2, 2, 4, 2, 4, 16, 16, 3)  # epochs, steps, batch, half
         assert arrays["clips"].dtype == np.uint8 and arrays["labels"].dtype != np.uint8
     check = [str(ROOT / "benchmarks" / "gpu.py"), "--learning_check", str(folder)]
-    recorded = last_json(run_without_tensorflow(tmp_path, [*check, "--record"], 600))
+    record = [*check, "--record", "--noise_runs", "1"]
+    recorded = last_json(run_without_tensorflow(tmp_path, record, 600))
     assert len(recorded["losses"]["privacy_loss"]) == 2
+    (perturbed,) = recorded["perturbed"]
+    assert perturbed.keys() == recorded["losses"].keys()
+    # Float noise in the starting weights moves the minimax's losses, a little.
+    assert perturbed["privacy_loss"] != recorded["losses"]["privacy_loss"]
+    assert perturbed["privacy_loss"] == pytest.approx(recorded["losses"]["privacy_loss"], rel=0.2)
     again = last_json(run_without_tensorflow(tmp_path, check, 600))
     assert again["within_noise"] is True
     assert again["losses"] == recorded["losses"]  # the same device: the same numbers
     assert set(again["relative_differences"]) >= {"action_loss", "privacy_loss"}
+    assert again["noise_bands"]["privacy_loss"] > 0
 
 
 def test_exported_frames_round_trip_to_within_half_a_level():
@@ -152,3 +160,26 @@ def test_array_export_refuses_what_it_cannot_hold(tmp_path, capsys):
     vita = str(ROOT / "configs" / "synthetic_vita.cfg")
     assert main(["arrays", "--flagfile", vita, "--out", str(tmp_path)]) == 2
     assert "--method=vita: the array export holds a SPAct" in capsys.readouterr().err
+
+
+def test_learning_check_counts_a_loss_as_noise_within_the_perturbed_runs_band():
+    spec = importlib.util.spec_from_file_location("gpu", ROOT / "benchmarks" / "gpu.py")
+    gpu = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpu)
+    reference = {
+        "losses": {"privacy_loss": [2.0, 1.0], "action_loss": [1.0, 0.5], "accuracy": [0.5, 0.6]},
+        "perturbed": [
+            {"privacy_loss": [2.0, 1.1], "action_loss": [1.0, 0.5]},
+            {"privacy_loss": [2.0, 0.96], "action_loss": [1.0, 0.51]},
+        ],
+    }
+    # Bands: privacy 10 %, action 2 %; 1.5 times them is noise.
+    near = gpu.compare_losses({"privacy_loss": [9.0, 1.14], "action_loss": [0, 0.514]}, reference)
+    assert near["noise_bands"] == {"privacy_loss": 0.1, "action_loss": 0.02}
+    assert near["relative_differences"] == {"privacy_loss": 0.14, "action_loss": 0.028}
+    assert near["within_noise"] is True
+    far = gpu.compare_losses({"privacy_loss": [2.0, 1.0], "action_loss": [1.0, 0.52]}, reference)
+    assert far["within_noise"] is False  # 4 % off an action loss whose band is 2 %
+    unperturbed = {"losses": reference["losses"]}
+    assert gpu.compare_losses({"privacy_loss": [2.0, 1.04]}, unperturbed)["within_noise"]
+    assert not gpu.compare_losses({"privacy_loss": [2.0, 1.06]}, unperturbed)["within_noise"]
