@@ -23,6 +23,8 @@ Per method and dtype policy (`float32`, `mixed_bfloat16`), at the paper's batch 
 - `fraction_of_bf16_matmul_peak`: model FLOPs / time over a bfloat16 8192^3 matmul timed in the
   same run (`--worker matmul`);
 - `peak_gib`: the device's peak bytes in use during the process (compile and steps);
+- meta with `--attack_models K`: the first K of its eight attack models, a program small
+  enough to compile inside a lease (eight compile for longer than one command may run);
 - the largest batch that fits (`--largest_batch`): the paper's batch doubled until the step
   runs out of device memory;
 - `planned_gib`: the device memory XLA's buffer assignment plans for the step (arguments,
@@ -544,6 +546,7 @@ def _worker_args(args, method, policy, clips, images, steps) -> list[str]:
     return [
         "--worker", method, "--policies", policy, "--clips", str(clips),
         "--images", str(images), "--steps", str(steps),
+        "--attack_models", str(args.attack_models),
     ] + (["--small"] if args.small else [])  # fmt: skip
 
 
@@ -569,6 +572,12 @@ def main() -> None:
     parser.add_argument(
         "--deadline", type=float, default=0.0, help="start nothing after these seconds (0: none)"
     )
+    parser.add_argument(
+        "--attack_models",
+        type=int,
+        default=0,
+        help="meta: the first this many of the eight attack models (0: all), a smaller program",
+    )
     parser.add_argument("--learning_check", help="a folder exported by keras_privacy.data arrays")
     parser.add_argument("--record", action="store_true", help="keep its losses as the reference")
     parser.add_argument(
@@ -581,6 +590,8 @@ def main() -> None:
         print(json.dumps(learning_check(Path(args.learning_check), args.record, args.noise_runs)))
         return
     sizes = SMALL if args.small else PAPER
+    if args.attack_models:
+        sizes = sizes | {"attack_models": sizes["attack_models"][: args.attack_models]}
     methods = [m for m in args.methods.split(",") if m]
     unknown = set(methods) - set(METHODS)
     if unknown:
@@ -630,6 +641,8 @@ def main() -> None:
                 _worker_args(args, method, policy, clips, images, args.steps), args.timeout, cache
             )
         result = {"method": method, "dtype_policy": policy, "clips": clips} | result
+        if method == "meta":
+            result["attack_models"] = len(sizes["attack_models"])
         if "compile_seconds" in first:
             result["first_compile_seconds"] = first["compile_seconds"]
         if "planned_gib" in first:

@@ -79,7 +79,7 @@ def test_every_trainer_fits_without_tensorflow(tmp_path):
 def test_gpu_benchmark_smoke_run_without_tensorflow(tmp_path):
     args = [
         str(ROOT / "benchmarks" / "gpu.py"), "--small", "--methods", "spact,meta",
-        "--policies", "float32", "--steps", "1", "--largest_batch", "2",
+        "--policies", "float32", "--steps", "1", "--largest_batch", "2", "--attack_models", "2",
     ]  # fmt: skip
     report = last_json(run_without_tensorflow(tmp_path, args, 900))
     assert report["matmul"]["bfloat16_matmul_tflops"] > 0
@@ -92,6 +92,7 @@ def test_gpu_benchmark_smoke_run_without_tensorflow(tmp_path):
     assert steps["spact"]["clips_per_step"] == 2 * report["batch"]["clips"]
     assert steps["spact"]["model_gflops_per_step"] > 0
     assert steps["meta"]["logs"]["meta_train_loss"] > 0
+    assert steps["meta"]["attack_models"] == 2  # of the small sizes' three
     assert (
         report["largest_batch"]["float32"]["largest_clips_per_batch"]
         == 2 * report["batch"]["clips"]
