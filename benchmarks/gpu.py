@@ -506,7 +506,7 @@ def largest_batch(policy: str, args: argparse.Namespace, measure) -> dict:
     a step fails (runs out of memory); `measure(job)` times one step."""
     fits, figures = None, {}
     for clips, images in larger_batches(args):
-        result = measure(("spact", policy, clips, images))
+        result = measure(("spact", policy, clips, images), steps=3)
         if "error" in result:
             figures["stopped_at_clips"] = clips
             figures["stopped_because"] = result
@@ -619,16 +619,18 @@ def main() -> None:
         "batch": {"clips": args.clips, "images": args.images},
         "input": f"{sizes['frames']}x{sizes['size']}x{sizes['size']}",
     }
-    jobs = [(m, p, args.clips, args.images) for m in methods for p in policies]
-    if "spact" in methods:
-        jobs += [("spact", p, c, i) for c, i in larger_batches(args) for p in policies]
+    paper_jobs = [(m, p, args.clips, args.images) for m in methods for p in policies]
+    larger_jobs = [("spact", p, c, i) for c, i in larger_batches(args) for p in policies]
+    jobs = paper_jobs + (larger_jobs if "spact" in methods else [])
     cache, compiles = None, {}
     if args.compile_first:
-        cache = tempfile.mkdtemp(prefix="gpu_benchmark_cache_")
+        # Removed when the script exits.
+        cache_folder = tempfile.TemporaryDirectory(prefix="gpu_benchmark_cache_")
+        cache = cache_folder.name
         compiles = compile_all(jobs, args, cache)
         print(json.dumps({"compiled": [[*job, r] for job, r in compiles.items()]}), flush=True)
 
-    def measure(job: tuple) -> dict:
+    def measure(job: tuple, steps: int = args.steps) -> dict:
         """One timed step in a fresh process (the step loaded from the cache, if compiled)."""
         method, policy, clips, images = job
         first = compiles.get(job, {})
@@ -638,7 +640,7 @@ def main() -> None:
             result = {"error": f"not started: past the {args.deadline:.0f} s deadline"}
         else:
             result = run_worker(
-                _worker_args(args, method, policy, clips, images, args.steps), args.timeout, cache
+                _worker_args(args, method, policy, clips, images, steps), args.timeout, cache
             )
         result = {"method": method, "dtype_policy": policy, "clips": clips} | result
         if method == "meta":
@@ -654,7 +656,7 @@ def main() -> None:
     )
     peak = report["matmul"].get("bfloat16_matmul_tflops")
     report["steps"] = []
-    for job in jobs[: len(methods) * len(policies)]:
+    for job in paper_jobs:
         result = measure(job)
         if peak and "model_tflops_per_second" in result:
             result["fraction_of_bf16_matmul_peak"] = round(
