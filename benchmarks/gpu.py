@@ -554,6 +554,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--policies", default=",".join(POLICIES))
+    parser.add_argument(
+        "--jobs",
+        default="",
+        help="method:policy pairs to measure instead of every --methods x --policies pair",
+    )
     parser.add_argument("--clips", type=int, help="clips per batch (paper: 24)")
     parser.add_argument("--images", type=int, help="privacy images per batch (paper: 64)")
     parser.add_argument("--steps", type=int, default=10, help="timed steps after the compiling one")
@@ -597,6 +602,14 @@ def main() -> None:
     if unknown:
         parser.error(f"--methods: unknown {sorted(unknown)}; known: {', '.join(METHODS)}")
     policies = [p for p in args.policies.split(",") if p]
+    pairs = [tuple(pair.split(":")) for pair in args.jobs.split(",") if pair]
+    if any(len(pair) != 2 or pair[0] not in METHODS or pair[1] not in POLICIES for pair in pairs):
+        parser.error(f"--jobs: each pair is method:policy, of {METHODS} and {POLICIES}")
+    if pairs:
+        methods = list(dict.fromkeys(method for method, _ in pairs))
+        policies = list(dict.fromkeys(policy for _, policy in pairs))
+    else:
+        pairs = [(m, p) for m in methods for p in policies]
     args.clips = args.clips or sizes["clips"]
     args.images = args.images or sizes["images"]
 
@@ -619,7 +632,7 @@ def main() -> None:
         "batch": {"clips": args.clips, "images": args.images},
         "input": f"{sizes['frames']}x{sizes['size']}x{sizes['size']}",
     }
-    paper_jobs = [(m, p, args.clips, args.images) for m in methods for p in policies]
+    paper_jobs = [(m, p, args.clips, args.images) for m, p in pairs]
     larger_jobs = [("spact", p, c, i) for c, i in larger_batches(args) for p in policies]
     jobs = paper_jobs + (larger_jobs if "spact" in methods else [])
     cache, compiles = None, {}
