@@ -78,8 +78,8 @@ def test_every_trainer_fits_without_tensorflow(tmp_path):
 @jax_only
 def test_gpu_benchmark_smoke_run_without_tensorflow(tmp_path):
     args = [
-        str(ROOT / "benchmarks" / "gpu.py"), "--small", "--methods", "spact,meta",
-        "--policies", "float32", "--steps", "1", "--largest_batch", "2", "--attack_models", "2",
+        str(ROOT / "benchmarks" / "gpu.py"), "--small", "--jobs", "spact:float32,meta:float32",
+        "--steps", "1", "--largest_batch", "2", "--attack_models", "2",
     ]  # fmt: skip
     report = last_json(run_without_tensorflow(tmp_path, args, 900))
     assert report["matmul"]["bfloat16_matmul_tflops"] > 0
@@ -97,6 +97,18 @@ def test_gpu_benchmark_smoke_run_without_tensorflow(tmp_path):
         report["largest_batch"]["float32"]["largest_clips_per_batch"]
         == 2 * report["batch"]["clips"]
     )
+
+
+def test_gpu_benchmark_names_a_malformed_job():
+    for jobs in ("spact", "spact:float16", "swin:float32"):
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "benchmarks" / "gpu.py"), "--jobs", jobs],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 2
+        assert "--jobs: each pair is method:policy" in done.stderr
 
 
 def test_pair_arrays_lays_out_pairs_as_pair_batches():
