@@ -8,12 +8,6 @@ import pytest
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-# The tests' models are tiny, so XLA's compile on the CPU, not the run, is most of their time:
-# its cheapest code generation compiles them faster (a JAX train.py run 79 s instead of 122 s).
-# Set before TensorFlow or JAX is imported; subprocesses inherit it. Not for training runs.
-FAST_XLA_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
-os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {FAST_XLA_COMPILE}".strip()
-
 # Several tests run a script in a subprocess with cwd=tests/: it must import this checkout's
 # package, not an installed one, whatever PYTHONPATH the suite was started with (a relative
 # entry such as "." would name tests/ there).
@@ -28,6 +22,13 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 )
 
 if os.environ["KERAS_BACKEND"] == "jax":
+    # The tests' models are tiny, so on JAX XLA's compile, not the run, is most of their time:
+    # its cheapest CPU code generation compiles them faster (a train.py run in the tests 79 s
+    # instead of 122 s; TensorFlow's tests gain nothing). Set before JAX is imported;
+    # subprocesses inherit it. Not for training runs.
+    fast_compile = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {fast_compile}".strip()
+
     import jax
 
     # Initial weights from the non-partitionable threefry PRNG: XLA compiles its per-shape
