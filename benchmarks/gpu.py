@@ -3,6 +3,7 @@
     KERAS_BACKEND=jax python benchmarks/gpu.py                    # everything, on the GPU
     KERAS_BACKEND=jax python benchmarks/gpu.py --small            # CPU smoke run, tiny models
     KERAS_BACKEND=jax python benchmarks/gpu.py --methods spact --policies mixed_bfloat16
+    KERAS_BACKEND=jax python benchmarks/gpu.py --jobs meta:mixed_bfloat16,spact:float32
 
 Needs Keras and JAX only (no TensorFlow, no PyAV): the recipe that carries Keras to a GPU machine
 is in the README ("On a GPU"). Every measurement runs in a fresh process of its own (this script
