@@ -55,6 +55,18 @@ def test_meta_gradient_in_passes_equals_the_nested_gradient_of_the_objective(
     np.testing.assert_allclose(passes, nested, rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.parametrize("first_order", [False, True])
+@pytest.mark.parametrize("iteration", [1, 2])
+def test_meta_gradient_with_unet_blocks_recomputed_equals_it_without(first_order, iteration):
+    assert len(tiny_models.meta_trainer(blocks=True)._anonymizer_blocks) == 4
+    args = dict(first_order=first_order, iteration=iteration, blocks=True)
+    recomputed = flat(tiny_models.meta_gradient(**args))
+    stored = flat(tiny_models.meta_gradient(**args, recompute=False))
+    np.testing.assert_allclose(recomputed, stored, rtol=1e-4, atol=1e-6)
+    nested = flat(tiny_models.meta_gradient(**args, nested=True))
+    np.testing.assert_allclose(recomputed, nested, rtol=1e-4, atol=1e-6)
+
+
 def test_meta_gradient_agrees_between_backends():
     here = flat(tiny_models.meta_gradient())
     other = "jax" if keras.backend.backend() == "tensorflow" else "tensorflow"

@@ -186,11 +186,14 @@ def meta_batch(seed: int = 0, attributes: int = 4, models: int = 3) -> dict:
     return b
 
 
-def meta_trainer(alpha: float = 0.5, first_order: bool = False, **kwargs):
+def meta_trainer(alpha: float = 0.5, first_order: bool = False, blocks: bool = False, **kwargs):
+    """Meta generalisation over tiny models; with `blocks`, f_A is a two-level UNet, which the
+    meta update recomputes block by block."""
     from keras_privacy.methods.meta import MetaGeneralization
+    from keras_privacy.models.unet import unet
 
     models = [
-        anonymizer(),
+        unet(widths=(2, 4)) if blocks else anonymizer(),
         action_model(),
         budget_model(width=3),
         budget_model(width=4),
@@ -203,14 +206,21 @@ def meta_trainer(alpha: float = 0.5, first_order: bool = False, **kwargs):
     )
 
 
-def meta_gradient(first_order: bool = False, iteration: int = 1, nested: bool = False) -> list:
+def meta_gradient(
+    first_order: bool = False,
+    iteration: int = 1,
+    nested: bool = False,
+    blocks: bool = False,
+    recompute: bool = True,
+) -> list:
     """The meta-gradient of the anonymizer's weights at NumPy-drawn weights, as lists, at the
     meta iteration `iteration` (odd: an attribute split): the one training applies
     (`meta_gradient`, in passes), or with `nested` the gradient of `meta_objective` by nested
-    differentiation."""
+    differentiation; with `blocks`, of a UNet f_A, recomputed block by block unless not
+    `recompute`."""
     from keras_privacy.backend import value_and_gradient
 
-    trainer = meta_trainer(first_order=first_order)
+    trainer = meta_trainer(first_order=first_order, blocks=blocks, recompute_anonymizer=recompute)
     values = trainer.current_values()
     values["meta_iteration"] = ([], [np.int32(iteration)])
     data = meta_batch()

@@ -247,6 +247,12 @@ def hessian_vector_product(fn: Callable[[list], Any], params: list, vector: list
     return jax.jvp(jax.grad(fn), (params,), (vector,))[1]
 
 
+def checkpoint(fn: Callable) -> Callable:
+    """`fn` recomputed in the derivative passes that need its intermediates, which are then
+    not stored: `jax.checkpoint`."""
+    return jax.checkpoint(fn)
+
+
 def gather_replicas(x):
     """`x` itself: a JAX step is already one program over the global batch."""
     return x

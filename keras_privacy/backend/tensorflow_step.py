@@ -271,6 +271,12 @@ def hessian_vector_product(fn: Callable[[list], Any], params: list, vector: list
     return tape.gradient(directional, params, unconnected_gradients=tf.UnconnectedGradients.ZERO)
 
 
+def checkpoint(fn: Callable) -> Callable:
+    """`fn` itself: TensorFlow's `tf.recompute_grad` does not shrink the passes that differentiate
+    their own backward (the meta step's Hessian-vector product), so nothing is recomputed."""
+    return fn
+
+
 def gather_replicas(x):
     """`x` concatenated (axis 0) over the replicas of a data-parallel step; `x` itself
     outside one."""

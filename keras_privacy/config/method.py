@@ -52,6 +52,7 @@ FLAG_SCOPES = {
     "meta_fraction": FlagScope(("meta",)),
     "meta_alpha": FlagScope(("meta",)),
     "meta_first_order": FlagScope(("meta",)),
+    "meta_recompute": FlagScope(("meta",)),
     "ssl_adversary": FlagScope(SELF_SUPERVISED),
     "moco_queue_size": FlagScope(SELF_SUPERVISED, ("moco",)),
     "moco_momentum": FlagScope(SELF_SUPERVISED, ("moco",)),
@@ -182,6 +183,15 @@ class MethodSettings:
         metadata=described(
             "Meta: first-order meta-gradient (no second-order term). Beta is <anonymizer_lr> "
             "(an SGD step, as the paper).",
+            "adversary",
+        ),
+    )
+    meta_recompute: bool = field(
+        default=True,
+        metadata=described(
+            "Meta: recompute f_A block by block in the meta update's derivative passes instead "
+            "of storing its activations (JAX; TensorFlow stores them): less memory, one more "
+            "forward pass of f_A per pass, the same meta-gradient.",
             "adversary",
         ),
     )

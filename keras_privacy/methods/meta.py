@@ -52,7 +52,7 @@ import numpy as np
 from keras import ops
 
 from keras_privacy import losses
-from keras_privacy.backend import hessian_vector_product, value_and_gradient
+from keras_privacy.backend import checkpoint, hessian_vector_product, value_and_gradient
 from keras_privacy.methods.steps import action_logits, fold_time, multilabel_accuracy
 from keras_privacy.methods.trainer import (
     GroupValues,
@@ -61,6 +61,7 @@ from keras_privacy.methods.trainer import (
     deserialize_models,
     serialize_models,
 )
+from keras_privacy.models.segments import Segment, block_ends, functional_segments, run_segments
 
 
 def attribute_masks(privacy, attribute_split, sample_keys, fraction: float = 0.6):
@@ -154,6 +155,10 @@ class MetaGeneralization(StatelessTrainer):
         alpha: virtual-training step size (paper: 5e-4).
         fraction: share of the mixed samples that an attribute split gives X1 (paper: 0.6).
         first_order: drop the second-order term of the meta-gradient.
+        recompute_anonymizer: in the meta update's derivative passes, recompute f_A block by
+            block instead of storing its activations (`backend.checkpoint`: on JAX; TensorFlow
+            stores them): the passes hold one block's activations at a time, for one more
+            forward pass of f_A each. Same meta-gradient.
         action_threshold: T1 (0.7).
         attack_threshold: T2 (0.95).
     The meta step size beta is the learning rate of the anonymizer's optimizer (SGD, 1e-4).
@@ -178,6 +183,7 @@ class MetaGeneralization(StatelessTrainer):
         alpha: float = 5e-4,
         fraction: float = 0.6,
         first_order: bool = False,
+        recompute_anonymizer: bool = True,
         action_threshold: float = 0.7,
         attack_threshold: float = 0.95,
         **kwargs,
@@ -195,6 +201,8 @@ class MetaGeneralization(StatelessTrainer):
         self.action_threshold = action_threshold
         self.attack_threshold = attack_threshold
         self.meta_iteration = MetaIteration(name="meta_iteration")
+        self.recompute_anonymizer = recompute_anonymizer
+        self._anonymizer_blocks = _blocks(anonymizer) if recompute_anonymizer else ()
 
     @property
     def attack_groups(self) -> list[str]:
@@ -250,12 +258,22 @@ class MetaGeneralization(StatelessTrainer):
         )
         return updates
 
-    def _anonymize(self, values, data, training=False):
+    def _anonymize(self, values, data, training=False, recompute=False):
+        """f_A on the clips' frames and the privacy images together (one BatchNorm batch):
+        (anonymized frames, anonymized images, f_A's new non-trainable values). With
+        `recompute`, for the passes that differentiate f_A, block by block under
+        `backend.checkpoint` where f_A has blocks, so those passes hold one block's
+        activations at a time."""
         frames = fold_time(data["clips"])
         count = ops.shape(frames)[0]
-        outputs, state = self.run(
-            "anonymizer", values, ops.concatenate([frames, data["images"]], 0), training
-        )
+        inputs = ops.concatenate([frames, data["images"]], 0)
+        if recompute and self._anonymizer_blocks:
+            trainable, non_trainable = values["anonymizer"]
+            outputs, state = run_segments(
+                self._anonymizer_blocks, trainable, non_trainable, inputs, training, checkpoint
+            )
+        else:
+            outputs, state = self.run("anonymizer", values, inputs, training)
         return outputs[:count], outputs[count:], state
 
     def _measure(self, values, data):
@@ -300,7 +318,7 @@ class MetaGeneralization(StatelessTrainer):
 
     def anonymizer_loss(self, values: GroupValues, data, label_mask, model_mask):
         """L(phi, D): action loss minus gamma times the masked BCE of D's attack models."""
-        anon_frames, anon_images, state = self._anonymize(values, data, training=True)
+        anon_frames, anon_images, state = self._anonymize(values, data, True, recompute=True)
         logits, _ = action_logits(self, values, anon_frames, ops.shape(data["clips"])[1], False)
         action_loss = losses.softmax_cross_entropy(data["labels"], logits)
         attack_losses = ops.stack(
@@ -403,6 +421,7 @@ class MetaGeneralization(StatelessTrainer):
             "alpha": self.alpha,
             "fraction": self.fraction,
             "first_order": self.first_order,
+            "recompute_anonymizer": self.recompute_anonymizer,
             "action_threshold": self.action_threshold,
             "attack_threshold": self.attack_threshold,
         }
@@ -410,6 +429,18 @@ class MetaGeneralization(StatelessTrainer):
     @classmethod
     def from_config(cls, config: dict):
         return cls(**deserialize_models(config, "anonymizer", "action_model", "attack_models"))
+
+
+def _blocks(anonymizer: keras.Model) -> tuple[Segment, ...]:
+    """f_A cut after each of its blocks (`segments.block_ends`); none where it has no blocks
+    or is not a Functional model."""
+    ends = block_ends(anonymizer)
+    if not ends:
+        return ()
+    try:
+        return tuple(functional_segments(anonymizer, ends))
+    except ValueError:
+        return ()
 
 
 def _replace(values: GroupValues, anonymizer_params: list) -> GroupValues:
