@@ -1,7 +1,10 @@
 """The backend-aware code is chosen once, in `keras_privacy.backend`; nowhere else branches."""
 
 import ast
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import keras
@@ -72,3 +75,25 @@ def test_hessian_vector_product_matches_the_analytic_one():
     expected_second[0] += u[0, 0]
     np.testing.assert_allclose(np.asarray(first), expected_first, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(np.asarray(second), expected_second, rtol=1e-5, atol=1e-5)
+
+
+MEMORY_SCHEDULER = "--xla_cpu_enable_concurrency_optimized_scheduler"
+
+
+@pytest.mark.parametrize(
+    "given, expected",
+    [
+        (None, f"{MEMORY_SCHEDULER}=false"),
+        ("--xla_dump_to=/tmp/x", f"--xla_dump_to=/tmp/x {MEMORY_SCHEDULER}=false"),
+        (f"{MEMORY_SCHEDULER}=true", f"{MEMORY_SCHEDULER}=true"),
+    ],
+)
+def test_importing_the_package_picks_xla_cpu_memory_scheduler_unless_told(given, expected):
+    env = {key: value for key, value in os.environ.items() if key != "XLA_FLAGS"}
+    if given is not None:
+        env["XLA_FLAGS"] = given
+    code = "import os, keras_privacy; print(os.environ['XLA_FLAGS'])"
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == expected
