@@ -12,7 +12,10 @@ XLA on TensorFlow, `jax.jit` on JAX):
 - `gradient`: one plain gradient, the unit;
 - `reverse_over_reverse`: the gradient of <grad L, v>;
 - `forward_over_reverse`: the forward derivative of grad L along v (`jax.jvp` of `jax.grad`;
-  TensorFlow's `ForwardAccumulator` around a tape).
+  TensorFlow's `ForwardAccumulator` around a tape);
+- `forward_over_reverse_blocks`: the same with f_A run block by block, each block under
+  `backend.checkpoint` (`models.segments`; recomputed on JAX, the meta update's way; on
+  TensorFlow nothing is recomputed).
 Figures per way: `peak_rss_gib` (the process's `VmHWM`), `above_models_gib` (the peak less the
 resident size once f_A is built), `ratio` (that over the plain gradient's) and `seconds`
 (compilation and one run). The backend's `hessian_vector_product` takes the way with the lower
@@ -33,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/memory.py
 
 from memory import HARD_CAP_GIB, proc_kib, run_guarded  # noqa: E402
 
-WAYS = ("gradient", "reverse_over_reverse", "forward_over_reverse")
+WAYS = ("gradient", "reverse_over_reverse", "forward_over_reverse", "forward_over_reverse_blocks")
 TIMEOUT_SECONDS = 1800.0
 
 
@@ -86,7 +89,9 @@ def measure(way: str, images: int, small: bool) -> dict:
     import keras
     import numpy as np
 
+    from keras_privacy import backend
     from keras_privacy.models import registry
+    from keras_privacy.models.segments import block_ends, functional_segments, run_segments
     from keras_privacy.models.unet import unet
 
     keras.utils.set_random_seed(0)
@@ -95,12 +100,19 @@ def measure(way: str, images: int, small: bool) -> dict:
     inputs = np.random.default_rng(0).random((images, size, size, 3), dtype="float32")
     non_trainable = [v.value for v in model.non_trainable_variables]
 
+    blocks = functional_segments(model, block_ends(model))
+
     def loss(params):
-        outputs, _ = model.stateless_call(params, non_trainable, inputs, training=True)
+        if way.endswith("_blocks"):
+            outputs, _ = run_segments(
+                blocks, params, non_trainable, inputs, True, backend.checkpoint
+            )
+        else:
+            outputs, _ = model.stateless_call(params, non_trainable, inputs, training=True)
         return keras.ops.mean(outputs**2)
 
     def run(params):
-        return differentiate(way, loss, params)
+        return differentiate(way.removesuffix("_blocks"), loss, params)
 
     if keras.backend.backend() == "jax":
         import jax
