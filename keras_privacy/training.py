@@ -299,7 +299,7 @@ def _supervised_phases(config: ExperimentConfig, models: dict[str, keras.Model])
                 alpha=config.meta_alpha,
                 fraction=config.meta_fraction,
                 first_order=config.meta_first_order,
-                recompute=config.meta_recompute,
+                recompute_anonymizer=config.meta_recompute,
                 action_threshold=config.action_threshold,
                 attack_threshold=config.adversary_threshold,
             ),

@@ -186,30 +186,19 @@ def meta_batch(seed: int = 0, attributes: int = 4, models: int = 3) -> dict:
     return b
 
 
-def block_model(rank: int, outputs: int, width: int = 3) -> keras.Model:
-    """A block of two convolutions (each with BatchNorm and ReLU), pooling and a Dense layer:
-    a tiny f_T (`rank` 3) or attack model (`rank` 2) that the meta update can recompute."""
-    conv = layers.Conv3D if rank == 3 else layers.Conv2D
-    pool = layers.GlobalAveragePooling3D if rank == 3 else layers.GlobalAveragePooling2D
-    inputs = keras.Input((None,) * rank + (3,))
-    x = inputs
-    for _ in range(2):
-        x = layers.ReLU()(layers.BatchNormalization()(conv(width, 3, padding="same")(x)))
-    return keras.Model(inputs, layers.Dense(outputs)(pool()(x)))
-
-
 def meta_trainer(alpha: float = 0.5, first_order: bool = False, blocks: bool = False, **kwargs):
-    """Meta generalisation over tiny models; with `blocks`, f_A is a two-level UNet and f_T and
-    the attack models blocks of two convolutions, which the meta update recomputes."""
+    """Meta generalisation over tiny models; with `blocks`, f_A is a two-level UNet, which the
+    meta update recomputes block by block."""
     from keras_privacy.methods.meta import MetaGeneralization
     from keras_privacy.models.unet import unet
 
-    if blocks:
-        models = [unet(widths=(2, 4)), block_model(3, 3)]
-        models += [block_model(2, 4, width) for width in (3, 4, 5)]
-    else:
-        models = [anonymizer(), action_model()]
-        models += [budget_model(width=width) for width in (3, 4, 5)]
+    models = [
+        unet(widths=(2, 4)) if blocks else anonymizer(),
+        action_model(),
+        budget_model(width=3),
+        budget_model(width=4),
+        budget_model(width=5),
+    ]
     for seed, model in enumerate(models):
         deterministic_weights(model, seed)
     return MetaGeneralization(
@@ -231,7 +220,7 @@ def meta_gradient(
     `recompute`."""
     from keras_privacy.backend import value_and_gradient
 
-    trainer = meta_trainer(first_order=first_order, blocks=blocks, recompute=recompute)
+    trainer = meta_trainer(first_order=first_order, blocks=blocks, recompute_anonymizer=recompute)
     values = trainer.current_values()
     values["meta_iteration"] = ([], [np.int32(iteration)])
     data = meta_batch()

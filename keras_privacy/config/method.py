@@ -189,10 +189,9 @@ class MethodSettings:
     meta_recompute: bool = field(
         default=True,
         metadata=described(
-            "Meta: recompute f_A, f_T and the attack models block by block in the meta "
-            "update's derivative passes instead of storing their activations (JAX; TensorFlow "
-            "stores them): less memory, one more forward pass of each per pass, the same "
-            "meta-gradient.",
+            "Meta: recompute f_A block by block in the meta update's derivative passes instead "
+            "of storing its activations (JAX; TensorFlow stores them): less memory, one more "
+            "forward pass of f_A per pass, the same meta-gradient.",
             "adversary",
         ),
     )

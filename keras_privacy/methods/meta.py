@@ -155,10 +155,10 @@ class MetaGeneralization(StatelessTrainer):
         alpha: virtual-training step size (paper: 5e-4).
         fraction: share of the mixed samples that an attribute split gives X1 (paper: 0.6).
         first_order: drop the second-order term of the meta-gradient.
-        recompute: in the meta update's derivative passes, recompute f_A, f_T and the attack
-            models block by block instead of storing their activations (`backend.checkpoint`:
-            on JAX; TensorFlow stores them): the passes hold one block's activations at a time,
-            for one more forward pass of each model. Same meta-gradient.
+        recompute_anonymizer: in the meta update's derivative passes, recompute f_A block by
+            block instead of storing its activations (`backend.checkpoint`: on JAX; TensorFlow
+            stores them): the passes hold one block's activations at a time, for one more
+            forward pass of f_A each. Same meta-gradient.
         action_threshold: T1 (0.7).
         attack_threshold: T2 (0.95).
     The meta step size beta is the learning rate of the anonymizer's optimizer (SGD, 1e-4).
@@ -183,7 +183,7 @@ class MetaGeneralization(StatelessTrainer):
         alpha: float = 5e-4,
         fraction: float = 0.6,
         first_order: bool = False,
-        recompute: bool = True,
+        recompute_anonymizer: bool = True,
         action_threshold: float = 0.7,
         attack_threshold: float = 0.95,
         **kwargs,
@@ -201,12 +201,8 @@ class MetaGeneralization(StatelessTrainer):
         self.action_threshold = action_threshold
         self.attack_threshold = attack_threshold
         self.meta_iteration = MetaIteration(name="meta_iteration")
-        self.recompute = recompute
-        self._blocks = {
-            group: _blocks(model) if recompute else ()
-            for group, model in self.groups().items()
-            if group != "meta_iteration"
-        }
+        self.recompute_anonymizer = recompute_anonymizer
+        self._anonymizer_blocks = _blocks(anonymizer) if recompute_anonymizer else ()
 
     @property
     def attack_groups(self) -> list[str]:
@@ -264,25 +260,21 @@ class MetaGeneralization(StatelessTrainer):
 
     def _anonymize(self, values, data, training=False, recompute=False):
         """f_A on the clips' frames and the privacy images together (one BatchNorm batch):
-        (anonymized frames, anonymized images, f_A's new non-trainable values), block by block
-        with `recompute` (`_run_recomputed`)."""
+        (anonymized frames, anonymized images, f_A's new non-trainable values). With
+        `recompute`, for the passes that differentiate f_A, block by block under
+        `backend.checkpoint` where f_A has blocks, so those passes hold one block's
+        activations at a time."""
         frames = fold_time(data["clips"])
         count = ops.shape(frames)[0]
         inputs = ops.concatenate([frames, data["images"]], 0)
-        run = self._run_recomputed if recompute else self.run
-        outputs, state = run("anonymizer", values, inputs, training)
+        if recompute and self._anonymizer_blocks:
+            trainable, non_trainable = values["anonymizer"]
+            outputs, state = run_segments(
+                self._anonymizer_blocks, trainable, non_trainable, inputs, training, checkpoint
+            )
+        else:
+            outputs, state = self.run("anonymizer", values, inputs, training)
         return outputs[:count], outputs[count:], state
-
-    def _run_recomputed(self, group: str, values: GroupValues, inputs, training: bool = False):
-        """`run` for the passes that differentiate through the model of `group`: block by
-        block, each block under `backend.checkpoint`, where the model has blocks and
-        `recompute` is on, so those passes hold one block's activations at a time."""
-        if not self._blocks[group]:
-            return self.run(group, values, inputs, training)
-        trainable, non_trainable = values[group]
-        return run_segments(
-            self._blocks[group], trainable, non_trainable, inputs, training, checkpoint
-        )
 
     def _measure(self, values, data):
         anon_frames, anon_images, _ = self._anonymize(values, data)
@@ -327,13 +319,12 @@ class MetaGeneralization(StatelessTrainer):
     def anonymizer_loss(self, values: GroupValues, data, label_mask, model_mask):
         """L(phi, D): action loss minus gamma times the masked BCE of D's attack models."""
         anon_frames, anon_images, state = self._anonymize(values, data, True, recompute=True)
-        clips = ops.reshape(anon_frames, ops.shape(data["clips"]))
-        logits, _ = self._run_recomputed("action", values, clips)
+        logits, _ = action_logits(self, values, anon_frames, ops.shape(data["clips"])[1], False)
         action_loss = losses.softmax_cross_entropy(data["labels"], logits)
         attack_losses = ops.stack(
             [
                 losses.masked_binary_cross_entropy(
-                    data["privacy"], self._run_recomputed(g, values, anon_images)[0], label_mask
+                    data["privacy"], self.run(g, values, anon_images)[0], label_mask
                 )
                 for g in self.attack_groups
             ]
@@ -430,7 +421,7 @@ class MetaGeneralization(StatelessTrainer):
             "alpha": self.alpha,
             "fraction": self.fraction,
             "first_order": self.first_order,
-            "recompute": self.recompute,
+            "recompute_anonymizer": self.recompute_anonymizer,
             "action_threshold": self.action_threshold,
             "attack_threshold": self.attack_threshold,
         }
@@ -440,14 +431,14 @@ class MetaGeneralization(StatelessTrainer):
         return cls(**deserialize_models(config, "anonymizer", "action_model", "attack_models"))
 
 
-def _blocks(model: keras.Model) -> tuple[Segment, ...]:
-    """`model` cut after its blocks (`segments.block_ends`); none where it has no blocks or
-    is not a Functional model of one input and one output."""
-    ends = block_ends(model)
+def _blocks(anonymizer: keras.Model) -> tuple[Segment, ...]:
+    """f_A cut after each of its blocks (`segments.block_ends`); none where it has no blocks
+    or is not a Functional model."""
+    ends = block_ends(anonymizer)
     if not ends:
         return ()
     try:
-        return tuple(functional_segments(model, ends))
+        return tuple(functional_segments(anonymizer, ends))
     except ValueError:
         return ()
 
