@@ -56,7 +56,7 @@ def run_segments(
     state = [inputs]
     for segment in segments:
         call = functools.partial(segment.__call__, training=training)
-        state, values = (wrap or _same)(call)(
+        state, values = (call if wrap is None else wrap(call))(
             [trainable[i] for i in segment.trainable_index],
             [non_trainable[i] for i in segment.non_trainable_index],
             state,
@@ -65,10 +65,6 @@ def run_segments(
             new_non_trainable[i] = value
     (outputs,) = state
     return outputs, new_non_trainable
-
-
-def _same(fn: Callable) -> Callable:
-    return fn
 
 
 def block_ends(model: keras.Model) -> list[str]:
@@ -81,9 +77,9 @@ def block_ends(model: keras.Model) -> list[str]:
 def functional_segments(model: keras.Model, cut_after: list[str]) -> list[Segment]:
     """`model` cut after each layer named in `cut_after` (in the model's topological order).
 
-    Raises ValueError for a model that is not a Functional model of one input and one
-    output, a layer called
-    more than once (its inputs would be ambiguous) or a name that is not a layer of the model.
+    Raises ValueError for a model that is not a Functional model of one input and one output,
+    a layer called more than once (its inputs would be ambiguous) or a name that is not a
+    layer of the model.
     """
     if not isinstance(model, keras.Model) or not hasattr(model, "_operations"):
         raise ValueError(f"{model.name} is not a Functional model; it cannot be cut")
@@ -119,9 +115,9 @@ def functional_segments(model: keras.Model, cut_after: list[str]) -> list[Segmen
     trainable = {id(v): i for i, v in enumerate(model.trainable_variables)}
     non_trainable = {id(v): i for i, v in enumerate(model.non_trainable_variables)}
     segments = []
-    starts = [-1] + cuts
+    firsts, lasts = [0] + [cut + 1 for cut in cuts], cuts + [len(layers) - 1]
     for index, (inputs, outputs) in enumerate(zip(boundaries[:-1], boundaries[1:])):
-        inside = layers[starts[index] + 1 : (cuts + [len(layers)])[index] + 1]
+        inside = layers[firsts[index] : lasts[index] + 1]
         read_ids = {id(t) for layer in inside for t in keras.tree.flatten(layer.input)}
         read = tuple(i for i, t in enumerate(inputs) if id(t) in read_ids)
         input_ids = [id(t) for t in inputs]
