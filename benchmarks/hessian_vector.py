@@ -100,10 +100,10 @@ def measure(way: str, images: int, small: bool) -> dict:
     inputs = np.random.default_rng(0).random((images, size, size, 3), dtype="float32")
     non_trainable = [v.value for v in model.non_trainable_variables]
 
-    blocks = functional_segments(model, block_ends(model))
+    blocks = functional_segments(model, block_ends(model)) if way.endswith("_blocks") else ()
 
     def loss(params):
-        if way.endswith("_blocks"):
+        if blocks:
             outputs, _ = run_segments(
                 blocks, params, non_trainable, inputs, True, backend.checkpoint
             )
