@@ -143,6 +143,35 @@ def test_conditional_updates_run_eagerly_equal_the_compiled_step(skips):
     assert int(eager[0].group_optimizer("second").iterations) == 2
 
 
+@pytest.mark.skipif(keras.backend.backend() != "jax", reason="JAX decides on the host")
+def test_on_a_cpu_a_jax_step_computes_a_conditional_update_only_where_it_runs():
+    """Decided on the host, the update of `second` is in the program of the steps that take
+    it only (a callback inside its loss counts the times it is computed), and the training
+    equals that of a real conditional."""
+    import jax
+
+    computed = []
+
+    class Counted(Switched):
+        def _loss(self, values, data, group):
+            if group == "second":
+                jax.debug.callback(lambda: computed.append(1))
+            return super()._loss(values, data, group)
+
+    def fit(skips):
+        trainer = Counted(skips=skips)
+        trainer.compile(
+            {g: keras.optimizers.Adam(1e-2) for g in ("first", "second")}, jit_compile=True
+        )
+        history = trainer.fit(dataset([1.0, 0.0, 0.0, 1.0]), epochs=1, verbose=0, shuffle=False)
+        return trainer, history.history
+
+    host = fit(skips=False)
+    assert len(computed) == 2
+    assert_trained_alike(host, fit(skips=True), 1e-5, 1e-6)
+    assert int(host[0].group_optimizer("second").iterations) == 2
+
+
 class BatchLogs(keras.callbacks.Callback):
     """The running metrics after every batch."""
 

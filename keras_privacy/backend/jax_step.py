@@ -18,6 +18,7 @@ from typing import Any
 
 import jax
 import keras
+import numpy
 
 from keras_privacy.methods.trainer import (
     GroupValues,
@@ -46,24 +47,68 @@ class JaxStep:
         """A real conditional off a CPU (see `StatelessTrainer._skips_updates`)."""
         return jax.default_backend() != "cpu"
 
-    def train_step(self, state, data):
+    def host_chosen_step(self) -> Callable | None:
+        """A `train_step(state, data)` that decides the step's conditional updates on the host,
+        where a conditional does not pay (a CPU) and the step is compiled with no distribution;
+        else None (Keras' jitted step).
+
+        Each step runs `_decide` (compiled): the updates before the first conditional one, then
+        every `condition` on their logs. The step compiled for the branches that run (one per
+        set of branches, `Update.branch`) then applies them, each conditional update in it
+        computed and selected by its decision; the other branches are not in that program, so
+        a CPU neither compiles nor computes a player that does not move. A trainer without
+        conditional updates gets the plain jitted step."""
+        trainer = self.trainer
+        if (
+            trainer._skips_updates()
+            or trainer.run_eagerly
+            or not trainer.jit_compile
+            or keras.distribution.distribution() is not None
+        ):
+            return None
+        decide = jax.jit(self._decide)
+        compiled: dict[frozenset, Callable] = {}
+
+        def step(state, data):
+            if not compiled:
+                jax.eval_shape(self._decide, state, data)  # finds the branches
+            if not any(self._conditional):
+                compiled.setdefault(None, jax.jit(self.train_step, donate_argnums=0))
+                return compiled[None](state, data)
+            decided = decide(state, data)
+            branches = frozenset(
+                branch
+                for branch, conditional, runs in zip(
+                    self._branches, self._conditional, numpy.asarray(decided)
+                )
+                if conditional and runs
+            )
+            if branches not in compiled:
+                compiled[branches] = jax.jit(
+                    functools.partial(self.train_step, branches=branches), donate_argnums=0
+                )
+            return compiled[branches](state, data, decided)
+
+        return step
+
+    def train_step(self, state, data, decided=None, branches=None):
+        """The step. From `host_chosen_step`: `decided`, every update's decision (a boolean
+        vector), and `branches`, the branches compiled in; a conditional update of another
+        branch is left out."""
         trainer = self.trainer
         trainable, non_trainable, optimizer_values, metrics_values = state
         index = trainer._variable_index()
-        values = {
-            group: ([trainable[i] for i in train], [non_trainable[i] for i in non_train])
-            for group, (train, non_train) in index.items()
-        }
-        optimizer_values = list(optimizer_values)
-        iterations = trainer._optimizer_index(trainer.optimizer.iterations)
-        self._restart_groups(values, optimizer_values, non_trainable)
-        trainer.step_count = optimizer_values[iterations]
+        values, optimizer_values = self._start(state)
         logs, counted = {}, {}
-        for update in trainer.updates(data):
+        for position, update in enumerate(trainer.updates(data)):
+            choice = None
+            if decided is not None and update.condition is not None:
+                choice = (_branch(update, position) in branches, decided[position])
             values, optimizer_values = self._step_update(
-                update, logs, counted, values, optimizer_values
+                update, logs, counted, values, optimizer_values, choice
             )
         logs.update(trainer.step_logs(logs))
+        iterations = trainer._optimizer_index(trainer.optimizer.iterations)
         trainable, non_trainable = list(trainable), list(non_trainable)
         for group, (train, non_train) in index.items():
             for i, value in zip(train, values[group][0]):
@@ -73,6 +118,38 @@ class JaxStep:
         optimizer_values[iterations] = optimizer_values[iterations] + 1
         results, metrics_values = self._track(logs, counted, metrics_values)
         return results, (trainable, non_trainable, optimizer_values, metrics_values)
+
+    def _start(self, state) -> tuple[GroupValues, list]:
+        """The values of every group and the optimizer values at the start of a step: the
+        restarted groups put back (`_restart_groups`), `trainer.step_count` set."""
+        trainer = self.trainer
+        trainable, non_trainable, optimizer_values, _ = state
+        values = {
+            group: ([trainable[i] for i in train], [non_trainable[i] for i in non_train])
+            for group, (train, non_train) in trainer._variable_index().items()
+        }
+        optimizer_values = list(optimizer_values)
+        self._restart_groups(values, optimizer_values, non_trainable)
+        trainer.step_count = optimizer_values[trainer._optimizer_index(trainer.optimizer.iterations)]
+        return values, optimizer_values
+
+    def _decide(self, state, data):
+        """Every update's decision, a boolean vector: the updates before the first conditional
+        one run, then each `condition` is taken on their logs (True for an unconditional
+        update). Records each update's branch and whether it is conditional."""
+        values, optimizer_values = self._start(state)
+        updates = self.trainer.updates(data)
+        self._branches = [_branch(update, i) for i, update in enumerate(updates)]
+        self._conditional = [update.condition is not None for update in updates]
+        logs, counted, decisions, first = {}, {}, [], True
+        for update in updates:
+            first = first and update.condition is None
+            if first:
+                values, optimizer_values = self._step_update(
+                    update, logs, counted, values, optimizer_values
+                )
+            decisions.append(True if update.condition is None else update.condition(logs))
+        return jax.numpy.stack([jax.numpy.asarray(d, bool) for d in decisions])
 
     def _restart_groups(self, values: GroupValues, optimizer_values: list, non_trainable) -> None:
         """Put the groups of `restart_groups` back to their initial weights (`non_trainable`
@@ -105,14 +182,28 @@ class JaxStep:
                     value = optimizer_values[start + i]
                     optimizer_values[start + i] = jax.numpy.where(restart, 0 * value, value)
 
-    def _step_update(self, update: Update, logs, counted, values, optimizer_values):
+    def _step_update(self, update: Update, logs, counted, values, optimizer_values, choice=None):
         """Run `update` as its `condition` asks (always; computed and selected; or inside
-        `jax.lax.cond`) and record its logs; returns the new values and optimizer values."""
+        `jax.lax.cond`) and record its logs; returns the new values and optimizer values.
+        `choice`, for a conditional update decided on the host: (whether its branch is
+        compiled in, its decision); an update of a branch left out is not computed."""
         if update.condition is None:
             values, optimizer_values, new_logs = self._update(
                 update, logs, values, optimizer_values
             )
             record_logs(logs, counted, new_logs, None)
+            return values, optimizer_values
+        if choice is not None:
+            compiled_in, ran = choice
+            if not compiled_in:
+                values, optimizer_values, new_logs = self._skipper(update, values)(
+                    values, optimizer_values
+                )
+            else:
+                values, optimizer_values, new_logs = self._update(
+                    update, logs, values, optimizer_values, ran
+                )
+            record_logs(logs, counted, new_logs, ran)
             return values, optimizer_values
         ran = update.condition(logs)
         if self.trainer._skips_updates():
@@ -224,6 +315,11 @@ class JaxStep:
             trainer._update_trackers(logs, counted)
             results = {name: tracker.result() for name, tracker in trainer._trackers.items()}
         return results, [scope.get_current_value(v) for v in trainer.metrics_variables]
+
+
+def _branch(update: Update, position: int) -> str:
+    """The branch of the update at `position` of a step: its own, or one of its own."""
+    return update.branch if update.branch is not None else f"update {position}"
 
 
 def training_step(trainer: StatelessTrainer) -> JaxStep:

@@ -63,6 +63,11 @@ class TensorFlowStep:
             return False
         return not self.trainer.jit_compile or bool(tf.config.list_logical_devices("GPU"))
 
+    def host_chosen_step(self) -> None:
+        """None: TensorFlow decides conditional updates in its step (`tf.cond`, or computed
+        and selected under XLA on a CPU), and Keras builds the train function."""
+        return None
+
     def train_step(self, data):
         trainer = self.trainer
         replicas = tf.distribute.get_replica_context().num_replicas_in_sync

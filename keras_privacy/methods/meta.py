@@ -234,6 +234,7 @@ class MetaGeneralization(StatelessTrainer):
                 ("action",),
                 lambda values: self._action_loss(values, data),
                 condition=lambda logs: logs["measured_action_accuracy"] < T1,
+                branch="action",
             ),
         ]
         for i, group in enumerate(self.attack_groups):
@@ -245,6 +246,7 @@ class MetaGeneralization(StatelessTrainer):
                         (logs["measured_action_accuracy"] >= T1)
                         & (logs["measured_attack_accuracies"][i] < T2)
                     ),
+                    branch="attack",
                 )
             )
         updates.append(
@@ -255,6 +257,7 @@ class MetaGeneralization(StatelessTrainer):
                     (logs["measured_action_accuracy"] >= T1)
                     & (ops.min(logs["measured_attack_accuracies"]) >= T2)
                 ),
+                branch="anonymizer",
             )
         )
         return updates

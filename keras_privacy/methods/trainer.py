@@ -82,6 +82,15 @@ class Update:
     BatchNorm statistics and optimizer state of its groups as they were (its logs are still
     recorded). VITA uses it for thresholds on the accuracy of the model being updated.
 
+    `branch` names the updates that a step compiled per choice holds together. On JAX on a
+    CPU, where a conditional does not pay, the choice is made on the host instead: the step's
+    updates before its first conditional one run first, every `condition` is decided on their
+    logs, and a step compiled for the branches that run (each conditional update in one of
+    them, computed and selected by its decision) applies it; the other branches' updates are
+    not in that program at all (`JaxStep.host_chosen_step`). So a condition there reads only
+    the logs of those first, unconditional updates. Updates without a `branch` are each a
+    branch of their own.
+
     `optimizers` names, for some of `groups`, the optimizer (a key of `compile`'s optimizers
     that `optimizer_groups` declares) that applies their gradients in place of the group's
     own: VITA's f_T update also moves f_A, with f_T's Adam (its own moments, f_T's rate).
@@ -93,6 +102,7 @@ class Update:
     gate: Callable[[dict], Any] | None = None
     condition: Callable[[dict], Any] | None = None
     optimizers: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    branch: str | None = None
 
     def optimizer_of(self, group: str) -> str:
         """The key of the optimizer that applies this update's gradients of `group`."""
@@ -249,6 +259,17 @@ class StatelessTrainer(keras.Model):
         return self._backend_step.skips_updates()
 
     # ------------------------------------------------------------------------- train step
+    def make_train_function(self, force: bool = False) -> None:
+        """Keras' train function; on a backend that decides conditional updates on the host
+        (JAX on a CPU: `Update.branch`), one around that step."""
+        if self.train_function is not None and not force:
+            return
+        step = self._backend_step.host_chosen_step()
+        if step is None:
+            super().make_train_function(force)
+        else:
+            self.train_function = self._make_function(step)
+
     def train_step(self, *args):
         """The backend's step (`keras_privacy.backend`): `(data)` on TensorFlow, `(state,
         data)` on JAX, as Keras calls it."""
