@@ -130,7 +130,8 @@ class JaxStep:
         }
         optimizer_values = list(optimizer_values)
         self._restart_groups(values, optimizer_values, non_trainable)
-        trainer.step_count = optimizer_values[trainer._optimizer_index(trainer.optimizer.iterations)]
+        iterations = trainer._optimizer_index(trainer.optimizer.iterations)
+        trainer.step_count = optimizer_values[iterations]
         return values, optimizer_values
 
     def _decide(self, state, data):
