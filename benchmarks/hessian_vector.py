@@ -3,12 +3,13 @@
     python benchmarks/hessian_vector.py                      # TensorFlow, UNet, 8 images
     python benchmarks/hessian_vector.py --backend jax --images 16
     python benchmarks/hessian_vector.py --small              # a tiny UNet: a smoke run
+    python benchmarks/hessian_vector.py --jit_compile --ways gradient,reverse_over_reverse
 
 The meta-generalisation step needs the Hessian-vector product H v of its support loss
 (`keras_privacy.backend.hessian_vector_product`). Each way is measured in a fresh process on
 f_A alone (the paper's UNet on 112 x 112 images, in training mode, loss the mean square of its
 output, v = the weights themselves), compiled as training compiles it (`tf.function` without
-XLA on TensorFlow, `jax.jit` on JAX):
+XLA on TensorFlow, with XLA under `--jit_compile`; `jax.jit` on JAX):
 - `gradient`: one plain gradient, the unit;
 - `reverse_over_reverse`: the gradient of <grad L, v>;
 - `forward_over_reverse`: the forward derivative of grad L along v (`jax.jvp` of `jax.grad`;
@@ -19,7 +20,8 @@ XLA on TensorFlow, `jax.jit` on JAX):
 Figures per way: `peak_rss_gib` (the process's `VmHWM`), `above_models_gib` (the peak less the
 resident size once f_A is built), `ratio` (that over the plain gradient's) and `seconds`
 (compilation and one run). The backend's `hessian_vector_product` takes the way with the lower
-ratio. Each worker runs under `memory.py`'s guard at its hard cap (12 GiB). The last line of
+ratio. `--ways` measures some of them (the gradient, the unit, always first). Each worker runs
+under `memory.py`'s guard at its hard cap (`HARD_CAP_GIB`). The last line of
 the output is one JSON object.
 """
 
@@ -84,7 +86,7 @@ def _inner(grads: list, vector: list):
     return sum(ops.sum(g * ops.stop_gradient(v)) for g, v in zip(grads, vector))
 
 
-def measure(way: str, images: int, small: bool) -> dict:
+def measure(way: str, images: int, small: bool, jit_compile: bool = False) -> dict:
     """Build f_A, compile and run `way` once; its figures (in this process)."""
     import keras
     import numpy as np
@@ -122,7 +124,7 @@ def measure(way: str, images: int, small: bool) -> dict:
     else:
         import tensorflow as tf
 
-        compiled = tf.function(run)
+        compiled = tf.function(run, jit_compile=jit_compile)
         params = [tf.convert_to_tensor(v.value) for v in model.trainable_variables]
     models_gib = _rss_gib("VmRSS")
     start = time.perf_counter()
@@ -142,11 +144,17 @@ def main() -> None:
     parser.add_argument("--backend", choices=("tensorflow", "jax"), default="tensorflow")
     parser.add_argument("--images", type=int, default=8, help="112 x 112 images through f_A")
     parser.add_argument("--small", action="store_true", help="a tiny UNet on 16 x 16 images")
+    parser.add_argument("--jit_compile", action="store_true", help="TensorFlow: with XLA")
+    parser.add_argument("--ways", default=",".join(WAYS), help="comma-separated ways")
     parser.add_argument("--worker", choices=WAYS, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        print(json.dumps(measure(args.worker, args.images, args.small)))
+        print(json.dumps(measure(args.worker, args.images, args.small, args.jit_compile)))
         return
+    ways = ["gradient"] + [w for w in args.ways.split(",") if w != "gradient"]
+    unknown = set(ways) - set(WAYS)
+    if unknown:
+        parser.error(f"--ways: {sorted(unknown)} are not among {list(WAYS)}")
     env = dict(
         os.environ,
         KERAS_BACKEND=args.backend,
@@ -154,10 +162,17 @@ def main() -> None:
         XLA_PYTHON_CLIENT_PREALLOCATE="false",
         PYTHONPATH=str(Path(__file__).resolve().parent.parent),
     )
-    report = {"backend": args.backend, "images": args.images, "small": args.small, "ways": []}
-    for way in WAYS:
+    report = {
+        "backend": args.backend,
+        "jit_compile": args.jit_compile,
+        "images": args.images,
+        "small": args.small,
+        "ways": [],
+    }
+    for way in ways:
         command = [sys.executable, __file__, "--worker", way, "--images", str(args.images)]
         command += ["--small"] if args.small else []
+        command += ["--jit_compile"] if args.jit_compile else []
         done = run_guarded(command, HARD_CAP_GIB, TIMEOUT_SECONDS, env)
         lines = [line for line in done["output"].splitlines() if line.startswith("{")]
         if done["killed_because"] or done["returncode"] != 0 or not lines:

@@ -34,18 +34,17 @@ H_S g_Q): the nested gradient of `meta_objective` to float rounding, faster to c
 on JAX (README, "Memory"). On JAX these passes recompute f_A block by block instead of storing
 its activations (`recompute_anonymizer`, `models.segments`).
 
-Which player updates follows Algorithm 1, decided on the accuracies measured on the batch
-before any update: f_T while its accuracy < T1 (70 %); else each attack model whose accuracy
-< T2 (95 %); else the anonymizer's meta update. A first, parameter-free update measures those
-accuracies and every player's update has a `condition` on them, so on an accelerator only the
-selected updates are computed (`jax.lax.cond` / `tf.cond`); on a CPU under XLA, where a
-conditional would slow the convolutions' gradients, JAX decides on the host and compiles one
-step per player (the updates' `branch`: `action`, `attack`, `anonymizer`), and TensorFlow
-computes the others and discards them (see `trainer`). A player's logs are means over the steps that updated it: `action_loss` over the f_T
-updates, `attack_loss` over the steps where an attack model updated (the last one that did),
-the meta losses and `attribute_split` (1 for an attribute split, 0 for a model split) over the
-meta updates.
-"""
+Which player updates follows Algorithm 1, decided on the accuracies measured on the batch before
+any update: f_T while its accuracy < T1 (70 %); else each attack model whose accuracy < T2 (95
+%); else the anonymizer's meta update. A first, parameter-free update measures those accuracies
+and every player's update has a `condition` on them, so on an accelerator only the selected
+updates are computed (`jax.lax.cond` / `tf.cond`); on a CPU under XLA, where a conditional would
+slow the convolutions' gradients, JAX decides on the host and compiles one step per player (the
+updates' `branch`: `action`, `attack`, `anonymizer`), and TensorFlow computes the others and
+discards them (see `trainer`). A player's logs are means over the steps that updated it:
+`action_loss` over the f_T updates, `attack_loss` over the steps where an attack model updated
+(the last one that did), the meta losses and `attribute_split` (1 for an attribute split, 0 for
+a model split) over the meta updates."""
 
 from __future__ import annotations
 

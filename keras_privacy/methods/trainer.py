@@ -14,13 +14,13 @@ An update runs at every step unless it has a `condition`: a decision on the logs
 measured first). The step evaluates it before the update and, where a conditional pays
 (`StatelessTrainer._skips_updates`: on an accelerator, or TensorFlow without XLA), runs the
 update's loss, gradients, optimizer apply and BatchNorm-statistics update inside a real
-conditional (`jax.lax.cond`, `tf.cond`), so a skipped update costs nothing. On a CPU under XLA
-a convolution's gradient inside a conditional runs 30-80x slower than outside, so there JAX
+conditional (`jax.lax.cond`, `tf.cond`), so a skipped update costs nothing. On a CPU under XLA a
+convolution's gradient inside a conditional runs 30-80x slower than outside, so there JAX
 decides the conditions on the host and compiles a step per set of branches that run
 (`Update.branch`), so a player that does not move is neither compiled nor computed; TensorFlow
-under XLA on a CPU computes the update and selects its result (`where`), as a gated one. A `gate` reads the
-update's own logs, so a gated update is always computed and its result applied where the gate
-holds (VITA's thresholds on the accuracy of the model being updated).
+under XLA on a CPU computes the update and selects its result (`where`), as a gated one. A
+`gate` reads the update's own logs, so a gated update is always computed and its result applied
+where the gate holds (VITA's thresholds on the accuracy of the model being updated).
 
 Every group has its own optimizer; they live together in one `keras.optimizers.MultiOptimizer`
 so that `fit` on JAX carries (and checkpoints save) all of their state. Gradients are taken
