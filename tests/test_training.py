@@ -452,3 +452,18 @@ def test_a_gated_anonymizer_that_never_updated_is_reported(caplog):
     assert not training.warn_if_anonymizer_frozen(trainer, "minimax")
     trainer.compile({"action": keras.optimizers.SGD(0.1)})  # a phase that never trains f_A
     assert not training.warn_if_anonymizer_frozen(trainer, "action_init")
+
+
+@pytest.mark.parametrize(
+    "overrides, noted",
+    [
+        ({"method": "meta"}, keras.backend.backend() == "tensorflow"),
+        ({"method": "meta", "meta_first_order": True}, False),
+        ({"method": "spact"}, False),
+    ],
+)
+def test_the_second_order_meta_step_on_a_tensorflow_cpu_advises_jax(overrides, noted):
+    note = training.backend_note(ExperimentConfig(**overrides))
+    assert (note is not None) == noted
+    if noted:
+        assert "--backend=jax" in note and "--meta_first_order" in note
