@@ -17,10 +17,15 @@ A bad input (annotation, model file, flag value) is reported as one line; its tr
 the report folder's error.log, and to the terminal with --verbose.
 """
 
+import sys
+
 from absl import app, flags, logging
 
-from keras_privacy.cli import run_command
-from keras_privacy.flags import define_script_flags, select_backend, validated_config
+from keras_privacy.cli import backend_from_argv, run_command
+
+backend_from_argv(sys.argv)  # before the flags' modules import Keras
+
+from keras_privacy.flags import define_script_flags, select_backend, validated_config  # noqa: E402
 
 define_script_flags(flags.FLAGS)
 

@@ -11,12 +11,16 @@ A bad input (annotation, model file, flag value) or a diverged run is reported a
 its traceback goes to run_dir/error.log, and to the terminal with --verbose.
 """
 
+import sys
 from pathlib import Path
 
 from absl import app, flags
 
-from keras_privacy.cli import run_command
-from keras_privacy.flags import define_script_flags, select_backend, validated_config
+from keras_privacy.cli import backend_from_argv, run_command
+
+backend_from_argv(sys.argv)  # before the flags' modules import Keras
+
+from keras_privacy.flags import define_script_flags, select_backend, validated_config  # noqa: E402
 
 define_script_flags(flags.FLAGS)
 

@@ -21,6 +21,17 @@ of a model), OSError (FileNotFoundError) and RuntimeError (CheckpointError,
 TrainingDivergedError, VideoDecodeError)."""
 
 
+def backend_from_argv(argv: list[str]) -> None:
+    """Set KERAS_BACKEND from a `--backend=NAME` (or `--backend NAME`) on the command line,
+    before anything imports Keras: the settings' modules import it, and Keras fixes its backend
+    on import. The flag itself is still parsed and checked (`flags.select_backend`)."""
+    for position, argument in enumerate(argv):
+        if argument.startswith("--backend="):
+            os.environ["KERAS_BACKEND"] = argument.split("=", 1)[1]
+        elif argument == "--backend" and position + 1 < len(argv):
+            os.environ["KERAS_BACKEND"] = argv[position + 1]
+
+
 def run_command(
     command: Callable[[], int | None],
     verbose: bool = False,

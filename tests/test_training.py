@@ -380,6 +380,28 @@ def test_train_cli_names_a_nonsense_flag(tmp_path, config, flag, message):
     assert not run_dir.exists(), "the run started before the flags were checked"
 
 
+@pytest.mark.parametrize("script", ["train.py", "evaluate.py"])
+def test_the_backend_flag_chooses_the_backend_before_keras_is_imported(tmp_path, script):
+    other = "jax" if keras.backend.backend() == "tensorflow" else "tensorflow"
+    completed = subprocess.run(
+        [
+            sys.executable,
+            script,
+            f"--flagfile={REPO / 'configs' / 'synthetic.cfg'}",
+            f"--run_dir={tmp_path / 'run'}",
+            f"--backend={other}",
+            "--minimax_epochs=-1",
+        ],
+        cwd=REPO,
+        env=os.environ | {"TF_CPP_MIN_LOG_LEVEL": "2"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert "--minimax_epochs cannot be negative" in completed.stderr, completed.stderr[-2000:]
+    assert "--backend must be chosen" not in completed.stderr
+
+
 SUPERVISED = {
     "adversary_models": "resnet_tiny,resnet_tiny",
     "action_threshold": 1.0,  # thresholds of 1 keep every player updating
