@@ -96,6 +96,15 @@ def test_an_infinite_or_nan_learning_rate_or_loss_weight_is_refused(flag):
         parse(flag).validate()
 
 
+@pytest.mark.parametrize("name", ["action_threshold", "adversary_threshold"])
+def test_a_threshold_lies_in_zero_to_one(name):
+    parse("--method=meta", f"--{name}=0").validate()  # 0: the player never updates for it
+    parse("--method=meta", f"--{name}=1").validate()
+    for value in ("-0.1", "1.5"):
+        with pytest.raises(ValueError, match=rf"--{name} must be in \[0, 1\], got {value}"):
+            parse("--method=meta", f"--{name}={value}").validate()
+
+
 @pytest.mark.parametrize(
     "flag", ["--anonymizer=nope", "--action_model=nope", "--eval_privacy_model=nope"]
 )

@@ -103,7 +103,7 @@ class MethodSettings:
         default=0.7,
         metadata=described(
             "f_T updates while its accuracy is below this (T1; VITA's validation_loop: on the "
-            "held-out clips).",
+            "held-out clips); 0 = never.",
             "adversary",
         ),
     )
@@ -111,7 +111,7 @@ class MethodSettings:
         default=0.95,
         metadata=described(
             "An adversary updates while its batch accuracy is below this (T2); for VITA, 1 = "
-            "no threshold (the authors').",
+            "no threshold (the authors'); 0 = never (meta with both at 0: f_A every step).",
             "adversary",
         ),
     )
@@ -321,8 +321,8 @@ def validate_method(config) -> None:
             f"are the two halves of a clip), got {config.clip_length}"
         )
     for name in ("action_threshold", "adversary_threshold"):
-        if not 0 < getattr(config, name) <= 1:
-            raise SettingError(f"<{name}> must be in (0, 1], got {getattr(config, name)}")
+        if not 0 <= getattr(config, name) <= 1:
+            raise SettingError(f"<{name}> must be in [0, 1], got {getattr(config, name)}")
     if not 0 < config.meta_fraction < 1:
         raise SettingError(f"<meta_fraction> must be in (0, 1), got {config.meta_fraction}")
     if config.restart_every < 0 or config.meta_alpha < 0:
