@@ -20,7 +20,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_privacy import checkpoint, distribute
+from keras_privacy import backend, checkpoint, distribute
 from keras_privacy.config import ExperimentConfig
 from keras_privacy.data import sources
 from keras_privacy.data.pairs import pair_batches
@@ -410,7 +410,7 @@ def backend_note(config: ExperimentConfig) -> str | None:
     """Advice where the run's backend needs far more memory than the other: the second-order
     meta step on TensorFlow without a GPU, which stores f_A's activations in each derivative
     pass where JAX recomputes them block by block (README, "Memory of a training step")."""
-    if config.method != "meta" or config.meta_first_order or keras.backend.backend() == "jax":
+    if config.method != "meta" or config.meta_first_order or backend.recomputes_checkpoints():
         return None
     if any("GPU" in device.upper() for device in distribute.data_parallel_devices()):
         return None

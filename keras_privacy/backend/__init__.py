@@ -85,6 +85,12 @@ def checkpoint(fn: Callable) -> Callable:
     return _chosen("step").checkpoint(fn)
 
 
+def recomputes_checkpoints() -> bool:
+    """Whether `checkpoint` recomputes (JAX) rather than stores (TensorFlow): the meta step's
+    second-order pass needs far less memory where it does."""
+    return _chosen("step").recomputes_checkpoints()
+
+
 def gather_replicas(x):
     """`x` concatenated (axis 0) over the replicas of a TensorFlow data-parallel step.
 

@@ -350,6 +350,11 @@ def checkpoint(fn: Callable) -> Callable:
     return jax.checkpoint(fn)
 
 
+def recomputes_checkpoints() -> bool:
+    """True: `jax.checkpoint` recomputes."""
+    return True
+
+
 def gather_replicas(x):
     """`x` itself: a JAX step is already one program over the global batch."""
     return x

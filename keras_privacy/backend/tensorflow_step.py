@@ -282,6 +282,11 @@ def checkpoint(fn: Callable) -> Callable:
     return fn
 
 
+def recomputes_checkpoints() -> bool:
+    """False: `checkpoint` is `fn` itself."""
+    return False
+
+
 def gather_replicas(x):
     """`x` concatenated (axis 0) over the replicas of a data-parallel step; `x` itself
     outside one."""
