@@ -1,6 +1,7 @@
 """Conditional updates: a skipped update changes nothing, a taken one equals the plain update,
 both as a real conditional and computed-and-selected (the backend step picks one by platform)."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -153,6 +154,10 @@ def test_on_a_cpu_a_jax_step_computes_a_conditional_update_only_where_it_runs():
     computed = []
 
     class Counted(Switched):
+        def updates(self, data):
+            first, second, third = super().updates(data)
+            return [first, second, dataclasses.replace(third, branch="second")]
+
         def _loss(self, values, data, group):
             if group == "second":
                 jax.debug.callback(lambda: computed.append(1))

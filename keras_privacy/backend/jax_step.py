@@ -56,8 +56,8 @@ class JaxStep:
         every `condition` on their logs. The step compiled for the branches that run (one per
         set of branches, `Update.branch`) then applies them, each conditional update in it
         computed and selected by its decision; the other branches are not in that program, so
-        a CPU neither compiles nor computes a player that does not move. A trainer without
-        conditional updates gets the plain jitted step."""
+        a CPU neither compiles nor computes a player that does not move. A trainer with no
+        conditional update, or with one that names no `branch`, gets the plain jitted step."""
         trainer = self.trainer
         if (
             trainer._skips_updates()
@@ -72,7 +72,7 @@ class JaxStep:
         def step(state, data):
             if not compiled:
                 jax.eval_shape(self._decide, state, data)  # finds the branches
-            if not any(self._conditional):
+            if not self._host_decides:
                 compiled.setdefault(None, jax.jit(self.train_step, donate_argnums=0))
                 return compiled[None](state, data)
             decided = decide(state, data)
@@ -103,7 +103,7 @@ class JaxStep:
         for position, update in enumerate(trainer.updates(data)):
             choice = None
             if decided is not None and update.condition is not None:
-                choice = (_branch(update, position) in branches, decided[position])
+                choice = (update.branch in branches, decided[position])
             values, optimizer_values = self._step_update(
                 update, logs, counted, values, optimizer_values, choice
             )
@@ -137,11 +137,17 @@ class JaxStep:
     def _decide(self, state, data):
         """Every update's decision, a boolean vector: the updates before the first conditional
         one run, then each `condition` is taken on their logs (True for an unconditional
-        update). Records each update's branch and whether it is conditional."""
+        update). Records each update's branch, whether it is conditional and whether the host
+        decides (`_host_decides`); where it does not, all True, no condition taken."""
         values, optimizer_values = self._start(state)
         updates = self.trainer.updates(data)
-        self._branches = [_branch(update, i) for i, update in enumerate(updates)]
+        self._branches = [update.branch for update in updates]
         self._conditional = [update.condition is not None for update in updates]
+        self._host_decides = any(self._conditional) and all(
+            update.branch is not None for update in updates if update.condition is not None
+        )
+        if not self._host_decides:
+            return jax.numpy.ones(len(updates), bool)
         logs, counted, decisions, first = {}, {}, [], True
         for update in updates:
             first = first and update.condition is None
@@ -316,11 +322,6 @@ class JaxStep:
             trainer._update_trackers(logs, counted)
             results = {name: tracker.result() for name, tracker in trainer._trackers.items()}
         return results, [scope.get_current_value(v) for v in trainer.metrics_variables]
-
-
-def _branch(update: Update, position: int) -> str:
-    """The branch of the update at `position` of a step: its own, or one of its own."""
-    return update.branch if update.branch is not None else f"update {position}"
 
 
 def training_step(trainer: StatelessTrainer) -> JaxStep:

@@ -89,9 +89,10 @@ class Update:
     updates before its first conditional one run first, every `condition` is decided on their
     logs, and a step compiled for the branches that run (each conditional update in one of
     them, computed and selected by its decision) applies it; the other branches' updates are
-    not in that program at all (`JaxStep.host_chosen_step`). So a condition there reads only
-    the logs of those first, unconditional updates. Updates without a `branch` are each a
-    branch of their own.
+    not in that program at all (`JaxStep.host_chosen_step`). Naming a branch promises that
+    the condition reads only the logs of those first, unconditional updates; a step decides on
+    the host only where every conditional update names one (VITA's validation loop, whose
+    conditions read the logs of conditional updates, names none and is decided in the step).
 
     `optimizers` names, for some of `groups`, the optimizer (a key of `compile`'s optimizers
     that `optimizer_groups` declares) that applies their gradients in place of the group's
