@@ -78,10 +78,8 @@ class JaxStep:
             decided = decide(state, data)
             branches = frozenset(
                 branch
-                for branch, conditional, runs in zip(
-                    self._branches, self._conditional, numpy.asarray(decided)
-                )
-                if conditional and runs
+                for branch, runs in zip(self._branches, numpy.asarray(decided))
+                if branch is not None and runs
             )
             if branches not in compiled:
                 compiled[branches] = jax.jit(
@@ -96,7 +94,7 @@ class JaxStep:
         vector), and `branches`, the branches compiled in; a conditional update of another
         branch is left out."""
         trainer = self.trainer
-        trainable, non_trainable, optimizer_values, metrics_values = state
+        trainable, non_trainable, _, metrics_values = state
         index = trainer._variable_index()
         values, optimizer_values = self._start(state)
         logs, counted = {}, {}
@@ -137,15 +135,13 @@ class JaxStep:
     def _decide(self, state, data):
         """Every update's decision, a boolean vector: the updates before the first conditional
         one run, then each `condition` is taken on their logs (True for an unconditional
-        update). Records each update's branch, whether it is conditional and whether the host
-        decides (`_host_decides`); where it does not, all True, no condition taken."""
+        update). Records each update's branch and whether the host decides (`_host_decides`);
+        where it does not, all True, no condition taken."""
         values, optimizer_values = self._start(state)
         updates = self.trainer.updates(data)
         self._branches = [update.branch for update in updates]
-        self._conditional = [update.condition is not None for update in updates]
-        self._host_decides = any(self._conditional) and all(
-            update.branch is not None for update in updates if update.condition is not None
-        )
+        conditional = [update for update in updates if update.condition is not None]
+        self._host_decides = bool(conditional) and all(u.branch is not None for u in conditional)
         if not self._host_decides:
             return jax.numpy.ones(len(updates), bool)
         logs, counted, decisions, first = {}, {}, [], True
