@@ -147,11 +147,12 @@ def test_conditional_updates_run_eagerly_equal_the_compiled_step(skips):
 @pytest.mark.skipif(keras.backend.backend() != "jax", reason="JAX decides on the host")
 def test_on_a_cpu_a_jax_step_computes_a_conditional_update_only_where_it_runs():
     """Decided on the host, the update of `second` is in the program of the steps that take
-    it only (a callback inside its loss counts the times it is computed), and the training
-    equals that of a real conditional."""
+    it only, the update of `first` (before the condition, run by the decision) is computed
+    once a step (a callback inside each loss counts the times it is computed), and the
+    training equals that of a real conditional."""
     import jax
 
-    computed = []
+    computed = {"first": [], "second": []}
 
     class Counted(Switched):
         def updates(self, data):
@@ -159,8 +160,7 @@ def test_on_a_cpu_a_jax_step_computes_a_conditional_update_only_where_it_runs():
             return [first, second, dataclasses.replace(third, branch="second")]
 
         def _loss(self, values, data, group):
-            if group == "second":
-                jax.debug.callback(lambda: computed.append(1))
+            jax.debug.callback(lambda: computed[group].append(1))
             return super()._loss(values, data, group)
 
     def fit(skips):
@@ -172,7 +172,7 @@ def test_on_a_cpu_a_jax_step_computes_a_conditional_update_only_where_it_runs():
         return trainer, history.history
 
     host = fit(skips=False)
-    assert len(computed) == 2
+    assert (len(computed["first"]), len(computed["second"])) == (4, 2)
     assert_trained_alike(host, fit(skips=True), 1e-5, 1e-6)
     assert int(host[0].group_optimizer("second").iterations) == 2
 

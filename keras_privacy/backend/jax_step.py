@@ -54,10 +54,11 @@ class JaxStep:
 
         Each step runs `_decide` (compiled): the updates before the first conditional one, then
         every `condition` on their logs. The step compiled for the branches that run (one per
-        set of branches, `Update.branch`) then applies them, each conditional update in it
-        computed and selected by its decision; the other branches are not in that program, so
-        a CPU neither compiles nor computes a player that does not move. A trainer with no
-        conditional update, or with one that names no `branch`, gets the plain jitted step."""
+        set of branches, `Update.branch`) continues from `_decide`'s state and logs, each
+        conditional update in it computed and selected by its decision; the first updates are
+        not run twice, and the other branches are not in that program, so a CPU neither
+        compiles nor computes a player that does not move. A trainer with no conditional
+        update, or with one that names no `branch`, gets the plain jitted step."""
         trainer = self.trainer
         if (
             trainer._skips_updates()
@@ -66,7 +67,7 @@ class JaxStep:
             or keras.distribution.distribution() is not None
         ):
             return None
-        decide = jax.jit(self._decide)
+        decide = jax.jit(self._decide, donate_argnums=0)
         compiled: dict[frozenset, Callable] = {}
 
         def step(state, data):
@@ -75,7 +76,7 @@ class JaxStep:
             if not self._host_decides:
                 compiled.setdefault(None, jax.jit(self.train_step, donate_argnums=0))
                 return compiled[None](state, data)
-            decided = decide(state, data)
+            decided, state, begun = decide(state, data)
             branches = frozenset(
                 branch
                 for branch, runs in zip(self._branches, numpy.asarray(decided))
@@ -85,20 +86,21 @@ class JaxStep:
                 compiled[branches] = jax.jit(
                     functools.partial(self.train_step, branches=branches), donate_argnums=0
                 )
-            return compiled[branches](state, data, decided)
+            return compiled[branches](state, data, decided, begun=begun)
 
         return step
 
-    def train_step(self, state, data, decided=None, branches=None):
+    def train_step(self, state, data, decided=None, branches=None, begun=None):
         """The step. From `host_chosen_step`: `decided`, every update's decision (a boolean
-        vector), and `branches`, the branches compiled in; a conditional update of another
-        branch is left out."""
+        vector); `branches`, the branches compiled in (a conditional update of another branch
+        is left out); `begun`, the logs and counts of the updates before the first conditional
+        one, which `_decide` ran and wrote into `state`, so they are not run again."""
         trainer = self.trainer
-        trainable, non_trainable, _, metrics_values = state
-        index = trainer._variable_index()
-        values, optimizer_values = self._start(state)
-        logs, counted = {}, {}
-        for position, update in enumerate(trainer.updates(data)):
+        updates = trainer.updates(data)
+        first = 0 if begun is None else _first_conditional(updates)
+        values, optimizer_values = self._start(state, restart=begun is None)
+        logs, counted = ({}, {}) if begun is None else (dict(begun[0]), dict(begun[1]))
+        for position, update in enumerate(updates[first:], start=first):
             choice = None
             if decided is not None and update.condition is not None:
                 choice = (update.branch in branches, decided[position])
@@ -107,19 +109,15 @@ class JaxStep:
             )
         logs.update(trainer.step_logs(logs))
         iterations = trainer._optimizer_index(trainer.optimizer.iterations)
-        trainable, non_trainable = list(trainable), list(non_trainable)
-        for group, (train, non_train) in index.items():
-            for i, value in zip(train, values[group][0]):
-                trainable[i] = value
-            for i, value in zip(non_train, values[group][1]):
-                non_trainable[i] = value
         optimizer_values[iterations] = optimizer_values[iterations] + 1
-        results, metrics_values = self._track(logs, counted, metrics_values)
+        trainable, non_trainable = self._written(state, values)
+        results, metrics_values = self._track(logs, counted, state[3])
         return results, (trainable, non_trainable, optimizer_values, metrics_values)
 
-    def _start(self, state) -> tuple[GroupValues, list]:
-        """The values of every group and the optimizer values at the start of a step: the
-        restarted groups put back (`_restart_groups`), `trainer.step_count` set."""
+    def _start(self, state, restart: bool = True) -> tuple[GroupValues, list]:
+        """The values of every group and the optimizer values at the start of a step: with
+        `restart`, the restarted groups put back (`_restart_groups`); `trainer.step_count`
+        set."""
         trainer = self.trainer
         trainable, non_trainable, optimizer_values, _ = state
         values = {
@@ -127,32 +125,46 @@ class JaxStep:
             for group, (train, non_train) in trainer._variable_index().items()
         }
         optimizer_values = list(optimizer_values)
-        self._restart_groups(values, optimizer_values, non_trainable)
+        if restart:
+            self._restart_groups(values, optimizer_values, non_trainable)
         iterations = trainer._optimizer_index(trainer.optimizer.iterations)
         trainer.step_count = optimizer_values[iterations]
         return values, optimizer_values
 
+    def _written(self, state, values: GroupValues) -> tuple[list, list]:
+        """`state`'s trainable and non-trainable values with every group's `values` written
+        in."""
+        trainable, non_trainable = list(state[0]), list(state[1])
+        for group, (train, non_train) in self.trainer._variable_index().items():
+            for i, value in zip(train, values[group][0]):
+                trainable[i] = value
+            for i, value in zip(non_train, values[group][1]):
+                non_trainable[i] = value
+        return trainable, non_trainable
+
     def _decide(self, state, data):
-        """Every update's decision, a boolean vector: the updates before the first conditional
-        one run, then each `condition` is taken on their logs (True for an unconditional
-        update). Records each update's branch and whether the host decides (`_host_decides`);
-        where it does not, all True, no condition taken."""
-        values, optimizer_values = self._start(state)
+        """(every update's decision, a boolean vector; the state after the updates before the
+        first conditional one; their (logs, counts)): those updates run, then each `condition`
+        is taken on their logs (True for an unconditional update). Records each update's
+        branch and whether the host decides (`_host_decides`); where it does not, all True,
+        nothing run."""
         updates = self.trainer.updates(data)
         self._branches = [update.branch for update in updates]
         conditional = [update for update in updates if update.condition is not None]
         self._host_decides = bool(conditional) and all(u.branch is not None for u in conditional)
         if not self._host_decides:
-            return jax.numpy.ones(len(updates), bool)
-        logs, counted, decisions, first = {}, {}, [], True
-        for update in updates:
-            first = first and update.condition is None
-            if first:
-                values, optimizer_values = self._step_update(
-                    update, logs, counted, values, optimizer_values
-                )
-            decisions.append(True if update.condition is None else update.condition(logs))
-        return jax.numpy.stack([jax.numpy.asarray(d, bool) for d in decisions])
+            return jax.numpy.ones(len(updates), bool), state, ({}, {})
+        values, optimizer_values = self._start(state)
+        logs, counted = {}, {}
+        for update in updates[: _first_conditional(updates)]:
+            values, optimizer_values = self._step_update(
+                update, logs, counted, values, optimizer_values
+            )
+        decisions = [True if u.condition is None else u.condition(logs) for u in updates]
+        trainable, non_trainable = self._written(state, values)
+        begun_state = (trainable, non_trainable, optimizer_values, state[3])
+        decided = jax.numpy.stack([jax.numpy.asarray(d, bool) for d in decisions])
+        return decided, begun_state, (logs, counted)
 
     def _restart_groups(self, values: GroupValues, optimizer_values: list, non_trainable) -> None:
         """Put the groups of `restart_groups` back to their initial weights (`non_trainable`
@@ -318,6 +330,11 @@ class JaxStep:
             trainer._update_trackers(logs, counted)
             results = {name: tracker.result() for name, tracker in trainer._trackers.items()}
         return results, [scope.get_current_value(v) for v in trainer.metrics_variables]
+
+
+def _first_conditional(updates: list[Update]) -> int:
+    """The position of the first update with a condition."""
+    return next(i for i, update in enumerate(updates) if update.condition is not None)
 
 
 def training_step(trainer: StatelessTrainer) -> JaxStep:
