@@ -4,6 +4,7 @@
     python benchmarks/memory.py --backend jax --batch_size 4 --privacy_batch_size 8
     python benchmarks/memory.py --methods meta --jit_compile true --max_gib 10
     python benchmarks/memory.py --methods meta --meta_first_order  # without the second order
+    python benchmarks/memory.py --methods meta --attack_models 2    # the first 2 attack models
     python benchmarks/memory.py --small                           # tiny models: a smoke run
     python benchmarks/memory.py --max_gib 10 --guard -- python train.py --flagfile=...
 
@@ -166,7 +167,11 @@ def measure(method: str, sizes: dict, args: argparse.Namespace) -> dict:
         "jit_compile": bool(trainer.jit_compile),
         "batch_size": clips,
         "privacy_batch_size": images,
-        **({"first_order": args.meta_first_order} if method == "meta" else {}),
+        **(
+            {"first_order": args.meta_first_order, "attack_models": len(sizes["attack_models"])}
+            if method == "meta"
+            else {}
+        ),
         "peak_rss_gib": round(proc_kib("/proc/self/status", "VmHWM") / 2**20, 2),
         "models_rss_gib": round(models_rss, 2),
         "seconds": round(seconds, 1),
@@ -184,7 +189,7 @@ def run_worker(method: str, args: argparse.Namespace, clips: int, images: int) -
         sys.executable, str(Path(__file__).resolve()), "--worker", method,
         "--batch_size", str(clips), "--privacy_batch_size", str(images),
         "--jit_compile", args.jit_compile, "--steps", str(args.steps),
-        "--max_gib", str(args.max_gib),
+        "--max_gib", str(args.max_gib), "--attack_models", str(args.attack_models),
     ] + (["--small"] if args.small else []) + (
         ["--meta_first_order"] if args.meta_first_order else []
     )  # fmt: skip
@@ -227,6 +232,12 @@ def main() -> None:
     parser.add_argument(
         "--meta_first_order", action="store_true", help="meta: first-order meta-gradient"
     )
+    parser.add_argument(
+        "--attack_models",
+        type=int,
+        default=0,
+        help="meta: the first this many of its attack models (0: all; the paper's eight)",
+    )
     parser.add_argument("--small", action="store_true", help="tiny models: a smoke run")
     parser.add_argument("--guard", action="store_true", help="-- COMMAND: run it under the cap")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -248,6 +259,10 @@ def main() -> None:
     from gpu import PAPER, SMALL
 
     sizes = SMALL if args.small else PAPER
+    if args.attack_models < 0:
+        parser.error(f"--attack_models cannot be negative, got {args.attack_models}")
+    if args.attack_models:
+        sizes = sizes | {"attack_models": sizes["attack_models"][: args.attack_models]}
     if args.worker:
         start_self_guard(args.max_gib)
         print(json.dumps(measure(args.worker, sizes, args)))

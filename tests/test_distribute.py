@@ -1,7 +1,7 @@
-"""Data-parallel training takes the steps one device takes (8 virtual CPU devices, both backends).
+"""Data-parallel training takes the steps one device takes (4 virtual CPU devices, both backends).
 
 The device count must be fixed before the backend starts, so each check runs this file as a
-script in a fresh process: `XLA_FLAGS=--xla_force_host_platform_device_count=8` on JAX, 8 logical
+script in a fresh process: `XLA_FLAGS=--xla_force_host_platform_device_count=4` on JAX, 4 logical
 CPUs (`tf.config.set_logical_device_configuration`) on TensorFlow.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-DEVICES = 8
+DEVICES = 4
 GROUPS = ("anonymizer", "action", "privacy")
 
 

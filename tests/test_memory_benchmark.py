@@ -26,13 +26,14 @@ def run(args, timeout=600):
 def test_small_meta_step_reports_its_peak_memory(first_order):
     backend = keras.backend.backend()
     args = ["--small", "--methods", "meta", "--steps", "1", "--backend", backend]
+    args += ["--attack_models", "2"]  # of the smoke run's three: a smaller program, one split
     done = run(args + (["--meta_first_order"] if first_order else []))
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["backend"] == backend and report["input"] == "4x16x16"
     (step,) = report["steps"]
     assert "error" not in step, step
     assert step["method"] == "meta" and step["backend"] == backend and step["finite_logs"]
-    assert step["first_order"] is first_order
+    assert step["first_order"] is first_order and step["attack_models"] == 2
     assert (step["batch_size"], step["privacy_batch_size"]) == (2, 4)
     assert 0 < step["models_rss_gib"] <= step["peak_rss_gib"] < report["max_gib"]
 

@@ -1,8 +1,10 @@
-"""Streaming anonymization: a live source (PyAV writing into a FIFO), timestamps carried through,
-audio copied bit for bit, rotation kept, the bounded queue's drop policy, a clean Ctrl-C,
---scale and --device, and the ONNX runtime."""
+"""Streaming anonymization: a live source (an MPEG-TS stream written into a FIFO), timestamps
+carried through, audio copied bit for bit, rotation kept, the bounded queue's drop policy, a clean
+Ctrl-C, --scale and --device, and the ONNX runtime."""
 
 import os
+import subprocess
+import sys
 import threading
 import time
 from fractions import Fraction
@@ -64,6 +66,18 @@ def _write_source(target, frames: int, container_format=None, audio=False, rotat
     container.close()
 
 
+def _copy_in_another_process(source, target) -> subprocess.Popen:
+    """Copy the bytes of `source` into `target` (one of them a FIFO) from another process. The
+    other end of a FIFO must not be opened by a thread of the test's process: PyAV can block
+    opening a FIFO while it holds the GIL, and then no other thread of the process runs (seen:
+    a thread's `av.open(fifo, "w")` stalled `transcode` in the main thread before it opened the
+    reading end, and the test hung)."""
+    copy = (
+        "import shutil, sys; shutil.copyfileobj(open(sys.argv[1], 'rb'), open(sys.argv[2], 'wb'))"
+    )
+    return subprocess.Popen([sys.executable, "-c", copy, os.fspath(source), os.fspath(target)])
+
+
 def _frame_times(path) -> list[float]:
     with av.open(os.fspath(path)) as container:
         return [float(frame.time) for frame in container.decode(video=0)]
@@ -90,15 +104,15 @@ def model_path(tmp_path_factory):
 
 
 def test_live_fifo_source_keeps_every_frame_and_its_timestamp(tmp_path):
-    """PyAV writes an MPEG-TS stream into a FIFO while it is being anonymized: 12 frames at 10
+    """An MPEG-TS stream comes through a FIFO while it is being anonymized: 12 frames at 10
     frames/s in, 12 out, at the same times (relative to the first), and inverted."""
-    fifo = tmp_path / "camera.ts"
+    recorded, fifo = tmp_path / "recorded.ts", tmp_path / "camera.ts"
+    _write_source(recorded, 12, "mpegts")
     os.mkfifo(fifo)
-    writer = threading.Thread(target=_write_source, args=(fifo, 12, "mpegts"))
-    writer.start()
+    writer = _copy_in_another_process(recorded, fifo)
     out = tmp_path / "out.mp4"
     stats = transcode(_invert, fifo, out, batch_size=4, input_format="mpegts", queue_size=64)
-    writer.join()
+    assert writer.wait(timeout=60) == 0
     assert (stats.frames_read, stats.frames_written, stats.frames_dropped) == (12, 12, 0)
     assert stats.frames_per_second > 0 and not stats.interrupted
     times = np.array(_frame_times(out))
@@ -259,22 +273,19 @@ def test_onnx_runtime_matches_keras_and_runs_the_cli(model_path, tmp_path, capsy
 
 
 def test_stream_output_into_a_fifo(tmp_path):
-    """The output can be a stream: MPEG-TS written into a FIFO that another reader decodes."""
+    """The output can be a stream: MPEG-TS written into a FIFO that another process reads."""
     source = tmp_path / "in.mp4"
     _write_source(source, 8)
-    fifo = tmp_path / "out.ts"
+    stream = tmp_path / "stream"
+    stream.mkdir()
+    fifo, received = stream / "out.ts", tmp_path / "received.ts"
     os.mkfifo(fifo)
-    received = []
-
-    def receive():
-        with av.open(os.fspath(fifo), format="mpegts") as container:
-            received.extend(f.to_ndarray(format="rgb24") for f in container.decode(video=0))
-
-    receiver = threading.Thread(target=receive)
-    receiver.start()
+    reader = _copy_in_another_process(fifo, received)
     stats = transcode(_invert, source, fifo, batch_size=3, output_format="mpegts")
-    receiver.join(timeout=30)
-    assert stats.frames_written == 8 and len(received) == 8
+    assert reader.wait(timeout=60) == 0
+    assert stats.frames_written == 8
+    with av.open(os.fspath(received), format="mpegts") as container:
+        frames = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
     expected = np.stack([255 - _pattern(i) for i in range(8)]).astype(int)
-    assert np.abs(np.stack(received).astype(int) - expected).mean() < 3
-    assert sorted(os.listdir(tmp_path)) == ["in.mp4", "out.ts"]  # written in place, no partial file
+    assert len(frames) == 8 and np.abs(np.stack(frames).astype(int) - expected).mean() < 3
+    assert os.listdir(stream) == ["out.ts"]  # written in place, no partial file beside it

@@ -412,7 +412,18 @@ SUPERVISED = {
 @pytest.mark.parametrize(
     "method, overrides, minimax_trainer",
     [
-        ("vita", {**SUPERVISED, "restart_every": 1}, "VITA"),
+        # Two bounded f_T updates and two of each budget model a step (defaults 5 and 5): a
+        # smaller program; test_vita checks the counts.
+        (
+            "vita",
+            {
+                **SUPERVISED,
+                "restart_every": 1,
+                "action_max_updates": 2,
+                "adversary_updates_per_step": 2,
+            },
+            "VITA",
+        ),
         ("meta", SUPERVISED, "MetaGeneralization"),
         ("penalty", {"penalty_weight": 1.0, "penalty_budget": 0.0}, "SPAct"),
     ],

@@ -36,22 +36,22 @@ def iterations(trainer, group):
 @pytest.mark.parametrize("jit_compile", ["auto", False])
 def test_validation_loop_runs_f_T_until_the_threshold_at_most_the_bound(jit_compile):
     trainer = make_vita(
-        jit_compile=jit_compile, action_threshold=1.0, action_max_updates=3, budget_updates=1
+        jit_compile=jit_compile, action_threshold=1.0, action_max_updates=2, budget_updates=1
     )
     history = trainer.fit(tiny_models.vita_dataset(2), epochs=1, verbose=0).history
     # Validation accuracy < 1.0 is not guaranteed on every check; the count logged is the
     # number of f_T updates made, each also an update of f_A by f_T's optimizer.
     made = iterations(trainer, "action")
-    assert 2 <= made <= 6
+    assert 2 <= made <= 4
     assert history["action_updates"][0] == pytest.approx(made / 2)
     assert iterations(trainer, "anonymizer_by_action") == made
     assert iterations(trainer, "anonymizer") == 2
     never = make_vita(
-        jit_compile=jit_compile, action_threshold=2.0, action_max_updates=3, budget_updates=1
+        jit_compile=jit_compile, action_threshold=2.0, action_max_updates=2, budget_updates=1
     )
     history = never.fit(tiny_models.vita_dataset(2), epochs=1, verbose=0).history
-    assert iterations(never, "action") == 6
-    assert history["action_updates"][0] == 3
+    assert iterations(never, "action") == 4
+    assert history["action_updates"][0] == 2
 
 
 def predicted_classes(trainer, clips):
