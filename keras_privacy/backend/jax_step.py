@@ -96,9 +96,9 @@ class JaxStep:
         is left out); `begun`, the logs and counts of the updates before the first conditional
         one, which `_decide` ran and wrote into `state`, so they are not run again."""
         trainer = self.trainer
-        updates = trainer.updates(data)
-        first = 0 if begun is None else _first_conditional(updates)
         values, optimizer_values = self._start(state, restart=begun is None)
+        updates = trainer.updates(data)  # after `_start`, which sets `trainer.step_count`
+        first = 0 if begun is None else _first_conditional(updates)
         logs, counted = ({}, {}) if begun is None else (dict(begun[0]), dict(begun[1]))
         for position, update in enumerate(updates[first:], start=first):
             choice = None
@@ -148,13 +148,13 @@ class JaxStep:
         is taken on their logs (True for an unconditional update). Records each update's
         branch and whether the host decides (`_host_decides`); where it does not, all True,
         nothing run."""
-        updates = self.trainer.updates(data)
+        values, optimizer_values = self._start(state)
+        updates = self.trainer.updates(data)  # after `_start`, which sets `trainer.step_count`
         self._branches = [update.branch for update in updates]
         conditional = [update for update in updates if update.condition is not None]
         self._host_decides = bool(conditional) and all(u.branch is not None for u in conditional)
         if not self._host_decides:
             return jax.numpy.ones(len(updates), bool), state, ({}, {})
-        values, optimizer_values = self._start(state)
         logs, counted = {}, {}
         for update in updates[: _first_conditional(updates)]:
             values, optimizer_values = self._step_update(
