@@ -112,6 +112,7 @@ SMALL = {
 }
 """`--small`: the synthetic benchmark's tiny models at tiny sizes (the CPU smoke run)."""
 
+
 LEARNING_TOLERANCE = 0.05
 """Largest relative difference of a last-epoch loss from a CPU reference recorded without
 perturbed runs that the learning check takes for float noise."""
@@ -124,6 +125,15 @@ the size of the differences another device's arithmetic makes in the first step.
 NOISE_MARGIN = 1.5
 """How far past the farthest perturbed run a checked loss may end and still count as noise: a
 few perturbed runs see less than the whole spread."""
+
+
+def model_sizes(small: bool, attack_models: int = 0) -> dict:
+    """`PAPER`, or `SMALL` where `small`; meta with the first `attack_models` of its attack
+    models (0: all of them)."""
+    sizes = SMALL if small else PAPER
+    if attack_models:
+        sizes = sizes | {"attack_models": sizes["attack_models"][:attack_models]}
+    return sizes
 
 
 def build_trainer(
@@ -596,9 +606,7 @@ def main() -> None:
     if args.learning_check:
         print(json.dumps(learning_check(Path(args.learning_check), args.record, args.noise_runs)))
         return
-    sizes = SMALL if args.small else PAPER
-    if args.attack_models:
-        sizes = sizes | {"attack_models": sizes["attack_models"][: args.attack_models]}
+    sizes = model_sizes(args.small, args.attack_models)
     methods = [m for m in args.methods.split(",") if m]
     unknown = set(methods) - set(METHODS)
     if unknown:

@@ -256,13 +256,11 @@ def main() -> None:
         sys.exit(done["returncode"] if done["killed_because"] is None else GUARD_EXIT_CODE)
     args.batch_size = args.batch_size or (2 if args.small else 4)
     args.privacy_batch_size = args.privacy_batch_size or (4 if args.small else 8)
-    from gpu import PAPER, SMALL
+    from gpu import model_sizes
 
-    sizes = SMALL if args.small else PAPER
     if args.attack_models < 0:
         parser.error(f"--attack_models cannot be negative, got {args.attack_models}")
-    if args.attack_models:
-        sizes = sizes | {"attack_models": sizes["attack_models"][: args.attack_models]}
+    sizes = model_sizes(args.small, args.attack_models)
     if args.worker:
         start_self_guard(args.max_gib)
         print(json.dumps(measure(args.worker, sizes, args)))
