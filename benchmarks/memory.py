@@ -16,6 +16,8 @@ meta one batch), compiles the step as training does (`--jit_compile`, whose `aut
 Figures per method:
 - `peak_rss_gib`: the process's peak resident set size (`VmHWM`: models, compilation, step);
 - `models_rss_gib`: its resident set size after building the models, before the step;
+- `heap_at_peak_gib` (glibc): where the memory was at the highest resident set size the guard
+  read (`heap_gib`: malloc's mapped blocks, the heap in use, the heap freed but kept);
 - `device_peak_gib`: on a GPU, the device's peak bytes in use (`gpu.device_peak_gib`);
 - `seconds`: wall-clock seconds of the fit, compilation included.
 
@@ -32,6 +34,7 @@ of the output is one JSON object.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import signal
@@ -53,6 +56,37 @@ MIN_AVAILABLE_GIB = 1.0
 own size, so that it never starves its neighbours."""
 POLL_SECONDS = 0.2
 GUARD_EXIT_CODE = 75
+PEAK_STEP_GIB = 0.05
+"""The guard reads the heap again each time the resident set size passes its highest reading
+by this much, so `heap_at_peak` is read within this of the peak."""
+HEAP_AT_PEAK: dict = {}
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+            "fordblks", "keepcost",
+        )
+    ]  # fmt: skip
+
+
+def heap_gib() -> dict | None:
+    """The C library's own count of the heap (glibc's `mallinfo2`), GiB: `mapped`, the large
+    blocks malloc maps one by one (XLA's buffers, on JAX); `in_use` and `free`, the rest of the
+    heap in use and freed but kept by malloc (fragmented memory that counts as resident). None
+    where the C library is not glibc 2.33 or later."""
+    mallinfo2 = getattr(ctypes.CDLL(None), "mallinfo2", None)
+    if mallinfo2 is None:
+        return None
+    mallinfo2.restype = _MallInfo2
+    info = mallinfo2()
+    return {
+        "mapped": round(info.hblkhd / 2**30, 2),
+        "in_use": round(info.uordblks / 2**30, 2),
+        "free": round(info.fordblks / 2**30, 2),
+    }
 
 
 def proc_kib(path: str, field: str) -> int:
@@ -100,11 +134,16 @@ def over_limit(rss_gib: float, max_gib: float) -> str | None:
 
 def start_self_guard(max_gib: float) -> None:
     """End this process (one JSON line, exit `GUARD_EXIT_CODE`) once its resident set size
-    passes `max_gib` GiB or the machine runs short (a daemon thread)."""
+    passes `max_gib` GiB or the machine runs short (a daemon thread). On the way, keep the heap's
+    count at the highest resident set size seen in `HEAP_AT_PEAK`."""
 
     def watch():
+        highest = 0.0
         while True:
             rss = proc_kib("/proc/self/status", "VmRSS") / 2**20
+            if rss > highest + PEAK_STEP_GIB:
+                highest = rss
+                HEAP_AT_PEAK.update(rss=round(rss, 2), **(heap_gib() or {}))
             why = over_limit(rss, max_gib)
             if why:
                 print(json.dumps({"error": why, "rss_gib": round(rss, 2)}), flush=True)
@@ -177,6 +216,8 @@ def measure(method: str, sizes: dict, args: argparse.Namespace) -> dict:
         "seconds": round(seconds, 1),
         "finite_logs": all(v[-1] == v[-1] for v in history.values()),
     }
+    if "mapped" in HEAP_AT_PEAK:
+        figures["heap_at_peak_gib"] = dict(HEAP_AT_PEAK)
     peak = device_peak_gib()
     if peak is not None:
         figures["device_peak_gib"] = peak

@@ -3,6 +3,7 @@ the cap (from outside, and from inside the measured process)."""
 
 import json
 import os
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = str(ROOT / "benchmarks" / "memory.py")
 ALLOCATE = "x = bytearray(400 * 2**20); import time; time.sleep(30)"
+GLIBC = platform.libc_ver()[0] == "glibc"
 
 
 def run(args, timeout=600):
@@ -44,6 +46,25 @@ def test_small_meta_step_reports_its_peak_memory(first_order):
     assert step["jit_compile"] is (backend == "jax")
     assert (step["batch_size"], step["privacy_batch_size"]) == (2, 4)
     assert 0 < step["models_rss_gib"] <= step["peak_rss_gib"] < report["max_gib"]
+    if GLIBC:
+        heap = step["heap_at_peak_gib"]
+        assert set(heap) == {"rss", "mapped", "in_use", "free"}
+        assert step["models_rss_gib"] <= heap["rss"] <= step["peak_rss_gib"]
+        assert heap["in_use"] > 0 and min(heap.values()) >= 0
+
+
+@pytest.mark.skipif(not GLIBC, reason="mallinfo2 is glibc's")
+def test_heap_count_sees_a_block_malloc_maps():
+    code = (
+        "import json, memory; before = memory.heap_gib(); block = bytearray(300 * 2**20); "
+        "print(json.dumps([before, memory.heap_gib()]))"
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "benchmarks"))
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
+    before, after = json.loads(done.stdout.strip().splitlines()[-1])
+    assert after["mapped"] - before["mapped"] == pytest.approx(300 / 1024, abs=0.01)
 
 
 def test_guard_kills_a_command_past_the_cap():
