@@ -1,6 +1,8 @@
 """models/segments.py: a Functional model cut into blocks computes the model, and recomputed
 block by block (backend.checkpoint) gives the model's gradients."""
 
+import functools
+
 import keras
 import numpy as np
 import pytest
@@ -83,3 +85,31 @@ def test_a_model_that_cannot_be_cut_is_named():
     joined = keras.Model(two_inputs, layers.Add()(two_inputs), name="joined")
     with pytest.raises(ValueError, match="joined is not a model of one input and one output"):
         functional_segments(joined, [])
+
+
+@pytest.mark.skipif(keras.backend.backend() != "jax", reason="JAX recomputes; TensorFlow stores")
+def test_checkpoint_recomputes_in_the_backward_pass_with_the_same_derivatives():
+    import jax
+    import jax.numpy as jnp
+
+    traced = []
+
+    def block(weights, x, steps):
+        traced.append(True)
+        return [jnp.tanh(x * weights[0]) * weights[1] + steps.astype(x.dtype)]
+
+    x, steps = jnp.linspace(-1.0, 1.0, 5), jnp.arange(5)
+
+    def loss(weights, wrap):
+        return jnp.sum(wrap(block)(weights, x, steps)[0] ** 3)
+
+    weights, vector = [jnp.array(0.7), jnp.array(1.3)], [jnp.array(0.2), jnp.array(-0.4)]
+    recomputed = jax.grad(lambda w: loss(w, backend.checkpoint))(weights)
+    assert len(traced) == 2  # the forward pass, then the recomputation in the backward one
+    stored = jax.grad(lambda w: loss(w, lambda fn: fn))(weights)
+    np.testing.assert_allclose(recomputed, stored, rtol=1e-6)
+    products = [
+        backend.hessian_vector_product(functools.partial(loss, wrap=wrap), weights, vector)
+        for wrap in (backend.checkpoint, lambda fn: fn)
+    ]
+    np.testing.assert_allclose(*products, rtol=1e-6)

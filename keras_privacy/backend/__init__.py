@@ -79,7 +79,7 @@ def hessian_vector_product(fn: Callable[[list], Any], params: list, vector: list
 
 def checkpoint(fn: Callable) -> Callable:
     """`fn` (a pure function of tensors) as a unit the derivative passes recompute instead of
-    storing its intermediates, where the backend can (`jax.checkpoint` on JAX; on TensorFlow `fn`
+    storing its intermediates, where the backend can (a custom VJP on JAX; on TensorFlow `fn`
     itself). Chained over a model's blocks, a gradient or Hessian-vector pass holds one block's
     activations at a time (`models.segments`)."""
     return _chosen("step").checkpoint(fn)

@@ -360,12 +360,44 @@ def hessian_vector_product(fn: Callable[[list], Any], params: list, vector: list
 
 def checkpoint(fn: Callable) -> Callable:
     """`fn` recomputed in the derivative passes that need its intermediates, which are then
-    not stored: `jax.checkpoint`."""
-    return jax.checkpoint(fn)
+    not stored: a custom VJP that keeps `fn`'s inputs and, in the backward pass, recomputes
+    `fn` from inputs made to wait for the cotangent of its outputs (`_after`).
+
+    Not `jax.checkpoint`: in XLA:CPU's plans of its passes, activations of the forward pass
+    stayed live into the backward one, and a Hessian-vector product recomputed every block
+    before the tangents came back, holding them all. f_A's product on 16 frames of 112 x 112
+    plans 1.43 GiB that way, 1.53 with nothing recomputed, 0.97 with this."""
+
+    @jax.custom_vjp
+    def recomputed(*args):
+        return fn(*args)
+
+    def forward(*args):
+        return fn(*args), args
+
+    def backward(args, cotangents):
+        _, pullback = jax.vjp(fn, *_after(args, cotangents))
+        return pullback(cotangents)
+
+    recomputed.defvjp(forward, backward)
+    return recomputed
+
+
+def _after(tree, cotangents):
+    """`tree`'s floating arrays times 1 + 0 x (an element of `cotangents`): the same values,
+    which XLA can neither merge with the forward pass's nor compute before `cotangents`. A
+    non-finite cotangent element makes them NaN (a loss-scaled step skips such a step)."""
+    element = next(c for c in jax.tree.leaves(cotangents) if _is_float(c)).ravel()[0]
+    one = 1 + 0 * jax.lax.stop_gradient(element)
+    return jax.tree.map(lambda a: a * one.astype(a.dtype) if _is_float(a) else a, tree)
+
+
+def _is_float(array) -> bool:
+    return jax.numpy.issubdtype(array.dtype, jax.numpy.floating)
 
 
 def recomputes_checkpoints() -> bool:
-    """True: `jax.checkpoint` recomputes."""
+    """True: `checkpoint` recomputes."""
     return True
 
 
