@@ -112,7 +112,6 @@ SMALL = {
 }
 """`--small`: the synthetic benchmark's tiny models at tiny sizes (the CPU smoke run)."""
 
-
 LEARNING_TOLERANCE = 0.05
 """Largest relative difference of a last-epoch loss from a CPU reference recorded without
 perturbed runs that the learning check takes for float noise."""

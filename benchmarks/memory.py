@@ -72,16 +72,20 @@ class _MallInfo2(ctypes.Structure):
     ]  # fmt: skip
 
 
+_MALLINFO2 = getattr(ctypes.CDLL(None), "mallinfo2", None)
+"""glibc's `mallinfo2` (2.33 or later), looked up once; None under another C library."""
+if _MALLINFO2 is not None:
+    _MALLINFO2.restype = _MallInfo2
+
+
 def heap_gib() -> dict | None:
     """The C library's own count of the heap (glibc's `mallinfo2`), GiB: `mapped`, the large
     blocks malloc maps one by one (XLA's buffers, on JAX); `in_use` and `free`, the rest of the
     heap in use and freed but kept by malloc (fragmented memory that counts as resident). None
     where the C library is not glibc 2.33 or later."""
-    mallinfo2 = getattr(ctypes.CDLL(None), "mallinfo2", None)
-    if mallinfo2 is None:
+    if _MALLINFO2 is None:
         return None
-    mallinfo2.restype = _MallInfo2
-    info = mallinfo2()
+    info = _MALLINFO2()
     return {
         "mapped": round(info.hblkhd / 2**30, 2),
         "in_use": round(info.uordblks / 2**30, 2),
