@@ -17,9 +17,14 @@ Figures per method:
 - `peak_rss_gib`: the process's peak resident set size (`VmHWM`: models, compilation, step);
 - `models_rss_gib`: its resident set size after building the models, before the step;
 - `heap_at_peak_gib` (glibc): where the memory was at the highest resident set size the guard
-  read (`heap_gib`: malloc's mapped blocks, the heap in use, the heap freed but kept);
+  read (`resident_gib`: the process's own memory and mapped files' pages; `heap_gib`: malloc's
+  mapped blocks, the heap in use, the heap freed but kept);
 - `device_peak_gib`: on a GPU, the device's peak bytes in use (`gpu.device_peak_gib`);
-- `seconds`: wall-clock seconds of the fit, compilation included.
+- `seconds`: wall-clock seconds of the fit, compilation included;
+- `tensorflow_imported`: whether TensorFlow was in the process. A JAX worker runs without it
+  (`import tensorflow` fails there, as on the GPU machines): Keras's `set_random_seed` imports
+  it wherever it is installed, about 0.43 GiB resident that a JAX step does not use
+  (`train.py` imports it for its `tf.data` input pipelines).
 
 The guard: a thread in the worker reads its own resident set size every `POLL_SECONDS` and ends
 the process past `--max_gib` (at most `HARD_CAP_GIB`) or when the machine's available memory
@@ -104,6 +109,17 @@ def proc_kib(path: str, field: str) -> int:
     return 0
 
 
+def resident_gib() -> dict:
+    """This process's resident set size split as the kernel counts it, GiB: `anon`, memory of
+    its own (malloc's heap and mapped blocks); `file`, pages of mapped files (the code of the
+    shared libraries: jaxlib's, TensorFlow's)."""
+    status = "/proc/self/status"
+    return {
+        "anon": round(proc_kib(status, "RssAnon") / 2**20, 2),
+        "file": round(proc_kib(status, "RssFile") / 2**20, 2),
+    }
+
+
 def available_gib() -> float:
     """The machine's available memory (`MemAvailable`), GiB."""
     return proc_kib("/proc/meminfo", "MemAvailable") / 2**20
@@ -147,7 +163,7 @@ def start_self_guard(max_gib: float) -> None:
             rss = proc_kib("/proc/self/status", "VmRSS") / 2**20
             if rss > highest + PEAK_STEP_GIB:
                 highest = rss
-                HEAP_AT_PEAK.update(rss=round(rss, 2), **(heap_gib() or {}))
+                HEAP_AT_PEAK.update(rss=round(rss, 2), **resident_gib(), **(heap_gib() or {}))
             why = over_limit(rss, max_gib)
             if why:
                 print(json.dumps({"error": why, "rss_gib": round(rss, 2)}), flush=True)
@@ -219,6 +235,7 @@ def measure(method: str, sizes: dict, args: argparse.Namespace) -> dict:
         "models_rss_gib": round(models_rss, 2),
         "seconds": round(seconds, 1),
         "finite_logs": all(v[-1] == v[-1] for v in history.values()),
+        "tensorflow_imported": sys.modules.get("tensorflow") is not None,
     }
     if "mapped" in HEAP_AT_PEAK:
         figures["heap_at_peak_gib"] = dict(HEAP_AT_PEAK)
@@ -307,6 +324,8 @@ def main() -> None:
         parser.error(f"--attack_models cannot be negative, got {args.attack_models}")
     sizes = model_sizes(args.small, args.attack_models)
     if args.worker:
+        if os.environ.get("KERAS_BACKEND") == "jax":
+            sys.modules["tensorflow"] = None  # `import tensorflow` fails, as on a GPU machine
         start_self_guard(args.max_gib)
         print(json.dumps(measure(args.worker, sizes, args)))
         return

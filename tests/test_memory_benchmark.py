@@ -44,11 +44,13 @@ def test_small_meta_step_reports_its_peak_memory(first_order):
     assert step["method"] == "meta" and step["backend"] == backend and step["finite_logs"]
     assert step["first_order"] is first_order and step["attack_models"] == 2
     assert step["jit_compile"] is (backend == "jax")
+    assert step["tensorflow_imported"] is (backend == "tensorflow")  # a JAX step runs without
     assert (step["batch_size"], step["privacy_batch_size"]) == (2, 4)
     assert 0 < step["models_rss_gib"] <= step["peak_rss_gib"] < report["max_gib"]
     if GLIBC:
         heap = step["heap_at_peak_gib"]
-        assert set(heap) == {"rss", "mapped", "in_use", "free"}
+        assert set(heap) == {"rss", "anon", "file", "mapped", "in_use", "free"}
+        assert heap["anon"] + heap["file"] == pytest.approx(heap["rss"], abs=0.02)
         assert step["models_rss_gib"] <= heap["rss"] <= step["peak_rss_gib"]
         assert heap["in_use"] > 0 and min(heap.values()) >= 0
 
