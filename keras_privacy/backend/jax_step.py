@@ -351,17 +351,32 @@ def value_and_gradient(
 
 
 def hessian_vector_product(fn: Callable[[list], Any], params: list, vector: list) -> list:
-    """H(fn)(params) @ vector as `jax.jvp` of `jax.grad`; an optimisation barrier ties
-    `params` to `vector`, so XLA neither merges this pass with an earlier one of `fn` at
-    `params` nor runs it before `vector` exists."""
-    params, vector = jax.lax.optimization_barrier((list(params), list(vector)))
-    return jax.jvp(jax.grad(fn), (params,), (vector,))[1]
+    """H(fn)(params) @ vector as `jax.jvp` of `jax.grad`. `params` are made to wait for all of
+    `vector` (`_after`), so XLA neither merges this pass with an earlier one of `fn` at
+    `params` nor runs any of it before `vector` exists; inside it, each block under
+    `checkpoint` is recomputed only once the tangents of its output cotangents exist too, so the
+    pass holds one block's recomputed activations at a time (`_RECOMPUTE_AFTER_TANGENTS`)."""
+    global _RECOMPUTE_AFTER_TANGENTS
+    params = _after(list(params), list(vector))
+    outer, _RECOMPUTE_AFTER_TANGENTS = _RECOMPUTE_AFTER_TANGENTS, True
+    try:
+        return jax.jvp(jax.grad(fn), (params,), (list(vector),))[1]
+    finally:
+        _RECOMPUTE_AFTER_TANGENTS = outer
+
+
+_RECOMPUTE_AFTER_TANGENTS = False
+"""True while `hessian_vector_product` traces its pass: `checkpoint`'s recomputations then
+wait for the tangents of their output cotangents as well (`_wait_for_tangents`). Without that,
+XLA ran the whole primal backward pass, recomputing every block, before the tangent pass that
+needs those values, and held them all (the meta step's plan at batch 4 / 8: README, "Memory
+of a training step"). Only there: the wait cannot be differentiated in reverse mode."""
 
 
 def checkpoint(fn: Callable) -> Callable:
     """`fn` recomputed in the derivative passes that need its intermediates, which are then
     not stored: a custom VJP that keeps `fn`'s inputs and, in the backward pass, recomputes
-    `fn` from inputs made to wait for the cotangent of its outputs (`_after`).
+    `fn` from inputs made to wait for the cotangents of its outputs (`_after`).
 
     Not `jax.checkpoint`: in XLA:CPU's plans of its passes, activations of the forward pass
     stayed live into the backward one, and a Hessian-vector product recomputed every block
@@ -376,20 +391,49 @@ def checkpoint(fn: Callable) -> Callable:
         return fn(*args), args
 
     def backward(args, cotangents):
-        _, pullback = jax.vjp(fn, *_after(args, cotangents))
+        _, pullback = jax.vjp(fn, *_after(args, cotangents, _RECOMPUTE_AFTER_TANGENTS))
         return pullback(cotangents)
 
     recomputed.defvjp(forward, backward)
     return recomputed
 
 
-def _after(tree, cotangents):
-    """`tree`'s floating arrays times 1 + 0 x (an element of `cotangents`): the same values,
-    which XLA can neither merge with the forward pass's nor compute before `cotangents`. A
-    non-finite cotangent element makes them NaN (a loss-scaled step skips such a step)."""
-    element = next(c for c in jax.tree.leaves(cotangents) if _is_float(c)).ravel()[0]
-    one = 1 + 0 * jax.lax.stop_gradient(element)
-    return jax.tree.map(lambda a: a * one.astype(a.dtype) if _is_float(a) else a, tree)
+def _after(tree, awaited, with_tangents: bool = False):
+    """`tree`'s floating arrays times 1 + 0 x (a reduction of every floating array of
+    `awaited`): the same values, which XLA can neither merge with another computation of
+    them nor compute before all of `awaited` exists; `with_tangents`, nor before the tangents
+    of `awaited` in a forward-mode pass over this one. The reduction is a minimum, which cannot
+    overflow; a non-finite element of `awaited` makes them NaN (a loss-scaled step skips such a
+    step)."""
+    leaves, structure = jax.tree.flatten(tree)
+    floats = [i for i, leaf in enumerate(leaves) if _is_float(leaf)]
+    signal = sum(
+        jax.numpy.min(a).astype("float32") for a in jax.tree.leaves(awaited) if _is_float(a)
+    )
+    wait = _wait_for_tangents if with_tangents else _wait
+    for i, leaf in zip(floats, wait([leaves[i] for i in floats], signal)):
+        leaves[i] = leaf
+    return jax.tree.unflatten(structure, leaves)
+
+
+def _wait(arrays: list, signal):
+    """`arrays` times 1 + 0 x `signal`, held constant."""
+    one = 1 + 0 * jax.lax.stop_gradient(signal)
+    return [a * one.astype(a.dtype) for a in arrays]
+
+
+@jax.custom_jvp
+def _wait_for_tangents(arrays: list, signal):
+    """`_wait`, whose forward-mode derivative makes both `arrays` and their tangents wait for
+    the tangent of `signal` as well (a primal that reads a tangent: forward mode only)."""
+    return _wait(arrays, signal)
+
+
+@_wait_for_tangents.defjvp
+def _wait_for_tangents_jvp(primals, tangents):
+    (arrays, signal), (arrays_dot, signal_dot) = primals, tangents
+    awaited = signal + signal_dot
+    return _wait(arrays, awaited), _wait(arrays_dot, awaited)
 
 
 def _is_float(array) -> bool:
