@@ -366,11 +366,14 @@ def hessian_vector_product(fn: Callable[[list], Any], params: list, vector: list
 
 
 _RECOMPUTE_AFTER_TANGENTS = False
-"""True while `hessian_vector_product` traces its pass: `checkpoint`'s recomputations then
-wait for the tangents of their output cotangents as well (`_wait_for_tangents`). Without that,
-XLA ran the whole primal backward pass, recomputing every block, before the tangent pass that
-needs those values, and held them all (the meta step's plan at batch 4 / 8: README, "Memory
-of a training step"). Only there: the wait cannot be differentiated in reverse mode."""
+"""True while `hessian_vector_product` traces its pass. There `checkpoint`'s recomputations
+wait for the tangents of their output cotangents as well, and each block's outputs wait for
+their own tangents in the forward pass (`_wait_for_tangents`). Without the first, XLA ran the
+whole primal backward pass, recomputing every block, before the tangent pass that needs those
+values; without the second, it computed the forward pass's tangents only where the backward
+pass reads them, keeping every block's activations until then (the meta step's plan at batch
+4 / 8: README, "Memory of a training step"). Only there: the wait cannot be differentiated in
+reverse mode."""
 
 
 def checkpoint(fn: Callable) -> Callable:
@@ -388,7 +391,10 @@ def checkpoint(fn: Callable) -> Callable:
         return fn(*args)
 
     def forward(*args):
-        return fn(*args), args
+        outputs = fn(*args)
+        if _RECOMPUTE_AFTER_TANGENTS:
+            outputs = _after(outputs, outputs, with_tangents=True)
+        return outputs, args
 
     def backward(args, cotangents):
         _, pullback = jax.vjp(fn, *_after(args, cotangents, _RECOMPUTE_AFTER_TANGENTS))
