@@ -124,15 +124,15 @@ def test_checkpoint_recomputes_in_the_backward_pass_with_the_same_derivatives():
 @pytest.mark.skipif(keras.backend.backend() != "jax", reason="JAX recomputes; TensorFlow stores")
 def test_recomputed_blocks_plan_less_than_stored_ones_in_a_gradient_then_its_product():
     """The meta update's shape: a gradient, then the Hessian-vector product along it. Before
-    each recomputation waited for the tangents of its cotangents, XLA ran every block's
-    recomputation first and held them all: recomputed planned more than stored."""
+    the waits for tangents (recomputations for their cotangents', a block's outputs for their
+    own) recomputed planned 0.93 of stored here, 0.79 with the first wait alone; now 0.70."""
     import jax
 
     keras.utils.set_random_seed(0)
-    model = unet(widths=(8, 16))
+    model = unet(widths=(8, 16, 32))
     segments = functional_segments(model, block_ends(model))
     trainable, non_trainable = values(model)
-    x = np.random.default_rng(1).random((8, 32, 32, 3), dtype="float32")
+    x = np.random.default_rng(1).random((8, 64, 64, 3), dtype="float32")
 
     def loss(params, wrap):
         return ops.mean(run_segments(segments, params, non_trainable, x, True, wrap)[0] ** 3)
@@ -149,4 +149,4 @@ def test_recomputed_blocks_plan_less_than_stored_ones_in_a_gradient_then_its_pro
         .temp_size_in_bytes
         for name, wrap in (("stored", lambda fn: fn), ("recomputed", backend.checkpoint))
     }
-    assert planned["recomputed"] < 0.9 * planned["stored"], planned
+    assert planned["recomputed"] < 0.75 * planned["stored"], planned
