@@ -417,7 +417,7 @@ def backend_note(config: ExperimentConfig) -> str | None:
     return (
         "note: the second-order meta step on TensorFlow on a CPU stores f_A's activations in "
         "every derivative pass: at the paper's sizes and batch 4 / 8 it passed 21 GiB, against "
-        "12.0 GiB on JAX, which recomputes them (--backend=jax), and 10.3 GiB first order "
+        "11.0 GiB on JAX, which recomputes them (--backend=jax), and 10.3 GiB first order "
         "(--meta_first_order)"
     )
 
