@@ -44,7 +44,7 @@ def test_small_meta_step_reports_its_peak_memory(first_order):
     assert step["method"] == "meta" and step["backend"] == backend and step["finite_logs"]
     assert step["first_order"] is first_order and step["attack_models"] == 2
     assert step["jit_compile"] is (backend == "jax")
-    assert step["tensorflow_imported"] is (backend == "tensorflow")  # a JAX step runs without
+    assert step["tensorflow_imported"] is (backend == "tensorflow")  # a JAX worker blocks it
     assert (step["batch_size"], step["privacy_batch_size"]) == (2, 4)
     assert 0 < step["models_rss_gib"] <= step["peak_rss_gib"] < report["max_gib"]
     if GLIBC:

@@ -413,10 +413,10 @@ def _after(tree, awaited, with_tangents: bool = False):
     step)."""
     leaves, structure = jax.tree.flatten(tree)
     floats = [i for i, leaf in enumerate(leaves) if _is_float(leaf)]
-    awaited = [a for a in jax.tree.leaves(awaited) if _is_float(a)]
-    if not floats or not awaited:
+    awaited_floats = [a for a in jax.tree.leaves(awaited) if _is_float(a)]
+    if not floats or not awaited_floats:
         return tree
-    signal = sum(jax.numpy.min(a).astype("float32") for a in awaited)
+    signal = sum(jax.numpy.min(a).astype("float32") for a in awaited_floats)
     wait = _wait_for_tangents if with_tangents else _wait
     for i, leaf in zip(floats, wait([leaves[i] for i in floats], signal)):
         leaves[i] = leaf
