@@ -637,6 +637,8 @@ def main() -> None:
     report = {
         "batch": {"clips": args.clips, "images": args.images},
         "input": f"{sizes['frames']}x{sizes['size']}x{sizes['size']}",
+        # The compiler's settings (e.g. --xla_gpu_autotune_level) change compile and step times.
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
     }
     paper_jobs = [(m, p, args.clips, args.images) for m, p in pairs]
     larger_jobs = [("spact", p, c, i) for c, i in larger_batches(args) for p in spact_policies]

@@ -83,6 +83,7 @@ def test_gpu_benchmark_smoke_run_without_tensorflow(tmp_path):
     ]  # fmt: skip
     report = last_json(run_without_tensorflow(tmp_path, args, 900))
     assert report["matmul"]["bfloat16_matmul_tflops"] > 0
+    assert report["xla_flags"] == os.environ.get("XLA_FLAGS", "")
     steps = {row["method"]: row for row in report["steps"]}
     assert set(steps) == {"spact", "meta"}
     for row in steps.values():
