@@ -28,7 +28,7 @@ def spact_steps(precision: str, pairs: int = 2):
         for seed, model in enumerate(models):
             tiny_models.deterministic_weights(model, seed)
         trainer = SPAct(*models, privacy_weight=0.5)
-        trainer.compile({g: keras.optimizers.Adam(1e-3) for g in GROUPS}, jit_compile=False)
+        trainer.compile({g: keras.optimizers.Adam(1e-3) for g in GROUPS}, jit_compile=True)
         history = trainer.fit(tiny_models.paired_dataset(pairs), epochs=1, verbose=0).history
     return {key: values[-1] for key, values in history.items()}, models, trainer
 
@@ -78,7 +78,8 @@ class _Square(StatelessTrainer):
         return loss, {"logs": {"loss": loss}}
 
 
-def test_float16_loss_scale_skips_overflowing_updates():
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_float16_loss_scale_skips_overflowing_updates(jit_compile):
     x = np.ones((48, 4), "float32")
     with training_scope("none", "mixed_float16"):
         inputs = keras.Input((4,))
@@ -87,7 +88,7 @@ def test_float16_loss_scale_skips_overflowing_updates():
             keras.layers.Dense(1, kernel_initializer=keras.initializers.Constant(100.0))(inputs),
         )
         trainer = _Square(net)
-        trainer.compile({"net": keras.optimizers.SGD(1e-6)}, jit_compile=False)
+        trainer.compile({"net": keras.optimizers.SGD(1e-6)}, jit_compile=jit_compile)
         dataset = tf.data.Dataset.from_tensor_slices({"x": x}).batch(4)
         history = trainer.fit(dataset, epochs=1, verbose=0).history
     scale = [v for v in trainer.optimizer.variables if v.path.endswith("loss_scale")][0]

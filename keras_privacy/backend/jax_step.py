@@ -308,14 +308,14 @@ class JaxStep:
         trainer = self.trainer
         if trainer._loss_scale is None:
             return None
-        return optimizer_values[trainer._optimizer_index(trainer._loss_scale)]
+        return optimizer_values[trainer._optimizer_index(trainer._loss_scale.scale)]
 
     def _advance_loss_scale(self, optimizer_values: list, finite, ran) -> None:
         """Move the loss scale in `optimizer_values` by the rule of `next_loss_scale`, where
         `ran` (None: always); in place."""
         trainer = self.trainer
-        scale_index = trainer._optimizer_index(trainer._loss_scale)
-        count_index = trainer._optimizer_index(trainer._finite_updates)
+        scale_index = trainer._optimizer_index(trainer._loss_scale.scale)
+        count_index = trainer._optimizer_index(trainer._loss_scale.finite_updates)
         scale, count = optimizer_values[scale_index], optimizer_values[count_index]
         new_scale, new_count = next_loss_scale(scale, count, finite)
         if ran is not None:

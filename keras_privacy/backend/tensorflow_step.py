@@ -118,7 +118,7 @@ class TensorFlowStep:
         replicas = tf.distribute.get_replica_context().num_replicas_in_sync
         values = trainer.current_values()
         params = {group: values[group][0] for group in update.groups}
-        scale = 1.0 if trainer._loss_scale is None else trainer._loss_scale.value
+        scale = 1.0 if trainer._loss_scale is None else trainer._loss_scale.scale.value
         with tf.GradientTape() as tape:
             tape.watch(params)
             loss, aux = update.loss_fn(with_params(values, params))
@@ -141,14 +141,14 @@ class TensorFlowStep:
 
     def _advance_loss_scale(self, finite, ran) -> None:
         """Move the loss scale by the rule of `next_loss_scale`, where `ran` (None: always)."""
-        trainer = self.trainer
-        scale, count = trainer._loss_scale.value, trainer._finite_updates.value
+        loss_scale = self.trainer._loss_scale
+        scale, count = loss_scale.scale.value, loss_scale.finite_updates.value
         new_scale, new_count = next_loss_scale(scale, count, finite)
         if ran is not None:
             new_scale = ops.where(ran, new_scale, scale)
             new_count = ops.where(ran, new_count, count)
-        trainer._loss_scale.assign(new_scale)
-        trainer._finite_updates.assign(new_count)
+        loss_scale.scale.assign(new_scale)
+        loss_scale.finite_updates.assign(new_count)
 
     def _conditional_update(self, update: Update, logs: dict, ran) -> dict:
         """`_update` inside a `tf.cond` on `ran`; a skipped update returns zero logs.

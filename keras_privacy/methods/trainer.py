@@ -37,8 +37,8 @@ Under the `mixed_float16` policy every update's loss is multiplied by a dynamic 
 differentiation and the gradients divided by it; an update whose gradients are not finite is
 skipped and the scale halved, and the scale doubles after `LOSS_SCALE_GROWTH_STEPS` finite
 updates in a row: the rule of `keras.optimizers.LossScaleOptimizer`, which `MultiOptimizer` does
-not accept inside it. The scale lives with the MultiOptimizer's own variables, so `fit` carries
-it and checkpoints save it.
+not accept inside it. The scale lives with the MultiOptimizer's own variables, and only there
+(`DynamicLossScale`), so `fit` carries it and checkpoints save it.
 """
 
 from __future__ import annotations
@@ -63,6 +63,18 @@ GroupValues = dict[str, tuple[list, list]]
 LossFn = Callable[[GroupValues], tuple[Any, dict]]
 """A pure loss: values of every group -> (scalar loss, aux) where aux may hold
 `"logs"` (name -> scalar) and `"non_trainable"` (group -> new non-trainable values)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DynamicLossScale:
+    """The `mixed_float16` loss scale and its count of finite updates in a row: variables of
+    the MultiOptimizer, so that `fit` carries them and checkpoints save them. They are held in
+    this plain object, not as attributes of the trainer, because Keras would then track them as
+    the trainer's variables as well, and JAX's jitted step, which donates its state, refuses a
+    buffer passed twice."""
+
+    scale: keras.Variable
+    finite_updates: keras.Variable
 
 
 @dataclasses.dataclass(frozen=True)
@@ -196,15 +208,17 @@ class StatelessTrainer(keras.Model):
                 optimizers[name].build(self.groups()[group].trainable_variables)
         self._loss_scale = None
         if keras.config.dtype_policy().name == "mixed_float16":
-            self._loss_scale = multi.add_variable(
-                (),
-                initializer=keras.initializers.Constant(LOSS_SCALE_INITIAL),
-                dtype="float32",
-                aggregation="only_first_replica",
-                name="loss_scale",
-            )
-            self._finite_updates = multi.add_variable(
-                (), dtype="int32", aggregation="only_first_replica", name="finite_updates"
+            self._loss_scale = DynamicLossScale(
+                scale=multi.add_variable(
+                    (),
+                    initializer=keras.initializers.Constant(LOSS_SCALE_INITIAL),
+                    dtype="float32",
+                    aggregation="only_first_replica",
+                    name="loss_scale",
+                ),
+                finite_updates=multi.add_variable(
+                    (), dtype="int32", aggregation="only_first_replica", name="finite_updates"
+                ),
             )
         restarted, every = self.restart_groups()
         self._initial_weights = [
