@@ -91,13 +91,19 @@ def trainers() -> dict:
     }
 
 
+def compile_trainer(name: str, trainer, trained) -> None:
+    """Compile a trainer of `trainers()` with an Adam for each group it trains (meta
+    generalisation: for every group, the attack models' inner updates included)."""
+    optimizers = {g: keras.optimizers.Adam(1e-3) for g in trained}
+    if name == "meta":
+        optimizers.update({g: keras.optimizers.Adam(1e-3) for g in trainer.groups()})
+    trainer.compile(optimizers)
+
+
 def main() -> None:
     results = {}
     for name, (trainer, data, trained) in trainers().items():
-        optimizers = {g: keras.optimizers.Adam(1e-3) for g in trained}
-        if name == "meta":
-            optimizers.update({g: keras.optimizers.Adam(1e-3) for g in trainer.groups()})
-        trainer.compile(optimizers)
+        compile_trainer(name, trainer, trained)
         batch_size = 2 if isinstance(data, dict) else None
         history = trainer.fit(data, batch_size=batch_size, epochs=1, verbose=0, shuffle=False)
         results[name] = {

@@ -57,6 +57,26 @@ def test_mixed_steps_are_finite_float32_and_close_to_float32(precision, float32_
         assert loss_scale == []
 
 
+@pytest.mark.parametrize("precision", ["float32", *MIXED])
+def test_every_trainer_holds_each_variable_of_its_state_once(precision):
+    """Keras' JAX `fit` gives the jitted step, which donates them, the values of the
+    trainable, non-trainable, optimizer and metric variables: a variable in two of those lists
+    fails there (as the loss scale's did under mixed_float16)."""
+    import no_tensorflow_fit
+
+    with training_scope("none", precision):
+        for name, (trainer, _, trained) in no_tensorflow_fit.trainers().items():
+            no_tensorflow_fit.compile_trainer(name, trainer, trained)
+            state = [
+                *trainer.trainable_variables,
+                *trainer.non_trainable_variables,
+                *trainer.optimizer.variables,
+                *trainer.metrics_variables,
+            ]
+            twice = [v.path for v in state if sum(w is v for w in state) > 1]
+            assert twice == [], (name, twice)
+
+
 class _Square(StatelessTrainer):
     """Minimises mean(f(x)^2): with large x, its scaled float16 gradient overflows."""
 
