@@ -18,7 +18,8 @@ MIXED = ("mixed_bfloat16", "mixed_float16")
 
 
 def spact_steps(precision: str, pairs: int = 2):
-    """Logs, models and trainer after `pairs` SPAct steps from NumPy-drawn weights."""
+    """Logs, models and trainer after `pairs` SPAct steps from NumPy-drawn weights, compiled
+    (XLA), as a GPU runs them."""
     with training_scope("none", precision):
         models = [
             tiny_models.anonymizer(),
