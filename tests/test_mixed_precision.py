@@ -8,7 +8,7 @@ import tensorflow as tf
 import tiny_models
 from keras import ops
 
-from keras_privacy.distribute import training_scope
+from keras_privacy.distribute import choose_jit_compile, training_scope
 from keras_privacy.methods.spact import SPAct
 from keras_privacy.methods.trainer import LOSS_SCALE_INITIAL, StatelessTrainer, Update
 from keras_privacy.models import registry
@@ -18,8 +18,9 @@ MIXED = ("mixed_bfloat16", "mixed_float16")
 
 
 def spact_steps(precision: str, pairs: int = 2):
-    """Logs, models and trainer after `pairs` SPAct steps from NumPy-drawn weights, compiled
-    (XLA), as a GPU runs them."""
+    """Logs, models and trainer after `pairs` SPAct steps from NumPy-drawn weights, compiled as
+    `--jit_compile=auto` compiles them: XLA on JAX (as a GPU runs them), TensorFlow's graph on a
+    CPU (the tiny action model is 3-D)."""
     with training_scope("none", precision):
         models = [
             tiny_models.anonymizer(),
@@ -29,7 +30,8 @@ def spact_steps(precision: str, pairs: int = 2):
         for seed, model in enumerate(models):
             tiny_models.deterministic_weights(model, seed)
         trainer = SPAct(*models, privacy_weight=0.5)
-        trainer.compile({g: keras.optimizers.Adam(1e-3) for g in GROUPS}, jit_compile=True)
+        jit_compile = choose_jit_compile("auto", models)[0]
+        trainer.compile({g: keras.optimizers.Adam(1e-3) for g in GROUPS}, jit_compile=jit_compile)
         history = trainer.fit(tiny_models.paired_dataset(pairs), epochs=1, verbose=0).history
     return {key: values[-1] for key, values in history.items()}, models, trainer
 
