@@ -24,18 +24,24 @@ Per method and dtype policy (`float32`, `mixed_bfloat16`), at the paper's batch 
 - `fraction_of_bf16_matmul_peak`: model FLOPs / time over a bfloat16 8192^3 matmul timed in the
   same run (`--worker matmul`);
 - `peak_gib`: the device's peak bytes in use during the process (compile and steps);
-- meta with `--attack_models K`: the first K of its eight attack models, a program small
-  enough to compile inside a lease (eight compile for longer than one command may run);
+- meta with `--attack_models K`: the first K of its eight attack models, a smaller program
+  (all eight compiled inside a lease's command only with `XLA_FLAGS=--xla_gpu_autotune_level=0`:
+  272 s on an H200, 2026-11-28);
 - the largest batch that fits (`--largest_batch`): the paper's batch doubled until the step
   runs out of device memory;
 - `planned_gib`: the device memory XLA's buffer assignment plans for the step (arguments,
   outputs and temporaries, `compiled.memory_analysis()`), known before the step runs, so a step
-  that runs out of memory still says how much it wanted.
+  that runs out of memory still says how much it wanted;
+- `gpu_in_use_before`: the GPU memory every process held, and the GPU's utilisation, just
+  before a measurement started (nvidia-smi): far from nothing, another process shared the GPU,
+  and the figures are not the step's alone.
 
 `--compile_first N` compiles every measurement before any is timed, N processes at a time, into
 a persistent compilation cache (`jax_compilation_cache_dir`) that the timed runs, one at a time,
 then load: the compiles (minutes each, on the CPU) overlap, the timings do not. Each row then
 gives `first_compile_seconds` (the concurrent compile) beside `compile_seconds` (the load).
+Run one benchmark at a time on a GPU: compiles autotuning their convolutions beside a timed
+step can take most of the GPU's memory (134 of an H200's 139 GiB, 2026-11-28).
 `--deadline S` starts no measurement after S seconds and still prints the report, so a run
 inside a fixed lease ends with what it measured.
 
@@ -367,6 +373,25 @@ def device_peak_gib() -> float | None:
     return None if peak is None else round(peak / 2**30, 2)
 
 
+def gpu_in_use() -> dict | None:
+    """Memory in use on the first GPU, by every process, and its utilisation, from nvidia-smi
+    (None without it): a timing or an out-of-memory beside another process's work (a compile
+    autotuning its convolutions can hold most of a GPU) is not the step's alone."""
+    query = [
+        "nvidia-smi",
+        "--query-gpu=memory.used,utilization.gpu",
+        "--format=csv,noheader,nounits",
+    ]
+    try:
+        done = subprocess.run(query, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0 or not done.stdout.strip():
+        return None
+    used_mib, utilization = done.stdout.splitlines()[0].split(",")
+    return {"memory_gib": round(float(used_mib) / 1024, 2), "utilization_percent": int(utilization)}
+
+
 def measure_matmul(n: int, repeats: int = 20) -> dict:
     """FLOP/s of an n x n x n bfloat16 (and float32) matmul with JAX on this device."""
     import jax
@@ -469,6 +494,13 @@ def compare_losses(losses: dict[str, list[float]], reference: dict) -> dict:
         differences[name] <= NOISE_MARGIN * bands[name] + 1e-6 for name in names
     )
     return compared
+
+
+def with_gpu_in_use(measurement) -> dict:
+    """`measurement()`'s figures, with the GPU's use by every process just before it
+    (`gpu_in_use_before`, where nvidia-smi answers): that use should be near nothing."""
+    before = gpu_in_use()
+    return measurement() | ({"gpu_in_use_before": before} if before else {})
 
 
 def run_worker(args: list[str], timeout: float, cache: str | None = None) -> dict:
@@ -660,8 +692,10 @@ def main() -> None:
         elif past_deadline():
             result = {"error": f"not started: past the {args.deadline:.0f} s deadline"}
         else:
-            result = run_worker(
-                _worker_args(args, method, policy, clips, images, steps), args.timeout, cache
+            result = with_gpu_in_use(
+                lambda: run_worker(
+                    _worker_args(args, method, policy, clips, images, steps), args.timeout, cache
+                )
             )
         result = {"method": method, "dtype_policy": policy, "clips": clips} | result
         if method == "meta":
@@ -672,8 +706,10 @@ def main() -> None:
             result.setdefault("planned_gib", first["planned_gib"])
         return result
 
-    report["matmul"] = run_worker(
-        ["--worker", "matmul"] + (["--small"] if args.small else []), args.timeout
+    report["matmul"] = with_gpu_in_use(
+        lambda: run_worker(
+            ["--worker", "matmul"] + (["--small"] if args.small else []), args.timeout
+        )
     )
     peak = report["matmul"].get("bfloat16_matmul_tflops")
     report["steps"] = []

@@ -197,3 +197,19 @@ def test_learning_check_counts_a_loss_as_noise_within_the_perturbed_runs_band():
     unperturbed = {"losses": reference["losses"]}
     assert gpu.compare_losses({"privacy_loss": [2.0, 1.04]}, unperturbed)["within_noise"]
     assert not gpu.compare_losses({"privacy_loss": [2.0, 1.06]}, unperturbed)["within_noise"]
+
+
+def test_gpu_benchmark_records_what_else_used_the_gpu(tmp_path, monkeypatch):
+    spec = importlib.util.spec_from_file_location("gpu", ROOT / "benchmarks" / "gpu.py")
+    gpu = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpu)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert gpu.gpu_in_use() is None  # no nvidia-smi: a CPU
+    assert gpu.with_gpu_in_use(lambda: {"seconds_per_step": 1.0}) == {"seconds_per_step": 1.0}
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text("#!/bin/sh\necho '137216, 100'\n")
+    fake.chmod(0o755)
+    in_use = {"memory_gib": 134.0, "utilization_percent": 100}
+    assert gpu.gpu_in_use() == in_use
+    figures = gpu.with_gpu_in_use(lambda: {"error": "out of memory"})
+    assert figures == {"error": "out of memory", "gpu_in_use_before": in_use}
