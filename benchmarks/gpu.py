@@ -22,7 +22,7 @@ Per method and dtype policy (`float32`, `mixed_bfloat16`), at the paper's batch 
   meta, whose second-order step has no such simple count (XLA's own cost analysis is no
   substitute: on a GPU it leaves out the cuDNN convolutions, most of the work);
 - `fraction_of_bf16_matmul_peak`: model FLOPs / time over a bfloat16 8192^3 matmul timed in the
-  same run (`--worker matmul`);
+  same run (`--worker matmul`, always compiled with XLA's default autotuning);
 - `peak_gib`: the device's peak bytes in use during the process (compile and steps);
 - meta with `--attack_models K`: the first K of its eight attack models, a smaller program
   (all eight compiled inside a lease's command only with `XLA_FLAGS=--xla_gpu_autotune_level=0`:
@@ -496,6 +496,11 @@ def compare_losses(losses: dict[str, list[float]], reference: dict) -> dict:
     return compared
 
 
+def without_autotune_level(xla_flags: str) -> str:
+    """`xla_flags` less any `--xla_gpu_autotune_level`: XLA's default autotuning."""
+    return " ".join(f for f in xla_flags.split() if not f.startswith("--xla_gpu_autotune_level"))
+
+
 def with_gpu_in_use(measurement) -> dict:
     """`measurement()`'s figures, with the GPU's use by every process just before it
     (`gpu_in_use_before`, where nvidia-smi answers): that use should be near nothing."""
@@ -503,10 +508,15 @@ def with_gpu_in_use(measurement) -> dict:
     return measurement() | ({"gpu_in_use_before": before} if before else {})
 
 
-def run_worker(args: list[str], timeout: float, cache: str | None = None) -> dict:
+def run_worker(
+    args: list[str], timeout: float, cache: str | None = None, xla_flags: str | None = None
+) -> dict:
     """This script in a fresh process with `args`; its last JSON line, or why there is none.
-    With `cache`, the process reads and writes JAX's persistent compilation cache there."""
+    With `cache`, the process reads and writes JAX's persistent compilation cache there; with
+    `xla_flags`, its `XLA_FLAGS` are those instead of this process's."""
     env = dict(os.environ, KERAS_BACKEND="jax", XLA_PYTHON_CLIENT_PREALLOCATE="false")
+    if xla_flags is not None:
+        env["XLA_FLAGS"] = xla_flags
     if cache:
         env.update(
             JAX_COMPILATION_CACHE_DIR=cache,
@@ -706,9 +716,13 @@ def main() -> None:
             result.setdefault("planned_gib", first["planned_gib"])
         return result
 
+    # The peak is the GPU's: the matmul compiles with XLA's autotuning whatever the steps use
+    # (without it, an H200's bf16 matmul ran at 10.5 TFLOP/s instead of about 800).
     report["matmul"] = with_gpu_in_use(
         lambda: run_worker(
-            ["--worker", "matmul"] + (["--small"] if args.small else []), args.timeout
+            ["--worker", "matmul"] + (["--small"] if args.small else []),
+            args.timeout,
+            xla_flags=without_autotune_level(report["xla_flags"]),
         )
     )
     peak = report["matmul"].get("bfloat16_matmul_tflops")

@@ -176,10 +176,16 @@ def test_array_export_refuses_what_it_cannot_hold(tmp_path, capsys):
     assert "--method=vita: the array export holds a SPAct" in capsys.readouterr().err
 
 
-def test_learning_check_counts_a_loss_as_noise_within_the_perturbed_runs_band():
+def gpu_benchmark():
+    """benchmarks/gpu.py as a module (it is a script, not in the package)."""
     spec = importlib.util.spec_from_file_location("gpu", ROOT / "benchmarks" / "gpu.py")
     gpu = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gpu)
+    return gpu
+
+
+def test_learning_check_counts_a_loss_as_noise_within_the_perturbed_runs_band():
+    gpu = gpu_benchmark()
     reference = {
         "losses": {"privacy_loss": [2.0, 1.0], "action_loss": [1.0, 0.5], "accuracy": [0.5, 0.6]},
         "perturbed": [
@@ -200,9 +206,7 @@ def test_learning_check_counts_a_loss_as_noise_within_the_perturbed_runs_band():
 
 
 def test_gpu_benchmark_records_what_else_used_the_gpu(tmp_path, monkeypatch):
-    spec = importlib.util.spec_from_file_location("gpu", ROOT / "benchmarks" / "gpu.py")
-    gpu = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gpu)
+    gpu = gpu_benchmark()
     monkeypatch.setenv("PATH", str(tmp_path))
     assert gpu.gpu_in_use() is None  # no nvidia-smi: a CPU
     assert gpu.with_gpu_in_use(lambda: {"seconds_per_step": 1.0}) == {"seconds_per_step": 1.0}
@@ -213,3 +217,10 @@ def test_gpu_benchmark_records_what_else_used_the_gpu(tmp_path, monkeypatch):
     assert gpu.gpu_in_use() == in_use
     figures = gpu.with_gpu_in_use(lambda: {"error": "out of memory"})
     assert figures == {"error": "out of memory", "gpu_in_use_before": in_use}
+
+
+def test_gpu_benchmark_times_its_matmul_peak_with_autotuning():
+    gpu = gpu_benchmark()
+    flags = "--xla_gpu_autotune_level=0 --xla_dump_to=/tmp/dump"
+    assert gpu.without_autotune_level(flags) == "--xla_dump_to=/tmp/dump"
+    assert gpu.without_autotune_level("") == ""
