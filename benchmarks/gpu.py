@@ -43,7 +43,10 @@ gives `first_compile_seconds` (the concurrent compile) beside `compile_seconds` 
 Run one benchmark at a time on a GPU: compiles autotuning their convolutions beside a timed
 step can take most of the GPU's memory (134 of an H200's 139 GiB, 2026-11-28).
 `--deadline S` starts no measurement after S seconds and still prints the report, so a run
-inside a fixed lease ends with what it measured.
+inside a fixed lease ends with what it measured. `--cache DIR` keeps the compilation cache
+(and XLA's autotuning results of each fusion) in DIR: a compile that needs most of one command
+of a lease can end there, and the next command, on the same warm machine with the same
+`XLA_FLAGS`, loads and times it (a folder the repository ignores stays between commands).
 
 The authors' PyTorch SPAct step (`benchmarks/train_step_torch.py --device cuda`) runs at the same
 sizes in the same run, float32 and bfloat16 autocast, and the JAX / PyTorch step-time ratio is
@@ -512,8 +515,10 @@ def run_worker(
     args: list[str], timeout: float, cache: str | None = None, xla_flags: str | None = None
 ) -> dict:
     """This script in a fresh process with `args`; its last JSON line, or why there is none.
-    With `cache`, the process reads and writes JAX's persistent compilation cache there; with
-    `xla_flags`, its `XLA_FLAGS` are those instead of this process's."""
+    With `cache`, the process reads and writes JAX's persistent compilation cache there, and
+    XLA's autotuning results of each fusion (a program sharing a step's convolutions, meta with
+    SPAct's, loads their tuning); with `xla_flags`, its `XLA_FLAGS` are those instead of this
+    process's."""
     env = dict(os.environ, KERAS_BACKEND="jax", XLA_PYTHON_CLIENT_PREALLOCATE="false")
     if xla_flags is not None:
         env["XLA_FLAGS"] = xla_flags
@@ -522,6 +527,7 @@ def run_worker(
             JAX_COMPILATION_CACHE_DIR=cache,
             JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
             JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0",
+            JAX_PERSISTENT_CACHE_ENABLE_XLA_CACHES="xla_gpu_per_fusion_autotune_cache_dir",
         )
     command = [sys.executable, str(Path(__file__).resolve()), *args]
     return _last_json(command, env, timeout)
@@ -631,6 +637,11 @@ def main() -> None:
         "--deadline", type=float, default=0.0, help="start nothing after these seconds (0: none)"
     )
     parser.add_argument(
+        "--cache",
+        help="keep JAX's compilation cache in this folder, for a later run to load (default: a "
+        "temporary one with --compile_first, removed at the end)",
+    )
+    parser.add_argument(
         "--attack_models",
         type=int,
         default=0,
@@ -685,11 +696,14 @@ def main() -> None:
     paper_jobs = [(m, p, args.clips, args.images) for m, p in pairs]
     larger_jobs = [("spact", p, c, i) for c, i in larger_batches(args) for p in spact_policies]
     jobs = paper_jobs + larger_jobs
-    cache, compiles = None, {}
-    if args.compile_first:
+    cache, compiles = args.cache, {}
+    if cache:
+        Path(cache).mkdir(parents=True, exist_ok=True)
+    elif args.compile_first:
         # Removed when the script exits.
         cache_folder = tempfile.TemporaryDirectory(prefix="gpu_benchmark_cache_")
         cache = cache_folder.name
+    if args.compile_first:
         compiles = compile_all(jobs, args, cache)
         print(json.dumps({"compiled": [[*job, r] for job, r in compiles.items()]}), flush=True)
 

@@ -80,8 +80,11 @@ def test_gpu_benchmark_smoke_run_without_tensorflow(tmp_path):
     args = [
         str(ROOT / "benchmarks" / "gpu.py"), "--small", "--jobs", "spact:float32,meta:float32",
         "--steps", "1", "--largest_batch", "2", "--attack_models", "2",
+        "--cache", str(tmp_path / "cache"),
     ]  # fmt: skip
     report = last_json(run_without_tensorflow(tmp_path, args, 900))
+    # The steps' compiles and their autotuning results stay for a later command to load.
+    assert any(path.is_file() for path in (tmp_path / "cache").rglob("*"))
     assert report["matmul"]["bfloat16_matmul_tflops"] > 0
     assert report["xla_flags"] == os.environ.get("XLA_FLAGS", "")
     steps = {row["method"]: row for row in report["steps"]}
