@@ -32,6 +32,10 @@ Per method and dtype policy (`float32`, `mixed_bfloat16`), at the paper's batch 
 - `planned_gib`: the device memory XLA's buffer assignment plans for the step (arguments,
   outputs and temporaries, `compiled.memory_analysis()`), known before the step runs, so a step
   that runs out of memory still says how much it wanted;
+- with `--profile DIR`: `PROFILED_STEPS` more steps traced by JAX's profiler (a perfetto trace
+  in DIR, one folder per step) and summarised (`profile`): the share of the traced time the
+  device was busy (the rest is the host's dispatch and waits) and the operations that took
+  most device time, by kind and by kernel: where a step below the matmul peak loses its time;
 - `gpu_in_use_before`: the GPU memory every process held, and the GPU's utilisation, just
   before a measurement started (nvidia-smi): far from nothing, another process shared the GPU,
   and the figures are not the step's alone.
@@ -70,8 +74,10 @@ The last line of the output is one JSON object.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -129,6 +135,9 @@ PERTURBATION = 1e-6
 """Relative size of the noise that a perturbed reference run multiplies into every starting
 weight (each weight times 1 + PERTURBATION * N(0, 1)): a few float32 roundings (2^-24 = 6e-8),
 the size of the differences another device's arithmetic makes in the first step."""
+
+PROFILED_STEPS = 2
+"""Steps that `--profile` traces after the timed ones."""
 
 NOISE_MARGIN = 1.5
 """How far past the farthest perturbed run a checked loss may end and still count as noise: a
@@ -285,9 +294,11 @@ def measure_step(
     images: int,
     steps: int,
     compile_only: bool = False,
+    profile: Path | None = None,
 ):
     """Time the jitted training step of `method` under `policy`; a dict of figures (only the
-    compile's with `compile_only`)."""
+    compile's with `compile_only`; with `profile`, `PROFILED_STEPS` more steps traced there and
+    summarised)."""
     import jax
     import keras
 
@@ -335,11 +346,96 @@ def measure_step(
     if flops is not None:
         figures["model_gflops_per_step"] = round(flops / 1e9, 1)
         figures["model_tflops_per_second"] = round(flops / seconds / 1e12, 3)
+    if profile is not None:
+        try:
+            figures["profile"] = profile_steps(compiled, state, batch, profile)
+        except Exception as error:  # a profiler that fails (no CUPTI, say) keeps the timing
+            figures["profile"] = {"error": f"{type(error).__name__}: {error}"[:300]}
     peak = device_peak_gib()
     if peak is not None:
         figures["peak_gib"] = peak
     figures["device"] = jax.local_devices()[0].device_kind
     return figures
+
+
+def profile_steps(compiled, state, batch, folder: Path, steps: int = PROFILED_STEPS) -> dict:
+    """`steps` more steps under JAX's profiler, their trace written in `folder`; its summary."""
+    import jax
+
+    with jax.profiler.trace(str(folder), create_perfetto_trace=True):
+        for _ in range(steps):
+            logs, state = compiled(state, batch)
+        jax.block_until_ready((logs, state))
+    trace = max(Path(folder).rglob("perfetto_trace.json.gz"), key=lambda path: path.stat().st_mtime)
+    return summarize_trace(trace, steps)
+
+
+def outermost(spans: list[dict]) -> list[dict]:
+    """The trace events that no other event of their thread contains (a CPU's thunks hold
+    their operations; a GPU stream's kernels do not nest): each stretch of time counted once."""
+    kept, reached = [], {}
+    for event in sorted(spans, key=lambda e: (e["pid"], e["tid"], e["ts"], -e["dur"])):
+        thread = (event["pid"], event["tid"])
+        if event["ts"] >= reached.get(thread, float("-inf")):
+            kept.append(event)
+            reached[thread] = event["ts"] + event["dur"]
+    return kept
+
+
+def summarize_trace(trace: Path, steps: int, top: int = 12) -> dict:
+    """Where the device's time went in a perfetto trace of `steps` steps: the share of the
+    traced span it was busy, its busy seconds per step, and the `top` operations by time, by
+    kind (the HLO operation less its number: `fusion`, `convolution`, ...) and by kernel.
+    A GPU's kernels are the events on its streams; a CPU's, the events naming an HLO op."""
+    with gzip.open(trace, "rt") as file:
+        data = json.load(file)
+    events = data["traceEvents"] if isinstance(data, dict) else data
+    metadata = [e for e in events if e.get("ph") == "M"]
+    devices = {
+        e["pid"] for e in metadata
+        if e.get("name") == "process_name" and e["args"]["name"].startswith("/device:")
+    }  # fmt: skip
+    streams = {
+        (e["pid"], e["tid"]) for e in metadata
+        if e.get("name") == "thread_name" and e["pid"] in devices
+        and "stream" in e["args"]["name"].lower()
+    }  # fmt: skip
+    spans = [e for e in events if e.get("ph") == "X" and e.get("dur", 0) > 0]
+    kernels = outermost(
+        [e for e in spans if (e["pid"], e["tid"]) in streams]
+        or [e for e in spans if "hlo_op" in e.get("args", {})]
+    )
+    if not kernels:
+        return {"error": f"{trace}: no device operation in the trace"}
+    intervals = sorted((e["ts"], e["ts"] + e["dur"]) for e in kernels)
+    busy, reached = 0.0, intervals[0][0]
+    for begin, end in intervals:
+        if end > reached:
+            busy += end - max(begin, reached)
+            reached = end
+    span = max(end for _, end in intervals) - intervals[0][0]
+    total = sum(e["dur"] for e in kernels)
+
+    def largest(key) -> list[dict]:
+        times: dict[str, float] = {}
+        for e in kernels:
+            times[key(e)] = times.get(key(e), 0.0) + e["dur"]
+        ranked = sorted(times.items(), key=lambda item: -item[1])[:top]
+        return [
+            {"name": name, "ms_per_step": round(t / steps / 1e3, 3), "share": round(t / total, 3)}
+            for name, t in ranked
+        ]
+
+    def kind(event: dict) -> str:
+        return re.sub(r"[.\d]+$", "", event.get("args", {}).get("hlo_op", event["name"]))
+
+    return {
+        "profiled_steps": steps,
+        "device_busy_fraction": round(busy / span, 3),
+        "device_busy_seconds_per_step": round(busy / steps / 1e6, 4),
+        "by_kind": largest(kind),
+        "by_kernel": largest(lambda event: event["name"][:120]),
+    }
 
 
 def planned_gib(compiled) -> float | None:
@@ -600,12 +696,15 @@ def compile_all(jobs: list[tuple], args: argparse.Namespace, cache: str) -> dict
         return dict(zip(jobs, pool.map(compile_one, jobs)))
 
 
-def _worker_args(args, method, policy, clips, images, steps) -> list[str]:
+def _worker_args(args, method, policy, clips, images, steps, profile: bool = False) -> list[str]:
+    folder = Path(args.profile or ".") / f"{method}_{policy}_{clips}"
     return [
         "--worker", method, "--policies", policy, "--clips", str(clips),
         "--images", str(images), "--steps", str(steps),
         "--attack_models", str(args.attack_models),
-    ] + (["--small"] if args.small else [])  # fmt: skip
+    ] + (["--small"] if args.small else []) + (
+        ["--profile", str(folder)] if profile and args.profile else []
+    )  # fmt: skip
 
 
 def main() -> None:
@@ -635,6 +734,11 @@ def main() -> None:
     )
     parser.add_argument(
         "--deadline", type=float, default=0.0, help="start nothing after these seconds (0: none)"
+    )
+    parser.add_argument(
+        "--profile",
+        help="trace two more steps of each paper-batch step with JAX's profiler into a folder "
+        "here, and summarise where the device's time went",
     )
     parser.add_argument(
         "--cache",
@@ -677,8 +781,9 @@ def main() -> None:
         return
     if args.worker:
         figures = measure_step(
-            args.worker, policies[0], sizes, args.clips, args.images, args.steps, args.compile_only
-        )
+            args.worker, policies[0], sizes, args.clips, args.images, args.steps,
+            args.compile_only, Path(args.profile) if args.profile else None,
+        )  # fmt: skip
         print(json.dumps(figures))
         return
 
@@ -707,7 +812,7 @@ def main() -> None:
         compiles = compile_all(jobs, args, cache)
         print(json.dumps({"compiled": [[*job, r] for job, r in compiles.items()]}), flush=True)
 
-    def measure(job: tuple, steps: int = args.steps) -> dict:
+    def measure(job: tuple, steps: int = args.steps, profile: bool = False) -> dict:
         """One timed step in a fresh process (the step loaded from the cache, if compiled)."""
         method, policy, clips, images = job
         first = compiles.get(job, {})
@@ -718,7 +823,9 @@ def main() -> None:
         else:
             result = with_gpu_in_use(
                 lambda: run_worker(
-                    _worker_args(args, method, policy, clips, images, steps), args.timeout, cache
+                    _worker_args(args, method, policy, clips, images, steps, profile),
+                    args.timeout,
+                    cache,
                 )
             )
         result = {"method": method, "dtype_policy": policy, "clips": clips} | result
@@ -742,7 +849,7 @@ def main() -> None:
     peak = report["matmul"].get("bfloat16_matmul_tflops")
     report["steps"] = []
     for job in paper_jobs:
-        result = measure(job)
+        result = measure(job, profile=True)
         if peak and "model_tflops_per_second" in result:
             result["fraction_of_bf16_matmul_peak"] = round(
                 result["model_tflops_per_second"] / peak, 3

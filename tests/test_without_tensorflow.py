@@ -1,5 +1,6 @@
 """The JAX path with TensorFlow absent: every trainer fits, the GPU benchmark's smoke run runs."""
 
+import gzip
 import importlib.util
 import json
 import math
@@ -80,7 +81,7 @@ def test_gpu_benchmark_smoke_run_without_tensorflow(tmp_path):
     args = [
         str(ROOT / "benchmarks" / "gpu.py"), "--small", "--jobs", "spact:float32,meta:float32",
         "--steps", "1", "--largest_batch", "2", "--attack_models", "2",
-        "--cache", str(tmp_path / "cache"),
+        "--cache", str(tmp_path / "cache"), "--profile", str(tmp_path / "profile"),
     ]  # fmt: skip
     report = last_json(run_without_tensorflow(tmp_path, args, 900))
     # The steps' compiles and their autotuning results stay for a later command to load.
@@ -93,6 +94,11 @@ def test_gpu_benchmark_smoke_run_without_tensorflow(tmp_path):
         assert "error" not in row, row
         assert row["seconds_per_step"] > 0 and row["clips_per_second"] > 0
         assert all(math.isfinite(v) for v in row["logs"].values())
+    for row in steps.values():  # the profiled steps, summarised
+        profile = row["profile"]
+        assert 0 < profile["device_busy_fraction"] <= 1
+        assert 0 < sum(op["share"] for op in profile["by_kind"]) <= 1.001
+        assert profile["by_kind"][0]["ms_per_step"] > 0
     assert steps["spact"]["clips_per_step"] == 2 * report["batch"]["clips"]
     assert steps["spact"]["model_gflops_per_step"] > 0
     assert steps["meta"]["logs"]["meta_train_loss"] > 0
@@ -227,3 +233,34 @@ def test_gpu_benchmark_times_its_matmul_peak_with_autotuning():
     flags = "--xla_gpu_autotune_level=0 --xla_dump_to=/tmp/dump"
     assert gpu.without_autotune_level(flags) == "--xla_dump_to=/tmp/dump"
     assert gpu.without_autotune_level("") == ""
+
+
+def test_gpu_benchmark_summarises_a_gpu_trace_by_its_stream_kernels(tmp_path):
+    def kernel(start, duration, op, thread=7):  # microseconds, as traces count
+        return {"ph": "X", "pid": 1, "tid": thread, "ts": start, "dur": duration,
+                "name": f"kernel_{op}", "args": {"hlo_op": op}}  # fmt: skip
+
+    events = [
+        {"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "/device:GPU:0"}},
+        {"ph": "M", "pid": 1, "tid": 7, "name": "thread_name", "args": {"name": "Stream #7"}},
+        {"ph": "M", "pid": 1, "tid": 9, "name": "thread_name", "args": {"name": "XLA Ops"}},
+        {"ph": "M", "pid": 2, "name": "process_name", "args": {"name": "/host:CPU"}},
+        kernel(0, 10_000, "fusion.1"),
+        kernel(20_000, 30_000, "convolution.4"),
+        kernel(50_000, 10_000, "fusion.2"),
+        kernel(20_000, 30_000, "convolution.4", thread=9),  # a derived line, not a stream: left out
+        {"ph": "X", "pid": 2, "tid": 1, "ts": 0, "dur": 100_000, "name": "host work"},
+    ]
+    trace = tmp_path / "perfetto_trace.json.gz"
+    with gzip.open(trace, "wt") as file:
+        json.dump({"traceEvents": events}, file)
+    summary = gpu_benchmark().summarize_trace(trace, steps=2)
+    assert summary["device_busy_fraction"] == round(50 / 60, 3)  # idle from 10 to 20 ms
+    assert summary["device_busy_seconds_per_step"] == 0.025
+    assert summary["by_kind"] == [
+        {"name": "convolution", "ms_per_step": 15.0, "share": 0.6},
+        {"name": "fusion", "ms_per_step": 10.0, "share": 0.4},
+    ]
+    assert [op["name"] for op in summary["by_kernel"]] == [
+        "kernel_convolution.4", "kernel_fusion.1", "kernel_fusion.2"
+    ]  # fmt: skip
