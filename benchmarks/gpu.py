@@ -611,10 +611,9 @@ def run_worker(
     args: list[str], timeout: float, cache: str | None = None, xla_flags: str | None = None
 ) -> dict:
     """This script in a fresh process with `args`; its last JSON line, or why there is none.
-    With `cache`, the process reads and writes JAX's persistent compilation cache there, and
-    XLA's autotuning results of each fusion (a program sharing a step's convolutions, meta with
-    SPAct's, loads their tuning); with `xla_flags`, its `XLA_FLAGS` are those instead of this
-    process's."""
+    With `cache`, the process reads and writes JAX's persistent compilation cache there, XLA's
+    per-fusion autotuning results with it (`jax_persistent_cache_enable_xla_caches`); with
+    `xla_flags`, its `XLA_FLAGS` are those instead of this process's."""
     env = dict(os.environ, KERAS_BACKEND="jax", XLA_PYTHON_CLIENT_PREALLOCATE="false")
     if xla_flags is not None:
         env["XLA_FLAGS"] = xla_flags
@@ -697,14 +696,14 @@ def compile_all(jobs: list[tuple], args: argparse.Namespace, cache: str) -> dict
 
 
 def _worker_args(args, method, policy, clips, images, steps, profile: bool = False) -> list[str]:
-    folder = Path(args.profile or ".") / f"{method}_{policy}_{clips}"
-    return [
+    worker = [
         "--worker", method, "--policies", policy, "--clips", str(clips),
         "--images", str(images), "--steps", str(steps),
         "--attack_models", str(args.attack_models),
-    ] + (["--small"] if args.small else []) + (
-        ["--profile", str(folder)] if profile and args.profile else []
-    )  # fmt: skip
+    ] + (["--small"] if args.small else [])  # fmt: skip
+    if profile and args.profile:
+        worker += ["--profile", str(Path(args.profile) / f"{method}_{policy}_{clips}")]
+    return worker
 
 
 def main() -> None:
@@ -737,8 +736,8 @@ def main() -> None:
     )
     parser.add_argument(
         "--profile",
-        help="trace two more steps of each paper-batch step with JAX's profiler into a folder "
-        "here, and summarise where the device's time went",
+        help="trace two more steps of each paper-batch step with JAX's profiler (perfetto "
+        "traces in this folder) and summarise where the device's time went",
     )
     parser.add_argument(
         "--cache",
