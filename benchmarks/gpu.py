@@ -413,13 +413,14 @@ def summarize_trace(trace: Path, steps: int, top: int = 12) -> dict:
         if end > reached:
             busy += end - max(begin, reached)
             reached = end
-    span = max(end for _, end in intervals) - intervals[0][0]
+    span = reached - intervals[0][0]  # `reached`: the last kernel's end
     total = sum(e["dur"] for e in kernels)
 
     def largest(key) -> list[dict]:
         times: dict[str, float] = {}
         for e in kernels:
-            times[key(e)] = times.get(key(e), 0.0) + e["dur"]
+            name = key(e)
+            times[name] = times.get(name, 0.0) + e["dur"]
         ranked = sorted(times.items(), key=lambda item: -item[1])[:top]
         return [
             {"name": name, "ms_per_step": round(t / steps / 1e3, 3), "share": round(t / total, 3)}
