@@ -26,7 +26,7 @@ Per method and dtype policy (`float32`, `mixed_bfloat16`), at the paper's batch 
 - `peak_gib`: the device's peak bytes in use during the process (compile and steps);
 - meta with `--attack_models K`: the first K of its eight attack models, a smaller program
   (all eight compiled inside a lease's command only with `XLA_FLAGS=--xla_gpu_autotune_level=0`:
-  272 s on an H200, 2026-11-28);
+  272 s on an H200, 2026-11-28; with the default autotuning, not within 563 s);
 - the largest batch that fits (`--largest_batch`): the paper's batch doubled until the step
   runs out of device memory;
 - `planned_gib`: the device memory XLA's buffer assignment plans for the step (arguments,
@@ -38,7 +38,10 @@ Per method and dtype policy (`float32`, `mixed_bfloat16`), at the paper's batch 
   most device time, by kind and by kernel: where a step below the matmul peak loses its time;
 - `gpu_in_use_before`: the GPU memory every process held, and the GPU's utilisation, just
   before a measurement started (nvidia-smi): far from nothing, another process shared the GPU,
-  and the figures are not the step's alone.
+  and the figures are not the step's alone;
+- with `--variant_flags FLAGS`: every paper-batch step measured a second time, compiled with
+  FLAGS added to `XLA_FLAGS` (`variant_flags` in its row), right after the first, with its
+  `speedup` over it: a compiler setting tried against its peer in the same run.
 
 `--compile_first N` compiles every measurement before any is timed, N processes at a time, into
 a persistent compilation cache (`jax_compilation_cache_dir`) that the timed runs, one at a time,
@@ -660,7 +663,7 @@ def largest_batch(policy: str, args: argparse.Namespace, measure) -> dict:
     a step fails (runs out of memory); `measure(job)` times one step."""
     fits, figures = None, {}
     for clips, images in larger_batches(args):
-        result = measure(("spact", policy, clips, images), steps=3)
+        result = measure(("spact", policy, clips, images, ""), steps=3)
         if "error" in result:
             figures["stopped_at_clips"] = clips
             figures["stopped_because"] = result
@@ -685,25 +688,38 @@ def larger_batches(args: argparse.Namespace) -> list[tuple[int, int]]:
 
 
 def compile_all(jobs: list[tuple], args: argparse.Namespace, cache: str) -> dict:
-    """Compile the step of every (method, policy, clips, images) job into the persistent
-    `cache`, `--compile_first` processes at a time; each compile's figures, by job."""
+    """Compile the step of every (method, policy, clips, images, variant flags) job into the
+    persistent `cache`, `--compile_first` processes at a time; each compile's figures, by
+    job."""
 
     def compile_one(job: tuple) -> dict:
         worker = _worker_args(args, *job, steps=0) + ["--compile_only"]
-        return run_worker(worker, args.timeout, cache)
+        return run_worker(worker, args.timeout, cache, job_xla_flags(job))
 
     with ThreadPoolExecutor(args.compile_first) as pool:
         return dict(zip(jobs, pool.map(compile_one, jobs)))
 
 
-def _worker_args(args, method, policy, clips, images, steps, profile: bool = False) -> list[str]:
+def job_xla_flags(job: tuple) -> str | None:
+    """The `XLA_FLAGS` of a job's worker: this process's plus the job's variant flags; None
+    (this process's, unchanged) for a job with none."""
+    variant = job[4]
+    if not variant:
+        return None
+    return f"{os.environ.get('XLA_FLAGS', '')} {variant}".strip()
+
+
+def _worker_args(
+    args, method, policy, clips, images, variant, steps, profile: bool = False
+) -> list[str]:
     worker = [
         "--worker", method, "--policies", policy, "--clips", str(clips),
         "--images", str(images), "--steps", str(steps),
         "--attack_models", str(args.attack_models),
     ] + (["--small"] if args.small else [])  # fmt: skip
     if profile and args.profile:
-        worker += ["--profile", str(Path(args.profile) / f"{method}_{policy}_{clips}")]
+        folder = f"{method}_{policy}_{clips}" + ("_variant" if variant else "")
+        worker += ["--profile", str(Path(args.profile) / folder)]
     return worker
 
 
@@ -744,6 +760,12 @@ def main() -> None:
         "--cache",
         help="keep JAX's compilation cache in this folder, for a later run to load (default: a "
         "temporary one with --compile_first, removed at the end)",
+    )
+    parser.add_argument(
+        "--variant_flags",
+        default="",
+        help="also measure every paper-batch step compiled with these XLA flags added, and "
+        "report its speedup (e.g. --variant_flags=--xla_gpu_force_conv_nhwc=true)",
     )
     parser.add_argument(
         "--attack_models",
@@ -798,8 +820,9 @@ def main() -> None:
         # The compiler's settings (e.g. --xla_gpu_autotune_level) change compile and step times.
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
     }
-    paper_jobs = [(m, p, args.clips, args.images) for m, p in pairs]
-    larger_jobs = [("spact", p, c, i) for c, i in larger_batches(args) for p in spact_policies]
+    variants = [""] + ([args.variant_flags] if args.variant_flags else [])
+    paper_jobs = [(m, p, args.clips, args.images, v) for m, p in pairs for v in variants]
+    larger_jobs = [("spact", p, c, i, "") for c, i in larger_batches(args) for p in spact_policies]
     jobs = paper_jobs + larger_jobs
     cache, compiles = args.cache, {}
     if cache:
@@ -814,7 +837,7 @@ def main() -> None:
 
     def measure(job: tuple, steps: int = args.steps, profile: bool = False) -> dict:
         """One timed step in a fresh process (the step loaded from the cache, if compiled)."""
-        method, policy, clips, images = job
+        method, policy, clips, images, variant = job
         first = compiles.get(job, {})
         if "error" in first:
             result = {"error": f"compile: {first['error']}"}
@@ -823,12 +846,13 @@ def main() -> None:
         else:
             result = with_gpu_in_use(
                 lambda: run_worker(
-                    _worker_args(args, method, policy, clips, images, steps, profile),
-                    args.timeout,
-                    cache,
+                    _worker_args(args, *job, steps, profile), args.timeout, cache,
+                    job_xla_flags(job),
                 )
-            )
+            )  # fmt: skip
         result = {"method": method, "dtype_policy": policy, "clips": clips} | result
+        if variant:
+            result["variant_flags"] = variant
         if method == "meta":
             result["attack_models"] = len(sizes["attack_models"])
         if "compile_seconds" in first:
@@ -848,12 +872,16 @@ def main() -> None:
     )
     peak = report["matmul"].get("bfloat16_matmul_tflops")
     report["steps"] = []
+    default_rows = {}
     for job in paper_jobs:
         result = measure(job, profile=True)
         if peak and "model_tflops_per_second" in result:
             result["fraction_of_bf16_matmul_peak"] = round(
                 result["model_tflops_per_second"] / peak, 3
             )
+        default = default_rows.setdefault(job[:2], result)  # the row without variant flags
+        if result is not default and "seconds_per_step" in result and "seconds_per_step" in default:
+            result["speedup"] = round(default["seconds_per_step"] / result["seconds_per_step"], 3)
         print(json.dumps(result), flush=True)
         report["steps"].append(result)
     if not args.small and not args.no_torch and spact_policies:

@@ -234,6 +234,39 @@ def test_gpu_benchmark_times_its_matmul_peak_with_autotuning():
     assert gpu.without_autotune_level("") == ""
 
 
+def test_gpu_benchmark_measures_variant_flags_against_the_default_step(monkeypatch, capsys):
+    gpu = gpu_benchmark()
+    monkeypatch.setenv("XLA_FLAGS", "--xla_dump_to=/tmp/dump")
+    nhwc = "--xla_gpu_force_conv_nhwc=true"
+    calls = []
+
+    def fake_worker(args, timeout, cache=None, xla_flags=None):  # the step twice as fast
+        calls.append((args[1], "--compile_only" in args, xla_flags))
+        if args[1] == "matmul":
+            return {"bfloat16_matmul_tflops": 100.0}
+        seconds = 0.5 if xla_flags and nhwc in xla_flags else 1.0
+        return {"seconds_per_step": seconds, "model_tflops_per_second": 10 / seconds}
+
+    monkeypatch.setattr(gpu, "run_worker", fake_worker)
+    monkeypatch.setattr(gpu, "gpu_in_use", lambda: None)
+    argv = ["gpu.py", "--small", "--jobs", "spact:mixed_bfloat16", "--largest_batch", "0"]
+    monkeypatch.setattr(sys, "argv", argv + ["--compile_first", "1", f"--variant_flags={nhwc}"])
+    gpu.main()
+    report = json.loads(capsys.readouterr().out.splitlines()[-1])
+    default, variant = report["steps"]
+    assert "variant_flags" not in default and "speedup" not in default
+    assert variant["variant_flags"] == nhwc and variant["speedup"] == 2.0
+    assert (default["fraction_of_bf16_matmul_peak"], variant["fraction_of_bf16_matmul_peak"]) == (
+        0.1,
+        0.2,
+    )
+    # Each variant compiles and runs with the run's flags plus its own; the default with the run's.
+    both = "--xla_dump_to=/tmp/dump " + nhwc
+    assert [(c, f) for w, c, f in calls if w == "spact"] == [
+        (True, None), (True, both), (False, None), (False, both),
+    ]  # fmt: skip
+
+
 def test_gpu_benchmark_summarises_a_gpu_trace_by_its_stream_kernels(tmp_path):
     def kernel(start, duration, op, thread=7):  # microseconds, as traces count
         return {"ph": "X", "pid": 1, "tid": thread, "ts": start, "dur": duration,
