@@ -142,6 +142,10 @@ the size of the differences another device's arithmetic makes in the first step.
 PROFILED_STEPS = 2
 """Steps that `--profile` traces after the timed ones."""
 
+SHORT_GAP_US = 20.0
+"""A device's idle gap between two operations shorter than this (microseconds) is counted as
+launch latency (a few microseconds a kernel), longer ones as waits."""
+
 NOISE_MARGIN = 1.5
 """How far past the farthest perturbed run a checked loss may end and still count as noise: a
 few perturbed runs see less than the whole spread."""
@@ -388,8 +392,11 @@ def outermost(spans: list[dict]) -> list[dict]:
 def summarize_trace(trace: Path, steps: int, top: int = 12) -> dict:
     """Where the device's time went in a perfetto trace of `steps` steps: the share of the
     traced span it was busy, its busy seconds per step, and the `top` operations by time, by
-    kind (the HLO operation less its number: `fusion`, `convolution`, ...) and by kernel.
-    A GPU's kernels are the events on its streams; a CPU's, the events naming an HLO op."""
+    kind (the HLO operation less its number: `fusion`, `convolution`, ...) and by kernel; and
+    where it idled (`idle`): the gaps between its operations, short ones (a launch's latency,
+    under `SHORT_GAP_US`) apart from long ones (a wait: the host behind, a copy, a sync), and
+    the `top` longest with the operations either side. A GPU's kernels are the events on its
+    streams; a CPU's, the events naming an HLO op."""
     with gzip.open(trace, "rt") as file:
         data = json.load(file)
     events = data["traceEvents"] if isinstance(data, dict) else data
@@ -410,13 +417,16 @@ def summarize_trace(trace: Path, steps: int, top: int = 12) -> dict:
     )
     if not kernels:
         return {"error": f"{trace}: no device operation in the trace"}
-    intervals = sorted((e["ts"], e["ts"] + e["dur"]) for e in kernels)
-    busy, reached = 0.0, intervals[0][0]
-    for begin, end in intervals:
+    ordered = sorted(kernels, key=lambda e: e["ts"])
+    busy, gaps, reached, last = 0.0, [], ordered[0]["ts"], ordered[0]
+    for event in ordered:
+        begin, end = event["ts"], event["ts"] + event["dur"]
+        if begin > reached:
+            gaps.append((begin - reached, last, event))
         if end > reached:
             busy += end - max(begin, reached)
-            reached = end
-    span = reached - intervals[0][0]  # `reached`: the last kernel's end
+            reached, last = end, event
+    span = reached - ordered[0]["ts"]  # `reached`: the last kernel's end
     total = sum(e["dur"] for e in kernels)
 
     def largest(key) -> list[dict]:
@@ -433,12 +443,22 @@ def summarize_trace(trace: Path, steps: int, top: int = 12) -> dict:
     def kind(event: dict) -> str:
         return re.sub(r"[.\d]+$", "", event.get("args", {}).get("hlo_op", event["name"]))
 
+    short = [gap for gap, _, _ in gaps if gap < SHORT_GAP_US]
     return {
         "profiled_steps": steps,
         "device_busy_fraction": round(busy / span, 3),
         "device_busy_seconds_per_step": round(busy / steps / 1e6, 4),
         "by_kind": largest(kind),
         "by_kernel": largest(lambda event: event["name"][:120]),
+        "idle": {
+            "gaps_per_step": round(len(gaps) / steps, 1),
+            "ms_per_step_in_short_gaps": round(sum(short) / steps / 1e3, 3),
+            "ms_per_step_in_long_gaps": round((span - busy - sum(short)) / steps / 1e3, 3),
+            "longest": [
+                {"ms": round(gap / 1e3, 3), "after": kind(after), "before": kind(before)}
+                for gap, after, before in sorted(gaps, key=lambda g: -g[0])[:top]
+            ],
+        },
     }
 
 

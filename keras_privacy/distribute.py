@@ -94,6 +94,13 @@ def training_scope(distribution: str = "none", precision: str = "float32") -> It
         keras.config.set_dtype_policy(policy)
 
 
+def use_compilation_cache(folder: str) -> None:
+    """Keep the compiled training steps in `folder`, and load them from there, from the next
+    compile on (JAX's persistent compilation cache, with XLA's autotuning results of each
+    fusion); a SettingError on TensorFlow (`backend.tensorflow_distribution`)."""
+    backend.distribution().use_compilation_cache(folder)
+
+
 def check_batch_sizes(replicas: int, **batch_sizes: int) -> None:
     """Raise ValueError naming the first global batch size that the replicas cannot share."""
     for name, size in batch_sizes.items():

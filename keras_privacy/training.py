@@ -399,6 +399,8 @@ def train(
     Models are built, compiled and trained under the config's distribution and dtype policy.
     """
     config.validate()
+    if config.compilation_cache:
+        distribute.use_compilation_cache(config.compilation_cache)
     with distribute.training_scope(config.distribution, config.mixed_precision) as replicas:
         distribute.check_batch_sizes(
             replicas, batch_size=config.batch_size, privacy_batch_size=config.privacy_batch_size

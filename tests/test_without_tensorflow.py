@@ -280,6 +280,7 @@ def test_gpu_benchmark_summarises_a_gpu_trace_by_its_stream_kernels(tmp_path):
         kernel(0, 10_000, "fusion.1"),
         kernel(20_000, 30_000, "convolution.4"),
         kernel(50_000, 10_000, "fusion.2"),
+        kernel(60_005, 1_000, "fusion.3"),  # after a 5 us launch gap
         kernel(20_000, 30_000, "convolution.4", thread=9),  # a derived line, not a stream: left out
         {"ph": "X", "pid": 2, "tid": 1, "ts": 0, "dur": 100_000, "name": "host work"},
     ]
@@ -287,12 +288,21 @@ def test_gpu_benchmark_summarises_a_gpu_trace_by_its_stream_kernels(tmp_path):
     with gzip.open(trace, "wt") as file:
         json.dump({"traceEvents": events}, file)
     summary = gpu_benchmark().summarize_trace(trace, steps=2)
-    assert summary["device_busy_fraction"] == round(50 / 60, 3)  # idle from 10 to 20 ms
-    assert summary["device_busy_seconds_per_step"] == 0.025
+    assert summary["device_busy_fraction"] == round(51 / 61.005, 3)  # idle 10 ms and 5 us
+    assert summary["device_busy_seconds_per_step"] == 0.0255
     assert summary["by_kind"] == [
-        {"name": "convolution", "ms_per_step": 15.0, "share": 0.6},
-        {"name": "fusion", "ms_per_step": 10.0, "share": 0.4},
+        {"name": "convolution", "ms_per_step": 15.0, "share": round(30 / 51, 3)},
+        {"name": "fusion", "ms_per_step": 10.5, "share": round(21 / 51, 3)},
     ]
     assert [op["name"] for op in summary["by_kernel"]] == [
-        "kernel_convolution.4", "kernel_fusion.1", "kernel_fusion.2"
+        "kernel_convolution.4", "kernel_fusion.1", "kernel_fusion.2", "kernel_fusion.3"
     ]  # fmt: skip
+    assert summary["idle"] == {
+        "gaps_per_step": 1.0,
+        "ms_per_step_in_short_gaps": 0.003,  # 5 us over 2 steps, rounded
+        "ms_per_step_in_long_gaps": 5.0,
+        "longest": [
+            {"ms": 10.0, "after": "fusion", "before": "convolution"},
+            {"ms": 0.005, "after": "fusion", "before": "fusion"},
+        ],
+    }

@@ -21,6 +21,18 @@ def join_processes(num_processes: int, process_id: int, coordinator_address: str
     return jax.process_count()
 
 
+def use_compilation_cache(folder: str) -> None:
+    """JAX's persistent compilation cache in `folder`, XLA's per-fusion autotuning results with
+    it, for every compile from now on (`reset_cache`: also after earlier compiles)."""
+    from jax.experimental.compilation_cache import compilation_cache
+
+    jax.config.update("jax_compilation_cache_dir", folder)
+    jax.config.update(
+        "jax_persistent_cache_enable_xla_caches", "xla_gpu_per_fusion_autotune_cache_dir"
+    )
+    compilation_cache.reset_cache()
+
+
 def is_chief() -> bool:
     """Whether this is process 0 of the JAX job (the only process of a single-process one)."""
     return jax.process_index() == 0

@@ -20,6 +20,15 @@ def join_processes(num_processes: int, process_id: int, coordinator_address: str
     )
 
 
+def use_compilation_cache(folder: str) -> None:
+    """Refuse: TensorFlow's own XLA cache (`--tf_xla_persistent_cache_directory`) reloaded a
+    CPU step with parse errors and a warning of illegal instructions (TensorFlow 2.21)."""
+    raise SettingError(
+        f"<compilation_cache>={folder}: a cache of compiled steps is kept on JAX; this is "
+        "tensorflow (use <backend>=jax, or leave <compilation_cache> empty)"
+    )
+
+
 def is_chief() -> bool:
     """Always: a TensorFlow run is one process."""
     return True
