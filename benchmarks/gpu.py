@@ -39,9 +39,10 @@ Per method and dtype policy (`float32`, `mixed_bfloat16`), at the paper's batch 
 - `gpu_in_use_before`: the GPU memory every process held, and the GPU's utilisation, just
   before a measurement started (nvidia-smi): far from nothing, another process shared the GPU,
   and the figures are not the step's alone;
-- with `--variant_flags FLAGS`: every paper-batch step measured a second time, compiled with
-  FLAGS added to `XLA_FLAGS` (`variant_flags` in its row), right after the first, with its
-  `speedup` over it: a compiler setting tried against its peer in the same run.
+- with `--variant_flags "FLAGS;FLAGS..."`: every paper-batch step measured again for each
+  variant, compiled with its FLAGS added to `XLA_FLAGS` (`variant_flags` in its row), right
+  after the step without them, with its `speedup` over it: compiler settings tried against
+  their peer in the same run.
 
 `--compile_first N` compiles every measurement before any is timed, N processes at a time, into
 a persistent compilation cache (`jax_compilation_cache_dir`) that the timed runs, one at a time,
@@ -738,7 +739,9 @@ def _worker_args(
         "--attack_models", str(args.attack_models),
     ] + (["--small"] if args.small else [])  # fmt: skip
     if profile and args.profile:
-        folder = f"{method}_{policy}_{clips}" + ("_variant" if variant else "")
+        folder = f"{method}_{policy}_{clips}" + (
+            "_" + re.sub(r"\W+", "_", variant) if variant else ""
+        )
         worker += ["--profile", str(Path(args.profile) / folder)]
     return worker
 
@@ -784,8 +787,9 @@ def main() -> None:
     parser.add_argument(
         "--variant_flags",
         default="",
-        help="also measure every paper-batch step compiled with these XLA flags added, and "
-        "report its speedup (e.g. --variant_flags=--xla_gpu_force_conv_nhwc=true)",
+        help="also measure every paper-batch step compiled with these XLA flags added (variants "
+        "separated by ';'), and report each one's speedup (e.g. "
+        "--variant_flags='--xla_gpu_force_conv_nhwc=true;--xla_gpu_autotune_level=0')",
     )
     parser.add_argument(
         "--attack_models",
@@ -840,7 +844,7 @@ def main() -> None:
         # The compiler's settings (e.g. --xla_gpu_autotune_level) change compile and step times.
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
     }
-    variants = [""] + ([args.variant_flags] if args.variant_flags else [])
+    variants = [""] + [v.strip() for v in args.variant_flags.split(";") if v.strip()]
     paper_jobs = [(m, p, args.clips, args.images, v) for m, p in pairs for v in variants]
     larger_jobs = [("spact", p, c, i, "") for c, i in larger_batches(args) for p in spact_policies]
     jobs = paper_jobs + larger_jobs

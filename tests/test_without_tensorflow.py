@@ -237,34 +237,35 @@ def test_gpu_benchmark_times_its_matmul_peak_with_autotuning():
 def test_gpu_benchmark_measures_variant_flags_against_the_default_step(monkeypatch, capsys):
     gpu = gpu_benchmark()
     monkeypatch.setenv("XLA_FLAGS", "--xla_dump_to=/tmp/dump")
-    nhwc = "--xla_gpu_force_conv_nhwc=true"
+    nhwc, untuned = "--xla_gpu_force_conv_nhwc=true", "--xla_gpu_autotune_level=0"
     calls = []
 
-    def fake_worker(args, timeout, cache=None, xla_flags=None):  # the step twice as fast
+    def fake_worker(args, timeout, cache=None, xla_flags=None):  # nhwc 2x, untuned 4x slower
         calls.append((args[1], "--compile_only" in args, xla_flags))
         if args[1] == "matmul":
             return {"bfloat16_matmul_tflops": 100.0}
-        seconds = 0.5 if xla_flags and nhwc in xla_flags else 1.0
+        seconds = {nhwc: 0.5, untuned: 4.0}.get((xla_flags or "").split(" ")[-1], 1.0)
         return {"seconds_per_step": seconds, "model_tflops_per_second": 10 / seconds}
 
     monkeypatch.setattr(gpu, "run_worker", fake_worker)
     monkeypatch.setattr(gpu, "gpu_in_use", lambda: None)
     argv = ["gpu.py", "--small", "--jobs", "spact:mixed_bfloat16", "--largest_batch", "0"]
-    monkeypatch.setattr(sys, "argv", argv + ["--compile_first", "1", f"--variant_flags={nhwc}"])
+    variants = f"--variant_flags={nhwc}; {untuned}"
+    monkeypatch.setattr(sys, "argv", argv + ["--compile_first", "1", variants])
     gpu.main()
     report = json.loads(capsys.readouterr().out.splitlines()[-1])
-    default, variant = report["steps"]
+    default, faster, slower = report["steps"]
     assert "variant_flags" not in default and "speedup" not in default
-    assert variant["variant_flags"] == nhwc and variant["speedup"] == 2.0
-    assert (default["fraction_of_bf16_matmul_peak"], variant["fraction_of_bf16_matmul_peak"]) == (
-        0.1,
-        0.2,
-    )
+    assert faster["variant_flags"] == nhwc and faster["speedup"] == 2.0
+    assert slower["variant_flags"] == untuned and slower["speedup"] == 0.25
+    fractions = [row["fraction_of_bf16_matmul_peak"] for row in report["steps"]]
+    assert fractions == [0.1, 0.2, 0.025]
     # Each variant compiles and runs with the run's flags plus its own; the default with the run's.
-    both = "--xla_dump_to=/tmp/dump " + nhwc
-    assert [(c, f) for w, c, f in calls if w == "spact"] == [
-        (True, None), (True, both), (False, None), (False, both),
-    ]  # fmt: skip
+    run = "--xla_dump_to=/tmp/dump "
+    flags = [None, run + nhwc, run + untuned]
+    assert [(c, f) for w, c, f in calls if w == "spact"] == [(True, f) for f in flags] + [
+        (False, f) for f in flags
+    ]
 
 
 def test_gpu_benchmark_summarises_a_gpu_trace_by_its_stream_kernels(tmp_path):
