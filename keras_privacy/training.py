@@ -13,6 +13,7 @@ import dataclasses
 import json
 import logging
 import math
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -376,6 +377,30 @@ def phase_dataset(
     return tf.data.Dataset.zip(labelled, masks).map(lambda batch, split: {**batch, **split})
 
 
+class _FirstStepTime(keras.callbacks.Callback):
+    """Print how long a phase's first step took, its compile included: under XLA on a GPU that
+    is minutes (SPAct's step about 2.5 on an H200, the eight-model meta step more than 9),
+    which `--compilation_cache` saves a later run on JAX."""
+
+    def __init__(self, phase: str):
+        super().__init__()
+        self.phase = phase
+        self.started: float | None = None
+        self.reported = False
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if self.started is None:
+            self.started = time.perf_counter()
+
+    def on_train_batch_end(self, batch, logs=None):
+        if not self.reported and self.started is not None:
+            self.reported = True
+            seconds = time.perf_counter() - self.started
+            print(
+                f"phase {self.phase}: first step {seconds:.1f} s (its compile included)", flush=True
+            )
+
+
 class _FailOnNonFinite(keras.callbacks.Callback):
     """Stop at the first batch whose logs hold a NaN or an infinity, and remember where."""
 
@@ -473,6 +498,7 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
         if state is not None and state["phase"] == phase.name and done > 0:
             checkpoint.restore_models(state, owned)
             checkpoint.restore_optimizer(state, trainer.optimizer)
+        first_step = _FirstStepTime(phase.name)
         for epoch in range(done, phase.epochs):
             dataset = distribute.process_shard(
                 phase_dataset(
@@ -491,6 +517,7 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
                 epochs=epoch + 1,
                 verbose=2,
                 callbacks=[
+                    first_step,
                     guard,
                     *(
                         [keras.callbacks.TensorBoard(log_dir=str(run_dir / "logs" / phase.name))]

@@ -2,10 +2,13 @@
 synthetic benchmark with tiny models: saved models, history, frames, logs, exact resume after a
 kill in the middle of an epoch, and the NaN guard."""
 
+import contextlib
 import dataclasses
+import io
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -118,8 +121,10 @@ def uninterrupted(benchmark, tmp_path_factory):
     folder = tmp_path_factory.mktemp("runs")
     config = tiny_config(benchmark, folder / "a")
     snapshot = SnapshotMidEpoch(folder / "a", folder / "killed")
-    result, models = train_capturing_models(config, callbacks=[snapshot])
+    with contextlib.redirect_stdout(io.StringIO()) as log:
+        result, models = train_capturing_models(config, callbacks=[snapshot])
     return {
+        "log": log.getvalue(),
         "config": config,
         "result": result,
         "models": models,
@@ -141,6 +146,12 @@ def test_full_run_writes_models_history_frames_and_logs(uninterrupted):
         ("SPAct", 0),
         ("SPAct", 1),
     ]
+    # The log says how long each phase's first step took (its compile), once a phase.
+    first_steps = re.findall(r"^phase (\w+): first step ([\d.]+) s", uninterrupted["log"], re.M)
+    assert [phase for phase, _ in first_steps] == [
+        "identity", "action_init", "privacy_init", "minimax"
+    ]  # fmt: skip
+    assert all(float(seconds) > 0 for _, seconds in first_steps)
 
     # The .keras files reload to the trained models: same weights, same outputs.
     assert result.model_paths == {
