@@ -746,7 +746,8 @@ def _worker_args(
     return worker
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line (also read by the test of `benchmarks/gpu_lease.sh`'s commands)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--policies", default=",".join(POLICIES))
@@ -804,6 +805,11 @@ def main() -> None:
     )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--compile_only", action="store_true", help=argparse.SUPPRESS)
+    return parser
+
+
+def main() -> None:
+    parser = build_parser()
     args = parser.parse_args()
     if args.learning_check:
         print(json.dumps(learning_check(Path(args.learning_check), args.record, args.noise_runs)))

@@ -1,10 +1,13 @@
 """The JAX path with TensorFlow absent: every trainer fits, the GPU benchmark's smoke run runs."""
 
+import argparse
+import functools
 import gzip
 import importlib.util
 import json
 import math
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -307,3 +310,63 @@ def test_gpu_benchmark_summarises_a_gpu_trace_by_its_stream_kernels(tmp_path):
             {"ms": 0.005, "after": "fusion", "before": "fusion"},
         ],
     }
+
+
+LEASE = ROOT / "benchmarks" / "gpu_lease.sh"
+LEASE_MODES = ["variants", "meta_fast", "largest", "meta_start", "learning", "learning_highest"]
+
+
+def lease_command(mode: str, limit: int) -> tuple[dict, argparse.Namespace]:
+    """The environment and the parsed gpu.py arguments of one `gpu_lease.sh` mode."""
+    printed = subprocess.run(
+        ["bash", str(LEASE), "--print", mode, str(limit)], capture_output=True, text=True
+    )
+    assert printed.returncode == 0, printed.stderr
+    words = shlex.split(printed.stdout)
+    env = dict(word.split("=", 1) for word in words[: words.index("python")])
+    script, *args = words[words.index("python") + 1 :]
+    assert script == "benchmarks/gpu.py" and env["KERAS_BACKEND"] == "jax"
+    return env, gpu_parser().parse_args(args)
+
+
+@functools.cache
+def gpu_parser() -> argparse.ArgumentParser:
+    return gpu_benchmark().build_parser()
+
+
+def test_every_gpu_lease_mode_runs_a_gpu_benchmark_command_that_parses_within_its_limit():
+    """The lease's commands are ready before a device is lent: each one's flags are gpu.py's,
+    and every compile and measurement ends inside the command's limit (meta_start apart: it
+    outlives its command on purpose)."""
+    untuned = "--xla_gpu_autotune_level=0 --xla_gpu_enable_triton_gemm=false"
+    for mode in LEASE_MODES:
+        env, args = lease_command(mode, 585)
+        if mode.startswith("learning"):
+            assert args.learning_check == "gpu_check"
+            assert (env.get("JAX_DEFAULT_MATMUL_PRECISION") == "highest") == (
+                mode == "learning_highest"
+            )
+            continue
+        assert args.no_torch and args.steps >= 3
+        if mode != "meta_start":
+            assert args.timeout < 585 and args.deadline < 585
+        assert env["XLA_FLAGS"] == (untuned if mode == "meta_fast" else "")
+    _, variants = lease_command("variants", 420)
+    assert variants.variant_flags.split(";") == ["--xla_gpu_force_conv_nhwc=true", untuned]
+    assert variants.profile and variants.compile_first == 3
+    _, largest = lease_command("largest", 420)
+    assert largest.largest_batch == 4 and largest.jobs == "spact:mixed_bfloat16"
+    _, meta = lease_command("meta_start", 585)
+    assert meta.jobs == "meta:mixed_bfloat16" and meta.attack_models == 0 and meta.timeout > 600
+
+
+def test_gpu_lease_names_a_missing_wheel_and_an_unknown_mode(tmp_path):
+    env = dict(os.environ, WHEEL_DIR=str(tmp_path), OUT=str(tmp_path / "out"))
+    (tmp_path / "namex-0.1.0-py3-none-any.whl").touch()
+    done = subprocess.run(["bash", str(LEASE), "variants"], env=env, capture_output=True, text=True)
+    assert done.returncode == 1
+    assert f"missing wheels in {tmp_path}: keras==3.15.1 optree==0.20.0" in done.stderr
+    unknown = subprocess.run(
+        ["bash", str(LEASE), "--print", "fast"], capture_output=True, text=True
+    )
+    assert unknown.returncode == 2 and "unknown mode: fast" in unknown.stderr

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# One command of a GPU lease (README, "Backends and GPUs"): installs the carried wheels, runs one
+# planned `benchmarks/gpu.py` measurement with a GPU monitor beside it, and leaves the figures in
+# $OUT. Kept in the repository because a lease copies the tree afresh for every command: a script
+# edited on the GPU machine is gone by the next one.
+#
+#   bash benchmarks/gpu_lease.sh wheels              # here, before the lease: fills .whl/
+#   bash benchmarks/gpu_lease.sh MODE [SECONDS]      # on the GPU machine, one mode per command
+#   bash benchmarks/gpu_lease.sh --print MODE        # the gpu.py command a mode runs
+#
+# Modes, in the order the next lease should run them (SECONDS: the command's own limit, default
+# 420; give the `run` call about 15 s more):
+#   variants    SPAct bf16 with XLA's defaults, NHWC convolution layouts, and no autotuning
+#               (cuDNN's heuristics, cuBLAS for matmuls), each timed and profiled
+#   meta_fast   the eight-model meta step compiled and timed without autotuning
+#   largest     SPAct bf16 at 2x and 4x the paper's batch, compiled two at a time, then timed
+#   meta_start  the eight-model meta step with XLA's default autotuning, started in its own
+#               session so that it outlives this command (its compile takes longer than one)
+#   meta_wait   waits for meta_start's report (same machine, a later command)
+#   learning    the learning check on gpu_check/ (exported on a CPU, carried), float32
+#   learning_highest  the same with JAX_DEFAULT_MATMUL_PRECISION=highest (no TF32)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+WHEELS=(keras==3.15.1 optree==0.20.0 namex==0.1.0)
+NO_AUTOTUNE="--xla_gpu_autotune_level=0 --xla_gpu_enable_triton_gemm=false"
+NHWC="--xla_gpu_force_conv_nhwc=true"
+OUT=${OUT:-gpu_out}
+WHEEL_DIR=${WHEEL_DIR:-.whl}
+META_LOG=/tmp/gpu_lease_meta.jsonl
+
+usage() {
+    sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
+    exit 2
+}
+
+# The gpu.py arguments of a mode, given the command's limit in seconds.
+gpu_args() {
+    local mode=$1 limit=$2
+    case $mode in
+        variants)
+            echo "--jobs spact:mixed_bfloat16 --compile_first 3 --steps 5 --no_torch" \
+                "--largest_batch 0 --profile $OUT/profile --timeout $((limit - 20))" \
+                "--deadline $((limit - 60))" ;;
+        meta_fast)
+            echo "--jobs meta:mixed_bfloat16 --steps 5 --no_torch --largest_batch 0" \
+                "--timeout $((limit - 20))" ;;
+        meta_start)  # outlives the command: its compile and run may take 14 minutes
+            echo "--jobs meta:mixed_bfloat16 --steps 5 --no_torch --largest_batch 0 --timeout 840" ;;
+        largest)
+            echo "--jobs spact:mixed_bfloat16 --largest_batch 4 --compile_first 2 --steps 3" \
+                "--no_torch --timeout $((limit - 20)) --deadline $((limit - 40))" ;;
+        learning | learning_highest)
+            echo "--learning_check gpu_check" ;;
+        *) return 1 ;;
+    esac
+}
+
+# The XLA_FLAGS a mode adds, and its --variant_flags (separated by '|').
+mode_flags() {
+    case $1 in
+        variants) echo "|$NHWC;$NO_AUTOTUNE" ;;
+        meta_fast) echo "$NO_AUTOTUNE|" ;;
+        *) echo "|" ;;
+    esac
+}
+
+gpu_command() {
+    local mode=$1 limit=$2 flags args
+    args=$(gpu_args "$mode" "$limit") || { echo "unknown mode: $mode" >&2; usage; }
+    flags=$(mode_flags "$mode")
+    local xla=${flags%%|*} variants=${flags#*|}
+    local precision=""
+    [[ $mode == learning_highest ]] && precision="JAX_DEFAULT_MATMUL_PRECISION=highest "
+    printf '%sXLA_FLAGS="%s" KERAS_BACKEND=jax python benchmarks/gpu.py %s' \
+        "$precision" "$xla" "$args"
+    [[ -n $variants ]] && printf ' --variant_flags="%s"' "$variants"
+    echo
+}
+
+# GPU memory and load every 10 s, as the docs/gpu_*.jsonl lines: seconds, load average (1 min),
+# GPU memory used (MiB), GPU utilisation (%).
+monitor() {
+    local start=$SECONDS
+    while sleep 10; do
+        local gpu load
+        gpu=$(nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader,nounits \
+            2> /dev/null | head -n 1 | tr -d ' ') || gpu="null,null"
+        load=$(cut -d' ' -f1 /proc/loadavg)
+        echo "{\"monitor\": [$((SECONDS - start)), $load, ${gpu%,*}, ${gpu#*,}]}"
+    done
+}
+
+install_wheels() {
+    local missing=()
+    for wheel in "${WHEELS[@]}"; do
+        compgen -G "$WHEEL_DIR/${wheel%%==*}-${wheel##*==}-*.whl" > /dev/null || missing+=("$wheel")
+    done
+    if ((${#missing[@]})); then
+        echo "missing wheels in $WHEEL_DIR: ${missing[*]} (run 'bash $0 wheels' here, carry it)" >&2
+        exit 1
+    fi
+    pip install -q --no-index --no-deps --target /tmp/site "$WHEEL_DIR"/*.whl
+    export PYTHONPATH=/tmp/site:$PWD
+}
+
+[[ $# -ge 1 ]] || usage
+if [[ $1 == --print ]]; then
+    [[ $# -ge 2 ]] || usage
+    gpu_command "$2" "${3:-420}"
+    exit 0
+fi
+mode=$1 limit=${2:-420}
+if [[ $mode == _meta_background ]]; then
+    install_wheels
+    monitor > "${META_LOG%.jsonl}_monitor.jsonl" &
+    monitor_pid=$!
+    bash -c "$(gpu_command meta_start "$limit")" > "$META_LOG" 2>&1
+    kill $monitor_pid
+    exit 0
+fi
+if [[ $mode == wheels ]]; then
+    pip download -q --no-deps --only-binary=:all: --python-version 3.12 -d "$WHEEL_DIR" \
+        "${WHEELS[@]}"
+    ls "$WHEEL_DIR"
+    exit 0
+fi
+
+mkdir -p "$OUT"
+if [[ $mode == meta_wait ]]; then
+    [[ -f $META_LOG ]] || { echo "no $META_LOG: run meta_start on this machine first" >&2; exit 1; }
+    deadline=$((SECONDS + limit - 10))
+    until grep -q '"seconds"' "$META_LOG" || ((SECONDS > deadline)); do sleep 5; done
+    cp "$META_LOG" "${META_LOG%.jsonl}_monitor.jsonl" "$OUT/" 2> /dev/null || true
+    cat "$META_LOG"
+    exit 0
+fi
+
+command=$(gpu_command "$mode" "$limit")
+install_wheels
+echo "{\"note\": \"$(date -u +%FT%TZ) $mode: ${command//\"/\\\"}\"}" | tee "$OUT/gpu_$mode.jsonl"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader \
+    | sed 's/.*/{"note": "&"}/' | tee -a "$OUT/gpu_$mode.jsonl" || true
+if [[ $mode == meta_start ]]; then
+    # Its own session: it runs on after this command ends, until the machine goes back.
+    setsid nohup bash "$0" _meta_background "$limit" < /dev/null > /dev/null 2>&1 &
+    sleep $((limit - 10))
+    cp "$META_LOG" "${META_LOG%.jsonl}_monitor.jsonl" "$OUT/" 2> /dev/null || true
+    tail -n 20 "$META_LOG"
+    exit 0
+fi
+monitor > "$OUT/monitor_$mode.jsonl" &
+monitor_pid=$!
+trap 'kill $monitor_pid 2> /dev/null || true' EXIT
+bash -c "$command" 2>&1 | tee -a "$OUT/gpu_$mode.jsonl"
