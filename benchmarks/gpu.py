@@ -643,6 +643,7 @@ def run_worker(
     if xla_flags is not None:
         env["XLA_FLAGS"] = xla_flags
     if cache:
+        Path(cache).mkdir(parents=True, exist_ok=True)
         env.update(
             JAX_COMPILATION_CACHE_DIR=cache,
             JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
@@ -715,10 +716,25 @@ def compile_all(jobs: list[tuple], args: argparse.Namespace, cache: str) -> dict
 
     def compile_one(job: tuple) -> dict:
         worker = _worker_args(args, *job, steps=0) + ["--compile_only"]
-        return run_worker(worker, args.timeout, cache, job_xla_flags(job))
+        return run_worker(worker, args.timeout, job_cache(cache, job), job_xla_flags(job))
 
     with ThreadPoolExecutor(args.compile_first) as pool:
         return dict(zip(jobs, pool.map(compile_one, jobs)))
+
+
+def job_cache(cache: str | None, job: tuple) -> str | None:
+    """The compilation cache of a job's workers: a variant's has a folder of its own, so that
+    no variant loads the autotuning results another one found (its compile time and its kernels
+    are its own)."""
+    variant = job[4]
+    if not cache or not variant:
+        return cache
+    return str(Path(cache) / f"variant_{variant_slug(variant)}")
+
+
+def variant_slug(variant: str) -> str:
+    """Variant flags as a folder name."""
+    return re.sub(r"\W+", "_", variant).strip("_")
 
 
 def job_xla_flags(job: tuple) -> str | None:
@@ -739,9 +755,7 @@ def _worker_args(
         "--attack_models", str(args.attack_models),
     ] + (["--small"] if args.small else [])  # fmt: skip
     if profile and args.profile:
-        folder = f"{method}_{policy}_{clips}" + (
-            "_" + re.sub(r"\W+", "_", variant) if variant else ""
-        )
+        folder = f"{method}_{policy}_{clips}" + ("_" + variant_slug(variant) if variant else "")
         worker += ["--profile", str(Path(args.profile) / folder)]
     return worker
 
@@ -876,7 +890,7 @@ def main() -> None:
         else:
             result = with_gpu_in_use(
                 lambda: run_worker(
-                    _worker_args(args, *job, steps, profile), args.timeout, cache,
+                    _worker_args(args, *job, steps, profile), args.timeout, job_cache(cache, job),
                     job_xla_flags(job),
                 )
             )  # fmt: skip

@@ -10,8 +10,10 @@
 #
 # Modes, in the order the next lease should run them (SECONDS: the command's own limit, default
 # 420; give the `run` call about 15 s more):
-#   variants    SPAct bf16 with XLA's defaults, NHWC convolution layouts, and no autotuning
-#               (cuDNN's heuristics, cuBLAS for matmuls), each timed and profiled
+#   variants    SPAct bf16 with XLA's defaults, NHWC convolution layouts, autotuning without
+#               its buffer initialisation and correctness check (level 1), and no autotuning
+#               (cuDNN's heuristics, cuBLAS for matmuls), each compiled, timed and profiled
+#   meta_level1 the eight-model meta step compiled and timed under autotuning level 1
 #   meta_fast   the eight-model meta step compiled and timed without autotuning
 #   largest     SPAct bf16 at 2x and 4x the paper's batch, compiled two at a time, then timed
 #   meta_start  the eight-model meta step with XLA's default autotuning, started in its own
@@ -25,6 +27,9 @@ cd "$(dirname "$0")/.."
 WHEELS=(keras==3.15.1 optree==0.20.0 namex==0.1.0)
 NO_AUTOTUNE="--xla_gpu_autotune_level=0 --xla_gpu_enable_triton_gemm=false"
 NHWC="--xla_gpu_force_conv_nhwc=true"
+# XLA's levels: 0 off, 1 on, 2 +init, 3 +reinit, 4 +check (the default: each candidate kernel's
+# output is also checked against a reference, on freshly initialised buffers).
+LEVEL1="--xla_gpu_autotune_level=1"
 OUT=${OUT:-gpu_out}
 WHEEL_DIR=${WHEEL_DIR:-.whl}
 META_LOG=/tmp/gpu_lease_meta.jsonl
@@ -39,10 +44,10 @@ gpu_args() {
     local mode=$1 limit=$2
     case $mode in
         variants)
-            echo "--jobs spact:mixed_bfloat16 --compile_first 3 --steps 5 --no_torch" \
+            echo "--jobs spact:mixed_bfloat16 --compile_first 4 --steps 5 --no_torch" \
                 "--largest_batch 0 --profile $OUT/profile --timeout $((limit - 20))" \
                 "--deadline $((limit - 60))" ;;
-        meta_fast)
+        meta_fast | meta_level1)
             echo "--jobs meta:mixed_bfloat16 --steps 5 --no_torch --largest_batch 0" \
                 "--timeout $((limit - 20))" ;;
         meta_start)  # outlives the command: its compile and run may take 14 minutes
@@ -59,7 +64,8 @@ gpu_args() {
 # The XLA_FLAGS a mode adds, and its --variant_flags (separated by '|').
 mode_flags() {
     case $1 in
-        variants) echo "|$NHWC;$NO_AUTOTUNE" ;;
+        variants) echo "|$NHWC;$LEVEL1;$NO_AUTOTUNE" ;;
+        meta_level1) echo "$LEVEL1|" ;;
         meta_fast) echo "$NO_AUTOTUNE|" ;;
         *) echo "|" ;;
     esac
@@ -139,7 +145,7 @@ fi
 command=$(gpu_command "$mode" "$limit")
 install_wheels
 echo "{\"note\": \"$(date -u +%FT%TZ) $mode: ${command//\"/\\\"}\"}" | tee "$OUT/gpu_$mode.jsonl"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader \
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2> /dev/null \
     | sed 's/.*/{"note": "&"}/' | tee -a "$OUT/gpu_$mode.jsonl" || true
 if [[ $mode == meta_start ]]; then
     # Its own session: it runs on after this command ends, until the machine goes back.

@@ -237,14 +237,16 @@ def test_gpu_benchmark_times_its_matmul_peak_with_autotuning():
     assert gpu.without_autotune_level("") == ""
 
 
-def test_gpu_benchmark_measures_variant_flags_against_the_default_step(monkeypatch, capsys):
+def test_gpu_benchmark_measures_variant_flags_against_the_default_step(
+    monkeypatch, capsys, tmp_path
+):
     gpu = gpu_benchmark()
     monkeypatch.setenv("XLA_FLAGS", "--xla_dump_to=/tmp/dump")
     nhwc, untuned = "--xla_gpu_force_conv_nhwc=true", "--xla_gpu_autotune_level=0"
     calls = []
 
     def fake_worker(args, timeout, cache=None, xla_flags=None):  # nhwc 2x, untuned 4x slower
-        calls.append((args[1], "--compile_only" in args, xla_flags))
+        calls.append((args[1], "--compile_only" in args, xla_flags, cache))
         if args[1] == "matmul":
             return {"bfloat16_matmul_tflops": 100.0}
         seconds = {nhwc: 0.5, untuned: 4.0}.get((xla_flags or "").split(" ")[-1], 1.0)
@@ -254,7 +256,9 @@ def test_gpu_benchmark_measures_variant_flags_against_the_default_step(monkeypat
     monkeypatch.setattr(gpu, "gpu_in_use", lambda: None)
     argv = ["gpu.py", "--small", "--jobs", "spact:mixed_bfloat16", "--largest_batch", "0"]
     variants = f"--variant_flags={nhwc}; {untuned}"
-    monkeypatch.setattr(sys, "argv", argv + ["--compile_first", "1", variants])
+    monkeypatch.setattr(
+        sys, "argv", argv + ["--compile_first", "1", variants, "--cache", str(tmp_path)]
+    )
     gpu.main()
     report = json.loads(capsys.readouterr().out.splitlines()[-1])
     default, faster, slower = report["steps"]
@@ -266,9 +270,13 @@ def test_gpu_benchmark_measures_variant_flags_against_the_default_step(monkeypat
     # Each variant compiles and runs with the run's flags plus its own; the default with the run's.
     run = "--xla_dump_to=/tmp/dump "
     flags = [None, run + nhwc, run + untuned]
-    assert [(c, f) for w, c, f in calls if w == "spact"] == [(True, f) for f in flags] + [
+    assert [(c, f) for w, c, f, _ in calls if w == "spact"] == [(True, f) for f in flags] + [
         (False, f) for f in flags
     ]
+    # A variant compiles into, and loads from, a cache of its own (autotuning results apart).
+    folders = ["", "variant_xla_gpu_force_conv_nhwc_true", "variant_xla_gpu_autotune_level_0"]
+    caches = [str(tmp_path / folder) if folder else str(tmp_path) for folder in folders]
+    assert [cache for w, _, _, cache in calls if w == "spact"] == caches + caches
 
 
 def test_gpu_benchmark_summarises_a_gpu_trace_by_its_stream_kernels(tmp_path):
@@ -313,7 +321,9 @@ def test_gpu_benchmark_summarises_a_gpu_trace_by_its_stream_kernels(tmp_path):
 
 
 LEASE = ROOT / "benchmarks" / "gpu_lease.sh"
-LEASE_MODES = ["variants", "meta_fast", "largest", "meta_start", "learning", "learning_highest"]
+LEASE_MODES = ["variants", "meta_level1", "meta_fast", "largest", "meta_start"] + [
+    "learning", "learning_highest"
+]  # fmt: skip
 
 
 def lease_command(mode: str, limit: int) -> tuple[dict, argparse.Namespace]:
@@ -350,10 +360,13 @@ def test_every_gpu_lease_mode_runs_a_gpu_benchmark_command_that_parses_within_it
         assert args.no_torch and args.steps >= 3
         if mode != "meta_start":
             assert args.timeout < 585 and args.deadline < 585
-        assert env["XLA_FLAGS"] == (untuned if mode == "meta_fast" else "")
+        flags = {"meta_fast": untuned, "meta_level1": "--xla_gpu_autotune_level=1"}
+        assert env["XLA_FLAGS"] == flags.get(mode, "")
     _, variants = lease_command("variants", 420)
-    assert variants.variant_flags.split(";") == ["--xla_gpu_force_conv_nhwc=true", untuned]
-    assert variants.profile and variants.compile_first == 3
+    assert variants.variant_flags.split(";") == [
+        "--xla_gpu_force_conv_nhwc=true", "--xla_gpu_autotune_level=1", untuned
+    ]  # fmt: skip
+    assert variants.profile and variants.compile_first == 4
     _, largest = lease_command("largest", 420)
     assert largest.largest_batch == 4 and largest.jobs == "spact:mixed_bfloat16"
     _, meta = lease_command("meta_start", 585)
