@@ -22,7 +22,8 @@
 #   learning    the learning check on gpu_check/ (exported on a CPU, carried), float32
 #   learning_highest  the same with JAX_DEFAULT_MATMUL_PRECISION=highest (no TF32)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+SCRIPT=$(realpath "$0")
+cd "$(dirname "$SCRIPT")/.."
 
 WHEELS=(keras==3.15.1 optree==0.20.0 namex==0.1.0)
 NO_AUTOTUNE="--xla_gpu_autotune_level=0 --xla_gpu_enable_triton_gemm=false"
@@ -103,7 +104,7 @@ install_wheels() {
         compgen -G "$WHEEL_DIR/${wheel%%==*}-${wheel##*==}-*.whl" > /dev/null || missing+=("$wheel")
     done
     if ((${#missing[@]})); then
-        echo "missing wheels in $WHEEL_DIR: ${missing[*]} (run 'bash $0 wheels' here, carry it)" >&2
+        echo "missing wheels in $WHEEL_DIR: ${missing[*]} (run 'bash $SCRIPT wheels' here, carry it)" >&2
         exit 1
     fi
     pip install -q --no-index --no-deps --target /tmp/site "$WHEEL_DIR"/*.whl
@@ -149,7 +150,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>
     | sed 's/.*/{"note": "&"}/' | tee -a "$OUT/gpu_$mode.jsonl" || true
 if [[ $mode == meta_start ]]; then
     # Its own session: it runs on after this command ends, until the machine goes back.
-    setsid nohup bash "$0" _meta_background "$limit" < /dev/null > /dev/null 2>&1 &
+    setsid nohup bash "$SCRIPT" _meta_background "$limit" < /dev/null > /dev/null 2>&1 &
     sleep $((limit - 10))
     cp "$META_LOG" "${META_LOG%.jsonl}_monitor.jsonl" "$OUT/" 2> /dev/null || true
     tail -n 20 "$META_LOG"
