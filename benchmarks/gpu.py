@@ -738,12 +738,19 @@ def variant_slug(variant: str) -> str:
 
 
 def job_xla_flags(job: tuple) -> str | None:
-    """The `XLA_FLAGS` of a job's worker: this process's plus the job's variant flags; None
-    (this process's, unchanged) for a job with none."""
+    """The `XLA_FLAGS` of a job's worker: this process's plus the job's variant flags, a
+    variant's flag replacing this process's flag of the same name; None (this process's,
+    unchanged) for a job with none."""
     variant = job[4]
     if not variant:
         return None
-    return f"{os.environ.get('XLA_FLAGS', '')} {variant}".strip()
+    replaced = {flag.split("=")[0] for flag in variant.split()}
+    kept = [
+        flag
+        for flag in os.environ.get("XLA_FLAGS", "").split()
+        if flag.split("=")[0] not in replaced
+    ]
+    return " ".join(kept + variant.split())
 
 
 def _worker_args(

@@ -230,6 +230,16 @@ def test_gpu_benchmark_records_what_else_used_the_gpu(tmp_path, monkeypatch):
     assert figures == {"error": "out of memory", "gpu_in_use_before": in_use}
 
 
+def test_a_gpu_benchmark_variant_flag_replaces_the_runs_flag_of_that_name(monkeypatch):
+    gpu = gpu_benchmark()
+    monkeypatch.setenv("XLA_FLAGS", "--xla_gpu_autotune_level=1 --xla_dump_to=/tmp/dump")
+    job = ("meta", "mixed_bfloat16", 24, 64, "--xla_gpu_autotune_level=0 --xla_gpu_x=false")
+    assert gpu.job_xla_flags(job) == (
+        "--xla_dump_to=/tmp/dump --xla_gpu_autotune_level=0 --xla_gpu_x=false"
+    )
+    assert gpu.job_xla_flags(job[:4] + ("",)) is None
+
+
 def test_gpu_benchmark_times_its_matmul_peak_with_autotuning():
     gpu = gpu_benchmark()
     flags = "--xla_gpu_autotune_level=0 --xla_dump_to=/tmp/dump"
@@ -321,9 +331,7 @@ def test_gpu_benchmark_summarises_a_gpu_trace_by_its_stream_kernels(tmp_path):
 
 
 LEASE = ROOT / "benchmarks" / "gpu_lease.sh"
-LEASE_MODES = ["variants", "meta_level1", "meta_fast", "largest", "meta_start"] + [
-    "learning", "learning_highest"
-]  # fmt: skip
+LEASE_MODES = ["meta", "variants", "largest", "meta_start", "learning", "learning_highest"]
 
 
 def lease_command(mode: str, limit: int) -> tuple[dict, argparse.Namespace]:
@@ -360,13 +368,16 @@ def test_every_gpu_lease_mode_runs_a_gpu_benchmark_command_that_parses_within_it
         assert args.no_torch and args.steps >= 3
         if mode != "meta_start":
             assert args.timeout < 585 and args.deadline < 585
-        flags = {"meta_fast": untuned, "meta_level1": "--xla_gpu_autotune_level=1"}
-        assert env["XLA_FLAGS"] == flags.get(mode, "")
+        level1 = "--xla_gpu_autotune_level=1"
+        assert env["XLA_FLAGS"] == (level1 if mode == "meta" else "")
     _, variants = lease_command("variants", 420)
     assert variants.variant_flags.split(";") == [
         "--xla_gpu_force_conv_nhwc=true", "--xla_gpu_autotune_level=1", untuned
     ]  # fmt: skip
     assert variants.profile and variants.compile_first == 4
+    _, both = lease_command("meta", 585)
+    assert both.variant_flags == untuned and both.compile_first == 2
+    assert both.timeout + 60 <= both.deadline < 585  # compiles stop in time to time one
     _, largest = lease_command("largest", 420)
     assert largest.largest_batch == 4 and largest.jobs == "spact:mixed_bfloat16"
     _, meta = lease_command("meta_start", 585)
