@@ -17,7 +17,7 @@
 #               time to time the ones that ended)
 #   variants    SPAct bf16 with XLA's defaults, NHWC convolution layouts, autotuning level 1
 #               and no autotuning, each compiled, timed and profiled (needs about 420 s)
-#   largest     SPAct bf16 at 2x and 4x the paper's batch, compiled two at a time, then timed
+#   largest     SPAct bf16 at the paper's batch, 2x and 4x, compiled side by side, then timed
 #   meta_start  the eight-model meta step with XLA's default autotuning, started in its own
 #               session so that it outlives this command (its compile takes longer than one)
 #   meta_wait   waits for meta_start's report (same machine, a later command)
@@ -36,6 +36,10 @@ LEVEL1="--xla_gpu_autotune_level=1"
 OUT=${OUT:-gpu_out}
 WHEEL_DIR=${WHEEL_DIR:-.whl}
 META_LOG=/tmp/gpu_lease_meta.jsonl
+# A mode's compilation cache, kept on the machine between the commands of a lease: the same
+# mode run again loads the steps it compiled, and the autotuning results of a compile that its
+# limit cut short. One folder a mode, so that no mode loads another's autotuning results.
+CACHE=/tmp/gpu_lease_cache
 
 usage() {
     sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
@@ -45,19 +49,19 @@ usage() {
 # The gpu.py arguments of a mode, given the command's limit in seconds.
 gpu_args() {
     local mode=$1 limit=$2
+    local common="--steps 5 --no_torch --cache $CACHE/$mode"
     case $mode in
         variants)
-            echo "--jobs spact:mixed_bfloat16 --compile_first 4 --steps 5 --no_torch" \
-                "--largest_batch 0 --profile $OUT/profile --timeout $((limit - 20))" \
-                "--deadline $((limit - 60))" ;;
+            echo "--jobs spact:mixed_bfloat16 --compile_first 4 $common --largest_batch 0" \
+                "--profile $OUT/profile --timeout $((limit - 20)) --deadline $((limit - 60))" ;;
         meta)
-            echo "--jobs meta:mixed_bfloat16 --compile_first 2 --steps 5 --no_torch" \
-                "--largest_batch 0 --timeout $((limit - 120)) --deadline $((limit - 50))" ;;
+            echo "--jobs meta:mixed_bfloat16 --compile_first 2 $common --largest_batch 0" \
+                "--timeout $((limit - 120)) --deadline $((limit - 50))" ;;
         meta_start)  # outlives the command: its compile and run may take 14 minutes
-            echo "--jobs meta:mixed_bfloat16 --steps 5 --no_torch --largest_batch 0 --timeout 840" ;;
+            echo "--jobs meta:mixed_bfloat16 $common --largest_batch 0 --timeout 840" ;;
         largest)
-            echo "--jobs spact:mixed_bfloat16 --largest_batch 4 --compile_first 2 --steps 3" \
-                "--no_torch --timeout $((limit - 20)) --deadline $((limit - 40))" ;;
+            echo "--jobs spact:mixed_bfloat16 --compile_first 3 $common --largest_batch 4" \
+                "--timeout $((limit - 20)) --deadline $((limit - 40))" ;;
         learning | learning_highest)
             echo "--learning_check gpu_check" ;;
         *) return 1 ;;
@@ -105,7 +109,8 @@ install_wheels() {
         compgen -G "$WHEEL_DIR/${wheel%%==*}-${wheel##*==}-*.whl" > /dev/null || missing+=("$wheel")
     done
     if ((${#missing[@]})); then
-        echo "missing wheels in $WHEEL_DIR: ${missing[*]} (run 'bash $SCRIPT wheels' here, carry it)" >&2
+        echo "missing wheels in $WHEEL_DIR: ${missing[*]}" \
+            "(run 'bash $SCRIPT wheels' here, carry it)" >&2
         exit 1
     fi
     pip install -q --no-index --no-deps --target /tmp/site "$WHEEL_DIR"/*.whl
