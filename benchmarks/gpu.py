@@ -40,9 +40,11 @@ Per method and dtype policy (`float32`, `mixed_bfloat16`), at the paper's batch 
   before a measurement started (nvidia-smi): far from nothing, another process shared the GPU,
   and the figures are not the step's alone;
 - with `--variant_flags "FLAGS;FLAGS..."`: every paper-batch step measured again for each
-  variant, compiled with its FLAGS added to `XLA_FLAGS` (`variant_flags` in its row), right
-  after the step without them, with its `speedup` over it: compiler settings tried against
-  their peer in the same run.
+  variant, compiled with its FLAGS added to `XLA_FLAGS` (`variant_flags` in its row; a flag
+  of the run's that a variant names again takes the variant's value), right after the step
+  without them, with its `speedup` over it: compiler settings tried against their peer in the
+  same run. A variant compiles into a cache folder of its own, so that it never loads the
+  autotuning results another one found.
 
 `--compile_first N` compiles every measurement before any is timed, N processes at a time, into
 a persistent compilation cache (`jax_compilation_cache_dir`) that the timed runs, one at a time,
