@@ -42,7 +42,7 @@ META_LOG=/tmp/gpu_lease_meta.jsonl
 CACHE=/tmp/gpu_lease_cache
 
 usage() {
-    sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,/^set -euo/p' "$SCRIPT" | sed '$d' | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
