@@ -45,6 +45,9 @@ Per method and dtype policy (`float32`, `mixed_bfloat16`), at the paper's batch 
   without them, with its `speedup` over it: compiler settings tried against their peer in the
   same run. A variant compiles into a cache folder of its own, so that it never loads the
   autotuning results another one found.
+- with `--lower_only`: no compile and no timing, only each step's program counted
+  (`program_counts`: StableHLO operations, convolutions, distinct convolutions, the ones
+  autotuning times), so that the size of a compile can be read on a CPU.
 
 `--compile_first N` compiles every measurement before any is timed, N processes at a time, into
 a persistent compilation cache (`jax_compilation_cache_dir`) that the timed runs, one at a time,
@@ -305,10 +308,11 @@ def measure_step(
     steps: int,
     compile_only: bool = False,
     profile: Path | None = None,
+    lower_only: bool = False,
 ):
     """Time the jitted training step of `method` under `policy`; a dict of figures (only the
-    compile's with `compile_only`; with `profile`, `PROFILED_STEPS` more steps traced there and
-    summarised)."""
+    compile's with `compile_only`; only its program's counts with `lower_only`; with `profile`,
+    `PROFILED_STEPS` more steps traced there and summarised)."""
     import jax
     import keras
 
@@ -322,14 +326,13 @@ def measure_step(
     )
     batch = jax.device_put(batch)
     step = jax.jit(trainer.train_step, donate_argnums=0)
+    figures = {"method": method, "dtype_policy": policy, "clips": clips}
     start = time.perf_counter()
-    compiled = step.lower(state, batch).compile()
-    figures = {
-        "method": method,
-        "dtype_policy": policy,
-        "clips": clips,
-        "compile_seconds": round(time.perf_counter() - start, 1),
-    }
+    lowered = step.lower(state, batch)
+    if lower_only:
+        return figures | program_counts(lowered.as_text())
+    compiled = lowered.compile()
+    figures["compile_seconds"] = round(time.perf_counter() - start, 1)
     planned = planned_gib(compiled)
     if planned is not None:
         figures["planned_gib"] = planned
@@ -366,6 +369,23 @@ def measure_step(
         figures["peak_gib"] = peak
     figures["device"] = jax.local_devices()[0].device_kind
     return figures
+
+
+def program_counts(stablehlo: str) -> dict:
+    """The size of a lowered step: its StableHLO operations, its convolutions, and how many of
+    those are distinct (operand shapes, types and dimension layouts alike), which is what XLA's
+    autotuning times the candidate kernels of, once each a compile."""
+    operations = re.findall(r"^\s*(?:%\S+ = )?\"?(\w+\.\w+)", stablehlo, flags=re.MULTILINE)
+    convolutions = [
+        re.sub(r"%[\w#.]+", "%", line.split(" = ", 1)[-1]).strip()
+        for line in stablehlo.splitlines()
+        if "stablehlo.convolution" in line
+    ]
+    return {
+        "stablehlo_operations": sum(op.startswith("stablehlo.") for op in operations),
+        "convolutions": len(convolutions),
+        "distinct_convolutions": len(set(convolutions)),
+    }
 
 
 def profile_steps(compiled, state, batch, folder: Path, steps: int = PROFILED_STEPS) -> dict:
@@ -828,6 +848,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--compile_only", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--lower_only",
+        action="store_true",
+        help="count each step's program (StableHLO operations, convolutions, distinct "
+        "convolutions: what autotuning times) without compiling it; runs on a CPU",
+    )
     return parser
 
 
@@ -857,9 +883,23 @@ def main() -> None:
     if args.worker:
         figures = measure_step(
             args.worker, policies[0], sizes, args.clips, args.images, args.steps,
-            args.compile_only, Path(args.profile) if args.profile else None,
+            args.compile_only, Path(args.profile) if args.profile else None, args.lower_only,
         )  # fmt: skip
         print(json.dumps(figures))
+        return
+    if args.lower_only:
+        programs = []
+        for method, policy in pairs:
+            worker = _worker_args(args, method, policy, args.clips, args.images, "", 0)
+            row = run_worker(worker + ["--lower_only"], args.timeout)
+            row = {"method": method, "dtype_policy": policy} | row
+            print(json.dumps(row), flush=True)
+            programs.append(row)
+        print(
+            json.dumps(
+                {"batch": {"clips": args.clips, "images": args.images}, "programs": programs}
+            )
+        )
         return
 
     start = time.perf_counter()

@@ -240,6 +240,36 @@ def test_a_gpu_benchmark_variant_flag_replaces_the_runs_flag_of_that_name(monkey
     assert gpu.job_xla_flags(job[:4] + ("",)) is None
 
 
+def test_gpu_benchmark_counts_a_programs_distinct_convolutions():
+    def convolution(result, lhs, shape, layout="[b, 0, 1, f]"):
+        return (
+            f"    %{result} = stablehlo.convolution(%{lhs}, %arg0) dim_numbers = {layout}x"
+            f"[0, 1, i, o]->{layout} : (tensor<{shape}xbf16>, tensor<3x3x8x8xbf16>) -> "
+            f"tensor<{shape}xbf16>"
+        )
+
+    program = "\n".join(
+        [
+            "module @jit_train_step {",
+            "  func.func public @main(%arg0: tensor<3x3x8x8xbf16>) -> tensor<f32> {",
+            "    %cst = stablehlo.constant dense<0.0> : tensor<f32>",
+            convolution(1, "a", "4x16x16x8"),
+            convolution(2, "1", "4x16x16x8"),  # the same convolution on other operands
+            convolution(3, "2", "8x16x16x8"),  # another batch
+            convolution(4, "3", "4x16x16x8", "[b, f, 0, 1]"),  # another layout
+            "    %5 = call @relu(%4) : (tensor<4x16x16x8xbf16>) -> tensor<4x16x16x8xbf16>",
+            "    return %cst : tensor<f32>",
+            "  }",
+            "}",
+        ]
+    )
+    assert gpu_benchmark().program_counts(program) == {
+        "stablehlo_operations": 5,
+        "convolutions": 4,
+        "distinct_convolutions": 3,
+    }
+
+
 def test_gpu_benchmark_times_its_matmul_peak_with_autotuning():
     gpu = gpu_benchmark()
     flags = "--xla_gpu_autotune_level=0 --xla_dump_to=/tmp/dump"
