@@ -644,7 +644,12 @@ def compare_losses(losses: dict[str, list[float]], reference: dict) -> dict:
 
 def without_autotune_level(xla_flags: str) -> str:
     """`xla_flags` less any `--xla_gpu_autotune_level`: XLA's default autotuning."""
-    return " ".join(f for f in xla_flags.split() if not f.startswith("--xla_gpu_autotune_level"))
+    return without_flags(xla_flags, {"--xla_gpu_autotune_level"})
+
+
+def without_flags(xla_flags: str, names: set[str]) -> str:
+    """`xla_flags` less every flag named in `names` (`--name`, with or without `=value`)."""
+    return " ".join(flag for flag in xla_flags.split() if flag.split("=")[0] not in names)
 
 
 def with_gpu_in_use(measurement) -> dict:
@@ -767,12 +772,7 @@ def job_xla_flags(job: tuple) -> str | None:
     if not variant:
         return None
     replaced = {flag.split("=")[0] for flag in variant.split()}
-    kept = [
-        flag
-        for flag in os.environ.get("XLA_FLAGS", "").split()
-        if flag.split("=")[0] not in replaced
-    ]
-    return " ".join(kept + variant.split())
+    return f"{without_flags(os.environ.get('XLA_FLAGS', ''), replaced)} {variant}".strip()
 
 
 def _worker_args(
