@@ -11,8 +11,9 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 if os.environ["KERAS_BACKEND"] == "tensorflow":
     # Two xdist workers on 2 cores: one TensorFlow thread per pool in each worker instead of one
-    # per core, so the workers' spinning pools do not contend (the TensorFlow suite 18:53
-    # instead of 20:31). Tests only; the scripts they start inherit it.
+    # per core, so the workers' spinning pools do not contend (the TensorFlow suite 18:25 to
+    # 20:02 against 20:31: within the machine's noise). Tests only; the scripts they start
+    # inherit it.
     os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
     os.environ.setdefault("TF_NUM_INTEROP_THREADS", "1")
 
