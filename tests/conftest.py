@@ -55,6 +55,17 @@ if os.environ["KERAS_BACKEND"] == "jax":
     jax.config.update("jax_threefry_partitionable", False)
 
 
+def pytest_collection_modifyitems(config, items):
+    """Skip the backend-independent tests on every run but TensorFlow's: the same code runs
+    whatever KERAS_BACKEND says, so a second run would test nothing new."""
+    if os.environ["KERAS_BACKEND"] == "tensorflow":
+        return
+    once = pytest.mark.skip(reason="backend-independent: runs on the TensorFlow run only")
+    for item in items:
+        if item.get_closest_marker("backend_independent"):
+            item.add_marker(once)
+
+
 def pytest_unconfigure(config):
     """Remove the compilation cache this process made (in the process that made it)."""
     if _OWN_COMPILATION_CACHE:

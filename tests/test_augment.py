@@ -12,6 +12,8 @@ import tensorflow as tf
 from keras_privacy.data import augment
 from keras_privacy.data.augment import CONTRASTIVE, SUPERVISED, AugmentConfig
 
+pytestmark = pytest.mark.backend_independent
+
 # Nothing random but what a test turns on.
 PLAIN = AugmentConfig(
     crop_side=(1.0, 1.0), flip=0.0, jitter=0.0, grayscale=0.0, erase=0.0, erase_area=(0.0, 0.0)

@@ -40,6 +40,8 @@ from keras_privacy.data.vispr import (
 )
 from keras_privacy.data.vp_labels import VP_ATTRIBUTES, attach_privacy_labels, read_vp_labels
 
+pytestmark = pytest.mark.backend_independent
+
 # ---------------------------------------------------------------- UCF101
 
 

@@ -2,7 +2,6 @@
 
 import dataclasses
 import json
-import os
 import shutil
 
 import pytest
@@ -10,6 +9,8 @@ import pytest
 from keras_privacy.data import cache
 from keras_privacy.data.__main__ import main
 from keras_privacy.data.cache import read_image_cache, read_manifest, verify_cache
+
+pytestmark = pytest.mark.backend_independent
 
 
 @pytest.mark.parametrize(
@@ -44,10 +45,6 @@ def test_bad_annotations_are_named(tmp_path, capsys):
     assert str(tmp_path) in capsys.readouterr().err
 
 
-@pytest.mark.skipif(
-    os.environ["KERAS_BACKEND"] != "tensorflow",
-    reason="writes and reads data files only, whatever the backend: on the TensorFlow run",
-)
 def test_synthetic_then_prepare(tmp_path, capsys):
     out = tmp_path / "synthetic"
     assert main(["synthetic", "--out", str(out)]) == 0

@@ -19,6 +19,8 @@ from keras_privacy.evaluation.metrics import (
     video_top1_interval,
 )
 
+pytestmark = pytest.mark.backend_independent
+
 
 def _random_multilabel(seed=0, n=200, attributes=5):
     rng = np.random.default_rng(seed)

@@ -12,6 +12,8 @@ from keras_privacy.config import ExperimentConfig
 from keras_privacy.flags import config_from_flags, define_flags
 from keras_privacy.paper_settings import METHODS, SETTINGS
 
+pytestmark = pytest.mark.backend_independent
+
 REPO = Path(__file__).resolve().parents[1]
 FIELDS = {field.name: field for field in dataclasses.fields(ExperimentConfig)}
 WITHOUT_FLAG = {

@@ -20,6 +20,8 @@ from keras_privacy.data.cache import prepare_cache, read_image_cache, read_video
 from keras_privacy.data.examples import Example, Split
 from keras_privacy.data.video import write_video
 
+pytestmark = pytest.mark.backend_independent
+
 LENGTHS = (10, 6, 12, 3, 8)  # frames per video; video 3 is shorter than a clip's span
 LABELS = (0, 1, 2, 0, 1)
 HEIGHT, WIDTH = 24, 32

@@ -8,6 +8,8 @@ import pytest
 
 from keras_privacy.evaluation.report import Report, save_frame_strip, summarize_seeds
 
+pytestmark = pytest.mark.backend_independent
+
 
 def _filled_report(out_dir):
     report = Report(out_dir)

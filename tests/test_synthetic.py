@@ -24,6 +24,8 @@ from keras_privacy.data.video import probe_video, read_video
 from keras_privacy.data.vispr import read_vispr
 from keras_privacy.data.vp_labels import read_vp_labels
 
+pytestmark = pytest.mark.backend_independent
+
 SIZE, FRAMES = 40, 32
 PER_CLASS = (4, 2)
 IMAGES = (40, 4, 4)

@@ -18,6 +18,7 @@ from keras_privacy.models.r2plus1d import mid_width
 from keras_privacy.models.unet import downsampling_factor
 
 
+@pytest.mark.backend_independent  # the same layers count the same on either backend
 @pytest.mark.parametrize(
     "name, num_classes, count",
     [
@@ -32,6 +33,7 @@ def test_action_model_parameter_counts(name, num_classes, count):
     assert trainable_parameters(model) == count
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize(
     "name, count",
     [
@@ -58,6 +60,7 @@ def test_mobilenets_are_registered_at_the_papers_width_multipliers():
     }
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize(
     "name, features, count",
     [
