@@ -84,6 +84,30 @@ class EvaluationSettings:
     eval_lr: float = field(
         default=1e-3, metadata=described("Target models' learning rate.", "eval")
     )
+    eval_warmup_epochs: int = field(
+        default=0,
+        metadata=described(
+            "Target models' linear warm-up: epoch e (from 0) of the first N runs at (e + 1) / N "
+            "of <eval_lr> (0: none).",
+            "eval",
+        ),
+    )
+    eval_lr_drop: float = field(
+        default=1.0,
+        metadata=described(
+            "Divide the target models' learning rate by this on a plateau of their training "
+            "loss (1: a constant rate).",
+            "eval",
+        ),
+    )
+    eval_lr_patience: int = field(
+        default=0,
+        metadata=described(
+            "Epochs without a new lowest training loss that a plateau allows before each drop "
+            "(0: drop after the first, as the authors' code).",
+            "eval",
+        ),
+    )
     eval_clips: int = field(
         default=10, metadata=described("K equidistant clips per test video (video top-1).", "eval")
     )
@@ -200,6 +224,11 @@ def validate_evaluation(config) -> None:
         )
     if not config.eval_lr > 0:
         raise SettingError(f"<eval_lr> must be positive, got {config.eval_lr}")
+    if not config.eval_lr_drop >= 1:
+        raise SettingError(f"<eval_lr_drop> must be at least 1, got {config.eval_lr_drop}")
+    for setting in ("eval_warmup_epochs", "eval_lr_patience"):
+        if getattr(config, setting) < 0:
+            raise SettingError(f"<{setting}> cannot be negative, got {getattr(config, setting)}")
     if not 0 < config.face_threshold < 1:
         raise SettingError(f"<face_threshold> must be in (0, 1), got {config.face_threshold}")
     for setting, chosen, known in (

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import keras
 import numpy as np
+from absl import logging
 from tqdm import tqdm
 
 from keras_privacy import distribute
@@ -27,6 +28,64 @@ def with_anonymizer(target: keras.Model, anonymizer: keras.Layer | None, clips: 
     inputs = keras.Input(target.input_shape[1:], name="inputs")
     anonymized = apply_per_frame(anonymizer, inputs) if clips else anonymizer(inputs)
     return keras.Model(inputs, target(anonymized), name=f"anonymized_{target.name}")
+
+
+class EpochLearningRate(keras.callbacks.Callback):
+    """The target models' learning rate, set at the start of each epoch as the authors'
+    scripts set it: a linear warm-up over the first `warmup_epochs` (epoch e from 0 at
+    (e + 1) / warmup_epochs of `rate`), then `rate`, divided by `drop` whenever the epoch's
+    training loss has not reached a new lowest for more than `patience` epochs in a row
+    (TeD-SPAD's train_privacy.py; SPAct supp. C.3: "drops learning rate to its 1/10th value
+    on the loss plateau"). A drop decided during the warm-up is replaced by the next warm-up
+    epoch's rate, as there; one decided at its last epoch holds. `drop=1` keeps the rate."""
+
+    def __init__(self, rate: float, warmup_epochs: int = 0, drop: float = 1.0, patience: int = 0):
+        super().__init__()
+        self.rate, self.warmup_epochs, self.drop, self.patience = (
+            rate,
+            warmup_epochs,
+            drop,
+            patience,
+        )
+        self.lowest_loss = float("inf")
+        self.epochs_without_lowest = 0
+
+    def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
+        if epoch < self.warmup_epochs:
+            self.model.optimizer.learning_rate = self.rate * (epoch + 1) / self.warmup_epochs
+        else:
+            self.model.optimizer.learning_rate = self.rate
+
+    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+        logs = logs if logs is not None else {}
+        logs["learning_rate"] = float(
+            keras.ops.convert_to_numpy(self.model.optimizer.learning_rate)
+        )
+        if self.drop == 1:
+            return
+        if logs["loss"] < self.lowest_loss:
+            self.lowest_loss, self.epochs_without_lowest = logs["loss"], 0
+            return
+        self.epochs_without_lowest += 1
+        if self.epochs_without_lowest > self.patience:
+            self.epochs_without_lowest = 0
+            if epoch >= self.warmup_epochs - 1:
+                self.rate /= self.drop
+                logging.info(
+                    "%s: loss %.4f not below %.4f: learning rate divided by %g to %.3g",
+                    self.model.name,
+                    logs["loss"],
+                    self.lowest_loss,
+                    self.drop,
+                    self.rate,
+                )
+
+
+def learning_rate_schedule(config: ExperimentConfig) -> EpochLearningRate:
+    """The target models' learning rate per epoch, from `--eval_lr` and its schedule flags."""
+    return EpochLearningRate(
+        config.eval_lr, config.eval_warmup_epochs, config.eval_lr_drop, config.eval_lr_patience
+    )
 
 
 def train_action_target(
@@ -76,7 +135,13 @@ def train_action_target(
         )
     dataset = dataset.map(lambda batch: (batch["clips"], batch[labels]))
     steps = c.steps_per_epoch or max(1, pipelines.count_examples(train) // c.batch_size)
-    model.fit(dataset, epochs=c.eval_action_epochs, steps_per_epoch=steps, verbose=2)
+    model.fit(
+        dataset,
+        epochs=c.eval_action_epochs,
+        steps_per_epoch=steps,
+        callbacks=[learning_rate_schedule(c)],
+        verbose=2,
+    )
     return model
 
 
@@ -158,7 +223,13 @@ def train_privacy_target(
         train, c.privacy_batch_size, c.image_size, training=True, seed=c.seed, epochs=None
     ).map(lambda batch: (batch["images"], batch["privacy"]))
     steps = max(1, pipelines.count_examples(train) // c.privacy_batch_size)
-    model.fit(dataset, epochs=c.eval_privacy_epochs, steps_per_epoch=steps, verbose=2)
+    model.fit(
+        dataset,
+        epochs=c.eval_privacy_epochs,
+        steps_per_epoch=steps,
+        callbacks=[learning_rate_schedule(c)],
+        verbose=2,
+    )
     return model
 
 

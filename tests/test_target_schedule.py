@@ -1,0 +1,86 @@
+"""The target models' learning rate per epoch (`EpochLearningRate`): warm-up, plateau drops,
+and `fit` training at the rates it sets, on both backends."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_privacy.config import ExperimentConfig
+from keras_privacy.evaluation.targets import EpochLearningRate
+
+
+def rates_through(schedule: EpochLearningRate, losses: list[float]) -> list[float]:
+    """The rate each epoch runs at when its training loss comes out as `losses[epoch]`."""
+    model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+    model.compile(keras.optimizers.SGD(1.0), "mse")
+    schedule.set_model(model)
+    rates = []
+    for epoch, loss in enumerate(losses):
+        schedule.on_epoch_begin(epoch)
+        rates.append(float(keras.ops.convert_to_numpy(model.optimizer.learning_rate)))
+        schedule.on_epoch_end(epoch, {"loss": loss})
+    return rates
+
+
+def test_warm_up_rises_linearly_then_holds():
+    rates = rates_through(EpochLearningRate(0.8, warmup_epochs=4), [5, 4, 3, 2, 1, 1])
+    np.testing.assert_allclose(rates, [0.2, 0.4, 0.6, 0.8, 0.8, 0.8])
+
+
+def test_an_epoch_without_a_new_lowest_loss_drops_the_rate():
+    # The authors' patience 0: the first epoch whose loss is not below the lowest drops it.
+    rates = rates_through(EpochLearningRate(1.0, drop=10), [3, 2, 2.5, 1.5, 1.6, 1.7, 1.0])
+    np.testing.assert_allclose(rates, [1, 1, 1, 0.1, 0.1, 0.01, 0.001])
+
+
+def test_patience_counts_the_epochs_a_plateau_allows():
+    losses = [3, 3.1, 3.2, 3.3, 2, 2.1, 2.2, 2.3]
+    rates = rates_through(EpochLearningRate(1.0, drop=5, patience=1), losses)
+    # Drops after epochs 2 (second without a new lowest) and 6; epoch 4's new lowest resets.
+    np.testing.assert_allclose(rates, [1, 1, 1, 0.2, 0.2, 0.2, 0.2, 0.04])
+
+
+def test_a_drop_during_the_warm_up_gives_way_to_it_but_one_at_its_last_epoch_holds():
+    rates = rates_through(EpochLearningRate(1.0, warmup_epochs=3, drop=5), [2, 3, 1, 4, 0.5])
+    # Epoch 1's loss drops a rate that epoch 2's warm-up replaces; epoch 3's loss drops it.
+    np.testing.assert_allclose(rates, [1 / 3, 2 / 3, 1, 1, 0.2])
+    held = rates_through(EpochLearningRate(1.0, warmup_epochs=2, drop=5), [2, 3, 1])
+    np.testing.assert_allclose(held, [0.5, 1, 0.2])
+
+
+def test_no_drop_keeps_the_rate_and_every_epoch_logs_its_rate():
+    schedule = EpochLearningRate(0.3)
+    assert rates_through(schedule, [1, 2, 3]) == pytest.approx([0.3] * 3)
+    logs = {"loss": 9.0}
+    schedule.on_epoch_end(3, logs)
+    assert logs["learning_rate"] == pytest.approx(0.3)
+
+
+def test_fit_trains_at_the_rates_the_schedule_sets():
+    # One SGD step an epoch on y = 2x from w = 0, MSE: the gradient is -2 x (y - w x).
+    x = np.array([[1.0]], "float32")
+    y = 2.0 * x
+    model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1, use_bias=False)])
+    model.layers[0].kernel.assign([[0.0]])
+    model.compile(keras.optimizers.SGD(123.0), "mse")
+    history = model.fit(
+        x, y, epochs=3, verbose=0, callbacks=[EpochLearningRate(0.3, warmup_epochs=2, drop=10)]
+    )
+    w = 0.0
+    for rate in (0.15, 0.3, 0.3):  # losses fall each epoch: no drop
+        w += rate * 2 * (2 - w)
+    np.testing.assert_allclose(model.layers[0].kernel.numpy()[0, 0], w, rtol=1e-6)
+    np.testing.assert_allclose(history.history["learning_rate"], [0.15, 0.3, 0.3], rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"eval_lr_drop": 0.5}, "--eval_lr_drop must be at least 1, got 0.5"),
+        ({"eval_warmup_epochs": -1}, "--eval_warmup_epochs cannot be negative, got -1"),
+        ({"eval_lr_patience": -2}, "--eval_lr_patience cannot be negative, got -2"),
+    ],
+)
+def test_a_schedule_setting_out_of_range_is_named(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        ExperimentConfig(**overrides).validate()
