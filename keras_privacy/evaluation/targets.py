@@ -41,12 +41,10 @@ class EpochLearningRate(keras.callbacks.Callback):
 
     def __init__(self, rate: float, warmup_epochs: int = 0, drop: float = 1.0, patience: int = 0):
         super().__init__()
-        self.rate, self.warmup_epochs, self.drop, self.patience = (
-            rate,
-            warmup_epochs,
-            drop,
-            patience,
-        )
+        self.rate = rate
+        self.warmup_epochs = warmup_epochs
+        self.drop = drop
+        self.patience = patience
         self.lowest_loss = float("inf")
         self.epochs_without_lowest = 0
 
