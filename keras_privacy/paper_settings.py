@@ -610,6 +610,18 @@ SETTINGS: tuple[Setting, ...] = (
         "same on the budget models (in effect none); f_T's L2 belongs to their C3D, not to "
         "the R3D-18 here: no flag",
     ),
+    Setting(
+        "vita",
+        "target privacy model learning rate",
+        "not stated; the authors' two-fold evaluation: 1e-4 (Adam), constant",
+        "VITA two_fold_evaluation/eval_2fold.py:82, 104-105",
+        VITA,
+        "eval_lr",
+        "1e-3",
+        "the shared evaluation's rate: one --eval_lr for both fresh target models, and VITA "
+        "trains no fresh f_T (adversarial_training/eval/eval_fT.py:79-80 restores the trained "
+        "one); no separate flag for f'_B's rate yet",
+    ),
     # Penalty-driven.
     Setting(
         "penalty",
