@@ -6,7 +6,14 @@ import dataclasses
 from dataclasses import field
 
 from keras_privacy.config.data import ACTION_DATASETS, PRIVACY_DATASETS
-from keras_privacy.config.setting import SettingError, at_least_one, described, names, one_of
+from keras_privacy.config.setting import (
+    SettingError,
+    at_least_one,
+    described,
+    names,
+    not_negative,
+    one_of,
+)
 
 EVAL_PROTOCOLS = ("same", "cross_dataset", "novel_actions", "novel_attributes", "pa_hmdb51")
 EVAL_PRIVACY_DATASETS = (*PRIVACY_DATASETS, "pa_hmdb51")
@@ -212,8 +219,7 @@ def validate_evaluation(config) -> None:
     `eval_protocol` asks of them."""
     from keras_privacy.models import registry
 
-    if config.eval_bootstrap < 0:
-        raise SettingError(f"<eval_bootstrap> cannot be negative, got {config.eval_bootstrap}")
+    not_negative(config, ("eval_bootstrap",))
     at_least_one(
         config, ("eval_action_epochs", "eval_privacy_epochs", "eval_clips", "eval_privacy_frames")
     )
@@ -226,9 +232,7 @@ def validate_evaluation(config) -> None:
         raise SettingError(f"<eval_lr> must be positive, got {config.eval_lr}")
     if not config.eval_lr_drop >= 1:
         raise SettingError(f"<eval_lr_drop> must be at least 1, got {config.eval_lr_drop}")
-    for setting in ("eval_warmup_epochs", "eval_lr_patience"):
-        if getattr(config, setting) < 0:
-            raise SettingError(f"<{setting}> cannot be negative, got {getattr(config, setting)}")
+    not_negative(config, ("eval_warmup_epochs", "eval_lr_patience"))
     if not 0 < config.face_threshold < 1:
         raise SettingError(f"<face_threshold> must be in (0, 1), got {config.face_threshold}")
     for setting, chosen, known in (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import field
 
-from keras_privacy.config.setting import SettingError, described
+from keras_privacy.config.setting import SettingError, described, not_negative
 
 
 @dataclasses.dataclass
@@ -60,16 +60,17 @@ class ScheduleSettings:
 def validate_schedule(config: ScheduleSettings) -> None:
     """Phase lengths are not negative, the warm-up fits the identity init, and every learning
     rate is positive."""
-    for name in (
-        "identity_epochs",
-        "action_init_epochs",
-        "privacy_init_epochs",
-        "minimax_epochs",
-        "steps_per_epoch",
-        "minimax_steps_per_epoch",
-    ):
-        if getattr(config, name) < 0:
-            raise SettingError(f"<{name}> cannot be negative, got {getattr(config, name)}")
+    not_negative(
+        config,
+        (
+            "identity_epochs",
+            "action_init_epochs",
+            "privacy_init_epochs",
+            "minimax_epochs",
+            "steps_per_epoch",
+            "minimax_steps_per_epoch",
+        ),
+    )
     if config.identity_warmup_epochs > config.identity_epochs:
         raise SettingError(
             f"<identity_warmup_epochs> ({config.identity_warmup_epochs}) exceeds "

@@ -29,6 +29,13 @@ def at_least_one(config, names: tuple[str, ...]) -> None:
             raise SettingError(f"<{name}> must be at least 1, got {getattr(config, name)}")
 
 
+def not_negative(config, names: tuple[str, ...]) -> None:
+    """Raise SettingError naming the first of the settings `names` below 0."""
+    for name in names:
+        if getattr(config, name) < 0:
+            raise SettingError(f"<{name}> cannot be negative, got {getattr(config, name)}")
+
+
 def names(text: str) -> list[str]:
     """The names of a comma-separated value, in order."""
     return [name.strip() for name in text.split(",") if name.strip()]
