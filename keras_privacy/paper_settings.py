@@ -646,20 +646,29 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "penalty",
         "random crop side",
-        "random crop (size not stated); TeD-SPAD's code: 0.6-1.0",
-        "Penalty Sec. 4.2; " + _TED + "anonymization_training/params_anonymization.py:75",
+        "random crop (size not stated); the authors' code: 0.6-1.0",
+        "Penalty Sec. 4.2; " + _PEN + "anonymization_training/params_anonymization.py:73",
         PENALTY,
         "crop_min_side",
         "0.6",
-        "same as TeD-SPAD's code (the paper gives no size)",
+        "same as the authors' code (the paper gives no size)",
     ),
-    Setting("penalty", "frame skip", "4", "Penalty Sec. 4.2", PENALTY, "clip_stride", "4"),
+    Setting(
+        "penalty",
+        "frame skip",
+        "4 (the authors' released parameter file: 2)",
+        "Penalty Sec. 4.2; " + _PEN + "anonymization_training/params_anonymization.py:18",
+        PENALTY,
+        "clip_stride",
+        "4",
+        "same as the paper",
+    ),
     Setting("penalty", "frames per clip", "16", "Penalty Sec. 4.2", PENALTY, "clip_length", "16"),
     Setting(
         "penalty",
         "B",
-        "0.3 (best of 0.3, 0.5, 0.7, 0.9)",
-        "Penalty Table 1",
+        "0.3 (best of 0.3, 0.5, 0.7, 0.9; the authors' released parameter file: 0.5)",
+        "Penalty Table 1; " + _PEN + "anonymization_training/params_anonymization.py:37",
         PENALTY,
         "penalty_budget",
         "0.3",
@@ -671,12 +680,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "penalty",
         "privacy images per batch",
-        "not stated; TeD-SPAD's code: 12",
-        _TED + "anonymization_training/params_anonymization.py:29",
+        "not stated; the authors' code: 8 (TeD-SPAD's: 12)",
+        _PEN + "anonymization_training/params_anonymization.py:43; "
+        "train_anonymizer_balance.py:474-480",
         PENALTY,
         "privacy_batch_size",
-        "64",
-        "not stated in the paper; we keep SPAct's 64",
+        "8",
+        "same as the authors' code (the paper gives none)",
     ),
     Setting(
         "penalty",
@@ -692,14 +702,36 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "penalty",
-        "minimax learning rates",
-        "not stated (Adam); TeD-SPAD's code: f_A 4e-6, f_T and f_B 1e-5",
-        _TED + "anonymization_training/params_anonymization.py:32, 55-57",
+        "f_A learning rate",
+        "not stated (Adam); the authors' code: 0.4 x 1e-4 = 4e-5 (TeD-SPAD's: 4e-6)",
+        _PEN + "anonymization_training/params_anonymization.py:46, 54; "
+        "train_anonymizer_balance.py:405-406",
         PENALTY,
         "anonymizer_lr",
+        "4e-5",
+        "same as the authors' code (the paper gives none)",
+    ),
+    Setting(
+        "penalty",
+        "f_T learning rate",
+        "not stated (Adam); the authors' code: 1e-4 (TeD-SPAD's: 1e-5)",
+        _PEN + "anonymization_training/params_anonymization.py:46, 56; "
+        "train_anonymizer_balance.py:408",
+        PENALTY,
+        "action_lr",
         "1e-4",
-        "not stated in the paper; we keep SPAct's 1e-4 (its Algorithm 1 is SPAct's update plus the "
-        "penalty)",
+        "same as the authors' code (the paper gives none)",
+    ),
+    Setting(
+        "penalty",
+        "f_B learning rate",
+        "not stated (Adam); the authors' code: 1e-4 (TeD-SPAD's: 1e-5)",
+        _PEN + "anonymization_training/params_anonymization.py:46, 55; "
+        "train_anonymizer_balance.py:407",
+        PENALTY,
+        "privacy_lr",
+        "1e-4",
+        "same as the authors' code (the paper gives none)",
     ),
     Setting(
         "penalty",
@@ -757,8 +789,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "penalty",
         "f_A encoder weights",
-        "not stated; TeD-SPAD's code: smp's UNet++ with an ImageNet ResNet-18 encoder",
-        _TED + "aux_code/model_loaders.py:19-30",
+        "not stated; the authors' code: smp's UNet++ with an ImageNet ResNet-18 encoder",
+        _PEN + "aux_code/model_loaders.py:24-36",
         PENALTY,
         "anonymizer_weights",
         "weights/resnet18_imagenet.pth",
@@ -798,6 +830,19 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "penalty",
+        "target privacy model",
+        "ResNet-50 (Sec. 4.2's f_B; Tables 7-8 vary f'_B); the authors' code: ResNet-152 "
+        "from random weights",
+        "Penalty Sec. 4.2, Tables 6-8; " + _PEN + "privacy_training/params_privacy.py:10; "
+        "train_privacy.py:162",
+        PENALTY,
+        "eval_privacy_model",
+        "resnet50",
+        "the paper's ResNet-50, as SPAct's target and the paper's raw-trained attacker (Table "
+        "6); the released file's ResNet-152 is one of Table 7's architectures",
+    ),
+    Setting(
+        "penalty",
         "target action model epochs",
         "100 (batch 16)",
         "Penalty Sec. 4.2",
@@ -808,12 +853,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "penalty",
         "target privacy model epochs",
-        "not stated; TeD-SPAD's code: 100",
-        _TED + "privacy_training/params_privacy.py:18",
+        "not stated; the authors' code: 100",
+        _PEN + "privacy_training/params_privacy.py:21",
         PENALTY,
         "eval_privacy_epochs",
         "100",
-        "same as TeD-SPAD's code (the paper gives none)",
+        "same as the authors' code (the paper gives none)",
     ),
     Setting(
         "penalty",
@@ -825,25 +870,27 @@ SETTINGS: tuple[Setting, ...] = (
         "1e-3",
         "same base rate, and one schedule for both target models (TeD-SPAD's action target: "
         "1e-4, cosine); TeD-SPAD's warm-up also divides the rate by 5 ('Pretrained drop', "
-        "train_privacy.py:198), which then holds (2e-4): we keep the paper's 1e-3",
+        "train_privacy.py:198; the authors' code: train_privacy.py:213), which then holds (2e-4): "
+        "we keep the paper's 1e-3",
     ),
     Setting(
         "penalty",
         "target privacy model warm-up",
         "linear",
-        "Penalty Sec. 4.2; " + _TED + "privacy_training/params_privacy.py:19-20, "
-        "train_privacy.py:155, 196-198",
+        "Penalty Sec. 4.2; " + _PEN + "privacy_training/params_privacy.py:22-23, "
+        "train_privacy.py:211-213",
         PENALTY,
         "eval_warmup_epochs",
         "4",
-        "same: TeD-SPAD's epochs 1-4 run at 0.26, 0.51, 0.75 and 1.0 of the rate (its "
+        "same: the authors' epochs 1-4 run at 0.26, 0.51, 0.75 and 1.0 of the rate (its "
         "linspace(0.01, 1, 5) from index 1), ours at 0.25, 0.5, 0.75 and 1.0",
     ),
     Setting(
         "penalty",
         "target privacy model learning-rate drop",
         "/ 5 on loss stagnation",
-        "Penalty Sec. 4.2; " + _TED + "privacy_training/train_privacy.py:205-211",
+        "Penalty Sec. 4.2; " + _PEN + "privacy_training/params_privacy.py:24-25, "
+        "train_privacy.py:220-226",
         PENALTY,
         "eval_lr_drop",
         "5",
