@@ -1,12 +1,17 @@
 """The target models' learning rate per epoch (`EpochLearningRate`): warm-up, plateau drops,
-and `fit` training at the rates it sets, on both backends."""
+the half cosine, `fit` training at the rates it sets, and each target model's own rate,
+schedule and batch, on both backends."""
+
+import math
 
 import keras
 import numpy as np
 import pytest
 
 from keras_privacy.config import ExperimentConfig
-from keras_privacy.evaluation.targets import EpochLearningRate
+from keras_privacy.evaluation import protocol
+from keras_privacy.evaluation.targets import EpochLearningRate, learning_rate_schedule
+from tests import tiny_models
 
 
 def rates_through(schedule: EpochLearningRate, losses: list[float]) -> list[float]:
@@ -56,6 +61,56 @@ def test_no_drop_keeps_the_rate_and_every_epoch_logs_its_rate():
     assert logs["learning_rate"] == pytest.approx(0.3)
 
 
+def test_the_cosine_follows_the_warm_up_and_ignores_plateaus():
+    # Rising losses would drop a plateau schedule; the cosine runs on to its last epoch.
+    schedule = EpochLearningRate(1.0, warmup_epochs=2, drop=10, cosine_epochs=6)
+    rates = rates_through(schedule, [1, 2, 3, 4, 5, 6])
+    cosine = [(1 + math.cos(math.pi * k / 4)) / 2 for k in range(4)]
+    np.testing.assert_allclose(rates, [0.5, 1.0, *cosine])
+    assert rates[-1] > 0
+
+
+def test_each_target_model_takes_its_own_rate_schedule_and_batch():
+    shared = ExperimentConfig(eval_lr=1e-3, eval_lr_drop=5, batch_size=4, privacy_batch_size=6)
+    for target, batch in (("action", 4), ("privacy", 6)):
+        schedule = learning_rate_schedule(shared, target)
+        assert (schedule.rate, schedule.drop, schedule.cosine_epochs) == (1e-3, 5, 0)
+        assert shared.eval_batch_size(target) == batch
+    own = ExperimentConfig(
+        eval_lr=1e-3,
+        eval_action_lr=1e-4,
+        eval_action_schedule="cosine",
+        eval_action_epochs=10,
+        eval_privacy_lr=2e-4,
+        eval_action_batch_size=16,
+        eval_privacy_batch_size=32,
+    )
+    action, privacy = learning_rate_schedule(own, "action"), learning_rate_schedule(own, "privacy")
+    assert (action.rate, action.cosine_epochs) == (1e-4, 10)
+    assert (privacy.rate, privacy.cosine_epochs) == (2e-4, 0)
+    assert (own.eval_batch_size("action"), own.eval_batch_size("privacy")) == (16, 32)
+
+
+def test_the_target_models_train_with_their_own_batch_and_rate(benchmark, tmp_path):
+    config = tiny_models.tiny_config(
+        benchmark,
+        tmp_path,
+        eval_action_batch_size=3,
+        eval_privacy_batch_size=5,
+        eval_action_lr=0.02,
+        eval_privacy_lr=0.03,
+    )
+    data = protocol.evaluation_data(config)
+    classes, attributes = len(data.class_names), len(data.attribute_names)
+    action = protocol.train_action_target(config, data.action_train, classes, None)
+    privacy = protocol.train_privacy_target(config, data.privacy_train, attributes, None)
+    # One epoch: as many optimizer steps as whole batches of the training split (12 each).
+    assert int(action.optimizer.iterations) == 12 // 3
+    assert int(privacy.optimizer.iterations) == 12 // 5
+    assert float(action.optimizer.learning_rate) == pytest.approx(0.02)
+    assert float(privacy.optimizer.learning_rate) == pytest.approx(0.03)
+
+
 def test_fit_trains_at_the_rates_the_schedule_sets():
     # One SGD step an epoch on y = 2x from w = 0, MSE: the gradient is -2 x (y - w x).
     x = np.array([[1.0]], "float32")
@@ -79,6 +134,9 @@ def test_fit_trains_at_the_rates_the_schedule_sets():
         ({"eval_lr_drop": 0.5}, "--eval_lr_drop must be at least 1, got 0.5"),
         ({"eval_warmup_epochs": -1}, "--eval_warmup_epochs cannot be negative, got -1"),
         ({"eval_lr_patience": -2}, "--eval_lr_patience cannot be negative, got -2"),
+        ({"eval_action_lr": -1e-4}, "--eval_action_lr cannot be negative, got -0.0001"),
+        ({"eval_privacy_batch_size": -1}, "--eval_privacy_batch_size cannot be negative"),
+        ({"eval_action_schedule": "step"}, "--eval_action_schedule"),
     ],
 )
 def test_a_schedule_setting_out_of_range_is_named(overrides, message):

@@ -161,6 +161,17 @@ class ExperimentConfig(
         of `privacy_backbone`)."""
         return names(self.eval_privacy_model) or self.privacy_backbone_names()[:1]
 
+    def eval_learning_rate(self, target: str) -> float:
+        """The learning rate of the `target` ("action" or "privacy") model of the evaluation:
+        `eval_<target>_lr`, or `eval_lr` where that is 0."""
+        return getattr(self, f"eval_{target}_lr") or self.eval_lr
+
+    def eval_batch_size(self, target: str) -> int:
+        """The batch of the `target` ("action" or "privacy") model of the evaluation:
+        `eval_<target>_batch_size`, or the training batch where that is 0."""
+        training = self.batch_size if target == "action" else self.privacy_batch_size
+        return getattr(self, f"eval_{target}_batch_size") or training
+
     def evaluation_datasets(self) -> ExperimentConfig:
         """This config with the evaluation's datasets in place of the training ones: each
         `eval_<setting>` that is set replaces `<setting>`. PA-HMDB51's attributes default to

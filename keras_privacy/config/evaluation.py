@@ -17,6 +17,7 @@ from keras_privacy.config.setting import (
 
 EVAL_PROTOCOLS = ("same", "cross_dataset", "novel_actions", "novel_attributes", "pa_hmdb51")
 EVAL_PRIVACY_DATASETS = (*PRIVACY_DATASETS, "pa_hmdb51")
+EVAL_ACTION_SCHEDULES = ("plateau", "cosine")
 EVAL_DATA_FIELDS = (
     "action_dataset",
     "action_annotations",
@@ -89,13 +90,44 @@ class EvaluationSettings:
         default=8, metadata=described("Epochs of the target privacy model.", "eval")
     )
     eval_lr: float = field(
-        default=1e-3, metadata=described("Target models' learning rate.", "eval")
+        default=1e-3,
+        metadata=described(
+            "Target models' learning rate (each model's own: <eval_action_lr>, <eval_privacy_lr>).",
+            "eval",
+        ),
+    )
+    eval_action_lr: float = field(
+        default=0.0,
+        metadata=described("Target action model's learning rate (0: <eval_lr>).", "eval"),
+    )
+    eval_privacy_lr: float = field(
+        default=0.0,
+        metadata=described("Target privacy model's learning rate (0: <eval_lr>).", "eval"),
+    )
+    eval_action_batch_size: int = field(
+        default=0,
+        metadata=described("Clips per batch of the target action model (0: <batch_size>).", "eval"),
+    )
+    eval_privacy_batch_size: int = field(
+        default=0,
+        metadata=described(
+            "Images per batch of the target privacy model (0: <privacy_batch_size>).", "eval"
+        ),
+    )
+    eval_action_schedule: str = field(
+        default="plateau",
+        metadata=described(
+            "Target action model's schedule: plateau (the warm-up, then <eval_lr_drop> on a "
+            "plateau, as the target privacy model) | cosine (the warm-up, then a half cosine "
+            "over the remaining epochs, TeD-SPAD's action target).",
+            "eval",
+        ),
     )
     eval_warmup_epochs: int = field(
         default=0,
         metadata=described(
             "Target models' linear warm-up: epoch e (from 0) of the first N runs at (e + 1) / N "
-            "of <eval_lr> (0: none).",
+            "of the model's learning rate (0: none).",
             "eval",
         ),
     )
@@ -230,6 +262,11 @@ def validate_evaluation(config) -> None:
         )
     if not config.eval_lr > 0:
         raise SettingError(f"<eval_lr> must be positive, got {config.eval_lr}")
+    not_negative(
+        config,
+        ("eval_action_lr", "eval_privacy_lr", "eval_action_batch_size", "eval_privacy_batch_size"),
+    )
+    one_of("eval_action_schedule", config.eval_action_schedule, EVAL_ACTION_SCHEDULES)
     if not config.eval_lr_drop >= 1:
         raise SettingError(f"<eval_lr_drop> must be at least 1, got {config.eval_lr_drop}")
     not_negative(config, ("eval_warmup_epochs", "eval_lr_patience"))

@@ -4,6 +4,7 @@ their metrics and bootstrap intervals."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import keras
@@ -37,29 +38,47 @@ class EpochLearningRate(keras.callbacks.Callback):
     training loss has not reached a new lowest for more than `patience` epochs in a row
     (TeD-SPAD's train_privacy.py; SPAct supp. C.3: "drops learning rate to its 1/10th value
     on the loss plateau"). A drop decided during the warm-up is replaced by the next warm-up
-    epoch's rate, as there; one decided at its last epoch holds. `drop=1` keeps the rate."""
+    epoch's rate, as there; one decided at its last epoch holds. `drop=1` keeps the rate.
 
-    def __init__(self, rate: float, warmup_epochs: int = 0, drop: float = 1.0, patience: int = 0):
+    With `cosine_epochs` N > 0, the epochs after the warm-up follow a half cosine instead of
+    the plateau rule: epoch k of the K = N - warmup_epochs runs at (1 + cos(pi k / K)) / 2 of
+    `rate`, the shape of TeD-SPAD's action target (params_anonymized_action.py:41)."""
+
+    def __init__(
+        self,
+        rate: float,
+        warmup_epochs: int = 0,
+        drop: float = 1.0,
+        patience: int = 0,
+        cosine_epochs: int = 0,
+    ):
         super().__init__()
         self.rate = rate
         self.warmup_epochs = warmup_epochs
         self.drop = drop
         self.patience = patience
+        self.cosine_epochs = cosine_epochs
         self.lowest_loss = float("inf")
         self.epochs_without_lowest = 0
 
     def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
+        self.model.optimizer.learning_rate = self.rate_at(epoch)
+
+    def rate_at(self, epoch: int) -> float:
+        """The rate of `epoch` (from 0), the drops decided so far included."""
         if epoch < self.warmup_epochs:
-            self.model.optimizer.learning_rate = self.rate * (epoch + 1) / self.warmup_epochs
-        else:
-            self.model.optimizer.learning_rate = self.rate
+            return self.rate * (epoch + 1) / self.warmup_epochs
+        if self.cosine_epochs:
+            step, steps = epoch - self.warmup_epochs, self.cosine_epochs - self.warmup_epochs
+            return self.rate * (1 + math.cos(math.pi * step / steps)) / 2
+        return self.rate
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         logs = logs if logs is not None else {}
         logs["learning_rate"] = float(
             keras.ops.convert_to_numpy(self.model.optimizer.learning_rate)
         )
-        if self.drop == 1:
+        if self.drop == 1 or self.cosine_epochs:
             return
         if logs["loss"] < self.lowest_loss:
             self.lowest_loss, self.epochs_without_lowest = logs["loss"], 0
@@ -79,10 +98,17 @@ class EpochLearningRate(keras.callbacks.Callback):
                 )
 
 
-def learning_rate_schedule(config: ExperimentConfig) -> EpochLearningRate:
-    """The target models' learning rate per epoch, from `--eval_lr` and its schedule flags."""
+def learning_rate_schedule(config: ExperimentConfig, target: str) -> EpochLearningRate:
+    """The learning rate per epoch of the `target` ("action" or "privacy") model: its rate
+    (`--eval_<target>_lr`, else `--eval_lr`), the warm-up, then the plateau rule or, for the
+    action model with `--eval_action_schedule=cosine`, the half cosine."""
+    cosine = target == "action" and config.eval_action_schedule == "cosine"
     return EpochLearningRate(
-        config.eval_lr, config.eval_warmup_epochs, config.eval_lr_drop, config.eval_lr_patience
+        config.eval_learning_rate(target),
+        config.eval_warmup_epochs,
+        config.eval_lr_drop,
+        config.eval_lr_patience,
+        cosine_epochs=config.eval_action_epochs if cosine else 0,
     )
 
 
@@ -112,14 +138,15 @@ def train_action_target(
         loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
         accuracy, labels = ["accuracy"], "labels"
     model.compile(
-        keras.optimizers.Adam(c.eval_lr),
+        keras.optimizers.Adam(c.eval_learning_rate("action")),
         loss,
         metrics=accuracy,
         jit_compile=distribute.choose_jit_compile(c.jit_compile, [target])[0],
     )
+    batch_size = c.eval_batch_size("action")
     dataset = pipelines.action_train_dataset(
         train,
-        c.batch_size,
+        batch_size,
         c.clip_length,
         c.clip_stride,
         c.image_size,
@@ -132,12 +159,12 @@ def train_action_target(
             "<action_multilabel> needs multi-hot action labels (a P-HVU split from read_phvu)"
         )
     dataset = dataset.map(lambda batch: (batch["clips"], batch[labels]))
-    steps = c.steps_per_epoch or max(1, pipelines.count_examples(train) // c.batch_size)
+    steps = c.steps_per_epoch or max(1, pipelines.count_examples(train) // batch_size)
     model.fit(
         dataset,
         epochs=c.eval_action_epochs,
         steps_per_epoch=steps,
-        callbacks=[learning_rate_schedule(c)],
+        callbacks=[learning_rate_schedule(c, "action")],
         verbose=2,
     )
     return model
@@ -213,19 +240,20 @@ def train_privacy_target(
     )
     model = with_anonymizer(target, anonymizer, clips=False)
     model.compile(
-        keras.optimizers.Adam(c.eval_lr),
+        keras.optimizers.Adam(c.eval_learning_rate("privacy")),
         keras.losses.BinaryCrossentropy(from_logits=True),
         jit_compile=distribute.choose_jit_compile(c.jit_compile, [target])[0],
     )
+    batch_size = c.eval_batch_size("privacy")
     dataset = pipelines.privacy_labelled_dataset(
-        train, c.privacy_batch_size, c.image_size, training=True, seed=c.seed, epochs=None
+        train, batch_size, c.image_size, training=True, seed=c.seed, epochs=None
     ).map(lambda batch: (batch["images"], batch["privacy"]))
-    steps = max(1, pipelines.count_examples(train) // c.privacy_batch_size)
+    steps = max(1, pipelines.count_examples(train) // batch_size)
     model.fit(
         dataset,
         epochs=c.eval_privacy_epochs,
         steps_per_epoch=steps,
-        callbacks=[learning_rate_schedule(c)],
+        callbacks=[learning_rate_schedule(c, "privacy")],
         verbose=2,
     )
     return model
@@ -241,7 +269,7 @@ def test_privacy_target(
     """cMAP and mean F1 (at probability 0.5) of `model` on the test images, and their 95 %
     intervals by `--eval_bootstrap` resamples of the test images (`<metric>_interval`)."""
     dataset = pipelines.privacy_labelled_dataset(
-        test, config.privacy_batch_size, config.image_size, training=False
+        test, config.eval_batch_size("privacy"), config.image_size, training=False
     )
     probs, labels = [], []
     for batch in dataset.as_numpy_iterator():
