@@ -450,8 +450,9 @@ SETTINGS: tuple[Setting, ...] = (
         _VITA + "adv_training.py:116-120",
         VITA,
         "adversary_models",
-        "resnet50,resnet101,mobilenet_v1_1.0,mobilenet_v1_0.75",
-        "no pre-activation ResNet-V2 here: ResNet-101 stands for ResNet-V2-50",
+        "resnet50,resnet_v2_50,mobilenet_v1_1.0,mobilenet_v1_0.75",
+        "same models; our ResNet-V1-50 is torchvision's layout, which strides a stage's first "
+        "unit where slim's strides its last",
     ),
     Setting(
         "vita",
@@ -1021,8 +1022,11 @@ SETTINGS: tuple[Setting, ...] = (
         "Meta supp. list of attack models",
         META,
         "eval_privacy_model",
-        "resnet50,resnet101,mobilenet_v1_0.25,mobilenet_v1_0.5,mobilenet_v1_0.75,mobilenet_v1_1.0",
-        "6 of the 10: no ResNet-V2 or Inception here yet",
+        "resnet50,resnet101,resnet_v2_50,resnet_v2_101,inception_v1,inception_v2,"
+        "mobilenet_v1_0.25,mobilenet_v1_0.5,mobilenet_v1_0.75,mobilenet_v1_1.0",
+        "same ten, ResNet-V2 and Inception as TF-slim builds them (VITA's nets/, the same "
+        "parameter counts); ResNet-V1 in torchvision's layout (the stride in a stage's first "
+        "unit, slim's in its last)",
     ),
     Setting(
         "meta",

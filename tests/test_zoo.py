@@ -14,6 +14,7 @@ from keras_privacy.flags import config_from_flags, define_flags
 from keras_privacy.models import registry
 from keras_privacy.models.__main__ import main as models_cli
 from keras_privacy.models.__main__ import trainable_parameters
+from keras_privacy.models.inception import inception_net
 from keras_privacy.models.r2plus1d import mid_width
 from keras_privacy.models.unet import downsampling_factor
 
@@ -73,6 +74,57 @@ def test_mobilenet_feature_widths_and_counts(name, features, count):
     classifier = registry.build_image_backbone(name, num_classes=1000)
     assert classifier.get_layer("fc").input.shape == (None, features)
     assert trainable_parameters(classifier) == count
+
+
+@pytest.mark.backend_independent
+@pytest.mark.parametrize(
+    "name, trainable, total",
+    [
+        ("resnet_v2_50", 23_519_360, 23_564_800),
+        ("resnet_v2_101", 42_528_896, 42_626_560),
+        ("inception_v1", 5_592_624, 5_607_184),
+        ("inception_v2", 10_153_336, 10_173_112),
+    ],
+)
+def test_slim_models_count_as_tf_slim_builds_them(name, trainable, total):
+    # tf_slim 1.1's nets (resnet_v2_50 / _101 with num_classes=None, inception_v1_base,
+    # inception_v2_base) under their arg scopes: trainable variables, then all of them (the
+    # batch-normalisation statistics included), as VITA's nets/ define the same layers.
+    model = registry.build_image_backbone(name)
+    assert trainable_parameters(model) == trainable
+    assert model.count_params() == total
+
+
+@pytest.mark.backend_independent
+@pytest.mark.parametrize(
+    "name, features", [("resnet_v2_50", 2048), ("inception_v1", 1024), ("inception_v2", 1024)]
+)
+def test_slim_models_reduce_images_32_fold_to_their_features(name, features):
+    # test_models.py runs and trains the Inceptions; Keras tests its own ResNetV2.
+    model = registry.build_image_backbone(name, input_shape=(64, 64, 3))
+    pooled = model.get_layer("avg_pool" if name.startswith("resnet") else "pool")
+    assert pooled.input.shape == (None, 2, 2, features)
+    assert model.output.shape == (None, features)
+
+
+def test_inception_keeps_slims_quirks():
+    v1 = registry.build_image_backbone("inception_v1", input_shape=(64, 64, 3))
+    # The "5x5" branch of slim's Inception-V1 is a 3x3 convolution.
+    assert v1.get_layer("mixed_3b_2b_conv").kernel_size == (3, 3)
+    v2 = registry.build_image_backbone("inception_v2", input_shape=(64, 64, 3))
+    stem = v2.get_layer("stem_1a_conv")
+    assert isinstance(stem, keras.layers.SeparableConv2D) and stem.depth_multiplier == 8
+    assert stem.use_bias and "stem_1a_bn" not in [layer.name for layer in v2.layers]
+    with pytest.raises(ValueError, match="Inception version 3 is not one of 1, 2"):
+        inception_net(version=3)
+
+
+def test_same_average_pooling_leaves_the_padding_out_of_the_mean():
+    # TensorFlow's "same" average pool, which slim's Inception-V2 branches rely on.
+    x = np.arange(16, dtype="float32").reshape(1, 4, 4, 1)
+    pooled = keras.layers.AveragePooling2D(3, strides=1, padding="same")(x)
+    corner = keras.ops.convert_to_numpy(pooled)[0, 0, 0, 0]
+    assert corner == pytest.approx(np.mean([0, 1, 4, 5]))
 
 
 def _divisible(width: float, divisor: int = 8) -> int:

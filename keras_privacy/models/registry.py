@@ -12,10 +12,11 @@ from collections.abc import Callable
 import keras
 
 from keras_privacy.models import (
+    applications,
     c3d,
     factorized,
     i3d,
-    mobilenet,
+    inception,
     r2plus1d,
     r3d,
     resnet,
@@ -89,7 +90,7 @@ class _ImageModels(dict):
             return None
         if not 0 < alpha < float("inf"):
             return None
-        return functools.partial(mobilenet.mobilenet_v2, alpha=alpha, name=name)
+        return functools.partial(applications.mobilenet_v2, alpha=alpha, name=name)
 
     def __contains__(self, name) -> bool:
         return dict.__contains__(self, name) or self._mobilenet_v2(name) is not None
@@ -129,16 +130,21 @@ IMAGE_MODELS: dict[str, Callable[..., keras.Model]] = {
     ),
     **{
         f"mobilenet_v1_{alpha}": functools.partial(
-            mobilenet.mobilenet_v1, alpha=alpha, name=f"mobilenet_v1_{alpha}"
+            applications.mobilenet_v1, alpha=alpha, name=f"mobilenet_v1_{alpha}"
         )
         for alpha in (0.25, 0.5, 0.75, 1.0)
     },
     **{
         f"mobilenet_v2_{alpha}": functools.partial(
-            mobilenet.mobilenet_v2, alpha=alpha, name=f"mobilenet_v2_{alpha}"
+            applications.mobilenet_v2, alpha=alpha, name=f"mobilenet_v2_{alpha}"
         )
         for alpha in (0.35, 0.5, 0.75, 1.0, 1.3, 1.4)
     },
+    # TF-slim's models of VITA's code: its budget ensemble and the meta paper's test attackers.
+    "resnet_v2_50": functools.partial(applications.resnet_v2, depth=50, name="resnet_v2_50"),
+    "resnet_v2_101": functools.partial(applications.resnet_v2, depth=101, name="resnet_v2_101"),
+    "inception_v1": functools.partial(inception.inception_net, version=1, name="inception_v1"),
+    "inception_v2": functools.partial(inception.inception_net, version=2, name="inception_v2"),
 }
 IMAGE_MODELS = _ImageModels(IMAGE_MODELS)
 """Images (B, H, W, 3) in [0, 1] -> pooled features (with `num_classes`: logits). Besides

@@ -1,10 +1,12 @@
-"""MobileNet-V1 and -V2 at any width multiplier, from `keras.applications` (weights=None).
+"""Image models from `keras.applications` (weights=None): MobileNet-V1 and -V2 at any width
+multiplier, and the pre-activation ResNet-V2-50 / -101.
 
 The attack models of the meta-generalisation paper (after VITA) are MobileNet-V2 at several
-width multipliers for training and MobileNet-V1 0.25 - 1.0 among those for testing; SPAct
-evaluates against MobileNet-V1. As the ResNets of `resnet.py`, these take images in [0, 1]
-as they are (no input scaling layer: Keras' `preprocess_input` maps to [-1, 1], which only
-matters for ImageNet weights, and none are loaded here).
+width multipliers for training and MobileNet-V1 0.25 - 1.0, ResNet-V2-50 / -101 among those
+for testing; VITA's budget ensemble holds a ResNet-V2-50; SPAct evaluates against
+MobileNet-V1. As the ResNets of `resnet.py`, these take images in [0, 1] as they are (no
+input scaling layer: Keras' `preprocess_input` maps to [-1, 1], which only matters for
+ImageNet weights, and none are loaded here).
 """
 
 from __future__ import annotations
@@ -48,4 +50,22 @@ def mobilenet_v2(
     base = keras.applications.MobileNetV2(
         input_shape=input_shape, alpha=alpha, include_top=False, weights=None, pooling="avg"
     )
+    return _with_head(base, num_classes, name)
+
+
+def resnet_v2(
+    depth: int = 50,
+    num_classes: int | None = None,
+    input_shape: tuple = (None, None, 3),
+    name: str = "resnet_v2",
+) -> keras.Model:
+    """Pre-activation ResNet-V2 (He et al., 2016) of `depth` 50 or 101 on images (B, H, W, 3)
+    in [0, 1] -> 2048 pooled features, or logits with `num_classes`. Keras' ResNetV2 is
+    TF-slim's resnet_v2, the one VITA's code builds: a biased 7x7/2 stem without
+    normalisation, bottleneck units that normalise their input (BN-ReLU) and stride on the
+    last unit of a stage, BN-ReLU after the last stage. H and W of at least 32."""
+    builders = {50: keras.applications.ResNet50V2, 101: keras.applications.ResNet101V2}
+    if depth not in builders:
+        raise ValueError(f"ResNet-V2 depth {depth} is not one of 50, 101")
+    base = builders[depth](input_shape=input_shape, include_top=False, weights=None, pooling="avg")
     return _with_head(base, num_classes, name)
