@@ -260,9 +260,9 @@ SETTINGS: tuple[Setting, ...] = (
         SPACT,
         "",
         "constant after the warm-up",
-        "no flag yet: no plateau schedule in the trainers. The authors' train_recon.py never "
-        "drops either: it keeps its best loss as a maximum, from 1000 (lines 188, 223-224), "
-        "and drops only on a loss above it",
+        "same as the authors' code, which never drops: train_recon.py keeps its best loss as a "
+        "maximum, from 1000 (lines 188, 223-224), and drops only on a loss above it (no flag: "
+        "no plateau schedule in the trainers)",
     ),
     Setting(
         "spact",
@@ -286,12 +286,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "spact",
         "stopping rules th_A0, th_T0, th_B0, th_Bmax",
-        "stop each phase at a loss threshold (no value given)",
-        "SPAct Sec. 3.3, Eq. 6-9",
+        "stop each phase at a loss threshold (no value given); the authors' code: no threshold, "
+        "a fixed number of epochs",
+        "SPAct Sec. 3.3, Eq. 6-9; " + _S_ANON + "train_ssl_minimax2.py:468",
         SPACT,
         "",
         "fixed epoch counts",
-        "no flag yet; the paper gives no threshold values, supp. C.4 gives the epochs we use",
+        "same as the authors' code (no flag: the paper gives no threshold values); supp. C.4 "
+        "gives the epochs we use",
     ),
     # SPAct: minimax.
     Setting(
