@@ -700,6 +700,17 @@ SETTINGS: tuple[Setting, ...] = (
         "100",
     ),
     Setting(
+        "penalty",
+        "f_A identity learning rate",
+        "not stated (L1); the authors' code: Adam 1e-3 after a 5-epoch linear warm-up",
+        _PEN + "fa_pretraining/parameters.py:12-15; train_reconstruction.py:135, 156-157",
+        PENALTY,
+        "identity_lr",
+        "1e-3",
+        "same as the authors' code (the paper gives none), and SPAct's "
+        "(--identity_warmup_epochs=5)",
+    ),
+    Setting(
         "penalty", "anonymizer epochs", "100", "Penalty Sec. 4.2", PENALTY, "minimax_epochs", "100"
     ),
     Setting(
