@@ -136,12 +136,17 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "spact",
         "colour jitter, grayscale",
-        "light jitter, 10 % grayscale, per clip",
-        "SPAct supp. C.2; " + _S_ANON + "dl_ft_nov.py:126-130, 177-190",
+        "supervised: grayscale 'with less strength' (no jitter named); the authors' loaders, "
+        "per clip: contrast on 12.5 %, hue, saturation and brightness each on 15 % of clips "
+        "(factors 0.9-1.1, hue +-0.05), 10 % grayscale, a gamma of 0.85-1.15 on 3/4 of those",
+        "SPAct supp. C.2; " + _S_ANON + "dl_ft_nov.py:117-130, 177-190; dl_vispr.py:89-102, "
+        "136-149",
         SPACT,
-        "",
-        "light jitter, 10 % grayscale, per clip (constants of keras_privacy/data/augment.py)",
-        "same kinds and grayscale rate; the jitter strengths are ours",
+        "supervised_jitter",
+        "spact",
+        "same kinds, rates and ranges, on action clips and labelled privacy images; ours "
+        "composes the ops in one order (theirs moves contrast after brightness in half its "
+        "draws) and pulls contrast to the clip's mean luminance (theirs: each frame's)",
     ),
     Setting(
         "spact",

@@ -377,3 +377,54 @@ def test_grayscale_rate_in_augment_clip():
         outs = _over_seeds(lambda seed, c=config: augment.augment_clip(clip, seed, 16, c), 200, 8)
         gray = np.all(np.abs(outs - outs[..., :1]) < 1e-5, axis=(1, 2, 3, 4))
         assert abs(gray.mean() - config.grayscale) < 0.07
+
+
+def test_each_jitter_op_keeps_its_own_probability():
+    # Brightness alone on every clip, then on none: the map is brightness * I, then I.
+    clip = _random_clip(frames=2, dtype=np.float32)
+    only = dataclasses.replace(PLAIN, jitter=1.0, brightness=0.3, jitter_each=(1, 0, 0, 0))
+    for seed in [(s, 5) for s in range(4)]:
+        matrix, offset = augment.colour_transform(clip, _seed(*seed), only)
+        expected = _drawn(seed, augment._BRIGHTNESS, 0.3) * np.eye(3)
+        np.testing.assert_allclose(matrix.numpy(), expected, atol=1e-6)
+        np.testing.assert_allclose(offset.numpy(), 0.0, atol=1e-6)
+    none = dataclasses.replace(only, jitter_each=(0, 0, 0, 0))
+    np.testing.assert_allclose(_colour(clip, (1, 5), none), clip, atol=1e-6)
+
+
+def test_spacts_supervised_colour_changes_as_many_clips_as_its_loaders():
+    # Each op on its own 15 / 12.5 / 15 / 15 %: some op on 1 - 0.85 * 0.875 * 0.85 * 0.85.
+    config = dataclasses.replace(augment.SUPERVISED_SPACT_CODE, grayscale=0.0)
+    clip = tf.constant(_random_clip(frames=1, dtype=np.float32))
+
+    def distance(seed):
+        matrix, offset = augment.colour_transform(clip, seed, config)
+        return tf.reduce_sum(tf.abs(matrix - tf.eye(3))) + tf.reduce_sum(tf.abs(offset))
+
+    changed = _over_seeds(distance, 400, 6) > 1e-6
+    assert abs(changed.mean() - (1 - 0.85 * 0.875 * 0.85 * 0.85)) < 0.07
+
+
+def test_gamma_reaches_grayscale_clips_only():
+    clip = tf.constant(_random_clip(frames=2, dtype=np.float32))
+    squared = dataclasses.replace(PLAIN, grayscale=1.0, gamma=(2.0, 2.0), gamma_probability=1.0)
+    out = augment.random_gamma(clip, _seed(0, 0), squared)
+    np.testing.assert_allclose(out.numpy(), clip.numpy() ** 2, rtol=1e-5)
+    colour = dataclasses.replace(squared, grayscale=0.0)
+    np.testing.assert_array_equal(augment.random_gamma(clip, _seed(0, 0), colour).numpy(), clip)
+    rate = dataclasses.replace(squared, gamma_probability=0.75)
+    outs = _over_seeds(lambda seed: augment.random_gamma(clip, seed, rate), 200, 9)
+    gamma = np.any(np.abs(outs - clip.numpy()) > 1e-6, axis=(1, 2, 3, 4))
+    assert abs(gamma.mean() - 0.75) < 0.08
+
+
+def test_supervised_jitter_setting_picks_the_preset():
+    from keras_privacy.config import ExperimentConfig
+
+    spact = ExperimentConfig(supervised_jitter="spact", flip_probability=0.0)
+    assert spact.supervised_augmentation() == augment.SUPERVISED_SPACT_CODE
+    assert spact.action_augmentation().jitter_each == (0.15, 0.125, 0.15, 0.15)
+    assert spact.action_augmentation().flip == 0.0
+    assert ExperimentConfig().supervised_augmentation() == SUPERVISED
+    with pytest.raises(ValueError, match="--supervised_jitter"):
+        ExperimentConfig(supervised_jitter="strong").validate()

@@ -6,11 +6,13 @@ import dataclasses
 from dataclasses import field
 
 from keras_privacy.config.setting import SettingError, at_least_one, described, one_of
-from keras_privacy.data.augment import SUPERVISED, AugmentConfig
+from keras_privacy.data.augment import SUPERVISED, SUPERVISED_SPACT_CODE, AugmentConfig
 from keras_privacy.data.pipelines import PAIR_SAMPLERS
 from keras_privacy.data.sources import DatasetFiles
 
 ACTION_DATASETS = ("synthetic", "ucf101", "hmdb51")
+SUPERVISED_JITTERS = {"light": SUPERVISED, "spact": SUPERVISED_SPACT_CODE}
+"""The colour presets of the supervised branches' augmentation, by `--supervised_jitter`."""
 PRIVACY_DATASETS = ("synthetic", "vispr")
 
 
@@ -86,6 +88,15 @@ class DataSettings:
     erase_probability: float = field(
         default=0.25, metadata=described("Random-erase probability of action clips.", "data")
     )
+    supervised_jitter: str = field(
+        default="light",
+        metadata=described(
+            "Colour of the action clips and labelled privacy images: light (all of brightness, "
+            "contrast, saturation +-0.2 and hue +-0.05 on 80 % of them) | spact (SPAct's "
+            "loaders: each on its own 12.5-15 %, +-0.1, and a gamma on grayscale ones).",
+            "data",
+        ),
+    )
     pair_sampler: str = field(
         default="random",
         metadata=described(
@@ -101,10 +112,15 @@ class DataSettings:
         default=16, metadata=described("Privacy images per batch (two views each).", "data")
     )
 
+    def supervised_augmentation(self) -> AugmentConfig:
+        """The augmentation of labelled privacy images: the `supervised_jitter` preset."""
+        return SUPERVISED_JITTERS[self.supervised_jitter]
+
     def action_augmentation(self) -> AugmentConfig:
-        """The augmentation of action clips: SPAct's, with this run's flip, crop and erase."""
+        """The augmentation of action clips: the `supervised_jitter` preset with this run's
+        flip, crop and erase."""
         return dataclasses.replace(
-            SUPERVISED,
+            self.supervised_augmentation(),
             flip=self.flip_probability,
             crop_side=(self.crop_min_side, 1.0),
             erase=self.erase_probability,
@@ -136,6 +152,7 @@ def validate_data(config: DataSettings) -> None:
     one_of("action_dataset", config.action_dataset, ACTION_DATASETS)
     one_of("privacy_dataset", config.privacy_dataset, PRIVACY_DATASETS)
     one_of("pair_sampler", config.pair_sampler, PAIR_SAMPLERS)
+    one_of("supervised_jitter", config.supervised_jitter, tuple(SUPERVISED_JITTERS))
     at_least_one(config, ("image_size", "clip_length", "clip_stride", "batch_size"))
     if config.image_size > config.frame_size:
         raise SettingError(

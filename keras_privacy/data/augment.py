@@ -18,6 +18,8 @@ import tensorflow as tf
 _SIDE, _ASPECT, _Y, _X, _FLIP = 0, 1, 2, 3, 4
 _JITTER, _BRIGHTNESS, _CONTRAST, _SATURATION, _HUE = 5, 6, 7, 8, 9
 _GRAY, _ERASE, _ERASE_AREA, _ERASE_ASPECT, _ERASE_Y, _ERASE_X, _ERASE_FILL = range(10, 17)
+_EACH = {"brightness": 17, "contrast": 18, "saturation": 19, "hue": 20}
+_GAMMA, _GAMMA_ON = 21, 22
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,7 +33,11 @@ class AugmentConfig:
         jitter: Probability of applying colour jitter at all.
         brightness, contrast, saturation: Factors drawn from [1 - s, 1 + s].
         hue: Hue shift drawn from [-h, h] (fraction of the colour circle).
+        jitter_each: Probability of each of brightness, contrast, saturation and hue (in that
+            order), drawn on its own once the jitter applies.
         grayscale: Probability of replacing colour by luminance.
+        gamma: Range of the gamma drawn for a grayscale clip (pixel ** gamma).
+        gamma_probability: Probability that a grayscale clip gets that gamma.
         erase: Probability of erasing one rectangle.
         erase_area: Range of the erased area as a fraction of the frame.
     """
@@ -44,7 +50,10 @@ class AugmentConfig:
     contrast: float = 0.2
     saturation: float = 0.2
     hue: float = 0.05
+    jitter_each: tuple[float, float, float, float] = (1.0, 1.0, 1.0, 1.0)
     grayscale: float = 0.1
+    gamma: tuple[float, float] = (1.0, 1.0)
+    gamma_probability: float = 0.0
     erase: float = 0.25
     erase_area: tuple[float, float] = (0.02, 0.2)
 
@@ -52,6 +61,22 @@ class AugmentConfig:
 SUPERVISED = AugmentConfig()
 """Supervised branches (action f_T, privacy attackers), as SPAct's clips: square crop of side
 0.6-1.0 of the short side, flip, light colour jitter, 10 % grayscale, 25 % random erase."""
+
+SUPERVISED_SPACT_CODE = dataclasses.replace(
+    SUPERVISED,
+    jitter=1.0,
+    brightness=0.1,
+    contrast=0.1,
+    saturation=0.1,
+    hue=0.05,
+    jitter_each=(0.15, 0.125, 0.15, 0.15),
+    gamma=(0.85, 1.15),
+    gamma_probability=0.75,
+)
+"""SUPERVISED with the colour of SPAct's supervised loaders (anonymization_training/
+dl_ft_nov.py:117-130, 177-190; dl_vispr.py the same, as the penalty code's ucf101_dl.py):
+contrast on 12.5 % of clips, hue, saturation and brightness each on 15 %, factors in
+[0.9, 1.1] (hue +-0.05), 10 % grayscale, and a gamma in [0.85, 1.15] on 3/4 of those."""
 
 CONTRASTIVE = AugmentConfig(
     crop_side=(math.sqrt(0.08), 1.0),
@@ -146,14 +171,24 @@ def _hue_rotation(turns):
 def colour_transform(clip, seed, config: AugmentConfig):
     """The clip's colour augmentation as ONE affine map of RGB (3 x 3 matrix, offset), drawn
     once per clip: with probability `config.jitter` brightness, contrast (towards the clip's
-    mean luminance), saturation and a hue rotation in YIQ, then grayscale with probability
-    `config.grayscale`. One fused map instead of four image passes (the pipeline's hot spot);
-    the result is clipped to [0, 1] once, at the end."""
+    mean luminance), saturation and a hue rotation in YIQ, each kept with its own probability
+    in `config.jitter_each`, then grayscale with probability `config.grayscale`. One fused
+    map instead of four image passes (the pipeline's hot spot); the result is clipped to
+    [0, 1] once, at the end."""
     identity = tf.eye(3)
-    brightness = _uniform(seed, _BRIGHTNESS, 1 - config.brightness, 1 + config.brightness)
-    contrast = _uniform(seed, _CONTRAST, 1 - config.contrast, 1 + config.contrast)
-    saturation = _uniform(seed, _SATURATION, 1 - config.saturation, 1 + config.saturation)
-    hue = _uniform(seed, _HUE, -config.hue, config.hue)
+    applies = dict(zip(("brightness", "contrast", "saturation", "hue"), config.jitter_each))
+
+    def drawn(name: str, stream: int, low: float, high: float, neutral: float):
+        """The op's value, or `neutral` where its own draw leaves it out."""
+        value = _uniform(seed, stream, low, high)
+        if applies[name] >= 1:
+            return value
+        return tf.where(_uniform(seed, _EACH[name]) < applies[name], value, neutral)
+
+    brightness = drawn("brightness", _BRIGHTNESS, 1 - config.brightness, 1 + config.brightness, 1)
+    contrast = drawn("contrast", _CONTRAST, 1 - config.contrast, 1 + config.contrast, 1)
+    saturation = drawn("saturation", _SATURATION, 1 - config.saturation, 1 + config.saturation, 1)
+    hue = drawn("hue", _HUE, -config.hue, config.hue, 0)
     mean_luma = brightness * tf.reduce_sum(tf.reduce_mean(clip, axis=[0, 1, 2]) * _LUMA[:, 0])
     gray = _LUMA @ tf.ones([1, 3])
     jitter = _affine(brightness * identity)
@@ -165,6 +200,18 @@ def colour_transform(clip, seed, config: AugmentConfig):
     use_gray = _uniform(seed, _GRAY) < config.grayscale
     grayed = matrix @ gray, tf.linalg.matvec(gray, offset, transpose_a=True)
     return tf.where(use_gray, grayed[0], matrix), tf.where(use_gray, grayed[1], offset)
+
+
+def random_gamma(clip, seed, config: AugmentConfig):
+    """A grayscale clip (the same draw as `colour_transform`'s) raised to a gamma drawn in
+    `config.gamma`, with `config.gamma_probability`; any other clip as it is."""
+    if config.gamma_probability <= 0:
+        return clip
+    gamma = _uniform(seed, _GAMMA, *config.gamma)
+    applies = (_uniform(seed, _GRAY) < config.grayscale) & (
+        _uniform(seed, _GAMMA_ON) < config.gamma_probability
+    )
+    return tf.cond(applies, lambda: tf.pow(clip, gamma), lambda: clip)
 
 
 def apply_colour(clip, matrix, offset):
@@ -200,11 +247,12 @@ def random_erase(clip, seed, probability: float, area: tuple[float, float]):
 
 def augment_clip(clip, seed, size: int, config: AugmentConfig = SUPERVISED):
     """Training augmentation of one clip (T, H, W, 3), parameters drawn once per clip: random
-    resized crop with flip, colour jitter and grayscale, erase. Returns float32
+    resized crop with flip, colour jitter and grayscale, gamma, erase. Returns float32
     (T, size, size, 3)."""
     box = crop_box(seed, tf.shape(clip)[1], tf.shape(clip)[2], config)
     clip = crop_and_resize(clip, maybe_mirror(box, seed, config.flip), size)
     clip = apply_colour(clip, *colour_transform(clip, seed, config))
+    clip = random_gamma(clip, seed, config)
     return random_erase(clip, seed, config.erase, config.erase_area)
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_privacy.data import pa_hmdb51, pipelines, synthetic
-from keras_privacy.data.augment import AugmentConfig
+from keras_privacy.data.augment import SUPERVISED, AugmentConfig
 from keras_privacy.data.cache import MANIFEST, failure_line, prepare_cache, read_manifest
 from keras_privacy.data.examples import Split
 from keras_privacy.data.hmdb51 import read_hmdb51
@@ -141,6 +141,7 @@ class Batching:
     image_size: int
     pair_sampler: str
     augmentation: AugmentConfig
+    image_augmentation: AugmentConfig = SUPERVISED
     second_clip: bool = False
     hold_out: int = 0
 
@@ -219,6 +220,7 @@ class TrainingData:
                 c.image_size,
                 True,
                 seed=seed,
+                config=c.image_augmentation,
                 epochs=None,
             )
         else:

@@ -246,7 +246,13 @@ def train_privacy_target(
     )
     batch_size = c.eval_batch_size("privacy")
     dataset = pipelines.privacy_labelled_dataset(
-        train, batch_size, c.image_size, training=True, seed=c.seed, epochs=None
+        train,
+        batch_size,
+        c.image_size,
+        training=True,
+        seed=c.seed,
+        config=c.supervised_augmentation(),
+        epochs=None,
     ).map(lambda batch: (batch["images"], batch["privacy"]))
     steps = max(1, pipelines.count_examples(train) // batch_size)
     model.fit(
