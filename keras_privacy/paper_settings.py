@@ -125,13 +125,15 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "spact",
         "random erase",
-        "p = 0.25 per clip",
-        _S_ANON + "dl_ft_nov.py:196",
+        "p = 0.25 per clip: a black rectangle, each side 9-18 px of 112, its corner anywhere in "
+        "the frame",
+        _S_ANON + "dl_ft_nov.py:50, 118-119, 133-134, 196-197",
         SPACT,
         "erase_probability",
         "0.25",
-        "same probability; theirs reads the flip's draw, so a flipped clip is never erased; "
-        "ours draws the two independently",
+        "same probability, sides and fill (with --supervised_augmentation=spact, the sides as "
+        "fractions of the frame); theirs reads the flip's draw, so a flipped clip is never "
+        "erased; ours draws the two independently",
     ),
     Setting(
         "spact",
@@ -142,7 +144,7 @@ SETTINGS: tuple[Setting, ...] = (
         "SPAct supp. C.2; " + _S_ANON + "dl_ft_nov.py:117-130, 177-190; dl_vispr.py:89-102, "
         "136-149",
         SPACT,
-        "supervised_jitter",
+        "supervised_augmentation",
         "spact",
         "same kinds, rates and ranges, on action clips and labelled privacy images; ours "
         "composes the ops in one order (theirs moves contrast after brightness in half its "

@@ -334,7 +334,7 @@ def training_data(config: ExperimentConfig) -> sources.TrainingData:
         image_size=config.image_size,
         pair_sampler=config.pair_sampler,
         augmentation=config.action_augmentation(),
-        image_augmentation=config.supervised_augmentation(),
+        image_augmentation=config.image_augmentation(),
         second_clip=config.ssl_adversary == "spatiotemporal",
         hold_out=hold_out,
     )

@@ -418,13 +418,35 @@ def test_gamma_reaches_grayscale_clips_only():
     assert abs(gamma.mean() - 0.75) < 0.08
 
 
-def test_supervised_jitter_setting_picks_the_preset():
+def test_supervised_augmentation_setting_picks_the_preset():
     from keras_privacy.config import ExperimentConfig
 
-    spact = ExperimentConfig(supervised_jitter="spact", flip_probability=0.0)
-    assert spact.supervised_augmentation() == augment.SUPERVISED_SPACT_CODE
+    spact = ExperimentConfig(supervised_augmentation="spact", flip_probability=0.0)
+    assert spact.image_augmentation() == augment.SUPERVISED_SPACT_CODE
     assert spact.action_augmentation().jitter_each == (0.15, 0.125, 0.15, 0.15)
     assert spact.action_augmentation().flip == 0.0
-    assert ExperimentConfig().supervised_augmentation() == SUPERVISED
-    with pytest.raises(ValueError, match="--supervised_jitter"):
-        ExperimentConfig(supervised_jitter="strong").validate()
+    assert ExperimentConfig().image_augmentation() == SUPERVISED
+    with pytest.raises(ValueError, match="--supervised_augmentation"):
+        ExperimentConfig(supervised_augmentation="strong").validate()
+
+
+def test_spacts_erase_is_a_small_black_rectangle_cut_at_the_edges():
+    clip = tf.ones([2, 112, 112, 3])
+    config = augment.SUPERVISED_SPACT_CODE
+    cut = 0
+    for seed in range(40):
+        out = augment.random_erase(
+            clip, _seed(seed, 7), 1.0, config.erase_area, config.erase_side, config.erase_fill
+        ).numpy()
+        erased = np.all(out == 0.0, axis=-1)
+        np.testing.assert_array_equal(erased[0], erased[1])  # the same in every frame
+        assert np.all((out == 0.0) | (out == 1.0))  # black, nothing else touched
+        rows, cols = np.nonzero(erased[0].any(axis=1))[0], np.nonzero(erased[0].any(axis=0))[0]
+        assert erased[0][rows[0] : rows[-1] + 1, cols[0] : cols[-1] + 1].all()  # a rectangle
+        height, width = len(rows), len(cols)
+        assert 1 <= height <= 19 and 1 <= width <= 19
+        at_edge = rows[-1] == 111 or cols[-1] == 111
+        cut += at_edge
+        if not at_edge:
+            assert height >= 8 and width >= 8
+    assert 0 < cut < 40  # some rectangles run off the frame, as the authors' do

@@ -11,8 +11,8 @@ from keras_privacy.data.pipelines import PAIR_SAMPLERS
 from keras_privacy.data.sources import DatasetFiles
 
 ACTION_DATASETS = ("synthetic", "ucf101", "hmdb51")
-SUPERVISED_JITTERS = {"light": SUPERVISED, "spact": SUPERVISED_SPACT_CODE}
-"""The colour presets of the supervised branches' augmentation, by `--supervised_jitter`."""
+SUPERVISED_AUGMENTATIONS = {"default": SUPERVISED, "spact": SUPERVISED_SPACT_CODE}
+"""The supervised branches' augmentation presets, by `--supervised_augmentation`."""
 PRIVACY_DATASETS = ("synthetic", "vispr")
 
 
@@ -88,12 +88,14 @@ class DataSettings:
     erase_probability: float = field(
         default=0.25, metadata=described("Random-erase probability of action clips.", "data")
     )
-    supervised_jitter: str = field(
-        default="light",
+    supervised_augmentation: str = field(
+        default="default",
         metadata=described(
-            "Colour of the action clips and labelled privacy images: light (all of brightness, "
-            "contrast, saturation +-0.2 and hue +-0.05 on 80 % of them) | spact (SPAct's "
-            "loaders: each on its own 12.5-15 %, +-0.1, and a gamma on grayscale ones).",
+            "Colour and erase of the action clips and labelled privacy images: default (all of "
+            "brightness, contrast, saturation +-0.2 and hue +-0.05 on 80 % of them; erase 2-20 "
+            "% of the frame in a random colour) | spact (SPAct's loaders: each op on its own "
+            "12.5-15 % at +-0.1, a gamma on grayscale ones; a black rectangle of 9-18 px "
+            "sides at 112).",
             "data",
         ),
     )
@@ -112,15 +114,16 @@ class DataSettings:
         default=16, metadata=described("Privacy images per batch (two views each).", "data")
     )
 
-    def supervised_augmentation(self) -> AugmentConfig:
-        """The augmentation of labelled privacy images: the `supervised_jitter` preset."""
-        return SUPERVISED_JITTERS[self.supervised_jitter]
+    def image_augmentation(self) -> AugmentConfig:
+        """The augmentation of labelled privacy images: the `supervised_augmentation`
+        preset."""
+        return SUPERVISED_AUGMENTATIONS[self.supervised_augmentation]
 
     def action_augmentation(self) -> AugmentConfig:
-        """The augmentation of action clips: the `supervised_jitter` preset with this run's
+        """The augmentation of action clips: the `supervised_augmentation` preset with this run's
         flip, crop and erase."""
         return dataclasses.replace(
-            self.supervised_augmentation(),
+            self.image_augmentation(),
             flip=self.flip_probability,
             crop_side=(self.crop_min_side, 1.0),
             erase=self.erase_probability,
@@ -152,7 +155,9 @@ def validate_data(config: DataSettings) -> None:
     one_of("action_dataset", config.action_dataset, ACTION_DATASETS)
     one_of("privacy_dataset", config.privacy_dataset, PRIVACY_DATASETS)
     one_of("pair_sampler", config.pair_sampler, PAIR_SAMPLERS)
-    one_of("supervised_jitter", config.supervised_jitter, tuple(SUPERVISED_JITTERS))
+    one_of(
+        "supervised_augmentation", config.supervised_augmentation, tuple(SUPERVISED_AUGMENTATIONS)
+    )
     at_least_one(config, ("image_size", "clip_length", "clip_stride", "batch_size"))
     if config.image_size > config.frame_size:
         raise SettingError(

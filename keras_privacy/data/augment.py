@@ -39,7 +39,11 @@ class AugmentConfig:
         gamma: Range of the gamma drawn for a grayscale clip (pixel ** gamma).
         gamma_probability: Probability that a grayscale clip gets that gamma.
         erase: Probability of erasing one rectangle.
-        erase_area: Range of the erased area as a fraction of the frame.
+        erase_area: Range of the erased area as a fraction of the frame (aspect 0.3-3.3, the
+            rectangle inside the frame).
+        erase_side: Instead, the range of each side as a fraction of the frame's side (drawn
+            on their own), the corner anywhere in the frame and the rectangle cut at its edges.
+        erase_fill: The erased value; None: one random colour.
     """
 
     crop_side: tuple[float, float] = (0.6, 1.0)
@@ -56,6 +60,8 @@ class AugmentConfig:
     gamma_probability: float = 0.0
     erase: float = 0.25
     erase_area: tuple[float, float] = (0.02, 0.2)
+    erase_side: tuple[float, float] | None = None
+    erase_fill: float | None = None
 
 
 SUPERVISED = AugmentConfig()
@@ -72,11 +78,14 @@ SUPERVISED_SPACT_CODE = dataclasses.replace(
     jitter_each=(0.15, 0.125, 0.15, 0.15),
     gamma=(0.85, 1.15),
     gamma_probability=0.75,
+    erase_side=(9 / 112, 19 / 112),
+    erase_fill=0.0,
 )
-"""SUPERVISED with the colour of SPAct's supervised loaders (anonymization_training/
-dl_ft_nov.py:117-130, 177-190; dl_vispr.py the same, as the penalty code's ucf101_dl.py):
+"""SUPERVISED with the colour and erase of SPAct's supervised loaders (anonymization_training/
+dl_ft_nov.py:117-133, 177-197; dl_vispr.py the same, as the penalty code's ucf101_dl.py):
 contrast on 12.5 % of clips, hue, saturation and brightness each on 15 %, factors in
-[0.9, 1.1] (hue +-0.05), 10 % grayscale, and a gamma in [0.85, 1.15] on 3/4 of those."""
+[0.9, 1.1] (hue +-0.05), 10 % grayscale, and a gamma in [0.85, 1.15] on 3/4 of those; the
+erased rectangle black, each side 9-18 px of 112, its corner anywhere in the frame."""
 
 CONTRASTIVE = AugmentConfig(
     crop_side=(math.sqrt(0.08), 1.0),
@@ -220,25 +229,44 @@ def apply_colour(clip, matrix, offset):
     return tf.clip_by_value(coloured, 0.0, 1.0)
 
 
-def random_erase(clip, seed, probability: float, area: tuple[float, float]):
-    """With `probability`, fill one random rectangle (area fraction in `area`, aspect
-    0.3-3.3, the same in every frame) with one random colour."""
+def random_erase(
+    clip,
+    seed,
+    probability: float,
+    area: tuple[float, float],
+    side: tuple[float, float] | None = None,
+    fill: float | None = None,
+):
+    """With `probability`, fill one random rectangle, the same in every frame, with `fill`
+    (None: one random colour). Its area is a fraction in `area` with an aspect of 0.3-3.3,
+    inside the frame; or, with `side`, each side a fraction in `side` of the frame's side and
+    its corner anywhere in the frame, cut at the frame's edges (SPAct's loaders)."""
 
     def erase():
         height, width = tf.shape(clip)[1], tf.shape(clip)[2]
         h, w = tf.cast(height, tf.float32), tf.cast(width, tf.float32)
-        target = _uniform(seed, _ERASE_AREA, *area) * h * w
-        aspect = tf.exp(_uniform(seed, _ERASE_ASPECT, math.log(0.3), math.log(1 / 0.3)))
-        erase_h = tf.minimum(tf.sqrt(target / aspect), h)
-        erase_w = tf.minimum(tf.sqrt(target * aspect), w)
-        y0 = _uniform(seed, _ERASE_Y) * (h - erase_h)
-        x0 = _uniform(seed, _ERASE_X) * (w - erase_w)
+        if side is None:
+            target = _uniform(seed, _ERASE_AREA, *area) * h * w
+            aspect = tf.exp(_uniform(seed, _ERASE_ASPECT, math.log(0.3), math.log(1 / 0.3)))
+            erase_h = tf.minimum(tf.sqrt(target / aspect), h)
+            erase_w = tf.minimum(tf.sqrt(target * aspect), w)
+            y0 = _uniform(seed, _ERASE_Y) * (h - erase_h)
+            x0 = _uniform(seed, _ERASE_X) * (w - erase_w)
+        else:
+            erase_h = _uniform(seed, _ERASE_AREA, *side) * h
+            erase_w = _uniform(seed, _ERASE_ASPECT, *side) * w
+            y0, x0 = _uniform(seed, _ERASE_Y) * h, _uniform(seed, _ERASE_X) * w
         ys = tf.cast(tf.range(height), tf.float32)[:, None]
         xs = tf.cast(tf.range(width), tf.float32)[None, :]
         inside = (ys >= y0) & (ys < y0 + erase_h) & (xs >= x0) & (xs < x0 + erase_w)
-        fill_seed = tf.random.experimental.stateless_fold_in(tf.cast(seed, tf.int64), _ERASE_FILL)
-        fill = tf.random.stateless_uniform([3], fill_seed)
-        return tf.where(inside[None, :, :, None], fill, clip)
+        if fill is None:
+            fill_seed = tf.random.experimental.stateless_fold_in(
+                tf.cast(seed, tf.int64), _ERASE_FILL
+            )
+            value = tf.random.stateless_uniform([3], fill_seed)
+        else:
+            value = tf.fill([3], tf.cast(fill, clip.dtype))
+        return tf.where(inside[None, :, :, None], value, clip)
 
     if probability <= 0:
         return clip
@@ -253,7 +281,9 @@ def augment_clip(clip, seed, size: int, config: AugmentConfig = SUPERVISED):
     clip = crop_and_resize(clip, maybe_mirror(box, seed, config.flip), size)
     clip = apply_colour(clip, *colour_transform(clip, seed, config))
     clip = random_gamma(clip, seed, config)
-    return random_erase(clip, seed, config.erase, config.erase_area)
+    return random_erase(
+        clip, seed, config.erase, config.erase_area, config.erase_side, config.erase_fill
+    )
 
 
 def evaluation_clip(clip, size: int, fraction: float = 1.0):

@@ -251,7 +251,7 @@ def train_privacy_target(
         c.image_size,
         training=True,
         seed=c.seed,
-        config=c.supervised_augmentation(),
+        config=c.image_augmentation(),
         epochs=None,
     ).map(lambda batch: (batch["images"], batch["privacy"]))
     steps = max(1, pipelines.count_examples(train) // batch_size)
