@@ -675,6 +675,18 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("penalty", "frames per clip", "16", "Penalty Sec. 4.2", PENALTY, "clip_length", "16"),
     Setting(
         "penalty",
+        "random erase",
+        "part of 'standard augmentations' (not sized); the authors' loader: up to two black "
+        "rectangles, each with p = 0.4, sides 1/6-1/3 of the frame's height and width",
+        "Penalty Sec. 4.2; " + _PEN + "aux_code/ucf101_dl.py:96-98, 120-121, 179-182",
+        PENALTY,
+        "erase_probability",
+        "0.25",
+        "SPAct's erase (one black rectangle, p = 0.25, 9-18 px sides at 112), from the SPAct "
+        "config; their colour jitter is SPAct's (--supervised_augmentation=spact)",
+    ),
+    Setting(
+        "penalty",
         "B",
         "0.3 (best of 0.3, 0.5, 0.7, 0.9; the authors' released parameter file: 0.5)",
         "Penalty Table 1; " + _PEN + "anonymization_training/params_anonymization.py:37",

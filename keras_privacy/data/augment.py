@@ -82,7 +82,8 @@ SUPERVISED_SPACT_CODE = dataclasses.replace(
     erase_fill=0.0,
 )
 """SUPERVISED with the colour and erase of SPAct's supervised loaders (anonymization_training/
-dl_ft_nov.py:117-133, 177-197; dl_vispr.py the same, as the penalty code's ucf101_dl.py):
+dl_ft_nov.py:117-133, 177-197; dl_vispr.py the same; the penalty code's ucf101_dl.py has the
+same colour and erases more):
 contrast on 12.5 % of clips, hue, saturation and brightness each on 15 %, factors in
 [0.9, 1.1] (hue +-0.05), 10 % grayscale, and a gamma in [0.85, 1.15] on 3/4 of those; the
 erased rectangle black, each side 9-18 px of 112, its corner anywhere in the frame."""
