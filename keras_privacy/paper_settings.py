@@ -152,6 +152,31 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "spact",
+        "privacy image crop",
+        "random crop and scaling (supp. C.2); the authors' loaders: 0.6-1.0 of the image's "
+        "height and of its width (its aspect kept), resized to 112 x 112",
+        "SPAct supp. C.2; " + _S_ANON + "dl_vispr.py:94-96, 133; dl_vispr_ssl.py:95-97, 138",
+        SPACT,
+        "supervised_augmentation",
+        "spact",
+        "same, for the labelled images (the contrastive views: next row)",
+    ),
+    Setting(
+        "spact",
+        "contrastive views' augmentation",
+        "SimCLR's strengths: crops, colour jitter, cut-out, colour drop (supp. C.2); the "
+        "authors' minimax loader: the supervised loaders' light ops on each view, both views "
+        "cropped from one corner",
+        "SPAct supp. C.2; " + _S_ANON + "dl_vispr_ssl.py:90-114, 132-163; "
+        "train_ssl_minimax2.py:24, 443",
+        SPACT,
+        "contrastive_augmentation",
+        "simclr",
+        "the paper's; the code's light views (also the penalty code's vispr_dl_edit.py) are "
+        "--contrastive_augmentation=spact, each view's crop corner drawn on its own",
+    ),
+    Setting(
+        "spact",
         "action clips per batch",
         "24",
         _S_ANON + "parameters_SSL.py:43",

@@ -335,6 +335,7 @@ def training_data(config: ExperimentConfig) -> sources.TrainingData:
         pair_sampler=config.pair_sampler,
         augmentation=config.action_augmentation(),
         image_augmentation=config.image_augmentation(),
+        view_augmentation=config.view_augmentation(),
         second_clip=config.ssl_adversary == "spatiotemporal",
         hold_out=hold_out,
     )

@@ -422,7 +422,7 @@ def test_supervised_augmentation_setting_picks_the_preset():
     from keras_privacy.config import ExperimentConfig
 
     spact = ExperimentConfig(supervised_augmentation="spact", flip_probability=0.0)
-    assert spact.image_augmentation() == augment.SUPERVISED_SPACT_CODE
+    assert spact.image_augmentation() == augment.SPACT_CODE_IMAGES
     assert spact.action_augmentation().jitter_each == (0.15, 0.125, 0.15, 0.15)
     assert spact.action_augmentation().flip == 0.0
     assert ExperimentConfig().image_augmentation() == SUPERVISED
@@ -450,3 +450,24 @@ def test_spacts_erase_is_a_small_black_rectangle_cut_at_the_edges():
         if not at_edge:
             assert height >= 8 and width >= 8
     assert 0 < cut < 40  # some rectangles run off the frame, as the authors' do
+
+
+def test_a_crop_that_keeps_the_aspect_takes_one_fraction_of_both_sides():
+    config = dataclasses.replace(PLAIN, crop_side=(0.6, 1.0), crop_keeps_aspect=True)
+    for seed in range(20):
+        y1, x1, y2, x2 = augment.crop_box(_seed(seed, 3), 60, 200, config).numpy()
+        assert y2 - y1 == pytest.approx(x2 - x1, abs=1e-6)  # the same normalised fraction
+        assert 0.6 - 1e-6 <= y2 - y1 <= 1.0 + 1e-6
+        assert 0 <= y1 and y2 <= 1 + 1e-6 and 0 <= x1 and x2 <= 1 + 1e-6
+
+
+def test_contrastive_augmentation_setting_picks_the_views_preset():
+    from keras_privacy.config import ExperimentConfig
+
+    assert ExperimentConfig().view_augmentation() == CONTRASTIVE
+    spact = ExperimentConfig(contrastive_augmentation="spact", supervised_augmentation="spact")
+    assert spact.view_augmentation() == augment.SPACT_CODE_IMAGES
+    assert spact.image_augmentation().crop_keeps_aspect
+    assert not spact.action_augmentation().crop_keeps_aspect  # the clips' crop is square
+    with pytest.raises(ValueError, match="--contrastive_augmentation"):
+        ExperimentConfig(contrastive_augmentation="strong").validate()

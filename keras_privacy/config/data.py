@@ -6,13 +6,26 @@ import dataclasses
 from dataclasses import field
 
 from keras_privacy.config.setting import SettingError, at_least_one, described, one_of
-from keras_privacy.data.augment import SUPERVISED, SUPERVISED_SPACT_CODE, AugmentConfig
+from keras_privacy.data.augment import (
+    CONTRASTIVE,
+    SPACT_CODE_IMAGES,
+    SUPERVISED,
+    SUPERVISED_SPACT_CODE,
+    AugmentConfig,
+)
 from keras_privacy.data.pipelines import PAIR_SAMPLERS
 from keras_privacy.data.sources import DatasetFiles
 
 ACTION_DATASETS = ("synthetic", "ucf101", "hmdb51")
-SUPERVISED_AUGMENTATIONS = {"default": SUPERVISED, "spact": SUPERVISED_SPACT_CODE}
-"""The supervised branches' augmentation presets, by `--supervised_augmentation`."""
+SUPERVISED_AUGMENTATIONS = {
+    "default": (SUPERVISED, SUPERVISED),
+    "spact": (SUPERVISED_SPACT_CODE, SPACT_CODE_IMAGES),
+}
+"""The supervised branches' augmentation presets (clips, images), by
+`--supervised_augmentation`."""
+CONTRASTIVE_AUGMENTATIONS = {"simclr": CONTRASTIVE, "spact": SPACT_CODE_IMAGES}
+"""The augmentation presets of the contrastive views of privacy images, by
+`--contrastive_augmentation`."""
 PRIVACY_DATASETS = ("synthetic", "vispr")
 
 
@@ -99,6 +112,16 @@ class DataSettings:
             "data",
         ),
     )
+    contrastive_augmentation: str = field(
+        default="simclr",
+        metadata=described(
+            "Augmentation of each contrastive view of a privacy image: simclr (SPAct supp. "
+            "C.2: SimCLR's crops, colour jitter, colour drop and cut-out) | spact (the authors' "
+            "minimax loader: <supervised_augmentation>=spact's light ops, crops keeping the "
+            "image's aspect).",
+            "data",
+        ),
+    )
     pair_sampler: str = field(
         default="random",
         metadata=described(
@@ -116,14 +139,18 @@ class DataSettings:
 
     def image_augmentation(self) -> AugmentConfig:
         """The augmentation of labelled privacy images: the `supervised_augmentation`
-        preset."""
-        return SUPERVISED_AUGMENTATIONS[self.supervised_augmentation]
+        preset's."""
+        return SUPERVISED_AUGMENTATIONS[self.supervised_augmentation][1]
+
+    def view_augmentation(self) -> AugmentConfig:
+        """The augmentation of each contrastive view of a privacy image."""
+        return CONTRASTIVE_AUGMENTATIONS[self.contrastive_augmentation]
 
     def action_augmentation(self) -> AugmentConfig:
         """The augmentation of action clips: the `supervised_augmentation` preset with this run's
         flip, crop and erase."""
         return dataclasses.replace(
-            self.image_augmentation(),
+            SUPERVISED_AUGMENTATIONS[self.supervised_augmentation][0],
             flip=self.flip_probability,
             crop_side=(self.crop_min_side, 1.0),
             erase=self.erase_probability,
@@ -157,6 +184,11 @@ def validate_data(config: DataSettings) -> None:
     one_of("pair_sampler", config.pair_sampler, PAIR_SAMPLERS)
     one_of(
         "supervised_augmentation", config.supervised_augmentation, tuple(SUPERVISED_AUGMENTATIONS)
+    )
+    one_of(
+        "contrastive_augmentation",
+        config.contrastive_augmentation,
+        tuple(CONTRASTIVE_AUGMENTATIONS),
     )
     at_least_one(config, ("image_size", "clip_length", "clip_stride", "batch_size"))
     if config.image_size > config.frame_size:

@@ -29,6 +29,9 @@ class AugmentConfig:
     Attributes:
         crop_side: Range of the crop's side as a fraction of the short side (drawn uniformly).
         crop_aspect: Range of the crop's width / height (drawn log-uniformly); (1, 1) = square.
+        crop_keeps_aspect: Instead, the crop is the same fraction (drawn in `crop_side`) of
+            the frame's height and of its width: the frame's aspect, squeezed to a square by
+            the resize (SPAct's image loaders).
         flip: Probability of a horizontal flip.
         jitter: Probability of applying colour jitter at all.
         brightness, contrast, saturation: Factors drawn from [1 - s, 1 + s].
@@ -48,6 +51,7 @@ class AugmentConfig:
 
     crop_side: tuple[float, float] = (0.6, 1.0)
     crop_aspect: tuple[float, float] = (1.0, 1.0)
+    crop_keeps_aspect: bool = False
     flip: float = 0.5
     jitter: float = 0.8
     brightness: float = 0.2
@@ -86,7 +90,14 @@ dl_ft_nov.py:117-133, 177-197; dl_vispr.py the same; the penalty code's ucf101_d
 same colour and erases more):
 contrast on 12.5 % of clips, hue, saturation and brightness each on 15 %, factors in
 [0.9, 1.1] (hue +-0.05), 10 % grayscale, and a gamma in [0.85, 1.15] on 3/4 of those; the
-erased rectangle black, each side 9-18 px of 112, its corner anywhere in the frame."""
+erased rectangle black, each side 9-18 px of 112, its corner anywhere in the frame. The clips'
+crop is square (dl_ft_nov.py:174); for images see SPACT_CODE_IMAGES."""
+
+SPACT_CODE_IMAGES = dataclasses.replace(SUPERVISED_SPACT_CODE, crop_keeps_aspect=True)
+"""SUPERVISED_SPACT_CODE for privacy images, whose crop keeps the image's aspect (the same
+fraction, 0.6-1.0, of its height and width) before the resize to a square: SPAct's labelled
+loader (dl_vispr.py:133) and the views of its minimax (dl_vispr_ssl.py:95-97, 138), where
+each view is drawn on its own."""
 
 CONTRASTIVE = AugmentConfig(
     crop_side=(math.sqrt(0.08), 1.0),
@@ -112,13 +123,18 @@ def _uniform(seed, stream: int, low=0.0, high=1.0):
 
 def crop_box(seed, height, width, config: AugmentConfig = SUPERVISED):
     """A random crop as normalised [y1, x1, y2, x2]: side (geometric mean of height and width)
-    a random fraction of the short side, aspect in `config.crop_aspect`, random position."""
+    a random fraction of the short side, aspect in `config.crop_aspect`, random position; with
+    `config.crop_keeps_aspect`, that fraction of the height and of the width."""
     height, width = tf.cast(height, tf.float32), tf.cast(width, tf.float32)
-    side = _uniform(seed, _SIDE, *config.crop_side) * tf.minimum(height, width)
-    log_low, log_high = math.log(config.crop_aspect[0]), math.log(config.crop_aspect[1])
-    aspect = tf.exp(_uniform(seed, _ASPECT, log_low, log_high))
-    crop_h = tf.minimum(side / tf.sqrt(aspect), height)
-    crop_w = tf.minimum(side * tf.sqrt(aspect), width)
+    if config.crop_keeps_aspect:
+        fraction = _uniform(seed, _SIDE, *config.crop_side)
+        crop_h, crop_w = fraction * height, fraction * width
+    else:
+        side = _uniform(seed, _SIDE, *config.crop_side) * tf.minimum(height, width)
+        log_low, log_high = math.log(config.crop_aspect[0]), math.log(config.crop_aspect[1])
+        aspect = tf.exp(_uniform(seed, _ASPECT, log_low, log_high))
+        crop_h = tf.minimum(side / tf.sqrt(aspect), height)
+        crop_w = tf.minimum(side * tf.sqrt(aspect), width)
     y = _uniform(seed, _Y) * (height - crop_h)
     x = _uniform(seed, _X) * (width - crop_w)
     return tf.stack([y / height, x / width, (y + crop_h) / height, (x + crop_w) / width])

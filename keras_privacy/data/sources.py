@@ -15,7 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_privacy.data import pa_hmdb51, pipelines, synthetic
-from keras_privacy.data.augment import SUPERVISED, AugmentConfig
+from keras_privacy.data.augment import CONTRASTIVE, SUPERVISED, AugmentConfig
 from keras_privacy.data.cache import MANIFEST, failure_line, prepare_cache, read_manifest
 from keras_privacy.data.examples import Split
 from keras_privacy.data.hmdb51 import read_hmdb51
@@ -129,9 +129,10 @@ def report_missing(name: str, split: Split) -> None:
 @dataclasses.dataclass(frozen=True)
 class Batching:
     """How the training batches are cut: sizes, the clips' length, stride and side, the frame
-    pairs' sampler, the clips' augmentation, a `second_clip` of each video (the spatio-temporal
-    adversary's positive), and `hold_out` > 0 where every Nth action video (by index) is held
-    out of training as VITA's validation clips."""
+    pairs' sampler, the augmentation of the clips, of the labelled privacy images and of the
+    contrastive views, a `second_clip` of each video (the spatio-temporal adversary's
+    positive), and `hold_out` > 0 where every Nth action video (by index) is held out of
+    training as VITA's validation clips."""
 
     seed: int
     batch_size: int
@@ -142,6 +143,7 @@ class Batching:
     pair_sampler: str
     augmentation: AugmentConfig
     image_augmentation: AugmentConfig = SUPERVISED
+    view_augmentation: AugmentConfig = CONTRASTIVE
     second_clip: bool = False
     hold_out: int = 0
 
@@ -225,7 +227,11 @@ class TrainingData:
             )
         else:
             privacy = pipelines.privacy_pair_dataset(
-                self.images, c.privacy_batch_size, c.image_size, seed=seed
+                self.images,
+                c.privacy_batch_size,
+                c.image_size,
+                seed=seed,
+                config=c.view_augmentation,
             )
         return pipelines.minimax_dataset(action, privacy).take(steps)
 
