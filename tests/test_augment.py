@@ -20,6 +20,8 @@ PLAIN = AugmentConfig(
 )
 LUMA = np.array([0.2989, 0.587, 0.114], np.float32)  # tf.image.rgb_to_grayscale's weights
 YIQ_Y = np.array([0.299, 0.587, 0.114], np.float32)
+PRESETS = [SUPERVISED, CONTRASTIVE, augment.SUPERVISED_SPACT_CODE, augment.SPACT_CODE_IMAGES]
+PRESET_NAMES = ["supervised", "contrastive", "spact_clips", "spact_images"]
 
 
 def _seed(*values):
@@ -60,7 +62,7 @@ def _ramp(height, width):
 # ---------------------------------------------------------------------------- augment_clip
 
 
-@pytest.mark.parametrize("config", [SUPERVISED, CONTRASTIVE], ids=["supervised", "contrastive"])
+@pytest.mark.parametrize("config", PRESETS, ids=PRESET_NAMES)
 def test_static_clip_stays_static(config):
     # One draw of every parameter per clip: a clip of identical frames keeps identical frames.
     clip = _static_clip(frames=5)
@@ -72,7 +74,7 @@ def test_static_clip_stays_static(config):
     assert len({out.tobytes() for out in outs}) == 40
 
 
-@pytest.mark.parametrize("config", [SUPERVISED, CONTRASTIVE], ids=["supervised", "contrastive"])
+@pytest.mark.parametrize("config", PRESETS, ids=PRESET_NAMES)
 def test_uniform_clip_stays_constant_across_time(config):
     # A uniformly coloured clip stays one colour in every frame; frames never differ.
     clip = np.full((6, 20, 30, 3), [200, 60, 30], np.uint8)
@@ -82,7 +84,7 @@ def test_uniform_clip_stays_constant_across_time(config):
     assert len({tuple(out[0, 0, 0].round(4)) for out in outs}) > 1  # but the colour is augmented
 
 
-@pytest.mark.parametrize("config", [SUPERVISED, CONTRASTIVE], ids=["supervised", "contrastive"])
+@pytest.mark.parametrize("config", PRESETS, ids=PRESET_NAMES)
 def test_augment_clip_is_seeded(config):
     clip = _random_clip(frames=3)
     first = augment.augment_clip(clip, _seed(3, 4), 16, config).numpy()
@@ -93,7 +95,7 @@ def test_augment_clip_is_seeded(config):
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32])
-@pytest.mark.parametrize("config", [SUPERVISED, CONTRASTIVE], ids=["supervised", "contrastive"])
+@pytest.mark.parametrize("config", PRESETS, ids=PRESET_NAMES)
 def test_augment_clip_output_type_shape_range(dtype, config):
     clip = _random_clip(frames=3, height=20, width=36, dtype=dtype)
     if dtype == np.float32:  # the full [0, 1] range going in
@@ -156,7 +158,7 @@ def test_maybe_mirror_probability():
 
 
 @pytest.mark.parametrize("height, width", [(30, 50), (50, 30), (40, 40)])
-@pytest.mark.parametrize("config", [SUPERVISED, CONTRASTIVE], ids=["supervised", "contrastive"])
+@pytest.mark.parametrize("config", PRESETS[:3], ids=PRESET_NAMES[:3])  # the aspect kept: below
 def test_crop_box_inside_frame_with_side_in_range(config, height, width):
     short = min(height, width)
     sides, aspects = [], []
