@@ -69,8 +69,9 @@ class AugmentConfig:
 
 
 SUPERVISED = AugmentConfig()
-"""Supervised branches (action f_T, privacy attackers), as SPAct's clips: square crop of side
-0.6-1.0 of the short side, flip, light colour jitter, 10 % grayscale, 25 % random erase."""
+"""Supervised branches (action f_T, privacy attackers) by default: square crop of side 0.6-1.0
+of the short side, flip, colour jitter (all four ops on 80 % of clips), 10 % grayscale, 25 %
+random erase (2-20 % of the frame, one random colour). SUPERVISED_SPACT_CODE is SPAct's."""
 
 SUPERVISED_SPACT_CODE = dataclasses.replace(
     SUPERVISED,
@@ -87,11 +88,10 @@ SUPERVISED_SPACT_CODE = dataclasses.replace(
 )
 """SUPERVISED with the colour and erase of SPAct's supervised loaders (anonymization_training/
 dl_ft_nov.py:117-133, 177-197; dl_vispr.py the same; the penalty code's ucf101_dl.py has the
-same colour and erases more):
-contrast on 12.5 % of clips, hue, saturation and brightness each on 15 %, factors in
-[0.9, 1.1] (hue +-0.05), 10 % grayscale, and a gamma in [0.85, 1.15] on 3/4 of those; the
-erased rectangle black, each side 9-18 px of 112, its corner anywhere in the frame. The clips'
-crop is square (dl_ft_nov.py:174); for images see SPACT_CODE_IMAGES."""
+same colour and erases more): contrast on 12.5 % of clips, hue, saturation and brightness
+each on 15 %, factors in [0.9, 1.1] (hue +-0.05), 10 % grayscale, and a gamma in [0.85, 1.15]
+on 3/4 of those; the erased rectangle black, each side 9-18 px of 112, its corner anywhere in
+the frame. The clips' crop is square (dl_ft_nov.py:174); for images see SPACT_CODE_IMAGES."""
 
 SPACT_CODE_IMAGES = dataclasses.replace(SUPERVISED_SPACT_CODE, crop_keeps_aspect=True)
 """SUPERVISED_SPACT_CODE for privacy images, whose crop keeps the image's aspect (the same
