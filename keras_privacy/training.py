@@ -91,6 +91,12 @@ class Phase:
     validation: bool = False
     steps_per_epoch: int = 0
 
+    def __post_init__(self):
+        if self.batches not in BATCH_KINDS:
+            raise ValueError(
+                f"phase {self.name}: batches={self.batches!r} is none of {', '.join(BATCH_KINDS)}"
+            )
+
 
 @dataclasses.dataclass
 class TrainResult:

@@ -56,6 +56,21 @@ def process_shard(dataset):
     return dataset.map(rows)
 
 
+def keep_input_pipelines_off_the_gpus(tf) -> tuple[int, str]:
+    """Hide every GPU from `tf` (the TensorFlow module of the input pipelines), which on JAX
+    only runs `tf.data`, on the CPU: a GPU build of TensorFlow would otherwise reserve most of
+    a GPU's memory when its runtime starts. Call before any TensorFlow operation runs. Returns
+    how many GPUs TensorFlow saw and, where they could not be hidden, why (else "")."""
+    gpus = tf.config.list_physical_devices("GPU")
+    if not gpus:
+        return 0, ""
+    try:
+        tf.config.set_visible_devices([], "GPU")
+    except RuntimeError as error:  # the runtime has started: too late
+        return len(gpus), str(error)
+    return len(gpus), ""
+
+
 def data_parallel_devices() -> list[str]:
     """Keras' devices of every process of the job: accelerators, else CPUs."""
     return keras.distribution.list_devices()

@@ -39,6 +39,11 @@ def process_shard(dataset):
     return dataset
 
 
+def keep_input_pipelines_off_the_gpus(tf) -> tuple[int, str]:
+    """Nothing: TensorFlow trains, on its GPUs. Returns (0, "")."""
+    return 0, ""
+
+
 def data_parallel_devices() -> list[str]:
     """The logical GPUs, else the logical CPUs."""
     devices = tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU")

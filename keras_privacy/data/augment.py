@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-import tensorflow as tf
+from keras_privacy.data.tensorflow_runtime import tf
 
 # One stream of random numbers per parameter, so that changing one op leaves the others alone.
 _SIDE, _ASPECT, _Y, _X, _FLIP = 0, 1, 2, 3, 4

@@ -28,11 +28,11 @@ from pathlib import Path
 
 import cv2
 import numpy as np
-import tensorflow as tf
 from tqdm import tqdm
 
 from keras_privacy.data.errors import VideoDecodeError
 from keras_privacy.data.examples import Example, Split
+from keras_privacy.data.tensorflow_runtime import tf
 from keras_privacy.data.video import iter_video_frames
 
 MANIFEST = "manifest.json"

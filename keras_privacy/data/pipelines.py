@@ -21,12 +21,12 @@ import os
 import threading
 
 import numpy as np
-import tensorflow as tf
 
 from keras_privacy.data import augment
 from keras_privacy.data.cache import parse_image_record, parse_video_record, read_manifest
 from keras_privacy.data.cache import shard_paths as cache_shards
 from keras_privacy.data.examples import Split
+from keras_privacy.data.tensorflow_runtime import tf
 from keras_privacy.data.video import read_video
 
 PAIR_SAMPLERS = ("random", "near", "far")

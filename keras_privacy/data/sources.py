@@ -12,13 +12,13 @@ import shutil
 from pathlib import Path
 
 import numpy as np
-import tensorflow as tf
 
 from keras_privacy.data import pa_hmdb51, pipelines, synthetic
 from keras_privacy.data.augment import CONTRASTIVE, SUPERVISED, AugmentConfig
 from keras_privacy.data.cache import MANIFEST, failure_line, prepare_cache, read_manifest
 from keras_privacy.data.examples import Split
 from keras_privacy.data.hmdb51 import read_hmdb51
+from keras_privacy.data.tensorflow_runtime import tf
 from keras_privacy.data.ucf101 import read_ucf101
 from keras_privacy.data.vispr import read_vispr
 from keras_privacy.spelling import SettingError
