@@ -511,3 +511,8 @@ def test_the_second_order_meta_step_on_a_tensorflow_cpu_advises_jax(overrides, n
     assert (note is not None) == noted
     if noted:
         assert "--backend=jax" in note and "--meta_first_order" in note
+
+
+def test_a_phase_names_an_unknown_kind_of_batches():
+    with pytest.raises(ValueError, match="phase minimax: batches='pairs' is none of contrastive,"):
+        training.Phase("minimax", 1, lambda: None, dict, batches="pairs")
