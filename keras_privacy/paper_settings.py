@@ -700,15 +700,30 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("penalty", "frames per clip", "16", "Penalty Sec. 4.2", PENALTY, "clip_length", "16"),
     Setting(
         "penalty",
+        "colour jitter and crop",
+        "'standard augmentations' (not named); the authors' loaders: SPAct's colour ops, rates "
+        "and ranges; a crop keeping the frame's (the image's) aspect, resized to 224 x 224",
+        "Penalty Sec. 4.2; " + _PEN + "aux_code/ucf101_dl.py:101-119, 150-174; "
+        "vispr_dl_edit.py:81-117",
+        PENALTY,
+        "supervised_augmentation",
+        "penalty",
+        "same kinds, rates and ranges (the SPAct row's notes on the order of the ops and the "
+        "contrast's mean hold); our frames are decoded to a square, so a clip's crop is square",
+    ),
+    Setting(
+        "penalty",
         "random erase",
-        "part of 'standard augmentations' (not sized); the authors' loader: up to two black "
-        "rectangles, each with p = 0.4, sides 1/6-1/3 of the frame's height and width",
-        "Penalty Sec. 4.2; " + _PEN + "aux_code/ucf101_dl.py:96-98, 120-121, 179-182",
+        "part of 'standard augmentations' (not sized); the authors' loaders: on clips up to "
+        "two black rectangles, each with p = 0.4, 1/6-1/3 of the video's height and width in "
+        "pixels at 224; on images one, p = 0.25, sides of 9-18 px at 224",
+        "Penalty Sec. 4.2; " + _PEN + "aux_code/ucf101_dl.py:96-98, 120-121, 179-182; "
+        "vispr_dl_edit.py:79-80, 90-91, 122-123",
         PENALTY,
         "erase_probability",
-        "0.25",
-        "SPAct's erase (one black rectangle, p = 0.25, 9-18 px sides at 112), from the SPAct "
-        "config; their colour jitter is SPAct's (--supervised_augmentation=spact)",
+        "0.4",
+        "same as the authors' code (--supervised_augmentation=penalty); the rectangles are "
+        "those of a 240 x 320 video (40-79 x 53-105 px), where theirs follow each video's size",
     ),
     Setting(
         "penalty",

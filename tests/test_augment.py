@@ -20,8 +20,17 @@ PLAIN = AugmentConfig(
 )
 LUMA = np.array([0.2989, 0.587, 0.114], np.float32)  # tf.image.rgb_to_grayscale's weights
 YIQ_Y = np.array([0.299, 0.587, 0.114], np.float32)
-PRESETS = [SUPERVISED, CONTRASTIVE, augment.SUPERVISED_SPACT_CODE, augment.SPACT_CODE_IMAGES]
-PRESET_NAMES = ["supervised", "contrastive", "spact_clips", "spact_images"]
+PRESETS = [
+    SUPERVISED,
+    CONTRASTIVE,
+    augment.SUPERVISED_SPACT_CODE,
+    augment.SPACT_CODE_IMAGES,
+    augment.SUPERVISED_PENALTY_CODE,
+    augment.PENALTY_CODE_IMAGES,
+]
+PRESET_NAMES = [
+    "supervised", "contrastive", "spact_clips", "spact_images", "penalty_clips", "penalty_images"
+]  # fmt: skip
 
 
 def _seed(*values):
@@ -473,3 +482,70 @@ def test_contrastive_augmentation_setting_picks_the_views_preset():
     assert not spact.action_augmentation().crop_keeps_aspect  # the clips' crop is square
     with pytest.raises(ValueError, match="--contrastive_augmentation"):
         ExperimentConfig(contrastive_augmentation="strong").validate()
+
+
+def _erased(config, seeds, size=112, stream=11):
+    """Masks (seed, H, W) of the pixels `config`'s augment_clip blacks out in a white clip."""
+    clip = np.ones((2, size, size, 3), np.float32)
+    outs = _over_seeds(lambda seed: augment.augment_clip(clip, seed, size, config), seeds, stream)
+    assert np.all((outs == 0.0) | (outs == 1.0))  # black, nothing else touched
+    np.testing.assert_array_equal(outs[:, 0], outs[:, 1])  # the same in every frame
+    return np.all(outs[:, 0] == 0.0, axis=-1)
+
+
+def test_penaltys_clips_lose_up_to_two_black_rectangles_each_on_its_own_draw():
+    # The penalty loader's erase alone: the first rectangle is the one-rectangle draw, the second
+    # adds to it; each of 40-79 x 53-105 px at 224 (here 20-40 x 26.5-53 at 112).
+    penalty = augment.SUPERVISED_PENALTY_CODE
+    erase_only = dataclasses.replace(
+        PLAIN,
+        erase=1.0,
+        erase_count=2,
+        erase_side=penalty.erase_side,
+        erase_width=penalty.erase_width,
+        erase_fill=0.0,
+    )
+    two = _erased(erase_only, 60)
+    one = _erased(dataclasses.replace(erase_only, erase_count=1), 60)
+    assert np.all(two >= one) and np.any(two.sum((1, 2)) > one.sum((1, 2)))
+    for mask in one:
+        rows, cols = np.nonzero(mask.any(axis=1))[0], np.nonzero(mask.any(axis=0))[0]
+        assert mask[rows[0] : rows[-1] + 1, cols[0] : cols[-1] + 1].all()  # a rectangle
+        if rows[-1] < 111:  # not cut by the frame's edge
+            assert 20 <= len(rows) <= 41
+        if cols[-1] < 111:
+            assert 26 <= len(cols) <= 54
+    # Two rectangles that do not overlap leave an erased area below their bounding box's.
+    boxes = [m[np.ix_(m.any(axis=1), m.any(axis=0))] for m in two]
+    assert any(not box.all() for box in boxes)
+
+    # At p = 0.4 each: some rectangle on 1 - 0.6^2 of the clips, a second on 0.4 of those with
+    # a first; the rectangles' draws are independent of the preset's colour and crop.
+    rated = dataclasses.replace(erase_only, erase=0.4)
+    two, one = _erased(rated, 400), _erased(dataclasses.replace(rated, erase_count=1), 400)
+    assert abs(two.any(axis=(1, 2)).mean() - 0.64) < 0.07
+    assert abs(one.any(axis=(1, 2)).mean() - 0.4) < 0.07
+
+
+def test_penaltys_images_lose_one_rectangle_of_9_to_18_pixels_at_224():
+    config = dataclasses.replace(PLAIN, **{
+        name: getattr(augment.PENALTY_CODE_IMAGES, name)
+        for name in ("erase_count", "erase_side", "erase_width", "erase_fill")
+    }, erase=1.0)  # fmt: skip
+    for mask in _erased(config, 40, size=224):
+        rows, cols = np.nonzero(mask.any(axis=1))[0], np.nonzero(mask.any(axis=0))[0]
+        assert mask[rows[0] : rows[-1] + 1, cols[0] : cols[-1] + 1].all()
+        assert 1 <= len(rows) <= 19 and 1 <= len(cols) <= 19
+        if rows[-1] < 223 and cols[-1] < 223:
+            assert len(rows) >= 8 and len(cols) >= 8
+
+
+def test_penalty_augmentation_setting_picks_the_penalty_loaders():
+    from keras_privacy.config import ExperimentConfig
+
+    penalty = ExperimentConfig(supervised_augmentation="penalty", erase_probability=0.4)
+    clips = penalty.action_augmentation()
+    assert (clips.erase, clips.erase_count, clips.erase_fill) == (0.4, 2, 0.0)
+    assert clips.crop_keeps_aspect and clips.jitter_each == (0.15, 0.125, 0.15, 0.15)
+    assert penalty.image_augmentation() == augment.PENALTY_CODE_IMAGES
+    assert penalty.image_augmentation().erase_count == 1

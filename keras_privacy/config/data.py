@@ -8,8 +8,10 @@ from dataclasses import field
 from keras_privacy.config.setting import SettingError, at_least_one, described, one_of
 from keras_privacy.data.augment import (
     CONTRASTIVE,
+    PENALTY_CODE_IMAGES,
     SPACT_CODE_IMAGES,
     SUPERVISED,
+    SUPERVISED_PENALTY_CODE,
     SUPERVISED_SPACT_CODE,
     AugmentConfig,
 )
@@ -20,6 +22,7 @@ ACTION_DATASETS = ("synthetic", "ucf101", "hmdb51")
 SUPERVISED_AUGMENTATIONS = {
     "default": (SUPERVISED, SUPERVISED),
     "spact": (SUPERVISED_SPACT_CODE, SPACT_CODE_IMAGES),
+    "penalty": (SUPERVISED_PENALTY_CODE, PENALTY_CODE_IMAGES),
 }
 """The supervised branches' augmentation presets (clips, images), by
 `--supervised_augmentation`."""
@@ -99,7 +102,12 @@ class DataSettings:
         ),
     )
     erase_probability: float = field(
-        default=0.25, metadata=described("Random-erase probability of action clips.", "data")
+        default=0.25,
+        metadata=described(
+            "Random-erase probability of action clips (of each rectangle, where the "
+            "<supervised_augmentation> preset erases several).",
+            "data",
+        ),
     )
     supervised_augmentation: str = field(
         default="default",
@@ -108,7 +116,9 @@ class DataSettings:
             "brightness, contrast, saturation +-0.2 and hue +-0.05 on 80 % of them; erase 2-20 "
             "% of the frame in a random colour) | spact (SPAct's loaders: each op on its own "
             "12.5-15 % at +-0.1, a gamma on grayscale ones; a black rectangle of 9-18 px "
-            "sides at 112).",
+            "sides at 112) | penalty (the penalty authors' loaders: spact's colour; on clips a "
+            "crop keeping the frame's aspect and two black rectangles of 40-79 x 53-105 px at "
+            "224, each with probability <erase_probability>; on images sides of 9-18 px at 224).",
             "data",
         ),
     )

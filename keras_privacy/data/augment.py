@@ -20,6 +20,7 @@ _JITTER, _BRIGHTNESS, _CONTRAST, _SATURATION, _HUE = 5, 6, 7, 8, 9
 _GRAY, _ERASE, _ERASE_AREA, _ERASE_ASPECT, _ERASE_Y, _ERASE_X, _ERASE_FILL = range(10, 17)
 _EACH = {"brightness": 17, "contrast": 18, "saturation": 19, "hue": 20}
 _GAMMA, _GAMMA_ON = 21, 22
+_NEXT_ERASE = 23  # the seed of rectangle k > 0: the clip's seed folded with _NEXT_ERASE + k
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,11 +42,14 @@ class AugmentConfig:
         grayscale: Probability of replacing colour by luminance.
         gamma: Range of the gamma drawn for a grayscale clip (pixel ** gamma).
         gamma_probability: Probability that a grayscale clip gets that gamma.
-        erase: Probability of erasing one rectangle.
+        erase: Probability of erasing a rectangle.
+        erase_count: Rectangles erased, each with probability `erase` on a draw of its own.
         erase_area: Range of the erased area as a fraction of the frame (aspect 0.3-3.3, the
             rectangle inside the frame).
         erase_side: Instead, the range of each side as a fraction of the frame's side (drawn
             on their own), the corner anywhere in the frame and the rectangle cut at its edges.
+        erase_width: With `erase_side`, the range of the width's fraction where it is not
+            `erase_side`'s.
         erase_fill: The erased value; None: one random colour.
     """
 
@@ -63,8 +67,10 @@ class AugmentConfig:
     gamma: tuple[float, float] = (1.0, 1.0)
     gamma_probability: float = 0.0
     erase: float = 0.25
+    erase_count: int = 1
     erase_area: tuple[float, float] = (0.02, 0.2)
     erase_side: tuple[float, float] | None = None
+    erase_width: tuple[float, float] | None = None
     erase_fill: float | None = None
 
 
@@ -93,11 +99,29 @@ each on 15 %, factors in [0.9, 1.1] (hue +-0.05), 10 % grayscale, and a gamma in
 on 3/4 of those; the erased rectangle black, each side 9-18 px of 112, its corner anywhere in
 the frame. The clips' crop is square (dl_ft_nov.py:174); for images see SPACT_CODE_IMAGES."""
 
+SUPERVISED_PENALTY_CODE = dataclasses.replace(
+    SUPERVISED_SPACT_CODE,
+    crop_keeps_aspect=True,
+    erase=0.4,
+    erase_count=2,
+    erase_side=(40 / 224, 80 / 224),
+    erase_width=(53 / 224, 106 / 224),
+)
+"""SUPERVISED_SPACT_CODE with the crop and erase of the penalty authors' clip loader
+(aux_code/ucf101_dl.py:96-121, 150-182), which both their anonymizer and their target action
+model train on: the crop keeps the frame's aspect; two black rectangles, each on its own 40 %
+of clips, heights of 1/6-1/3 and widths of 1/6-1/3 of a 240 x 320 video in pixels at 224 (40-79
+and 53-105 px), each corner anywhere in the frame."""
+
 SPACT_CODE_IMAGES = dataclasses.replace(SUPERVISED_SPACT_CODE, crop_keeps_aspect=True)
 """SUPERVISED_SPACT_CODE for privacy images, whose crop keeps the image's aspect (the same
 fraction, 0.6-1.0, of its height and width) before the resize to a square: SPAct's labelled
 loader (dl_vispr.py:133) and the views of its minimax (dl_vispr_ssl.py:95-97, 138), where
 each view is drawn on its own."""
+
+PENALTY_CODE_IMAGES = dataclasses.replace(SPACT_CODE_IMAGES, erase_side=(9 / 224, 19 / 224))
+"""SPACT_CODE_IMAGES as the penalty authors' image loader (aux_code/vispr_dl_edit.py:74-123,
+their target privacy model's) has it at 224: the erased rectangle's sides 9-18 px of 224."""
 
 CONTRASTIVE = AugmentConfig(
     crop_side=(math.sqrt(0.08), 1.0),
@@ -253,11 +277,13 @@ def random_erase(
     area: tuple[float, float],
     side: tuple[float, float] | None = None,
     fill: float | None = None,
+    width_side: tuple[float, float] | None = None,
 ):
     """With `probability`, fill one random rectangle, the same in every frame, with `fill`
     (None: one random colour). Its area is a fraction in `area` with an aspect of 0.3-3.3,
-    inside the frame; or, with `side`, each side a fraction in `side` of the frame's side and
-    its corner anywhere in the frame, cut at the frame's edges (SPAct's loaders)."""
+    inside the frame; or, with `side`, its height a fraction in `side` of the frame's height,
+    its width one in `width_side` (None: `side`) of the frame's width, and its corner anywhere
+    in the frame, cut at the frame's edges (SPAct's loaders)."""
 
     def erase():
         height, width = tf.shape(clip)[1], tf.shape(clip)[2]
@@ -271,7 +297,7 @@ def random_erase(
             x0 = _uniform(seed, _ERASE_X) * (w - erase_w)
         else:
             erase_h = _uniform(seed, _ERASE_AREA, *side) * h
-            erase_w = _uniform(seed, _ERASE_ASPECT, *side) * w
+            erase_w = _uniform(seed, _ERASE_ASPECT, *(width_side or side)) * w
             y0, x0 = _uniform(seed, _ERASE_Y) * h, _uniform(seed, _ERASE_X) * w
         ys = tf.cast(tf.range(height), tf.float32)[:, None]
         xs = tf.cast(tf.range(width), tf.float32)[None, :]
@@ -298,9 +324,24 @@ def augment_clip(clip, seed, size: int, config: AugmentConfig = SUPERVISED):
     clip = crop_and_resize(clip, maybe_mirror(box, seed, config.flip), size)
     clip = apply_colour(clip, *colour_transform(clip, seed, config))
     clip = random_gamma(clip, seed, config)
-    return random_erase(
-        clip, seed, config.erase, config.erase_area, config.erase_side, config.erase_fill
-    )
+    for rectangle in range(config.erase_count):
+        rectangle_seed = (
+            seed
+            if rectangle == 0
+            else tf.random.experimental.stateless_fold_in(
+                tf.cast(seed, tf.int64), _NEXT_ERASE + rectangle
+            )
+        )
+        clip = random_erase(
+            clip,
+            rectangle_seed,
+            config.erase,
+            config.erase_area,
+            config.erase_side,
+            config.erase_fill,
+            config.erase_width,
+        )
+    return clip
 
 
 def evaluation_clip(clip, size: int, fraction: float = 1.0):
