@@ -113,7 +113,7 @@ PAPER = {
     "action_model": "r3d_18_spact",
     "privacy_backbone": "resnet50",
     "projection": (2048, 128),
-    "budget_models": ("resnet50", "resnet_v2_50", "mobilenet_v1_1.0", "mobilenet_v1_0.75"),
+    "budget_models": ("resnet_v1_50", "resnet_v2_50", "mobilenet_v1_1.0", "mobilenet_v1_0.75"),
     "attack_models": tuple(
         f"mobilenet_v2_{alpha}" for alpha in (0.35, 0.5, 0.6, 0.75, 0.9, 1.0, 1.3, 1.4)
     ),

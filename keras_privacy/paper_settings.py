@@ -484,9 +484,9 @@ SETTINGS: tuple[Setting, ...] = (
         _VITA + "adv_training.py:116-120",
         VITA,
         "adversary_models",
-        "resnet50,resnet_v2_50,mobilenet_v1_1.0,mobilenet_v1_0.75",
-        "same models; our ResNet-V1-50 is torchvision's layout, which strides a stage's first "
-        "unit where slim's strides its last",
+        "resnet_v1_50,resnet_v2_50,mobilenet_v1_1.0,mobilenet_v1_0.75",
+        "same models, as TF-slim builds them (VITA's nets/: ResNet-V1 strides a stage's last "
+        "unit; outputs equal tf_slim's to 4e-6)",
     ),
     Setting(
         "vita",
@@ -1094,11 +1094,10 @@ SETTINGS: tuple[Setting, ...] = (
         "Meta supp. list of attack models",
         META,
         "eval_privacy_model",
-        "resnet50,resnet101,resnet_v2_50,resnet_v2_101,inception_v1,inception_v2,"
+        "resnet_v1_50,resnet_v1_101,resnet_v2_50,resnet_v2_101,inception_v1,inception_v2,"
         "mobilenet_v1_0.25,mobilenet_v1_0.5,mobilenet_v1_0.75,mobilenet_v1_1.0",
-        "same ten, ResNet-V2 and Inception as TF-slim builds them (VITA's nets/, the same "
-        "parameter counts); ResNet-V1 in torchvision's layout (the stride in a stage's first "
-        "unit, slim's in its last)",
+        "same ten, as TF-slim builds them (VITA's nets/: the same parameter counts; the "
+        "ResNet-V1s' outputs equal tf_slim's)",
     ),
     Setting(
         "meta",

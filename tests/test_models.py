@@ -132,12 +132,13 @@ def tiny_instance(kind, name):
 
 # MobileNets of the same version differ by their width multiplier alone: the narrowest of each
 # trains here, and test_zoo.py builds every registered width. The ResNet-V2s are Keras' own
-# applications, which Keras tests: test_zoo.py builds them.
+# applications, which Keras tests, and slim's ResNet-V1-101 is its -50 with more units:
+# test_zoo.py builds them.
 TRAINED_IMAGE_MODELS = [
     name
     for name in registry.IMAGE_MODELS
     if not name.startswith("mobilenet") or name in ("mobilenet_v1_0.25", "mobilenet_v2_0.35")
-    if not name.startswith("resnet_v2")
+    if not name.startswith("resnet_v2") and name != "resnet_v1_101"
 ]
 
 

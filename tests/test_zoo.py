@@ -11,7 +11,7 @@ from absl import flags
 from keras_privacy.config import ExperimentConfig
 from keras_privacy.export import export_anonymizer
 from keras_privacy.flags import config_from_flags, define_flags
-from keras_privacy.models import registry
+from keras_privacy.models import registry, resnet_v1
 from keras_privacy.models.__main__ import main as models_cli
 from keras_privacy.models.__main__ import trainable_parameters
 from keras_privacy.models.inception import inception_net
@@ -80,6 +80,8 @@ def test_mobilenet_feature_widths_and_counts(name, features, count):
 @pytest.mark.parametrize(
     "name, trainable, total",
     [
+        ("resnet_v1_50", 23_508_032, 23_561_152),
+        ("resnet_v1_101", 42_500_160, 42_605_504),
         ("resnet_v2_50", 23_519_360, 23_564_800),
         ("resnet_v2_101", 42_528_896, 42_626_560),
         ("inception_v1", 5_592_624, 5_607_184),
@@ -87,9 +89,10 @@ def test_mobilenet_feature_widths_and_counts(name, features, count):
     ],
 )
 def test_slim_models_count_as_tf_slim_builds_them(name, trainable, total):
-    # tf_slim 1.1's nets (resnet_v2_50 / _101 with num_classes=None, inception_v1_base,
-    # inception_v2_base) under their arg scopes: trainable variables, then all of them (the
-    # batch-normalisation statistics included), as VITA's nets/ define the same layers.
+    # tf_slim 1.1's nets (resnet_v1_50 / _101 and resnet_v2_50 / _101 with num_classes=None,
+    # inception_v1_base, inception_v2_base) under their arg scopes: trainable variables, then
+    # all of them (the batch-normalisation statistics included), as VITA's nets/ define the
+    # same layers.
     model = registry.build_image_backbone(name)
     assert trainable_parameters(model) == trainable
     assert model.count_params() == total
@@ -105,6 +108,41 @@ def test_slim_models_reduce_images_32_fold_to_their_features(name, features):
     pooled = model.get_layer("avg_pool" if name.startswith("resnet") else "pool")
     assert pooled.input.shape == (None, 2, 2, features)
     assert model.output.shape == (None, features)
+
+
+@pytest.mark.backend_independent
+def test_slim_resnet_v1_strides_the_last_unit_of_a_stage():
+    # Outputs equal to tf_slim's resnet_v1_50 / _101 with the same weights (4e-6 at 57 to 96
+    # px, checked against tf_slim 1.1 offline); here the layout that makes them so.
+    model = registry.build_image_backbone("resnet_v1_50", input_shape=(64, 64, 3))
+    sides = {
+        layer.name: layer.output.shape[1] for layer in model.layers if layer.name.endswith("_out")
+    }
+    assert [sides[f"block1_unit{u}_out"] for u in (1, 2, 3)] == [16, 16, 8]
+    assert [sides[f"block3_unit{u}_out"] for u in (5, 6)] == [4, 2]
+    assert [sides[f"block4_unit{u}_out"] for u in (1, 2, 3)] == [2, 2, 2]
+    names = {layer.name for layer in model.layers}
+    # A unit that widens has a 1x1 convolution as its shortcut; the strided last unit keeps
+    # its width and subsamples its input instead.
+    assert "block2_unit1_shortcut_conv" in names and "block2_unit4_shortcut_conv" not in names
+    assert isinstance(model.get_layer("block2_unit4_skip"), keras.layers.MaxPooling2D)
+    with pytest.raises(ValueError, match="ResNet-V1 depth 152 is not one of 50, 101"):
+        registry.build_image_backbone("resnet_v1_50", depth=152)
+
+
+def test_slim_conv2d_same_is_the_stride_1_output_subsampled():
+    # Slim's conv2d_same, on an even and an odd side: what makes its strided layers line up.
+    for side in (8, 9):
+        x = keras.Input((side, side, 2))
+        strided = keras.Model(x, resnet_v1.conv2d_same(x, 3, 3, 2, "strided"))
+        dense = keras.Model(x, resnet_v1.conv2d_same(x, 3, 3, 1, "dense"))
+        dense.set_weights(strided.get_weights())
+        images = np.random.default_rng(side).random((2, side, side, 2), dtype="float32")
+        np.testing.assert_allclose(
+            keras.ops.convert_to_numpy(strided(images)),
+            keras.ops.convert_to_numpy(dense(images))[:, ::2, ::2],
+            atol=1e-5,
+        )
 
 
 def test_inception_keeps_slims_quirks():

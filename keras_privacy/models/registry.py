@@ -20,6 +20,7 @@ from keras_privacy.models import (
     r2plus1d,
     r3d,
     resnet,
+    resnet_v1,
     unet,
     unetpp,
     vita_net,
@@ -141,6 +142,8 @@ IMAGE_MODELS: dict[str, Callable[..., keras.Model]] = {
         for alpha in (0.35, 0.5, 0.75, 1.0, 1.3, 1.4)
     },
     # TF-slim's models of VITA's code: its budget ensemble and the meta paper's test attackers.
+    "resnet_v1_50": functools.partial(resnet_v1.resnet_v1, depth=50, name="resnet_v1_50"),
+    "resnet_v1_101": functools.partial(resnet_v1.resnet_v1, depth=101, name="resnet_v1_101"),
     "resnet_v2_50": functools.partial(applications.resnet_v2, depth=50, name="resnet_v2_50"),
     "resnet_v2_101": functools.partial(applications.resnet_v2, depth=101, name="resnet_v2_101"),
     "inception_v1": functools.partial(inception.inception_net, version=1, name="inception_v1"),
