@@ -172,8 +172,8 @@ SETTINGS: tuple[Setting, ...] = (
         SPACT,
         "contrastive_augmentation",
         "simclr",
-        "the paper's; the code's light views (also the penalty code's vispr_dl_edit.py) are "
-        "--contrastive_augmentation=spact, each view's crop corner drawn on its own",
+        "the paper's; the code's light views are --contrastive_augmentation=spact, each "
+        "view's crop corner drawn on its own",
     ),
     Setting(
         "spact",
@@ -710,6 +710,19 @@ SETTINGS: tuple[Setting, ...] = (
         "penalty",
         "same kinds, rates and ranges (the SPAct row's notes on the order of the ops and the "
         "contrast's mean hold); our frames are decoded to a square, so a clip's crop is square",
+    ),
+    Setting(
+        "penalty",
+        "contrastive views' augmentation",
+        "not stated (L_B follows SPAct); the authors' minimax loader: the light ops of their "
+        "image loader on each view at 224 (a 9-18 px erase), both views cropped from one corner",
+        "Penalty Sec. 3.1, 4.2; Penalty supp. 7; " + _PEN + "aux_code/vispr_dl_edit.py:190-242; "
+        "anonymization_training/train_anonymizer_balance.py:474",
+        PENALTY,
+        "contrastive_augmentation",
+        "penalty",
+        "same as the authors' code (the paper gives none), each view's crop corner drawn on "
+        "its own",
     ),
     Setting(
         "penalty",

@@ -549,3 +549,5 @@ def test_penalty_augmentation_setting_picks_the_penalty_loaders():
     assert clips.crop_keeps_aspect and clips.jitter_each == (0.15, 0.125, 0.15, 0.15)
     assert penalty.image_augmentation() == augment.PENALTY_CODE_IMAGES
     assert penalty.image_augmentation().erase_count == 1
+    views = ExperimentConfig(contrastive_augmentation="penalty").view_augmentation()
+    assert views == augment.PENALTY_CODE_IMAGES

@@ -26,7 +26,11 @@ SUPERVISED_AUGMENTATIONS = {
 }
 """The supervised branches' augmentation presets (clips, images), by
 `--supervised_augmentation`."""
-CONTRASTIVE_AUGMENTATIONS = {"simclr": CONTRASTIVE, "spact": SPACT_CODE_IMAGES}
+CONTRASTIVE_AUGMENTATIONS = {
+    "simclr": CONTRASTIVE,
+    "spact": SPACT_CODE_IMAGES,
+    "penalty": PENALTY_CODE_IMAGES,
+}
 """The augmentation presets of the contrastive views of privacy images, by
 `--contrastive_augmentation`."""
 PRIVACY_DATASETS = ("synthetic", "vispr")
@@ -128,7 +132,8 @@ class DataSettings:
             "Augmentation of each contrastive view of a privacy image: simclr (SPAct supp. "
             "C.2: SimCLR's crops, colour jitter, colour drop and cut-out) | spact (the authors' "
             "minimax loader: <supervised_augmentation>=spact's light ops, crops keeping the "
-            "image's aspect).",
+            "image's aspect) | penalty (the penalty authors' minimax loader: the same at 224, "
+            "the erased rectangle's sides 9-18 px).",
             "data",
         ),
     )
