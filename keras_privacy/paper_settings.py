@@ -101,8 +101,10 @@ SETTINGS: tuple[Setting, ...] = (
         SPACT,
         "frame_size",
         "128",
-        "our choice: frames decoded once to a 128-px centre square (memory of the cache); "
-        "crops fall inside that square, not anywhere in the 4:3 frame",
+        "our choice: frames decoded once at a short side of 128 px, their aspect kept "
+        "(`prepare --short_side`, the memory of the cache; a smaller cache is refused), so "
+        "the crops, anywhere in the 4:3 frame as theirs, are cut from 128-px frames, not "
+        "240-px ones (a cache at --short_side 240, or the files, give theirs)",
     ),
     Setting(
         "spact",
@@ -675,7 +677,8 @@ SETTINGS: tuple[Setting, ...] = (
         PENALTY,
         "frame_size",
         "256",
-        "our choice: the 112 / 128 ratio of the SPAct configs",
+        "our choice: the 112 / 128 ratio of the SPAct configs (prepare the caches with "
+        "--short_side 256: a smaller one is refused)",
     ),
     Setting(
         "penalty",

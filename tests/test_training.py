@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cv2
 import keras
 import numpy as np
 import pytest
@@ -301,6 +302,29 @@ def test_training_on_an_empty_cache_names_the_cache_and_how_it_was_made(benchmar
         f"{broken}: unreadable image, and 0 were missing (see "
         f"{tmp_path / 'cache' / 'manifest.json'})"
     )
+
+
+def test_a_cache_of_frames_smaller_than_the_frame_size_is_refused(benchmark, tmp_path):
+    image = tmp_path / "image.png"
+    cv2.imwrite(str(image), np.full((40, 60, 3), 128, np.uint8))
+    split = Split([Example(str(image), privacy=(0,) * 4)], attribute_names=["a", "b", "c", "d"])
+    small = tmp_path / "small"
+    prepare_image_cache(split, small, short_side=24)
+    config = tiny_config(benchmark, tmp_path / "run", privacy_cache=str(small))
+    with pytest.raises(SettingError) as raised:
+        training.training_data(config)
+    assert str(raised.value) == (
+        f"--privacy_cache={small}: its frames have a short side of 24 px (`python -m "
+        "keras_privacy.data prepare --short_side 24`), below --frame_size=32, so the clips "
+        "would be cut from up-sampled frames; prepare it again with --short_side 32, or lower "
+        "--frame_size"
+    )
+    # Frames at the frame size or larger, or at their original size, are fine.
+    for short_side in (32, 40, None):
+        cache = tmp_path / f"cache_{short_side}"
+        prepare_image_cache(split, cache, short_side=short_side)
+        config = tiny_config(benchmark, tmp_path / "run", privacy_cache=str(cache))
+        assert training.training_data(config).attribute_names == ["a", "b", "c", "d"]
 
 
 class PoisonAtEpochEnd(keras.callbacks.Callback):

@@ -88,7 +88,14 @@ class DataSettings:
         ),
     )
     frame_size: int = field(
-        default=48, metadata=described("Decoded frame side (short side, centre square).", "data")
+        default=48,
+        metadata=described(
+            "Short side of the decoded frames (their aspect kept): the built-in benchmark's and "
+            "the evaluation's caches are made at it, and a prepared training cache must be at "
+            "least this large (the short side it was prepared at; files are read at their own "
+            "size).",
+            "data",
+        ),
     )
     image_size: int = field(default=32, metadata=described("Input frame side after crop.", "data"))
     clip_length: int = field(default=8, metadata=described("Frames per clip (T).", "data"))

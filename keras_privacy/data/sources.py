@@ -266,6 +266,10 @@ def training_data(
         images = _synthetic_cache(privacy_split, "image", privacy.root, frame_size)
     require_examples(videos, "action_cache" if actions.cache else "action_annotations")
     require_examples(images, "privacy_cache" if privacy.cache else "privacy_annotations")
+    if actions.cache:
+        require_frame_size(actions.cache, "action_cache", frame_size)
+    if privacy.cache:
+        require_frame_size(privacy.cache, "privacy_cache", frame_size)
     class_names = pipelines.label_names(actions.cache or action_split, "class_names")
     attribute_names = pipelines.label_names(privacy.cache or privacy_split, "attribute_names")
     return TrainingData(videos, images, class_names, attribute_names, batching)
@@ -291,6 +295,21 @@ def require_examples(source: pipelines.Source, flag: str) -> None:
         f"{len(failures)} failed to decode{example}, and {len(manifest['missing'])} were "
         f"missing (see {Path(source) / MANIFEST})"
     )
+
+
+def require_frame_size(cache: str | Path, flag: str, frame_size: int) -> None:
+    """Raise SettingError, naming the setting `flag` and the cache, where a prepared cache's
+    frames have a short side below `frame_size`: the training crops would be cut from
+    up-sampled frames (a cache prepared at the default 128 px under a 224-px config). A cache
+    of larger or original-size frames is fine: its crops are resized down."""
+    short_side = read_manifest(cache).get("short_side")
+    if short_side is not None and short_side < frame_size:
+        raise SettingError(
+            f"<{flag}>={cache}: its frames have a short side of {short_side} px (`python -m "
+            f"keras_privacy.data prepare --short_side {short_side}`), below <frame_size>="
+            f"{frame_size}, so the clips would be cut from up-sampled frames; prepare it again "
+            f"with --short_side {frame_size}, or lower <frame_size>"
+        )
 
 
 def _synthetic_cache(split: Split, kind: str, root: str | Path, frame_size: int) -> str:
