@@ -450,6 +450,17 @@ SETTINGS: tuple[Setting, ...] = (
         "eval_clips",
         "10",
     ),
+    Setting(
+        "spact",
+        "test clip view",
+        "not stated; the authors' test loader: the centred square of the frame's height, "
+        "resized to 112",
+        _S_ANON + "dl_ft_nov.py:205, 354-356",
+        SPACT,
+        "eval_action_crop",
+        "1.0",
+        "same as the authors' code",
+    ),
     # VITA.
     Setting(
         "vita",
@@ -712,7 +723,7 @@ SETTINGS: tuple[Setting, ...] = (
         "supervised_augmentation",
         "penalty",
         "same kinds, rates and ranges (the SPAct row's notes on the order of the ops and the "
-        "contrast's mean hold); our frames are decoded to a square, so a clip's crop is square",
+        "contrast's mean hold)",
     ),
     Setting(
         "penalty",
@@ -928,6 +939,29 @@ SETTINGS: tuple[Setting, ...] = (
         "resnet50",
         "the paper's ResNet-50, as SPAct's target and the paper's raw-trained attacker (Table "
         "6); the released file's ResNet-152 is one of Table 7's architectures",
+    ),
+    Setting(
+        "penalty",
+        "test clip view",
+        "the centre 0.8 of each frame, resized to 224 x 224; the authors' test loader keeps "
+        "the frame's aspect (0.8 of its height and of its width)",
+        "Penalty Sec. 4.2; " + _PEN + "aux_code/ucf101_dl.py:203, 298-312; "
+        "action_training/params_anonymized_action.py:43-46",
+        PENALTY,
+        "eval_action_crop",
+        "0.8",
+        "same (its aspect kept as the training crops' is, --supervised_augmentation=penalty)",
+    ),
+    Setting(
+        "penalty",
+        "clips per test video",
+        "not stated; the authors' code: 5 equidistant",
+        _PEN + "action_training/params_anonymized_action.py:17; train_anonymized_action.py:"
+        "226, 301-304; aux_code/ucf101_dl.py:271",
+        PENALTY,
+        "eval_clips",
+        "5",
+        "same as the authors' code (the paper gives none)",
     ),
     Setting(
         "penalty",

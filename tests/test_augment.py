@@ -215,6 +215,29 @@ def test_evaluation_clip_takes_the_centred_square(height, width):
     np.testing.assert_allclose(half[0, 0, :, 0], np.linspace(x1, 1 - x1, 20), atol=1e-5)
 
 
+@pytest.mark.parametrize("height, width", [(40, 60), (60, 40)])
+def test_evaluation_clip_that_keeps_the_aspect_takes_the_centre_of_both_sides(height, width):
+    # The penalty authors' test view: 0.8 of the height and of the width, squeezed to a square.
+    clip = np.stack([_ramp(height, width)] * 2)
+    out = augment.evaluation_clip(clip, 20, fraction=0.8, keeps_aspect=True).numpy()
+    assert out.shape == (2, 20, 20, 3)
+    np.testing.assert_allclose(out[0, 0, :, 0], np.linspace(0.1, 0.9, 20), atol=1e-5)
+    np.testing.assert_allclose(out[0, :, 0, 1], np.linspace(0.1, 0.9, 20), atol=1e-5)
+    whole = augment.evaluation_clip(clip, 20, keeps_aspect=True).numpy()
+    np.testing.assert_allclose(whole[0, 0, :, 0], np.linspace(0.0, 1.0, 20), atol=1e-5)
+
+
+def test_eval_action_crop_setting_is_checked():
+    from keras_privacy.config import ExperimentConfig
+
+    assert ExperimentConfig().eval_action_crop == 1.0
+    for wrong in (0.0, 1.2):
+        with pytest.raises(
+            ValueError, match=f"--eval_action_crop must be in \\(0, 1\\], got {wrong}"
+        ):
+            ExperimentConfig(eval_action_crop=wrong).validate()
+
+
 def test_evaluation_clip_of_uint8_is_scaled_to_unit_range():
     clip = np.zeros((3, 10, 14, 3), np.uint8)
     clip[..., 0] = 255

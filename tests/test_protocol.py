@@ -185,3 +185,29 @@ def test_saved_anonymizers_of_several_methods_share_one_report(benchmark, tmp_pa
         benchmark, tmp_path, eval_methods="learned", anonymizer_path=path, adversary_crop=0.25
     )
     assert [m.name for m in protocol.methods_of(cropped)] == ["spact (crop 0.25)"]
+
+
+@pytest.mark.parametrize(
+    "settings, view",
+    [
+        ({}, (1.0, False)),  # SPAct's: the centred square of the short side
+        ({"eval_action_crop": 0.8, "supervised_augmentation": "penalty"}, (0.8, True)),
+    ],
+)
+def test_test_clips_are_cut_as_the_crop_setting_says(
+    benchmark, tmp_path, monkeypatch, settings, view
+):
+    config = tiny_config(benchmark, tmp_path, **settings)
+    views, real_dataset = [], protocol.pipelines.action_eval_dataset
+
+    def recording_dataset(*args, **kwargs):
+        dataset = real_dataset(*args, **kwargs)
+        views.append((args[5], kwargs["keeps_aspect"]))
+        return dataset
+
+    monkeypatch.setattr(protocol.pipelines, "action_eval_dataset", recording_dataset)
+    shape = (config.clip_length, config.image_size, config.image_size, 3)
+    model = registry.build_action_model(config.action_model, 6, input_shape=shape)
+    test = protocol.evaluation_data(config).action_test
+    result = protocol.test_action_target(config, model, test)
+    assert views == [view] and result["action_test_videos"] == len(test)

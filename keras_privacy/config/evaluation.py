@@ -150,6 +150,16 @@ class EvaluationSettings:
     eval_clips: int = field(
         default=10, metadata=described("K equidistant clips per test video (video top-1).", "eval")
     )
+    eval_action_crop: float = field(
+        default=1.0,
+        metadata=described(
+            "The centre of the frame each test clip is cut from, as a fraction, in the shape "
+            "of the training crops: a square of the short side, or with "
+            "<supervised_augmentation>=penalty the frame's aspect (1.0: SPAct's view; 0.8: the "
+            "penalty paper's).",
+            "eval",
+        ),
+    )
     eval_bootstrap: int = field(
         default=1000,
         metadata=described(
@@ -262,6 +272,8 @@ def validate_evaluation(config) -> None:
         )
     if not config.eval_lr > 0:
         raise SettingError(f"<eval_lr> must be positive, got {config.eval_lr}")
+    if not 0 < config.eval_action_crop <= 1:
+        raise SettingError(f"<eval_action_crop> must be in (0, 1], got {config.eval_action_crop}")
     not_negative(
         config,
         ("eval_action_lr", "eval_privacy_lr", "eval_action_batch_size", "eval_privacy_batch_size"),

@@ -164,8 +164,12 @@ def crop_box(seed, height, width, config: AugmentConfig = SUPERVISED):
     return tf.stack([y / height, x / width, (y + crop_h) / height, (x + crop_w) / width])
 
 
-def centre_box(height, width, fraction: float = 1.0):
-    """The centred square crop (normalised box) whose side is `fraction` of the short side."""
+def centre_box(height, width, fraction: float = 1.0, keeps_aspect: bool = False):
+    """The centred square crop (normalised box) whose side is `fraction` of the short side;
+    with `keeps_aspect`, the centred `fraction` of the height and of the width."""
+    if keeps_aspect:
+        low, high = (1.0 - fraction) / 2, (1.0 + fraction) / 2
+        return tf.constant([low, low, high, high], tf.float32)
     height, width = tf.cast(height, tf.float32), tf.cast(width, tf.float32)
     side = fraction * tf.minimum(height, width)
     y, x = (height - side) / 2, (width - side) / 2
@@ -344,8 +348,9 @@ def augment_clip(clip, seed, size: int, config: AugmentConfig = SUPERVISED):
     return clip
 
 
-def evaluation_clip(clip, size: int, fraction: float = 1.0):
-    """The evaluation view: the centred square of `fraction` of the short side, resized to
-    size x size. Returns float32 (T, size, size, 3) in [0, 1]."""
-    box = centre_box(tf.shape(clip)[1], tf.shape(clip)[2], fraction)
+def evaluation_clip(clip, size: int, fraction: float = 1.0, keeps_aspect: bool = False):
+    """The evaluation view: the centred square of `fraction` of the short side (with
+    `keeps_aspect`, `fraction` of the height and of the width), resized to size x size.
+    Returns float32 (T, size, size, 3) in [0, 1]."""
+    box = centre_box(tf.shape(clip)[1], tf.shape(clip)[2], fraction, keeps_aspect)
     return crop_and_resize(clip, box, size)

@@ -371,10 +371,12 @@ def action_eval_dataset(
     stride: int = 2,
     size: int = 112,
     fraction: float = 1.0,
+    keeps_aspect: bool = False,
 ) -> tf.data.Dataset:
-    """Per video in source order, `num_clips` equidistant centre-cropped clips:
-    {"clips" float32 (K, T, size, size, 3), "label" int32, "video_index" int32}, and "actions"
-    float32 (C,) multi-hot labels for a multi-label split (P-HVU)."""
+    """Per video in source order, `num_clips` equidistant centre-cropped clips (the centred
+    square of `fraction` of the short side; with `keeps_aspect`, `fraction` of the height and
+    of the width): {"clips" float32 (K, T, size, size, 3), "label" int32, "video_index" int32},
+    and "actions" float32 (C,) multi-hot labels for a multi-label split (P-HVU)."""
     videos = _source(source, "video")
 
     def make(item):
@@ -383,7 +385,9 @@ def action_eval_dataset(
         indices = tf.reshape(
             clip_indices(record["num_frames"], clip_length, stride, starts[:, None]), [-1]
         )
-        clips = augment.evaluation_clip(take_frames(record["frames"], indices), size, fraction)
+        clips = augment.evaluation_clip(
+            take_frames(record["frames"], indices), size, fraction, keeps_aspect
+        )
         element = {
             "clips": tf.reshape(clips, [num_clips, clip_length, size, size, 3]),
             "label": record["label"],

@@ -178,7 +178,13 @@ def test_action_target(
     95 % interval by `--eval_bootstrap` resamples of the test videos (`<metric>_interval`)."""
     c = config
     dataset = pipelines.action_eval_dataset(
-        test, c.eval_clips, c.clip_length, c.clip_stride, c.image_size
+        test,
+        c.eval_clips,
+        c.clip_length,
+        c.clip_stride,
+        c.image_size,
+        c.eval_action_crop,
+        keeps_aspect=c.action_augmentation().crop_keeps_aspect,
     )
     probs, labels, videos = [], [], []
     for video in tqdm(dataset.as_numpy_iterator(), desc="testing f'_T", unit="video", leave=False):
