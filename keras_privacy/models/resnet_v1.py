@@ -11,8 +11,6 @@ subsample of its input as the shortcut (a 1x1 max-pool), where a unit that widen
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import keras
 from keras import layers
 
@@ -57,23 +55,19 @@ def resnet_v1(
     num_classes: int | None = None,
     input_shape: tuple = (None, None, 3),
     name: str = "resnet_v1",
-    units: Sequence[int] | None = None,
-    base_widths: Sequence[int] = (64, 128, 256, 512),
 ) -> keras.Model:
-    """Slim's ResNet-V1 of `depth` 50 or 101 on images (B, H, W, 3) in [0, 1] -> 4 x
-    base_widths[-1] (2048) pooled features, or logits with `num_classes`: a 7x7/2 stem, a
-    3x3/2 max-pool, four blocks of bottleneck units whose last unit strides 2 (the fourth
-    block's does not), global average pooling. `units` (units per block) overrides `depth`,
-    for small test models."""
-    if units is None:
-        if depth not in UNITS:
-            raise ValueError(f"ResNet-V1 depth {depth} is not one of 50, 101")
-        units = UNITS[depth]
+    """Slim's ResNet-V1 of `depth` 50 or 101 on images (B, H, W, 3) in [0, 1] -> 2048 pooled
+    features, or logits with `num_classes`: a 7x7/2 stem, a 3x3/2 max-pool, four blocks of
+    bottleneck units whose last unit strides 2 (the fourth block's does not), global average
+    pooling."""
+    if depth not in UNITS:
+        raise ValueError(f"ResNet-V1 depth {depth} is not one of 50, 101")
     inputs = keras.Input(input_shape, name="images")
     x = conv_bn(inputs, 64, 7, 2, "conv1")
     x = layers.MaxPooling2D(3, 2, padding="same", name="pool1")(x)
     strides = (2, 2, 2, 1)
-    for block, (count, width, stride) in enumerate(zip(units, base_widths, strides), 1):
+    widths = (64, 128, 256, 512)
+    for block, (count, width, stride) in enumerate(zip(UNITS[depth], widths, strides), 1):
         for unit in range(1, count + 1):
             unit_stride = stride if unit == count else 1
             x = bottleneck_unit(x, 4 * width, unit_stride, f"block{block}_unit{unit}")
