@@ -1,5 +1,6 @@
 """Shared test fixtures. The backend is chosen by KERAS_BACKEND (tensorflow or jax)."""
 
+import gc
 import os
 import shutil
 import tempfile
@@ -86,6 +87,17 @@ def fixtures_dir() -> Path:
         if candidate and (Path(candidate) / "README.md").is_file():
             return Path(candidate)
     pytest.fail("real fixtures not found: set KERAS_PRIVACY_FIXTURES to the shared/fixtures folder")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """After each test, free its garbage and freeze what survives: a worker that runs hundreds
+    of tests keeps about a million objects alive, and Python's automatic full collections,
+    which traverse them all and free many tests' TensorFlow graphs at once, had taken up to a
+    quarter of a worker's time (test_training.py on 2 workers: 231 s, 195 s with this)."""
+    yield
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture(autouse=True)
