@@ -227,7 +227,7 @@ def measure(method: str, sizes: dict, args: argparse.Namespace) -> dict:
         "batch_size": clips,
         "privacy_batch_size": images,
         **(
-            {"first_order": args.meta_first_order, "attack_models": len(sizes["attack_models"])}
+            {"first_order": trainer.first_order, "attack_models": len(sizes["attack_models"])}
             if method == "meta"
             else {}
         ),
