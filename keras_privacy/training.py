@@ -358,7 +358,25 @@ def phase_dataset(
     meta_fraction: float,
 ) -> tf.data.Dataset:
     """The batches of `phase` for the run's `epoch` (a distinct seed per epoch); meta's carry
-    the epoch's splits, `meta_fraction` of the attributes and models in the support sets."""
+    the epoch's splits, `meta_fraction` of the attributes and models in the support sets.
+
+    The sources are endless, so an epoch is exactly `steps` loader batches, paired ones two a
+    step; the dataset says so (its flat_map leaves the length unknown, and Keras on JAX would
+    read past the last step and warn that the input ran out)."""
+    length = steps // 2 if phase.batches == "paired" else steps
+    return _phase_batches(phase, data, epoch, steps, num_models, meta_fraction).apply(
+        tf.data.experimental.assert_cardinality(length)
+    )
+
+
+def _phase_batches(
+    phase: Phase,
+    data: sources.TrainingData,
+    epoch: int,
+    steps: int,
+    num_models: int,
+    meta_fraction: float,
+) -> tf.data.Dataset:
     if phase.batches == "contrastive":
         return data.dataset(epoch=epoch, steps=steps)
     if phase.batches == "paired":
