@@ -542,6 +542,7 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
                 initial_epoch=epoch,
                 epochs=epoch + 1,
                 verbose=2,
+                shuffle=False,  # the pipeline shuffles (Keras would warn that it ignores True)
                 callbacks=[
                     first_step,
                     guard,

@@ -539,24 +539,3 @@ def test_the_second_order_meta_step_on_a_tensorflow_cpu_advises_jax(overrides, n
 def test_a_phase_names_an_unknown_kind_of_batches():
     with pytest.raises(ValueError, match="phase minimax: batches='pairs' is none of contrastive,"):
         training.Phase("minimax", 1, lambda: None, dict, batches="pairs")
-
-
-@pytest.mark.parametrize("method", ["spact", "meta"])
-def test_every_phase_dataset_says_its_length(benchmark, tmp_path, method):
-    # Keras reads a dataset of unknown length until it runs out and then warns that it did;
-    # an epoch is `steps` loader batches, which the alternating minimax takes two a step.
-    config = tiny_config(
-        benchmark, tmp_path, method=method, **(SUPERVISED if method == "meta" else {})
-    )
-    data = training.training_data(config)
-    models = training.build_models(config, len(data.class_names), len(data.attribute_names))
-    kinds = []
-    for phase in training.training_phases(config, models, steps_per_epoch=3):
-        dataset = training.phase_dataset(phase, data, 0, 3, len(models) - 2, config.meta_fraction)
-        length = 1 if phase.batches == "paired" else 3
-        assert int(dataset.cardinality()) == length, phase.name
-        assert sum(1 for _ in dataset) == length, phase.name
-        kinds.append(phase.batches)
-    assert set(kinds) == (
-        {"contrastive", "labelled", "meta"} if method == "meta" else {"contrastive", "paired"}
-    )

@@ -166,6 +166,7 @@ def train_action_target(
         steps_per_epoch=steps,
         callbacks=[learning_rate_schedule(c, "action")],
         verbose=2,
+        shuffle=False,  # the pipeline shuffles (Keras would warn that it ignores True)
     )
     return model
 
@@ -267,6 +268,7 @@ def train_privacy_target(
         steps_per_epoch=steps,
         callbacks=[learning_rate_schedule(c, "privacy")],
         verbose=2,
+        shuffle=False,
     )
     return model
 
