@@ -363,44 +363,32 @@ def phase_dataset(
     The sources are endless, so an epoch is exactly `steps` loader batches, paired ones two a
     step; the dataset says so (its flat_map leaves the length unknown, and Keras on JAX would
     read past the last step and warn that the input ran out)."""
-    length = steps // 2 if phase.batches == "paired" else steps
-    return _phase_batches(phase, data, epoch, steps, num_models, meta_fraction).apply(
-        tf.data.experimental.assert_cardinality(length)
-    )
-
-
-def _phase_batches(
-    phase: Phase,
-    data: sources.TrainingData,
-    epoch: int,
-    steps: int,
-    num_models: int,
-    meta_fraction: float,
-) -> tf.data.Dataset:
     if phase.batches == "contrastive":
-        return data.dataset(epoch=epoch, steps=steps)
-    if phase.batches == "paired":
-        return pair_batches(data.dataset(epoch=epoch, steps=steps))
-    labelled = data.dataset(
-        epoch=epoch,
-        steps=steps,
-        labelled=True,
-        privacy_batches=phase.privacy_batches,
-        validation=phase.validation,
-    )
-    if phase.batches == "labelled":
-        return labelled
-    splits = epoch_splits(
-        data.batching.seed,
-        epoch,
-        steps,
-        num_images=data.batching.privacy_batch_size,
-        num_attributes=len(data.attribute_names),
-        num_models=num_models,
-        fraction=meta_fraction,
-    )
-    masks = tf.data.Dataset.from_tensor_slices(splits)
-    return tf.data.Dataset.zip(labelled, masks).map(lambda batch, split: {**batch, **split})
+        batches = data.dataset(epoch=epoch, steps=steps)
+    elif phase.batches == "paired":
+        batches = pair_batches(data.dataset(epoch=epoch, steps=steps))
+    else:
+        batches = data.dataset(
+            epoch=epoch,
+            steps=steps,
+            labelled=True,
+            privacy_batches=phase.privacy_batches,
+            validation=phase.validation,
+        )
+    if phase.batches == "meta":
+        splits = epoch_splits(
+            data.batching.seed,
+            epoch,
+            steps,
+            num_images=data.batching.privacy_batch_size,
+            num_attributes=len(data.attribute_names),
+            num_models=num_models,
+            fraction=meta_fraction,
+        )
+        masks = tf.data.Dataset.from_tensor_slices(splits)
+        batches = tf.data.Dataset.zip(batches, masks).map(lambda batch, split: {**batch, **split})
+    length = steps // 2 if phase.batches == "paired" else steps
+    return batches.apply(tf.data.experimental.assert_cardinality(length))
 
 
 class _FirstStepTime(keras.callbacks.Callback):
