@@ -361,8 +361,8 @@ def phase_dataset(
     the epoch's splits, `meta_fraction` of the attributes and models in the support sets.
 
     The sources are endless, so an epoch is exactly `steps` loader batches, paired ones two a
-    step; the dataset says so (its flat_map leaves the length unknown, and Keras on JAX would
-    read past the last step and warn that the input ran out)."""
+    step; the dataset says so (its flat_map leaves the length unknown, and Keras would read
+    past the last step and warn that the input ran out)."""
     if phase.batches == "contrastive":
         batches = data.dataset(epoch=epoch, steps=steps)
     elif phase.batches == "paired":
