@@ -358,37 +358,31 @@ def phase_dataset(
     meta_fraction: float,
 ) -> tf.data.Dataset:
     """The batches of `phase` for the run's `epoch` (a distinct seed per epoch); meta's carry
-    the epoch's splits, `meta_fraction` of the attributes and models in the support sets.
-
-    The sources are endless, so an epoch is exactly `steps` loader batches, paired ones two a
-    step; the dataset says so (its flat_map leaves the length unknown, and Keras would read
-    past the last step and warn that the input ran out)."""
+    the epoch's splits, `meta_fraction` of the attributes and models in the support sets."""
     if phase.batches == "contrastive":
-        batches = data.dataset(epoch=epoch, steps=steps)
-    elif phase.batches == "paired":
-        batches = pair_batches(data.dataset(epoch=epoch, steps=steps))
-    else:
-        batches = data.dataset(
-            epoch=epoch,
-            steps=steps,
-            labelled=True,
-            privacy_batches=phase.privacy_batches,
-            validation=phase.validation,
-        )
-    if phase.batches == "meta":
-        splits = epoch_splits(
-            data.batching.seed,
-            epoch,
-            steps,
-            num_images=data.batching.privacy_batch_size,
-            num_attributes=len(data.attribute_names),
-            num_models=num_models,
-            fraction=meta_fraction,
-        )
-        masks = tf.data.Dataset.from_tensor_slices(splits)
-        batches = tf.data.Dataset.zip(batches, masks).map(lambda batch, split: {**batch, **split})
-    length = steps // 2 if phase.batches == "paired" else steps
-    return batches.apply(tf.data.experimental.assert_cardinality(length))
+        return data.dataset(epoch=epoch, steps=steps)
+    if phase.batches == "paired":
+        return pair_batches(data.dataset(epoch=epoch, steps=steps))
+    labelled = data.dataset(
+        epoch=epoch,
+        steps=steps,
+        labelled=True,
+        privacy_batches=phase.privacy_batches,
+        validation=phase.validation,
+    )
+    if phase.batches == "labelled":
+        return labelled
+    splits = epoch_splits(
+        data.batching.seed,
+        epoch,
+        steps,
+        num_images=data.batching.privacy_batch_size,
+        num_attributes=len(data.attribute_names),
+        num_models=num_models,
+        fraction=meta_fraction,
+    )
+    masks = tf.data.Dataset.from_tensor_slices(splits)
+    return tf.data.Dataset.zip(labelled, masks).map(lambda batch, split: {**batch, **split})
 
 
 class _FirstStepTime(keras.callbacks.Callback):

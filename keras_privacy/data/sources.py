@@ -233,7 +233,14 @@ class TrainingData:
                 seed=seed,
                 config=c.view_augmentation,
             )
-        return pipelines.minimax_dataset(action, privacy).take(steps)
+        # The sources are endless, but their flat_map leaves the length unknown: say it, so
+        # that Keras stops after the last step instead of reading on and warning that the
+        # input ran out (the minimax's pairs of batches then count steps // 2).
+        return (
+            pipelines.minimax_dataset(action, privacy)
+            .take(steps)
+            .apply(tf.data.experimental.assert_cardinality(steps))
+        )
 
     def fixed_clip(self) -> np.ndarray:
         """The centre-cropped first clip of the first video, to watch the anonymization."""
