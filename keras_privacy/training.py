@@ -38,7 +38,7 @@ from keras_privacy.methods.trainer import StatelessTrainer
 from keras_privacy.methods.vita import VITA
 from keras_privacy.models import pretrained, registry
 from keras_privacy.models.resnet import privacy_classifier, privacy_encoder, projection_head
-from keras_privacy.spelling import spell
+from keras_privacy.spelling import SettingError, spell
 
 MODEL_FILES = {
     "anonymizer": "anonymizer.keras",
@@ -349,6 +349,24 @@ def training_data(config: ExperimentConfig) -> sources.TrainingData:
     return sources.training_data(actions, privacy, batching, config.frame_size, leave_out)
 
 
+def _check_paired_phase_lengths(config: ExperimentConfig, phases: list[Phase], steps: int):
+    """Refuse, before any training, a paired phase of fewer than two batches an epoch: it takes
+    its batches two a step, so one batch would be an epoch of no step at all."""
+    for phase in phases:
+        if phase.batches != "paired" or phase.epochs == 0 or (phase.steps_per_epoch or steps) > 1:
+            continue
+        if phase.steps_per_epoch:
+            source = "<minimax_steps_per_epoch> (1)"
+        elif config.steps_per_epoch:
+            source = "<steps_per_epoch> (1)"
+        else:
+            source = "one pass over the action set (1 batch; set <steps_per_epoch>)"
+        raise SettingError(
+            f"phase {phase.name}: {source} gives an epoch of no step: the alternating minimax "
+            "takes two batches a step, so an epoch needs 2 or more"
+        )
+
+
 def phase_dataset(
     phase: Phase,
     data: sources.TrainingData,
@@ -472,6 +490,7 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
     models = build_models(config, len(data.class_names), len(data.attribute_names))
     steps = config.steps_per_epoch or data.steps_per_epoch
     phases = training_phases(config, models, steps)
+    _check_paired_phase_lengths(config, phases, steps)
     names = [phase.name for phase in phases]
 
     state = checkpoint.latest_checkpoint(run_dir)

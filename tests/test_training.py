@@ -539,3 +539,20 @@ def test_the_second_order_meta_step_on_a_tensorflow_cpu_advises_jax(overrides, n
 def test_a_phase_names_an_unknown_kind_of_batches():
     with pytest.raises(ValueError, match="phase minimax: batches='pairs' is none of contrastive,"):
         training.Phase("minimax", 1, lambda: None, dict, batches="pairs")
+
+
+@pytest.mark.parametrize(
+    "overrides, flag",
+    [
+        (dict(steps_per_epoch=1), "--steps_per_epoch \\(1\\)"),
+        (dict(minimax_steps_per_epoch=1), "--minimax_steps_per_epoch \\(1\\)"),
+    ],
+)
+def test_a_minimax_of_one_batch_per_epoch_is_refused_before_training(
+    benchmark, tmp_path, overrides, flag
+):
+    # The alternating minimax takes its batches two a step: one batch would be no step at all.
+    config = tiny_config(benchmark, tmp_path / "run", **overrides)
+    with pytest.raises(SettingError, match=f"{flag}.*two batches a step"):
+        training.train(config)
+    assert not (tmp_path / "run" / "checkpoints").exists()
