@@ -21,7 +21,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_privacy import backend, checkpoint, distribute
+from keras_privacy import backend, checkpoint, distribute, environment
 from keras_privacy.config import ExperimentConfig
 from keras_privacy.data import sources
 from keras_privacy.data.pairs import pair_batches
@@ -484,6 +484,7 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
     if chief:
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "config.json").write_text(json.dumps(dataclasses.asdict(config), indent=1))
+        (run_dir / "environment.json").write_text(json.dumps(environment.describe(), indent=1))
     keras.utils.set_random_seed(config.seed)
 
     data = training_data(config)

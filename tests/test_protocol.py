@@ -55,6 +55,10 @@ def test_evaluate_learned_and_baselines_then_resume(benchmark, tmp_path, monkeyp
     for name in ("report.md", "tradeoff.png", "frames.png", "raw_attacker_resnet_tiny.keras"):
         assert (out / name).is_file(), name
     assert "downsample_4x" in report.markdown()
+    # Where it ran is kept with the results, and named under the table.
+    evaluation = json.loads((out / "report.json").read_text())["evaluation"]
+    assert evaluation["environment"]["backend"] == keras.backend.backend()
+    assert f"Last run on: Keras backend {keras.backend.backend()};" in report.markdown()
 
     # Down-sampling acts on the model's input: no file is rewritten for it.
     assert not (out / "anonymized" / "downsample_4x").exists()

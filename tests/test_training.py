@@ -206,6 +206,9 @@ def test_full_run_writes_models_history_frames_and_logs(uninterrupted):
         Path(state["path"]).name
     ]
     assert json.loads((run_dir / "config.json").read_text()) == dataclasses.asdict(config)
+    assert json.loads((run_dir / "environment.json").read_text())["backend"] == (
+        keras.backend.backend()
+    )
 
 
 def test_run_killed_mid_epoch_resumes_to_the_same_end(uninterrupted, benchmark):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from keras_privacy import environment
 from keras_privacy.config import ExperimentConfig, SettingError
 from keras_privacy.data import pa_hmdb51, pipelines, sources
 from keras_privacy.data.cache import FrameTransform, prepare_cache
@@ -120,7 +121,8 @@ def evaluation_privacy_splits(config: ExperimentConfig, frames_dir: str | Path) 
 
 def evaluation_record(config: ExperimentConfig, data: EvaluationData) -> dict:
     """What the results of an evaluation mean, kept in report.json: the protocol, the datasets
-    the target models were trained and tested on, and their label names."""
+    the target models were trained and tested on, their label names, and where this
+    evaluation ran (`environment.describe`)."""
     evaluation = config.evaluation_datasets()
     datasets = {}
     for kind in ("action", "privacy"):
@@ -149,4 +151,5 @@ def evaluation_record(config: ExperimentConfig, data: EvaluationData) -> dict:
         **datasets,
         "class_names": data.class_names,
         "attribute_names": data.attribute_names,
+        "environment": environment.describe(),
     }

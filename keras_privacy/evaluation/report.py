@@ -25,6 +25,7 @@ import scipy.stats
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from keras_privacy import environment
 from keras_privacy.evaluation.metrics import relative_drop
 
 RAW_METHOD = "raw"
@@ -220,13 +221,16 @@ class Report:
         if not self._evaluation:
             return ""
         record = self._evaluation
-        return (
+        note = (
             f"Protocol: {record.get('protocol')}; actions: "
             f"{record.get('action_dataset', {}).get('name')} "
             f"({len(record.get('class_names', []))} classes); privacy: "
             f"{record.get('privacy_dataset', {}).get('name')} "
             f"({', '.join(record.get('attribute_names', []))})."
         )
+        if "environment" in record:
+            note += f"\n\nLast run on: {environment.summary(record['environment'])}"
+        return note
 
     def plot_tradeoff(self, path: str | os.PathLike = "tradeoff.png") -> Path:
         """Privacy cMAP (x) against action top-1 (y), one point per method, like SPAct's

@@ -1,0 +1,50 @@
+"""The record of where a run or an evaluation ran: packages, backend, CPU, devices."""
+
+import json
+
+import keras
+
+from keras_privacy import environment
+
+AMD_CPUINFO = """processor	: 0
+vendor_id	: AuthenticAMD
+cpu family	: 25
+model		: 17
+model name	: AMD EPYC
+flags		: fpu sse2 avx2 fma avx512f avx512_vnni avx512_bf16
+
+processor	: 1
+model name	: Another CPU
+flags		: fpu
+"""
+
+
+def test_describe_names_the_running_keras_its_backend_and_devices():
+    record = environment.describe()
+    assert record["packages"]["keras"] == keras.version()
+    assert record["backend"] == keras.backend.backend()
+    assert record["devices"] == [str(d) for d in keras.distribution.list_devices()]
+    assert record["cpus"] >= 1
+    assert json.loads(json.dumps(record)) == record
+
+
+def test_cpu_name_and_flags_come_from_the_first_processor(tmp_path):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(AMD_CPUINFO)
+    assert environment.cpu_name(cpuinfo) == "AMD EPYC (family 25, model 17)"
+    flags = ["avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16"]
+    assert environment.cpu_flags(cpuinfo) == flags
+
+
+def test_an_unreadable_cpuinfo_still_names_a_cpu(tmp_path):
+    assert environment.cpu_name(tmp_path / "missing") != ""
+    assert environment.cpu_flags(tmp_path / "missing") == []
+
+
+def test_summary_is_one_line_with_backend_versions_and_machine():
+    record = environment.describe()
+    line = environment.summary(record)
+    assert "\n" not in line
+    assert f"Keras backend {record['backend']}" in line
+    assert f"keras {record['packages']['keras']}" in line
+    assert record["cpu"] in line
