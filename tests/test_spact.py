@@ -55,6 +55,9 @@ def test_logs_hold_both_halves_losses_and_accuracy():
     for name in ("action_loss", "privacy_loss", "action_accuracy", "anonymizer_privacy_loss"):
         assert np.isfinite(history[name][0])
     assert 0.0 <= history["action_accuracy"][0] <= 1.0
+    # The triplet term is off (ted-spad's variant turns it on): it is not logged as zeros.
+    assert "triplet_loss" not in history and "anonymizer_triplet_loss" not in history
+    assert {metric.name for metric in trainer.metrics} == set(history)
 
 
 @pytest.mark.parametrize(

@@ -226,6 +226,8 @@ class SPAct(StatelessTrainer):
         self.moco_momentum = moco_momentum
         self.triplet_weight = triplet_weight
         self.triplet_margin = triplet_margin
+        if triplet_weight == 0:
+            self._stop_logging("triplet_loss", "anonymizer_triplet_loss")
         self.adversary_jitter = adversary_jitter
         self.augment_seed = augment_seed
         self.adversary_crop = adversary_crop

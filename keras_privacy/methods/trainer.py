@@ -143,6 +143,12 @@ class StatelessTrainer(keras.Model):
         self.step_count = None
         self._backend_step = backend.training_step(self)
 
+    def _stop_logging(self, *names: str) -> None:
+        """Log `names` no more: terms the trainer's settings turn off, whose zeros would read
+        as measurements."""
+        for name in names:
+            self._trackers.pop(name)
+
     # ----------------------------------------------------------------- to be defined by methods
     def groups(self) -> dict[str, keras.Model]:
         """The sub-models of this trainer by group name."""
