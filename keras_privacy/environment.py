@@ -79,6 +79,12 @@ def cpu_name(cpuinfo: str | os.PathLike = "/proc/cpuinfo") -> str:
     return name
 
 
+def cpu_flags(cpuinfo: str | os.PathLike = "/proc/cpuinfo") -> list[str]:
+    """Which of `ISA_FLAGS` the CPU has, read from `cpuinfo` ([] where it cannot be read)."""
+    flags = set(_first_processor(cpuinfo).get("flags", "").split())
+    return [flag for flag in ISA_FLAGS if flag in flags]
+
+
 def summary(record: dict[str, Any]) -> str:
     """One line of a `describe()` record, for a report: backend, packages and machine."""
     packages = ", ".join(f"{name} {version}" for name, version in record["packages"].items())
@@ -88,9 +94,3 @@ def summary(record: dict[str, Any]) -> str:
         f"{record['cpu']}, {record['cpus']} CPUs ({' '.join(record['cpu_flags'])}); "
         f"devices {devices}."
     )
-
-
-def cpu_flags(cpuinfo: str | os.PathLike = "/proc/cpuinfo") -> list[str]:
-    """Which of `ISA_FLAGS` the CPU has, read from `cpuinfo` ([] where it cannot be read)."""
-    flags = set(_first_processor(cpuinfo).get("flags", "").split())
-    return [flag for flag in ISA_FLAGS if flag in flags]
