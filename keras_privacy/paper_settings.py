@@ -129,13 +129,13 @@ SETTINGS: tuple[Setting, ...] = (
         "random erase",
         "p = 0.25 per clip: a black rectangle, each side 9-18 px of 112, its corner anywhere in "
         "the frame",
-        _S_ANON + "dl_ft_nov.py:50, 118-119, 133-134, 196-197",
+        _S_ANON + "dl_ft_nov.py:50, 118-119, 133-134, 191, 196-197",
         SPACT,
         "erase_probability",
         "0.25",
         "same probability, sides and fill (with --supervised_augmentation=spact, the sides as "
-        "fractions of the frame); theirs reads the flip's draw, so a flipped clip is never "
-        "erased; ours draws the two independently",
+        "fractions of the frame); as theirs, the erase reads the flip's draw, so a flipped "
+        "clip is never erased",
     ),
     Setting(
         "spact",
@@ -743,9 +743,10 @@ SETTINGS: tuple[Setting, ...] = (
         "random erase",
         "part of 'standard augmentations' (not sized); the authors' loaders: on clips up to "
         "two black rectangles, each with p = 0.4, 1/6-1/3 of the video's height and width in "
-        "pixels at 224; on images one, p = 0.25, sides of 9-18 px at 224",
+        "pixels at 224; on images one, p = 0.25, sides of 9-18 px at 224, never on a flipped "
+        "image",
         "Penalty Sec. 4.2; " + _PEN + "aux_code/ucf101_dl.py:96-98, 120-121, 179-182; "
-        "vispr_dl_edit.py:79-80, 90-91, 122-123",
+        "vispr_dl_edit.py:79-80, 90-91, 117, 122-123",
         PENALTY,
         "erase_probability",
         "0.4",

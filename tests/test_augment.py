@@ -486,6 +486,48 @@ def test_spacts_erase_is_a_small_black_rectangle_cut_at_the_edges():
     assert 0 < cut < 40  # some rectangles run off the frame, as the authors' do
 
 
+def _flipped_and_erased(config, seeds):
+    """Per seed, whether augment_clip flipped and whether it erased a clip whose red rises
+    left to right (0.2 to 1) on a grey ground, so that black pixels can only be erased ones."""
+    red = np.linspace(0.2, 1.0, 32, dtype=np.float32)
+    clip = np.full((2, 24, 32, 3), 0.5, np.float32)
+    clip[..., 0] = red
+    outs = _over_seeds(lambda seed: augment.augment_clip(clip, seed, 24, config), seeds, 13)
+    # crop_and_resize of the whole frame at a new size keeps the columns' order, or mirrors it
+    flipped = outs[:, 0, :, :12, 0].mean(axis=(1, 2)) > outs[:, 0, :, -12:, 0].mean(axis=(1, 2))
+    erased = np.any(np.all(outs == 0.0, axis=-1), axis=(1, 2, 3))
+    return flipped, erased
+
+
+def test_spacts_loaders_never_erase_a_flipped_clip():
+    # SPAct's loaders flip where their draw is above 0.5 and erase where the same draw is below
+    # 0.25 (dl_ft_nov.py:191, 196): each keeps its own probability, never the two together.
+    spact = augment.SUPERVISED_SPACT_CODE
+    coupled = dataclasses.replace(
+        PLAIN,
+        crop_side=(1.0, 1.0),
+        flip=0.5,
+        erase=0.25,
+        erase_side=spact.erase_side,
+        erase_fill=0.0,
+        erase_spares_flipped=True,
+    )
+    flipped, erased = _flipped_and_erased(coupled, 400)
+    assert not np.any(flipped & erased)
+    assert abs(flipped.mean() - 0.5) < 0.07 and abs(erased.mean() - 0.25) < 0.06
+    # Drawn on their own, a clip is both on about 0.5 x 0.25 of the seeds.
+    flipped, erased = _flipped_and_erased(
+        dataclasses.replace(coupled, erase_spares_flipped=False), 400
+    )
+    assert abs((flipped & erased).mean() - 0.125) < 0.05
+    # SPAct's clips, its images and views, and the penalty code's images share the coupling;
+    # the penalty code's clip loader draws its two rectangles on their own (ucf101_dl.py:179-182).
+    for preset in (spact, augment.SPACT_CODE_IMAGES, augment.PENALTY_CODE_IMAGES):
+        assert preset.erase_spares_flipped
+    assert not augment.SUPERVISED_PENALTY_CODE.erase_spares_flipped
+    assert not SUPERVISED.erase_spares_flipped and not CONTRASTIVE.erase_spares_flipped
+
+
 def test_a_crop_that_keeps_the_aspect_takes_one_fraction_of_both_sides():
     config = dataclasses.replace(PLAIN, crop_side=(0.6, 1.0), crop_keeps_aspect=True)
     for seed in range(20):

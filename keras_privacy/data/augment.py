@@ -51,6 +51,10 @@ class AugmentConfig:
         erase_width: With `erase_side`, the range of the width's fraction where it is not
             `erase_side`'s.
         erase_fill: The erased value; None: one random colour.
+        erase_spares_flipped: The first rectangle's erase is decided by the flip's draw, from
+            its other end: a clip is flipped or erased, not both, while flip + erase <= 1
+            (SPAct's loaders flip where their draw is above 0.5 and erase where it is below
+            0.25; each keeps its own probability).
     """
 
     crop_side: tuple[float, float] = (0.6, 1.0)
@@ -72,6 +76,7 @@ class AugmentConfig:
     erase_side: tuple[float, float] | None = None
     erase_width: tuple[float, float] | None = None
     erase_fill: float | None = None
+    erase_spares_flipped: bool = False
 
 
 SUPERVISED = AugmentConfig()
@@ -91,13 +96,16 @@ SUPERVISED_SPACT_CODE = dataclasses.replace(
     gamma_probability=0.75,
     erase_side=(9 / 112, 19 / 112),
     erase_fill=0.0,
+    erase_spares_flipped=True,
 )
 """SUPERVISED with the colour and erase of SPAct's supervised loaders (anonymization_training/
 dl_ft_nov.py:117-133, 177-197; dl_vispr.py the same; the penalty code's ucf101_dl.py has the
 same colour and erases more): contrast on 12.5 % of clips, hue, saturation and brightness
 each on 15 %, factors in [0.9, 1.1] (hue +-0.05), 10 % grayscale, and a gamma in [0.85, 1.15]
 on 3/4 of those; the erased rectangle black, each side 9-18 px of 112, its corner anywhere in
-the frame. The clips' crop is square (dl_ft_nov.py:174); for images see SPACT_CODE_IMAGES."""
+the frame, never on a flipped clip (the erase reads the flip's draw, dl_ft_nov.py:191, 196;
+dl_vispr.py:150, 155). The clips' crop is square (dl_ft_nov.py:174); for images see
+SPACT_CODE_IMAGES."""
 
 SUPERVISED_PENALTY_CODE = dataclasses.replace(
     SUPERVISED_SPACT_CODE,
@@ -106,12 +114,14 @@ SUPERVISED_PENALTY_CODE = dataclasses.replace(
     erase_count=2,
     erase_side=(40 / 224, 80 / 224),
     erase_width=(53 / 224, 106 / 224),
+    erase_spares_flipped=False,
 )
 """SUPERVISED_SPACT_CODE with the crop and erase of the penalty authors' clip loader
 (aux_code/ucf101_dl.py:96-121, 150-182), which both their anonymizer and their target action
 model train on: the crop keeps the frame's aspect; two black rectangles, each on its own 40 %
 of clips, heights of 1/6-1/3 and widths of 1/6-1/3 of a 240 x 320 video in pixels at 224 (40-79
-and 53-105 px), each corner anywhere in the frame."""
+and 53-105 px), each corner anywhere in the frame, each on a draw of its own (flipped clips
+too)."""
 
 SPACT_CODE_IMAGES = dataclasses.replace(SUPERVISED_SPACT_CODE, crop_keeps_aspect=True)
 """SUPERVISED_SPACT_CODE for privacy images, whose crop keeps the image's aspect (the same
@@ -282,12 +292,14 @@ def random_erase(
     side: tuple[float, float] | None = None,
     fill: float | None = None,
     width_side: tuple[float, float] | None = None,
+    draw=None,
 ):
     """With `probability`, fill one random rectangle, the same in every frame, with `fill`
     (None: one random colour). Its area is a fraction in `area` with an aspect of 0.3-3.3,
     inside the frame; or, with `side`, its height a fraction in `side` of the frame's height,
     its width one in `width_side` (None: `side`) of the frame's width, and its corner anywhere
-    in the frame, cut at the frame's edges (SPAct's loaders)."""
+    in the frame, cut at the frame's edges (SPAct's loaders). `draw`: the uniform number that
+    decides (erase where it is below `probability`); None: one of the erase's own."""
 
     def erase():
         height, width = tf.shape(clip)[1], tf.shape(clip)[2]
@@ -317,7 +329,8 @@ def random_erase(
 
     if probability <= 0:
         return clip
-    return tf.cond(_uniform(seed, _ERASE) < probability, erase, lambda: clip)
+    decider = _uniform(seed, _ERASE) if draw is None else draw
+    return tf.cond(decider < probability, erase, lambda: clip)
 
 
 def augment_clip(clip, seed, size: int, config: AugmentConfig = SUPERVISED):
@@ -344,6 +357,9 @@ def augment_clip(clip, seed, size: int, config: AugmentConfig = SUPERVISED):
             config.erase_side,
             config.erase_fill,
             config.erase_width,
+            draw=1.0 - _uniform(seed, _FLIP)
+            if rectangle == 0 and config.erase_spares_flipped
+            else None,
         )
     return clip
 
