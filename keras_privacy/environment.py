@@ -18,6 +18,21 @@ from typing import Any
 ISA_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_bf16")
 """The CPU flags (of /proc/cpuinfo) by which oneDNN and XLA choose their kernels."""
 
+KERNEL_SETTINGS = (
+    "TF_ENABLE_ONEDNN_OPTS",
+    "ONEDNN_MAX_CPU_ISA",
+    "TF_DETERMINISTIC_OPS",
+    "XLA_FLAGS",
+    "JAX_DEFAULT_MATMUL_PRECISION",
+    "OMP_NUM_THREADS",
+    "TF_NUM_INTRAOP_THREADS",
+    "TF_NUM_INTEROP_THREADS",
+)
+"""The environment variables that change which kernels run, or how they sum: on one machine,
+seed 0 of the quick start gave a raw row of 52.2 / 87.1 (action / cMAP) with oneDNN's
+defaults, 55.0 / 88.1 with ONEDNN_MAX_CPU_ISA=AVX2 and 54.4 / 86.5 with
+TF_ENABLE_ONEDNN_OPTS=0 (README, "Version 5")."""
+
 PACKAGES = (
     ("keras", ("keras",)),
     ("tensorflow", ("tensorflow", "tensorflow-cpu")),
@@ -30,7 +45,8 @@ PACKAGES = (
 
 def describe() -> dict[str, Any]:
     """The Python, the versions of `PACKAGES` that are installed, the Keras backend, the
-    machine's CPU and its devices as Keras lists them."""
+    machine's CPU and its devices as Keras lists them, and the `KERNEL_SETTINGS` that are
+    set."""
     import keras  # here, so that a report is written and read without a backend
 
     versions = {}
@@ -50,6 +66,7 @@ def describe() -> dict[str, Any]:
         "cpu_flags": cpu_flags(),
         "cpus": os.cpu_count(),
         "devices": [str(device) for device in keras.distribution.list_devices()],
+        "settings": {name: os.environ[name] for name in KERNEL_SETTINGS if name in os.environ},
     }
 
 
@@ -86,11 +103,13 @@ def cpu_flags(cpuinfo: str | os.PathLike = "/proc/cpuinfo") -> list[str]:
 
 
 def summary(record: dict[str, Any]) -> str:
-    """One line of a `describe()` record, for a report: backend, packages and machine."""
+    """One line of a `describe()` record, for a report: backend, packages, machine and the
+    kernel settings that were set (a record written before they were kept has none)."""
     packages = ", ".join(f"{name} {version}" for name, version in record["packages"].items())
     devices = ", ".join(record["devices"])
+    settings = " ".join(f"{name}={value}" for name, value in record.get("settings", {}).items())
     return (
         f"Keras backend {record['backend']}; {packages}; Python {record['python']}; "
         f"{record['cpu']}, {record['cpus']} CPUs ({' '.join(record['cpu_flags'])}); "
-        f"devices {devices}."
+        f"devices {devices}" + (f"; {settings}." if settings else ".")
     )

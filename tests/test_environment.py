@@ -48,3 +48,21 @@ def test_summary_is_one_line_with_backend_versions_and_machine():
     assert f"Keras backend {record['backend']}" in line
     assert f"keras {record['packages']['keras']}" in line
     assert record["cpu"] in line
+
+
+def test_the_kernel_settings_that_are_set_are_kept_and_named(monkeypatch):
+    for name in environment.KERNEL_SETTINGS:
+        monkeypatch.delenv(name, raising=False)
+    plain = environment.describe()
+    assert plain["settings"] == {}
+    assert environment.summary(plain).endswith(f"devices {', '.join(plain['devices'])}.")
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "0")
+    record = environment.describe()
+    assert record["settings"] == {"TF_ENABLE_ONEDNN_OPTS": "0", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+    assert environment.summary(record).endswith(
+        "; TF_ENABLE_ONEDNN_OPTS=0 ONEDNN_MAX_CPU_ISA=AVX2."
+    )
+    # A record kept before the settings were still reads as one line.
+    del record["settings"]
+    assert environment.summary(record).endswith(f"devices {', '.join(record['devices'])}.")
