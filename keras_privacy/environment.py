@@ -1,4 +1,5 @@
-"""Where a run or an evaluation was measured: the packages, the Keras backend and the machine.
+"""Where a run or an evaluation was measured: the packages, the Keras backend and the machine
+(its CPU, and its GPUs by name).
 
 The same code, seed and data give repeatable numbers on one machine but not across machines
 (the quick start's seed 0 gave two different reports, each repeatable, on two machines of one
@@ -45,9 +46,11 @@ PACKAGES = (
 
 def describe() -> dict[str, Any]:
     """The Python, the versions of `PACKAGES` that are installed, the Keras backend, the
-    machine's CPU and its devices as Keras lists them, and the `KERNEL_SETTINGS` that are
-    set."""
+    machine's CPU, its devices as Keras lists them and its accelerators by name, and the
+    `KERNEL_SETTINGS` that are set."""
     import keras  # here, so that a report is written and read without a backend
+
+    from keras_privacy import backend
 
     versions = {}
     for name, distributions in PACKAGES:
@@ -66,6 +69,7 @@ def describe() -> dict[str, Any]:
         "cpu_flags": cpu_flags(),
         "cpus": os.cpu_count(),
         "devices": [str(device) for device in keras.distribution.list_devices()],
+        "accelerators": backend.distribution().accelerator_names(),
         "settings": {name: os.environ[name] for name in KERNEL_SETTINGS if name in os.environ},
     }
 
@@ -107,6 +111,8 @@ def summary(record: dict[str, Any]) -> str:
     kernel settings that were set (a record written before they were kept has none)."""
     packages = ", ".join(f"{name} {version}" for name, version in record["packages"].items())
     devices = ", ".join(record["devices"])
+    if record.get("accelerators"):
+        devices += f" ({', '.join(record['accelerators'])})"
     settings = " ".join(f"{name}={value}" for name, value in record.get("settings", {}).items())
     return (
         f"Keras backend {record['backend']}; {packages}; Python {record['python']}; "

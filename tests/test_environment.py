@@ -1,6 +1,7 @@
 """The record of where a run or an evaluation ran: packages, backend, CPU, devices."""
 
 import json
+from types import SimpleNamespace
 
 import keras
 
@@ -66,3 +67,32 @@ def test_the_kernel_settings_that_are_set_are_kept_and_named(monkeypatch):
     # A record kept before the settings were still reads as one line.
     del record["settings"]
     assert environment.summary(record).endswith(f"devices {', '.join(record['devices'])}.")
+
+
+def test_accelerators_are_named_by_their_kind(monkeypatch):
+    from keras_privacy import backend
+
+    assert environment.describe()["accelerators"] == []  # this machine has no GPU
+    if keras.backend.backend() == "jax":
+        import jax
+
+        devices = [
+            SimpleNamespace(platform="gpu", device_kind="NVIDIA H200"),
+            SimpleNamespace(platform="cpu", device_kind="cpu"),
+        ]
+        monkeypatch.setattr(jax, "local_devices", lambda: devices)
+    else:
+        import tensorflow as tf
+
+        gpu = SimpleNamespace(name="/physical_device:GPU:0", device_type="GPU")
+        monkeypatch.setattr(
+            tf.config, "list_physical_devices", lambda kind=None: [gpu] if kind == "GPU" else []
+        )
+        monkeypatch.setattr(
+            tf.config.experimental,
+            "get_device_details",
+            lambda device: {"device_name": "NVIDIA H200"},
+        )
+    assert backend.distribution().accelerator_names() == ["NVIDIA H200"]
+    record = {**environment.describe(), "devices": ["gpu:0"], "accelerators": ["NVIDIA H200"]}
+    assert "devices gpu:0 (NVIDIA H200)" in environment.summary(record)

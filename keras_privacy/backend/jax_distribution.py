@@ -71,6 +71,11 @@ def keep_input_pipelines_off_the_gpus(tf) -> tuple[int, str]:
     return len(gpus), ""
 
 
+def accelerator_names() -> list[str]:
+    """The kind of each of this process's accelerators (such as "NVIDIA H200"); [] on a CPU."""
+    return [device.device_kind for device in jax.local_devices() if device.platform != "cpu"]
+
+
 def data_parallel_devices() -> list[str]:
     """Keras' devices of every process of the job: accelerators, else CPUs."""
     return keras.distribution.list_devices()

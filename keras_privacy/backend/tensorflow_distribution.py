@@ -44,6 +44,14 @@ def keep_input_pipelines_off_the_gpus(tf) -> tuple[int, str]:
     return 0, ""
 
 
+def accelerator_names() -> list[str]:
+    """The name of each GPU TensorFlow sees (such as "NVIDIA H200"); [] on a CPU."""
+    return [
+        tf.config.experimental.get_device_details(gpu).get("device_name", gpu.name)
+        for gpu in tf.config.list_physical_devices("GPU")
+    ]
+
+
 def data_parallel_devices() -> list[str]:
     """The logical GPUs, else the logical CPUs."""
     devices = tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU")
