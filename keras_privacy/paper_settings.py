@@ -150,7 +150,9 @@ SETTINGS: tuple[Setting, ...] = (
         "spact",
         "same kinds, rates and ranges, on action clips and labelled privacy images; ours "
         "composes the ops in one order (theirs moves contrast after brightness in half its "
-        "draws) and pulls contrast to the clip's mean luminance (theirs: each frame's)",
+        "draws: the same map here, to 1.5e-6, where every op is linear and keeps the grey "
+        "axis; their rounding to bytes and clipping after each op is what the order changes) "
+        "and pulls contrast to the clip's mean luminance (theirs: each frame's)",
     ),
     Setting(
         "spact",
