@@ -475,6 +475,22 @@ def test_minimax_dataset_merges_keys(data):
         np.testing.assert_array_equal(element["privacy"], [row])
 
 
+def test_every_pipeline_runs_without_the_autotuner(data):
+    # The autotuner's thread held each epoch's iterator deletion for seconds; the pipelines turn
+    # it off, and what is built from them (zips, maps, pairs) keeps the setting.
+    action = pipelines.action_train_dataset(data["video_cache"], 2, CLIP, STRIDE, SIZE)
+    privacy = pipelines.privacy_labelled_dataset(data["images"], 1, SIZE, training=True)
+    built = [
+        action,
+        pipelines.action_eval_dataset(data["video_cache"], 2, CLIP, STRIDE, SIZE),
+        pipelines.privacy_pair_dataset(data["image_cache"], 2, SIZE),
+        privacy,
+        pipelines.minimax_dataset(action, privacy).map(lambda element: element),
+    ]
+    for dataset in built:
+        assert dataset.options().autotune.enabled is False
+
+
 def test_count_examples(data, tmp_path):
     assert pipelines.count_examples(data["videos"]) == 5
     assert pipelines.count_examples(data["video_cache"]) == 5

@@ -276,6 +276,17 @@ def _items(source: _Cache | _Files, seed: int | None, epochs: int | None) -> tf.
     return counter.flat_map(lambda epoch: source.items(epoch, seed))
 
 
+def _prefetched(dataset: tf.data.Dataset) -> tf.data.Dataset:
+    """`dataset` prefetched, with tf.data's autotuner off (AUTOTUNE keeps tf.data's starting
+    values). With it on, deleting an iterator, which each epoch's `fit` does at its end,
+    waited for the autotuner's thread: 6 to 18 s after most of the quick start's minimax
+    epochs (TensorFlow 2.21), for no more clips/s (`benchmarks/input_pipeline.py` times
+    both)."""
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    return dataset.prefetch(AUTOTUNE).with_options(options)
+
+
 def _map(dataset: tf.data.Dataset, function, source) -> tf.data.Dataset:
     """Parallel, order-keeping map; a file that fails to decode is skipped with a warning."""
     dataset = dataset.map(function, num_parallel_calls=AUTOTUNE, deterministic=True)
@@ -361,7 +372,7 @@ def action_train_dataset(
     if hold_out and isinstance(videos, _Cache):
         records = records.filter(lambda record: kept(record["index"]))
     dataset = records.map(make, num_parallel_calls=AUTOTUNE, deterministic=True)
-    return dataset.batch(batch_size, drop_remainder=True).prefetch(AUTOTUNE)
+    return _prefetched(dataset.batch(batch_size, drop_remainder=True))
 
 
 def action_eval_dataset(
@@ -397,7 +408,7 @@ def action_eval_dataset(
             element["actions"] = record["actions"]
         return element
 
-    return _map(_items(videos, None, 1), make, videos).prefetch(AUTOTUNE)
+    return _prefetched(_map(_items(videos, None, 1), make, videos))
 
 
 def privacy_pair_dataset(
@@ -425,7 +436,7 @@ def privacy_pair_dataset(
         return {"views": tf.ensure_shape(tf.stack(views), [2, size, size, 3])}
 
     dataset = _map(_items(images, seed, epochs), make, images)
-    return dataset.batch(batch_size, drop_remainder=True).prefetch(AUTOTUNE)
+    return _prefetched(dataset.batch(batch_size, drop_remainder=True))
 
 
 def privacy_labelled_dataset(
@@ -454,7 +465,7 @@ def privacy_labelled_dataset(
 
     items = _items(images, seed, epochs) if training else _items(images, None, 1)
     dataset = _map(items, make, images)
-    return dataset.batch(batch_size, drop_remainder=training).prefetch(AUTOTUNE)
+    return _prefetched(dataset.batch(batch_size, drop_remainder=training))
 
 
 def minimax_dataset(action: tf.data.Dataset, privacy: tf.data.Dataset) -> tf.data.Dataset:
