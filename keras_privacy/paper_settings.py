@@ -151,8 +151,9 @@ SETTINGS: tuple[Setting, ...] = (
         "same kinds, rates and ranges, on action clips and labelled privacy images; ours "
         "composes the ops in one order (theirs moves contrast after brightness in half its "
         "draws: the same map here, to 1.5e-6, where every op is linear and keeps the grey "
-        "axis; their rounding to bytes and clipping after each op is what the order changes) "
-        "and pulls contrast to the clip's mean luminance (theirs: each frame's)",
+        "axis; their rounding to bytes and clipping after each op is what the order changes); "
+        "as theirs, contrast pulls each frame to its own mean luminance (theirs rounded to a "
+        "whole grey level)",
     ),
     Setting(
         "spact",
@@ -724,8 +725,8 @@ SETTINGS: tuple[Setting, ...] = (
         PENALTY,
         "supervised_augmentation",
         "penalty",
-        "same kinds, rates and ranges (the SPAct row's notes on the order of the ops and the "
-        "contrast's mean hold)",
+        "same kinds, rates and ranges, contrast to each frame's mean luminance (the SPAct "
+        "row's note on the order of the ops holds)",
     ),
     Setting(
         "penalty",

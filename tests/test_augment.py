@@ -356,6 +356,41 @@ def test_colour_map_is_shared_by_all_frames():
     np.testing.assert_allclose(whole, per_pixel, atol=1e-5)
 
 
+def test_spacts_contrast_pulls_each_frame_to_its_own_mean_luminance():
+    # SPAct's loaders adjust each frame as a PIL image (dl_ft_nov.py:177-190), so contrast
+    # blends every frame with its own mean grey; the rest of the map is the clip's.
+    config = dataclasses.replace(
+        PLAIN,
+        jitter=1.0,
+        brightness=0.3,
+        contrast=0.3,
+        saturation=0.0,
+        hue=0.0,
+        contrast_per_frame=True,
+    )
+    clip = 0.3 + 0.4 * _random_clip(frames=3, dtype=np.float32)
+    clip[1] *= 0.5  # a darker frame: its own mean differs from the clip's
+    for seed in [(s, 12) for s in range(4)]:
+        brightness = _drawn(seed, augment._BRIGHTNESS, 0.3)
+        contrast = _drawn(seed, augment._CONTRAST, 0.3)
+        scaled = brightness * clip
+        frame_luma = (scaled @ LUMA).mean(axis=(1, 2))[:, None, None, None]
+        expected = np.clip(contrast * scaled + (1 - contrast) * frame_luma, 0.0, 1.0)
+        np.testing.assert_allclose(_colour(clip, seed, config), expected, atol=2e-5)
+        per_clip = _colour(clip, seed, dataclasses.replace(config, contrast_per_frame=False))
+        assert np.abs(per_clip - expected).max() > 1e-3
+    # A static clip: the frames' means are the clip's, and so are both maps.
+    static = _static_clip(frames=3).astype(np.float32) / 255
+    np.testing.assert_allclose(
+        _colour(static, (1, 12), config),
+        _colour(static, (1, 12), dataclasses.replace(config, contrast_per_frame=False)),
+        atol=1e-6,
+    )
+    for preset in (augment.SUPERVISED_SPACT_CODE, augment.SUPERVISED_PENALTY_CODE):
+        assert preset.contrast_per_frame
+    assert not SUPERVISED.contrast_per_frame and not CONTRASTIVE.contrast_per_frame
+
+
 # ---------------------------------------------------------------------------- erase
 
 

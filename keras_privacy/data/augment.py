@@ -36,6 +36,8 @@ class AugmentConfig:
         flip: Probability of a horizontal flip.
         jitter: Probability of applying colour jitter at all.
         brightness, contrast, saturation: Factors drawn from [1 - s, 1 + s].
+        contrast_per_frame: Contrast pulls each frame to its own mean luminance (SPAct's
+            loaders adjust each frame as a PIL image); False: to the clip's.
         hue: Hue shift drawn from [-h, h] (fraction of the colour circle).
         jitter_each: Probability of each of brightness, contrast, saturation and hue (in that
             order), drawn on its own once the jitter applies.
@@ -64,6 +66,7 @@ class AugmentConfig:
     jitter: float = 0.8
     brightness: float = 0.2
     contrast: float = 0.2
+    contrast_per_frame: bool = False
     saturation: float = 0.2
     hue: float = 0.05
     jitter_each: tuple[float, float, float, float] = (1.0, 1.0, 1.0, 1.0)
@@ -89,6 +92,7 @@ SUPERVISED_SPACT_CODE = dataclasses.replace(
     jitter=1.0,
     brightness=0.1,
     contrast=0.1,
+    contrast_per_frame=True,
     saturation=0.1,
     hue=0.05,
     jitter_each=(0.15, 0.125, 0.15, 0.15),
@@ -100,8 +104,9 @@ SUPERVISED_SPACT_CODE = dataclasses.replace(
 )
 """SUPERVISED with the colour and erase of SPAct's supervised loaders (anonymization_training/
 dl_ft_nov.py:117-133, 177-197; dl_vispr.py the same; the penalty code's ucf101_dl.py has the
-same colour and erases more): contrast on 12.5 % of clips, hue, saturation and brightness
-each on 15 %, factors in [0.9, 1.1] (hue +-0.05), 10 % grayscale, and a gamma in [0.85, 1.15]
+same colour and erases more): contrast on 12.5 % of clips (towards each frame's mean
+luminance, as their per-frame PIL ops), hue, saturation and brightness each on 15 %, factors
+in [0.9, 1.1] (hue +-0.05), 10 % grayscale, and a gamma in [0.85, 1.15]
 on 3/4 of those; the erased rectangle black, each side 9-18 px of 112, its corner anywhere in
 the frame, never on a flipped clip (the erase reads the flip's draw, dl_ft_nov.py:191, 196;
 dl_vispr.py:150, 155). The clips' crop is square (dl_ft_nov.py:174); for images see
@@ -220,9 +225,10 @@ def _affine(matrix, offset=None):
 
 
 def _then(first, second):
-    """The affine colour map `second` after `first` (row-vector pixels: rgb @ M + v)."""
+    """The affine colour map `second` after `first` (row-vector pixels: rgb @ M + v; the
+    offsets' leading axes, if any, broadcast over the clip)."""
     (m1, v1), (m2, v2) = first, second
-    return m1 @ m2, tf.linalg.matvec(m2, v1, transpose_a=True) + v2
+    return m1 @ m2, tf.tensordot(v1, m2, axes=1) + v2
 
 
 def _hue_rotation(turns):
@@ -235,10 +241,11 @@ def _hue_rotation(turns):
 def colour_transform(clip, seed, config: AugmentConfig):
     """The clip's colour augmentation as ONE affine map of RGB (3 x 3 matrix, offset), drawn
     once per clip: with probability `config.jitter` brightness, contrast (towards the clip's
-    mean luminance), saturation and a hue rotation in YIQ, each kept with its own probability
-    in `config.jitter_each`, then grayscale with probability `config.grayscale`. One fused
-    map instead of four image passes (the pipeline's hot spot); the result is clipped to
-    [0, 1] once, at the end."""
+    mean luminance, or each frame's with `config.contrast_per_frame`: then the offset is
+    (T, 1, 1, 3), one per frame), saturation and a hue rotation in YIQ, each kept with its own
+    probability in `config.jitter_each`, then grayscale with probability `config.grayscale`.
+    One fused map instead of four image passes (the pipeline's hot spot); the result is
+    clipped to [0, 1] once, at the end."""
     identity = tf.eye(3)
     applies = dict(zip(("brightness", "contrast", "saturation", "hue"), config.jitter_each))
 
@@ -253,7 +260,9 @@ def colour_transform(clip, seed, config: AugmentConfig):
     contrast = drawn("contrast", _CONTRAST, 1 - config.contrast, 1 + config.contrast, 1)
     saturation = drawn("saturation", _SATURATION, 1 - config.saturation, 1 + config.saturation, 1)
     hue = drawn("hue", _HUE, -config.hue, config.hue, 0)
-    mean_luma = brightness * tf.reduce_sum(tf.reduce_mean(clip, axis=[0, 1, 2]) * _LUMA[:, 0])
+    frame_means = tf.reduce_mean(clip, axis=[1, 2], keepdims=True)  # (T, 1, 1, 3)
+    means = frame_means if config.contrast_per_frame else tf.reduce_mean(frame_means, [0, 1, 2])
+    mean_luma = brightness * tf.tensordot(means, _LUMA[:, 0], axes=1)[..., None]
     gray = _LUMA @ tf.ones([1, 3])
     jitter = _affine(brightness * identity)
     jitter = _then(jitter, _affine(contrast * identity, (1 - contrast) * mean_luma * tf.ones([3])))
@@ -262,7 +271,7 @@ def colour_transform(clip, seed, config: AugmentConfig):
     use_jitter = _uniform(seed, _JITTER) < config.jitter
     matrix, offset = (tf.where(use_jitter, a, b) for a, b in zip(jitter, _affine(identity)))
     use_gray = _uniform(seed, _GRAY) < config.grayscale
-    grayed = matrix @ gray, tf.linalg.matvec(gray, offset, transpose_a=True)
+    grayed = matrix @ gray, tf.tensordot(offset, gray, axes=1)
     return tf.where(use_gray, grayed[0], matrix), tf.where(use_gray, grayed[1], offset)
 
 
