@@ -177,8 +177,8 @@ SETTINGS: tuple[Setting, ...] = (
         SPACT,
         "contrastive_augmentation",
         "simclr",
-        "the paper's; the code's light views are --contrastive_augmentation=spact, each "
-        "view's crop corner drawn on its own",
+        "the paper's; the code's light views are --contrastive_augmentation=spact (as theirs, "
+        "both crops from one corner, the second black where it overruns the image)",
     ),
     Setting(
         "spact",
@@ -738,8 +738,8 @@ SETTINGS: tuple[Setting, ...] = (
         PENALTY,
         "contrastive_augmentation",
         "penalty",
-        "same as the authors' code (the paper gives none), each view's crop corner drawn on "
-        "its own",
+        "same as the authors' code (the paper gives none), both crops from one corner, the "
+        "second black where it overruns the image (torchvision's crop pads with zeros)",
     ),
     Setting(
         "penalty",

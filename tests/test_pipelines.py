@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_privacy.data import pipelines
+from keras_privacy.data import augment, pipelines
 from keras_privacy.data.augment import AugmentConfig, evaluation_clip
 from keras_privacy.data.cache import prepare_cache, read_image_cache, read_video_cache
 from keras_privacy.data.examples import Example, Split
@@ -411,6 +411,39 @@ def test_privacy_pair_views(data):
             assert np.abs(pair[0] - pair[1]).mean() > 0.01  # two different views
     for a, b in zip(batches, _numpy(dataset.take(4))):
         np.testing.assert_array_equal(a["views"], b["views"])
+
+
+def test_views_that_share_a_corner_start_their_crops_there(tmp_path):
+    # SPAct's and the penalty code's minimax loaders draw one corner for both crops, inside the
+    # frame for the first; the second, of its own size, may overrun it (torchvision pads it
+    # black). An image whose red and green are its row and column shows where a crop starts.
+    height, width = 40, 60
+    image = np.zeros((height, width, 3), np.uint8)
+    image[..., 0] = np.linspace(0, 255, height).round()[:, None]
+    image[..., 1] = np.linspace(0, 255, width).round()[None, :]
+    image[..., 2] = 128
+    path = tmp_path / "ramp.png"
+    assert cv2.imwrite(str(path), image[..., ::-1])
+    split = Split([Example(str(path), privacy=(1,))], attribute_names=["p"])
+    plain = AugmentConfig(
+        crop_side=(0.5, 1.0), crop_keeps_aspect=True, flip=0.0, jitter=0.0, grayscale=0.0, erase=0.0
+    )
+
+    def pairs(config):
+        dataset = pipelines.privacy_pair_dataset(split, 1, 16, seed=3, config=config)
+        return np.concatenate([batch["views"] for batch in _numpy(dataset.take(24))])
+
+    shared = pairs(dataclasses.replace(plain, views_share_corner=True))
+    np.testing.assert_allclose(shared[:, 0, 0, 0], shared[:, 1, 0, 0], atol=1.5 / 255)
+    assert np.abs(shared[:, 0] - shared[:, 1]).max() > 0.1  # crops of their own sizes
+    black = np.all(shared == 0.0, axis=-1).any(axis=(2, 3))
+    assert not black[:, 0].any() and black[:, 1].any()
+    drawn_apart = pairs(plain)
+    assert np.abs(drawn_apart[:, 0, 0, 0] - drawn_apart[:, 1, 0, 0]).max() > 0.1
+    assert not np.all(drawn_apart == 0.0, axis=-1).any()
+    for preset in (augment.SPACT_CODE_IMAGES, augment.PENALTY_CODE_IMAGES):
+        assert preset.views_share_corner
+    assert not augment.CONTRASTIVE.views_share_corner
 
 
 @_both("image")

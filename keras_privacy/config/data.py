@@ -140,8 +140,8 @@ class DataSettings:
             "Augmentation of each contrastive view of a privacy image: simclr (SPAct supp. "
             "C.2: SimCLR's crops, colour jitter, colour drop and cut-out) | spact (the authors' "
             "minimax loader: <supervised_augmentation>=spact's light ops, crops keeping the "
-            "image's aspect) | penalty (the penalty authors' minimax loader: the same at 224, "
-            "the erased rectangle's sides 9-18 px).",
+            "image's aspect, both from one corner) | penalty (the penalty authors' minimax "
+            "loader: the same at 224, the erased rectangle's sides 9-18 px).",
             "data",
         ),
     )

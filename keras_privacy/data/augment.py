@@ -33,6 +33,10 @@ class AugmentConfig:
         crop_keeps_aspect: Instead, the crop is the same fraction (drawn in `crop_side`) of
             the frame's height and of its width: the frame's aspect, squeezed to a square by
             the resize (SPAct's image loaders).
+        views_share_corner: For a pair of views of one image (`privacy_pair_dataset`): the
+            second view's crop starts at the first's corner, with a fraction of its own, and
+            what overruns the frame is black (the authors' minimax loaders draw one corner,
+            inside the frame for the first view's crop; torchvision pads the other with zeros).
         flip: Probability of a horizontal flip.
         jitter: Probability of applying colour jitter at all.
         brightness, contrast, saturation: Factors drawn from [1 - s, 1 + s].
@@ -62,6 +66,7 @@ class AugmentConfig:
     crop_side: tuple[float, float] = (0.6, 1.0)
     crop_aspect: tuple[float, float] = (1.0, 1.0)
     crop_keeps_aspect: bool = False
+    views_share_corner: bool = False
     flip: float = 0.5
     jitter: float = 0.8
     brightness: float = 0.2
@@ -128,11 +133,14 @@ of clips, heights of 1/6-1/3 and widths of 1/6-1/3 of a 240 x 320 video in pixel
 and 53-105 px), each corner anywhere in the frame, each on a draw of its own (flipped clips
 too)."""
 
-SPACT_CODE_IMAGES = dataclasses.replace(SUPERVISED_SPACT_CODE, crop_keeps_aspect=True)
+SPACT_CODE_IMAGES = dataclasses.replace(
+    SUPERVISED_SPACT_CODE, crop_keeps_aspect=True, views_share_corner=True
+)
 """SUPERVISED_SPACT_CODE for privacy images, whose crop keeps the image's aspect (the same
 fraction, 0.6-1.0, of its height and width) before the resize to a square: SPAct's labelled
-loader (dl_vispr.py:133) and the views of its minimax (dl_vispr_ssl.py:95-97, 138), where
-each view is drawn on its own."""
+loader (dl_vispr.py:133) and the views of its minimax (dl_vispr_ssl.py:95-97, 111-112, 138),
+whose two crops start at one corner, each with a fraction and the rest of its ops drawn on
+its own."""
 
 PENALTY_CODE_IMAGES = dataclasses.replace(SPACT_CODE_IMAGES, erase_side=(9 / 224, 19 / 224))
 """SPACT_CODE_IMAGES as the penalty authors' image loader (aux_code/vispr_dl_edit.py:74-123,
@@ -160,10 +168,11 @@ def _uniform(seed, stream: int, low=0.0, high=1.0):
     return tf.random.stateless_uniform([], stream_seed, low, high)
 
 
-def crop_box(seed, height, width, config: AugmentConfig = SUPERVISED):
+def crop_box(seed, height, width, config: AugmentConfig = SUPERVISED, corner=None):
     """A random crop as normalised [y1, x1, y2, x2]: side (geometric mean of height and width)
     a random fraction of the short side, aspect in `config.crop_aspect`, random position; with
-    `config.crop_keeps_aspect`, that fraction of the height and of the width."""
+    `config.crop_keeps_aspect`, that fraction of the height and of the width. `corner`: the
+    normalised (y1, x1) to start from instead (the box may then overrun the frame)."""
     height, width = tf.cast(height, tf.float32), tf.cast(width, tf.float32)
     if config.crop_keeps_aspect:
         fraction = _uniform(seed, _SIDE, *config.crop_side)
@@ -174,6 +183,9 @@ def crop_box(seed, height, width, config: AugmentConfig = SUPERVISED):
         aspect = tf.exp(_uniform(seed, _ASPECT, log_low, log_high))
         crop_h = tf.minimum(side / tf.sqrt(aspect), height)
         crop_w = tf.minimum(side * tf.sqrt(aspect), width)
+    if corner is not None:
+        y, x = corner[0], corner[1]
+        return tf.stack([y, x, y + crop_h / height, x + crop_w / width])
     y = _uniform(seed, _Y) * (height - crop_h)
     x = _uniform(seed, _X) * (width - crop_w)
     return tf.stack([y / height, x / width, (y + crop_h) / height, (x + crop_w) / width])
@@ -193,7 +205,8 @@ def centre_box(height, width, fraction: float = 1.0, keeps_aspect: bool = False)
 
 def crop_and_resize(clip, box, size: int):
     """Cut the same normalised box out of every frame and resize it to size x size (bilinear);
-    a box with x1 > x2 gives the mirrored crop. float32 in [0, 1] out."""
+    a box with x1 > x2 gives the mirrored crop, what lies outside the frame is black. float32
+    in [0, 1] out."""
     frames = tf.shape(clip)[0]
     boxes = tf.tile(box[None], [frames, 1])
     resized = tf.image.crop_and_resize(clip, boxes, tf.range(frames), [size, size])
@@ -342,11 +355,11 @@ def random_erase(
     return tf.cond(decider < probability, erase, lambda: clip)
 
 
-def augment_clip(clip, seed, size: int, config: AugmentConfig = SUPERVISED):
+def augment_clip(clip, seed, size: int, config: AugmentConfig = SUPERVISED, corner=None):
     """Training augmentation of one clip (T, H, W, 3), parameters drawn once per clip: random
-    resized crop with flip, colour jitter and grayscale, gamma, erase. Returns float32
-    (T, size, size, 3)."""
-    box = crop_box(seed, tf.shape(clip)[1], tf.shape(clip)[2], config)
+    resized crop (from `corner`, see `crop_box`, where given) with flip, colour jitter and
+    grayscale, gamma, erase. Returns float32 (T, size, size, 3)."""
+    box = crop_box(seed, tf.shape(clip)[1], tf.shape(clip)[2], config, corner)
     clip = crop_and_resize(clip, maybe_mirror(box, seed, config.flip), size)
     clip = apply_colour(clip, *colour_transform(clip, seed, config))
     clip = random_gamma(clip, seed, config)

@@ -420,19 +420,20 @@ def privacy_pair_dataset(
     epochs: int | None = None,
 ) -> tf.data.Dataset:
     """Batches of two independently augmented views of each image: {"views" float32
-    (B, 2, size, size, 3)}; endless by default (each pass in a new seeded order)."""
+    (B, 2, size, size, 3)}; endless by default (each pass in a new seeded order). With
+    `config.views_share_corner`, the second view's crop starts at the first's corner."""
     images = _source(source, "image")
 
     def make(item):
         record = images.load(item)
         element_seed = _element_seed(seed, item["epoch"], record["index"])
         image = record["image"][None]
-        views = [
-            augment.augment_clip(
-                image, tf.random.experimental.stateless_fold_in(element_seed, k), size, config
-            )[0]
-            for k in range(2)
-        ]
+        seeds = [tf.random.experimental.stateless_fold_in(element_seed, k) for k in range(2)]
+        corner = None
+        if config.views_share_corner:
+            height, width = tf.shape(image)[1], tf.shape(image)[2]
+            corner = augment.crop_box(seeds[0], height, width, config)[:2]
+        views = [augment.augment_clip(image, s, size, config, corner)[0] for s in seeds]
         return {"views": tf.ensure_shape(tf.stack(views), [2, size, size, 3])}
 
     dataset = _map(_items(images, seed, epochs), make, images)
