@@ -578,6 +578,19 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "vita",
+        "budget models in the f_d update",
+        "training mode: batch normalisation by the anonymized batch's statistics (is_training "
+        "fed True in every update); the moving averages never change in the minimax (its "
+        "gradient accumulators run no UPDATE_OPS)",
+        _VITA + "adv_training.py:168-170, 253-258; VITA utils.py:96-117",
+        VITA,
+        "budget_batch_statistics",
+        "true",
+        "same (our budget updates still move their moving averages, which nothing in the "
+        "minimax reads)",
+    ),
+    Setting(
+        "vita",
         "f_T step also moves f_d",
         "yes: L_T's gradients for f_T and f_d, applied by f_T's Adam (1e-5)",
         _VITA + "adv_training.py:149, 170",

@@ -265,6 +265,7 @@ def _supervised_phases(config: ExperimentConfig, models: dict[str, keras.Model])
                 action,
                 adversaries,
                 budget_weight=config.privacy_weight,
+                budget_batch_statistics=config.budget_batch_statistics,
                 budget_loss=config.budget_loss,
                 action_schedule=config.action_schedule,
                 action_threshold=config.action_threshold,

@@ -251,17 +251,28 @@ def anonymize(trainer, frames, images):
     return keras.ops.convert_to_numpy(trainer.anonymizer(batch, training=True))
 
 
-def test_anonymizer_budget_term_sees_the_anonymized_clip_frames():
-    trainer = make_vita(action_threshold=-1.0, budget_updates=1)
+def budget_logits(model, images, batch_statistics):
+    """A budget model's logits, in training mode (batch statistics) or not, its state kept."""
+    logits, _ = model.stateless_call(
+        model.trainable_variables, model.non_trainable_variables, images, training=batch_statistics
+    )
+    return keras.ops.convert_to_numpy(logits)
+
+
+@pytest.mark.parametrize("batch_statistics", [True, False])
+def test_anonymizer_budget_term_sees_the_anonymized_clip_frames(batch_statistics):
+    trainer = make_vita(
+        action_threshold=-1.0, budget_updates=1, budget_batch_statistics=batch_statistics
+    )
     data = next(iter(tiny_models.vita_dataset(1).batch(1).as_numpy_iterator()))
     clips = data["clips"][0]
     frames = clips.reshape(-1, *clips.shape[2:])
     # f_A runs in training mode on the clip frames and the images together.
     anonymized = anonymize(trainer, frames, data["images"][0])[: len(frames)]
-    frame_logits = [
-        keras.ops.convert_to_numpy(m(anonymized, training=False)) for m in trainer.budget_models
-    ]
+    frame_logits = [budget_logits(m, anonymized, batch_statistics) for m in trainer.budget_models]
     expected = authors_budget_term(frame_logits, clips.shape[1])
+    other = [budget_logits(m, anonymized, not batch_statistics) for m in trainer.budget_models]
+    assert abs(authors_budget_term(other, clips.shape[1]) - expected) > 1e-3
     history = trainer.fit(tiny_models.vita_dataset(1), epochs=1, verbose=0).history
     assert history["anonymizer_budget_term"][0] == pytest.approx(expected, rel=1e-4)
 
@@ -272,8 +283,19 @@ def test_image_max_bce_keeps_the_earlier_form():
     frames = data["clips"][0].reshape(-1, *data["clips"].shape[3:])
     anonymized = anonymize(trainer, frames, data["images"][0])[len(frames) :]
     expected = max(
-        np.log1p(np.exp(-keras.ops.convert_to_numpy(m(anonymized, training=False)))).mean()
-        for m in trainer.budget_models
+        np.log1p(np.exp(-budget_logits(m, anonymized, True))).mean() for m in trainer.budget_models
     )
     history = trainer.fit(tiny_models.vita_dataset(1), epochs=1, verbose=0).history
     assert history["anonymizer_budget_term"][0] == pytest.approx(expected, rel=1e-4)
+
+
+def test_the_f_A_update_leaves_the_budget_models_moving_averages_alone():
+    # Budget updates gated off (accuracy is never below -1): only the f_A update runs the
+    # budget models, in training mode, and their moving averages stay as they were.
+    trainer = make_vita(action_threshold=-1.0, budget_updates=1, budget_threshold=-1.0)
+    before = [weights(m) for m in trainer.budget_models]
+    trainer.fit(tiny_models.vita_dataset(2), epochs=1, verbose=0)
+    for model, old in zip(trainer.budget_models, before):
+        for new, was in zip(weights(model), old):
+            np.testing.assert_array_equal(new, was)
+    assert iterations(trainer, "anonymizer") == 2

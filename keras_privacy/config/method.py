@@ -40,6 +40,7 @@ FLAG_SCOPES = {
     "penalty_budget": FlagScope(("spact", "penalty", "vita"), needs="penalty_weight"),
     "adversary_models": FlagScope(("vita", "meta")),
     "budget_loss": FlagScope(("vita",)),
+    "budget_batch_statistics": FlagScope(("vita",)),
     "action_threshold": FlagScope(("vita", "meta")),
     "adversary_threshold": FlagScope(("vita", "meta")),
     "restart_every": FlagScope(("vita",)),
@@ -96,6 +97,15 @@ class MethodSettings:
             "BCE of the frame-averaged logits against all ones, max over the ensemble, batch "
             "mean) | entropy (negative binary entropy in its place) | image_max_bce (earlier "
             "form: BCE against all ones on the anonymized privacy images, max of batch means).",
+            "adversary",
+        ),
+    )
+    budget_batch_statistics: bool = field(
+        default=True,
+        metadata=described(
+            "VITA: in the f_A update the budget models normalise by the anonymized batch's own "
+            "statistics (BatchNorm in training mode, its moving averages kept; the authors') "
+            "| false: inference mode, as SPAct's f_B.",
             "adversary",
         ),
     )

@@ -43,8 +43,11 @@ again before the minimax goes on: the authors restore their pre-trained budget m
 train them `--pretraining_steps_fb` = 200 updates at step 0 and at every restart
 (`--use_fb_restarting`, every `--restarting_step` = 200 steps, off by default).
 
-Their budget models run in training mode (batch statistics) in the f_A update, here in
-inference mode; their f_T updates each take a fresh training batch, here the step's clips.
+With `budget_batch_statistics` (the authors') the budget models normalise by the batch's own
+statistics in the f_A update, as everywhere in their minimax (`is_training` is fed True at
+:258; their moving averages are never updated, the accumulators run no UPDATE_OPS, :168-170);
+without it they run in inference mode there, as SPAct's f_B. Their f_T updates each take a
+fresh training batch, here the step's clips.
 """
 
 from __future__ import annotations
@@ -104,6 +107,9 @@ class VITA(StatelessTrainer):
         action_model: f_T, clips -> action logits.
         budget_models: privacy classifiers, images -> (N, A) attribute logits.
         budget_weight: gamma (VITA: 0.5).
+        budget_batch_statistics: in the f_A update, the budget models' batch normalisation
+            uses the anonymized batch's statistics (the authors'), their moving averages left
+            as they are; False: inference mode.
         budget_loss: "max_bce" (the authors'), "entropy" or "image_max_bce" (see above).
         action_schedule: "validation_loop" (the authors') or "batch_gate" (see above).
         action_threshold: f_T's accuracy below which it updates (VITA: 0.7).
@@ -138,6 +144,7 @@ class VITA(StatelessTrainer):
         action_model: keras.Model,
         budget_models: list[keras.Model],
         budget_weight: float = 0.5,
+        budget_batch_statistics: bool = True,
         budget_loss: str = "max_bce",
         action_schedule: str = "validation_loop",
         action_threshold: float = 0.7,
@@ -171,6 +178,7 @@ class VITA(StatelessTrainer):
         self.action_model = action_model
         self.budget_models = list(budget_models)
         self.budget_weight = budget_weight
+        self.budget_batch_statistics = budget_batch_statistics
         self.budget_loss = budget_loss
         self.action_schedule = action_schedule
         self.action_threshold = action_threshold
@@ -325,18 +333,23 @@ class VITA(StatelessTrainer):
         )
         logits, _ = action_logits(self, values, anon_frames, ops.shape(clips)[1], training=False)
         action_loss = losses.softmax_cross_entropy(data["labels"], logits)
+        # With batch statistics the budget models' new moving averages are dropped: only
+        # f_A's state is returned.
+        batch_statistics = self.budget_batch_statistics
         if self.budget_loss == "image_max_bce":
             budget_term = ops.max(
                 ops.stack(
                     [
-                        ops.mean(bce_to_ones(self.run(group, values, anon_images, False)[0]))
+                        ops.mean(
+                            bce_to_ones(self.run(group, values, anon_images, batch_statistics)[0])
+                        )
                         for group in self.budget_groups
                     ]
                 )
             )
         else:
             frame_logits = [
-                self.run(group, values, anon_frames, training=False)[0]
+                self.run(group, values, anon_frames, training=batch_statistics)[0]
                 for group in self.budget_groups
             ]
             budget_term = clip_budget_term(frame_logits, ops.shape(clips)[1], self.budget_loss)
@@ -399,6 +412,7 @@ class VITA(StatelessTrainer):
             "action_model": serialize_models(self.action_model),
             "budget_models": serialize_models(self.budget_models),
             "budget_weight": self.budget_weight,
+            "budget_batch_statistics": self.budget_batch_statistics,
             "budget_loss": self.budget_loss,
             "action_schedule": self.action_schedule,
             "action_threshold": self.action_threshold,
