@@ -241,7 +241,7 @@ def _then(first, second):
     """The affine colour map `second` after `first` (row-vector pixels: rgb @ M + v; the
     offsets' leading axes, if any, broadcast over the clip)."""
     (m1, v1), (m2, v2) = first, second
-    return m1 @ m2, tf.tensordot(v1, m2, axes=1) + v2
+    return m1 @ m2, tf.linalg.matvec(m2, v1, transpose_a=True) + v2
 
 
 def _hue_rotation(turns):
@@ -273,9 +273,11 @@ def colour_transform(clip, seed, config: AugmentConfig):
     contrast = drawn("contrast", _CONTRAST, 1 - config.contrast, 1 + config.contrast, 1)
     saturation = drawn("saturation", _SATURATION, 1 - config.saturation, 1 + config.saturation, 1)
     hue = drawn("hue", _HUE, -config.hue, config.hue, 0)
-    frame_means = tf.reduce_mean(clip, axis=[1, 2], keepdims=True)  # (T, 1, 1, 3)
-    means = frame_means if config.contrast_per_frame else tf.reduce_mean(frame_means, [0, 1, 2])
-    mean_luma = brightness * tf.tensordot(means, _LUMA[:, 0], axes=1)[..., None]
+    if config.contrast_per_frame:
+        mean_luma = tf.reduce_mean(clip, axis=[1, 2], keepdims=True) @ _LUMA  # (T, 1, 1, 1)
+    else:
+        mean_luma = tf.reduce_sum(tf.reduce_mean(clip, axis=[0, 1, 2]) * _LUMA[:, 0])
+    mean_luma = brightness * mean_luma
     gray = _LUMA @ tf.ones([1, 3])
     jitter = _affine(brightness * identity)
     jitter = _then(jitter, _affine(contrast * identity, (1 - contrast) * mean_luma * tf.ones([3])))
@@ -284,7 +286,7 @@ def colour_transform(clip, seed, config: AugmentConfig):
     use_jitter = _uniform(seed, _JITTER) < config.jitter
     matrix, offset = (tf.where(use_jitter, a, b) for a, b in zip(jitter, _affine(identity)))
     use_gray = _uniform(seed, _GRAY) < config.grayscale
-    grayed = matrix @ gray, tf.tensordot(offset, gray, axes=1)
+    grayed = matrix @ gray, tf.linalg.matvec(gray, offset, transpose_a=True)
     return tf.where(use_gray, grayed[0], matrix), tf.where(use_gray, grayed[1], offset)
 
 
