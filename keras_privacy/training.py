@@ -463,7 +463,7 @@ def train(
 def backend_note(config: ExperimentConfig) -> str | None:
     """Advice where the run's backend needs far more memory than the other: the second-order
     meta step on TensorFlow without a GPU, which stores f_A's activations in each derivative
-    pass where JAX recomputes them block by block (README, "Memory of a training step")."""
+    pass where JAX recomputes them block by block (`docs/memory.md`)."""
     if config.method != "meta" or config.meta_first_order or backend.recomputes_checkpoints():
         return None
     if any("GPU" in device.upper() for device in distribute.data_parallel_devices()):

@@ -32,8 +32,16 @@ def _load_script(name: str):
     return module
 
 
+DOCS = [README, *sorted((REPO / "docs").glob("*.md"))]
+"""The README and the pages of docs/, whose commands are checked alike."""
+
+
 def _bash_blocks() -> list[str]:
-    return re.findall(r"```bash\n(.*?)```", README.read_text(), flags=re.DOTALL)
+    return [
+        block
+        for page in DOCS
+        for block in re.findall(r"```bash\n(.*?)```", page.read_text(), flags=re.DOTALL)
+    ]
 
 
 def test_readme_flag_tables_are_the_generated_ones():
@@ -60,17 +68,17 @@ def test_flag_table_escapes_pipes_and_shows_empty_defaults():
     )
 
 
-def test_readme_commands_name_existing_configs_and_known_flags():
+def test_documented_commands_name_existing_configs_and_known_flags():
     known = {field.name for field in dataclasses.fields(ExperimentConfig)} | ABSL_FLAGS
     blocks = _bash_blocks()
     assert blocks
     for block in blocks:
         for path in re.findall(r"configs/[\w.-]+\.cfg", block):
-            assert (REPO / path).is_file(), f"README names {path}, which does not exist"
+            assert (REPO / path).is_file(), f"the docs name {path}, which does not exist"
         for line in block.splitlines():
             if re.search(r"\b(train|evaluate)\.py\b", line):
                 for flag in re.findall(r"--(\w+)", line):
-                    assert flag in known, f"README uses unknown flag --{flag}: {line}"
+                    assert flag in known, f"the docs use unknown flag --{flag}: {line}"
 
 
 def test_quickstart_commands_are_marked():

@@ -31,7 +31,7 @@ maximises their loss), so `L(phi, D) = L_T + gamma * (-mean_k BCE_k)`. The meta 
 default, first order with `first_order=True`. Its gradient is computed in three passes that
 never overlap (`meta_gradient`: g_S, g_Q at the adapted phi', then the Hessian-vector product
 H_S g_Q): the nested gradient of `meta_objective` to float rounding, faster to compile and run
-on JAX (README, "Memory"). On JAX these passes recompute f_A block by block instead of storing
+on JAX (`docs/memory.md`). On JAX these passes recompute f_A block by block instead of storing
 its activations (`recompute_anonymizer`, `models.segments`).
 
 Which player updates follows Algorithm 1, decided on the accuracies measured on the batch before
