@@ -368,6 +368,29 @@ def _check_paired_phase_lengths(config: ExperimentConfig, phases: list[Phase], s
         )
 
 
+def _check_vita_trains_the_anonymizer(config: ExperimentConfig, phases: list[Phase], steps: int):
+    """Refuse, before any training, a VITA minimax whose every step falls in the budget models'
+    pre-training (`budget_pretrain_updates` updates alone at its start): f_A and f_T would
+    never move, and the run would save and evaluate an untrained anonymizer as learned."""
+    if config.method != "vita" or config.budget_pretrain_updates == 0:
+        return
+    budget_only = config.budget_pretrain_updates // config.adversary_updates_per_step
+    for phase in phases:
+        if phase.name != "minimax" or phase.epochs == 0:
+            continue
+        total = phase.epochs * (phase.steps_per_epoch or steps)
+        if total <= budget_only:
+            raise SettingError(
+                f"phase minimax: its {total} steps (<minimax_epochs>={phase.epochs} x "
+                f"{phase.steps_per_epoch or steps} steps an epoch) are all budget-only steps "
+                f"(<budget_pretrain_updates>={config.budget_pretrain_updates} / "
+                f"<adversary_updates_per_step>={config.adversary_updates_per_step} = "
+                f"{budget_only} steps train the budget models alone first), so the anonymizer "
+                "would never be updated: give the minimax more steps or lower "
+                "<budget_pretrain_updates>"
+            )
+
+
 def phase_dataset(
     phase: Phase,
     data: sources.TrainingData,
@@ -493,6 +516,7 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
     steps = config.steps_per_epoch or data.steps_per_epoch
     phases = training_phases(config, models, steps)
     _check_paired_phase_lengths(config, phases, steps)
+    _check_vita_trains_the_anonymizer(config, phases, steps)
     names = [phase.name for phase in phases]
 
     state = checkpoint.latest_checkpoint(run_dir)

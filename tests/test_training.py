@@ -506,6 +506,26 @@ def test_every_method_trains_through_train(benchmark, tmp_path, method, override
         assert history["minimax"]["penalty"][0] > 0
 
 
+def test_a_vita_minimax_of_budget_only_steps_is_refused_before_training(benchmark, tmp_path):
+    # 2 epochs of 4 steps, all inside the 16 / 2 = 8 steps that train the budget models alone:
+    # f_A would never move, and the run would save it as learned.
+    config = tiny_config(
+        benchmark,
+        tmp_path / "run",
+        method="vita",
+        **SUPERVISED,
+        adversary_updates_per_step=2,
+        budget_pretrain_updates=16,
+    )
+    with pytest.raises(
+        SettingError,
+        match=r"its 8 steps \(--minimax_epochs=2 x 4 steps an epoch\) are all budget-only "
+        r"steps \(--budget_pretrain_updates=16 / --adversary_updates_per_step=2 = 8 steps",
+    ):
+        training.train(config)
+    assert not (tmp_path / "run" / "checkpoints").exists()
+
+
 def test_a_gated_anonymizer_that_never_updated_is_reported(caplog):
 
     trainer = SPAct(
