@@ -5,16 +5,18 @@
 
 `train.py` then `evaluate.py` with the config's own flag file and, after it, flags that keep
 every setting of the method (losses, schedules, thresholds, augmentation presets, restarts,
-the evaluation's methods and protocol) but make the run small: a small synthetic benchmark in
-the official UCF101 and VISPR formats (written under `--out` on first use), 32 x 32 inputs,
-8-frame clips, one epoch of 2-3 steps per phase, the registry's tiny models in place of each
-model (at most two per list), no weight files. A config whose every phase trains and whose
-report is written has no broken combination of settings left for the GPU to find (a VITA
-minimax that never trained f_A was found so). HMDB51 configs read the synthetic files as
-UCF101 (the HMDB51 reader is tested on the real split files in `tests/test_data.py`), and the
-evaluation's protocol runs on the same files (`novel_attributes` on attributes the training
-did not see). Prints one JSON object last: each command's exit status and seconds, and the
-report's path; the logs are in the run folder.
+the evaluation's methods and protocol; meta's thresholds are 0, so that its steps are meta
+updates, which tiny models would otherwise never reach) but make the run small: a small
+synthetic benchmark in the official UCF101 and VISPR formats (written under `--out` on first
+use), 32 x 32 inputs, 8-frame clips, one epoch of 2-3 steps per phase, the registry's tiny
+models in place of each model (at most two per list), no weight files. A twin that trains
+every phase and writes its report has run the code paths its config's settings choose (a VITA
+minimax that never trained f_A was found so); sizes, memory and speed it cannot show. HMDB51
+configs read the synthetic files as UCF101 (the HMDB51 reader is tested on the real split
+files in `tests/test_data.py`), and the evaluation's protocol runs on the same files
+(`novel_attributes` on attributes the training did not see). Prints one JSON object last:
+each command's exit status and seconds, and the report's path; the logs are in the run
+folder.
 """
 
 from __future__ import annotations
@@ -134,6 +136,11 @@ def tiny_overrides(config, data: Path, run_dir: Path) -> dict[str, str]:
         flags["eval_privacy_attributes"] = NOVEL_ATTRIBUTES
     else:
         flags["eval_protocol"] = "same"
+    if config.method == "meta":
+        # Every step the meta update (second order where the config says so): with the paper's
+        # thresholds, tiny models in two steps only ever reach Algorithm 1's f_T branch.
+        flags["action_threshold"] = "0"
+        flags["adversary_threshold"] = "0"
     if config.method == "vita" and config.budget_pretrain_updates:
         # One budget-only step, then minimax steps (and a restart where the config has them).
         flags["budget_pretrain_updates"] = str(config.adversary_updates_per_step)
