@@ -6,9 +6,9 @@
     KERAS_BACKEND=jax python benchmarks/gpu.py --jobs meta:mixed_bfloat16,spact:float32
 
 Needs Keras and JAX only (no TensorFlow, no PyAV): the recipe that carries Keras to a GPU machine
-is in the README ("On a GPU"). Every measurement runs in a fresh process of its own (this script
-with `--worker`), so that each peak of device memory is that configuration's and an
-out-of-memory stops only that configuration.
+is in the README ("Measured on an H100 and an H200"). Every measurement runs in a fresh process
+of its own (this script with `--worker`), so that each peak of device memory is that
+configuration's and an out-of-memory stops only that configuration.
 
 Per method and dtype policy (`float32`, `mixed_bfloat16`), at the paper's batch (24 clips of
 16 x 112 x 112 and 64 privacy images per batch):
