@@ -2,10 +2,10 @@
 
 One setting is one flag of the same name (`--batch_size`), with its default, help text and
 group; help texts and messages, which name a setting as `<name>`, spell it as that flag
-through `keras_privacy.spelling`. `define_flags`
-and `config_from_flags` take the flag values object from the script; nothing in the library
-reads the global `FLAGS`, so notebooks never meet `UnparsedFlagAccessError`. `select_backend`
-and `validated_config` are what `train.py` and `evaluate.py` do first.
+through `keras_privacy.spelling`. `define_flags` and `config_from_flags` take the flag values
+object from the script (`parse_config` makes one of its own, for a list of arguments); nothing
+in the library reads the global `FLAGS`, so notebooks never meet `UnparsedFlagAccessError`.
+`select_backend` and `validated_config` are what `train.py` and `evaluate.py` do first.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+from collections.abc import Sequence
 
 from absl import app, flags
 
@@ -41,6 +42,15 @@ def define_flags(flag_values: flags.FlagValues, config_cls=ExperimentConfig) -> 
 def config_from_flags(flag_values: flags.FlagValues, config_cls=ExperimentConfig):
     """The config whose fields take the parsed flag values."""
     return config_cls(**{f.name: flag_values[f.name].value for f in dataclasses.fields(config_cls)})
+
+
+def parse_config(argv: Sequence[str], config_cls=ExperimentConfig):
+    """The config of command-line arguments (`--flagfile` and its includes too), parsed as
+    `train.py` parses them but not checked: a caller validates where it needs to."""
+    flag_values = flags.FlagValues()
+    define_flags(flag_values, config_cls)
+    flag_values(["keras_privacy", *argv])
+    return config_from_flags(flag_values, config_cls)
 
 
 def define_script_flags(flag_values: flags.FlagValues) -> None:

@@ -150,20 +150,6 @@ def tiny_overrides(config, data: Path, run_dir: Path) -> dict[str, str]:
     return flags
 
 
-def read_config(flagfile: Path):
-    """The `ExperimentConfig` of a flag file, parsed as `train.py` parses it but not checked:
-    its weight files need not exist here (the tiny twin names none)."""
-    from absl import flags as absl_flags
-
-    from keras_privacy.config import ExperimentConfig
-    from keras_privacy.flags import config_from_flags, define_flags
-
-    values = absl_flags.FlagValues()
-    define_flags(values, ExperimentConfig)
-    values(["smoke", f"--flagfile={flagfile}"])
-    return config_from_flags(values, ExperimentConfig)
-
-
 def _run(script: str, flagfile: Path, flags: dict[str, str], backend: str, log: Path) -> dict:
     command = [
         sys.executable,
@@ -184,10 +170,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("runs/smoke"))
     parser.add_argument("--backend", default="tensorflow", choices=("tensorflow", "jax"))
     args = parser.parse_args(argv)
-    config = read_config(args.config)
 
     from keras_privacy.data.synthetic import write_synthetic_benchmark
+    from keras_privacy.flags import parse_config
 
+    # Not validated: the config's weight files need not exist here (the twin names none).
+    config = parse_config([f"--flagfile={args.config}"])
     data = args.out / "data"
     if not (data / "person_boxes.json").is_file():
         write_synthetic_benchmark(data, videos_per_class=(8, 4), num_images=(48, 16, 24))

@@ -22,12 +22,7 @@ from keras_privacy.config import (
     ScheduleSettings,
     SettingError,
 )
-from keras_privacy.flags import (
-    config_from_flags,
-    define_flags,
-    define_script_flags,
-    select_backend,
-)
+from keras_privacy.flags import define_script_flags, parse_config, select_backend
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = sorted((ROOT / "configs").glob("*.cfg"))
@@ -37,10 +32,7 @@ FROM_SCRATCH = [f"--{flag}=" for flag in WEIGHT_FLAGS]
 
 
 def parse(*argv: str) -> ExperimentConfig:
-    flag_values = flags.FlagValues()
-    define_flags(flag_values, ExperimentConfig)
-    flag_values(["train.py", *argv])
-    return config_from_flags(flag_values, ExperimentConfig)
+    return parse_config(argv)
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])

@@ -6,10 +6,9 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-from absl import flags
 
 from keras_privacy.config import ExperimentConfig
-from keras_privacy.flags import config_from_flags, define_flags
+from keras_privacy.flags import parse_config
 from keras_privacy.paper_settings import METHODS, SETTINGS
 
 pytestmark = pytest.mark.backend_independent
@@ -34,10 +33,7 @@ def _load_script(name: str):
 
 def _config(stem: str) -> ExperimentConfig:
     """The config a flag file gives, `--flagfile` includes and defaults included."""
-    flag_values = flags.FlagValues()
-    define_flags(flag_values, ExperimentConfig)
-    flag_values(["train.py", f"--flagfile={REPO / 'configs' / f'{stem}.cfg'}"])
-    return config_from_flags(flag_values, ExperimentConfig)
+    return parse_config([f"--flagfile={REPO / 'configs' / f'{stem}.cfg'}"])
 
 
 def _typed(text: str, default):

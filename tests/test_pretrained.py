@@ -238,17 +238,12 @@ def test_a_config_names_known_weights_and_a_missing_file_stops_it_with_its_sourc
     """Every weight file a shipped config names is in the table of known weights (with that
     flag and config), every table entry's configs name it, and a missing one stops
     validation with its source and command; an explicit empty flag starts from scratch."""
-    from absl import flags
-
-    from keras_privacy.config import WEIGHT_FLAGS, ExperimentConfig
-    from keras_privacy.flags import config_from_flags, define_flags
+    from keras_privacy.config import WEIGHT_FLAGS
+    from keras_privacy.flags import parse_config
     from keras_privacy.known_weights import KNOWN_WEIGHTS
 
     def parse(*argv):
-        flag_values = flags.FlagValues()
-        define_flags(flag_values, ExperimentConfig)
-        flag_values(["train.py", *argv])
-        return config_from_flags(flag_values, ExperimentConfig)
+        return parse_config(argv)
 
     configs = Path(__file__).resolve().parents[1] / "configs"
     known = {w.path: w for w in KNOWN_WEIGHTS}

@@ -6,10 +6,9 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-from absl import flags as absl_flags
 
 from keras_privacy.config import ExperimentConfig
-from keras_privacy.flags import config_from_flags, define_flags
+from keras_privacy.flags import parse_config
 
 pytestmark = pytest.mark.backend_independent
 
@@ -27,10 +26,7 @@ def _smoke_module():
 
 
 def _with_flags(flagfile: Path, flags: dict[str, str]) -> ExperimentConfig:
-    values = absl_flags.FlagValues()
-    define_flags(values, ExperimentConfig)
-    values(["smoke", f"--flagfile={flagfile}", *(f"--{k}={v}" for k, v in flags.items())])
-    config = config_from_flags(values, ExperimentConfig)
+    config = parse_config([f"--flagfile={flagfile}", *(f"--{k}={v}" for k, v in flags.items())])
     config.validate()  # refuses, among others, a flag the method does not read
     return config
 
@@ -39,7 +35,7 @@ def _with_flags(flagfile: Path, flags: dict[str, str]) -> ExperimentConfig:
 def test_a_paper_configs_tiny_twin_is_small_and_keeps_the_method(name, tmp_path, monkeypatch):
     monkeypatch.chdir(REPO)  # the flag files include others by paths from the repository
     smoke = _smoke_module()
-    paper = smoke.read_config(Path("configs") / name)
+    paper = parse_config([f"--flagfile={Path('configs') / name}"])
     flags = smoke.tiny_overrides(paper, tmp_path / "data", tmp_path / "run")
     tiny = _with_flags(Path("configs") / name, flags)
 

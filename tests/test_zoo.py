@@ -6,11 +6,9 @@ from pathlib import Path
 import keras
 import numpy as np
 import pytest
-from absl import flags
 
-from keras_privacy.config import ExperimentConfig
 from keras_privacy.export import export_anonymizer
-from keras_privacy.flags import config_from_flags, define_flags
+from keras_privacy.flags import parse_config
 from keras_privacy.models import registry, resnet_v1
 from keras_privacy.models.__main__ import main as models_cli
 from keras_privacy.models.__main__ import trainable_parameters
@@ -245,11 +243,8 @@ def test_cli_lists_the_zoo(capsys):
 def test_the_penalty_configs_unetpp_runs_at_their_224_pixels():
     configs = []
     for stem in ("ucf101_vispr_penalty", "hmdb_vispr_penalty"):
-        flag_values = flags.FlagValues()
-        define_flags(flag_values, ExperimentConfig)
         path = Path(__file__).resolve().parents[1] / "configs" / f"{stem}.cfg"
-        flag_values(["train.py", f"--flagfile={path}"])
-        config = config_from_flags(flag_values, ExperimentConfig)
+        config = parse_config([f"--flagfile={path}"])
         configs.append((config.anonymizer, config.image_size, config.action_model))
     assert configs == [("unetpp", 224, "i3d_r50")] * 2
     # TeD-SPAD's depth-4 UNet++ at narrow widths: the full-width one is measured in the README.

@@ -372,8 +372,7 @@ their own tangents in the forward pass (`_wait_for_tangents`). Without the first
 whole primal backward pass, recomputing every block, before the tangent pass that needs those
 values; without the second, it computed the forward pass's tangents only where the backward
 pass reads them, keeping every block's activations until then (the meta step's plan at batch
-4 / 8: `docs/memory.md`). Only there: the wait cannot be differentiated in
-reverse mode."""
+4 / 8: `docs/memory.md`). Only there: the wait cannot be differentiated in reverse mode."""
 
 
 def checkpoint(fn: Callable) -> Callable:

@@ -123,17 +123,13 @@ def _arrays(args: argparse.Namespace, flags: Sequence[str]) -> int:
     """The `arrays` command: the config of `--flagfile` and `flags`, exported."""
     from absl import flags as absl_flags
 
-    from keras_privacy.config import ExperimentConfig
     from keras_privacy.data.arrays import export_minimax_arrays
-    from keras_privacy.flags import config_from_flags, define_flags
+    from keras_privacy.flags import parse_config
 
-    values = absl_flags.FlagValues()
-    define_flags(values, ExperimentConfig)
     try:
-        values(["arrays", f"--flagfile={args.flagfile}", *flags])
+        config = parse_config([f"--flagfile={args.flagfile}", *flags])
     except absl_flags.Error as error:
         raise ValueError(str(error)) from error
-    config = config_from_flags(values, ExperimentConfig)
     config.validate()
     settings = export_minimax_arrays(config, args.out, args.epochs, args.models_from)
     print(
