@@ -378,11 +378,11 @@ def _check_vita_trains_the_anonymizer(config: ExperimentConfig, phases: list[Pha
     for phase in phases:
         if phase.name != "minimax" or phase.epochs == 0:
             continue
-        total = phase.epochs * (phase.steps_per_epoch or steps)
-        if total <= budget_only:
+        per_epoch = phase.steps_per_epoch or steps
+        if phase.epochs * per_epoch <= budget_only:
             raise SettingError(
-                f"phase minimax: its {total} steps (<minimax_epochs>={phase.epochs} x "
-                f"{phase.steps_per_epoch or steps} steps an epoch) are all budget-only steps "
+                f"phase minimax: its {phase.epochs * per_epoch} steps (<minimax_epochs>="
+                f"{phase.epochs} x {per_epoch} steps an epoch) are all budget-only steps "
                 f"(<budget_pretrain_updates>={config.budget_pretrain_updates} / "
                 f"<adversary_updates_per_step>={config.adversary_updates_per_step} = "
                 f"{budget_only} steps train the budget models alone first), so the anonymizer "
