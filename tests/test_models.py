@@ -15,7 +15,7 @@ from keras_privacy.models import (
 )
 from keras_privacy.models.__main__ import main as models_cli
 from keras_privacy.models.__main__ import trainable_parameters
-from keras_privacy.models.layers import TemporalDifference
+from keras_privacy.models.layers import TemporalDifference, torch_padded_conv
 from keras_privacy.models.resnet import residual_blocks
 
 
@@ -73,6 +73,44 @@ def test_spact_r3d_keeps_time_in_the_last_stage():
         last[name] = features(clips).shape
     assert last["plain"][1] == 2 and last["spact"][1] == 4
     assert last["plain"][2:4] == last["spact"][2:4] == (2, 2)
+
+
+@pytest.mark.parametrize(
+    "kernel, strides, padding, dilation, as_same",
+    [
+        ((3, 3), 1, 1, 1, True),
+        ((3, 3), 2, 1, 1, False),
+        ((7, 7), 2, 3, 1, False),
+        ((3, 3, 3), 1, 1, 1, True),
+        ((1, 3, 3), (1, 2, 2), (0, 1, 1), 1, False),
+        ((3, 1, 1), 1, (1, 0, 0), 1, True),
+        ((3, 3, 3), 1, (2, 1, 1), (2, 1, 1), False),
+        ((2, 2), 1, 1, 1, False),
+    ],
+)
+def test_torch_padded_conv_equals_zeros_padded_then_a_valid_convolution(
+    kernel, strides, padding, dilation, as_same
+):
+    """PyTorch's symmetric padding, whether the convolution pads "same" itself (undilated,
+    stride 1, (kernel - 1) / 2 a side) or a pad layer precedes it."""
+    rank = len(kernel)
+    shape = (6, 10, 9, 2)[-rank - 1 :]
+    inputs = keras.Input(shape)
+    model = keras.Model(
+        inputs, torch_padded_conv(inputs, 3, kernel, strides, padding, dilation, name="c")
+    )
+    pad_layers = [layer for layer in model.layers if layer.name == "c_pad"]
+    assert (len(pad_layers) == 0) == as_same
+    conv = model.get_layer("c_conv")
+    x = np.random.default_rng(0).random((2, *shape), dtype="float32")
+    pads = (padding,) * rank if isinstance(padding, int) else padding
+    padded = np.pad(x, [(0, 0), *[(p, p) for p in pads], (0, 0)])
+    layer = (keras.layers.Conv3D if rank == 3 else keras.layers.Conv2D)(
+        3, kernel, strides=strides, dilation_rate=dilation, use_bias=False
+    )
+    layer.build(padded.shape)
+    layer.set_weights(conv.get_weights())
+    np.testing.assert_allclose(model(x), layer(padded), atol=1e-5)
 
 
 def test_privacy_encoder_embeddings_have_unit_norm_and_classifier_gives_logits():

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import keras
 from keras import layers
 
+from keras_privacy.models.layers import torch_padded_conv
 from keras_privacy.models.r3d import BN, classification_head
 from keras_privacy.models.resnet import residual_blocks
 
@@ -25,17 +26,13 @@ def mid_width(in_width: int, out_width: int) -> int:
 
 def conv2plus1d(x, filters: int, mid: int, stride: int, name: str):
     """torchvision's Conv2Plus1D: (1, 3, 3) conv stride (1, s, s), BN, ReLU, (3, 1, 1) conv
-    stride (s, 1, 1); padding (0, 1, 1) then (1, 0, 0), explicit as in PyTorch; no bias."""
-    x = layers.ZeroPadding3D((0, 1, 1), name=f"{name}_spatial_pad")(x)
-    x = layers.Conv3D(
-        mid, (1, 3, 3), strides=(1, stride, stride), use_bias=False, name=f"{name}_spatial_conv"
-    )(x)
+    stride (s, 1, 1); padding (0, 1, 1) then (1, 0, 0), PyTorch's (`torch_padded_conv`); no bias."""
+    x = torch_padded_conv(x, mid, (1, 3, 3), (1, stride, stride), (0, 1, 1), name=f"{name}_spatial")
     x = layers.BatchNormalization(**BN, name=f"{name}_spatial_bn")(x)
     x = layers.ReLU(name=f"{name}_spatial_relu")(x)
-    x = layers.ZeroPadding3D((1, 0, 0), name=f"{name}_temporal_pad")(x)
-    return layers.Conv3D(
-        filters, (3, 1, 1), strides=(stride, 1, 1), use_bias=False, name=f"{name}_temporal_conv"
-    )(x)
+    return torch_padded_conv(
+        x, filters, (3, 1, 1), (stride, 1, 1), (1, 0, 0), name=f"{name}_temporal"
+    )
 
 
 def basic_block(x, filters: int, stride: int, name: str):
@@ -82,8 +79,7 @@ def r2plus1d_18(
     )(x)
     x = layers.BatchNormalization(**BN, name="stem_spatial_bn")(x)
     x = layers.ReLU(name="stem_spatial_relu")(x)
-    x = layers.ZeroPadding3D((1, 0, 0), name="stem_temporal_pad")(x)
-    x = layers.Conv3D(stem_width, (3, 1, 1), use_bias=False, name="stem_temporal_conv")(x)
+    x = torch_padded_conv(x, stem_width, (3, 1, 1), padding=(1, 0, 0), name="stem_temporal")
     x = layers.BatchNormalization(**BN, name="stem_bn")(x)
     x = layers.ReLU(name="stem_relu")(x)
     for block in residual_blocks(widths, blocks):

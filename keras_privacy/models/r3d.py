@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import keras
 from keras import layers
 
-from keras_privacy.models.layers import SpatialSubsample
+from keras_privacy.models.layers import SpatialSubsample, torch_padded_conv
 from keras_privacy.models.resnet import residual_blocks
 
 BN = {"momentum": 0.9, "epsilon": 1e-5}  # PyTorch's BatchNorm defaults
@@ -26,21 +26,13 @@ def conv3x3x3(
     the cost of computing the skipped positions.
     """
     if not temporal:
-        x = layers.ZeroPadding3D((0, 1, 1), name=f"{name}_pad")(x)
-        return layers.Conv3D(
-            filters, (1, 3, 3), strides=strides, use_bias=False, name=f"{name}_conv"
-        )(x)
-    x = layers.ZeroPadding3D(tuple(dilation), name=f"{name}_pad")(x)
+        return torch_padded_conv(x, filters, (1, 3, 3), strides, (0, 1, 1), name=name)
     if max(dilation) > 1 and max(strides) > 1:
         if strides[0] > 1 or strides[1] != strides[2]:
             raise ValueError(f"dilation {dilation} needs strides (1, s, s), got {strides}")
-        x = layers.Conv3D(filters, 3, dilation_rate=dilation, use_bias=False, name=f"{name}_conv")(
-            x
-        )
+        x = torch_padded_conv(x, filters, (3, 3, 3), 1, dilation, dilation, name=name)
         return SpatialSubsample(strides[1], name=f"{name}_subsample")(x)
-    return layers.Conv3D(
-        filters, 3, strides=strides, dilation_rate=dilation, use_bias=False, name=f"{name}_conv"
-    )(x)
+    return torch_padded_conv(x, filters, (3, 3, 3), strides, dilation, dilation, name=name)
 
 
 def basic_block(x, filters: int, strides, first_dilation, name: str, temporal: bool = True):
@@ -81,8 +73,8 @@ def r3d_18(
     `video.r3d_18` layout: stem Conv3D (3, 7, 7) stride (1, 2, 2) padding (1, 3, 3), four
     stages of BasicBlocks (first stride 1, then 2 in time and space; 1x1x1 convolution + BN
     shortcut where the shape changes), global average pooling and a Dense head (pooled
-    features when `include_top=False`). Padding is explicit, so every output position
-    matches PyTorch's. At the defaults it has torchvision's 33,371,472 parameters.
+    features when `include_top=False`). Padding is PyTorch's (`torch_padded_conv`), so every
+    output position matches its. At the defaults it has torchvision's 33,371,472 parameters.
 
     `last_stage_temporal_stride` and `last_stage_temporal_dilation` set the temporal stride of
     the last stage and the temporal dilation of its first convolution: (1, 2) is SPAct's f_T
@@ -134,9 +126,7 @@ def mc3_18(num_classes: int = 400, name: str = "mc3_18", **kwargs) -> keras.Mode
 def conv_bn_3d(x, filters: int, kernel, strides, name: str, relu: bool = True):
     """Conv3D padded like PyTorch (kernel // 2 on each side), no bias, BatchNorm, optional ReLU."""
     kernel = (kernel,) * 3 if isinstance(kernel, int) else tuple(kernel)
-    if max(kernel) > 1:
-        x = layers.ZeroPadding3D(tuple(k // 2 for k in kernel), name=f"{name}_pad")(x)
-    x = layers.Conv3D(filters, kernel, strides=strides, use_bias=False, name=f"{name}_conv")(x)
+    x = torch_padded_conv(x, filters, kernel, strides, tuple(k // 2 for k in kernel), name=name)
     x = layers.BatchNormalization(**BN, name=f"{name}_bn")(x)
     return layers.ReLU(name=f"{name}_relu")(x) if relu else x
 
@@ -182,7 +172,7 @@ def r3d_50(
     stride 2 (time included) padding 1; four stages of bottleneck blocks (3, 4, 6, 3), stride
     2 from the second stage on (on the 3x3x3 convolution, in time and space); global average
     pooling and a Dense head (pooled 2048 features when `include_top=False`). Padding is
-    explicit, as PyTorch's. At the defaults it has 47,018,576 parameters.
+    PyTorch's. At the defaults it has 47,018,576 parameters.
     """
     inputs = keras.Input(input_shape, name="clips")
     x = layers.ZeroPadding3D((3, 3, 3), name="stem_pad")(inputs)

@@ -8,7 +8,7 @@ from typing import NamedTuple
 import keras
 from keras import layers
 
-from keras_privacy.models.layers import L2Normalize
+from keras_privacy.models.layers import L2Normalize, torch_padded_conv
 
 BN = {"momentum": 0.9, "epsilon": 1e-5}  # PyTorch's BatchNorm defaults
 
@@ -38,9 +38,7 @@ def residual_blocks(widths: Sequence[int], blocks: Sequence[int]) -> Iterator[Re
 
 def conv_bn(x, filters: int, kernel: int, strides: int, name: str, relu: bool = True):
     """Convolution padded like PyTorch (kernel // 2 on each side), BatchNorm, optional ReLU."""
-    if kernel > 1:
-        x = layers.ZeroPadding2D(kernel // 2, name=f"{name}_pad")(x)
-    x = layers.Conv2D(filters, kernel, strides=strides, use_bias=False, name=f"{name}_conv")(x)
+    x = torch_padded_conv(x, filters, (kernel, kernel), strides, kernel // 2, name=name)
     x = layers.BatchNormalization(**BN, name=f"{name}_bn")(x)
     return layers.ReLU(name=f"{name}_relu")(x) if relu else x
 
@@ -80,9 +78,10 @@ def resnet(
     stages of basic or bottleneck blocks (stride 2 from the second stage on, on the 3x3
     convolution as torchvision's v1.5), global average pooling, and a Dense head when
     `num_classes` is given (else pooled features: widths[-1], times 4 with bottlenecks).
-    Padding is explicit, so every output position matches PyTorch's. With `small_images` the
-    stem is a 3x3/1 convolution without max-pool (the CIFAR ResNets of He et al.), so the first
-    stage sees 32-px images at full resolution and fine textures are not lost in the stem.
+    Padding is PyTorch's (`torch_padded_conv`), so every output position matches its. With
+    `small_images` the stem is a 3x3/1 convolution without max-pool (the CIFAR ResNets of He et
+    al.), so the first stage sees 32-px images at full resolution and fine textures are not
+    lost in the stem.
 
     ResNet-18: blocks (2, 2, 2, 2), basic; -34: (3, 4, 6, 3), basic; -50: (3, 4, 6, 3),
     bottleneck; -101: (3, 4, 23, 3); -152: (3, 8, 36, 3).
