@@ -35,7 +35,7 @@ from keras_privacy.methods.meta import MetaGeneralization, epoch_splits
 from keras_privacy.methods.spact import SPAct
 from keras_privacy.methods.steps import privacy_group_names
 from keras_privacy.methods.trainer import StatelessTrainer
-from keras_privacy.methods.vita import VITA
+from keras_privacy.methods.vita import VITA, budget_only_steps
 from keras_privacy.models import pretrained, registry
 from keras_privacy.models.resnet import privacy_classifier, privacy_encoder, projection_head
 from keras_privacy.spelling import SettingError, spell
@@ -374,7 +374,9 @@ def _check_vita_trains_the_anonymizer(config: ExperimentConfig, phases: list[Pha
     never move, and the run would save and evaluate an untrained anonymizer as learned."""
     if config.method != "vita" or config.budget_pretrain_updates == 0:
         return
-    budget_only = config.budget_pretrain_updates // config.adversary_updates_per_step
+    budget_only = budget_only_steps(
+        config.budget_pretrain_updates, config.adversary_updates_per_step
+    )
     for phase in phases:
         if phase.name != "minimax" or phase.epochs == 0:
             continue

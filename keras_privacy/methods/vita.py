@@ -69,6 +69,12 @@ BUDGET_LOSSES = ("max_bce", "entropy", "image_max_bce")
 ACTION_SCHEDULES = ("validation_loop", "batch_gate")
 
 
+def budget_only_steps(budget_pretrain_updates: int, budget_updates: int) -> int:
+    """The steps of budget-model updates alone at the start of the minimax and after each
+    restart: `budget_pretrain_updates` updates, `budget_updates` a step."""
+    return budget_pretrain_updates // budget_updates
+
+
 def negative_entropy(logits):
     """sum p log p + (1 - p) log (1 - p) of sigmoid probabilities, entry by entry (max 0, min
     -log 2, at p = 0.5)."""
@@ -216,7 +222,7 @@ class VITA(StatelessTrainer):
     @property
     def pretrain_steps(self) -> int:
         """Steps of budget updates alone at the start of the minimax and after a restart."""
-        return self.budget_pretrain_updates // self.budget_updates
+        return budget_only_steps(self.budget_pretrain_updates, self.budget_updates)
 
     def call(self, clips, training=False):
         frames = self.anonymizer(fold_time(clips), training=training)
