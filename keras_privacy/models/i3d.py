@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import keras
 from keras import layers
 
+from keras_privacy.models.layers import torch_padded_conv
 from keras_privacy.models.r3d import BN, bottleneck_block_3d, classification_head
 from keras_privacy.models.resnet import residual_blocks
 
@@ -31,8 +32,7 @@ def i3d_stem(x, width: int):
     """Conv3D (5, 7, 7) stride 2 padding (2, 3, 3), BN, ReLU, then a (2, 3, 3) max-pool of
     stride 2 without padding (large_i3d.py:135-138): a 16 x 224 x 224 clip leaves it as
     4 x 55 x 55."""
-    x = layers.ZeroPadding3D((2, 3, 3), name="stem_pad")(x)
-    x = layers.Conv3D(width, (5, 7, 7), strides=2, use_bias=False, name="stem_conv")(x)
+    x = torch_padded_conv(x, width, (5, 7, 7), 2, (2, 3, 3), name="stem")
     x = layers.BatchNormalization(**BN, name="stem_bn")(x)
     x = layers.ReLU(name="stem_relu")(x)
     return layers.MaxPooling3D((2, 3, 3), strides=2, name="stem_pool")(x)

@@ -73,10 +73,9 @@ def r2plus1d_18(
     31,505,325 parameters.
     """
     inputs = keras.Input(input_shape, name="clips")
-    x = layers.ZeroPadding3D((0, 3, 3), name="stem_spatial_pad")(inputs)
-    x = layers.Conv3D(
-        stem_mid_width, (1, 7, 7), strides=(1, 2, 2), use_bias=False, name="stem_spatial_conv"
-    )(x)
+    x = torch_padded_conv(
+        inputs, stem_mid_width, (1, 7, 7), (1, 2, 2), (0, 3, 3), name="stem_spatial"
+    )
     x = layers.BatchNormalization(**BN, name="stem_spatial_bn")(x)
     x = layers.ReLU(name="stem_spatial_relu")(x)
     x = torch_padded_conv(x, stem_width, (3, 1, 1), padding=(1, 0, 0), name="stem_temporal")

@@ -82,8 +82,7 @@ def r3d_18(
     `temporal_stages` convolve in space only (1x3x3, stride (1, 2, 2), as MC3: `mc3_18`).
     """
     inputs = keras.Input(input_shape, name="clips")
-    x = layers.ZeroPadding3D((1, 3, 3), name="stem_pad")(inputs)
-    x = layers.Conv3D(stem_width, (3, 7, 7), strides=(1, 2, 2), use_bias=False, name="stem_conv")(x)
+    x = torch_padded_conv(inputs, stem_width, (3, 7, 7), (1, 2, 2), (1, 3, 3), name="stem")
     x = layers.BatchNormalization(**BN, name="stem_bn")(x)
     x = layers.ReLU(name="stem_relu")(x)
     for block in residual_blocks(widths, blocks):
@@ -175,8 +174,7 @@ def r3d_50(
     PyTorch's. At the defaults it has 47,018,576 parameters.
     """
     inputs = keras.Input(input_shape, name="clips")
-    x = layers.ZeroPadding3D((3, 3, 3), name="stem_pad")(inputs)
-    x = layers.Conv3D(stem_width, 7, strides=(1, 2, 2), use_bias=False, name="stem_conv")(x)
+    x = torch_padded_conv(inputs, stem_width, (7, 7, 7), (1, 2, 2), 3, name="stem")
     x = layers.BatchNormalization(**BN, name="stem_bn")(x)
     x = layers.ReLU(name="stem_relu")(x)
     # Zeros pad like PyTorch's -inf here, as the input is post-ReLU (>= 0).
