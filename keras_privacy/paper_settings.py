@@ -549,8 +549,19 @@ SETTINGS: tuple[Setting, ...] = (
         VITA,
         "action_schedule",
         "validation_loop",
-        "same loop; each f_T update of a step takes the step's training clips (theirs: a "
-        "fresh batch each), bounded below",
+        "same loop, bounded below",
+    ),
+    Setting(
+        "vita",
+        "f_T update batches",
+        "a fresh training batch for each f_T update (update_fT reads its mini-batches from "
+        "the training queue)",
+        _VITA + "adv_training.py:268-283, 402-404",
+        VITA,
+        "action_fresh_clips",
+        "true",
+        "same: --action_max_updates batches of --batch_size clips read with each step, one for "
+        "each f_T update the loop may make (those it does not make are read and left)",
     ),
     Setting(
         "vita",

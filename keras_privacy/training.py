@@ -80,7 +80,8 @@ class Phase:
     SPAct's alternation), `labelled` (clips + privacy images with their labels) or `meta`
     (labelled, with the epoch's attribute and model splits, `meta.epoch_splits`);
     `privacy_batches` privacy batches per step and, with `validation`, a batch of held-out
-    clips (VITA's minimax); `steps_per_epoch` (0: the run's) its own epoch length."""
+    clips (VITA's minimax), and `action_batches` more batches of training clips (VITA's fresh
+    f_T batches); `steps_per_epoch` (0: the run's) its own epoch length."""
 
     name: str
     epochs: int
@@ -89,6 +90,7 @@ class Phase:
     batches: str = "contrastive"
     privacy_batches: int = 1
     validation: bool = False
+    action_batches: int = 0
     steps_per_epoch: int = 0
 
     def __post_init__(self):
@@ -270,6 +272,7 @@ def _supervised_phases(config: ExperimentConfig, models: dict[str, keras.Model])
                 action_schedule=config.action_schedule,
                 action_threshold=config.action_threshold,
                 action_max_updates=config.action_max_updates,
+                fresh_action_clips=config.action_fresh_clips,
                 action_moves_anonymizer=config.action_moves_anonymizer,
                 budget_updates=config.adversary_updates_per_step,
                 budget_threshold=(
@@ -293,6 +296,7 @@ def _supervised_phases(config: ExperimentConfig, models: dict[str, keras.Model])
             batches="labelled",
             privacy_batches=config.adversary_updates_per_step,
             validation=config.action_schedule == "validation_loop",
+            action_batches=config.action_max_updates if config.action_fresh_clips else 0,
             steps_per_epoch=config.minimax_steps_per_epoch,
         )
     else:
@@ -413,6 +417,7 @@ def phase_dataset(
         labelled=True,
         privacy_batches=phase.privacy_batches,
         validation=phase.validation,
+        action_batches=phase.action_batches,
     )
     if phase.batches == "labelled":
         return labelled

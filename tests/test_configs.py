@@ -168,6 +168,10 @@ def test_a_flag_the_method_does_not_read_is_named(argv, named):
         (["--action_max_updates=0"], "--action_max_updates must be at least 1"),
         (["--action_validation_every=1"], "--action_validation_every must be at least 2"),
         (["--action_schedule=loop"], "--action_schedule"),
+        (
+            ["--action_schedule=batch_gate", "--action_fresh_clips"],
+            "--action_fresh_clips needs --action_schedule=validation_loop",
+        ),
     ],
 )
 def test_bad_vita_schedules_are_refused(argv, message):

@@ -457,6 +457,7 @@ SUPERVISED = {
                 **SUPERVISED,
                 "restart_every": 1,
                 "action_max_updates": 2,
+                "action_fresh_clips": True,
                 "adversary_updates_per_step": 2,
             },
             "VITA",
@@ -504,6 +505,36 @@ def test_every_method_trains_through_train(benchmark, tmp_path, method, override
         assert {"meta_train_loss", "meta_test_loss", "attack_loss"} <= set(history["minimax"])
     if method == "penalty":
         assert history["minimax"]["penalty"][0] > 0
+
+
+def test_vitas_fresh_f_T_batches_are_read_with_each_step(benchmark, tmp_path):
+    # Two f_T updates a step: two more batches of 4 training clips, after the step's own in
+    # the shuffled order (other videos' clips), none of the held-out validation videos.
+    config = tiny_config(
+        benchmark,
+        tmp_path,
+        method="vita",
+        **SUPERVISED,
+        action_max_updates=2,
+        action_fresh_clips=True,
+        action_validation_every=2,
+    )
+    data = training.training_data(config)
+    models = training.build_models(config, len(data.class_names), len(data.attribute_names))
+    minimax = training.training_phases(config, models, 4)[-1]
+    assert minimax.action_batches == 2
+    batches = training.phase_dataset(
+        minimax, data, epoch=0, steps=2, num_models=2, meta_fraction=0.6
+    )
+    for batch in batches.as_numpy_iterator():
+        assert batch["clips"].shape == (4, 4, 16, 16, 3)
+        assert batch["action_clips"].shape == (8, 4, 16, 16, 3)
+        assert batch["action_labels"].shape == (8,)
+        assert batch["validation_clips"].shape == (4, 4, 16, 16, 3)
+        clips = np.concatenate([batch["clips"], batch["action_clips"], batch["validation_clips"]])
+        flat = clips.reshape(len(clips), -1)
+        distances = np.abs(flat[:, None] - flat[None]).max(axis=-1)
+        assert (distances + np.eye(len(clips)) > 0).all()  # sixteen different clips
 
 
 def test_a_vita_minimax_of_budget_only_steps_is_refused_before_training(benchmark, tmp_path):

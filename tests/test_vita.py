@@ -117,6 +117,69 @@ def test_f_T_update_moves_f_A_at_its_own_learning_rate():
         ).compile({"anonymizer": keras.optimizers.Adam()})
 
 
+def test_fresh_action_clips_give_each_f_T_update_a_batch_of_its_own():
+    # f_A frozen and f_T's threshold out of reach: f_T makes both bounded updates of one step,
+    # on the first then the second batch of `action_clips`. The same f_T, updated once a step
+    # on the step's clips over two steps whose clips are those two batches, ends the same.
+    frozen = {"anonymizer": 0.0, "anonymizer_by_action": 0.0}
+    fresh = make_vita(
+        frozen,
+        action_threshold=2.0,
+        action_max_updates=2,
+        budget_updates=1,
+        fresh_action_clips=True,
+    )
+    by_steps = make_vita(frozen, action_threshold=2.0, action_max_updates=1, budget_updates=1)
+    on_step_clips = make_vita(frozen, action_threshold=2.0, action_max_updates=2, budget_updates=1)
+    by_steps.set_weights(fresh.get_weights())
+    on_step_clips.set_weights(fresh.get_weights())
+    data = next(iter(tiny_models.vita_dataset(1, action_batches=2).as_numpy_iterator()))
+    fresh.fit(tf.data.Dataset.from_tensors(data), epochs=1, verbose=0)
+    on_step_clips.fit(tf.data.Dataset.from_tensors(data), epochs=1, verbose=0)
+    steps = [
+        {
+            **data,
+            "clips": data["action_clips"][k : k + 2],
+            "labels": data["action_labels"][k : k + 2],
+        }
+        for k in (0, 2)
+    ]
+    by_steps.fit(
+        tf.data.Dataset.from_tensor_slices(
+            {key: np.stack([step[key] for step in steps]) for key in data}
+        ),
+        epochs=1,
+        verbose=0,
+    )
+    assert iterations(fresh, "action") == iterations(by_steps, "action") == 2
+    for a, b in zip(weights(fresh.action_model), weights(by_steps.action_model)):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+    change = max(
+        np.abs(a - b).max()
+        for a, b in zip(weights(fresh.action_model), weights(on_step_clips.action_model))
+    )
+    assert change > 1e-3  # two Adam steps of 1e-2 on other clips
+
+
+def test_fresh_action_clips_refuse_a_batch_without_them_and_the_batch_gate():
+    data = next(iter(tiny_models.vita_dataset(1, action_batches=1).as_numpy_iterator()))
+    trainer = make_vita(action_threshold=2.0, action_max_updates=2, fresh_action_clips=True)
+    with pytest.raises(ValueError, match="action_max_updates=2 batches of 2 clips"):
+        trainer.fit(tf.data.Dataset.from_tensors(data), epochs=1, verbose=0)
+    del data["action_clips"], data["action_labels"]
+    trainer = make_vita(action_threshold=2.0, action_max_updates=1, fresh_action_clips=True)
+    with pytest.raises(ValueError, match="which this batch lacks"):
+        trainer.fit(tf.data.Dataset.from_tensors(data), epochs=1, verbose=0)
+    with pytest.raises(ValueError, match="needs action_schedule='validation_loop'"):
+        VITA(
+            tiny_models.anonymizer(),
+            tiny_models.action_model(),
+            [tiny_models.budget_model()],
+            action_schedule="batch_gate",
+            fresh_action_clips=True,
+        )
+
+
 def test_budget_models_make_n_updates_per_step_on_their_own_images():
     trainer = make_vita(action_threshold=-1.0, budget_updates=2)
     trainer.fit(tiny_models.vita_dataset(3, image_batches=2), epochs=1, verbose=0)

@@ -154,9 +154,16 @@ def labelled_dataset(num_batches: int, seed: int = 0, attributes: int = 4):
     return tf.data.Dataset.from_tensor_slices(stacked)
 
 
-def vita_dataset(num_batches: int, image_batches: int = 1, seed: int = 0, attributes: int = 4):
+def vita_dataset(
+    num_batches: int,
+    image_batches: int = 1,
+    seed: int = 0,
+    attributes: int = 4,
+    action_batches: int = 0,
+):
     """Single batches as VITA's minimax takes them: clips, `image_batches` batches of 3
-    labelled privacy images, and a batch of validation clips with their labels."""
+    labelled privacy images, a batch of validation clips with their labels and, for
+    `fresh_action_clips`, `action_batches` batches of 2 training clips (`action_clips`)."""
     import tensorflow as tf
 
     rng = np.random.default_rng(seed)
@@ -167,6 +174,9 @@ def vita_dataset(num_batches: int, image_batches: int = 1, seed: int = 0, attrib
         b["privacy"] = rng.integers(0, 2, (len(b["images"]), attributes)).astype("float32")
         validation = batch(rng)
         b["validation_clips"], b["validation_labels"] = validation["clips"], validation["labels"]
+        if action_batches:
+            fresh = batch(rng, clips=2 * action_batches)
+            b["action_clips"], b["action_labels"] = fresh["clips"], fresh["labels"]
         batches.append(b)
     stacked = {key: np.stack([b[key] for b in batches]) for key in batches[0]}
     return tf.data.Dataset.from_tensor_slices(stacked)

@@ -47,6 +47,7 @@ FLAG_SCOPES = {
     "action_schedule": FlagScope(("vita",)),
     "action_max_updates": FlagScope(("vita",)),
     "action_validation_every": FlagScope(("vita",)),
+    "action_fresh_clips": FlagScope(("vita",)),
     "action_moves_anonymizer": FlagScope(("vita",)),
     "adversary_updates_per_step": FlagScope(("vita",)),
     "budget_pretrain_updates": FlagScope(("vita",)),
@@ -152,6 +153,15 @@ class MethodSettings:
         metadata=described(
             "VITA's validation_loop: every Nth training video (by index) is held out of "
             "training as the validation clips.",
+            "adversary",
+        ),
+    )
+    action_fresh_clips: bool = field(
+        default=False,
+        metadata=described(
+            "VITA's validation_loop: each f_T update on a batch of training clips of its own "
+            "(the authors'), read with the step: <action_max_updates> more batches a step | "
+            "false: every f_T update of a step on the step's clips.",
             "adversary",
         ),
     )
@@ -339,6 +349,11 @@ def validate_method(config) -> None:
         raise SettingError("<restart_every> and <meta_alpha> cannot be negative")
     one_of("action_schedule", config.action_schedule, ACTION_SCHEDULES)
     at_least_one(config, ("action_max_updates", "adversary_updates_per_step"))
+    if config.action_fresh_clips and config.action_schedule != "validation_loop":
+        raise SettingError(
+            "<action_fresh_clips> needs <action_schedule>=validation_loop (the batch_gate's one "
+            "f_T update takes the step's clips)"
+        )
     if config.action_validation_every < 2:
         raise SettingError(
             f"<action_validation_every> must be at least 2, got {config.action_validation_every}"

@@ -179,6 +179,7 @@ class TrainingData:
         labelled: bool = False,
         privacy_batches: int = 1,
         validation: bool = False,
+        action_batches: int = 0,
     ):
         """`steps` batches of the minimax format for `epoch` (seeded by seed and epoch).
 
@@ -187,14 +188,17 @@ class TrainingData:
         `privacy_batches` batches of them together (VITA's budget updates). With a
         `second_clip` batching each video also gives its `second_clips` (the positive of the
         video privacy encoder); the views stay, for the identity init. With
-        `validation`, a batch of held-out clips too: `validation_clips`, `validation_labels`."""
+        `validation`, a batch of held-out clips too: `validation_clips`, `validation_labels`.
+        With `action_batches` = K > 0, K more batches of training clips: `action_clips`,
+        `action_labels` (VITA's f_T updates, a batch each), the clips that follow the step's
+        own in the shuffled order."""
         c = self.batching
         seed = c.seed * 1000 + epoch
 
-        def clips(held_out: bool):
+        def clips(held_out: bool, batch_size: int):
             return pipelines.action_train_dataset(
                 self.videos,
-                c.batch_size,
+                batch_size,
                 c.clip_length,
                 c.clip_stride,
                 c.image_size,
@@ -207,11 +211,13 @@ class TrainingData:
                 held_out=held_out,
             )
 
-        action = clips(held_out=False)
+        action = clips(held_out=False, batch_size=c.batch_size * (1 + action_batches))
+        if action_batches:
+            action = action.map(lambda b: split_action_batches(b, c.batch_size))
         if validation:
             if not self.hold_out:
                 raise ValueError("validation clips need a held-out split (Batching.hold_out)")
-            held = clips(held_out=True).map(
+            held = clips(held_out=True, batch_size=c.batch_size).map(
                 lambda b: {"validation_clips": b["clips"], "validation_labels": b["labels"]}
             )
             action = tf.data.Dataset.zip(action, held).map(lambda a, v: {**a, **v})
@@ -249,6 +255,15 @@ class TrainingData:
             self.videos, 1, c.clip_length, c.clip_stride, c.image_size
         )
         return next(iter(dataset.take(1).as_numpy_iterator()))["clips"][0]
+
+
+def split_action_batches(batch: dict, batch_size: int) -> dict:
+    """A batch of (1 + K) * `batch_size` training clips as the step's first `batch_size`
+    (every key) and the K batches after them as `action_clips`, `action_labels`."""
+    step = {key: value[:batch_size] for key, value in batch.items()}
+    step["action_clips"] = batch["clips"][batch_size:]
+    step["action_labels"] = batch["labels"][batch_size:]
+    return step
 
 
 def training_data(

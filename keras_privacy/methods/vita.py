@@ -3,7 +3,9 @@
 A batch is a dict of `clips` (B, T, H, W, 3), `labels` (B,), `images` (N * P, H, W, 3) and
 `privacy` (N * P, A) binary labels of the images (N = `budget_updates` batches of P images),
 and, for the `validation_loop` schedule, `validation_clips` and `validation_labels`: a batch
-of held-out action clips. One step follows the authors' `adv_training.py` (VITA-Group/
+of held-out action clips; with `fresh_action_clips`, also `action_clips` (K * B, T, H, W, 3) and
+`action_labels` (K * B,): K = `action_max_updates` more batches of training clips, one for each
+f_T update the loop may make. One step follows the authors' `adv_training.py` (VITA-Group/
 Privacy-AdversarialLearning, PA-HMDB51-VISPR-exp/adversarial_training/adv_training/, lines
 cited at commit 939ca4a):
 
@@ -22,10 +24,14 @@ cited at commit 939ca4a):
      privacy images, the maximum over the ensemble of the batch means;
 2. f_T updates (`action_schedule`):
    - `validation_loop` (the authors', :393-406): f_T's accuracy on the validation clips is
-     measured; while it is below `action_threshold`, f_T makes an update on the training clips
+     measured; while it is below `action_threshold`, f_T makes an update on training clips
      and the accuracy is measured again, at most `action_max_updates` updates (the authors'
      loop has no bound; one step must have a fixed size). The step logs how many ran
-     (`action_updates`) and the last accuracy measured (`action_validation_accuracy`);
+     (`action_updates`) and the last accuracy measured (`action_validation_accuracy`).
+     Each of the authors' f_T updates takes a fresh training batch (`update_fT`, :268-283,
+     reads its mini-batches from the training queue, :402-404): with `fresh_action_clips`
+     the k-th update takes the k-th batch of `action_clips`, without it every update takes
+     the step's `clips`;
    - `batch_gate` (this library's earlier form): one update, applied while f_T's accuracy on
      the training batch (from the update's own forward pass) is below `action_threshold`.
    With `action_moves_anonymizer` (the authors', :149, :170) the f_T update also moves f_A,
@@ -46,8 +52,7 @@ train them `--pretraining_steps_fb` = 200 updates at step 0 and at every restart
 With `budget_batch_statistics` (the authors') the budget models normalise by the batch's own
 statistics in the f_A update, as everywhere in their minimax (`is_training` is fed True at
 :258; their moving averages are never updated, the accumulators run no UPDATE_OPS, :168-170);
-without it they run in inference mode there, as SPAct's f_B. Their f_T updates each take a
-fresh training batch, here the step's clips.
+without it they run in inference mode there, as SPAct's f_B.
 """
 
 from __future__ import annotations
@@ -120,6 +125,8 @@ class VITA(StatelessTrainer):
         action_schedule: "validation_loop" (the authors') or "batch_gate" (see above).
         action_threshold: f_T's accuracy below which it updates (VITA: 0.7).
         action_max_updates: the bound of the `validation_loop`'s f_T updates in one step.
+        fresh_action_clips: each `validation_loop` f_T update on a batch of its own, from the
+            batch's `action_clips` (the authors'); False: on the step's `clips`.
         action_moves_anonymizer: whether f_T's updates also move f_A (the authors' do), with
             the `anonymizer_by_action` optimizer.
         budget_updates: updates of every budget model per step (VITA: 5).
@@ -155,6 +162,7 @@ class VITA(StatelessTrainer):
         action_schedule: str = "validation_loop",
         action_threshold: float = 0.7,
         action_max_updates: int = 5,
+        fresh_action_clips: bool = False,
         action_moves_anonymizer: bool = True,
         budget_updates: int = 5,
         budget_threshold: float | None = None,
@@ -174,6 +182,11 @@ class VITA(StatelessTrainer):
             raise ValueError("VITA needs at least one budget model")
         if action_max_updates < 1 or budget_updates < 1:
             raise ValueError("action_max_updates and budget_updates must be at least 1")
+        if fresh_action_clips and action_schedule != "validation_loop":
+            raise ValueError(
+                "fresh_action_clips needs action_schedule='validation_loop' (the batch_gate "
+                "makes its one f_T update on the step's clips)"
+            )
         if budget_pretrain_updates < 0 or budget_pretrain_updates % budget_updates:
             raise ValueError(
                 f"budget_pretrain_updates={budget_pretrain_updates} must be a non-negative "
@@ -189,6 +202,7 @@ class VITA(StatelessTrainer):
         self.action_schedule = action_schedule
         self.action_threshold = action_threshold
         self.action_max_updates = action_max_updates
+        self.fresh_action_clips = fresh_action_clips
         self.action_moves_anonymizer = action_moves_anonymizer
         self.budget_updates = budget_updates
         self.budget_threshold = budget_threshold
@@ -368,24 +382,50 @@ class VITA(StatelessTrainer):
             "non_trainable": {"anonymizer": state},
         }
 
+    def _action_batch(self, data, index: int):
+        """The clips and labels of the `index`-th f_T update: the `index`-th batch of
+        `action_clips` with `fresh_action_clips`, else the step's clips."""
+        if not self.fresh_action_clips:
+            return data["clips"], data["labels"]
+        if "action_clips" not in data:
+            raise ValueError(
+                "VITA with fresh_action_clips takes each f_T update's clips from the batch's "
+                "'action_clips' and 'action_labels' (action_max_updates batches of clips), "
+                f"which this batch lacks (it has {sorted(data)})"
+            )
+        size = ops.shape(data["clips"])[0]
+        count = ops.shape(data["action_clips"])[0]
+        if (
+            isinstance(size, int)
+            and isinstance(count, int)
+            and count < self.action_max_updates * size
+        ):
+            raise ValueError(
+                f"VITA with fresh_action_clips needs action_max_updates={self.action_max_updates} "
+                f"batches of {size} clips in 'action_clips', got {count} clips"
+            )
+        part = slice(index * size, (index + 1) * size)
+        return data["action_clips"][part], data["action_labels"][part]
+
     def _action_loss(self, values, data, index: int):
-        """L_T of f_T on f_A's training clips; back-propagated into f_A where f_T's update
-        moves it. Logs `action_update_<index>` = 1, to count the updates that ran."""
-        clips = data["clips"]
+        """L_T of f_T on f_A's training clips (`_action_batch`); back-propagated into f_A where
+        f_T's update moves it. Logs `action_update_<index>` = 1, to count the updates that
+        ran."""
+        clips, labels = self._action_batch(data, index)
         anon_frames, state = self.run(
             "anonymizer", values, fold_time(clips), training=self.action_moves_anonymizer
         )
         if not self.action_moves_anonymizer:
             anon_frames = ops.stop_gradient(anon_frames)
         logits, action_state = action_logits(self, values, anon_frames, ops.shape(clips)[1], True)
-        loss = losses.softmax_cross_entropy(data["labels"], logits)
+        loss = losses.softmax_cross_entropy(labels, logits)
         non_trainable = {"action": action_state}
         if self.action_moves_anonymizer:
             non_trainable["anonymizer"] = state
         return loss, {
             "logs": {
                 "action_loss": loss,
-                "action_accuracy": losses.accuracy(data["labels"], logits),
+                "action_accuracy": losses.accuracy(labels, logits),
                 f"action_update_{index}": ops.ones(()),
             },
             "non_trainable": non_trainable,
@@ -423,6 +463,7 @@ class VITA(StatelessTrainer):
             "action_schedule": self.action_schedule,
             "action_threshold": self.action_threshold,
             "action_max_updates": self.action_max_updates,
+            "fresh_action_clips": self.fresh_action_clips,
             "action_moves_anonymizer": self.action_moves_anonymizer,
             "budget_updates": self.budget_updates,
             "budget_threshold": self.budget_threshold,
