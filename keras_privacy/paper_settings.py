@@ -773,12 +773,13 @@ SETTINGS: tuple[Setting, ...] = (
         "pixels at 224; on images one, p = 0.25, sides of 9-18 px at 224, never on a flipped "
         "image",
         "Penalty Sec. 4.2; " + _PEN + "aux_code/ucf101_dl.py:96-98, 120-121, 179-182; "
-        "vispr_dl_edit.py:79-80, 90-91, 117, 122-123",
+        "hmdb51_dl.py:132-133; vispr_dl_edit.py:79-80, 90-91, 117, 122-123",
         PENALTY,
         "erase_probability",
         "0.4",
-        "same as the authors' code (--supervised_augmentation=penalty); the rectangles are "
-        "those of a 240 x 320 video (40-79 x 53-105 px), where theirs follow each video's size",
+        "same as the authors' code (--supervised_augmentation=penalty): heights of 40-79 px, "
+        "widths from the frame's aspect (53-105 px for 4:3), as theirs for videos 240 px "
+        "high (every UCF101 and HMDB51 video; theirs would grow with a taller one)",
     ),
     Setting(
         "penalty",

@@ -584,9 +584,10 @@ def test_contrastive_augmentation_setting_picks_the_views_preset():
         ExperimentConfig(contrastive_augmentation="strong").validate()
 
 
-def _erased(config, seeds, size=112, stream=11):
-    """Masks (seed, H, W) of the pixels `config`'s augment_clip blacks out in a white clip."""
-    clip = np.ones((2, size, size, 3), np.float32)
+def _erased(config, seeds, size=112, stream=11, frame=None):
+    """Masks (seed, H, W) of the pixels `config`'s augment_clip blacks out in a white clip of
+    `frame` (height, width; None: size x size)."""
+    clip = np.ones((2, *(frame or (size, size)), 3), np.float32)
     outs = _over_seeds(lambda seed: augment.augment_clip(clip, seed, size, config), seeds, stream)
     assert np.all((outs == 0.0) | (outs == 1.0))  # black, nothing else touched
     np.testing.assert_array_equal(outs[:, 0], outs[:, 1])  # the same in every frame
@@ -595,18 +596,18 @@ def _erased(config, seeds, size=112, stream=11):
 
 def test_penaltys_clips_lose_up_to_two_black_rectangles_each_on_its_own_draw():
     # The penalty loader's erase alone: the first rectangle is the one-rectangle draw, the second
-    # adds to it; each of 40-79 x 53-105 px at 224 (here 20-40 x 26.5-53 at 112).
+    # adds to it; each of 40-79 x 53-105 px at 224 for a 4:3 video (here 20-40 x 26.5-53 at 112).
     penalty = augment.SUPERVISED_PENALTY_CODE
     erase_only = dataclasses.replace(
         PLAIN,
         erase=1.0,
         erase_count=2,
         erase_side=penalty.erase_side,
-        erase_width=penalty.erase_width,
+        erase_width_by_aspect=penalty.erase_width_by_aspect,
         erase_fill=0.0,
     )
-    two = _erased(erase_only, 60)
-    one = _erased(dataclasses.replace(erase_only, erase_count=1), 60)
+    two = _erased(erase_only, 60, frame=(96, 128))
+    one = _erased(dataclasses.replace(erase_only, erase_count=1), 60, frame=(96, 128))
     assert np.all(two >= one) and np.any(two.sum((1, 2)) > one.sum((1, 2)))
     for mask in one:
         rows, cols = np.nonzero(mask.any(axis=1))[0], np.nonzero(mask.any(axis=0))[0]
@@ -622,15 +623,40 @@ def test_penaltys_clips_lose_up_to_two_black_rectangles_each_on_its_own_draw():
     # At p = 0.4 each: some rectangle on 1 - 0.6^2 of the clips, a second on 0.4 of those with
     # a first; the rectangles' draws are independent of the preset's colour and crop.
     rated = dataclasses.replace(erase_only, erase=0.4)
-    two, one = _erased(rated, 400), _erased(dataclasses.replace(rated, erase_count=1), 400)
+    two = _erased(rated, 400, frame=(96, 128))
+    one = _erased(dataclasses.replace(rated, erase_count=1), 400, frame=(96, 128))
     assert abs(two.any(axis=(1, 2)).mean() - 0.64) < 0.07
     assert abs(one.any(axis=(1, 2)).mean() - 0.4) < 0.07
+
+
+def test_penaltys_clip_erase_is_as_wide_as_the_video_is():
+    # The authors size the widths by the video's width in pixels (ucf101_dl.py:121): a
+    # 240 x 426 HMDB51 video's are 71-141 px at 224 (here 35.5-70.5 at 112), its heights still
+    # 40-79 px (20-40); the same rectangles on a square frame are 20-40 px wide.
+    penalty = augment.SUPERVISED_PENALTY_CODE
+    erase_only = dataclasses.replace(
+        PLAIN,
+        erase=1.0,
+        erase_side=penalty.erase_side,
+        erase_width_by_aspect=True,
+        erase_fill=0.0,
+    )
+    for frame, widths in (((96, 170), (35, 72)), ((96, 96), (19, 41))):
+        seen = []
+        for mask in _erased(erase_only, 60, frame=frame):
+            rows, cols = np.nonzero(mask.any(axis=1))[0], np.nonzero(mask.any(axis=0))[0]
+            if rows[-1] < 111:
+                assert 20 <= len(rows) <= 41
+            if cols[-1] < 111:
+                assert widths[0] <= len(cols) <= widths[1], frame
+                seen.append(len(cols))
+        assert max(seen) - min(seen) > (widths[1] - widths[0]) / 2  # the range, not one width
 
 
 def test_penaltys_images_lose_one_rectangle_of_9_to_18_pixels_at_224():
     config = dataclasses.replace(PLAIN, **{
         name: getattr(augment.PENALTY_CODE_IMAGES, name)
-        for name in ("erase_count", "erase_side", "erase_width", "erase_fill")
+        for name in ("erase_count", "erase_side", "erase_width_by_aspect", "erase_fill")
     }, erase=1.0)  # fmt: skip
     for mask in _erased(config, 40, size=224):
         rows, cols = np.nonzero(mask.any(axis=1))[0], np.nonzero(mask.any(axis=0))[0]

@@ -54,8 +54,9 @@ class AugmentConfig:
             rectangle inside the frame).
         erase_side: Instead, the range of each side as a fraction of the frame's side (drawn
             on their own), the corner anywhere in the frame and the rectangle cut at its edges.
-        erase_width: With `erase_side`, the range of the width's fraction where it is not
-            `erase_side`'s.
+        erase_width_by_aspect: With `erase_side`, the width's fraction is `erase_side`'s times
+            the clip's width over its height before the crop (the penalty authors' loader
+            sizes the two sides by the video's height and width in pixels).
         erase_fill: The erased value; None: one random colour.
         erase_spares_flipped: The first rectangle's erase is decided by the flip's draw, from
             its other end: a clip is flipped or erased, not both, while flip + erase <= 1
@@ -82,7 +83,7 @@ class AugmentConfig:
     erase_count: int = 1
     erase_area: tuple[float, float] = (0.02, 0.2)
     erase_side: tuple[float, float] | None = None
-    erase_width: tuple[float, float] | None = None
+    erase_width_by_aspect: bool = False
     erase_fill: float | None = None
     erase_spares_flipped: bool = False
 
@@ -123,15 +124,17 @@ SUPERVISED_PENALTY_CODE = dataclasses.replace(
     erase=0.4,
     erase_count=2,
     erase_side=(40 / 224, 80 / 224),
-    erase_width=(53 / 224, 106 / 224),
+    erase_width_by_aspect=True,
     erase_spares_flipped=False,
 )
 """SUPERVISED_SPACT_CODE with the crop and erase of the penalty authors' clip loader
-(aux_code/ucf101_dl.py:96-121, 150-182), which both their anonymizer and their target action
-model train on: the crop keeps the frame's aspect; two black rectangles, each on its own 40 %
-of clips, heights of 1/6-1/3 and widths of 1/6-1/3 of a 240 x 320 video in pixels at 224 (40-79
-and 53-105 px), each corner anywhere in the frame, each on a draw of its own (flipped clips
-too)."""
+(aux_code/ucf101_dl.py:96-121, 150-182; hmdb51_dl.py the same), which both their anonymizer
+and their target action model train on: the crop keeps the frame's aspect; two black
+rectangles, each on its own 40 % of clips, heights of 1/6-1/3 of the video's height and widths
+of 1/6-1/3 of its width, in pixels at 224 (ucf101_dl.py:120-121, hmdb51_dl.py:132-133: 40-79 x
+53-105 px for a 240 x 320 video, 40-79 x 71-141 px for a 240 x 426 one; here for videos 240 px
+high, as every UCF101 and HMDB51 video, the widths from the frame's aspect), each corner
+anywhere in the frame, each on a draw of its own (flipped clips too)."""
 
 SPACT_CODE_IMAGES = dataclasses.replace(
     SUPERVISED_SPACT_CODE, crop_keeps_aspect=True, views_share_corner=True
@@ -315,13 +318,13 @@ def random_erase(
     area: tuple[float, float],
     side: tuple[float, float] | None = None,
     fill: float | None = None,
-    width_side: tuple[float, float] | None = None,
+    width_scale=1.0,
     draw=None,
 ):
     """With `probability`, fill one random rectangle, the same in every frame, with `fill`
     (None: one random colour). Its area is a fraction in `area` with an aspect of 0.3-3.3,
     inside the frame; or, with `side`, its height a fraction in `side` of the frame's height,
-    its width one in `width_side` (None: `side`) of the frame's width, and its corner anywhere
+    its width one in `side` times `width_scale` of the frame's width, and its corner anywhere
     in the frame, cut at the frame's edges (SPAct's loaders). `draw`: the uniform number that
     decides (erase where it is below `probability`); None: one of the erase's own."""
 
@@ -337,7 +340,7 @@ def random_erase(
             x0 = _uniform(seed, _ERASE_X) * (w - erase_w)
         else:
             erase_h = _uniform(seed, _ERASE_AREA, *side) * h
-            erase_w = _uniform(seed, _ERASE_ASPECT, *(width_side or side)) * w
+            erase_w = _uniform(seed, _ERASE_ASPECT, *side) * width_scale * w
             y0, x0 = _uniform(seed, _ERASE_Y) * h, _uniform(seed, _ERASE_X) * w
         ys = tf.cast(tf.range(height), tf.float32)[:, None]
         xs = tf.cast(tf.range(width), tf.float32)[None, :]
@@ -361,7 +364,9 @@ def augment_clip(clip, seed, size: int, config: AugmentConfig = SUPERVISED, corn
     """Training augmentation of one clip (T, H, W, 3), parameters drawn once per clip: random
     resized crop (from `corner`, see `crop_box`, where given) with flip, colour jitter and
     grayscale, gamma, erase. Returns float32 (T, size, size, 3)."""
-    box = crop_box(seed, tf.shape(clip)[1], tf.shape(clip)[2], config, corner)
+    height, width = tf.shape(clip)[1], tf.shape(clip)[2]
+    width_scale = tf.cast(width, tf.float32) / tf.cast(height, tf.float32)
+    box = crop_box(seed, height, width, config, corner)
     clip = crop_and_resize(clip, maybe_mirror(box, seed, config.flip), size)
     clip = apply_colour(clip, *colour_transform(clip, seed, config))
     clip = random_gamma(clip, seed, config)
@@ -380,7 +385,7 @@ def augment_clip(clip, seed, size: int, config: AugmentConfig = SUPERVISED, corn
             config.erase_area,
             config.erase_side,
             config.erase_fill,
-            config.erase_width,
+            width_scale if config.erase_width_by_aspect else 1.0,
             draw=1.0 - _uniform(seed, _FLIP)
             if rectangle == 0 and config.erase_spares_flipped
             else None,
