@@ -272,7 +272,7 @@ def _supervised_phases(config: ExperimentConfig, models: dict[str, keras.Model])
                 action_schedule=config.action_schedule,
                 action_threshold=config.action_threshold,
                 action_max_updates=config.action_max_updates,
-                fresh_action_clips=config.action_fresh_clips,
+                action_fresh_clips=config.action_fresh_clips,
                 action_moves_anonymizer=config.action_moves_anonymizer,
                 budget_updates=config.adversary_updates_per_step,
                 budget_threshold=(

@@ -117,7 +117,7 @@ def test_f_T_update_moves_f_A_at_its_own_learning_rate():
         ).compile({"anonymizer": keras.optimizers.Adam()})
 
 
-def test_fresh_action_clips_give_each_f_T_update_a_batch_of_its_own():
+def test_action_fresh_clips_give_each_f_T_update_a_batch_of_its_own():
     # f_A frozen and f_T's threshold out of reach: f_T makes both bounded updates of one step,
     # on the first then the second batch of `action_clips`. The same f_T, updated once a step
     # on the step's clips over two steps whose clips are those two batches, ends the same.
@@ -127,7 +127,7 @@ def test_fresh_action_clips_give_each_f_T_update_a_batch_of_its_own():
         action_threshold=2.0,
         action_max_updates=2,
         budget_updates=1,
-        fresh_action_clips=True,
+        action_fresh_clips=True,
     )
     by_steps = make_vita(frozen, action_threshold=2.0, action_max_updates=1, budget_updates=1)
     on_step_clips = make_vita(frozen, action_threshold=2.0, action_max_updates=2, budget_updates=1)
@@ -161,13 +161,13 @@ def test_fresh_action_clips_give_each_f_T_update_a_batch_of_its_own():
     assert change > 1e-3  # two Adam steps of 1e-2 on other clips
 
 
-def test_fresh_action_clips_refuse_a_batch_without_them_and_the_batch_gate():
+def test_action_fresh_clips_refuse_a_batch_without_them_and_the_batch_gate():
     data = next(iter(tiny_models.vita_dataset(1, action_batches=1).as_numpy_iterator()))
-    trainer = make_vita(action_threshold=2.0, action_max_updates=2, fresh_action_clips=True)
+    trainer = make_vita(action_threshold=2.0, action_max_updates=2, action_fresh_clips=True)
     with pytest.raises(ValueError, match="action_max_updates=2 batches of 2 clips"):
         trainer.fit(tf.data.Dataset.from_tensors(data), epochs=1, verbose=0)
     del data["action_clips"], data["action_labels"]
-    trainer = make_vita(action_threshold=2.0, action_max_updates=1, fresh_action_clips=True)
+    trainer = make_vita(action_threshold=2.0, action_max_updates=1, action_fresh_clips=True)
     with pytest.raises(ValueError, match="which this batch lacks"):
         trainer.fit(tf.data.Dataset.from_tensors(data), epochs=1, verbose=0)
     with pytest.raises(ValueError, match="needs action_schedule='validation_loop'"):
@@ -176,7 +176,7 @@ def test_fresh_action_clips_refuse_a_batch_without_them_and_the_batch_gate():
             tiny_models.action_model(),
             [tiny_models.budget_model()],
             action_schedule="batch_gate",
-            fresh_action_clips=True,
+            action_fresh_clips=True,
         )
 
 

@@ -163,7 +163,7 @@ def vita_dataset(
 ):
     """Single batches as VITA's minimax takes them: clips, `image_batches` batches of 3
     labelled privacy images, a batch of validation clips with their labels and, for
-    `fresh_action_clips`, `action_batches` batches of 2 training clips (`action_clips`)."""
+    `action_fresh_clips`, `action_batches` batches of 2 training clips (`action_clips`)."""
     import tensorflow as tf
 
     rng = np.random.default_rng(seed)

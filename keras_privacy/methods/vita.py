@@ -3,7 +3,7 @@
 A batch is a dict of `clips` (B, T, H, W, 3), `labels` (B,), `images` (N * P, H, W, 3) and
 `privacy` (N * P, A) binary labels of the images (N = `budget_updates` batches of P images),
 and, for the `validation_loop` schedule, `validation_clips` and `validation_labels`: a batch
-of held-out action clips; with `fresh_action_clips`, also `action_clips` (K * B, T, H, W, 3) and
+of held-out action clips; with `action_fresh_clips`, also `action_clips` (K * B, T, H, W, 3) and
 `action_labels` (K * B,): K = `action_max_updates` more batches of training clips, one for each
 f_T update the loop may make. One step follows the authors' `adv_training.py` (VITA-Group/
 Privacy-AdversarialLearning, PA-HMDB51-VISPR-exp/adversarial_training/adv_training/, lines
@@ -29,7 +29,7 @@ cited at commit 939ca4a):
      loop has no bound; one step must have a fixed size). The step logs how many ran
      (`action_updates`) and the last accuracy measured (`action_validation_accuracy`).
      Each of the authors' f_T updates takes a fresh training batch (`update_fT`, :268-283,
-     reads its mini-batches from the training queue, :402-404): with `fresh_action_clips`
+     reads its mini-batches from the training queue, :402-404): with `action_fresh_clips`
      the k-th update takes the k-th batch of `action_clips`, without it every update takes
      the step's `clips`;
    - `batch_gate` (this library's earlier form): one update, applied while f_T's accuracy on
@@ -125,7 +125,7 @@ class VITA(StatelessTrainer):
         action_schedule: "validation_loop" (the authors') or "batch_gate" (see above).
         action_threshold: f_T's accuracy below which it updates (VITA: 0.7).
         action_max_updates: the bound of the `validation_loop`'s f_T updates in one step.
-        fresh_action_clips: each `validation_loop` f_T update on a batch of its own, from the
+        action_fresh_clips: each `validation_loop` f_T update on a batch of its own, from the
             batch's `action_clips` (the authors'); False: on the step's `clips`.
         action_moves_anonymizer: whether f_T's updates also move f_A (the authors' do), with
             the `anonymizer_by_action` optimizer.
@@ -162,7 +162,7 @@ class VITA(StatelessTrainer):
         action_schedule: str = "validation_loop",
         action_threshold: float = 0.7,
         action_max_updates: int = 5,
-        fresh_action_clips: bool = False,
+        action_fresh_clips: bool = False,
         action_moves_anonymizer: bool = True,
         budget_updates: int = 5,
         budget_threshold: float | None = None,
@@ -182,9 +182,9 @@ class VITA(StatelessTrainer):
             raise ValueError("VITA needs at least one budget model")
         if action_max_updates < 1 or budget_updates < 1:
             raise ValueError("action_max_updates and budget_updates must be at least 1")
-        if fresh_action_clips and action_schedule != "validation_loop":
+        if action_fresh_clips and action_schedule != "validation_loop":
             raise ValueError(
-                "fresh_action_clips needs action_schedule='validation_loop' (the batch_gate "
+                "action_fresh_clips needs action_schedule='validation_loop' (the batch_gate "
                 "makes its one f_T update on the step's clips)"
             )
         if budget_pretrain_updates < 0 or budget_pretrain_updates % budget_updates:
@@ -202,7 +202,7 @@ class VITA(StatelessTrainer):
         self.action_schedule = action_schedule
         self.action_threshold = action_threshold
         self.action_max_updates = action_max_updates
-        self.fresh_action_clips = fresh_action_clips
+        self.action_fresh_clips = action_fresh_clips
         self.action_moves_anonymizer = action_moves_anonymizer
         self.budget_updates = budget_updates
         self.budget_threshold = budget_threshold
@@ -384,12 +384,12 @@ class VITA(StatelessTrainer):
 
     def _action_batch(self, data, index: int):
         """The clips and labels of the `index`-th f_T update: the `index`-th batch of
-        `action_clips` with `fresh_action_clips`, else the step's clips."""
-        if not self.fresh_action_clips:
+        `action_clips` with `action_fresh_clips`, else the step's clips."""
+        if not self.action_fresh_clips:
             return data["clips"], data["labels"]
         if "action_clips" not in data:
             raise ValueError(
-                "VITA with fresh_action_clips takes each f_T update's clips from the batch's "
+                "VITA with action_fresh_clips takes each f_T update's clips from the batch's "
                 "'action_clips' and 'action_labels' (action_max_updates batches of clips), "
                 f"which this batch lacks (it has {sorted(data)})"
             )
@@ -401,7 +401,7 @@ class VITA(StatelessTrainer):
             and count < self.action_max_updates * size
         ):
             raise ValueError(
-                f"VITA with fresh_action_clips needs action_max_updates={self.action_max_updates} "
+                f"VITA with action_fresh_clips needs action_max_updates={self.action_max_updates} "
                 f"batches of {size} clips in 'action_clips', got {count} clips"
             )
         part = slice(index * size, (index + 1) * size)
@@ -463,7 +463,7 @@ class VITA(StatelessTrainer):
             "action_schedule": self.action_schedule,
             "action_threshold": self.action_threshold,
             "action_max_updates": self.action_max_updates,
-            "fresh_action_clips": self.fresh_action_clips,
+            "action_fresh_clips": self.action_fresh_clips,
             "action_moves_anonymizer": self.action_moves_anonymizer,
             "budget_updates": self.budget_updates,
             "budget_threshold": self.budget_threshold,
