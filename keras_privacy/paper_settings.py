@@ -583,9 +583,9 @@ SETTINGS: tuple[Setting, ...] = (
         VITA,
         "action_validation_every",
         "10",
-        "every 10th training video held out of training; one batch of --batch_size (24) "
-        "clips per check (160 clips would cost more forward passes per check than the "
-        "f_T updates it decides)",
+        "every 10th training video held out of training; a fresh batch of --batch_size (24) "
+        "clips for each check (--action_fresh_clips; 160 clips would cost more forward passes "
+        "per check than the f_T update it decides)",
     ),
     Setting(
         "vita",

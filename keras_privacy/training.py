@@ -80,8 +80,9 @@ class Phase:
     SPAct's alternation), `labelled` (clips + privacy images with their labels) or `meta`
     (labelled, with the epoch's attribute and model splits, `meta.epoch_splits`);
     `privacy_batches` privacy batches per step and, with `validation`, a batch of held-out
-    clips (VITA's minimax), and `action_batches` more batches of training clips (VITA's fresh
-    f_T batches); `steps_per_epoch` (0: the run's) its own epoch length."""
+    clips (VITA's minimax); `action_batches` more batches of training clips, and as many
+    batches of held-out clips (VITA's fresh f_T update and accuracy check batches);
+    `steps_per_epoch` (0: the run's) its own epoch length."""
 
     name: str
     epochs: int

@@ -509,7 +509,8 @@ def test_every_method_trains_through_train(benchmark, tmp_path, method, override
 
 def test_vitas_fresh_f_T_batches_are_read_with_each_step(benchmark, tmp_path):
     # Two f_T updates a step: two more batches of 4 training clips, after the step's own in
-    # the shuffled order (other videos' clips), none of the held-out validation videos.
+    # the shuffled order (other videos' clips), none of the held-out validation videos, and
+    # two batches of 4 held-out clips, one for each accuracy check.
     config = tiny_config(
         benchmark,
         tmp_path,
@@ -530,11 +531,12 @@ def test_vitas_fresh_f_T_batches_are_read_with_each_step(benchmark, tmp_path):
         assert batch["clips"].shape == (4, 4, 16, 16, 3)
         assert batch["action_clips"].shape == (8, 4, 16, 16, 3)
         assert batch["action_labels"].shape == (8,)
-        assert batch["validation_clips"].shape == (4, 4, 16, 16, 3)
+        assert batch["validation_clips"].shape == (8, 4, 16, 16, 3)
+        assert batch["validation_labels"].shape == (8,)
         clips = np.concatenate([batch["clips"], batch["action_clips"], batch["validation_clips"]])
         flat = clips.reshape(len(clips), -1)
         distances = np.abs(flat[:, None] - flat[None]).max(axis=-1)
-        assert (distances + np.eye(len(clips)) > 0).all()  # sixteen different clips
+        assert (distances + np.eye(len(clips)) > 0).all()  # twenty different clips
 
 
 def test_a_vita_minimax_of_budget_only_steps_is_refused_before_training(benchmark, tmp_path):

@@ -161,6 +161,31 @@ def test_action_fresh_clips_give_each_f_T_update_a_batch_of_its_own():
     assert change > 1e-3  # two Adam steps of 1e-2 on other clips
 
 
+@pytest.mark.parametrize("first_check_right", [False, True])
+def test_action_fresh_clips_give_each_accuracy_check_a_batch_of_its_own(first_check_right):
+    # f_A and f_T frozen (rate 0): an update changes no prediction, so each check's accuracy
+    # is that of its own batch. One held-out clip repeated: f_T predicts one class for all,
+    # which the labels of one batch are (accuracy 1) and of the other are not (0). Wrong
+    # first: the first check fails, one update, the second check passes. Right first: no
+    # update. Without fresh clips both checks see all four clips (0.5 < 0.7): two updates.
+    frozen = {"anonymizer": 0.0, "anonymizer_by_action": 0.0, "action": 0.0}
+    settings = dict(action_threshold=0.7, action_max_updates=2, budget_updates=1)
+    fresh = make_vita(frozen, action_fresh_clips=True, **settings)
+    every = make_vita(frozen, **settings)
+    every.set_weights(fresh.get_weights())
+    data = next(iter(tiny_models.vita_dataset(1, action_batches=2).as_numpy_iterator()))
+    clips = np.repeat(data["validation_clips"][:1], 4, axis=0)
+    predicted = predicted_classes(fresh, clips)[0]
+    right, wrong = [predicted] * 2, [(predicted + 1) % 3] * 2
+    labels = np.array(right + wrong if first_check_right else wrong + right, "int32")
+    batch = {**data, "validation_clips": clips, "validation_labels": labels}
+    history = fresh.fit(tf.data.Dataset.from_tensors(batch), epochs=1, verbose=0).history
+    assert iterations(fresh, "action") == (0 if first_check_right else 1)
+    assert history["action_validation_accuracy"][0] == 1.0
+    every.fit(tf.data.Dataset.from_tensors(batch), epochs=1, verbose=0)
+    assert iterations(every, "action") == 2
+
+
 def test_action_fresh_clips_refuse_a_batch_without_them_and_the_batch_gate():
     data = next(iter(tiny_models.vita_dataset(1, action_batches=1).as_numpy_iterator()))
     trainer = make_vita(action_threshold=2.0, action_max_updates=2, action_fresh_clips=True)
@@ -168,7 +193,12 @@ def test_action_fresh_clips_refuse_a_batch_without_them_and_the_batch_gate():
         trainer.fit(tf.data.Dataset.from_tensors(data), epochs=1, verbose=0)
     del data["action_clips"], data["action_labels"]
     trainer = make_vita(action_threshold=2.0, action_max_updates=1, action_fresh_clips=True)
-    with pytest.raises(ValueError, match="which this batch lacks"):
+    with pytest.raises(ValueError, match="'action_clips' and 'action_labels'.*which this batch"):
+        trainer.fit(tf.data.Dataset.from_tensors(data), epochs=1, verbose=0)
+    data = next(iter(tiny_models.vita_dataset(1, action_batches=2).as_numpy_iterator()))
+    data["validation_clips"] = data["validation_clips"][:2]
+    trainer = make_vita(action_threshold=2.0, action_max_updates=2, action_fresh_clips=True)
+    with pytest.raises(ValueError, match="batches of 2 clips in 'validation_clips', got 2"):
         trainer.fit(tf.data.Dataset.from_tensors(data), epochs=1, verbose=0)
     with pytest.raises(ValueError, match="needs action_schedule='validation_loop'"):
         VITA(

@@ -163,7 +163,8 @@ def vita_dataset(
 ):
     """Single batches as VITA's minimax takes them: clips, `image_batches` batches of 3
     labelled privacy images, a batch of validation clips with their labels and, for
-    `action_fresh_clips`, `action_batches` batches of 2 training clips (`action_clips`)."""
+    `action_fresh_clips`, `action_batches` batches of 2 training clips (`action_clips`) and as
+    many batches of 2 validation clips."""
     import tensorflow as tf
 
     rng = np.random.default_rng(seed)
@@ -172,7 +173,7 @@ def vita_dataset(
         b = batch(rng, images=3 * image_batches)
         b["images"] = b.pop("views")[:, 0]
         b["privacy"] = rng.integers(0, 2, (len(b["images"]), attributes)).astype("float32")
-        validation = batch(rng)
+        validation = batch(rng, clips=2 * max(1, action_batches))
         b["validation_clips"], b["validation_labels"] = validation["clips"], validation["labels"]
         if action_batches:
             fresh = batch(rng, clips=2 * action_batches)

@@ -160,8 +160,9 @@ class MethodSettings:
         default=False,
         metadata=described(
             "VITA's validation_loop: each f_T update on a batch of training clips of its own "
-            "(the authors'), read with the step: <action_max_updates> more batches a step | "
-            "false: every f_T update of a step on the step's clips.",
+            "and each accuracy check on a batch of held-out clips of its own (the authors'), "
+            "read with the step: <action_max_updates> more batches of each a step | false: "
+            "every f_T update of a step on the step's clips, every check on one held-out batch.",
             "adversary",
         ),
     )

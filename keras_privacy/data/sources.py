@@ -191,7 +191,8 @@ class TrainingData:
         `validation`, a batch of held-out clips too: `validation_clips`, `validation_labels`.
         With `action_batches` = K > 0, K more batches of training clips: `action_clips`,
         `action_labels` (VITA's f_T updates, a batch each), the clips that follow the step's
-        own in the shuffled order."""
+        own in the shuffled order; and K batches of held-out clips (its accuracy checks, a
+        batch each)."""
         c = self.batching
         seed = c.seed * 1000 + epoch
 
@@ -217,7 +218,7 @@ class TrainingData:
         if validation:
             if not self.hold_out:
                 raise ValueError("validation clips need a held-out split (Batching.hold_out)")
-            held = clips(held_out=True, batch_size=c.batch_size).map(
+            held = clips(held_out=True, batch_size=c.batch_size * max(1, action_batches)).map(
                 lambda b: {"validation_clips": b["clips"], "validation_labels": b["labels"]}
             )
             action = tf.data.Dataset.zip(action, held).map(lambda a, v: {**a, **v})

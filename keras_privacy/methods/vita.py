@@ -3,11 +3,12 @@
 A batch is a dict of `clips` (B, T, H, W, 3), `labels` (B,), `images` (N * P, H, W, 3) and
 `privacy` (N * P, A) binary labels of the images (N = `budget_updates` batches of P images),
 and, for the `validation_loop` schedule, `validation_clips` and `validation_labels`: a batch
-of held-out action clips; with `action_fresh_clips`, also `action_clips` (K * B, T, H, W, 3) and
-`action_labels` (K * B,): K = `action_max_updates` more batches of training clips, one for each
-f_T update the loop may make. One step follows the authors' `adv_training.py` (VITA-Group/
-Privacy-AdversarialLearning, PA-HMDB51-VISPR-exp/adversarial_training/adv_training/, lines
-cited at commit 939ca4a):
+of held-out action clips. With `action_fresh_clips` the held-out clips are K batches, one for
+each accuracy check the loop may make, and the batch also has `action_clips` (K * B, T, H, W, 3)
+and `action_labels` (K * B,): K more batches of training clips, one for each f_T update the
+loop may make (K = `action_max_updates`). One step follows the authors' `adv_training.py`
+(VITA-Group/Privacy-AdversarialLearning, PA-HMDB51-VISPR-exp/adversarial_training/adv_training/,
+lines cited at commit 939ca4a):
 
 1. one f_A update on `L_T + gamma * budget_term` (:387). The budget term (`budget_loss`):
    - `max_bce` (default, the authors', :64-79): every budget model sees the anonymized frames
@@ -29,9 +30,11 @@ cited at commit 939ca4a):
      loop has no bound; one step must have a fixed size). The step logs how many ran
      (`action_updates`) and the last accuracy measured (`action_validation_accuracy`).
      Each of the authors' f_T updates takes a fresh training batch (`update_fT`, :268-283,
-     reads its mini-batches from the training queue, :402-404): with `action_fresh_clips`
-     the k-th update takes the k-th batch of `action_clips`, without it every update takes
-     the step's `clips`;
+     reads its mini-batches from the training queue, :402-404), and each accuracy check a
+     fresh validation batch (`eval_fT`, :289-309, from the validation queue, :394-396): with
+     `action_fresh_clips` the k-th update takes the k-th batch of `action_clips` and the k-th
+     check the k-th batch of `validation_clips`; without it every update takes the step's
+     `clips` and every check all the `validation_clips`;
    - `batch_gate` (this library's earlier form): one update, applied while f_T's accuracy on
      the training batch (from the update's own forward pass) is below `action_threshold`.
    With `action_moves_anonymizer` (the authors', :149, :170) the f_T update also moves f_A,
@@ -125,8 +128,10 @@ class VITA(StatelessTrainer):
         action_schedule: "validation_loop" (the authors') or "batch_gate" (see above).
         action_threshold: f_T's accuracy below which it updates (VITA: 0.7).
         action_max_updates: the bound of the `validation_loop`'s f_T updates in one step.
-        action_fresh_clips: each `validation_loop` f_T update on a batch of its own, from the
-            batch's `action_clips` (the authors'); False: on the step's `clips`.
+        action_fresh_clips: each `validation_loop` f_T update and accuracy check on a batch
+            of its own, from the batch's `action_clips` and `validation_clips` (the authors');
+            False: every update on the step's `clips`, every check on all the
+            `validation_clips`.
         action_moves_anonymizer: whether f_T's updates also move f_A (the authors' do), with
             the `anonymizer_by_action` optimizer.
         budget_updates: updates of every budget model per step (VITA: 5).
@@ -304,7 +309,7 @@ class VITA(StatelessTrainer):
                 updates.append(
                     Update(
                         (),
-                        lambda values: self._validation_accuracy(values, data),
+                        lambda values, i=i: self._validation_accuracy(values, data, i),
                         condition=both(None if i == 0 else below),
                     )
                 )
@@ -387,14 +392,27 @@ class VITA(StatelessTrainer):
         `action_clips` with `action_fresh_clips`, else the step's clips."""
         if not self.action_fresh_clips:
             return data["clips"], data["labels"]
-        if "action_clips" not in data:
+        return self._fresh_batch(data, "action", index)
+
+    def _validation_batch(self, data, index: int):
+        """The held-out clips and labels of the `index`-th accuracy check: the `index`-th
+        batch of `validation_clips` with `action_fresh_clips`, else all of them."""
+        if not self.action_fresh_clips:
+            return data["validation_clips"], data["validation_labels"]
+        return self._fresh_batch(data, "validation", index)
+
+    def _fresh_batch(self, data, kind: str, index: int):
+        """The `index`-th batch (of the step's batch size) of `<kind>_clips` and
+        `<kind>_labels`, which hold one batch for each of the loop's `action_max_updates`."""
+        clips_key, labels_key = f"{kind}_clips", f"{kind}_labels"
+        if clips_key not in data or labels_key not in data:
             raise ValueError(
-                "VITA with action_fresh_clips takes each f_T update's clips from the batch's "
-                "'action_clips' and 'action_labels' (action_max_updates batches of clips), "
-                f"which this batch lacks (it has {sorted(data)})"
+                f"VITA with action_fresh_clips takes each {kind} batch of the loop from the "
+                f"batch's '{clips_key}' and '{labels_key}' (action_max_updates batches of "
+                f"clips), which this batch lacks (it has {sorted(data)})"
             )
         size = ops.shape(data["clips"])[0]
-        count = ops.shape(data["action_clips"])[0]
+        count = ops.shape(data[clips_key])[0]
         if (
             isinstance(size, int)
             and isinstance(count, int)
@@ -402,10 +420,10 @@ class VITA(StatelessTrainer):
         ):
             raise ValueError(
                 f"VITA with action_fresh_clips needs action_max_updates={self.action_max_updates} "
-                f"batches of {size} clips in 'action_clips', got {count} clips"
+                f"batches of {size} clips in '{clips_key}', got {count} clips"
             )
         part = slice(index * size, (index + 1) * size)
-        return data["action_clips"][part], data["action_labels"][part]
+        return data[clips_key][part], data[labels_key][part]
 
     def _action_loss(self, values, data, index: int):
         """L_T of f_T on f_A's training clips (`_action_batch`); back-propagated into f_A where
@@ -431,12 +449,13 @@ class VITA(StatelessTrainer):
             "non_trainable": non_trainable,
         }
 
-    def _validation_accuracy(self, values, data):
-        """f_T's accuracy on f_A's held-out clips (inference mode); changes nothing."""
-        clips = data["validation_clips"]
+    def _validation_accuracy(self, values, data, index: int):
+        """f_T's accuracy on f_A's held-out clips of the `index`-th check (inference mode);
+        changes nothing."""
+        clips, labels = self._validation_batch(data, index)
         anon_frames, _ = self.run("anonymizer", values, fold_time(clips), training=False)
         logits, _ = action_logits(self, values, anon_frames, ops.shape(clips)[1], False)
-        accuracy = losses.accuracy(data["validation_labels"], logits)
+        accuracy = losses.accuracy(labels, logits)
         return ops.zeros(()), {"logs": {"action_validation_accuracy": accuracy}}
 
     def _budget_loss(self, values, data, group, n: int):
