@@ -577,15 +577,17 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "vita",
         "validation clips",
-        "clips of the validation videos: 80 / #GPU mini-batches of 2 per GPU (160 clips) "
-        "per accuracy check",
-        _VITA + "adv_training.py:394-396; adv_flags.py:34, 53",
+        "clips of the validation queue, which reads the test videos (HMDB51/test): 80 / #GPU "
+        "mini-batches of 2 per GPU (160 clips) per accuracy check",
+        _VITA + "adv_training.py:394-396; adv_flags.py:34, 53; VITA utils.py:140-141, "
+        "153-160; common_flags.py:9",
         VITA,
         "action_validation_every",
         "10",
-        "every 10th training video held out of training; a fresh batch of --batch_size (24) "
-        "clips for each check (--action_fresh_clips; 160 clips would cost more forward passes "
-        "per check than the f_T update it decides)",
+        "every 10th training video held out of training, so that the test videos stay unseen "
+        "until the evaluation; a fresh batch of --batch_size (24) clips for each check "
+        "(--action_fresh_clips; 160 clips would cost more forward passes per check than the "
+        "f_T update it decides)",
     ),
     Setting(
         "vita",
