@@ -11,6 +11,7 @@ import pytest
 import tiny_models
 from tiny_models import tiny_config
 
+from keras_privacy.data import pipelines
 from keras_privacy.data.cache import encode_jpeg, read_manifest, read_video_cache
 from keras_privacy.data.video import read_video
 from keras_privacy.evaluation import anonymizations, protocol
@@ -111,9 +112,9 @@ def test_interrupted_evaluation_keeps_finished_methods(benchmark, tmp_path, monk
     trained = []
     real_train = protocol.train_action_target
 
-    def counting_train(config, train, num_classes, anonymizer, model_name):
+    def counting_train(config, train, *args):
         trained.append(str(train))
-        return real_train(config, train, num_classes, anonymizer, model_name)
+        return real_train(config, train, *args)
 
     monkeypatch.setattr(protocol, "train_action_target", counting_train)
     report = protocol.evaluate(config, data, protocol.methods_of(config), out)
@@ -202,14 +203,14 @@ def test_test_clips_are_cut_as_the_crop_setting_says(
     benchmark, tmp_path, monkeypatch, settings, view
 ):
     config = tiny_config(benchmark, tmp_path, **settings)
-    views, real_dataset = [], protocol.pipelines.action_eval_dataset
+    views, real_dataset = [], pipelines.action_eval_dataset
 
     def recording_dataset(*args, **kwargs):
         dataset = real_dataset(*args, **kwargs)
         views.append((args[5], kwargs["keeps_aspect"]))
         return dataset
 
-    monkeypatch.setattr(protocol.pipelines, "action_eval_dataset", recording_dataset)
+    monkeypatch.setattr(pipelines, "action_eval_dataset", recording_dataset)
     shape = (config.clip_length, config.image_size, config.image_size, 3)
     model = registry.build_action_model(config.action_model, 6, input_shape=shape)
     test = protocol.evaluation_data(config).action_test

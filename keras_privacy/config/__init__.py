@@ -36,6 +36,7 @@ from keras_privacy.config.evaluation import (
     EVAL_PRIVACY_DATASETS,
     EVAL_PROTOCOLS,
     EvaluationSettings,
+    parse_test_epochs,
     validate_evaluation,
 )
 from keras_privacy.config.method import (
@@ -160,6 +161,11 @@ class ExperimentConfig(
         """The target privacy backbones of `eval_privacy_model`, in order (default the first
         of `privacy_backbone`)."""
         return names(self.eval_privacy_model) or self.privacy_backbone_names()[:1]
+
+    def eval_test_epoch_list(self) -> list[int]:
+        """The epochs (from 1) after which the target models are also tested, to keep the best
+        (`eval_test_epochs`); empty: the last epoch's models, tested once."""
+        return parse_test_epochs(self.eval_test_epochs)
 
     def eval_learning_rate(self, target: str) -> float:
         """The learning rate of the `target` ("action" or "privacy") model of the evaluation:

@@ -147,6 +147,17 @@ class EvaluationSettings:
             "eval",
         ),
     )
+    eval_test_epochs: str = field(
+        default="",
+        metadata=described(
+            "Also test each target model on the test split after these epochs (from 1, "
+            "comma-separated) and report the weights of its best test score: the penalty "
+            "authors' choice (their val_array), a best of many test scores, above a last "
+            "epoch's; for comparison with their tables only. Empty: the last epoch's model, "
+            "tested once.",
+            "eval",
+        ),
+    )
     eval_clips: int = field(
         default=10, metadata=described("K equidistant clips per test video (video top-1).", "eval")
     )
@@ -256,6 +267,33 @@ class EvaluationSettings:
     )
 
 
+def parse_test_epochs(text: str) -> list[int]:
+    """The epochs (from 1) of an `eval_test_epochs` value, in order; SettingError for a value
+    that is not a positive integer."""
+    epochs = []
+    for value in names(text):
+        if not value.isdigit() or int(value) < 1:
+            raise SettingError(
+                f"<eval_test_epochs> takes epochs from 1, comma-separated: {value!r} in {text!r}"
+            )
+        epochs.append(int(value))
+    return epochs
+
+
+def _validate_test_epochs(config) -> None:
+    """Each target model must be tested at one of `eval_test_epochs` at least."""
+    epochs = parse_test_epochs(config.eval_test_epochs)
+    if not epochs:
+        return
+    for target in ("action", "privacy"):
+        last = getattr(config, f"eval_{target}_epochs")
+        if min(epochs) > last:
+            raise SettingError(
+                f"<eval_test_epochs>={config.eval_test_epochs} names no epoch of the target "
+                f"{target} model's {last} (<eval_{target}_epochs>)"
+            )
+
+
 def validate_evaluation(config) -> None:
     """The evaluation's lengths and learning rate, its target models, its datasets and what
     `eval_protocol` asks of them."""
@@ -282,6 +320,7 @@ def validate_evaluation(config) -> None:
     if not config.eval_lr_drop >= 1:
         raise SettingError(f"<eval_lr_drop> must be at least 1, got {config.eval_lr_drop}")
     not_negative(config, ("eval_warmup_epochs", "eval_lr_patience"))
+    _validate_test_epochs(config)
     if not 0 < config.face_threshold < 1:
         raise SettingError(f"<face_threshold> must be in (0, 1), got {config.face_threshold}")
     for setting, chosen, known in (

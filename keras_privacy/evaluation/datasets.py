@@ -121,7 +121,8 @@ def evaluation_privacy_splits(config: ExperimentConfig, frames_dir: str | Path) 
 
 def evaluation_record(config: ExperimentConfig, data: EvaluationData) -> dict:
     """What the results of an evaluation mean, kept in report.json: the protocol, the datasets
-    the target models were trained and tested on, their label names, and where this
+    the target models were trained and tested on, their label names, the epochs at which
+    they were tested to keep the best (`--eval_test_epochs`, where set), and where this
     evaluation ran (`environment.describe`)."""
     evaluation = config.evaluation_datasets()
     datasets = {}
@@ -146,10 +147,13 @@ def evaluation_record(config: ExperimentConfig, data: EvaluationData) -> dict:
             "frames_per_video": config.eval_privacy_frames,
             "trained_on": f"VISPR-1 of {config.privacy_annotations}, merged",
         }
+    # Kept only where set, so that reports written before it compare with runs without it.
+    test_epochs = config.eval_test_epoch_list()
     return {
         "protocol": config.eval_protocol,
         **datasets,
         "class_names": data.class_names,
         "attribute_names": data.attribute_names,
+        **({"test_epochs": test_epochs} if test_epochs else {}),
         "environment": environment.describe(),
     }

@@ -47,6 +47,7 @@ anonymizer (`anonymizer_path`) on P-HVU read with `privacy="objects"`.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -56,7 +57,6 @@ import keras
 import numpy as np
 
 from keras_privacy.config import ExperimentConfig
-from keras_privacy.data import pipelines
 from keras_privacy.data.video import read_video
 from keras_privacy.evaluation.anonymizations import Anonymization, methods_of
 from keras_privacy.evaluation.baselines import FILE_BASELINES
@@ -69,6 +69,8 @@ from keras_privacy.evaluation.datasets import (
 )
 from keras_privacy.evaluation.report import RAW_METHOD, Report, save_frame_strip
 from keras_privacy.evaluation.targets import (
+    action_test_epochs,
+    privacy_test_epochs,
     test_action_target,
     test_privacy_target,
     train_action_target,
@@ -98,7 +100,7 @@ def evaluate(
     source = cached_data(data, out_dir / "cache" / "source", config.frame_size)
     classes, names = len(data.class_names), data.attribute_names
     attackers = {
-        name: _raw_attacker(config, source.privacy_train, len(names), out_dir, name)
+        name: _raw_attacker(config, source, names, out_dir, name)
         for name in config.eval_privacy_model_names()
     }
     action_key = "action_cmap" if config.action_multilabel else "action_top1"
@@ -169,30 +171,42 @@ def _target_results(
     config: ExperimentConfig,
     seen: EvaluationData,
     method: Anonymization,
-    attackers: dict[str, keras.Model],
+    attackers: dict[str, tuple[keras.Model, dict]],
     classes: int,
     names: list[str],
 ) -> dict:
     """Every target architecture trained on `seen` (`classes` actions, attributes `names`)
     through `method` and tested: the first action and privacy architectures' full results, and
-    every architecture's headline metrics in `<metric>_by_model` ({architecture: value})."""
+    every architecture's headline metrics in `<metric>_by_model` ({architecture: value}).
+    With `--eval_test_epochs` each is also tested during its training, and the results hold
+    those tests' scores and the epoch kept (`BestTestEpoch.record`)."""
     action_key = "action_cmap" if config.action_multilabel else "action_top1"
     result, by_model = {}, {}
     for index, name in enumerate(config.eval_action_model_names()):
-        model = train_action_target(config, seen.action_train, classes, method.model, name)
+        test_epochs = action_test_epochs(config, seen.action_test)
+        model = train_action_target(
+            config, seen.action_train, classes, method.model, name, test_epochs
+        )
         scores = test_action_target(config, model, seen.action_test)
+        if test_epochs:
+            scores |= test_epochs.record("action")
         if index == 0:
             result |= scores
         by_model.setdefault(f"{action_key}_by_model", {})[name] = scores[action_key]
     raw = method.model is None and method.baseline is None
     for index, name in enumerate(config.eval_privacy_model_names()):
+        attacker, attacker_record = attackers[name]
         if raw:
             # On raw data the fresh f'_B is the raw-trained attacker (same images, seed, model).
-            model = attackers[name]
+            model, record = attacker, attacker_record
         else:
-            model = train_privacy_target(config, seen.privacy_train, len(names), method.model, name)
-        scores = test_privacy_target(config, model, seen.privacy_test, names)
-        attacker = with_anonymizer(attackers[name], method.model, False)
+            test_epochs = privacy_test_epochs(config, seen.privacy_test, names)
+            model = train_privacy_target(
+                config, seen.privacy_train, len(names), method.model, name, test_epochs
+            )
+            record = test_epochs.record("privacy") if test_epochs else {}
+        scores = test_privacy_target(config, model, seen.privacy_test, names) | record
+        attacker = with_anonymizer(attacker, method.model, False)
         scores |= test_privacy_target(config, attacker, seen.privacy_test, names, "raw_attacker")
         if index == 0:
             result |= scores
@@ -203,19 +217,30 @@ def _target_results(
 
 def _raw_attacker(
     config: ExperimentConfig,
-    images: pipelines.Source,
-    num_attributes: int,
+    source: EvaluationData,
+    names: list[str],
     out_dir: Path,
     model_name: str,
-) -> keras.Model:
-    """A privacy model `model_name` trained on raw images (trained once, kept in out_dir)."""
+) -> tuple[keras.Model, dict]:
+    """A privacy model `model_name` trained on the raw images of `source` (trained once, kept
+    in out_dir), and the record of its tests: with `--eval_test_epochs` it has the weights of
+    its best cMAP on the raw test images (`BestTestEpoch.record`, kept beside it), else the
+    record is empty."""
     path = out_dir / f"raw_attacker_{model_name}.keras"
+    record_path = path.with_suffix(".json")
     if path.is_file():
-        return keras.saving.load_model(path, compile=False)
-    model = train_privacy_target(config, images, num_attributes, None, model_name)
+        record = json.loads(record_path.read_text()) if record_path.is_file() else {}
+        return keras.saving.load_model(path, compile=False), record
+    test_epochs = privacy_test_epochs(config, source.privacy_test, names)
+    model = train_privacy_target(
+        config, source.privacy_train, len(names), None, model_name, test_epochs
+    )
     out_dir.mkdir(parents=True, exist_ok=True)
+    record = test_epochs.record("privacy") if test_epochs else {}
+    if record:
+        record_path.write_text(json.dumps(record, indent=2))
     model.save(path)
-    return model
+    return model, record
 
 
 def _example_frames(

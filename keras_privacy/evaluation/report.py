@@ -38,7 +38,7 @@ _SUMMARY_MARKDOWN = "summary.md"
 _SUMMARY_PLOT = "summary_tradeoff.png"
 _RAW_ATTACKER = "raw_attacker_cmap"
 """The extra result that the summary of seeds averages too: the raw-trained attacker's cMAP."""
-_COMPARED = ("protocol", "class_names", "attribute_names")
+_COMPARED = ("protocol", "class_names", "attribute_names", "test_epochs")
 """Evaluation record keys that must agree for results to share one report."""
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "p", "h")
 """Point markers of the trade-off plot: with 10 colours, every (colour, marker) pair differs
@@ -80,8 +80,9 @@ class Report:
 
     def set_evaluation(self, record: Mapping[str, Any]) -> None:
         """Record what the results mean (see `datasets.evaluation_record`) and rewrite the
-        report. Results already there from another protocol or with other class or attribute
-        names raise ValueError: their rows would not compare with the new ones."""
+        report. Results already there from another protocol, with other class or attribute
+        names or other test epochs raise ValueError: their rows would not compare with the
+        new ones."""
         if self._results and self._evaluation:
             differ = [key for key in _COMPARED if self._evaluation.get(key) != record.get(key)]
             if differ:
@@ -228,6 +229,13 @@ class Report:
             f"{record.get('privacy_dataset', {}).get('name')} "
             f"({', '.join(record.get('attribute_names', []))})."
         )
+        if record.get("test_epochs"):
+            epochs = ", ".join(str(epoch) for epoch in record["test_epochs"])
+            note += (
+                f"\n\nEach target model is the best of its tests on the test split after "
+                f"epochs {epochs} (--eval_test_epochs, the penalty authors' choice): a best of "
+                "several test scores, above a last epoch's."
+            )
         if "environment" in record:
             note += f"\n\nLast run on: {environment.summary(record['environment'])}"
         return note

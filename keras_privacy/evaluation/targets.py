@@ -5,7 +5,7 @@ their metrics and bootstrap intervals."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import keras
 import numpy as np
@@ -98,6 +98,72 @@ class EpochLearningRate(keras.callbacks.Callback):
                 )
 
 
+class BestTestEpoch(keras.callbacks.Callback):
+    """Tests the model after each of `epochs` (from 1) with `score` (the model -> its test
+    score, higher is better), keeps the weights of the best score and puts them back when
+    training ends: the penalty authors' choice of their target models (`--eval_test_epochs`,
+    their val_array; train_anonymized_action.py:298-375, train_privacy.py:231-251). Of equal
+    scores the first is kept, as their strict `>`. `scores` holds each tested epoch's score,
+    `best_epoch` the epoch whose weights the model ends with."""
+
+    def __init__(self, epochs: Sequence[int], score: Callable[[keras.Model], float]):
+        super().__init__()
+        self.epochs = set(epochs)
+        self.score = score
+        self.scores: dict[int, float] = {}
+        self.best_epoch: int | None = None
+        self._best_weights: list | None = None
+
+    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+        if epoch + 1 not in self.epochs:
+            return
+        score = float(self.score(self.model))
+        self.scores[epoch + 1] = score
+        logging.info("%s: test score %.4f after epoch %d", self.model.name, score, epoch + 1)
+        if self.best_epoch is None or score > self.scores[self.best_epoch]:
+            self.best_epoch = epoch + 1
+            self._best_weights = self.model.get_weights()
+
+    def on_train_end(self, logs: dict | None = None) -> None:
+        if self._best_weights is not None:
+            self.model.set_weights(self._best_weights)
+
+    def record(self, prefix: str) -> dict:
+        """The tests' scores and the epoch kept, as report entries named by `prefix`."""
+        return {
+            f"{prefix}_test_scores": {str(epoch): value for epoch, value in self.scores.items()},
+            f"{prefix}_epoch": self.best_epoch,
+        }
+
+
+def action_test_epochs(config: ExperimentConfig, test: pipelines.Source) -> BestTestEpoch | None:
+    """The `BestTestEpoch` of an f'_T tested on `test` (video top-1, or action cMAP with
+    `--action_multilabel`), where `--eval_test_epochs` asks for one."""
+    epochs = config.eval_test_epoch_list()
+    if not epochs:
+        return None
+    metric = "action_cmap" if config.action_multilabel else "action_top1"
+    return BestTestEpoch(
+        epochs, lambda model: test_action_target(config, model, test, intervals=False)[metric]
+    )
+
+
+def privacy_test_epochs(
+    config: ExperimentConfig, test: pipelines.Source, names: Sequence[str]
+) -> BestTestEpoch | None:
+    """The `BestTestEpoch` of an f'_B tested on `test` (cMAP over `names`), where
+    `--eval_test_epochs` asks for one."""
+    epochs = config.eval_test_epoch_list()
+    if not epochs:
+        return None
+    return BestTestEpoch(
+        epochs,
+        lambda model: test_privacy_target(config, model, test, names, intervals=False)[
+            "privacy_cmap"
+        ],
+    )
+
+
 def learning_rate_schedule(config: ExperimentConfig, target: str) -> EpochLearningRate:
     """The learning rate per epoch of the `target` ("action" or "privacy") model: its rate
     (`--eval_<target>_lr`, else `--eval_lr`), the warm-up, then the plateau rule or, for the
@@ -118,9 +184,11 @@ def train_action_target(
     num_classes: int,
     anonymizer: keras.Layer | None,
     model_name: str | None = None,
+    test_epochs: BestTestEpoch | None = None,
 ) -> keras.Model:
     """A fresh f'_T `model_name` (default the first of `--eval_action_model`) trained with
-    cross-entropy on (anonymized) training clips."""
+    cross-entropy on (anonymized) training clips; with `test_epochs` (`action_test_epochs`)
+    it ends with the weights of its best test score."""
     c = config
     keras.utils.set_random_seed(c.seed)
     target = registry.build_action_model(
@@ -164,7 +232,7 @@ def train_action_target(
         dataset,
         epochs=c.eval_action_epochs,
         steps_per_epoch=steps,
-        callbacks=[learning_rate_schedule(c, "action")],
+        callbacks=[learning_rate_schedule(c, "action"), *([test_epochs] if test_epochs else [])],
         verbose=2,
         shuffle=False,  # the pipeline shuffles (Keras would warn that it ignores True)
     )
@@ -172,11 +240,12 @@ def train_action_target(
 
 
 def test_action_target(
-    config: ExperimentConfig, model: keras.Model, test: pipelines.Source
+    config: ExperimentConfig, model: keras.Model, test: pipelines.Source, intervals: bool = True
 ) -> dict:
     """Video-level top-1 of `model` on `test`: mean softmax over K equidistant clips (with
-    `--action_multilabel`, action cMAP of the mean sigmoid: see the module docstring), and its
-    95 % interval by `--eval_bootstrap` resamples of the test videos (`<metric>_interval`)."""
+    `--action_multilabel`, action cMAP of the mean sigmoid: see the module docstring), and,
+    with `intervals`, its 95 % interval by `--eval_bootstrap` resamples of the test videos
+    (`<metric>_interval`)."""
     c = config
     dataset = pipelines.action_eval_dataset(
         test,
@@ -198,7 +267,7 @@ def test_action_target(
             labels.append(np.full(len(logits), video["label"]))
         videos.append(np.full(len(logits), video["video_index"]))
     probs, labels, videos = np.concatenate(probs), np.concatenate(labels), np.concatenate(videos)
-    samples, seed = c.eval_bootstrap, c.seed
+    samples, seed = c.eval_bootstrap if intervals else 0, c.seed
     if c.action_multilabel:
         names = pipelines.label_names(test, "class_names")
         cmap = metrics.video_action_cmap(probs, videos, labels, names)
@@ -232,9 +301,11 @@ def train_privacy_target(
     num_attributes: int,
     anonymizer: keras.Layer | None,
     model_name: str | None = None,
+    test_epochs: BestTestEpoch | None = None,
 ) -> keras.Model:
     """A fresh f'_B on the backbone `model_name` (default the first of `--eval_privacy_model`)
-    trained with multi-label BCE on (anonymized) training images."""
+    trained with multi-label BCE on (anonymized) training images; with `test_epochs`
+    (`privacy_test_epochs`) it ends with the weights of its best test cMAP."""
     c = config
     keras.utils.set_random_seed(c.seed)
     backbone = registry.build_image_backbone(
@@ -266,7 +337,7 @@ def train_privacy_target(
         dataset,
         epochs=c.eval_privacy_epochs,
         steps_per_epoch=steps,
-        callbacks=[learning_rate_schedule(c, "privacy")],
+        callbacks=[learning_rate_schedule(c, "privacy"), *([test_epochs] if test_epochs else [])],
         verbose=2,
         shuffle=False,
     )
@@ -279,9 +350,11 @@ def test_privacy_target(
     test: pipelines.Source,
     names: Sequence[str],
     prefix: str = "privacy",
+    intervals: bool = True,
 ) -> dict:
-    """cMAP and mean F1 (at probability 0.5) of `model` on the test images, and their 95 %
-    intervals by `--eval_bootstrap` resamples of the test images (`<metric>_interval`)."""
+    """cMAP and mean F1 (at probability 0.5) of `model` on the test images, and, with
+    `intervals`, their 95 % intervals by `--eval_bootstrap` resamples of the test images
+    (`<metric>_interval`)."""
     dataset = pipelines.privacy_labelled_dataset(
         test, config.eval_batch_size("privacy"), config.image_size, training=False
     )
@@ -299,7 +372,7 @@ def test_privacy_target(
         f"{prefix}_ap": cmap.per_attribute,
         f"{prefix}_skipped": list(cmap.skipped),
     }
-    if config.eval_bootstrap:
+    if config.eval_bootstrap and intervals:
         samples, seed = config.eval_bootstrap, config.seed
         cmap_interval = metrics.cmap_interval(labels, probs, samples, seed)
         f1_interval = metrics.privacy_f1_interval(labels, probs, samples=samples, seed=seed)
