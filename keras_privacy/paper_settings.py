@@ -1108,7 +1108,8 @@ SETTINGS: tuple[Setting, ...] = (
         "no choice is made on the test split: a best of many test scores is a biased estimate, "
         "above the last epoch's for action top-1 and for the attacker's cMAP alike, so the "
         "authors' figures may stand above ours by that margin on both axes; "
-        "--eval_test_epochs makes their choice, for comparison with their tables",
+        "--eval_action_test_epochs and --eval_privacy_test_epochs make their choice, for "
+        "comparison with their tables",
     ),
     # Meta generalisation.
     Setting(

@@ -1,5 +1,6 @@
-"""`--eval_test_epochs`: target models tested on the test split during training, the weights
-of the best test score kept (the penalty authors' choice), and what the report says of it."""
+"""`--eval_action_test_epochs`, `--eval_privacy_test_epochs`: target models tested on the test
+split during training, the weights of the best test score kept (the penalty authors' choice),
+and what the report says of it."""
 
 import json
 
@@ -53,22 +54,37 @@ def test_the_weights_of_the_best_test_score_are_kept_the_first_of_equal_ones():
 
 
 @pytest.mark.parametrize(
-    "value, message",
+    "overrides, message",
     [
-        ("0", "--eval_test_epochs takes epochs from 1, comma-separated: '0'"),
-        ("1,x", "--eval_test_epochs takes epochs from 1, comma-separated: 'x'"),
-        ("-2", "--eval_test_epochs takes epochs from 1"),
-        ("9, 12", "--eval_test_epochs=9, 12 names no epoch of the target action model's 8"),
+        (
+            {"eval_action_test_epochs": "0"},
+            "--eval_action_test_epochs takes epochs from 1, comma-separated: '0'",
+        ),
+        (
+            {"eval_privacy_test_epochs": "1,x"},
+            "--eval_privacy_test_epochs takes epochs from 1, comma-separated: 'x'",
+        ),
+        ({"eval_action_test_epochs": "-2"}, "--eval_action_test_epochs takes epochs from 1"),
+        (
+            {"eval_action_test_epochs": "9, 12"},
+            "--eval_action_test_epochs=9, 12 names none of the target action model's 8 epochs",
+        ),
+        (
+            {"eval_privacy_test_epochs": "9"},
+            "--eval_privacy_test_epochs=9 names none of the target privacy model's 8 epochs",
+        ),
     ],
 )
-def test_test_epochs_out_of_range_are_named(value, message):
+def test_test_epochs_out_of_range_are_named(overrides, message):
     with pytest.raises(ValueError, match=message):
-        ExperimentConfig(eval_test_epochs=value, eval_privacy_epochs=20).validate()
+        ExperimentConfig(**overrides).validate()
 
 
-def test_test_epochs_parse_in_order():
-    assert ExperimentConfig(eval_test_epochs=" 1, 5,10").eval_test_epoch_list() == [1, 5, 10]
-    assert ExperimentConfig().eval_test_epoch_list() == []
+def test_test_epochs_parse_in_order_for_each_target():
+    config = ExperimentConfig(eval_action_test_epochs=" 1, 5,10", eval_privacy_test_epochs="2")
+    assert config.eval_test_epoch_list("action") == [1, 5, 10]
+    assert config.eval_test_epoch_list("privacy") == [2]
+    assert ExperimentConfig().eval_test_epoch_list("action") == []
 
 
 def test_every_target_model_reports_its_best_test_epoch(benchmark, tmp_path):
@@ -78,14 +94,15 @@ def test_every_target_model_reports_its_best_test_epoch(benchmark, tmp_path):
         eval_methods="raw,downsample_4x",
         eval_action_epochs=2,
         eval_privacy_epochs=2,
-        eval_test_epochs="1,2",
+        eval_action_test_epochs="1,2",
+        eval_privacy_test_epochs="1,2",
         eval_bootstrap=0,
     )
     data = protocol.evaluation_data(config)
     out = tmp_path / "evaluation"
     report = protocol.evaluate(config, data, protocol.methods_of(config), out)
     saved = json.loads((out / "report.json").read_text())
-    assert saved["evaluation"]["test_epochs"] == [1, 2]
+    assert saved["evaluation"]["test_epochs"] == {"action": [1, 2], "privacy": [1, 2]}
     for method, result in saved["methods"].items():
         extra = result["extra"]
         for kind, metric in (("action", "action_top1"), ("privacy", "privacy_cmap")):
@@ -95,7 +112,9 @@ def test_every_target_model_reports_its_best_test_epoch(benchmark, tmp_path):
             assert result[metric] == pytest.approx(max(scores.values())), (method, kind)
             assert result[metric] == pytest.approx(scores[str(extra[f"{kind}_epoch"])])
     assert (out / "raw_attacker_resnet_tiny.json").is_file()
-    assert "best of its tests on the test split after epochs 1, 2" in report.markdown()
+    markdown = report.markdown()
+    assert "f'_T: the best of its tests on the test split after epochs 1, 2" in markdown
+    assert "f'_B (and the raw-trained attacker): the best of its tests" in markdown
 
     # Rows chosen another way never join this report.
     other = tiny_config(benchmark, tmp_path, eval_methods="raw", eval_action_epochs=2)

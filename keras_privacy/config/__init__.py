@@ -162,10 +162,12 @@ class ExperimentConfig(
         of `privacy_backbone`)."""
         return names(self.eval_privacy_model) or self.privacy_backbone_names()[:1]
 
-    def eval_test_epoch_list(self) -> list[int]:
-        """The epochs (from 1) after which the target models are also tested, to keep the best
-        (`eval_test_epochs`); empty: the last epoch's models, tested once."""
-        return parse_test_epochs(self.eval_test_epochs)
+    def eval_test_epoch_list(self, target: str) -> list[int]:
+        """The epochs (from 1) after which the `target` ("action" or "privacy") model is also
+        tested, to keep the best (`eval_<target>_test_epochs`); empty: the last epoch's model,
+        tested once."""
+        setting = f"eval_{target}_test_epochs"
+        return parse_test_epochs(setting, getattr(self, setting))
 
     def eval_learning_rate(self, target: str) -> float:
         """The learning rate of the `target` ("action" or "privacy") model of the evaluation:

@@ -147,14 +147,23 @@ class EvaluationSettings:
             "eval",
         ),
     )
-    eval_test_epochs: str = field(
+    eval_action_test_epochs: str = field(
         default="",
         metadata=described(
-            "Also test each target model on the test split after these epochs (from 1, "
+            "Also test the target action model on the test split after these epochs (from 1, "
             "comma-separated) and report the weights of its best test score: the penalty "
             "authors' choice (their val_array), a best of many test scores, above a last "
             "epoch's; for comparison with their tables only. Empty: the last epoch's model, "
             "tested once.",
+            "eval",
+        ),
+    )
+    eval_privacy_test_epochs: str = field(
+        default="",
+        metadata=described(
+            "The same for the target privacy models (f'_B and the raw-trained attacker): "
+            "tested after these epochs, the best test cMAP's weights reported. Empty: the last "
+            "epoch's, tested once.",
             "eval",
         ),
     )
@@ -267,30 +276,29 @@ class EvaluationSettings:
     )
 
 
-def parse_test_epochs(text: str) -> list[int]:
-    """The epochs (from 1) of an `eval_test_epochs` value, in order; SettingError for a value
-    that is not a positive integer."""
+def parse_test_epochs(setting: str, text: str) -> list[int]:
+    """The epochs (from 1) of the value `text` of an `eval_<target>_test_epochs` `setting`, in
+    order; SettingError for a value that is not a positive integer."""
     epochs = []
     for value in names(text):
         if not value.isdigit() or int(value) < 1:
             raise SettingError(
-                f"<eval_test_epochs> takes epochs from 1, comma-separated: {value!r} in {text!r}"
+                f"<{setting}> takes epochs from 1, comma-separated: {value!r} in {text!r}"
             )
         epochs.append(int(value))
     return epochs
 
 
 def _validate_test_epochs(config) -> None:
-    """Each target model must be tested at one of `eval_test_epochs` at least."""
-    epochs = parse_test_epochs(config.eval_test_epochs)
-    if not epochs:
-        return
+    """A target model tested during its training must be tested at one of its epochs."""
     for target in ("action", "privacy"):
+        setting = f"eval_{target}_test_epochs"
+        epochs = parse_test_epochs(setting, getattr(config, setting))
         last = getattr(config, f"eval_{target}_epochs")
-        if min(epochs) > last:
+        if epochs and min(epochs) > last:
             raise SettingError(
-                f"<eval_test_epochs>={config.eval_test_epochs} names no epoch of the target "
-                f"{target} model's {last} (<eval_{target}_epochs>)"
+                f"<{setting}>={getattr(config, setting)} names none of the target {target} "
+                f"model's {last} epochs (<eval_{target}_epochs>)"
             )
 
 

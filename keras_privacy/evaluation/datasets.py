@@ -122,7 +122,7 @@ def evaluation_privacy_splits(config: ExperimentConfig, frames_dir: str | Path) 
 def evaluation_record(config: ExperimentConfig, data: EvaluationData) -> dict:
     """What the results of an evaluation mean, kept in report.json: the protocol, the datasets
     the target models were trained and tested on, their label names, the epochs at which
-    they were tested to keep the best (`--eval_test_epochs`, where set), and where this
+    they were tested to keep the best (`--eval_<target>_test_epochs`, where set), and where this
     evaluation ran (`environment.describe`)."""
     evaluation = config.evaluation_datasets()
     datasets = {}
@@ -148,7 +148,11 @@ def evaluation_record(config: ExperimentConfig, data: EvaluationData) -> dict:
             "trained_on": f"VISPR-1 of {config.privacy_annotations}, merged",
         }
     # Kept only where set, so that reports written before it compare with runs without it.
-    test_epochs = config.eval_test_epoch_list()
+    test_epochs = {
+        target: epochs
+        for target in ("action", "privacy")
+        if (epochs := config.eval_test_epoch_list(target))
+    }
     return {
         "protocol": config.eval_protocol,
         **datasets,

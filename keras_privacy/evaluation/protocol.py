@@ -178,8 +178,8 @@ def _target_results(
     """Every target architecture trained on `seen` (`classes` actions, attributes `names`)
     through `method` and tested: the first action and privacy architectures' full results, and
     every architecture's headline metrics in `<metric>_by_model` ({architecture: value}).
-    With `--eval_test_epochs` each is also tested during its training, and the results hold
-    those tests' scores and the epoch kept (`BestTestEpoch.record`)."""
+    With `--eval_<target>_test_epochs` each is also tested during its training, and the
+    results hold those tests' scores and the epoch kept (`BestTestEpoch.record`)."""
     action_key = "action_cmap" if config.action_multilabel else "action_top1"
     result, by_model = {}, {}
     for index, name in enumerate(config.eval_action_model_names()):
@@ -223,9 +223,9 @@ def _raw_attacker(
     model_name: str,
 ) -> tuple[keras.Model, dict]:
     """A privacy model `model_name` trained on the raw images of `source` (trained once, kept
-    in out_dir), and the record of its tests: with `--eval_test_epochs` it has the weights of
-    its best cMAP on the raw test images (`BestTestEpoch.record`, kept beside it), else the
-    record is empty."""
+    in out_dir), and the record of its tests: with `--eval_privacy_test_epochs` it has the
+    weights of its best cMAP on the raw test images (`BestTestEpoch.record`, kept beside it),
+    else the record is empty."""
     path = out_dir / f"raw_attacker_{model_name}.keras"
     record_path = path.with_suffix(".json")
     if path.is_file():

@@ -229,12 +229,13 @@ class Report:
             f"{record.get('privacy_dataset', {}).get('name')} "
             f"({', '.join(record.get('attribute_names', []))})."
         )
-        if record.get("test_epochs"):
-            epochs = ", ".join(str(epoch) for epoch in record["test_epochs"])
+        for target, epochs in record.get("test_epochs", {}).items():
+            models = "f'_T" if target == "action" else "f'_B (and the raw-trained attacker)"
             note += (
-                f"\n\nEach target model is the best of its tests on the test split after "
-                f"epochs {epochs} (--eval_test_epochs, the penalty authors' choice): a best of "
-                "several test scores, above a last epoch's."
+                f"\n\n{models}: the best of its tests on the test split after epochs "
+                f"{', '.join(str(epoch) for epoch in epochs)} (--eval_{target}_test_epochs, "
+                "the penalty authors' choice), a best of several test scores, above a last "
+                "epoch's."
             )
         if "environment" in record:
             note += f"\n\nLast run on: {environment.summary(record['environment'])}"

@@ -101,10 +101,11 @@ class EpochLearningRate(keras.callbacks.Callback):
 class BestTestEpoch(keras.callbacks.Callback):
     """Tests the model after each of `epochs` (from 1) with `score` (the model -> its test
     score, higher is better), keeps the weights of the best score and puts them back when
-    training ends: the penalty authors' choice of their target models (`--eval_test_epochs`,
-    their val_array; train_anonymized_action.py:298-375, train_privacy.py:231-251). Of equal
-    scores the first is kept, as their strict `>`. `scores` holds each tested epoch's score,
-    `best_epoch` the epoch whose weights the model ends with."""
+    training ends: the penalty authors' choice of their target models
+    (`--eval_<target>_test_epochs`, their val_array; train_anonymized_action.py:298-375,
+    train_privacy.py:231-251). Of equal scores the first is kept, as their strict `>`.
+    `scores` holds each tested epoch's score, `best_epoch` the epoch whose weights the model
+    ends with."""
 
     def __init__(self, epochs: Sequence[int], score: Callable[[keras.Model], float]):
         super().__init__()
@@ -138,8 +139,8 @@ class BestTestEpoch(keras.callbacks.Callback):
 
 def action_test_epochs(config: ExperimentConfig, test: pipelines.Source) -> BestTestEpoch | None:
     """The `BestTestEpoch` of an f'_T tested on `test` (video top-1, or action cMAP with
-    `--action_multilabel`), where `--eval_test_epochs` asks for one."""
-    epochs = config.eval_test_epoch_list()
+    `--action_multilabel`), where `--eval_action_test_epochs` asks for one."""
+    epochs = config.eval_test_epoch_list("action")
     if not epochs:
         return None
     metric = "action_cmap" if config.action_multilabel else "action_top1"
@@ -152,8 +153,8 @@ def privacy_test_epochs(
     config: ExperimentConfig, test: pipelines.Source, names: Sequence[str]
 ) -> BestTestEpoch | None:
     """The `BestTestEpoch` of an f'_B tested on `test` (cMAP over `names`), where
-    `--eval_test_epochs` asks for one."""
-    epochs = config.eval_test_epoch_list()
+    `--eval_privacy_test_epochs` asks for one."""
+    epochs = config.eval_test_epoch_list("privacy")
     if not epochs:
         return None
     return BestTestEpoch(
