@@ -70,6 +70,7 @@ from keras_privacy.evaluation.datasets import (
 from keras_privacy.evaluation.report import RAW_METHOD, Report, save_frame_strip
 from keras_privacy.evaluation.targets import (
     action_test_epochs,
+    epoch_tests_record,
     privacy_test_epochs,
     test_action_target,
     test_privacy_target,
@@ -188,8 +189,7 @@ def _target_results(
             config, seen.action_train, classes, method.model, name, test_epochs
         )
         scores = test_action_target(config, model, seen.action_test)
-        if test_epochs:
-            scores |= test_epochs.record("action")
+        scores |= epoch_tests_record(test_epochs, "action")
         if index == 0:
             result |= scores
         by_model.setdefault(f"{action_key}_by_model", {})[name] = scores[action_key]
@@ -204,7 +204,7 @@ def _target_results(
             model = train_privacy_target(
                 config, seen.privacy_train, len(names), method.model, name, test_epochs
             )
-            record = test_epochs.record("privacy") if test_epochs else {}
+            record = epoch_tests_record(test_epochs, "privacy")
         scores = test_privacy_target(config, model, seen.privacy_test, names) | record
         attacker = with_anonymizer(attacker, method.model, False)
         scores |= test_privacy_target(config, attacker, seen.privacy_test, names, "raw_attacker")
@@ -236,7 +236,7 @@ def _raw_attacker(
         config, source.privacy_train, len(names), None, model_name, test_epochs
     )
     out_dir.mkdir(parents=True, exist_ok=True)
-    record = test_epochs.record("privacy") if test_epochs else {}
+    record = epoch_tests_record(test_epochs, "privacy")
     if record:
         record_path.write_text(json.dumps(record, indent=2))
     model.save(path)

@@ -137,6 +137,11 @@ class BestTestEpoch(keras.callbacks.Callback):
         }
 
 
+def epoch_tests_record(test_epochs: BestTestEpoch | None, prefix: str) -> dict:
+    """`test_epochs.record(prefix)`, or nothing where the target model had no test epochs."""
+    return test_epochs.record(prefix) if test_epochs else {}
+
+
 def action_test_epochs(config: ExperimentConfig, test: pipelines.Source) -> BestTestEpoch | None:
     """The `BestTestEpoch` of an f'_T tested on `test` (video top-1, or action cMAP with
     `--action_multilabel`), where `--eval_action_test_epochs` asks for one."""
