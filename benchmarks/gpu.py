@@ -289,12 +289,12 @@ def step_flops(method: str, trainer, sizes: dict, clips: int, images: int) -> in
     f_a = forward_flops(trainer.anonymizer, (s, s, 3))
     f_t = forward_flops(trainer.action_model, (t, s, s, 3))
     if method == "vita":
-        # f_A's update: f_A forward and backward (3x) on the frames and images, f_T and the
-        # budget models (on the anonymized frames) forward and input gradients (2x).
+        # f_A's update: f_A forward and backward (3x) on the frames, f_T and the budget
+        # models (on the anonymized frames) forward and input gradients (2x).
         budget = sum(forward_flops(m, (s, s, 3)) for m in trainer.budget_models)
+        anonymizer_update = 3 * clips * t * f_a + 2 * (clips * f_t + clips * t * budget)
+        # f_T's update reads the updated f_A on the frames, the budget models' on the images.
         anonymized = (clips * t + images) * f_a
-        anonymizer_update = 3 * anonymized + 2 * (clips * f_t + clips * t * budget)
-        # f_T's and the budget models' (on the images) updates share one forward of f_A.
         return anonymizer_update + anonymized + 3 * clips * f_t + 3 * images * budget
     return None
 

@@ -337,10 +337,10 @@ def test_budget_term_is_the_authors_per_clip_max():
     assert abs(expected - max_of_means) > 1e-3
 
 
-def anonymize(trainer, frames, images):
-    """f_A's output on the frames and images as one batch in training mode, as VITA's f_A
-    update runs it."""
-    batch = np.concatenate([frames, images])
+def anonymize(trainer, *parts):
+    """f_A's output on `parts` (frames, images) as one batch in training mode (one BatchNorm
+    batch), as VITA's f_A update runs it."""
+    batch = np.concatenate(parts)
     return keras.ops.convert_to_numpy(trainer.anonymizer(batch, training=True))
 
 
@@ -360,14 +360,36 @@ def test_anonymizer_budget_term_sees_the_anonymized_clip_frames(batch_statistics
     data = next(iter(tiny_models.vita_dataset(1).batch(1).as_numpy_iterator()))
     clips = data["clips"][0]
     frames = clips.reshape(-1, *clips.shape[2:])
-    # f_A runs in training mode on the clip frames and the images together.
-    anonymized = anonymize(trainer, frames, data["images"][0])[: len(frames)]
+    # f_A runs in training mode on the clip frames alone (with the images in its batch, its
+    # BatchNorm statistics and so its frames would differ).
+    anonymized = anonymize(trainer, frames)
+    with_images = anonymize(trainer, frames, data["images"][0])[: len(frames)]
+    assert np.abs(with_images - anonymized).max() > 1e-3
     frame_logits = [budget_logits(m, anonymized, batch_statistics) for m in trainer.budget_models]
     expected = authors_budget_term(frame_logits, clips.shape[1])
     other = [budget_logits(m, anonymized, not batch_statistics) for m in trainer.budget_models]
     assert abs(authors_budget_term(other, clips.shape[1]) - expected) > 1e-3
     history = trainer.fit(tiny_models.vita_dataset(1), epochs=1, verbose=0).history
     assert history["anonymizer_budget_term"][0] == pytest.approx(expected, rel=1e-4)
+
+
+@pytest.mark.parametrize("budget_loss", ["max_bce", "entropy"])
+def test_the_f_A_update_of_a_clip_budget_term_never_reads_the_images(budget_loss):
+    # Only the f_A update runs (no f_T update, budget updates gated off); two batches that
+    # differ only in their privacy images leave f_A with the same weights and statistics.
+    data = next(iter(tiny_models.vita_dataset(1).as_numpy_iterator()))
+    other = {**data, "images": np.clip(1.0 - 0.5 * data["images"], 0.0, 1.0)}
+    after = []
+    for batch in (data, other):
+        keras.utils.set_random_seed(0)
+        trainer = make_vita(
+            budget_loss=budget_loss, action_threshold=-1.0, budget_updates=1, budget_threshold=-1.0
+        )
+        trainer.fit(tf.data.Dataset.from_tensors(batch), epochs=1, verbose=0)
+        assert iterations(trainer, "anonymizer") == 1
+        after.append(weights(trainer.anonymizer))
+    for first, second in zip(*after):
+        np.testing.assert_allclose(first, second, rtol=1e-6, atol=1e-7)
 
 
 def test_image_max_bce_keeps_the_earlier_form():

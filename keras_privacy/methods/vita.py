@@ -22,7 +22,10 @@ lines cited at commit 939ca4a):
      is the maximum uncertainty p = 0.5 (the authors' softmax form, `loss.py`, is for
      single-label budgets);
    - `image_max_bce` (this library's earlier form): BCE against all ones on the anonymized
-     privacy images, the maximum over the ensemble of the batch means;
+     privacy images, the maximum over the ensemble of the batch means.
+   f_A runs on what its budget term reads: the clips' frames alone (`max_bce`, `entropy`; the
+   authors' f_d loss reads fd(videos) only, :32, :81), or the frames and the first privacy
+   batch's images in one batch (`image_max_bce`);
 2. f_T updates (`action_schedule`):
    - `validation_loop` (the authors', :393-406): f_T's accuracy on the validation clips is
      measured; while it is below `action_threshold`, f_T makes an update on training clips
@@ -343,25 +346,20 @@ class VITA(StatelessTrainer):
         size = ops.shape(data["images"])[0] // self.budget_updates
         return data["images"][n * size : (n + 1) * size], data["privacy"][n * size : (n + 1) * size]
 
-    def _anonymize(self, values, frames, images, training):
-        count = ops.shape(frames)[0]
-        outputs, state = self.run(
-            "anonymizer", values, ops.concatenate([frames, images], axis=0), training=training
-        )
-        return outputs[:count], outputs[count:], state
-
     def _anonymizer_loss(self, values: GroupValues, data):
         clips = data["clips"]
-        images, _ = self._privacy_batch(data, 0)
-        anon_frames, anon_images, state = self._anonymize(
-            values, fold_time(clips), images, training=True
-        )
-        logits, _ = action_logits(self, values, anon_frames, ops.shape(clips)[1], training=False)
-        action_loss = losses.softmax_cross_entropy(data["labels"], logits)
+        frames = fold_time(clips)
         # With batch statistics the budget models' new moving averages are dropped: only
         # f_A's state is returned.
         batch_statistics = self.budget_batch_statistics
         if self.budget_loss == "image_max_bce":
+            # One f_A pass over the frames and the first privacy batch's images.
+            images, _ = self._privacy_batch(data, 0)
+            count = ops.shape(frames)[0]
+            outputs, state = self.run(
+                "anonymizer", values, ops.concatenate([frames, images], axis=0), training=True
+            )
+            anon_frames, anon_images = outputs[:count], outputs[count:]
             budget_term = ops.max(
                 ops.stack(
                     [
@@ -373,11 +371,18 @@ class VITA(StatelessTrainer):
                 )
             )
         else:
+            # The budget term reads the clips' frames alone, so f_A runs on them alone: the
+            # authors' f_d loss reads fd(videos) only (adv_training.py:32, 81), fd(images)
+            # feeds the budget models' own loss (:42). One batch with the images would cost
+            # their pass and, for an f_A with BatchNorm, mix their statistics into the frames'.
+            anon_frames, state = self.run("anonymizer", values, frames, training=True)
             frame_logits = [
                 self.run(group, values, anon_frames, training=batch_statistics)[0]
                 for group in self.budget_groups
             ]
             budget_term = clip_budget_term(frame_logits, ops.shape(clips)[1], self.budget_loss)
+        logits, _ = action_logits(self, values, anon_frames, ops.shape(clips)[1], training=False)
+        action_loss = losses.softmax_cross_entropy(data["labels"], logits)
         penalty = losses.rms_penalty(
             clips, ops.reshape(anon_frames, ops.shape(clips)), self.penalty_budget
         )
