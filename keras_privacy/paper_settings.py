@@ -345,6 +345,19 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "spact",
+        "f_A's batches in its update",
+        "not stated; the authors' code calls f_A in training mode on the first views, the "
+        "second views and the clips' frames in turn: BatchNorm normalises each by its own "
+        "statistics and updates its running averages after each",
+        _S_ANON + "train_ssl_minimax2.py:71, 75, 80",
+        SPACT,
+        "",
+        "three calls, in that order",
+        "same as the authors' code; the f_T and f_B update, where f_A runs in inference mode, "
+        "anonymizes all of them in one call (the same outputs)",
+    ),
+    Setting(
+        "spact",
         "f_A learning rate",
         "1e-4 (Adam, constant)",
         _S_ANON + "parameters_SSL.py:6, 38",
@@ -862,6 +875,17 @@ SETTINGS: tuple[Setting, ...] = (
         "privacy_lr",
         "1e-4",
         "same as the authors' code (the paper gives none)",
+    ),
+    Setting(
+        "penalty",
+        "f_A's batches in its update",
+        "not stated; the authors' code calls f_A in training mode on the first views, the "
+        "second views and the clips' frames in turn, as SPAct's",
+        _PEN + "anonymization_training/train_anonymizer_balance.py:109, 116, 148",
+        PENALTY,
+        "",
+        "three calls, in that order",
+        "same as the authors' code",
     ),
     Setting(
         "penalty",

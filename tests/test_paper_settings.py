@@ -20,6 +20,8 @@ WITHOUT_FLAG = {
     ("spact", "stopping rules th_A0, th_T0, th_B0, th_Bmax"),
     ("vita", "weight decay"),
     ("penalty", "target models' reported score"),
+    ("spact", "f_A's batches in its update"),
+    ("penalty", "f_A's batches in its update"),
 }
 """The rows whose setting has no flag yet: not checked against the configs."""
 FLAGGED = [row for row in SETTINGS if row.flag]

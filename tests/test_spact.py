@@ -12,7 +12,7 @@ from tiny_models import AdversaryHalfOnly, AnonymizerHalfOnly, changed_groups, s
 
 from keras_privacy.methods.init import ActionInit, IdentityInit, PrivacyInit
 from keras_privacy.methods.spact import SPAct
-from keras_privacy.methods.steps import contrastive_views
+from keras_privacy.methods.steps import anonymize_batch, contrastive_views, run_parts
 
 GROUPS = ("anonymizer", "action", "privacy")
 
@@ -162,3 +162,42 @@ def test_far_pair_frames_are_anonymized_as_the_clip_frames_would_be():
             for b in (batch, far)
         ]
         assert losses[0] == pytest.approx(losses[1], rel=1e-5), views
+
+
+def test_run_parts_normalises_each_part_by_its_own_statistics_in_training_mode():
+    trainer = make_trainer()
+    model = trainer.anonymizer
+    rng = np.random.default_rng(3)
+    parts = [rng.random((n, 8, 8, 3), dtype="float32") * scale for n, scale in ((2, 1), (3, 4))]
+    values = trainer.current_values()
+    outputs, state = run_parts(trainer, "anonymizer", values, parts, training=True)
+    # As successive calls in training mode: each part on its own batch statistics, each
+    # call's moving averages the next one's start.
+    non_trainable = values["anonymizer"][1]
+    for part, output in zip(parts, outputs):
+        expected, non_trainable = model.stateless_call(
+            values["anonymizer"][0], non_trainable, part, training=True
+        )
+        np.testing.assert_allclose(output, expected, rtol=1e-5, atol=1e-6)
+    for got, expected in zip(state, non_trainable):
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    joint, _ = model.stateless_call(*values["anonymizer"], np.concatenate(parts), training=True)
+    assert np.abs(np.concatenate(outputs) - np.asarray(joint)).max() > 1e-3
+    # In inference mode one call gives every part's outputs.
+    outputs, _ = run_parts(trainer, "anonymizer", values, parts, training=False)
+    joint, _ = model.stateless_call(*values["anonymizer"], np.concatenate(parts), training=False)
+    np.testing.assert_allclose(np.concatenate(outputs), joint, rtol=1e-5, atol=1e-6)
+
+
+def test_f_A_update_anonymizes_each_view_and_the_frames_in_a_call_of_its_own():
+    # The authors' f_A update: f_A(views 1), f_A(views 2), f_A(frames), each in training mode.
+    trainer = make_trainer()
+    batch = tiny_models.batch(np.random.default_rng(4))
+    frames, views, _ = anonymize_batch(trainer, trainer.current_values(), batch, training=True)
+    model = trainer.anonymizer
+    clips = batch["clips"]
+    expected = model(clips.reshape(-1, *clips.shape[2:]), training=True)
+    np.testing.assert_allclose(frames, expected, rtol=1e-5, atol=1e-6)
+    for k in range(2):
+        expected = model(batch["views"][:, k], training=True)
+        np.testing.assert_allclose(np.asarray(views)[k::2], expected, rtol=1e-5, atol=1e-6)

@@ -291,8 +291,8 @@ class SPAct(StatelessTrainer):
             return fold_time(first), (first, second), state
         pairs = None
         if "pair_frames" in batch and self.contrastive_views != "images":
-            # The far sampler's frames lie outside the clips: f_A anonymizes them with the
-            # privacy views, in the same call.
+            # The far sampler's frames lie outside the clips: f_A anonymizes them as privacy
+            # views (each pair's first frame with the first views, its second with the second).
             pair_frames = batch["pair_frames"]
             count = 2 * ops.shape(pair_frames)[0]
             merged = pair_frames

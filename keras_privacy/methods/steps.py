@@ -37,24 +37,50 @@ def as_encoders(privacy_encoder) -> tuple[keras.Model, ...]:
     return encoders
 
 
-def anonymize_batch(trainer: StatelessTrainer, values: GroupValues, batch: dict, training: bool):
-    """Run f_A on every frame of the clips and on the privacy views in one call.
+def run_parts(trainer: StatelessTrainer, group: str, values: GroupValues, parts, training: bool):
+    """The model of `group` on each of `parts` (image batches): in training mode one call per
+    part, in order, each call's new non-trainable values (BatchNorm statistics) passed on to the
+    next, as successive calls of a PyTorch module in training mode normalise each batch by its
+    own statistics; in inference mode one call on all of them (the same outputs).
 
-    Returns (anonymized frames (B*T, H, W, 3), anonymized views (2N, H, W, 3) or None,
-    f_A's new non-trainable values).
+    Returns (the outputs of each part, the group's new non-trainable values).
+    """
+    if not training:
+        sizes = [ops.shape(part)[0] for part in parts]
+        outputs, non_trainable = trainer.run(group, values, ops.concatenate(parts, axis=0))
+        ends = [sum(sizes[: i + 1]) for i in range(len(sizes))]
+        return [outputs[end - size : end] for size, end in zip(sizes, ends)], non_trainable
+    trainable, non_trainable = values[group]
+    outputs = []
+    for part in parts:
+        output, non_trainable = trainer.run(
+            group, {**values, group: (trainable, non_trainable)}, part, training=True
+        )
+        outputs.append(output)
+    return outputs, non_trainable
+
+
+def anonymize_batch(trainer: StatelessTrainer, values: GroupValues, batch: dict, training: bool):
+    """Run f_A on every frame of the clips and on the privacy views: in training mode the first
+    views, the second views and the frames each in a call of their own (`run_parts`), as the
+    SPAct and penalty authors' f_A updates call f_A (`train_ssl_minimax2.py:75, 80`;
+    `train_anonymizer_balance.py:116, 148`), so each batch is normalised by its own statistics.
+
+    Returns (anonymized frames (B*T, H, W, 3), anonymized views (2N, H, W, 3), the two views
+    of each image in turn, or None, f_A's new non-trainable values).
     """
     frames = fold_time(batch["clips"])
-    num_frames = ops.shape(frames)[0]
-    inputs = frames
-    if "views" in batch:
-        views = batch["views"]
-        shape = ops.shape(views)
-        inputs = ops.concatenate(
-            [frames, ops.reshape(views, (-1, shape[2], shape[3], shape[4]))], axis=0
-        )
-    outputs, non_trainable = trainer.run("anonymizer", values, inputs, training=training)
-    anon_views = outputs[num_frames:] if "views" in batch else None
-    return outputs[:num_frames], anon_views, non_trainable
+    if "views" not in batch:
+        (anon_frames,), non_trainable = run_parts(trainer, "anonymizer", values, [frames], training)
+        return anon_frames, None, non_trainable
+    views = batch["views"]
+    parts = [views[:, 0], views[:, 1], frames]
+    (first, second, anon_frames), non_trainable = run_parts(
+        trainer, "anonymizer", values, parts, training
+    )
+    shape = ops.shape(views)
+    anon_views = ops.reshape(ops.stack([first, second], axis=1), (-1, *shape[2:]))
+    return anon_frames, anon_views, non_trainable
 
 
 def anonymize_clip_pairs(
