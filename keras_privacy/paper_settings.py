@@ -358,6 +358,17 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "spact",
+        "f_B's batches in its update",
+        "not stated; the authors' code calls f_B in training mode on the anonymized first views, "
+        "then the second views: BatchNorm normalises each by its own statistics",
+        _S_ANON + "train_ssl_minimax2.py:106, 108",
+        SPACT,
+        "",
+        "two calls, in that order",
+        "same as the authors' code, and in f_B's NT-Xent initialisation (its code is not released)",
+    ),
+    Setting(
+        "spact",
         "f_A learning rate",
         "1e-4 (Adam, constant)",
         _S_ANON + "parameters_SSL.py:6, 38",
@@ -885,6 +896,17 @@ SETTINGS: tuple[Setting, ...] = (
         PENALTY,
         "",
         "three calls, in that order",
+        "same as the authors' code",
+    ),
+    Setting(
+        "penalty",
+        "f_B's batches in its update",
+        "not stated; the authors' code calls f_B in training mode on the anonymized first views, "
+        "then the second views, as SPAct's",
+        _PEN + "anonymization_training/train_anonymizer_balance.py:190, 228",
+        PENALTY,
+        "",
+        "two calls, in that order",
         "same as the authors' code",
     ),
     Setting(

@@ -22,6 +22,8 @@ WITHOUT_FLAG = {
     ("penalty", "target models' reported score"),
     ("spact", "f_A's batches in its update"),
     ("penalty", "f_A's batches in its update"),
+    ("spact", "f_B's batches in its update"),
+    ("penalty", "f_B's batches in its update"),
 }
 """The rows whose setting has no flag yet: not checked against the configs."""
 FLAGGED = [row for row in SETTINGS if row.flag]

@@ -8,11 +8,17 @@ import keras
 import numpy as np
 import pytest
 import tiny_models
+from test_losses import nt_xent_reference
 from tiny_models import AdversaryHalfOnly, AnonymizerHalfOnly, changed_groups, snapshot
 
 from keras_privacy.methods.init import ActionInit, IdentityInit, PrivacyInit
 from keras_privacy.methods.spact import SPAct
-from keras_privacy.methods.steps import anonymize_batch, contrastive_views, run_parts
+from keras_privacy.methods.steps import (
+    anonymize_batch,
+    contrastive_views,
+    privacy_loss,
+    run_parts,
+)
 
 GROUPS = ("anonymizer", "action", "privacy")
 
@@ -201,3 +207,18 @@ def test_f_A_update_anonymizes_each_view_and_the_frames_in_a_call_of_its_own():
     for k in range(2):
         expected = model(batch["views"][:, k], training=True)
         np.testing.assert_allclose(np.asarray(views)[k::2], expected, rtol=1e-5, atol=1e-6)
+
+
+def test_f_B_update_embeds_each_view_in_a_call_of_its_own():
+    # The authors' f_B update: f_B(view 1), f_B(view 2) in training mode, then NT-Xent.
+    trainer = make_trainer()
+    rng = np.random.default_rng(5)
+    first, second = (rng.random((3, 8, 8, 3), dtype="float32") for _ in range(2))
+    values = trainer.current_values()
+    loss, _ = privacy_loss(trainer, values, first, second, 0.5, training=True)
+    encoder = trainer.privacy_encoder
+    embeddings = [
+        np.asarray(encoder.stateless_call(*values["privacy"], side, training=True)[0])
+        for side in (first, second)
+    ]
+    assert float(loss) == pytest.approx(nt_xent_reference(*embeddings, 0.5), rel=1e-4)

@@ -46,10 +46,13 @@ def run_parts(trainer: StatelessTrainer, group: str, values: GroupValues, parts,
     Returns (the outputs of each part, the group's new non-trainable values).
     """
     if not training:
-        sizes = [ops.shape(part)[0] for part in parts]
-        outputs, non_trainable = trainer.run(group, values, ops.concatenate(parts, axis=0))
-        ends = [sum(sizes[: i + 1]) for i in range(len(sizes))]
-        return [outputs[end - size : end] for size, end in zip(sizes, ends)], non_trainable
+        joint, non_trainable = trainer.run(group, values, ops.concatenate(parts, axis=0))
+        outputs, start = [], 0
+        for part in parts:
+            end = start + ops.shape(part)[0]
+            outputs.append(joint[start:end])
+            start = end
+        return outputs, non_trainable
     trainable, non_trainable = values[group]
     outputs = []
     for part in parts:
@@ -145,13 +148,12 @@ def privacy_loss(
     trainer, values, first, second, temperature: float, training: bool, group: str = "privacy"
 ):
     """NT-Xent of the embeddings of the two sides by the encoder of `group`, and its new
-    non-trainable values."""
-    num = ops.shape(first)[0]
-    embeddings, non_trainable = trainer.run(
-        group, values, ops.concatenate([first, second], axis=0), training=training
-    )
+    non-trainable values. In training mode each side is a call of its own (`run_parts`), as the
+    SPAct and penalty authors' f_B updates call f_B on each view (`train_ssl_minimax2.py:108`,
+    `train_anonymizer_balance.py:228`)."""
+    (first, second), non_trainable = run_parts(trainer, group, values, [first, second], training)
     # Every replica of a data-parallel step gets the negatives of the whole global batch.
-    first, second = gather_replicas(embeddings[:num]), gather_replicas(embeddings[num:])
+    first, second = gather_replicas(first), gather_replicas(second)
     return losses.nt_xent(first, second, temperature), non_trainable
 
 
