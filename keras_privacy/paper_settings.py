@@ -260,6 +260,20 @@ SETTINGS: tuple[Setting, ...] = (
         "5",
     ),
     Setting(
+        "spact",
+        "f_A identity data",
+        "not stated; the authors' code: VISPR's training images and 1 % of UCF101's training "
+        "frames, shuffled together, 32 images a batch",
+        _S_INIT + "dl_reconstruction.py:29-56; parameters_BL.py:5; train_recon.py:158-161",
+        SPACT,
+        "",
+        "each batch: two frames of each of --batch_size clips and the two views of each of "
+        "--privacy_batch_size images (176 at 24 / 64)",
+        "our choice: the minimax's batches, so both domains are in every batch as in theirs, "
+        "in other proportions (three in four of ours are VISPR views) and in batches 5.5 times "
+        "larger",
+    ),
+    Setting(
         "spact", "f_T init epochs", "150", "SPAct supp. C.4", SPACT, "action_init_epochs", "150"
     ),
     Setting(
@@ -850,6 +864,19 @@ SETTINGS: tuple[Setting, ...] = (
         "1e-3",
         "same as the authors' code (the paper gives none), and SPAct's "
         "(--identity_warmup_epochs=5)",
+    ),
+    Setting(
+        "penalty",
+        "f_A identity data",
+        "not stated; the authors' code: VISPR's training images and 1 % of UCF101's training "
+        "frames, shuffled together, 32 images a batch, as SPAct's",
+        _PEN + "fa_pretraining/reconstruction_dl.py:17-42; parameters.py:10; "
+        "train_reconstruction.py:137-138",
+        PENALTY,
+        "",
+        "each batch: two frames of each clip and the two views of each image of the minimax's "
+        "batches",
+        "our choice, as in the SPAct table",
     ),
     Setting(
         "penalty", "anonymizer epochs", "100", "Penalty Sec. 4.2", PENALTY, "minimax_epochs", "100"

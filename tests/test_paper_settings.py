@@ -24,6 +24,8 @@ WITHOUT_FLAG = {
     ("penalty", "f_A's batches in its update"),
     ("spact", "f_B's batches in its update"),
     ("penalty", "f_B's batches in its update"),
+    ("spact", "f_A identity data"),
+    ("penalty", "f_A identity data"),
 }
 """The rows whose setting has no flag yet: not checked against the configs."""
 FLAGGED = [row for row in SETTINGS if row.flag]
