@@ -1,7 +1,9 @@
 """Epoch checkpoints of a multi-phase run, for an exact resume after a kill.
 
 A checkpoint is a folder `<run_dir>/checkpoints/<phase>-<epoch>/` holding the weights of every
-model (`<name>.weights.h5`) and the state of the phase's optimizers (`optimizer.npz`). The file
+model (`<name>.weights.h5`), the state of the phase's optimizers (`optimizer.npz`) and, for a
+trainer that restarts models (VITA's budget models), the weights they go back to
+(`restart_snapshot.npz`, `StatelessTrainer.restart_snapshot`). The file
 `<run_dir>/checkpoints/latest.json` names the newest complete folder; it is replaced atomically
 only once that folder is fully written, so a kill at any moment leaves the previous checkpoint
 intact. Older folders are deleted after the pointer moves.
@@ -13,8 +15,10 @@ A checkpoint is only ever written from finite variables (`save_checkpoint` refus
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 import keras
@@ -52,8 +56,10 @@ def save_checkpoint(
     models: dict[str, keras.Model],
     optimizer: keras.optimizers.Optimizer | None,
     history: dict,
+    restart_snapshot: Sequence[keras.Variable] = (),
 ) -> Path:
-    """Write the checkpoint after `epoch` epochs of `phase` and point `latest.json` at it.
+    """Write the checkpoint after `epoch` epochs of `phase` and point `latest.json` at it,
+    with the trainer's `restart_snapshot` where it has one.
 
     Raises NonFiniteWeightsError, writing nothing, when a variable is not finite."""
     bad = non_finite_variables(models, optimizer)
@@ -70,10 +76,9 @@ def save_checkpoint(
     for name, model in models.items():
         model.save_weights(folder / f"{name}.weights.h5")
     if optimizer is not None:
-        np.savez(
-            folder / "optimizer.npz",
-            *[np.asarray(v.numpy()) for v in optimizer.variables],
-        )
+        _save_values(folder / "optimizer.npz", optimizer.variables)
+    if restart_snapshot:
+        _save_values(folder / "restart_snapshot.npz", restart_snapshot)
     state = {"phase": phase, "epoch": epoch, "folder": folder.name, "history": history}
     temporary = root / "latest.json.tmp"
     temporary.write_text(json.dumps(state, indent=1))
@@ -120,13 +125,38 @@ def restore_models(state: dict, models: dict[str, keras.Model]) -> None:
 
 def restore_optimizer(state: dict, optimizer: keras.optimizers.Optimizer) -> None:
     """Load the optimizer state saved with the checkpoint `state` into a built `optimizer`."""
-    path = Path(state["path"]) / "optimizer.npz"
+    _restore_values(Path(state["path"]) / "optimizer.npz", optimizer.variables, "optimizer")
+
+
+def restore_restart_snapshot(state: dict, restart_snapshot: Sequence[keras.Variable]) -> None:
+    """Load the restart snapshot saved with the checkpoint `state` into a compiled trainer's
+    `restart_snapshot`, which compile took from the resumed weights: restarts then go back to
+    the weights of the phase's start, as in an uninterrupted run. A checkpoint of an older
+    version has none: a warning says that restarts go back to the resumed weights."""
+    if not restart_snapshot:
+        return
+    path = Path(state["path"]) / "restart_snapshot.npz"
+    if not path.exists():
+        logging.warning(
+            "%s has no restart snapshot (written by an older version): restarts go back to "
+            "the weights of this resumed epoch, not to those of the phase's start",
+            state["path"],
+        )
+        return
+    _restore_values(path, restart_snapshot, "restart snapshot")
+
+
+def _save_values(path: Path, variables: Sequence[keras.Variable]) -> None:
+    np.savez(path, *[np.asarray(keras.ops.convert_to_numpy(v.value)) for v in variables])
+
+
+def _restore_values(path: Path, variables: Sequence[keras.Variable], what: str) -> None:
+    """Assign the arrays of `path` (`_save_values`) to `variables`, one by one."""
     with np.load(path) as saved:
         values = [saved[f"arr_{i}"] for i in range(len(saved.files))]
-    if len(values) != len(optimizer.variables):
+    if len(values) != len(variables):
         raise CheckpointError(
-            f"{path} holds {len(values)} optimizer variables, the optimizer has "
-            f"{len(optimizer.variables)}"
+            f"{path} holds {len(values)} {what} variables, this run has {len(variables)}"
         )
-    for variable, value in zip(optimizer.variables, values):
+    for variable, value in zip(variables, values):
         variable.assign(value)

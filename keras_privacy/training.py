@@ -559,6 +559,7 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
         if state is not None and state["phase"] == phase.name and done > 0:
             checkpoint.restore_models(state, owned)
             checkpoint.restore_optimizer(state, trainer.optimizer)
+            checkpoint.restore_restart_snapshot(state, trainer.restart_snapshot)
         first_step = _FirstStepTime(phase.name)
         for epoch in range(done, phase.epochs):
             dataset = distribute.process_shard(
@@ -604,7 +605,13 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
             print(f"phase {phase.name}, epoch {epoch + 1}: updates so far: {counts}", flush=True)
             if chief:
                 checkpoint.save_checkpoint(
-                    run_dir, phase.name, epoch + 1, models | owned, trainer.optimizer, history
+                    run_dir,
+                    phase.name,
+                    epoch + 1,
+                    models | owned,
+                    trainer.optimizer,
+                    history,
+                    trainer.restart_snapshot,
                 )
                 _save_frames(models["anonymizer"], fixed_clip, run_dir, phase.name, epoch + 1)
         warn_if_anonymizer_frozen(trainer, phase.name)

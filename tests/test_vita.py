@@ -1,22 +1,29 @@
+from pathlib import Path
+
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 import tiny_models
 
+from keras_privacy import checkpoint
 from keras_privacy.backend import value_and_gradient
 from keras_privacy.methods.steps import multilabel_accuracy
 from keras_privacy.methods.vita import VITA, clip_budget_term, negative_entropy
 
 
-def make_vita(learning_rates=None, jit_compile="auto", **kwargs):
-    """A VITA of tiny models; every optimizer Adam 1e-2 unless `learning_rates` says."""
+def make_vita(learning_rates=None, jit_compile="auto", resumed=None, **kwargs):
+    """A VITA of tiny models; every optimizer Adam 1e-2 unless `learning_rates` says; with
+    `resumed` (a checkpoint's state) its models' weights are loaded from it before compile,
+    as `training.train` resumes a run."""
     trainer = VITA(
         tiny_models.anonymizer(),
         tiny_models.action_model(),
         [tiny_models.budget_model(width=4), tiny_models.budget_model(width=6)],
         **kwargs,
     )
+    if resumed is not None:
+        checkpoint.restore_models(resumed, trainer.groups())
     names = [*trainer.groups(), *trainer.optimizer_groups()]
     rates = {name: 1e-2 for name in names} | (learning_rates or {})
     optimizers = {name: keras.optimizers.Adam(rates[name]) for name in names}
@@ -26,6 +33,11 @@ def make_vita(learning_rates=None, jit_compile="auto", **kwargs):
 
 def weights(model):
     return [np.array(v.numpy()) for v in model.weights]
+
+
+def velocities(optimizer):
+    """The Adam second moments of `optimizer`, as arrays."""
+    return [np.array(v.numpy()) for v in optimizer.variables if v.path.endswith("_velocity")]
 
 
 def iterations(trainer, group):
@@ -260,14 +272,25 @@ def test_restart_retrains_the_budget_models_before_the_minimax_goes_on():
         budget_pretrain_updates=2,
     )
     initial = weights(trainer.budget_models[1])
-    history = trainer.fit(tiny_models.vita_dataset(5), epochs=1, verbose=0).history
+    history = trainer.fit(tiny_models.vita_dataset(4), epochs=1, verbose=0).history
+    assert history["action_updates"][0] == pytest.approx(2 / 4)
+    optimizer = trainer.group_optimizer("budget_1")
+    before = velocities(optimizer)
+    trained = np.abs(weights(trainer.budget_models[1])[0] - initial[0]).max()
+    history = trainer.fit(tiny_models.vita_dataset(1, seed=2), epochs=1, verbose=0).history
     assert iterations(trainer, "anonymizer") == 2
     assert iterations(trainer, "action") == 2
     assert iterations(trainer, "budget_1") == 5
-    # Step 4 restarted the budget models: after it, one Adam step from the initial weights.
+    assert history["action_updates"][0] == 0
+    # Step 4 restarted the budget models: after it, one Adam step from the initial weights...
     kernel_change = np.abs(weights(trainer.budget_models[1])[0] - initial[0]).max()
-    assert kernel_change <= 1e-2 * 1.01
-    assert history["action_updates"][0] == pytest.approx(2 / 5)
+    assert kernel_change <= 1e-2 * 1.01 < trained
+    # ...whose Adam state went on, as the authors' restart restores the weights alone: each
+    # second moment is 0.999 of its value before plus the new squared gradient (zeroed
+    # moments under the step count that goes on would give steps of several times the rate).
+    for old, new in zip(before, velocities(optimizer)):
+        assert np.all(new >= 0.999 * old * (1 - 1e-6))
+    assert max(float(new.max()) for new in velocities(optimizer)) > 0
     trainer.fit(tiny_models.vita_dataset(2, seed=1), epochs=1, verbose=0)
     assert iterations(trainer, "anonymizer") == 3
     with pytest.raises(ValueError, match="multiple of budget_updates"):
@@ -278,6 +301,47 @@ def test_restart_retrains_the_budget_models_before_the_minimax_goes_on():
             budget_updates=5,
             budget_pretrain_updates=7,
         )
+
+
+def test_a_resumed_run_restarts_the_budget_models_to_the_weights_of_the_phase_start(
+    tmp_path, caplog
+):
+    # Restarts after every 2 minimax steps, 2 budget-only steps before them: step 4 restarts.
+    # The run is checkpointed after step 3 and resumed in a new trainer, whose compile copies
+    # the resumed weights: the checkpoint's snapshot puts the phase start's back.
+    settings = dict(
+        action_threshold=2.0,
+        action_max_updates=1,
+        budget_updates=1,
+        restart_every=2,
+        budget_pretrain_updates=2,
+    )
+    trainer = make_vita(**settings)
+    start = [w for model in trainer.budget_models for w in weights(model)]
+    kernel = len(weights(trainer.budget_models[0]))  # budget_1's kernel in the snapshot
+    trainer.fit(tiny_models.vita_dataset(3), epochs=1, verbose=0)
+    checkpoint.save_checkpoint(
+        tmp_path, "minimax", 1, trainer.groups(), trainer.optimizer, {}, trainer.restart_snapshot
+    )
+    state = checkpoint.latest_checkpoint(tmp_path)
+    resumed = make_vita(resumed=state, **settings)
+    checkpoint.restore_optimizer(state, resumed.optimizer)
+    trained = weights(resumed.budget_models[1])
+    assert not np.array_equal(trained[0], start[kernel])
+    checkpoint.restore_restart_snapshot(state, resumed.restart_snapshot)
+    for snapshot, value in zip(resumed.restart_snapshot, start):
+        np.testing.assert_array_equal(snapshot.numpy(), value)
+    resumed.fit(tiny_models.vita_dataset(2, seed=3), epochs=1, verbose=0)  # 3, then 4: a restart
+    assert iterations(resumed, "budget_1") == 5
+    change = np.abs(weights(resumed.budget_models[1])[0] - start[kernel]).max()
+    assert change <= 1e-2 * 1.01 < np.abs(trained[0] - start[kernel]).max()
+
+    # A checkpoint of an older version has no snapshot: a warning, the resumed weights kept.
+    (Path(state["path"]) / "restart_snapshot.npz").unlink()
+    older = make_vita(resumed=state, **settings)
+    checkpoint.restore_restart_snapshot(state, older.restart_snapshot)
+    assert "has no restart snapshot" in caplog.text
+    np.testing.assert_array_equal(older.restart_snapshot[kernel].numpy(), trained[0])
 
 
 def test_batch_gate_keeps_one_update_gated_on_the_training_batch():

@@ -28,7 +28,6 @@ from keras_privacy.methods.trainer import (
     choose,
     next_loss_scale,
     record_logs,
-    slot_variables,
     with_params,
 )
 
@@ -168,7 +167,8 @@ class JaxStep:
 
     def _restart_groups(self, values: GroupValues, optimizer_values: list, non_trainable) -> None:
         """Put the groups of `restart_groups` back to their initial weights (`non_trainable`
-        holds the snapshot), optimizer slots zeroed, on every N-th step; in place."""
+        holds the snapshot) on every N-th step, in `values`; their optimizers' state goes on
+        (`StatelessTrainer.restart_groups`)."""
         trainer = self.trainer
         restarted, every = trainer.restart_groups()
         if every <= 0:
@@ -176,8 +176,7 @@ class JaxStep:
         iterations = optimizer_values[trainer._optimizer_index(trainer.optimizer.iterations)]
         restart = (iterations > 0) & (iterations % every == 0)
         position = {id(v): i for i, v in enumerate(trainer.non_trainable_variables)}
-        snapshot = iter([non_trainable[position[id(v)]] for v in trainer._initial_weights])
-        slices = trainer._optimizer_slices()
+        snapshot = iter([non_trainable[position[id(v)]] for v in trainer.restart_snapshot])
         for group in restarted:
             model = trainer.groups()[group]
             initial = {id(v): next(snapshot) for v in model.weights}
@@ -190,12 +189,6 @@ class JaxStep:
                     (model.trainable_variables, model.non_trainable_variables), values[group]
                 )
             )
-            start, _ = slices[group]
-            slots = {id(v) for v in slot_variables(trainer._group_optimizers[group])}
-            for i, variable in enumerate(trainer._group_optimizers[group].variables):
-                if id(variable) in slots:
-                    value = optimizer_values[start + i]
-                    optimizer_values[start + i] = jax.numpy.where(restart, 0 * value, value)
 
     def _step_update(self, update: Update, logs, counted, values, optimizer_values, choice=None):
         """Run `update` as its `condition` asks (always; computed and selected; or inside

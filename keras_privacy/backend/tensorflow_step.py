@@ -34,7 +34,6 @@ from keras_privacy.methods.trainer import (
     all_finite,
     next_loss_scale,
     record_logs,
-    slot_variables,
     with_params,
 )
 
@@ -91,8 +90,8 @@ class TensorFlowStep:
         return {name: tracker.result() for name, tracker in trainer._trackers.items()}
 
     def _restart_groups(self) -> None:
-        """Put the groups of `restart_groups` back to their initial weights, optimizer slots
-        zeroed, on every N-th step."""
+        """Put the groups of `restart_groups` back to their initial weights on every N-th
+        step; their optimizers' state goes on (`StatelessTrainer.restart_groups`)."""
         trainer = self.trainer
         restarted, every = trainer.restart_groups()
         if every <= 0:
@@ -100,12 +99,10 @@ class TensorFlowStep:
         iterations = trainer.optimizer.iterations
 
         def restart():
-            snapshot = iter(trainer._initial_weights)
+            snapshot = iter(trainer.restart_snapshot)
             for group in restarted:
                 for variable in trainer.groups()[group].weights:
                     variable.assign(next(snapshot).value)
-                for variable in slot_variables(trainer._group_optimizers[group]):
-                    variable.assign(ops.zeros_like(variable))
             return tf.constant(True)
 
         tf.cond((iterations > 0) & (iterations % every == 0), restart, lambda: tf.constant(False))

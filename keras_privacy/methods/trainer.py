@@ -168,8 +168,11 @@ class StatelessTrainer(keras.Model):
         return {}
 
     def restart_groups(self) -> tuple[tuple[str, ...], int]:
-        """Groups put back to their initial weights (optimizer slots zeroed) every N steps,
-        before the step's updates; N = 0 never restarts."""
+        """Groups put back to their initial weights every N steps, before the step's updates;
+        N = 0 never restarts. Their optimizers' state goes on (moments, step count), as VITA's
+        authors restore the weights alone (`tf.train.Saver(varlist_fb)`, adv_training.py:89,
+        371): zeroed moments under a step count that goes on would make Adam's first steps
+        after a restart several times its learning rate."""
         return (), 0
 
     # ------------------------------------------------------------------------------ compile
@@ -227,7 +230,7 @@ class StatelessTrainer(keras.Model):
                 ),
             )
         restarted, every = self.restart_groups()
-        self._initial_weights = [
+        self.restart_snapshot = [
             keras.Variable(v.numpy(), trainable=False, name=f"initial_{group}_{i}")
             for group in (restarted if every > 0 else ())
             for i, v in enumerate(self.groups()[group].weights)
@@ -375,15 +378,6 @@ def record_logs(logs: dict, counted: dict, new_logs: Mapping, ran) -> None:
 def choose(keep, new, old):
     """`new` where the gate `keep` is True, else `old`."""
     return ops.where(keep, new, old)
-
-
-def slot_variables(optimizer: keras.optimizers.Optimizer) -> list:
-    """The per-variable state of an optimizer (moments), not its step count or learning rate."""
-    return [
-        v
-        for v in optimizer.variables
-        if v is not optimizer.iterations and not v.path.endswith("learning_rate")
-    ]
 
 
 def with_params(values: GroupValues, params: Mapping[str, list]) -> GroupValues:

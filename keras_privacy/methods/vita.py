@@ -49,11 +49,13 @@ lines cited at commit 939ca4a):
 
 Restarts (:370-386): the first `budget_pretrain_updates / budget_updates` steps of the minimax
 make only the budget-model updates of 3 (f_A and f_T are not updated), and with
-`restart_every > 0` the budget models go back to their initial weights (and their optimizer
-slots to zero) after every `restart_every` such minimax steps, then re-train as many steps
-again before the minimax goes on: the authors restore their pre-trained budget models and
-train them `--pretraining_steps_fb` = 200 updates at step 0 and at every restart
-(`--use_fb_restarting`, every `--restarting_step` = 200 steps, off by default).
+`restart_every > 0` the budget models go back to their initial weights after every
+`restart_every` such minimax steps (their Adam state goes on: the authors' Saver restores the
+weights alone, :89, 371), then re-train as many steps again before the minimax goes on: the
+authors restore their pre-trained budget models and train them `--pretraining_steps_fb` = 200
+updates at step 0 and at every restart (`--use_fb_restarting`, every `--restarting_step` = 200
+steps, off by default). A resumed run's restarts go back to the same weights: checkpoints keep
+them (`StatelessTrainer.restart_snapshot`), where the authors reload their pre-trained file.
 
 With `budget_batch_statistics` (the authors') the budget models normalise by the batch's own
 statistics in the f_A update, as everywhere in their minimax (`is_training` is fed True at
