@@ -74,6 +74,9 @@ SETTINGS: tuple[Setting, ...] = (
         SPACT,
         "image_size",
         "112",
+        "same as the paper and parameters_SSL.py; the minimax's loaders import "
+        "anonymization_training/parameters_BL.py, whose 128 is marked 'For Attention "
+        "Visualization' (:20-22), against 112 in its initialisation copy",
     ),
     Setting(
         "spact",
@@ -103,8 +106,10 @@ SETTINGS: tuple[Setting, ...] = (
         "128",
         "our choice: frames decoded once at a short side of 128 px, their aspect kept "
         "(`prepare --short_side`, the memory of the cache; a smaller cache is refused), so "
-        "the crops, anywhere in the 4:3 frame as theirs, are cut from 128-px frames, not "
-        "240-px ones (a cache at --short_side 240, or the files, give theirs)",
+        "the crops are cut from 128-px frames, not 240-px ones (a cache at --short_side 240, "
+        "or the files, give theirs), anywhere in the 4:3 frame: theirs draw x0 below "
+        "320 (1 - side) for a square 240 x side wide (dl_ft_nov.py:123, 174), so their crops "
+        "never reach the frame's right 48-80 px, a slip we do not copy",
     ),
     Setting(
         "spact",
@@ -296,6 +301,19 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "spact",
+        "f_B init epoch length",
+        "not stated (the initialisation's code is not released)",
+        "SPAct supp. C.4",
+        SPACT,
+        "privacy_init_steps_per_epoch",
+        "150",
+        "ours: one pass over VISPR's training images as the authors' minimax reads them "
+        "(9,578 at 64: " + _S_ANON + "parameters_SSL.py:45-46), the only data f_B's "
+        "initialisation reads; before 2026-11-30 a pass over the action videos, 397 batches "
+        "for UCF101 (1,060 VISPR passes in 400 epochs)",
+    ),
+    Setting(
+        "spact",
         "f_B init learning rate",
         "1e-3 (Adam)",
         "SPAct supp. C.3",
@@ -356,6 +374,31 @@ SETTINGS: tuple[Setting, ...] = (
         "minimax_epochs",
         "100",
         "same as the paper (the authors' file says 300: " + _S_ANON + "parameters_SSL.py:7)",
+    ),
+    Setting(
+        "spact",
+        "UCF101 minimax epoch length",
+        "not stated; the authors' loop: zip(VISPR, UCF101) ends with the shorter, VISPR's 150 "
+        "batches of 64 (9,578 images) against UCF101's 397 of 24: 75 f_A updates and 75 "
+        "f_B / f_T updates",
+        _S_ANON + "train_ssl_minimax2.py:57, 438-446; parameters_SSL.py:45-46, 51-52",
+        ("ucf101_vispr",),
+        "minimax_steps_per_epoch",
+        "150",
+        "same (75 steps of two batches); before 2026-11-30 one pass over UCF101, 2.6 times "
+        "as many updates",
+    ),
+    Setting(
+        "spact",
+        "HMDB51 minimax epoch length",
+        "not stated; the same zip ends with HMDB51's 149 batches of 24 (3,570 videos), "
+        "before VISPR's 150",
+        _S_ANON + "train_ssl_minimax2.py:57; parameters_SSL.py:45-46, 51-52",
+        ("hmdb_vispr",),
+        "minimax_steps_per_epoch",
+        "0",
+        "same: one pass over HMDB51 (148 full batches: ours leaves out the last 18 videos, a "
+        "new shuffle each epoch)",
     ),
     Setting(
         "spact",
@@ -445,6 +488,9 @@ SETTINGS: tuple[Setting, ...] = (
         SPACT,
         "eval_action_model",
         "r3d_18",
+        "same as the paper: torchvision's R3D-18 (the authors' evaluation code is not "
+        "released; every R3D-18 their minimax builds keeps time in layer4, as our f_T, "
+        "r3d_18_spact: " + _S_ANON + "model.py:108-109)",
     ),
     Setting(
         "spact",
@@ -490,17 +536,43 @@ SETTINGS: tuple[Setting, ...] = (
         SPACT,
         "eval_clips",
         "10",
+        "same as the paper (the authors' validation in the minimax: 5, "
+        + _S_ANON
+        + "parameters_SSL.py:12)",
     ),
     Setting(
         "spact",
         "test clip view",
-        "not stated; the authors' test loader: the centred square of the frame's height, "
-        "resized to 112",
-        _S_ANON + "dl_ft_nov.py:205, 354-356",
+        "not stated; the authors' test loader as their validation calls it: the centred "
+        "square of 0.8 of the frame's height (192 px of 240), resized to 112",
+        _S_ANON + "parameters_SSL.py:15; train_ssl_minimax2.py:496-498; dl_ft_nov.py:354-356",
         SPACT,
         "eval_action_crop",
-        "1.0",
-        "same as the authors' code",
+        "0.8",
+        "same as the authors' code (before 2026-11-30 1.0: the loader's default argument, "
+        "which their call overrides)",
+    ),
+    Setting(
+        "spact",
+        "frames' channel order",
+        "not stated; the authors' video loader keeps OpenCV's BGR, their VISPR loader reads RGB",
+        _S_ANON + "dl_ft_nov.py:139, 173; dl_vispr_ssl.py:78",
+        SPACT,
+        "",
+        "RGB for videos and images",
+        "ours: RGB throughout; their f_A and f_B meet the two datasets with swapped channels, "
+        "a slip of their code we do not copy",
+    ),
+    Setting(
+        "spact",
+        "F1 threshold",
+        "not stated; the authors' validation: 0.5 on the logits (0.62 in probability)",
+        _S_ANON + "train_ssl_minimax2.py:251",
+        SPACT,
+        "",
+        "macro F1 at probability 0.5",
+        "ours: 0.5 on the sigmoid's probability (their threshold on logits is a slip; the "
+        "penalty code's train_privacy.py:110 has it too); cMAP does not depend on it",
     ),
     # VITA.
     Setting(
@@ -534,8 +606,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "vita",
         "budget ensemble",
-        "ResNet-V1-50, ResNet-V2-50, MobileNet-V1 1.0, 0.75 (M = 4)",
-        _VITA + "adv_training.py:116-120",
+        "ResNet-V1-50, ResNet-V2-50, MobileNet-V1 1.0, 0.75 (M = 4; the released flags' "
+        "default is M = 1, ResNet-V1-50 alone)",
+        _VITA + "adv_training.py:116-120; adv_flags.py:8, 17",
         VITA,
         "adversary_models",
         "resnet_v1_50,resnet_v2_50,mobilenet_v1_1.0,mobilenet_v1_0.75",
@@ -672,14 +745,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "vita",
         "restarts",
-        "optional (off by default), every 200 steps: reload the pre-trained budget models",
-        _VITA + "adv_flags.py:29, 31; adv_training.py:370-377",
+        "optional (off by default), every 200 steps: reload the pre-trained budget models' "
+        "weights; their Saver holds the weights alone, so the Adam state goes on",
+        _VITA + "adv_flags.py:29, 31; adv_training.py:89, 370-377",
         VITA,
         "restart_every",
         "200",
         "ours on, the authors' restarting option (their default is off); a restart goes back "
         "to the budget models' weights at the start of the minimax (the end of their "
-        "pre-training, as theirs)",
+        "pre-training, as theirs), their Adam state goes on (as theirs), and a resumed run's "
+        "restarts go back to the same weights (its checkpoints keep them)",
     ),
     Setting(
         "vita",
@@ -734,7 +809,69 @@ SETTINGS: tuple[Setting, ...] = (
         "eval_privacy_lr",
         "1e-4",
         "same; VITA trains no fresh f_T (adversarial_training/eval/eval_fT.py:79-80 restores "
-        "the trained one), so f'_T keeps SPAct's --eval_lr",
+        "the trained one), so f'_T keeps SPAct's --eval_lr (not its drop: --eval_lr_drop is "
+        "shared with f'_B, which keeps the authors' constant rate here)",
+    ),
+    Setting(
+        "vita",
+        "budget models' training images",
+        "VISPR's training, validation and test images together, in their pre-training and "
+        "the minimax",
+        "VITA utils.py:191",
+        VITA,
+        "",
+        "VISPR's training split",
+        "ours: the test images stay out of every training (theirs also trains on the images "
+        "a target could be tested on)",
+    ),
+    Setting(
+        "vita",
+        "privacy attributes",
+        "the released code: 5 (skin colour, face, gender, nudity, relationship)",
+        "VITA common_flags.py:34-35",
+        VITA,
+        "privacy_attributes",
+        "vispr1",
+        "SPAct supp. C.6's comparison, on VISPR-1's 7 as the SPAct config",
+    ),
+    Setting(
+        "vita",
+        "initialisation",
+        "f_d to identity with a VGG perceptual and a smoothness loss; f_d and f_T (from "
+        "Sports-1M C3D) trained together 500 steps; the budget models from scratch, 1,000 "
+        "updates at 1e-3",
+        "VITA adversarial_training/pre_training/pretrain_fd.py:124-145; pretrain_fTfd.py:124-126, "
+        "315, 389-393; pretrain_flags.py:12, 25",
+        VITA,
+        "",
+        "SPAct's: f_A to identity (L1, 100 epochs), f_T 150 epochs through the frozen f_A, "
+        "the budget models 400 epochs",
+        "ours: SPAct supp. C.6 ran VITA from SPAct's initialisations, as these configs do; "
+        "f_A and f_T never train together before the minimax",
+    ),
+    Setting(
+        "vita",
+        "target privacy models' start and images",
+        "the authors' two-fold evaluation restores ImageNet checkpoints for 8 of its 10 "
+        "architectures (all but MobileNet-V1 0.5 and 0.25) and trains on VISPR's training, "
+        "validation and test images",
+        "VITA two_fold_evaluation/eval_2fold.py:206-207, 326-337; VITA utils.py:191",
+        VITA,
+        "",
+        "from scratch, on VISPR's training split",
+        "ours: SPAct supp. C.6 evaluated VITA with SPAct's fresh target models; one "
+        "--eval_privacy_weights file serves every target architecture, so per-architecture "
+        "ImageNet starts have no flag yet",
+    ),
+    Setting(
+        "vita",
+        "checkpoints evaluated",
+        "the authors' scripts evaluate every kept checkpoint (one every 20 steps, the last 5 kept)",
+        _VITA + "adv_training.py:432-434; VITA two_fold_evaluation/eval_2fold.py:344",
+        VITA,
+        "",
+        "the minimax's last weights",
+        "ours: one anonymizer, the last; nothing is chosen on test scores",
     ),
     # Penalty-driven.
     Setting(
@@ -771,12 +908,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "penalty",
         "frame skip",
-        "4 (the authors' released parameter file: 2)",
-        "Penalty Sec. 4.2; " + _PEN + "anonymization_training/params_anonymization.py:18",
+        "4 (the authors' released parameter files: 2, for f_A's minimax and f'_T alike)",
+        "Penalty Sec. 4.2; " + _PEN + "anonymization_training/params_anonymization.py:18; "
+        "action_training/params_anonymized_action.py:16",
         PENALTY,
         "clip_stride",
         "4",
-        "same as the paper",
+        "same as the paper (for the minimax and the target action models)",
     ),
     Setting("penalty", "frames per clip", "16", "Penalty Sec. 4.2", PENALTY, "clip_length", "16"),
     Setting(
@@ -862,8 +1000,11 @@ SETTINGS: tuple[Setting, ...] = (
         PENALTY,
         "identity_lr",
         "1e-3",
-        "same as the authors' code (the paper gives none), and SPAct's "
-        "(--identity_warmup_epochs=5)",
+        "the authors' base rate and warm-up (the paper gives none), as SPAct's "
+        "(--identity_warmup_epochs=5); their script also divides the rate by 5 after each "
+        "epoch past the warm-up whose loss is above the lowest so far (train_reconstruction.py"
+        ":163-172; parameters.py:16-17): ours stays at 1e-3 (no plateau rule in the identity "
+        "phase)",
     ),
     Setting(
         "penalty",
@@ -880,6 +1021,17 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "penalty", "anonymizer epochs", "100", "Penalty Sec. 4.2", PENALTY, "minimax_epochs", "100"
+    ),
+    Setting(
+        "penalty",
+        "minimax epoch length",
+        "not stated; the authors' loop: zip(VISPR, video) at 8 ends with UCF101's 1,192 "
+        "batches (HMDB51's 446; drop_last) before VISPR's 1,250",
+        _PEN + "anonymization_training/train_anonymizer_balance.py:59, 474-480, 511-516",
+        PENALTY,
+        "minimax_steps_per_epoch",
+        "0",
+        "same: one pass over the action videos (not the SPAct config's 150)",
     ),
     Setting(
         "penalty",
@@ -1046,15 +1198,103 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "penalty",
+        "clips into f_A",
+        "frame by frame; the authors' code folds (B, C, T, H, W) into images, so each image "
+        "f_A sees holds three time steps of one colour channel",
+        _PEN + "anonymization_training/train_anonymizer_balance.py:93, 145; "
+        "action_training/train_anonymized_action.py:52, 61",
+        PENALTY,
+        "",
+        "frame by frame, RGB",
+        "ours: each frame as an RGB image (their fold is a layout slip, TeD-SPAD's too; SPAct's "
+        "code folds correctly)",
+    ),
+    Setting(
+        "penalty",
+        "frames' channel order",
+        "not stated; the authors' video loaders flip decord's RGB to BGR, their VISPR loader "
+        "reads RGB",
+        _PEN + "aux_code/ucf101_dl.py:125, 288; aux_code/hmdb51_dl.py:137",
+        PENALTY,
+        "",
+        "RGB for videos and images",
+        "ours: RGB throughout (their Kinetics I3D and ImageNet UNet++ encoder meet BGR clips "
+        "and RGB images), a slip we do not copy",
+    ),
+    Setting(
+        "penalty",
+        "f_A output",
+        "not stated; the authors' UNet++ has no output activation (unbounded, TeD-SPAD's "
+        "too): they clamp f_A's VISPR outputs to +-1e5 and skip batches with NaN or Inf",
+        _PEN + "aux_code/model_loaders.py:24-36; "
+        "anonymization_training/train_anonymizer_balance.py:72-91, 200",
+        PENALTY,
+        "",
+        "a sigmoid: frames in [0, 1]",
+        "ours: UNet++ ends in a sigmoid, as SPAct's UNet, so f_A's output stays an image (no "
+        "flag for the authors' unbounded output)",
+    ),
+    Setting(
+        "penalty",
+        "penalty term",
+        "max(0, RMS(x - f_A(x)) - B) (Eq. 4); the authors' code: one RMS over the whole batch, "
+        "taken with .item(): a constant, with no gradient",
+        "Penalty Eq. 4; " + _PEN + "anonymization_training/train_anonymizer_balance.py:150-156",
+        PENALTY,
+        "",
+        "Eq. 4 per clip, differentiable, averaged over the batch's clips",
+        "ours: the term reaches f_A's gradient (in their code it never does, so their f_A "
+        "loss is SPAct's); per clip, so one clip's change is not diluted by the batch's",
+    ),
+    Setting(
+        "penalty",
+        "precision",
+        "not stated; the authors' minimax: float16 autocast, with no gradient scaler",
+        _PEN + "anonymization_training/train_anonymizer_balance.py:114, 174, 226, 262-263",
+        PENALTY,
+        "mixed_precision",
+        "float32",
+        "ours: float32 (--mixed_precision=mixed_float16 scales the loss; float16 without a "
+        "scaler can flush small gradients to zero)",
+    ),
+    Setting(
+        "penalty",
+        "f_A kept after the minimax",
+        "not stated; the authors save f_A after each epoch whose f_T(f_A) test accuracy is "
+        "above 0.6 (named by epoch and accuracy); their evaluation scripts load a file named "
+        "by hand",
+        _PEN + "anonymization_training/train_anonymizer_balance.py:590-607",
+        PENALTY,
+        "",
+        "the minimax's last epoch",
+        "ours: the last epoch's f_A; nothing is chosen on test scores",
+    ),
+    Setting(
+        "penalty",
+        "target action model BatchNorm",
+        "not stated; the authors' f'_T (their I3D) keeps the Kinetics file's BatchNorm: "
+        "statistics, scale and offset fixed (freeze_bn)",
+        _PEN + "action_training/train_anonymized_action.py:45-46; aux_code/models/"
+        "large_i3d.py:8-38",
+        PENALTY,
+        "eval_action_frozen_batchnorm",
+        "true",
+        "same as the authors' code",
+    ),
+    Setting(
+        "penalty",
         "test clip view",
         "the centre 0.8 of each frame, resized to 224 x 224; the authors' test loader keeps "
         "the frame's aspect (0.8 of its height and of its width)",
-        "Penalty Sec. 4.2; " + _PEN + "aux_code/ucf101_dl.py:203, 298-312; "
+        "Penalty Sec. 4.2; " + _PEN + "aux_code/ucf101_dl.py:203, 285, 298-312; "
         "action_training/params_anonymized_action.py:43-46",
         PENALTY,
         "eval_action_crop",
         "0.8",
-        "same (its aspect kept as the training crops' is, --supervised_augmentation=penalty)",
+        "same as the paper (its aspect kept as the training crops' is, "
+        "--supervised_augmentation=penalty); the authors' test loader swaps height and width "
+        "(ucf101_dl.py:285 against :93): its 256 x 192 centre crop of a 240 x 320 frame pads "
+        "the height with black and keeps 0.6 of the width, a slip we do not copy",
     ),
     Setting(
         "penalty",

@@ -203,6 +203,7 @@ def training_phases(
                 contrastive_views=config.contrastive_views,
             ),
             lambda: {group: adam(config.privacy_init_lr) for group in privacy_groups},
+            steps_per_epoch=config.privacy_init_steps_per_epoch,
         ),
         Phase(
             "minimax",
@@ -258,6 +259,7 @@ def _supervised_phases(config: ExperimentConfig, models: dict[str, keras.Model])
         lambda: SupervisedPrivacyInit(anonymizer, init_groups),
         lambda: {group: adam(config.privacy_init_lr) for group in init_groups},
         batches="labelled",
+        steps_per_epoch=config.privacy_init_steps_per_epoch,
     )
     if config.method == "vita":
         minimax = Phase(

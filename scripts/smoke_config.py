@@ -88,6 +88,7 @@ def tiny_overrides(config, data: Path, run_dir: Path) -> dict[str, str]:
         "batch_size": "4",
         "privacy_batch_size": "8",
         "steps_per_epoch": "2",
+        "privacy_init_steps_per_epoch": "0",
         "minimax_steps_per_epoch": "0",
         "identity_warmup_epochs": "0",
         "eval_warmup_epochs": "0",
@@ -113,6 +114,8 @@ def tiny_overrides(config, data: Path, run_dir: Path) -> dict[str, str]:
     for field in dataclasses.fields(config):
         if field.name.endswith("_weights"):
             flags[field.name] = ""
+    # No weight file, so no BatchNorm of one to keep.
+    flags["eval_action_frozen_batchnorm"] = "false"
     if config.eval_action_model:
         flags["eval_action_model"] = tiny_action_model(config.eval_action_model, registered)
     if config.eval_privacy_model:

@@ -26,6 +26,17 @@ WITHOUT_FLAG = {
     ("penalty", "f_B's batches in its update"),
     ("spact", "f_A identity data"),
     ("penalty", "f_A identity data"),
+    ("spact", "frames' channel order"),
+    ("spact", "F1 threshold"),
+    ("vita", "budget models' training images"),
+    ("vita", "initialisation"),
+    ("vita", "checkpoints evaluated"),
+    ("vita", "target privacy models' start and images"),
+    ("penalty", "clips into f_A"),
+    ("penalty", "frames' channel order"),
+    ("penalty", "f_A output"),
+    ("penalty", "penalty term"),
+    ("penalty", "f_A kept after the minimax"),
 }
 """The rows whose setting has no flag yet: not checked against the configs."""
 FLAGGED = [row for row in SETTINGS if row.flag]

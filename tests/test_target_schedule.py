@@ -1,6 +1,6 @@
 """The target models' learning rate per epoch (`EpochLearningRate`): warm-up, plateau drops,
 the half cosine, `fit` training at the rates it sets, and each target model's own rate,
-schedule and batch, on both backends."""
+schedule and batch, on both backends; and the action target's frozen BatchNorm."""
 
 import math
 
@@ -8,9 +8,10 @@ import keras
 import numpy as np
 import pytest
 
-from keras_privacy.config import ExperimentConfig
+from keras_privacy.config import ExperimentConfig, SettingError
 from keras_privacy.evaluation import protocol
 from keras_privacy.evaluation.targets import EpochLearningRate, learning_rate_schedule
+from keras_privacy.models import registry
 from tests import tiny_models
 
 
@@ -142,3 +143,51 @@ def test_fit_trains_at_the_rates_the_schedule_sets():
 def test_a_schedule_setting_out_of_range_is_named(overrides, message):
     with pytest.raises(ValueError, match=message):
         ExperimentConfig(**overrides).validate()
+
+
+def layer_weights(model: keras.Model, kind: type) -> dict[str, list[np.ndarray]]:
+    """The weights of each layer of `kind` (nested models included), by layer name."""
+    found = {}
+    for layer in model.layers:
+        if isinstance(layer, kind):
+            found[layer.name] = [np.array(w) for w in layer.get_weights()]
+        elif isinstance(layer, keras.Model):
+            found |= layer_weights(layer, kind)
+    return found
+
+
+def same_weights(a: dict, b: dict) -> bool:
+    return all(np.array_equal(x, y) for name in a for x, y in zip(a[name], b[name]))
+
+
+def test_a_frozen_batchnorm_target_keeps_its_weight_files_batchnorm(benchmark, tmp_path):
+    config = tiny_models.tiny_config(benchmark, tmp_path)
+    data = protocol.evaluation_data(config)
+    classes = len(data.class_names)
+    start = registry.build_action_model(
+        config.eval_action_model_names()[0],
+        num_classes=classes,
+        input_shape=(config.clip_length, config.image_size, config.image_size, 3),
+    )
+    rng = np.random.default_rng(0)
+    for layer in start.layers:  # statistics and scales a trained file would hold
+        if isinstance(layer, keras.layers.BatchNormalization):
+            layer.set_weights([rng.uniform(0.5, 1.5, w.shape) for w in layer.get_weights()])
+    path = tmp_path / "start.weights.h5"
+    start.save_weights(path)
+    saved = layer_weights(start, keras.layers.BatchNormalization)
+    heads = layer_weights(start, keras.layers.Dense)
+    assert saved and heads
+    for frozen in (True, False):
+        run = tiny_models.tiny_config(
+            benchmark,
+            tmp_path,
+            eval_action_weights=str(path),
+            eval_action_frozen_batchnorm=frozen,
+            eval_action_lr=0.05,
+        )
+        model = protocol.train_action_target(run, data.action_train, classes, None)
+        assert same_weights(saved, layer_weights(model, keras.layers.BatchNormalization)) == frozen
+        assert not same_weights(heads, layer_weights(model, keras.layers.Dense))
+    with pytest.raises(SettingError, match="--eval_action_frozen_batchnorm keeps the BatchNorm"):
+        tiny_models.tiny_config(benchmark, tmp_path, eval_action_frozen_batchnorm=True)

@@ -592,6 +592,32 @@ def test_the_second_order_meta_step_on_a_tensorflow_cpu_advises_jax(overrides, n
         assert "--backend=jax" in note and "--meta_first_order" in note
 
 
+@pytest.mark.parametrize("method", ["spact", "vita"])
+def test_the_privacy_initialisation_and_the_minimax_have_epoch_lengths_of_their_own(
+    benchmark, tmp_path, method
+):
+    # SPAct's f_B initialisation reads only privacy images: its epoch can be a pass over them
+    # while the identity and f_T initialisations pass over the action videos.
+    overrides = SUPERVISED if method == "vita" else {}
+    config = tiny_config(
+        benchmark,
+        tmp_path,
+        method=method,
+        privacy_init_steps_per_epoch=3,
+        minimax_steps_per_epoch=4,
+        **overrides,
+    )
+    data = training.training_data(config)
+    models = training.build_models(config, len(data.class_names), len(data.attribute_names))
+    phases = training.training_phases(config, models, 2)
+    assert {phase.name: phase.steps_per_epoch for phase in phases} == {
+        "identity": 0,
+        "action_init": 0,
+        "privacy_init": 3,
+        "minimax": 4,
+    }
+
+
 def test_a_phase_names_an_unknown_kind_of_batches():
     with pytest.raises(ValueError, match="phase minimax: batches='pairs' is none of contrastive,"):
         training.Phase("minimax", 1, lambda: None, dict, batches="pairs")

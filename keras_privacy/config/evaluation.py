@@ -75,6 +75,14 @@ class EvaluationSettings:
             "eval",
         ),
     )
+    eval_action_frozen_batchnorm: bool = field(
+        default=False,
+        metadata=described(
+            "Keep every BatchNorm of f'_T as <eval_action_weights> has it: its statistics, "
+            "scale and offset fixed, in inference mode (the penalty authors' freeze_bn).",
+            "eval",
+        ),
+    )
     eval_privacy_weights: str = field(
         default="",
         metadata=described(
@@ -175,8 +183,8 @@ class EvaluationSettings:
         metadata=described(
             "The centre of the frame each test clip is cut from, as a fraction, in the shape "
             "of the training crops: a square of the short side, or with "
-            "<supervised_augmentation>=penalty the frame's aspect (1.0: SPAct's view; 0.8: the "
-            "penalty paper's).",
+            "<supervised_augmentation>=penalty the frame's aspect (the paper configs: 0.8, as "
+            "the SPAct and penalty authors' test loaders are called).",
             "eval",
         ),
     )
@@ -320,6 +328,12 @@ def validate_evaluation(config) -> None:
         raise SettingError(f"<eval_lr> must be positive, got {config.eval_lr}")
     if not 0 < config.eval_action_crop <= 1:
         raise SettingError(f"<eval_action_crop> must be in (0, 1], got {config.eval_action_crop}")
+    if config.eval_action_frozen_batchnorm and not config.eval_action_weights:
+        raise SettingError(
+            "<eval_action_frozen_batchnorm> keeps the BatchNorm of <eval_action_weights>' file: "
+            "name one, or set <eval_action_frozen_batchnorm>=false to train f'_T from scratch "
+            "(a freshly built BatchNorm is the identity)"
+        )
     not_negative(
         config,
         ("eval_action_lr", "eval_privacy_lr", "eval_action_batch_size", "eval_privacy_batch_size"),

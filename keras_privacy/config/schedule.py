@@ -47,6 +47,14 @@ class ScheduleSettings:
         default=0,
         metadata=described("Batches per epoch; 0 = one pass over the action set.", "train"),
     )
+    privacy_init_steps_per_epoch: int = field(
+        default=0,
+        metadata=described(
+            "Batches per epoch of f_B's initialisation, which reads only privacy images (e.g. "
+            "one pass over them); 0 = <steps_per_epoch>.",
+            "train",
+        ),
+    )
     minimax_steps_per_epoch: int = field(
         default=0,
         metadata=described(
@@ -68,6 +76,7 @@ def validate_schedule(config: ScheduleSettings) -> None:
             "privacy_init_epochs",
             "minimax_epochs",
             "steps_per_epoch",
+            "privacy_init_steps_per_epoch",
             "minimax_steps_per_epoch",
         ),
     )

@@ -205,6 +205,8 @@ def train_action_target(
     target = pretrained.start_from_weights(
         target, c.eval_action_weights, model_name or c.eval_action_model_names()[0]
     )
+    if c.eval_action_frozen_batchnorm:
+        freeze_batchnorm(target)
     model = with_anonymizer(target, anonymizer, clips=True)
     if c.action_multilabel:
         loss, accuracy, labels = keras.losses.BinaryCrossentropy(from_logits=True), [], "actions"
@@ -243,6 +245,18 @@ def train_action_target(
         shuffle=False,  # the pipeline shuffles (Keras would warn that it ignores True)
     )
     return model
+
+
+def freeze_batchnorm(model: keras.Model) -> None:
+    """Every BatchNormalization layer of `model` (nested models included) made untrainable:
+    Keras then normalises by its moving statistics even in training and updates neither them
+    nor its scale and offset, as the penalty authors' `freeze_bn` swaps in `FrozenBN`
+    (large_i3d.py:8-38; train_anonymized_action.py:45-46)."""
+    for layer in model.layers:
+        if isinstance(layer, keras.layers.BatchNormalization):
+            layer.trainable = False
+        elif isinstance(layer, keras.Model):
+            freeze_batchnorm(layer)
 
 
 def test_action_target(

@@ -1,7 +1,8 @@
 """UNet++ anonymizer (Zhou et al., 2018), as TeD-SPAD builds it with segmentation_models_pytorch:
 `UnetPlusPlus(encoder_name="resnet18", encoder_depth=4, decoder_channels=(256, 128, 64, 32),
-classes=3)`, followed by a sigmoid so the output is a frame in [0, 1]. The penalty-driven paper
-(Aslam and Nasrollahi, 2025) uses a UNet++ as f_A too, without more detail.
+classes=3)`, followed by a sigmoid so the output is a frame in [0, 1], as SPAct's UNet (TeD-SPAD's
+and the penalty authors' UNet++ have no output activation, `activation=None`: unbounded). The
+penalty-driven paper (Aslam and Nasrollahi, 2025) uses a UNet++ as f_A too, without more detail.
 
 Encoder: torchvision's ResNet-18 (`resnet.py`) cut after `encoder_depth - 1` stages, its
 features at 1/2 (stem), 1/4, 1/8, 1/16 of the input. Decoder: the nested, densely skip-connected
