@@ -554,6 +554,19 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "spact",
+        "privacy images' resolution",
+        "not stated; the authors crop VISPR's full-resolution images, then resize the crop to 112",
+        _S_ANON + "dl_vispr.py:131-133, 164-168; dl_vispr_ssl.py:138",
+        SPACT,
+        "",
+        "the images as cached: at --frame_size's short side (128) in evaluate.py's caches, at "
+        "prepare's --short_side in a training cache",
+        "ours: a crop of 0.6 of a 128-px image is up-sampled from 77 px to 112 where theirs "
+        "is down-sampled; a VISPR training cache prepared at --short_side 192 keeps every crop "
+        "at 112 px or more (evaluate.py's image caches have no flag of their own yet)",
+    ),
+    Setting(
+        "spact",
         "frames' channel order",
         "not stated; the authors' video loader keeps OpenCV's BGR, their VISPR loader reads RGB",
         _S_ANON + "dl_ft_nov.py:139, 173; dl_vispr_ssl.py:78",

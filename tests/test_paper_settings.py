@@ -28,6 +28,7 @@ WITHOUT_FLAG = {
     ("penalty", "f_A identity data"),
     ("spact", "frames' channel order"),
     ("spact", "F1 threshold"),
+    ("spact", "privacy images' resolution"),
     ("vita", "budget models' training images"),
     ("vita", "initialisation"),
     ("vita", "checkpoints evaluated"),
