@@ -79,6 +79,8 @@ def test_each_target_model_takes_its_own_rate_schedule_and_batch():
         assert shared.eval_batch_size(target) == batch
     own = ExperimentConfig(
         eval_lr=1e-3,
+        eval_lr_drop=10,
+        eval_privacy_lr_drop=1,
         eval_action_lr=1e-4,
         eval_action_schedule="cosine",
         eval_action_epochs=10,
@@ -87,8 +89,13 @@ def test_each_target_model_takes_its_own_rate_schedule_and_batch():
         eval_privacy_batch_size=32,
     )
     action, privacy = learning_rate_schedule(own, "action"), learning_rate_schedule(own, "privacy")
-    assert (action.rate, action.cosine_epochs) == (1e-4, 10)
-    assert (privacy.rate, privacy.cosine_epochs) == (2e-4, 0)
+    assert (action.rate, action.cosine_epochs, action.drop) == (1e-4, 10, 10)
+    assert (privacy.rate, privacy.cosine_epochs, privacy.drop) == (2e-4, 0, 1)
+    with pytest.raises(
+        SettingError,
+        match="--eval_action_lr_drop must be at least 1 \\(or 0: --eval_lr_drop\\), got 0.5",
+    ):
+        ExperimentConfig(eval_action_lr_drop=0.5).validate()
     assert (own.eval_batch_size("action"), own.eval_batch_size("privacy")) == (16, 32)
 
 

@@ -174,6 +174,11 @@ class ExperimentConfig(
         `eval_<target>_lr`, or `eval_lr` where that is 0."""
         return getattr(self, f"eval_{target}_lr") or self.eval_lr
 
+    def eval_lr_drop_of(self, target: str) -> float:
+        """The plateau drop of the `target` ("action" or "privacy") model of the evaluation:
+        `eval_<target>_lr_drop`, or `eval_lr_drop` where that is 0."""
+        return getattr(self, f"eval_{target}_lr_drop") or self.eval_lr_drop
+
     def eval_batch_size(self, target: str) -> int:
         """The batch of the `target` ("action" or "privacy") model of the evaluation:
         `eval_<target>_batch_size`, or the training batch where that is 0."""

@@ -143,9 +143,18 @@ class EvaluationSettings:
         default=1.0,
         metadata=described(
             "Divide the target models' learning rate by this on a plateau of their training "
-            "loss (1: a constant rate).",
+            "loss (1: a constant rate; each model's own: <eval_action_lr_drop>, "
+            "<eval_privacy_lr_drop>).",
             "eval",
         ),
+    )
+    eval_action_lr_drop: float = field(
+        default=0.0,
+        metadata=described("Target action model's plateau drop (0: <eval_lr_drop>).", "eval"),
+    )
+    eval_privacy_lr_drop: float = field(
+        default=0.0,
+        metadata=described("Target privacy model's plateau drop (0: <eval_lr_drop>).", "eval"),
     )
     eval_lr_patience: int = field(
         default=0,
@@ -341,6 +350,11 @@ def validate_evaluation(config) -> None:
     one_of("eval_action_schedule", config.eval_action_schedule, EVAL_ACTION_SCHEDULES)
     if not config.eval_lr_drop >= 1:
         raise SettingError(f"<eval_lr_drop> must be at least 1, got {config.eval_lr_drop}")
+    for name in ("eval_action_lr_drop", "eval_privacy_lr_drop"):
+        if not (getattr(config, name) >= 1 or getattr(config, name) == 0):
+            raise SettingError(
+                f"<{name}> must be at least 1 (or 0: <eval_lr_drop>), got {getattr(config, name)}"
+            )
     not_negative(config, ("eval_warmup_epochs", "eval_lr_patience"))
     _validate_test_epochs(config)
     if not 0 < config.face_threshold < 1:

@@ -172,13 +172,14 @@ def privacy_test_epochs(
 
 def learning_rate_schedule(config: ExperimentConfig, target: str) -> EpochLearningRate:
     """The learning rate per epoch of the `target` ("action" or "privacy") model: its rate
-    (`--eval_<target>_lr`, else `--eval_lr`), the warm-up, then the plateau rule or, for the
-    action model with `--eval_action_schedule=cosine`, the half cosine."""
+    (`--eval_<target>_lr`, else `--eval_lr`), the warm-up, then the plateau rule (its drop:
+    `--eval_<target>_lr_drop`, else `--eval_lr_drop`) or, for the action model with
+    `--eval_action_schedule=cosine`, the half cosine."""
     cosine = target == "action" and config.eval_action_schedule == "cosine"
     return EpochLearningRate(
         config.eval_learning_rate(target),
         config.eval_warmup_epochs,
-        config.eval_lr_drop,
+        config.eval_lr_drop_of(target),
         config.eval_lr_patience,
         cosine_epochs=config.eval_action_epochs if cosine else 0,
     )
