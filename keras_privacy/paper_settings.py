@@ -341,6 +341,10 @@ SETTINGS: tuple[Setting, ...] = (
         SPACT,
         "eval_lr_drop",
         "10",
+        "same as the paper (the authors' evaluation code is not released; their "
+        "initialisations' parameter files give / 5 after a 5-epoch warm-up: "
+        + _S_INIT
+        + "parameters_BL.py:26-31)",
     ),
     Setting(
         "spact",
@@ -564,6 +568,19 @@ SETTINGS: tuple[Setting, ...] = (
         "ours: a crop of 0.6 of a 128-px image is up-sampled from 77 px to 112 where theirs "
         "is down-sampled; a VISPR training cache prepared at --short_side 192 keeps every crop "
         "at 112 px or more (evaluate.py's image caches have no flag of their own yet)",
+    ),
+    Setting(
+        "spact",
+        "cMAP over attributes without a positive test image",
+        "not stated; the authors' validation averages sklearn's per-attribute AP over every "
+        "attribute (one without a positive counts as 0)",
+        _S_ANON + "train_ssl_minimax2.py:260",
+        SPACT,
+        "",
+        "the mean over the attributes with a positive test image; the report lists those left out",
+        "ours: an AP without a positive is undefined, so it is left out and named (none on "
+        "VISPR-1's test split; it matters for small or novel attribute sets and in bootstrap "
+        "resamples)",
     ),
     Setting(
         "spact",

@@ -28,6 +28,7 @@ WITHOUT_FLAG = {
     ("penalty", "f_A identity data"),
     ("spact", "frames' channel order"),
     ("spact", "F1 threshold"),
+    ("spact", "cMAP over attributes without a positive test image"),
     ("spact", "privacy images' resolution"),
     ("vita", "budget models' training images"),
     ("vita", "initialisation"),
