@@ -70,13 +70,14 @@ class LinearWarmup(keras.optimizers.schedules.LearningRateSchedule):
         return {"target": self.target, "warmup_steps": self.warmup_steps}
 
 
-BATCH_KINDS = ("contrastive", "paired", "labelled", "meta")
+BATCH_KINDS = ("contrastive", "views", "paired", "labelled", "meta")
 
 
 @dataclasses.dataclass
 class Phase:
     """One stage of a run: a trainer for `epochs` epochs on batches of one kind:
-    `contrastive` (clips + two views per privacy image), `paired` (two such batches per step,
+    `contrastive` (clips + two views per privacy image), `views` (the views alone, for a
+    phase that reads no clip), `paired` (two such batches per step,
     SPAct's alternation), `labelled` (clips + privacy images with their labels) or `meta`
     (labelled, with the epoch's attribute and model splits, `meta.epoch_splits`);
     `privacy_batches` privacy batches per step and, with `validation`, a batch of held-out
@@ -203,6 +204,12 @@ def training_phases(
                 contrastive_views=config.contrastive_views,
             ),
             lambda: {group: adam(config.privacy_init_lr) for group in privacy_groups},
+            # NT-Xent on image views alone reads no clip: no video is decoded for it.
+            batches=(
+                "views"
+                if config.contrastive_views == "images" and config.ssl_adversary != "spatiotemporal"
+                else "contrastive"
+            ),
             steps_per_epoch=config.privacy_init_steps_per_epoch,
         ),
         Phase(
@@ -412,6 +419,8 @@ def phase_dataset(
     the epoch's splits, `meta_fraction` of the attributes and models in the support sets."""
     if phase.batches == "contrastive":
         return data.dataset(epoch=epoch, steps=steps)
+    if phase.batches == "views":
+        return data.dataset(epoch=epoch, steps=steps, with_clips=False)
     if phase.batches == "paired":
         return pair_batches(data.dataset(epoch=epoch, steps=steps))
     labelled = data.dataset(

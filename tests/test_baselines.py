@@ -249,21 +249,29 @@ def test_input_downsample_matches_opencv_on_clips_of_any_size():
 
 
 def test_people_baselines_act_at_the_model_scale_with_scaled_boxes():
-    from keras_privacy.evaluation.baselines import scaled_blur
-
     image = np.full((1, 800, 1000, 3), 200, np.uint8)
     detector = _FixedDetector([100, 200, 300, 600])
     blackened = build_baseline("blacken", detector, short_side=128, kind="image")(image)
     assert blackened.shape == (1, 128, 160, 3)
     expected = box_mask(128, 160, [[16, 32, 48, 96]])  # the box times 128 / 800
     np.testing.assert_array_equal((blackened[0] == 0).all(axis=-1), expected)
-    # SPAct's kernel 21 / sigma 10 hold at a 240-pixel video and a 512-pixel image.
-    assert scaled_blur("blur_strong", 240, "video") == (21, 10.0)
-    assert scaled_blur("blur_strong", 512, "image") == (21, 10.0)
-    assert scaled_blur("blur_strong", 120, "video") == (11, 5.0)
-    assert scaled_blur("blur_weak", 128, "image") == (5, 2.5)
-    frame = np.random.default_rng(2).random((1, 240, 320, 3)).astype(np.float32)
-    whole = _FixedDetector([0, 0, 320, 240])
-    blurred = build_baseline("blur_strong", whole, short_side=120, kind="video")(frame)
-    small = cv2.resize(frame[0], (160, 120), interpolation=cv2.INTER_AREA)
-    np.testing.assert_allclose(blurred[0], cv2.GaussianBlur(small, (11, 11), 5.0), atol=1e-6)
+
+
+@pytest.mark.parametrize("kind, reference", [("video", (300, 240)), ("image", (640, 512))])
+def test_the_blurs_apply_the_supplements_kernels_at_its_scale_then_resize(kind, reference):
+    # SPAct supp. C.6: kernel 21 / sigma 10 (weak 13 / 10) on a 240-pixel video frame and on
+    # a VISPR image resized to a short side of 512; the cache then resizes to 128.
+    frame = np.random.default_rng(2).random((1, 600, 750, 3)).astype(np.float32)
+    whole = _FixedDetector([0, 0, 750, 600])
+    large = cv2.resize(frame[0], reference, interpolation=cv2.INTER_AREA)
+    outputs = {}
+    for name, kernel in (("blur_strong", 21), ("blur_weak", 13)):
+        outputs[name] = build_baseline(name, whole, short_side=128, kind=kind)(frame)[0]
+        expected = cv2.resize(
+            cv2.GaussianBlur(large, (kernel, kernel), 10.0),
+            (160, 128),
+            interpolation=cv2.INTER_AREA,
+        )
+        np.testing.assert_allclose(outputs[name], expected, atol=1e-6)
+    # The two blurs stay two at 128 (scaled kernels rounded both to 5 on images).
+    assert np.abs(outputs["blur_strong"] - outputs["blur_weak"]).max() > 1e-3

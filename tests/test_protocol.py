@@ -14,7 +14,7 @@ from tiny_models import tiny_config
 from keras_privacy.data import pipelines
 from keras_privacy.data.cache import encode_jpeg, read_manifest, read_video_cache
 from keras_privacy.data.video import read_video
-from keras_privacy.evaluation import anonymizations, protocol
+from keras_privacy.evaluation import anonymizations, datasets, protocol
 from keras_privacy.models import registry
 from keras_privacy.models.unet import apply_per_frame
 
@@ -98,10 +98,10 @@ def test_interrupted_evaluation_keeps_finished_methods(benchmark, tmp_path, monk
     out = tmp_path / "evaluation"
     real_cached_data = protocol.cached_data
 
-    def interrupt_on_baseline(data, directory, short_side, baseline=None):
+    def interrupt_on_baseline(data, directory, short_side, baseline=None, **kwargs):
         if baseline is not None:
             raise KeyboardInterrupt
-        return real_cached_data(data, directory, short_side, baseline)
+        return real_cached_data(data, directory, short_side, baseline, **kwargs)
 
     monkeypatch.setattr(protocol, "cached_data", interrupt_on_baseline)
     with pytest.raises(KeyboardInterrupt):
@@ -216,3 +216,26 @@ def test_test_clips_are_cut_as_the_crop_setting_says(
     test = protocol.evaluation_data(config).action_test
     result = protocol.test_action_target(config, model, test)
     assert views == [view] and result["action_test_videos"] == len(test)
+
+
+def test_a_blur_is_cached_at_the_scale_of_each_splits_source(benchmark, tmp_path, monkeypatch):
+    # SPAct supp. C.6 sizes its blurs on 240-pixel video frames and 512-pixel VISPR images:
+    # PA-HMDB51's test images are video frames, blurred at a video's scale.
+    boxes = str(benchmark / "person_boxes.json")
+    config = tiny_config(benchmark, tmp_path, eval_methods="blur_weak", eval_boxes=boxes)
+    (method,) = protocol.methods_of(config)
+    keys = {}
+
+    def record(split, kind, directory, short_side, transform):
+        keys[directory.name] = (kind, transform.key)
+        return split
+
+    monkeypatch.setattr(datasets, "prepare_cache", record)
+    splits = datasets.EvaluationData("action train", "action test", "VISPR train", "frames")
+    for from_videos, test_scale in ((False, 512), (True, 240)):
+        datasets.cached_data(splits, tmp_path, 128, method, test_images_from_videos=from_videos)
+        assert keys["action_train"] == ("video", keys["action_train"][1])
+        assert "blur_weak at 128, blurred at 240" in keys["action_test"][1]
+        assert "blurred at 512" in keys["privacy_train"][1]
+        kind, key = keys["privacy_test"]
+        assert kind == "image" and f"blurred at {test_scale}," in key

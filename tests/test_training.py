@@ -618,6 +618,32 @@ def test_the_privacy_initialisation_and_the_minimax_have_epoch_lengths_of_their_
     }
 
 
+def test_f_Bs_initialisation_on_image_views_reads_no_clip(benchmark, tmp_path):
+    # NT-Xent on the privacy images' views needs no video: its batches hold the views alone,
+    # the same views as the batches with clips of the same epoch.
+    config = tiny_config(benchmark, tmp_path, contrastive_views="images")
+    data = training.training_data(config)
+    models = training.build_models(config, len(data.class_names), len(data.attribute_names))
+    init = {phase.name: phase for phase in training.training_phases(config, models, 2)}[
+        "privacy_init"
+    ]
+    assert init.batches == "views"
+    views = list(training.phase_dataset(init, data, 0, 2, 0, 0.6).as_numpy_iterator())
+    with_clips = dataclasses.replace(init, batches="contrastive")
+    full = list(training.phase_dataset(with_clips, data, 0, 2, 0, 0.6).as_numpy_iterator())
+    assert len(views) == len(full) == 2
+    for batch, full_batch in zip(views, full):
+        assert set(batch) == {"views"} and "clips" in full_batch
+        np.testing.assert_array_equal(batch["views"], full_batch["views"])
+    trainer = init.make_trainer()
+    trainer.compile(init.optimizers())
+    history = trainer.fit(training.phase_dataset(init, data, 0, 2, 0, 0.6), verbose=0).history
+    assert math.isfinite(history["privacy_loss"][0])
+    frames = tiny_config(benchmark, tmp_path, contrastive_views="both")
+    phases = training.training_phases(frames, models, 2)
+    assert {phase.name: phase.batches for phase in phases}["privacy_init"] == "contrastive"
+
+
 def test_a_phase_names_an_unknown_kind_of_batches():
     with pytest.raises(ValueError, match="phase minimax: batches='pairs' is none of contrastive,"):
         training.Phase("minimax", 1, lambda: None, dict, batches="pairs")

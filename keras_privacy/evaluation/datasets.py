@@ -41,23 +41,27 @@ def cached_data(
     directory: Path,
     short_side: int,
     baseline: Anonymization | None = None,
+    test_images_from_videos: bool = False,
 ) -> EvaluationData:
     """The four splits of `data` as prepared caches under `directory` (written once, resumable),
     so that target models read their data with TensorFlow ops only. With a people `baseline`,
     every source video and image is anonymized as it is cached: its people are found on the
-    source frames, then resized to `short_side` and blurred or blackened there."""
+    source frames, which are blackened at `short_side`, or blurred at the scale of their kind
+    (`baselines.BLUR_REFERENCE_SIDE`; PA-HMDB51's test frames, `test_images_from_videos`, at a
+    video's) and then resized to it."""
 
-    def transform(kind: str) -> FrameTransform | None:
-        return None if baseline is None else baseline.frame_transform(short_side, kind)
+    def transform(scale: str) -> FrameTransform | None:
+        return None if baseline is None else baseline.frame_transform(short_side, scale)
 
+    test_scale = "video" if test_images_from_videos else "image"
     return EvaluationData(
         *(
-            prepare_cache(getattr(data, name), kind, directory / name, short_side, transform(kind))
-            for name, kind in (
-                ("action_train", "video"),
-                ("action_test", "video"),
-                ("privacy_train", "image"),
-                ("privacy_test", "image"),
+            prepare_cache(getattr(data, name), kind, directory / name, short_side, transform(scale))
+            for name, kind, scale in (
+                ("action_train", "video", "video"),
+                ("action_test", "video", "video"),
+                ("privacy_train", "image", "image"),
+                ("privacy_test", "image", test_scale),
             )
         )
     )

@@ -16,9 +16,10 @@ How the anonymization is applied:
   `--image_size`, goes down `factor` times per side and back up, for clips and images alike;
 - a people baseline (blur or blackening of detected people) is applied once to every source
   video and image as it is cached (`datasets.cached_data`): people are found on the source
-  frames, the frames are resized to the short side the target models read (`--frame_size`)
-  with the boxes scaled alike, blurred or blackened there (the blur sized as SPAct's
-  supplement C.6, `baselines.scaled_blur`) and stored in `out_dir/cache/<method>/`: detection
+  frames, blackened at the short side the target models read (`--frame_size`) with the boxes
+  scaled alike, or blurred at the short side where SPAct's supplement C.6 sizes its kernels
+  (`baselines.BLUR_REFERENCE_SIDE`) and then resized, and stored in
+  `out_dir/cache/<method>/`: detection
   runs once per video, no anonymized video is encoded and decoded again, and an interrupted
   evaluation keeps the cache shards it finished.
 
@@ -119,7 +120,13 @@ def evaluate(
         logging.info("evaluating %s", method.name)
         seen = source
         if method.baseline in FILE_BASELINES:
-            seen = cached_data(data, out_dir / "cache" / method.name, config.frame_size, method)
+            seen = cached_data(
+                data,
+                out_dir / "cache" / method.name,
+                config.frame_size,
+                method,
+                test_images_from_videos=config.evaluation_datasets().privacy_dataset == "pa_hmdb51",
+            )
         result = _target_results(config, seen, method, attackers, classes, names)
         if method.baseline in FILE_BASELINES:
             result["detector"] = method.detector_description()
