@@ -1520,6 +1520,62 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "meta",
+        "T1 / T2 measured on",
+        "the accuracy of f_T and of each attack model (on which data is not stated)",
+        "Meta supp. Algorithm 1, lines 5, 8",
+        META,
+        "",
+        "the step's own batch (24 clips, 64 images), before any update, in inference mode; "
+        "T2 on the attack models' per-label accuracy",
+        "ours: the supplement names no validation data (VITA's f_T gate reads held-out clips)",
+    ),
+    Setting(
+        "meta",
+        "attack-model updates per iteration",
+        "update f_i^P, an attack model below T2",
+        "Meta supp. Algorithm 1, lines 8-9",
+        META,
+        "",
+        "every attack model below T2, each on the step's images",
+        "ours: the supplement's f_i^P read as each such model",
+    ),
+    Setting(
+        "meta",
+        "support / query attack models",
+        "sampled from f_1^P / f_2^P (how many is not stated); the basic model samples one "
+        "f^P from f_train^P at each iteration",
+        "Meta supp. Training Algorithm; Details of Set Construction",
+        META,
+        "",
+        "all of f_1^P / f_2^P (an attribute split: all 8), their losses averaged",
+        "ours: the expectation of a uniform sample, without its variance; every step runs "
+        "every attack model",
+    ),
+    Setting(
+        "meta",
+        "privacy term",
+        "Eq. 1 of the main paper (not held here); gamma follows [1, 2]",
+        "Meta supp. Parameter Analysis",
+        META,
+        "",
+        "minus the masked BCE of the attack models against the true labels, times gamma",
+        "ours: the attack models' loss maximised (VITA's gamma of 0.5 weights another term, "
+        "BCE against all ones)",
+    ),
+    Setting(
+        "meta",
+        "mixed samples' sets",
+        "X_1 / X_2 built at each epoch, then the support / query sets sampled from them",
+        "Meta supp. Details of Set Construction",
+        META,
+        "",
+        "the attribute split drawn each epoch; which mixed samples of a batch go to X_1 drawn "
+        "each batch (60 %)",
+        "ours: an image can change sets within an epoch (a batch is drawn from the images, "
+        "not from fixed X_1 / X_2)",
+    ),
+    Setting(
+        "meta",
         "gamma",
         "as VITA: 0.5",
         "Meta supp. Parameter Analysis (follows [1, 2]); " + _VITA + "adv_flags.py:21",
@@ -1585,8 +1641,10 @@ SETTINGS: tuple[Setting, ...] = (
         ("hmdb_vispr_meta",),
         "privacy_attributes",
         "a17_color,a12_semi_nudity,a64_rel_personal,a65_rel_social",
-        "same attributes; relationship is personal or social, as PA-HMDB51's "
-        "(keras_privacy/data/pa_hmdb51.py)",
+        "same attributes, relationship personal or social as PA-HMDB51's "
+        "(keras_privacy/data/pa_hmdb51.py), but as VISPR's 4 label columns: the 60/40 "
+        "attribute split is 2/2 and can put the two relationships on both sides (no flag yet "
+        "merges VISPR's labels onto PA-HMDB51's for training)",
     ),
     Setting(
         "meta",
@@ -1596,7 +1654,8 @@ SETTINGS: tuple[Setting, ...] = (
         ("hmdb_vispr_meta",),
         "eval_privacy_attributes",
         "a4_gender,a9_face_complete,a10_face_partial",
-        "same attributes; on VISPR's test images (the supplement does not say which images)",
+        "same attributes, on VISPR's test images (the supplement does not say which images), "
+        "as 3 label columns: face counts twice in the cMAP",
     ),
     Setting(
         "meta",
@@ -1606,7 +1665,8 @@ SETTINGS: tuple[Setting, ...] = (
         META,
         "minimax_epochs",
         "100",
-        "not stated anywhere we can read: the SPAct config's 100",
+        "not stated anywhere we can read: the SPAct config's 100, each one pass over the "
+        "action videos (the UCF101 SPAct config's epoch is the authors' 150 batches)",
     ),
     Setting(
         "meta",

@@ -152,8 +152,8 @@ class PrivacyInit(StatelessTrainer):
 class SupervisedPrivacyInit(StatelessTrainer):
     """Train each adversary on the privacy labels of images anonymized by the frozen f_A.
 
-    `adversaries` maps group names (as the minimax trainer names them: `budget_0`, ...) to image
-    models with one logit per attribute; each is its own group with its own optimizer."""
+    `adversaries` maps group names (`training` names them `adversary_0`, ...) to image models
+    with one logit per attribute; each is its own group with its own optimizer."""
 
     log_names = ("privacy_loss", "privacy_accuracy")
 
