@@ -13,6 +13,7 @@ from keras_privacy.evaluation.metrics import (
     privacy_f1,
     privacy_f1_interval,
     relative_drop,
+    row_groups,
     top1,
     video_scores,
     video_top1,
@@ -166,6 +167,35 @@ def test_privacy_intervals_equal_a_numpy_bootstrap_with_the_same_seed():
     only[0] = 1
     low, _ = cmap_interval(only, rng.random((5, 1)), samples=50, seed=0)
     assert low > 0
+
+
+def test_grouped_intervals_resample_whole_groups():
+    # Test frames of one video (PA-HMDB51's) are resampled together: three frames of each of
+    # 12 videos, their rows drawn as a numpy bootstrap over the videos draws them.
+    rng = np.random.default_rng(2)
+    labels = (rng.random((36, 3)) < 0.4).astype(np.int64)
+    labels[0] = 1
+    probs = np.round(rng.random((36, 3)), 1)
+    names = [f"video{v}" for v in rng.permutation(np.repeat(np.arange(12), 3))]
+    groups = row_groups(names)
+    members = [np.flatnonzero(groups == g) for g in range(12)]
+
+    def rows(drawn):
+        return np.concatenate([members[g] for g in drawn])
+
+    expected = _numpy_bootstrap(
+        lambda d: privacy_cmap(labels[rows(d)], probs[rows(d)]).value, 12, 200, 3
+    )
+    np.testing.assert_allclose(cmap_interval(labels, probs, 200, 3, groups), expected)
+    expected = _numpy_bootstrap(
+        lambda d: privacy_f1(labels[rows(d)], probs[rows(d)]).value, 12, 200, 3
+    )
+    np.testing.assert_allclose(
+        privacy_f1_interval(labels, probs, samples=200, seed=3, groups=groups), expected
+    )
+    assert row_groups(["b", "a", "b", "c"]).tolist() == [0, 1, 0, 2]
+    with pytest.raises(ValueError, match="groups of shape"):
+        cmap_interval(labels, probs, 10, 0, groups[:5])
 
 
 def test_video_top1_interval_equals_a_numpy_bootstrap_over_videos():

@@ -14,7 +14,7 @@ from keras_privacy.data import pipelines
 from keras_privacy.data.cache import prepare_cache
 from keras_privacy.data.errors import DatasetFormatError
 from keras_privacy.data.examples import Example, Split
-from keras_privacy.data.phvu import frame_images, read_phvu
+from keras_privacy.data.phvu import frame_images, frame_source, read_phvu
 from keras_privacy.data.video import write_video
 from keras_privacy.evaluation import metrics, protocol
 from keras_privacy.evaluation.report import Report
@@ -217,3 +217,10 @@ def test_frame_images_carry_the_privacy_labels(tmp_path):
     assert len(images.missing) == 1 and "v3.mp4" in images.missing[0]
     means = [cv2.imread(e.path)[..., 0].mean() for e in images.examples]
     assert means == pytest.approx([20, 60, 120, 160], abs=2)  # frames 2 and 6 of 8
+    sources = [frame_source(e.path) for e in images.examples]
+    assert sources[0] == sources[1] != sources[2] == sources[3]
+    assert frame_source(str(tmp_path / "a" / "image_1.png")) == str(tmp_path / "a" / "image_1.png")
+    # Another frame count into the same folder writes frames of its own, at its positions.
+    four = frame_images(train, tmp_path / "frames", frames_per_video=4)
+    means = [cv2.imread(e.path)[..., 0].mean() for e in four.examples[:4]]
+    assert means == pytest.approx([10, 30, 50, 70], abs=2)  # frames 1, 3, 5 and 7 of 8

@@ -502,7 +502,8 @@ def test_minimax_dataset_merges_keys(data):
     # 5 videos in batches of 2 (the partial one dropped) against 5 images: the action data ends
     assert len(elements) == 2
     for element, row in zip(elements, IMAGE_PRIVACY):
-        assert set(element) == {"clips", "labels", "frame_pairs", "images", "privacy"}
+        # (a test pass's images carry their file's path: PA-HMDB51's frames group by video)
+        assert set(element) == {"clips", "labels", "frame_pairs", "images", "privacy", "path"}
         assert element["clips"].shape == (2, CLIP, SIZE, SIZE, 3)
         assert element["images"].shape == (1, SIZE, SIZE, 3)
         np.testing.assert_array_equal(element["privacy"], [row])

@@ -234,9 +234,11 @@ def frame_images(
     frame_labels: Callable[[str, int], tuple[int, ...]] | None = None,
 ) -> Split:
     """An image split of `frames_per_video` equidistant frames of every video of `split`
-    (centres of equal segments), written as PNG under `out_dir` (kept if already there), each
+    (centres of equal segments), written as PNG under `out_dir` (kept if already there; the
+    name holds the frame count, so frames of another count are never taken for these), each
     with its video's privacy labels, or `frame_labels(video path, frame index)` when given
-    (frame-level annotations). Undecodable videos are skipped and listed in `missing`."""
+    (frame-level annotations). Undecodable videos are skipped and listed in `missing`.
+    `frame_source` gives the video of a frame from its file name."""
     if frames_per_video < 1:
         raise ValueError(f"frames_per_video must be at least 1, got {frames_per_video}")
     out_dir = Path(out_dir)
@@ -244,7 +246,8 @@ def frame_images(
     examples, missing = [], list(split.missing)
     for index, example in enumerate(split.examples):
         targets = [
-            out_dir / f"{index:06d}_{Path(example.path).stem}_{k}.png"
+            out_dir
+            / f"{index:06d}_{Path(example.path).stem}{FRAME_MARK}{k}of{frames_per_video}.png"
             for k in range(frames_per_video)
         ]
         try:
@@ -266,3 +269,14 @@ def frame_images(
                 privacy = frame_labels(example.path, int(position))
             examples.append(Example(path=str(target), privacy=privacy))
     return dataclasses.replace(split, examples=examples, class_names=[], missing=missing)
+
+
+FRAME_MARK = ".frame"
+"""What `frame_images` writes between a video's name and a frame's number."""
+
+
+def frame_source(path: str) -> str:
+    """The video a frame of `frame_images` was taken from (`<index>_<video stem>`), or `path`
+    itself for any other image: the unit a test image belongs to."""
+    name = Path(path).name
+    return name.rsplit(FRAME_MARK, 1)[0] if FRAME_MARK in name else str(path)

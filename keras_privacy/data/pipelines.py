@@ -212,6 +212,7 @@ class _Files:
             "index": index,
             "label": self.labels[index],
             "privacy": self.privacy[index],
+            "path": self.paths[index],
         }
         if self.actions is not None:
             record["actions"] = self.actions[index]
@@ -451,7 +452,7 @@ def privacy_labelled_dataset(
 ) -> tf.data.Dataset:
     """Batches of {"images" float32 (B, size, size, 3), "privacy" float32 (B, A)}: shuffled,
     augmented and without the last partial batch for training; else centre-cropped, in order,
-    every image once."""
+    every image once, with each image's source file ("path", a string)."""
     images = _source(source, "image")
 
     def make(item):
@@ -462,7 +463,11 @@ def privacy_labelled_dataset(
             image = augment.augment_clip(image, element_seed, size, config)
         else:
             image = augment.evaluation_clip(image, size)
-        return {"images": tf.ensure_shape(image[0], [size, size, 3]), "privacy": record["privacy"]}
+        element = {
+            "images": tf.ensure_shape(image[0], [size, size, 3]),
+            "privacy": record["privacy"],
+        }
+        return element if training else element | {"path": record["path"]}
 
     items = _items(images, seed, epochs) if training else _items(images, None, 1)
     dataset = _map(items, make, images)

@@ -198,20 +198,27 @@ def video_top1_interval(
 
 
 def cmap_interval(
-    labels: np.ndarray, scores: np.ndarray, samples: int = BOOTSTRAP_SAMPLES, seed: int = 0
+    labels: np.ndarray,
+    scores: np.ndarray,
+    samples: int = BOOTSTRAP_SAMPLES,
+    seed: int = 0,
+    groups: np.ndarray | None = None,
 ) -> tuple[float, float]:
     """95 % bootstrap interval of `privacy_cmap` / `action_cmap` of (N, A) `labels` and
-    `scores`, resampling rows (images, or videos after `video_scores`)."""
+    `scores`, resampling rows (images, or videos after `video_scores`), or with `groups` (N,)
+    the groups of rows (`row_groups`: the frames of one video together)."""
     labels, scores = _checked(labels, scores)
+    units, expand = _resampled_units(groups, len(labels))
 
     def cmap(counts: np.ndarray) -> np.ndarray:
+        counts = expand(counts)
         per_attribute = [
             _weighted_average_precision(labels[:, column], scores[:, column], counts)
             for column in range(labels.shape[1])
         ]
         return _nanmean(np.stack(per_attribute, axis=1))
 
-    return bootstrap_interval(cmap, len(labels), samples, seed)
+    return bootstrap_interval(cmap, units, samples, seed)
 
 
 def privacy_f1_interval(
@@ -220,18 +227,42 @@ def privacy_f1_interval(
     threshold: float = 0.5,
     samples: int = BOOTSTRAP_SAMPLES,
     seed: int = 0,
+    groups: np.ndarray | None = None,
 ) -> tuple[float, float]:
-    """95 % bootstrap interval of `privacy_f1` (arguments alike), resampling images."""
+    """95 % bootstrap interval of `privacy_f1` (arguments alike), resampling images, or with
+    `groups` (N,) the groups of images (`row_groups`)."""
     labels, probs = _checked(labels, probs)
     predicted = probs >= threshold
+    units, expand = _resampled_units(groups, len(labels))
 
     def f1(counts: np.ndarray) -> np.ndarray:
+        counts = expand(counts)
         true_positives = counts @ (labels & predicted)
         positives, predictions = counts @ labels, counts @ predicted
         scores = 2 * true_positives / np.maximum(positives + predictions, 1)
         return _nanmean(np.where(positives > 0, scores, np.nan))
 
-    return bootstrap_interval(f1, len(labels), samples, seed)
+    return bootstrap_interval(f1, units, samples, seed)
+
+
+def row_groups(names: Sequence[str]) -> np.ndarray:
+    """(N,) group index of each row named in `names`: rows of one name together (e.g. the
+    video each test frame was taken from), in order of first appearance."""
+    _, first, inverse = np.unique(np.asarray(names), return_index=True, return_inverse=True)
+    order = np.argsort(np.argsort(first))
+    return order[inverse]
+
+
+def _resampled_units(groups: np.ndarray | None, rows: int) -> tuple[int, Callable]:
+    """The bootstrap's units and the map from their (b, units) counts to the rows' (b, rows)
+    counts: the rows themselves, or with `groups` (rows,) the groups, each row drawn as often
+    as its group."""
+    if groups is None:
+        return rows, lambda counts: counts
+    groups = np.asarray(groups)
+    if groups.shape != (rows,):
+        raise ValueError(f"groups of shape {groups.shape} for {rows} rows")
+    return int(groups.max()) + 1, lambda counts: counts[:, groups]
 
 
 def _weighted_average_precision(

@@ -15,6 +15,7 @@ from tqdm import tqdm
 from keras_privacy import distribute
 from keras_privacy.config import ExperimentConfig, SettingError
 from keras_privacy.data import pipelines
+from keras_privacy.data.phvu import frame_source
 from keras_privacy.evaluation import metrics
 from keras_privacy.models import pretrained, registry
 from keras_privacy.models.resnet import privacy_classifier
@@ -379,11 +380,12 @@ def test_privacy_target(
     dataset = pipelines.privacy_labelled_dataset(
         test, config.eval_batch_size("privacy"), config.image_size, training=False
     )
-    probs, labels = [], []
+    probs, labels, paths = [], [], []
     for batch in dataset.as_numpy_iterator():
         logits = np.asarray(model.predict_on_batch(batch["images"]), np.float64)
         probs.append(1.0 / (1.0 + np.exp(-logits)))
         labels.append(batch["privacy"])
+        paths.extend(path.decode() for path in batch["path"])
     probs, labels = np.concatenate(probs), np.concatenate(labels)
     cmap = metrics.privacy_cmap(labels, probs, names)
     f1 = metrics.privacy_f1(labels, probs, names=names)
@@ -394,9 +396,14 @@ def test_privacy_target(
         f"{prefix}_skipped": list(cmap.skipped),
     }
     if config.eval_bootstrap and intervals:
+        # PA-HMDB51's test frames are resampled by video: frames of one video are not
+        # independent samples.
         samples, seed = config.eval_bootstrap, config.seed
-        cmap_interval = metrics.cmap_interval(labels, probs, samples, seed)
-        f1_interval = metrics.privacy_f1_interval(labels, probs, samples=samples, seed=seed)
+        groups = metrics.row_groups([frame_source(path) for path in paths])
+        cmap_interval = metrics.cmap_interval(labels, probs, samples, seed, groups)
+        f1_interval = metrics.privacy_f1_interval(
+            labels, probs, samples=samples, seed=seed, groups=groups
+        )
         result[f"{prefix}_cmap_interval"] = list(cmap_interval)
         result[f"{prefix}_f1_interval"] = list(f1_interval)
     return result
