@@ -2,6 +2,7 @@
 synthetic benchmark's attribute subsets, PA-HMDB51 as a privacy test set, and several target
 architectures in one run: tiny models on the tiny synthetic benchmark and the real fixtures."""
 
+import dataclasses
 import json
 import os
 
@@ -12,13 +13,14 @@ import pytest
 import tiny_models
 from tiny_models import tiny_config
 
-from keras_privacy.config import ExperimentConfig
+from keras_privacy.config import ExperimentConfig, SettingError
 from keras_privacy.data import pa_hmdb51, synthetic
 from keras_privacy.data.cache import prepare_cache, read_image_cache, read_manifest, verify_cache
 from keras_privacy.data.examples import Example, Split
 from keras_privacy.data.sources import privacy_splits
 from keras_privacy.data.vispr import VISPR1
 from keras_privacy.evaluation import protocol
+from keras_privacy.evaluation.anonymizations import methods_of
 from keras_privacy.evaluation.report import Report
 from keras_privacy.training import training_data
 
@@ -411,6 +413,12 @@ def test_pa_hmdb51_protocol_trains_without_its_videos_and_tests_action_on_them(
     record = protocol.evaluation_record(config, data)
     assert record["protocol"] == "pa_hmdb51"
     assert record["action_dataset"]["tested_on"] == "PA-HMDB51 videos"
+    # A box file names source files; PA-HMDB51's test frames are written by evaluate.py.
+    boxed = dataclasses.replace(
+        config, eval_methods="raw,blacken", eval_boxes=str(benchmark / "person_boxes.json")
+    )
+    with pytest.raises(SettingError, match="--eval_boxes with blacken on PA-HMDB51"):
+        methods_of(boxed)
 
 
 def test_report_tables_each_target_architecture(tmp_path):

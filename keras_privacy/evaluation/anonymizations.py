@@ -19,6 +19,7 @@ from keras_privacy.evaluation.baselines import (
     BLUR_REFERENCE_SIDE,
     BLURS,
     FACE_BASELINES,
+    PEOPLE_BASELINES,
     InputDownsample,
     build_baseline,
 )
@@ -162,4 +163,11 @@ def methods_of(config: ExperimentConfig) -> list[Anonymization]:
         raise SettingError("<eval_methods> names no method")
     if len(set(names)) != len(names):
         raise SettingError(f"<eval_methods> names a method twice: {', '.join(names)}")
+    people = sorted(set(names) & PEOPLE_BASELINES)
+    if boxes is not None and people and config.evaluation_datasets().privacy_dataset == "pa_hmdb51":
+        raise SettingError(
+            f"<eval_boxes> with {', '.join(people)} on PA-HMDB51: its test images are frames "
+            "evaluate.py writes (<video>.frame<k>of<n>.png), which a box file cannot name yet; "
+            "leave out <eval_boxes> (people are then found on every file) or these baselines"
+        )
     return result
