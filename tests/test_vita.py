@@ -261,16 +261,19 @@ def test_budget_models_make_n_updates_per_step_on_their_own_images():
             np.testing.assert_allclose(a, b, atol=1e-4, err_msg=v.path)
 
 
+RESTARTING = dict(
+    action_threshold=2.0,
+    action_max_updates=1,
+    budget_updates=1,
+    restart_every=2,
+    budget_pretrain_updates=2,
+)
+"""Two budget-only steps at the start and after each restart, a restart after every two
+minimax steps: steps 0-1 budget only, 2-3 minimax, 4 a restart, 4-5 budget only, 6 minimax."""
+
+
 def test_restart_retrains_the_budget_models_before_the_minimax_goes_on():
-    # Two budget-only steps at the start and after each restart, restarts after every two
-    # minimax steps: steps 0-1 budget only, 2-3 minimax, restart, 4-5 budget only, 6 minimax.
-    trainer = make_vita(
-        action_threshold=2.0,
-        action_max_updates=1,
-        budget_updates=1,
-        restart_every=2,
-        budget_pretrain_updates=2,
-    )
+    trainer = make_vita(**RESTARTING)
     initial = weights(trainer.budget_models[1])
     history = trainer.fit(tiny_models.vita_dataset(4), epochs=1, verbose=0).history
     assert history["action_updates"][0] == pytest.approx(2 / 4)
@@ -306,17 +309,10 @@ def test_restart_retrains_the_budget_models_before_the_minimax_goes_on():
 def test_a_resumed_run_restarts_the_budget_models_to_the_weights_of_the_phase_start(
     tmp_path, caplog
 ):
-    # Restarts after every 2 minimax steps, 2 budget-only steps before them: step 4 restarts.
-    # The run is checkpointed after step 3 and resumed in a new trainer, whose compile copies
-    # the resumed weights: the checkpoint's snapshot puts the phase start's back.
-    settings = dict(
-        action_threshold=2.0,
-        action_max_updates=1,
-        budget_updates=1,
-        restart_every=2,
-        budget_pretrain_updates=2,
-    )
-    trainer = make_vita(**settings)
+    # RESTARTING's step 4 restarts. The run is checkpointed after three steps (0-2) and
+    # resumed in a new trainer, whose compile copies the resumed weights: the checkpoint's
+    # snapshot puts the phase start's back.
+    trainer = make_vita(**RESTARTING)
     start = [w for model in trainer.budget_models for w in weights(model)]
     kernel = len(weights(trainer.budget_models[0]))  # budget_1's kernel in the snapshot
     trainer.fit(tiny_models.vita_dataset(3), epochs=1, verbose=0)
@@ -324,7 +320,7 @@ def test_a_resumed_run_restarts_the_budget_models_to_the_weights_of_the_phase_st
         tmp_path, "minimax", 1, trainer.groups(), trainer.optimizer, {}, trainer.restart_snapshot
     )
     state = checkpoint.latest_checkpoint(tmp_path)
-    resumed = make_vita(resumed=state, **settings)
+    resumed = make_vita(resumed=state, **RESTARTING)
     checkpoint.restore_optimizer(state, resumed.optimizer)
     trained = weights(resumed.budget_models[1])
     assert not np.array_equal(trained[0], start[kernel])
@@ -338,7 +334,7 @@ def test_a_resumed_run_restarts_the_budget_models_to_the_weights_of_the_phase_st
 
     # A checkpoint of an older version has no snapshot: a warning, the resumed weights kept.
     (Path(state["path"]) / "restart_snapshot.npz").unlink()
-    older = make_vita(resumed=state, **settings)
+    older = make_vita(resumed=state, **RESTARTING)
     checkpoint.restore_restart_snapshot(state, older.restart_snapshot)
     assert "has no restart snapshot" in caplog.text
     np.testing.assert_array_equal(older.restart_snapshot[kernel].numpy(), trained[0])
