@@ -167,7 +167,8 @@ def methods_of(config: ExperimentConfig) -> list[Anonymization]:
     if boxes is not None and people and config.evaluation_datasets().privacy_dataset == "pa_hmdb51":
         raise SettingError(
             f"<eval_boxes> with {', '.join(people)} on PA-HMDB51: its test images are frames "
-            "evaluate.py writes (<video>.frame<k>of<n>.png), which a box file cannot name yet; "
-            "leave out <eval_boxes> (people are then found on every file) or these baselines"
+            "evaluate.py writes itself (named by video and frame number), which a box file "
+            "cannot name yet; leave out <eval_boxes> (people are then found on every file) or "
+            "these baselines"
         )
     return result
