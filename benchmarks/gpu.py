@@ -13,8 +13,9 @@ configuration's and an out-of-memory stops only that configuration.
 Per method and dtype policy (`float32`, `mixed_bfloat16`), at the paper's batch (24 clips of
 16 x 112 x 112 and 64 privacy images per batch):
 - the training step XLA-compiled as `fit` compiles it (`trainer.train_step` under `jax.jit`,
-  the state donated), fed a batch already on the device; the median of `--steps` steps after
-  a compiling one;
+  the state donated; for meta, whose player JAX picks on the host, the deciding pass and the
+  meta update's program, `JaxStep.host_chosen_step`), fed a batch already on the device; the
+  median of `--steps` steps after a compiling one;
 - clips/s: action clips consumed per second (a SPAct or penalty step is one minimax iteration,
   two batches: 48 clips; a VITA or meta step one batch: 24 clips);
 - `model_gflops_per_step`: the models' forward FLOPs (Conv and Dense layers) combined as the
@@ -25,8 +26,10 @@ Per method and dtype policy (`float32`, `mixed_bfloat16`), at the paper's batch 
   same run (`--worker matmul`, always compiled with XLA's default autotuning);
 - `peak_gib`: the device's peak bytes in use during the process (compile and steps);
 - meta with `--attack_models K`: the first K of its eight attack models, a smaller program
-  (all eight compiled inside a lease's command only with `XLA_FLAGS=--xla_gpu_autotune_level=0`:
-  272 s on an H200, 2026-11-28; with the default autotuning, not within 563 s);
+  (the step that held all three players, 177 thousand StableHLO operations with all eight,
+  compiled inside a lease's command only with `XLA_FLAGS=--xla_gpu_autotune_level=0`: 197 to
+  272 s on an H200; with the default autotuning, not within 563 s; the meta update's program
+  alone is 75 thousand);
 - the largest batch that fits (`--largest_batch`): the paper's batch doubled until the step
   runs out of device memory;
 - `planned_gib`: the device memory XLA's buffer assignment plans for the step (arguments,
@@ -101,6 +104,9 @@ METHODS = ("spact", "penalty", "vita", "meta")
 BATCHES_PER_STEP = {"spact": 2, "penalty": 2, "vita": 1, "meta": 1}
 """Batches one training step takes: a SPAct (penalty) step is a minimax iteration of two."""
 POLICIES = ("float32", "mixed_bfloat16")
+META_BRANCHES = frozenset({"anonymizer"})
+"""The player meta's benchmark step updates: `build_trainer` sets T1 = T2 = 0, so Algorithm 1
+picks the meta update of f_A every step."""
 
 PAPER = {
     "clips": 24,
@@ -325,19 +331,24 @@ def measure_step(
         [v.value for v in trainer.metrics_variables],
     )
     batch = jax.device_put(batch)
-    step = jax.jit(trainer.train_step, donate_argnums=0)
     figures = {"method": method, "dtype_policy": policy, "clips": clips}
     start = time.perf_counter()
-    lowered = step.lower(state, batch)
+    lowered = lowered_programs(trainer, state, batch)
     if lower_only:
-        return figures | program_counts(lowered.as_text())
-    compiled = lowered.compile()
+        texts = [program.as_text() for program in lowered]
+        # Distinct over all the programs: one process autotunes a convolution once.
+        figures |= program_counts("\n".join(texts))
+        if len(texts) > 1:
+            figures["programs"] = [program_counts(text) for text in texts]
+        return figures
+    programs = [program.compile() for program in lowered]
     figures["compile_seconds"] = round(time.perf_counter() - start, 1)
-    planned = planned_gib(compiled)
-    if planned is not None:
-        figures["planned_gib"] = planned
+    plans = [planned_gib(program) for program in programs]
+    if None not in plans:
+        figures["planned_gib"] = max(plans)
     if compile_only:
         return figures
+    compiled = programs[0] if len(programs) == 1 else host_decided_step(trainer, *programs)
     logs, state = compiled(state, batch)
     jax.block_until_ready(logs)
     times = []
@@ -369,6 +380,37 @@ def measure_step(
         figures["peak_gib"] = peak
     figures["device"] = jax.local_devices()[0].device_kind
     return figures
+
+
+def lowered_programs(trainer, state, batch) -> list:
+    """The programs of the step as `fit` runs it, lowered: the jitted step; or, for a trainer
+    whose players JAX picks on the host (meta, `JaxStep.host_chosen_step`), the deciding pass
+    and the step of `META_BRANCHES`."""
+    import jax
+
+    step = trainer._backend_step
+    shapes = step.decides_on_host(state, batch)
+    if shapes is None:
+        return [jax.jit(trainer.train_step, donate_argnums=0).lower(state, batch)]
+    decided, begun_state, begun = shapes
+    return [
+        step.decide_program().lower(state, batch),
+        step.branch_program(META_BRANCHES).lower(begun_state, batch, decided, begun=begun),
+    ]
+
+
+def host_decided_step(trainer, decide, branch):
+    """One step from the compiled deciding pass and branch step, as `host_chosen_step` runs
+    them: the decisions read on the host between the two."""
+
+    def step(state, batch):
+        decided, state, begun = decide(state, batch)
+        chosen = trainer._backend_step.chosen_branches(decided)
+        if chosen != META_BRANCHES:
+            raise RuntimeError(f"the step picked {sorted(chosen)}, not {sorted(META_BRANCHES)}")
+        return branch(state, batch, decided, begun=begun)
+
+    return step
 
 
 def program_counts(stablehlo: str) -> dict:
@@ -628,18 +670,24 @@ def compare_losses(losses: dict[str, list[float]], reference: dict) -> dict:
     differences = {name: difference(losses[name], name) for name in names}
     compared = {
         "reference": reference,
-        "relative_differences": {k: round(v, 4) for k, v in differences.items()},
+        "relative_differences": {k: significant(v) for k, v in differences.items()},
     }
     perturbed = reference.get("perturbed")
     if not perturbed:
         compared["within_noise"] = all(v <= LEARNING_TOLERANCE for v in differences.values())
         return compared
     bands = {name: max(difference(run[name], name) for run in perturbed) for name in names}
-    compared["noise_bands"] = {k: round(v, 4) for k, v in bands.items()}
+    compared["noise_bands"] = {k: significant(v) for k, v in bands.items()}
     compared["within_noise"] = all(
         differences[name] <= NOISE_MARGIN * bands[name] + 1e-6 for name in names
     )
     return compared
+
+
+def significant(value: float, digits: int = 3) -> float:
+    """`value` to `digits` significant digits: a relative difference of 2e-5 stays one (to
+    four decimals it read as 0)."""
+    return float(f"{value:.{digits}g}")
 
 
 def without_autotune_level(xla_flags: str) -> str:

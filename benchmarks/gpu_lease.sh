@@ -10,11 +10,12 @@
 #
 # Modes, in the order the next lease should run them (SECONDS: the command's own limit, default
 # 420; give the `run` call about 15 s more):
-#   meta        the eight-model meta step compiled side by side under autotuning level 1
-#               (tuned kernels, without XLA's buffer initialisation and correctness checks)
-#               and under no autotuning (cuDNN's heuristics, cuBLAS for matmuls), each timed
-#               if its compile ends in time (compiles stop 120 s before the limit, leaving
-#               time to time the ones that ended)
+#   meta        the eight-model meta step (its deciding pass and the meta update's program)
+#               compiled side by side with XLA's default autotuning and under autotuning
+#               level 1 (tuned kernels, without XLA's buffer initialisation and correctness
+#               checks), each timed if its compile ends in time (compiles stop 120 s before
+#               the limit, leaving time to time the ones that ended; the same mode run again
+#               on the same machine resumes from the autotuning results they saved)
 #   variants    SPAct bf16 with XLA's defaults, NHWC convolution layouts, autotuning level 1
 #               and no autotuning, each compiled, timed and profiled (needs about 420 s)
 #   largest     SPAct bf16 at the paper's batch, 2x and 4x, compiled side by side, then timed
@@ -72,7 +73,7 @@ gpu_args() {
 mode_flags() {
     case $1 in
         variants) echo "|$NHWC;$LEVEL1;$NO_AUTOTUNE" ;;
-        meta) echo "$LEVEL1|$NO_AUTOTUNE" ;;
+        meta) echo "|$LEVEL1" ;;
         *) echo "|" ;;
     esac
 }

@@ -145,35 +145,50 @@ def test_conditional_updates_run_eagerly_equal_the_compiled_step(skips):
 
 
 @pytest.mark.skipif(keras.backend.backend() != "jax", reason="JAX decides on the host")
-def test_on_a_cpu_a_jax_step_computes_a_conditional_update_only_where_it_runs():
-    """Decided on the host, the update of `second` is in the program of the steps that take
-    it only, the update of `first` (before the condition, run by the decision) is computed
-    once a step (a callback inside each loss counts the times it is computed), and the
-    training equals that of a real conditional."""
+@pytest.mark.parametrize("skips", [False, True], ids=["cpu", "accelerator"])
+def test_a_jax_step_decided_on_the_host_computes_a_branch_only_where_it_runs(skips):
+    """Decided on the host, the branch of `second` (its update, and a second update of
+    `first` taken where the switch is above 1) is in the program of the steps that take it
+    only; the unconditional update of `first` is computed once a step (a callback inside each
+    loss counts the times it is computed). Inside the branch, the update whose decision is
+    False is computed and discarded on a CPU, skipped in `jax.lax.cond` on an accelerator.
+    The training equals that of the step that holds every update in a real conditional."""
     import jax
 
     computed = {"first": [], "second": []}
 
-    class Counted(Switched):
+    class TwoConditional(Switched):
         def updates(self, data):
             first, second, third = super().updates(data)
-            return [first, second, dataclasses.replace(third, branch="second")]
+            again = Update(
+                ("first",),
+                lambda values: self._loss(values, data, "first"),
+                condition=lambda logs: logs["switch"] > 1,
+            )
+            return [first, second, third, again]
+
+    class Counted(TwoConditional):
+        def updates(self, data):
+            *updates, third, again = super().updates(data)
+            branched = [dataclasses.replace(u, branch="second") for u in (third, again)]
+            return [*updates, *branched]
 
         def _loss(self, values, data, group):
             jax.debug.callback(lambda: computed[group].append(1))
             return super()._loss(values, data, group)
 
-    def fit(skips):
-        trainer = Counted(skips=skips)
+    def fit(trainer):
         trainer.compile(
             {g: keras.optimizers.Adam(1e-2) for g in ("first", "second")}, jit_compile=True
         )
-        history = trainer.fit(dataset([1.0, 0.0, 0.0, 1.0]), epochs=1, verbose=0, shuffle=False)
+        history = trainer.fit(dataset([1.0, 0.0, 0.0, 2.0]), epochs=1, verbose=0, shuffle=False)
         return trainer, history.history
 
-    host = fit(skips=False)
-    assert (len(computed["first"]), len(computed["second"])) == (4, 2)
-    assert_trained_alike(host, fit(skips=True), 1e-5, 1e-6)
+    assert Counted(skips=skips)._backend_step.host_chosen_step() is not None
+    host = fit(Counted(skips=skips))
+    again = 1 if skips else 2  # the step with switch 2; and, computed, the one with switch 1
+    assert (len(computed["first"]), len(computed["second"])) == (4 + again, 2)
+    assert_trained_alike(host, fit(TwoConditional(skips=True)), 1e-5, 1e-6)
     assert int(host[0].group_optimizer("second").iterations) == 2
 
 

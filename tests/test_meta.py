@@ -119,6 +119,41 @@ def test_threshold_schedule_picks_the_player_of_algorithm_1(thresholds, updated)
         assert int(trainer.group_optimizer(group).iterations) == (group in updated)
 
 
+def test_the_action_and_attack_updates_anonymize_only_what_they_read():
+    """f_T's update passes only the clips' frames through f_A, an attack model's only the
+    images (f_A runs in inference mode there, so each output is the one it gives in any
+    batch), and each loss equals its loss on f_A's output for the frames and images together,
+    as the measurement runs it."""
+    from keras_privacy import losses
+    from keras_privacy.methods.steps import action_logits
+
+    trainer = tiny_models.meta_trainer()
+    values = trainer.current_values()
+    data = tiny_models.meta_batch()
+    frames, images, _ = trainer._anonymize(values, data)
+    logits, _ = action_logits(trainer, values, frames, data["clips"].shape[1], True)
+    expected_action = losses.softmax_cross_entropy(data["labels"], logits)
+    expected_attack = losses.masked_binary_cross_entropy(
+        data["privacy"], trainer.run("attack_1", values, images, training=True)[0]
+    )
+
+    anonymized = []
+    run = trainer.run
+
+    def recorded(group, values, inputs, training=False):
+        if group == "anonymizer":
+            anonymized.append(int(inputs.shape[0]))
+        return run(group, values, inputs, training)
+
+    trainer.run = recorded
+    action_loss, _ = trainer._action_loss(values, data)
+    attack_loss, _ = trainer._attack_loss(values, data, "attack_1")
+    clips, frames_per_clip = data["clips"].shape[:2]
+    assert anonymized == [clips * frames_per_clip, len(data["images"])]
+    np.testing.assert_allclose(float(action_loss), float(expected_action), rtol=1e-5)
+    np.testing.assert_allclose(float(attack_loss), float(expected_attack), rtol=1e-5)
+
+
 def test_epoch_splits_draw_attributes_and_models_once_per_epoch():
     splits = epoch_splits(seed=0, epoch=3, steps=4, num_images=10, num_attributes=5, num_models=8)
     assert (splits["attribute_split"] == splits["attribute_split"][0]).all()

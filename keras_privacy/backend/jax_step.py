@@ -4,8 +4,10 @@ operations a loss calls.
 The step is a pure function of the state `fit` carries (trainable, non-trainable, optimizer and
 metric values), as in Keras' own JAX trainer: each update is `jax.value_and_grad` of its loss,
 each group's optimizer `stateless_apply` on its slice of the optimizer state, and the new state
-is returned. A conditional update runs inside `jax.lax.cond` where that pays
-(`StatelessTrainer._skips_updates`), else it is computed and its result selected. Data-parallel
+is returned. Where every conditional update names a branch, the host decides which run and a
+step is compiled per set of branches (`JaxStep.host_chosen_step`). A conditional update runs
+inside `jax.lax.cond` where that pays (`StatelessTrainer._skips_updates`), else it is computed
+and its result selected. Data-parallel
 training (`keras.distribution.DataParallel`) changes nothing here: the step is one program over
 the global batch, which XLA splits across the devices.
 """
@@ -48,46 +50,68 @@ class JaxStep:
 
     def host_chosen_step(self) -> Callable | None:
         """A `train_step(state, data)` that decides the step's conditional updates on the host,
-        where a conditional does not pay (a CPU) and the step is compiled with no distribution;
-        else None (Keras' jitted step).
+        where the step is compiled with no distribution; else None (Keras' jitted step).
 
         Each step runs `_decide` (compiled): the updates before the first conditional one, then
         every `condition` on their logs. The step compiled for the branches that run (one per
-        set of branches, `Update.branch`) continues from `_decide`'s state and logs, each
-        conditional update in it computed and selected by its decision; the first updates are
-        not run twice, and the other branches are not in that program, so a CPU neither
-        compiles nor computes a player that does not move. A trainer with no conditional
-        update, or with one that names no `branch`, gets the plain jitted step."""
+        set of branches, `Update.branch`) continues from `_decide`'s state and logs; the first
+        updates are not run twice, and the other branches are not in that program, so no
+        player that does not move is compiled or computed. Inside it a conditional update runs
+        by its decision as `_skips_updates` says: computed and selected on a CPU, where a
+        conditional does not pay, in `jax.lax.cond` on an accelerator. On an accelerator this
+        keeps each program to one player: meta generalisation's step with all its branches is
+        177 thousand StableHLO operations (eight attack models, paper sizes), which XLA did not
+        compile within 563 s on an H200 (`docs/gpu.md`); its meta update alone is 75
+        thousand, compiled when Algorithm 1 first picks it. The price is one read of the
+        decisions by the host a step. A trainer with no conditional update, or with one that
+        names no `branch`, gets the plain jitted step."""
         trainer = self.trainer
         if (
-            trainer._skips_updates()
-            or trainer.run_eagerly
+            trainer.run_eagerly
             or not trainer.jit_compile
             or keras.distribution.distribution() is not None
         ):
             return None
-        decide = jax.jit(self._decide, donate_argnums=0)
+        decide = self.decide_program()
         compiled: dict[frozenset, Callable] = {}
 
         def step(state, data):
-            if not compiled:
-                jax.eval_shape(self._decide, state, data)  # finds the branches
-            if not self._host_decides:
-                compiled.setdefault(None, jax.jit(self.train_step, donate_argnums=0))
+            if not compiled and not self.decides_on_host(state, data):
+                compiled[None] = jax.jit(self.train_step, donate_argnums=0)
+            if None in compiled:
                 return compiled[None](state, data)
             decided, state, begun = decide(state, data)
-            branches = frozenset(
-                branch
-                for branch, runs in zip(self._branches, numpy.asarray(decided))
-                if branch is not None and runs
-            )
+            branches = self.chosen_branches(decided)
             if branches not in compiled:
-                compiled[branches] = jax.jit(
-                    functools.partial(self.train_step, branches=branches), donate_argnums=0
-                )
+                compiled[branches] = self.branch_program(branches)
             return compiled[branches](state, data, decided, begun=begun)
 
         return step
+
+    def decides_on_host(self, state, data) -> tuple | None:
+        """Whether every conditional update of the step names a branch, so that the host
+        decides them: then `_decide`'s outputs as shapes (decisions, state, logs), from an
+        abstract evaluation (nothing computed); else None."""
+        shapes = jax.eval_shape(self._decide, state, data)
+        return shapes if self._host_decides else None
+
+    def decide_program(self) -> Callable:
+        """`_decide` jitted, the state donated: (decisions, the state after the updates before
+        the first conditional one, their logs and counts)."""
+        return jax.jit(self._decide, donate_argnums=0)
+
+    def branch_program(self, branches: frozenset) -> Callable:
+        """The step holding `branches` only, jitted, the state donated: `(state, data,
+        decided, begun=...)` from `decide_program`'s outputs."""
+        return jax.jit(functools.partial(self.train_step, branches=branches), donate_argnums=0)
+
+    def chosen_branches(self, decided) -> frozenset:
+        """The branches that `decide_program`'s decisions run, read on the host."""
+        return frozenset(
+            branch
+            for branch, runs in zip(self._branches, numpy.asarray(decided))
+            if branch is not None and runs
+        )
 
     def train_step(self, state, data, decided=None, branches=None, begun=None):
         """The step. From `host_chosen_step`: `decided`, every update's decision (a boolean
@@ -201,20 +225,12 @@ class JaxStep:
             )
             record_logs(logs, counted, new_logs, None)
             return values, optimizer_values
-        if choice is not None:
-            compiled_in, ran = choice
-            if not compiled_in:
-                values, optimizer_values, new_logs = self._skipper(update, values)(
-                    values, optimizer_values
-                )
-            else:
-                values, optimizer_values, new_logs = self._update(
-                    update, logs, values, optimizer_values, ran
-                )
-            record_logs(logs, counted, new_logs, ran)
-            return values, optimizer_values
-        ran = update.condition(logs)
-        if self.trainer._skips_updates():
+        compiled_in, ran = (True, update.condition(logs)) if choice is None else choice
+        if not compiled_in:
+            values, optimizer_values, new_logs = self._skipper(update, values)(
+                values, optimizer_values
+            )
+        elif self.trainer._skips_updates():
             values, optimizer_values, new_logs = jax.lax.cond(
                 ran,
                 functools.partial(self._update, update, dict(logs)),

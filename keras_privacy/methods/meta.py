@@ -37,11 +37,11 @@ its activations (`recompute_anonymizer`, `models.segments`).
 Which player updates follows Algorithm 1, decided on the accuracies measured on the batch before
 any update: f_T while its accuracy < T1 (70 %); else each attack model whose accuracy < T2 (95
 %); else the anonymizer's meta update. A first, parameter-free update measures those accuracies
-and every player's update has a `condition` on them, so on an accelerator only the selected
-updates are computed (`jax.lax.cond` / `tf.cond`); on a CPU under XLA, where a conditional would
-slow the convolutions' gradients, JAX decides on the host and compiles one step per player (the
-updates' `branch`: `action`, `attack`, `anonymizer`), and TensorFlow computes the others and
-discards them (see `trainer`). A player's logs are means over the steps that updated it:
+and every player's update has a `condition` on them. JAX decides them on the host and compiles
+one step per player (the updates' `branch`: `action`, `attack`, `anonymizer`), so no program
+holds all three; TensorFlow computes only the selected updates on an accelerator (`tf.cond`) and
+computes the others and discards them on a CPU under XLA, where a conditional would slow the
+convolutions' gradients (see `trainer`). A player's logs are means over the steps that updated it:
 `action_loss` over the f_T updates, `attack_loss` over the steps where an attack model updated
 (the last one that did), the meta losses and `attribute_split` (1 for an attribute split, 0 for
 a model split) over the meta updates."""
@@ -280,6 +280,13 @@ class MetaGeneralization(StatelessTrainer):
             outputs, state = self.run("anonymizer", values, inputs, training)
         return outputs[:count], outputs[count:], state
 
+    def _anonymized(self, values, inputs):
+        """f_A in inference mode on `inputs` alone. BatchNorm then uses its moving statistics,
+        so each output is the one f_A gives that frame or image in any batch: the f_T and
+        attack-model updates anonymize only what they read (an attack update does not pass
+        the 384 frames of the clips through f_A to use the 64 images)."""
+        return self.run("anonymizer", values, inputs)[0]
+
     def _measure(self, values, data):
         anon_frames, anon_images, _ = self._anonymize(values, data)
         logits, _ = action_logits(self, values, anon_frames, ops.shape(data["clips"])[1], False)
@@ -295,7 +302,7 @@ class MetaGeneralization(StatelessTrainer):
         }
 
     def _action_loss(self, values, data):
-        anon_frames, _, _ = self._anonymize(values, data)
+        anon_frames = self._anonymized(values, fold_time(data["clips"]))
         logits, state = action_logits(
             self, values, ops.stop_gradient(anon_frames), ops.shape(data["clips"])[1], True
         )
@@ -309,7 +316,7 @@ class MetaGeneralization(StatelessTrainer):
         }
 
     def _attack_loss(self, values, data, group):
-        _, anon_images, _ = self._anonymize(values, data)
+        anon_images = self._anonymized(values, data["images"])
         logits, state = self.run(group, values, ops.stop_gradient(anon_images), training=True)
         loss = losses.masked_binary_cross_entropy(data["privacy"], logits)
         return loss, {

@@ -14,11 +14,12 @@ An update runs at every step unless it has a `condition`: a decision on the logs
 measured first). The step evaluates it before the update and, where a conditional pays
 (`StatelessTrainer._skips_updates`: on an accelerator, or TensorFlow without XLA), runs the
 update's loss, gradients, optimizer apply and BatchNorm-statistics update inside a real
-conditional (`jax.lax.cond`, `tf.cond`), so a skipped update costs nothing. On a CPU under XLA a
-convolution's gradient inside a conditional runs 30-80x slower than outside, so there JAX
-decides the conditions on the host and compiles a step per set of branches that run
-(`Update.branch`), so a player that does not move is neither compiled nor computed; TensorFlow
-under XLA on a CPU computes the update and selects its result (`where`), as a gated one. A
+conditional (`jax.lax.cond`, `tf.cond`), so a skipped update costs nothing; on a CPU under XLA,
+where a convolution's gradient inside a conditional runs 30-80x slower than outside, it
+computes the update and selects its result (`where`), as a gated one. Where every conditional
+update names a branch (`Update.branch`), JAX decides the conditions on the host and compiles a
+step per set of branches that run, so a player that does not move is neither compiled nor
+computed, and no program holds every player (meta generalisation's, on a GPU). A
 `gate` reads the update's own logs, so a gated update is always computed and its result applied
 where the gate holds (VITA's thresholds on the accuracy of the model being updated).
 
@@ -96,12 +97,12 @@ class Update:
     BatchNorm statistics and optimizer state of its groups as they were (its logs are still
     recorded). VITA uses it for thresholds on the accuracy of the model being updated.
 
-    `branch` names the updates that a step compiled per choice holds together. On JAX on a
-    CPU, where a conditional does not pay, the choice is made on the host instead: the step's
-    updates before its first conditional one run first, every `condition` is decided on their
-    logs, and a step compiled for the branches that run (each conditional update in one of
-    them, computed and selected by its decision) applies it; the other branches' updates are
-    not in that program at all (`JaxStep.host_chosen_step`). Naming a branch promises that
+    `branch` names the updates that a step compiled per choice holds together. On JAX the
+    choice is then made on the host: the step's updates before its first conditional one run
+    first, every `condition` is decided on their logs, and a step compiled for the branches
+    that run (each conditional update in one of them run by its decision, as
+    `_skips_updates` says) applies it; the other branches' updates are not in that program at
+    all (`JaxStep.host_chosen_step`). Naming a branch promises that
     the condition reads only the logs of those first, unconditional updates; a step decides on
     the host only where every conditional update names one (VITA's validation loop, whose
     conditions read the logs of conditional updates, names none and is decided in the step).
@@ -287,7 +288,8 @@ class StatelessTrainer(keras.Model):
     # ------------------------------------------------------------------------- train step
     def make_train_function(self, force: bool = False) -> None:
         """Keras' train function; on a backend that decides conditional updates on the host
-        (JAX on a CPU: `Update.branch`), one around that step."""
+        (JAX, for a trainer whose conditional updates name a `Update.branch`), one around
+        that step."""
         if self.train_function is not None and not force:
             return
         step = self._backend_step.host_chosen_step()
