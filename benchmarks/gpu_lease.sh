@@ -11,13 +11,15 @@
 # Modes, in the order the next lease should run them (SECONDS: the command's own limit, default
 # 420; give the `run` call about 15 s more):
 #   meta        the eight-model meta step (its deciding pass and the meta update's program)
-#               compiled side by side with XLA's default autotuning and under autotuning
-#               level 1 (tuned kernels, without XLA's buffer initialisation and correctness
-#               checks), each timed if its compile ends in time (compiles stop 120 s before
-#               the limit, leaving time to time the ones that ended; the same mode run again
-#               on the same machine resumes from the autotuning results they saved)
+#               compiled side by side three ways: XLA's defaults, without XLA's fusion
+#               autotuner (convolutions and matmuls still autotuned), and that under
+#               autotuning level 1 (no buffer initialisation or correctness checks); each
+#               timed if its compile ends in time (compiles stop 120 s before the limit,
+#               leaving time to time the ones that ended; the same mode run again on the same
+#               machine resumes from the autotuning results they saved)
 #   variants    SPAct bf16 with XLA's defaults, NHWC convolution layouts, autotuning level 1
-#               and no autotuning, each compiled, timed and profiled (needs about 420 s)
+#               and without the fusion autotuner, each compiled, timed and profiled (needs
+#               about 420 s)
 #   largest     SPAct bf16 at the paper's batch, 2x and 4x, compiled side by side, then timed
 #   meta_start  the eight-model meta step with XLA's default autotuning, started in its own
 #               session so that it outlives this command (its compile takes longer than one)
@@ -29,7 +31,10 @@ SCRIPT=$(realpath "$0")
 cd "$(dirname "$SCRIPT")/.."
 
 WHEELS=(keras==3.15.1 optree==0.20.0 namex==0.1.0)
-NO_AUTOTUNE="--xla_gpu_autotune_level=0 --xla_gpu_enable_triton_gemm=false"
+# XLA's fusion autotuner (on by default since jaxlib 0.9) compiles fusions with both its native
+# and its Triton emitters to time them: reported to take tens of minutes on large programs.
+# Level 0 turns it off with every other autotuning; this flag turns off it alone.
+FUSION_AUTOTUNER_OFF="--xla_gpu_experimental_enable_fusion_autotuner=false"
 NHWC="--xla_gpu_force_conv_nhwc=true"
 # XLA's levels: 0 off, 1 on, 2 +init, 3 +reinit, 4 +check (the default: each candidate kernel's
 # output is also checked against a reference, on freshly initialised buffers).
@@ -56,7 +61,7 @@ gpu_args() {
             echo "--jobs spact:mixed_bfloat16 --compile_first 4 $common --largest_batch 0" \
                 "--profile $OUT/profile --timeout $((limit - 20)) --deadline $((limit - 60))" ;;
         meta)
-            echo "--jobs meta:mixed_bfloat16 --compile_first 2 $common --largest_batch 0" \
+            echo "--jobs meta:mixed_bfloat16 --compile_first 3 $common --largest_batch 0" \
                 "--timeout $((limit - 120)) --deadline $((limit - 50))" ;;
         meta_start)  # outlives the command: its compile and run may take 14 minutes
             echo "--jobs meta:mixed_bfloat16 $common --largest_batch 0 --timeout 840" ;;
@@ -72,8 +77,8 @@ gpu_args() {
 # The XLA_FLAGS a mode adds, and its --variant_flags (separated by '|').
 mode_flags() {
     case $1 in
-        variants) echo "|$NHWC;$LEVEL1;$NO_AUTOTUNE" ;;
-        meta) echo "|$LEVEL1" ;;
+        variants) echo "|$NHWC;$LEVEL1;$FUSION_AUTOTUNER_OFF" ;;
+        meta) echo "|$FUSION_AUTOTUNER_OFF;$LEVEL1 $FUSION_AUTOTUNER_OFF" ;;
         *) echo "|" ;;
     esac
 }

@@ -562,12 +562,12 @@ SETTINGS: tuple[Setting, ...] = (
         "not stated; the authors crop VISPR's full-resolution images, then resize the crop to 112",
         _S_ANON + "dl_vispr.py:131-133, 164-168; dl_vispr_ssl.py:138",
         SPACT,
-        "",
-        "the images as cached: at --frame_size's short side (128) in evaluate.py's caches, at "
-        "prepare's --short_side in a training cache",
-        "ours: a crop of 0.6 of a 128-px image is up-sampled from 77 px to 112 where theirs "
-        "is down-sampled; a VISPR training cache prepared at --short_side 192 keeps every crop "
-        "at 112 px or more (evaluate.py's image caches have no flag of their own yet)",
+        "privacy_image_side",
+        "192",
+        "our choice: the images cached at a short side of 192 px (the memory of the cache; a "
+        "prepared VISPR cache below it is refused, the files give theirs), so a crop of 0.6 "
+        "(115 px) is resized down to 112 as theirs is; before 2026-11-30 evaluate.py cached "
+        "them at --frame_size (128), and a crop of 0.6 was up-sampled from 77 px",
     ),
     Setting(
         "spact",
@@ -931,8 +931,20 @@ SETTINGS: tuple[Setting, ...] = (
         PENALTY,
         "frame_size",
         "256",
-        "our choice: the 112 / 128 ratio of the SPAct configs (prepare the caches with "
-        "--short_side 256: a smaller one is refused)",
+        "our choice: the 112 / 128 ratio of the SPAct configs (prepare the video caches with "
+        "--short_side 256: a smaller one is refused; VISPR's: next row)",
+    ),
+    Setting(
+        "penalty",
+        "privacy images' resolution",
+        "not stated; the authors crop VISPR's full-resolution images, then resize the crop to 224",
+        _PEN + "aux_code/vispr_dl_edit.py:52, 81-98",
+        PENALTY,
+        "privacy_image_side",
+        "384",
+        "our choice: the images cached at a short side of 384 px (a prepared VISPR cache below "
+        "it is refused), so a crop of 0.6 (230 px) is resized down to 224 as theirs is; "
+        "before 2026-11-30 at --frame_size (256), a crop of 0.6 up-sampled from 154 px",
     ),
     Setting(
         "penalty",

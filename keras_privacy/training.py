@@ -361,7 +361,15 @@ def training_data(config: ExperimentConfig) -> sources.TrainingData:
         hold_out=hold_out,
     )
     actions, privacy = config.dataset_files("action"), config.dataset_files("privacy")
-    return sources.training_data(actions, privacy, batching, config.frame_size, leave_out)
+    data = sources.training_data(
+        actions, privacy, batching, config.frame_size, config.image_side(), leave_out
+    )
+    if actions.cache:
+        sources.require_short_side(actions.cache, "action_cache", config.frame_size, "frame_size")
+    if privacy.cache:
+        setting = "privacy_image_side" if config.privacy_image_side else "frame_size"
+        sources.require_short_side(privacy.cache, "privacy_cache", config.image_side(), setting)
+    return data
 
 
 def _check_paired_phase_lengths(config: ExperimentConfig, phases: list[Phase], steps: int):

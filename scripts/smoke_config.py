@@ -83,6 +83,7 @@ def tiny_overrides(config, data: Path, run_dir: Path) -> dict[str, str]:
         "privacy_cache": "",
         "privacy_attributes": "all",
         "frame_size": "40",
+        "privacy_image_side": "48",
         "image_size": "32",
         "clip_length": "8",
         "batch_size": "4",

@@ -46,6 +46,10 @@ def test_shipped_config_parses_and_validates(path):
 def test_paper_configs_use_the_papers_settings():
     config = parse(f"--flagfile={CONFIGS[0].parent / 'hmdb_vispr.cfg'}")
     assert (config.image_size, config.clip_length, config.clip_stride) == (112, 16, 2)
+    # VISPR cached large enough that a crop of 0.6 is resized down to the input side.
+    assert config.image_side() == 192 >= config.image_size / 0.6
+    penalty = parse(f"--flagfile={CONFIGS[0].parent / 'hmdb_vispr_penalty.cfg'}")
+    assert penalty.image_side() == 384 >= penalty.image_size / 0.6
     assert config.anonymizer_lr == config.action_lr == config.privacy_lr == 1e-4
     assert (config.action_model, config.privacy_backbone) == ("r3d_18_spact", "resnet50")
     assert config.contrastive_views == "images" and config.learned_name() == "spact"
@@ -65,6 +69,10 @@ def test_a_variant_of_the_authors_method_is_reported_as_what_it_is():
 def test_a_flag_that_makes_no_sense_is_named():
     with pytest.raises(ValueError, match="image_size"):
         parse("--image_size=64", "--frame_size=32").validate()
+    with pytest.raises(ValueError, match=r"--image_size \(64\) cannot exceed --privacy_image_side"):
+        parse("--image_size=64", "--frame_size=64", "--privacy_image_side=48").validate()
+    with pytest.raises(ValueError, match="--privacy_image_side must be 0"):
+        parse("--privacy_image_side=-1").validate()
     with pytest.raises(flags.Error):
         parse("--no_such_flag=1")
 

@@ -29,7 +29,6 @@ WITHOUT_FLAG = {
     ("spact", "frames' channel order"),
     ("spact", "F1 threshold"),
     ("spact", "cMAP over attributes without a positive test image"),
-    ("spact", "privacy images' resolution"),
     ("vita", "budget models' training images"),
     ("vita", "initialisation"),
     ("vita", "checkpoints evaluated"),

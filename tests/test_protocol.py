@@ -93,15 +93,17 @@ def test_evaluate_learned_and_baselines_then_resume(benchmark, tmp_path, monkeyp
 
 def test_interrupted_evaluation_keeps_finished_methods(benchmark, tmp_path, monkeypatch):
     boxes = str(benchmark / "person_boxes.json")
-    config = tiny_config(benchmark, tmp_path, eval_methods="raw,blacken", eval_boxes=boxes)
+    config = tiny_config(
+        benchmark, tmp_path, eval_methods="raw,blacken", eval_boxes=boxes, privacy_image_side=44
+    )
     data = protocol.evaluation_data(config)
     out = tmp_path / "evaluation"
     real_cached_data = protocol.cached_data
 
-    def interrupt_on_baseline(data, directory, short_side, baseline=None, **kwargs):
+    def interrupt_on_baseline(data, directory, video_side, image_side, baseline=None, **kwargs):
         if baseline is not None:
             raise KeyboardInterrupt
-        return real_cached_data(data, directory, short_side, baseline, **kwargs)
+        return real_cached_data(data, directory, video_side, image_side, baseline, **kwargs)
 
     monkeypatch.setattr(protocol, "cached_data", interrupt_on_baseline)
     with pytest.raises(KeyboardInterrupt):
@@ -137,6 +139,10 @@ def test_interrupted_evaluation_keeps_finished_methods(benchmark, tmp_path, monk
     stored = np.stack([decoded_jpeg(encode_jpeg(frame, 90)) for frame in expected])
     np.testing.assert_array_equal(frames, stored)
     assert (frames == 0).all(axis=-1).mean() > 0.01  # the boxes are blackened
+    # The images are cached at --privacy_image_side, the raw ones and the baseline's alike.
+    images = read_manifest(out / "cache" / "blacken" / "privacy_test")
+    assert images["short_side"] == 44 and images["transform"].startswith("blacken at 44, boxes ")
+    assert read_manifest(out / "cache" / "source" / "privacy_train")["short_side"] == 44
 
 
 def decoded_jpeg(jpeg: bytes) -> np.ndarray:
@@ -224,16 +230,25 @@ def test_a_blur_is_cached_at_the_scale_of_each_splits_source(benchmark, tmp_path
     boxes = str(benchmark / "person_boxes.json")
     config = tiny_config(benchmark, tmp_path, eval_methods="blur_weak", eval_boxes=boxes)
     (method,) = protocol.methods_of(config)
-    keys = {}
+    keys, sides = {}, {}
 
     def record(split, kind, directory, short_side, transform):
         keys[directory.name] = (kind, transform.key)
+        sides[directory.name] = short_side
         return split
 
     monkeypatch.setattr(datasets, "prepare_cache", record)
     splits = datasets.EvaluationData("action train", "action test", "VISPR train", "frames")
     for from_videos, test_scale in ((False, 512), (True, 240)):
-        datasets.cached_data(splits, tmp_path, 128, method, test_images_from_videos=from_videos)
+        datasets.cached_data(
+            splits, tmp_path, 128, 192, method, test_images_from_videos=from_videos
+        )
+        assert sides == {
+            "action_train": 128,
+            "action_test": 128,
+            "privacy_train": 192,
+            "privacy_test": 192,
+        }
         assert keys["action_train"] == ("video", keys["action_train"][1])
         assert "blur_weak at 128, blurred at 240" in keys["action_test"][1]
         assert "blurred at 512" in keys["privacy_train"][1]

@@ -22,7 +22,7 @@ import tiny_models
 
 from keras_privacy import checkpoint, training
 from keras_privacy.config import ExperimentConfig
-from keras_privacy.data.cache import prepare_image_cache
+from keras_privacy.data.cache import prepare_image_cache, read_manifest
 from keras_privacy.data.examples import Example, Split
 from keras_privacy.methods.init import IdentityInit
 from keras_privacy.methods.spact import SPAct
@@ -317,7 +317,7 @@ def test_a_cache_of_frames_smaller_than_the_frame_size_is_refused(benchmark, tmp
         training.training_data(config)
     assert str(raised.value) == (
         f"--privacy_cache={small}: its frames have a short side of 24 px (`python -m "
-        "keras_privacy.data prepare --short_side 24`), below --frame_size=32, so the clips "
+        "keras_privacy.data prepare --short_side 24`), below --frame_size=32, so the crops "
         "would be cut from up-sampled frames; prepare it again with --short_side 32, or lower "
         "--frame_size"
     )
@@ -327,6 +327,28 @@ def test_a_cache_of_frames_smaller_than_the_frame_size_is_refused(benchmark, tmp
         prepare_image_cache(split, cache, short_side=short_side)
         config = tiny_config(benchmark, tmp_path / "run", privacy_cache=str(cache))
         assert training.training_data(config).attribute_names == ["a", "b", "c", "d"]
+
+
+def test_a_privacy_cache_smaller_than_the_privacy_image_side_is_refused(benchmark, tmp_path):
+    image = tmp_path / "image.png"
+    cv2.imwrite(str(image), np.full((60, 90, 3), 128, np.uint8))
+    split = Split([Example(str(image), privacy=(0,) * 4)], attribute_names=["a", "b", "c", "d"])
+    for short_side in (40, 48):
+        prepare_image_cache(split, tmp_path / f"cache_{short_side}", short_side=short_side)
+    config = tiny_config(
+        benchmark, tmp_path / "run", privacy_cache=str(tmp_path / "cache_40"), privacy_image_side=48
+    )
+    with pytest.raises(SettingError, match=r"below --privacy_image_side=48, so the crops"):
+        training.training_data(config)
+    config.privacy_cache = str(tmp_path / "cache_48")
+    assert training.training_data(config).attribute_names == ["a", "b", "c", "d"]
+
+
+def test_the_built_in_benchmark_caches_its_images_at_the_privacy_image_side(benchmark, tmp_path):
+    config = tiny_config(benchmark, tmp_path / "run", privacy_image_side=44)
+    data = training.training_data(config)
+    assert read_manifest(data.images)["short_side"] == 44
+    assert read_manifest(data.videos)["short_side"] == config.frame_size
 
 
 class PoisonAtEpochEnd(keras.callbacks.Callback):

@@ -386,7 +386,7 @@ def test_every_gpu_lease_mode_runs_a_gpu_benchmark_command_that_parses_within_it
     """The lease's commands are ready before a device is lent: each one's flags are gpu.py's,
     and every compile and measurement ends inside the command's limit (meta_start apart: it
     outlives its command on purpose)."""
-    untuned = "--xla_gpu_autotune_level=0 --xla_gpu_enable_triton_gemm=false"
+    fusion_autotuner_off = "--xla_gpu_experimental_enable_fusion_autotuner=false"
     level1 = "--xla_gpu_autotune_level=1"
     for mode in LEASE_MODES:
         env, args = lease_command(mode, 585)
@@ -402,12 +402,15 @@ def test_every_gpu_lease_mode_runs_a_gpu_benchmark_command_that_parses_within_it
         assert env["XLA_FLAGS"] == ""
     _, variants = lease_command("variants", 420)
     assert variants.variant_flags.split(";") == [
-        "--xla_gpu_force_conv_nhwc=true", level1, untuned
+        "--xla_gpu_force_conv_nhwc=true", level1, fusion_autotuner_off
     ]  # fmt: skip
     assert variants.profile and variants.compile_first == 4
-    _, both = lease_command("meta", 585)
-    assert both.variant_flags == level1 and both.compile_first == 2
-    assert both.timeout + 60 <= both.deadline < 585  # compiles stop in time to time one
+    _, meta_ways = lease_command("meta", 585)
+    assert meta_ways.variant_flags.split(";") == [
+        fusion_autotuner_off, f"{level1} {fusion_autotuner_off}"
+    ]  # fmt: skip
+    assert meta_ways.compile_first == 3  # the default and both variants side by side
+    assert meta_ways.timeout + 60 <= meta_ways.deadline < 585  # compiles stop in time to time
     _, largest = lease_command("largest", 420)
     assert largest.largest_batch == 4 and largest.jobs == "spact:mixed_bfloat16"
     _, meta = lease_command("meta_start", 585)

@@ -91,9 +91,19 @@ class DataSettings:
         default=48,
         metadata=described(
             "Short side of the decoded frames (their aspect kept): the built-in benchmark's and "
-            "the evaluation's caches are made at it, and a prepared training cache must be at "
-            "least this large (the short side it was prepared at; files are read at their own "
-            "size).",
+            "the evaluation's caches are made at it (images: <privacy_image_side>, where set), "
+            "and a prepared training cache must be at least this large (the short side it was "
+            "prepared at; files are read at their own size).",
+            "data",
+        ),
+    )
+    privacy_image_side: int = field(
+        default=0,
+        metadata=described(
+            "Short side of the privacy images (their aspect kept) in the evaluation's and the "
+            "built-in benchmark's caches, and the least a prepared privacy training cache must "
+            "have; 0: <frame_size>. The VISPR configs cache images large enough that every crop "
+            "is resized down to <image_size>, as the authors crop the full-resolution images.",
             "data",
         ),
     )
@@ -161,6 +171,10 @@ class DataSettings:
         default=16, metadata=described("Privacy images per batch (two views each).", "data")
     )
 
+    def image_side(self) -> int:
+        """The short side of the cached privacy images: `privacy_image_side`, or `frame_size`."""
+        return self.privacy_image_side or self.frame_size
+
     def image_augmentation(self) -> AugmentConfig:
         """The augmentation of labelled privacy images: the `supervised_augmentation`
         preset's."""
@@ -218,6 +232,16 @@ def validate_data(config: DataSettings) -> None:
     if config.image_size > config.frame_size:
         raise SettingError(
             f"<image_size> ({config.image_size}) cannot exceed <frame_size> ({config.frame_size})"
+        )
+    if config.privacy_image_side < 0:
+        raise SettingError(
+            "<privacy_image_side> must be 0 (<frame_size>) or more, got "
+            f"{config.privacy_image_side}"
+        )
+    if config.image_size > config.image_side():
+        raise SettingError(
+            f"<image_size> ({config.image_size}) cannot exceed <privacy_image_side> "
+            f"({config.privacy_image_side})"
         )
     if not 0 <= config.flip_probability <= 1:
         raise SettingError(f"<flip_probability> must be in [0, 1], got {config.flip_probability}")

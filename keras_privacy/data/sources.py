@@ -276,10 +276,12 @@ def training_data(
     privacy: DatasetFiles,
     batching: Batching,
     frame_size: int,
+    image_side: int,
     leave_out: str | Path = "",
 ) -> TrainingData:
-    """The training splits of the action and privacy datasets (their caches when given),
-    decoded at `frame_size` and cut by `batching`; `leave_out` as in `action_splits`."""
+    """The training splits of the action and privacy datasets (their caches when given), the
+    videos decoded at a short side of `frame_size` and the images at `image_side`, cut by
+    `batching`; `leave_out` as in `action_splits`."""
     action_split = None if actions.cache else action_splits(actions, leave_out)["train"]
     privacy_split = None if privacy.cache else privacy_splits(privacy)["train"]
     if action_split is not None:
@@ -290,13 +292,9 @@ def training_data(
     if actions.name == "synthetic" and not actions.cache:
         videos = _synthetic_cache(action_split, "video", actions.root, frame_size)
     if privacy.name == "synthetic" and not privacy.cache:
-        images = _synthetic_cache(privacy_split, "image", privacy.root, frame_size)
+        images = _synthetic_cache(privacy_split, "image", privacy.root, image_side)
     require_examples(videos, "action_cache" if actions.cache else "action_annotations")
     require_examples(images, "privacy_cache" if privacy.cache else "privacy_annotations")
-    if actions.cache:
-        require_frame_size(actions.cache, "action_cache", frame_size)
-    if privacy.cache:
-        require_frame_size(privacy.cache, "privacy_cache", frame_size)
     class_names = pipelines.label_names(actions.cache or action_split, "class_names")
     attribute_names = pipelines.label_names(privacy.cache or privacy_split, "attribute_names")
     return TrainingData(videos, images, class_names, attribute_names, batching)
@@ -324,18 +322,18 @@ def require_examples(source: pipelines.Source, flag: str) -> None:
     )
 
 
-def require_frame_size(cache: str | Path, flag: str, frame_size: int) -> None:
+def require_short_side(cache: str | Path, flag: str, least: int, setting: str) -> None:
     """Raise SettingError, naming the setting `flag` and the cache, where a prepared cache's
-    frames have a short side below `frame_size`: the training crops would be cut from
-    up-sampled frames (a cache prepared at the default 128 px under a 224-px config). A cache
-    of larger or original-size frames is fine: its crops are resized down."""
+    frames have a short side below `least` (the value of `setting`): the training crops would
+    be cut from up-sampled frames (a cache prepared at the default 128 px under a 224-px
+    config). A cache of larger or original-size frames is fine: its crops are resized down."""
     short_side = read_manifest(cache).get("short_side")
-    if short_side is not None and short_side < frame_size:
+    if short_side is not None and short_side < least:
         raise SettingError(
             f"<{flag}>={cache}: its frames have a short side of {short_side} px (`python -m "
-            f"keras_privacy.data prepare --short_side {short_side}`), below <frame_size>="
-            f"{frame_size}, so the clips would be cut from up-sampled frames; prepare it again "
-            f"with --short_side {frame_size}, or lower <frame_size>"
+            f"keras_privacy.data prepare --short_side {short_side}`), below <{setting}>="
+            f"{least}, so the crops would be cut from up-sampled frames; prepare it again "
+            f"with --short_side {least}, or lower <{setting}>"
         )
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from keras_privacy import environment
 from keras_privacy.config import ExperimentConfig, SettingError
 from keras_privacy.data import pa_hmdb51, pipelines, sources
-from keras_privacy.data.cache import FrameTransform, prepare_cache
+from keras_privacy.data.cache import prepare_cache
 from keras_privacy.data.examples import Split
 from keras_privacy.evaluation.anonymizations import Anonymization
 
@@ -39,31 +39,30 @@ class EvaluationData:
 def cached_data(
     data: EvaluationData,
     directory: Path,
-    short_side: int,
+    video_side: int,
+    image_side: int,
     baseline: Anonymization | None = None,
     test_images_from_videos: bool = False,
 ) -> EvaluationData:
     """The four splits of `data` as prepared caches under `directory` (written once, resumable),
-    so that target models read their data with TensorFlow ops only. With a people `baseline`,
-    every source video and image is anonymized as it is cached: its people are found on the
-    source frames, which are blackened at `short_side`, or blurred at the scale of their kind
+    so that target models read their data with TensorFlow ops only: videos at a short side of
+    `video_side`, images at `image_side`. With a people `baseline`, every source video and image
+    is anonymized as it is cached: its people are found on the source frames, which are
+    blackened at their cache's side, or blurred at the scale of their kind
     (`baselines.BLUR_REFERENCE_SIDE`; PA-HMDB51's test frames, `test_images_from_videos`, at a
     video's) and then resized to it."""
 
-    def transform(scale: str) -> FrameTransform | None:
-        return None if baseline is None else baseline.frame_transform(short_side, scale)
+    def cached(name: str, kind: str, scale: str) -> pipelines.Source:
+        short_side = video_side if kind == "video" else image_side
+        transform = None if baseline is None else baseline.frame_transform(short_side, scale)
+        return prepare_cache(getattr(data, name), kind, directory / name, short_side, transform)
 
     test_scale = "video" if test_images_from_videos else "image"
     return EvaluationData(
-        *(
-            prepare_cache(getattr(data, name), kind, directory / name, short_side, transform(scale))
-            for name, kind, scale in (
-                ("action_train", "video", "video"),
-                ("action_test", "video", "video"),
-                ("privacy_train", "image", "image"),
-                ("privacy_test", "image", test_scale),
-            )
-        )
+        cached("action_train", "video", "video"),
+        cached("action_test", "video", "video"),
+        cached("privacy_train", "image", "image"),
+        cached("privacy_test", "image", test_scale),
     )
 
 

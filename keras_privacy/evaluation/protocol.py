@@ -99,7 +99,7 @@ def evaluate(
     out_dir = Path(out_dir)
     report = Report(out_dir)
     report.set_evaluation(evaluation_record(config, data))
-    source = cached_data(data, out_dir / "cache" / "source", config.frame_size)
+    source = cached_data(data, out_dir / "cache" / "source", config.frame_size, config.image_side())
     classes, names = len(data.class_names), data.attribute_names
     attackers = {
         name: _raw_attacker(config, source, names, out_dir, name)
@@ -124,6 +124,7 @@ def evaluate(
                 data,
                 out_dir / "cache" / method.name,
                 config.frame_size,
+                config.image_side(),
                 method,
                 test_images_from_videos=config.evaluation_datasets().privacy_dataset == "pa_hmdb51",
             )
