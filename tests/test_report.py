@@ -60,6 +60,24 @@ def test_two_evaluations_into_one_report_keep_each_others_rows(tmp_path):
     assert Report(tmp_path).get("raw").action_top1 == 0.7
 
 
+def test_results_of_another_evaluation_never_join_a_report(tmp_path):
+    report = _filled_report(tmp_path)
+    report.set_evaluation({"protocol": "known", "attribute_names": ["a"]})
+    # A report written before --privacy_image_side compares with a run without it, not with one
+    # whose privacy images were cached at another side.
+    Report(tmp_path).set_evaluation({"protocol": "known", "attribute_names": ["a"]})
+    with pytest.raises(ValueError, match=r"its privacy_image_side differ\): choose another"):
+        Report(tmp_path).set_evaluation(
+            {"protocol": "known", "attribute_names": ["a"], "privacy_image_side": 192}
+        )
+    with pytest.raises(ValueError, match="its protocol, attribute_names differ"):
+        Report(tmp_path).set_evaluation({"protocol": "cross_dataset", "attribute_names": ["b"]})
+    fresh = Report(tmp_path / "fresh")
+    fresh.set_evaluation({"protocol": "known", "attribute_names": ["a"], "privacy_image_side": 192})
+    note = "Privacy images cached at a short side of 192 px (--privacy_image_side)."
+    assert note in fresh.markdown()
+
+
 def test_markdown_table_has_every_method_and_relative_drops(tmp_path):
     rows = _filled_report(tmp_path).markdown().splitlines()
     cells = [row.strip("| ").split(" | ") for row in rows[2:5]]

@@ -7,9 +7,9 @@ each group's optimizer `stateless_apply` on its slice of the optimizer state, an
 is returned. Where every conditional update names a branch, the host decides which run and a
 step is compiled per set of branches (`JaxStep.host_chosen_step`). A conditional update runs
 inside `jax.lax.cond` where that pays (`StatelessTrainer._skips_updates`), else it is computed
-and its result selected. Data-parallel
-training (`keras.distribution.DataParallel`) changes nothing here: the step is one program over
-the global batch, which XLA splits across the devices.
+and its result selected. Under data-parallel training (`keras.distribution.DataParallel`) the
+step is one program over the global batch, every branch in it, which XLA splits across the
+devices.
 """
 
 from __future__ import annotations

@@ -125,8 +125,9 @@ def evaluation_privacy_splits(config: ExperimentConfig, frames_dir: str | Path) 
 def evaluation_record(config: ExperimentConfig, data: EvaluationData) -> dict:
     """What the results of an evaluation mean, kept in report.json: the protocol, the datasets
     the target models were trained and tested on, their label names, the epochs at which
-    they were tested to keep the best (`--eval_<target>_test_epochs`, where set), and where this
-    evaluation ran (`environment.describe`)."""
+    they were tested to keep the best (`--eval_<target>_test_epochs`, where set), the privacy
+    images' cache side (`--privacy_image_side`, where set), and where this evaluation ran
+    (`environment.describe`)."""
     evaluation = config.evaluation_datasets()
     datasets = {}
     for kind in ("action", "privacy"):
@@ -150,7 +151,8 @@ def evaluation_record(config: ExperimentConfig, data: EvaluationData) -> dict:
             "frames_per_video": config.eval_privacy_frames,
             "trained_on": f"VISPR-1 of {config.privacy_annotations}, merged",
         }
-    # Kept only where set, so that reports written before it compare with runs without it.
+    # Kept only where set, so that reports written before them compare with runs without them.
+    image_side = {"privacy_image_side": side} if (side := config.privacy_image_side) else {}
     test_epochs = {
         target: epochs
         for target in ("action", "privacy")
@@ -162,5 +164,6 @@ def evaluation_record(config: ExperimentConfig, data: EvaluationData) -> dict:
         "class_names": data.class_names,
         "attribute_names": data.attribute_names,
         **({"test_epochs": test_epochs} if test_epochs else {}),
+        **image_side,
         "environment": environment.describe(),
     }

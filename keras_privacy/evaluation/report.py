@@ -38,7 +38,7 @@ _SUMMARY_MARKDOWN = "summary.md"
 _SUMMARY_PLOT = "summary_tradeoff.png"
 _RAW_ATTACKER = "raw_attacker_cmap"
 """The extra result that the summary of seeds averages too: the raw-trained attacker's cMAP."""
-_COMPARED = ("protocol", "class_names", "attribute_names", "test_epochs")
+_COMPARED = ("protocol", "class_names", "attribute_names", "test_epochs", "privacy_image_side")
 """Evaluation record keys that must agree for results to share one report."""
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "p", "h")
 """Point markers of the trade-off plot: with 10 colours, every (colour, marker) pair differs
@@ -81,8 +81,8 @@ class Report:
     def set_evaluation(self, record: Mapping[str, Any]) -> None:
         """Record what the results mean (see `datasets.evaluation_record`) and rewrite the
         report. Results already there from another protocol, with other class or attribute
-        names or other test epochs raise ValueError: their rows would not compare with the
-        new ones."""
+        names, other test epochs or privacy images cached at another side raise ValueError:
+        their rows would not compare with the new ones."""
         if self._results and self._evaluation:
             differ = [key for key in _COMPARED if self._evaluation.get(key) != record.get(key)]
             if differ:
@@ -229,6 +229,11 @@ class Report:
             f"{record.get('privacy_dataset', {}).get('name')} "
             f"({', '.join(record.get('attribute_names', []))})."
         )
+        if "privacy_image_side" in record:
+            note += (
+                f" Privacy images cached at a short side of {record['privacy_image_side']} px "
+                "(--privacy_image_side)."
+            )
         for target, epochs in record.get("test_epochs", {}).items():
             models = "f'_T" if target == "action" else "f'_B (and the raw-trained attacker)"
             note += (
