@@ -33,7 +33,7 @@ cd "$(dirname "$SCRIPT")/.."
 WHEELS=(keras==3.15.1 optree==0.20.0 namex==0.1.0)
 # XLA's fusion autotuner (on by default since jaxlib 0.9) compiles fusions with both its native
 # and its Triton emitters to time them: reported to take tens of minutes on large programs.
-# Level 0 turns it off with every other autotuning; this flag turns off it alone.
+# Level 0 turns it off with every other autotuning; this flag turns it off alone.
 FUSION_AUTOTUNER_OFF="--xla_gpu_experimental_enable_fusion_autotuner=false"
 NHWC="--xla_gpu_force_conv_nhwc=true"
 # XLA's levels: 0 off, 1 on, 2 +init, 3 +reinit, 4 +check (the default: each candidate kernel's

@@ -1046,16 +1046,27 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "penalty",
         "f_A identity learning rate",
-        "not stated (L1); the authors' code: Adam 1e-3 after a 5-epoch linear warm-up",
-        _PEN + "fa_pretraining/parameters.py:12-15; train_reconstruction.py:135, 156-157",
+        "not stated (L1); the authors' code: Adam 1e-3, set per epoch, after a warm-up over "
+        "their epochs 1-4 at 0.26, 0.51, 0.75 and 1 of it (warmup_array[1:5] of linspace(0.01, "
+        "1, 5); their epochs count from 1)",
+        _PEN + "fa_pretraining/parameters.py:12-15; train_reconstruction.py:119, 135, 155-157",
         PENALTY,
         "identity_lr",
         "1e-3",
-        "the authors' base rate and warm-up (the paper gives none), as SPAct's "
-        "(--identity_warmup_epochs=5); their script also divides the rate by 5 after each "
-        "epoch past the warm-up whose loss is above the lowest so far (train_reconstruction.py"
-        ":163-172; parameters.py:16-17): ours stays at 1e-3 (no plateau rule in the identity "
-        "phase)",
+        "the authors' base rate (the paper gives none), set per epoch with "
+        "--identity_warmup_epochs=4: 0.25, 0.5, 0.75 and 1 of it",
+    ),
+    Setting(
+        "penalty",
+        "f_A identity learning-rate drop",
+        "not stated; the authors' code: the rate divided by 5 after each epoch whose loss is "
+        "above the lowest so far (patience 0); one decided in the warm-up gives way to it",
+        _PEN + "fa_pretraining/parameters.py:16-17; train_reconstruction.py:155-172",
+        PENALTY,
+        "identity_lr_drop",
+        "5",
+        "same (an epoch whose loss equals the lowest drops it too: ours asks for a new lowest, "
+        "theirs for a higher loss)",
     ),
     Setting(
         "penalty",

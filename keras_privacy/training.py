@@ -25,6 +25,7 @@ from keras_privacy import backend, checkpoint, distribute, environment
 from keras_privacy.config import ExperimentConfig
 from keras_privacy.data import sources
 from keras_privacy.data.pairs import pair_batches
+from keras_privacy.learning_rates import EpochRates, LinearWarmup
 from keras_privacy.methods.init import (
     ActionInit,
     IdentityInit,
@@ -54,23 +55,17 @@ class TrainingDivergedError(RuntimeError):
     weights) is kept and a restart resumes from it."""
 
 
-@keras.saving.register_keras_serializable(package="keras_privacy")
-class LinearWarmup(keras.optimizers.schedules.LearningRateSchedule):
-    """Learning rate rising linearly from target / warmup_steps to `target`, then constant."""
-
-    def __init__(self, target: float, warmup_steps: int):
-        self.target = target
-        self.warmup_steps = warmup_steps
-
-    def __call__(self, step):
-        fraction = (keras.ops.cast(step, "float32") + 1.0) / max(self.warmup_steps, 1)
-        return self.target * keras.ops.minimum(fraction, 1.0)
-
-    def get_config(self) -> dict:
-        return {"target": self.target, "warmup_steps": self.warmup_steps}
-
-
 BATCH_KINDS = ("contrastive", "views", "paired", "labelled", "meta")
+
+
+@dataclasses.dataclass
+class GroupRates:
+    """The learning rate of the optimizer of `group`, set before each epoch by `rates`, which
+    is shown each epoch's value of the log `loss`."""
+
+    group: str
+    rates: EpochRates
+    loss: str
 
 
 @dataclasses.dataclass
@@ -83,7 +78,8 @@ class Phase:
     `privacy_batches` privacy batches per step and, with `validation`, a batch of held-out
     clips (VITA's minimax); `action_batches` more batches of training clips, and as many
     batches of held-out clips (VITA's fresh f_T update and accuracy check batches);
-    `steps_per_epoch` (0: the run's) its own epoch length."""
+    `steps_per_epoch` (0: the run's) its own epoch length; `epoch_rates` (where set) the
+    learning rate of a group's optimizer, set before each epoch."""
 
     name: str
     epochs: int
@@ -94,6 +90,7 @@ class Phase:
     validation: bool = False
     action_batches: int = 0
     steps_per_epoch: int = 0
+    epoch_rates: Callable[[], GroupRates] | None = None
 
     def __post_init__(self):
         if self.batches not in BATCH_KINDS:
@@ -166,6 +163,14 @@ def build_models(
     return models
 
 
+def _identity_rates(config: ExperimentConfig) -> GroupRates:
+    """f_A's identity rate by epoch: the warm-up, then divided by `--identity_lr_drop` after
+    each epoch whose reconstruction loss is no new lowest (the penalty code's patience 0,
+    train_reconstruction.py:163-172)."""
+    rates = EpochRates(config.identity_lr, config.identity_warmup_epochs, config.identity_lr_drop)
+    return GroupRates("anonymizer", rates, "reconstruction_loss")
+
+
 def training_phases(
     config: ExperimentConfig, models: dict[str, keras.Model], steps_per_epoch: int
 ) -> list[Phase]:
@@ -174,12 +179,19 @@ def training_phases(
     adam = keras.optimizers.Adam
     anonymizer, action = models["anonymizer"], models["action"]
     warmup_steps = config.identity_warmup_epochs * steps_per_epoch
+    # With a plateau drop the identity rate is set per epoch, the authors' scripts' form;
+    # without one it rises by step (a Keras schedule, which a rate set per epoch would replace).
+    by_epoch = config.identity_lr_drop > 1
+    identity_rate = (
+        config.identity_lr if by_epoch else LinearWarmup(config.identity_lr, warmup_steps)
+    )
     phases = [
         Phase(
             "identity",
             config.identity_epochs,
             lambda: IdentityInit(anonymizer),
-            lambda: {"anonymizer": adam(LinearWarmup(config.identity_lr, warmup_steps))},
+            lambda: {"anonymizer": adam(identity_rate)},
+            epoch_rates=(lambda: _identity_rates(config)) if by_epoch else None,
         ),
         Phase(
             "action_init",
@@ -580,7 +592,16 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
             checkpoint.restore_optimizer(state, trainer.optimizer)
             checkpoint.restore_restart_snapshot(state, trainer.restart_snapshot)
         first_step = _FirstStepTime(phase.name)
+        group_rates = phase.epoch_rates() if phase.epoch_rates else None
+        if group_rates is not None:
+            # Shown the losses of the epochs already run, so that a resumed run goes on alike.
+            past = history.get(phase.name, {}).get(group_rates.loss, [])[:done]
+            for past_epoch, loss in enumerate(past):
+                group_rates.rates.observe(past_epoch, loss)
         for epoch in range(done, phase.epochs):
+            if group_rates is not None:
+                rate = group_rates.rates.rate_at(epoch)
+                trainer.group_optimizer(group_rates.group).learning_rate = rate
             dataset = distribute.process_shard(
                 phase_dataset(
                     phase,
@@ -616,6 +637,16 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
                     f"{_kept_checkpoint(run_dir)}. Lower the learning rates or the privacy "
                     "weight and restart."
                 )
+            if group_rates is not None:
+                logs[f"{group_rates.group}_learning_rate"] = [rate]
+                loss = logs[group_rates.loss][-1]
+                if group_rates.rates.observe(epoch, loss):
+                    print(
+                        f"phase {phase.name}, epoch {epoch + 1}: {group_rates.loss} {loss:.4g} "
+                        f"is no new lowest: {group_rates.group}'s learning rate divided by "
+                        f"{group_rates.rates.drop:g} to {group_rates.rates.rate:.3g}",
+                        flush=True,
+                    )
             for name, values in logs.items():
                 history.setdefault(phase.name, {}).setdefault(name, []).extend(
                     float(v) for v in values

@@ -90,6 +90,19 @@ def test_evaluate_learned_and_baselines_then_resume(benchmark, tmp_path, monkeyp
     height = matplotlib.image.imread(out / "frames.png").shape[0]
     assert height == 200 * len(results)
 
+    # The raw-trained attacker is kept with its settings: one trained otherwise is refused.
+    attacker_json = out / "raw_attacker_resnet_tiny.json"
+    assert json.loads(attacker_json.read_text())["settings"]["epochs"] == config.eval_privacy_epochs
+    longer = tiny_config(
+        benchmark, tmp_path, eval_methods="raw", eval_privacy_epochs=config.eval_privacy_epochs + 1
+    )
+    with pytest.raises(ValueError, match=r"trained with other settings \(its epochs differ\)"):
+        protocol.evaluate(longer, data, protocol.methods_of(longer), out)
+    # One kept before settings were recorded is reused as it is.
+    attacker_json.unlink()
+    monkeypatch.setattr(protocol, "train_privacy_target", no_training)
+    protocol.evaluate(longer, data, protocol.methods_of(longer), out)
+
 
 def test_interrupted_evaluation_keeps_finished_methods(benchmark, tmp_path, monkeypatch):
     boxes = str(benchmark / "person_boxes.json")

@@ -75,7 +75,8 @@ def test_each_target_model_takes_its_own_rate_schedule_and_batch():
     shared = ExperimentConfig(eval_lr=1e-3, eval_lr_drop=5, batch_size=4, privacy_batch_size=6)
     for target, batch in (("action", 4), ("privacy", 6)):
         schedule = learning_rate_schedule(shared, target)
-        assert (schedule.rate, schedule.drop, schedule.cosine_epochs) == (1e-3, 5, 0)
+        rates = schedule.rates
+        assert (rates.rate, rates.drop, rates.cosine_epochs) == (1e-3, 5, 0)
         assert shared.eval_batch_size(target) == batch
     own = ExperimentConfig(
         eval_lr=1e-3,
@@ -88,7 +89,8 @@ def test_each_target_model_takes_its_own_rate_schedule_and_batch():
         eval_action_batch_size=16,
         eval_privacy_batch_size=32,
     )
-    action, privacy = learning_rate_schedule(own, "action"), learning_rate_schedule(own, "privacy")
+    action = learning_rate_schedule(own, "action").rates
+    privacy = learning_rate_schedule(own, "privacy").rates
     assert (action.rate, action.cosine_epochs, action.drop) == (1e-4, 10, 10)
     assert (privacy.rate, privacy.cosine_epochs, privacy.drop) == (2e-4, 0, 1)
     with pytest.raises(

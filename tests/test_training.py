@@ -2,6 +2,7 @@
 synthetic benchmark with tiny models: saved models, history, frames, logs, exact resume after a
 kill in the middle of an epoch, and the NaN guard."""
 
+import collections
 import contextlib
 import dataclasses
 import io
@@ -24,6 +25,7 @@ from keras_privacy import checkpoint, training
 from keras_privacy.config import ExperimentConfig
 from keras_privacy.data.cache import prepare_image_cache, read_manifest
 from keras_privacy.data.examples import Example, Split
+from keras_privacy.learning_rates import EpochRates
 from keras_privacy.methods.init import IdentityInit
 from keras_privacy.methods.spact import SPAct
 from keras_privacy.spelling import SettingError
@@ -250,6 +252,78 @@ def test_run_killed_mid_epoch_resumes_to_the_same_end(uninterrupted, benchmark):
     assert again.history == result.history
     for name, model in models.items():
         assert_same_weights(model, uninterrupted["models"][name], atol=1e-5)
+
+
+class ZeroAfterTheFirstEpoch(EpochRates):
+    """Rate 0 from the second epoch on (Adam then moves no weight); remembers what it is shown."""
+
+    def __init__(self):
+        super().__init__(1e-3)
+        self.shown = []
+
+    def rate_at(self, epoch):
+        return self.rate if epoch == 0 else 0.0
+
+    def observe(self, epoch, loss):
+        self.shown.append((epoch, loss))
+        return False
+
+
+def test_the_identity_rate_set_per_epoch_reaches_the_step_and_survives_a_resume(
+    benchmark, tmp_path, monkeypatch
+):
+    rules = []
+
+    def identity_rates(config):
+        rules.append(ZeroAfterTheFirstEpoch())
+        return training.GroupRates("anonymizer", rules[-1], "reconstruction_loss")
+
+    monkeypatch.setattr(training, "_identity_rates", identity_rates)
+    settings = dict(
+        identity_lr_drop=5, action_init_epochs=0, privacy_init_epochs=0, minimax_epochs=0
+    )
+    first = tiny_config(benchmark, tmp_path / "run", identity_epochs=1, **settings)
+    result, models = train_capturing_models(first)
+    after_one = [w.numpy() for w in models["anonymizer"].trainable_weights]
+    (loss,) = result.history["identity"]["reconstruction_loss"]
+    assert result.history["identity"]["anonymizer_learning_rate"] == [pytest.approx(1e-3)]
+    assert rules[0].shown == [(0, loss)]
+
+    # Resumed for two more epochs: the new rule is first shown the loss already logged, and
+    # the rate 0 it sets is the one the compiled step uses.
+    longer = dataclasses.replace(first, identity_epochs=3)
+    result, models = train_capturing_models(longer)
+    assert rules[1].shown[0] == (0, pytest.approx(loss))
+    assert [epoch for epoch, _ in rules[1].shown] == [0, 1, 2]
+    rates = result.history["identity"]["anonymizer_learning_rate"]
+    np.testing.assert_allclose(rates, [1e-3, 0.0, 0.0])
+    for weight, before in zip(models["anonymizer"].trainable_weights, after_one):
+        np.testing.assert_array_equal(weight.numpy(), before)
+
+
+def test_the_identity_rate_drops_on_a_plateau_only_where_asked(benchmark, tmp_path):
+    config = tiny_config(
+        benchmark, tmp_path, identity_epochs=4, identity_lr_drop=5, identity_warmup_epochs=2
+    )
+    rates = training.training_phases(config, collections.defaultdict(lambda: None), 4)[0]
+    rule = rates.epoch_rates()
+    assert (rule.group, rule.loss) == ("anonymizer", "reconstruction_loss")
+    rate = config.identity_lr
+    assert [rule.rates.rate_at(epoch) for epoch in range(3)] == pytest.approx(
+        [rate / 2, rate, rate]
+    )
+    # The penalty code's patience 0: an epoch whose loss is no new lowest drops the rate.
+    dropped = [rule.rates.observe(epoch, loss) for epoch, loss in enumerate([3.0, 2.0, 2.5])]
+    assert dropped == [False, False, True]
+    assert rule.rates.rate_at(3) == pytest.approx(rate / 5)
+    assert (
+        training.training_phases(ExperimentConfig(), collections.defaultdict(lambda: None), 4)[
+            0
+        ].epoch_rates
+        is None
+    )
+    with pytest.raises(SettingError, match="identity_lr_drop must be at least 1, got 0.5"):
+        ExperimentConfig(identity_lr_drop=0.5).validate()
 
 
 def test_nan_loss_stops_the_run_and_keeps_the_last_checkpoint(benchmark, tmp_path):

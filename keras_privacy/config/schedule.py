@@ -21,6 +21,16 @@ class ScheduleSettings:
     identity_warmup_epochs: int = field(
         default=1, metadata=described("Linear warm-up epochs of the identity init.", "train")
     )
+    identity_lr_drop: float = field(
+        default=1.0,
+        metadata=described(
+            "Divide the identity init's learning rate by this after each epoch whose "
+            "reconstruction loss is no new lowest (1: constant after the warm-up). Above 1 the "
+            "rate is set per epoch, as the authors' scripts set it: the warm-up rises by epoch "
+            "((e + 1) / <identity_warmup_epochs> of the rate), not by step.",
+            "train",
+        ),
+    )
     action_init_epochs: int = field(
         default=4, metadata=described("Epochs of f_T on f_A(x) before the minimax.", "train")
     )
@@ -85,6 +95,8 @@ def validate_schedule(config: ScheduleSettings) -> None:
             f"<identity_warmup_epochs> ({config.identity_warmup_epochs}) exceeds "
             f"<identity_epochs> ({config.identity_epochs})"
         )
+    if not config.identity_lr_drop >= 1:
+        raise SettingError(f"<identity_lr_drop> must be at least 1, got {config.identity_lr_drop}")
     for name in (
         "identity_lr",
         "action_init_lr",

@@ -98,11 +98,12 @@ def evaluate(
     compare)."""
     out_dir = Path(out_dir)
     report = Report(out_dir)
-    report.set_evaluation(evaluation_record(config, data))
+    record = evaluation_record(config, data)
+    report.set_evaluation(record)
     source = cached_data(data, out_dir / "cache" / "source", config.frame_size, config.image_side())
     classes, names = len(data.class_names), data.attribute_names
     attackers = {
-        name: _raw_attacker(config, source, names, out_dir, name)
+        name: _raw_attacker(config, source, names, out_dir, name, record["privacy_dataset"])
         for name in config.eval_privacy_model_names()
     }
     action_key = "action_cmap" if config.action_multilabel else "action_top1"
@@ -229,15 +230,27 @@ def _raw_attacker(
     names: list[str],
     out_dir: Path,
     model_name: str,
+    privacy_dataset: dict,
 ) -> tuple[keras.Model, dict]:
     """A privacy model `model_name` trained on the raw images of `source` (trained once, kept
     in out_dir), and the record of its tests: with `--eval_privacy_test_epochs` it has the
-    weights of its best cMAP on the raw test images (`BestTestEpoch.record`, kept beside it),
-    else the record is empty."""
+    weights of its best cMAP on the raw test images (`BestTestEpoch.record`), else the record
+    is empty. Its settings (`privacy_dataset` as the evaluation record names it, and how it
+    was trained) are kept beside it in `raw_attacker_<model>.json`. A kept attacker of other
+    settings raises ValueError: the report's rows were measured against it."""
     path = out_dir / f"raw_attacker_{model_name}.keras"
     record_path = path.with_suffix(".json")
+    settings = {"privacy_dataset": privacy_dataset, **_training_settings(config)}
     if path.is_file():
         record = json.loads(record_path.read_text()) if record_path.is_file() else {}
+        kept = record.pop("settings", None)
+        if kept is None:
+            logging.warning("%s: its settings were not recorded; it is reused as it is", path)
+        elif differ := sorted(key for key in settings if kept.get(key) != settings[key]):
+            raise ValueError(
+                f"{path} was trained with other settings (its {', '.join(differ)} differ): "
+                "choose another --eval_dir, or remove it to train it again"
+            )
         return keras.saving.load_model(path, compile=False), record
     test_epochs = privacy_test_epochs(config, source.privacy_test, names)
     model = train_privacy_target(
@@ -245,10 +258,28 @@ def _raw_attacker(
     )
     out_dir.mkdir(parents=True, exist_ok=True)
     record = epoch_tests_record(test_epochs, "privacy")
-    if record:
-        record_path.write_text(json.dumps(record, indent=2))
+    record_path.write_text(json.dumps({"settings": settings, **record}, indent=2))
     model.save(path)
     return model, record
+
+
+def _training_settings(config: ExperimentConfig) -> dict:
+    """How a privacy target model is trained (what `train_privacy_target` and
+    `privacy_test_epochs` read besides the images), as JSON values."""
+    return {
+        "privacy_image_side": config.image_side(),
+        "image_size": config.image_size,
+        "seed": config.seed,
+        "weights": config.eval_privacy_weights,
+        "epochs": config.eval_privacy_epochs,
+        "test_epochs": config.eval_test_epoch_list("privacy"),
+        "learning_rate": config.eval_learning_rate("privacy"),
+        "warmup_epochs": config.eval_warmup_epochs,
+        "lr_drop": config.eval_lr_drop_of("privacy"),
+        "lr_patience": config.eval_lr_patience,
+        "batch_size": config.eval_batch_size("privacy"),
+        "augmentation": config.supervised_augmentation,
+    }
 
 
 def _example_frames(

@@ -4,7 +4,6 @@ their metrics and bootstrap intervals."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 
 import keras
@@ -17,6 +16,7 @@ from keras_privacy.config import ExperimentConfig, SettingError
 from keras_privacy.data import pipelines
 from keras_privacy.data.phvu import frame_source
 from keras_privacy.evaluation import metrics
+from keras_privacy.learning_rates import EpochRates
 from keras_privacy.models import pretrained, registry
 from keras_privacy.models.resnet import privacy_classifier
 from keras_privacy.models.unet import apply_per_frame
@@ -33,17 +33,9 @@ def with_anonymizer(target: keras.Model, anonymizer: keras.Layer | None, clips: 
 
 
 class EpochLearningRate(keras.callbacks.Callback):
-    """The target models' learning rate, set at the start of each epoch as the authors'
-    scripts set it: a linear warm-up over the first `warmup_epochs` (epoch e from 0 at
-    (e + 1) / warmup_epochs of `rate`), then `rate`, divided by `drop` whenever the epoch's
-    training loss has not reached a new lowest for more than `patience` epochs in a row
-    (TeD-SPAD's train_privacy.py; SPAct supp. C.3: "drops learning rate to its 1/10th value
-    on the loss plateau"). A drop decided during the warm-up is replaced by the next warm-up
-    epoch's rate, as there; one decided at its last epoch holds. `drop=1` keeps the rate.
-
-    With `cosine_epochs` N > 0, the epochs after the warm-up follow a half cosine instead of
-    the plateau rule: epoch k of the K = N - warmup_epochs runs at (1 + cos(pi k / K)) / 2 of
-    `rate`, the shape of TeD-SPAD's action target (params_anonymized_action.py:41)."""
+    """The target models' learning rate, set at the start of each epoch by `EpochRates` (the
+    warm-up, then the plateau rule or the half cosine; the arguments are its own), and logged
+    as `learning_rate`."""
 
     def __init__(
         self,
@@ -54,49 +46,26 @@ class EpochLearningRate(keras.callbacks.Callback):
         cosine_epochs: int = 0,
     ):
         super().__init__()
-        self.rate = rate
-        self.warmup_epochs = warmup_epochs
-        self.drop = drop
-        self.patience = patience
-        self.cosine_epochs = cosine_epochs
-        self.lowest_loss = float("inf")
-        self.epochs_without_lowest = 0
+        self.rates = EpochRates(rate, warmup_epochs, drop, patience, cosine_epochs)
 
     def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
-        self.model.optimizer.learning_rate = self.rate_at(epoch)
-
-    def rate_at(self, epoch: int) -> float:
-        """The rate of `epoch` (from 0), the drops decided so far included."""
-        if epoch < self.warmup_epochs:
-            return self.rate * (epoch + 1) / self.warmup_epochs
-        if self.cosine_epochs:
-            step, steps = epoch - self.warmup_epochs, self.cosine_epochs - self.warmup_epochs
-            return self.rate * (1 + math.cos(math.pi * step / steps)) / 2
-        return self.rate
+        self.model.optimizer.learning_rate = self.rates.rate_at(epoch)
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         logs = logs if logs is not None else {}
         logs["learning_rate"] = float(
             keras.ops.convert_to_numpy(self.model.optimizer.learning_rate)
         )
-        if self.drop == 1 or self.cosine_epochs:
-            return
-        if logs["loss"] < self.lowest_loss:
-            self.lowest_loss, self.epochs_without_lowest = logs["loss"], 0
-            return
-        self.epochs_without_lowest += 1
-        if self.epochs_without_lowest > self.patience:
-            self.epochs_without_lowest = 0
-            if epoch >= self.warmup_epochs - 1:
-                self.rate /= self.drop
-                logging.info(
-                    "%s: loss %.4f not below %.4f: learning rate divided by %g to %.3g",
-                    self.model.name,
-                    logs["loss"],
-                    self.lowest_loss,
-                    self.drop,
-                    self.rate,
-                )
+        lowest = self.rates.lowest_loss
+        if self.rates.observe(epoch, logs["loss"]):
+            logging.info(
+                "%s: loss %.4f not below %.4f: learning rate divided by %g to %.3g",
+                self.model.name,
+                logs["loss"],
+                lowest,
+                self.rates.drop,
+                self.rates.rate,
+            )
 
 
 class BestTestEpoch(keras.callbacks.Callback):
