@@ -240,7 +240,9 @@ def _raw_attacker(
     settings raises ValueError: the report's rows were measured against it."""
     path = out_dir / f"raw_attacker_{model_name}.keras"
     record_path = path.with_suffix(".json")
-    settings = {"privacy_dataset": privacy_dataset, **_training_settings(config)}
+    # Its folders are left out, as the report leaves them out: a moved dataset is the same.
+    dataset = {k: v for k, v in privacy_dataset.items() if k not in ("root", "annotations")}
+    settings = {"privacy_dataset": dataset, **_training_settings(config)}
     if path.is_file():
         record = json.loads(record_path.read_text()) if record_path.is_file() else {}
         kept = record.pop("settings", None)
