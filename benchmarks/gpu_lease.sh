@@ -8,6 +8,9 @@
 #   bash benchmarks/gpu_lease.sh MODE [SECONDS]      # on the GPU machine, one mode per command
 #   bash benchmarks/gpu_lease.sh --print MODE        # the gpu.py command a mode runs
 #
+# EXTRA_XLA_FLAGS (unset: none) go before a mode's own XLA flags, e.g. a winning variant's for
+# `largest`: EXTRA_XLA_FLAGS=--xla_gpu_experimental_enable_fusion_autotuner=false
+#
 # Modes, in the order the next lease should run them (SECONDS: the command's own limit, default
 # 420; give the `run` call about 15 s more):
 #   meta        the eight-model meta step (its deciding pass and the meta update's program)
@@ -87,7 +90,8 @@ gpu_command() {
     local mode=$1 limit=$2 flags args
     args=$(gpu_args "$mode" "$limit") || { echo "unknown mode: $mode" >&2; usage; }
     flags=$(mode_flags "$mode")
-    local xla=${flags%%|*} variants=${flags#*|}
+    local own=${flags%%|*} variants=${flags#*|}
+    local xla="${EXTRA_XLA_FLAGS:-}${EXTRA_XLA_FLAGS:+${own:+ }}$own"
     local precision=""
     [[ $mode == learning_highest ]] && precision="JAX_DEFAULT_MATMUL_PRECISION=highest "
     printf '%sXLA_FLAGS="%s" KERAS_BACKEND=jax python benchmarks/gpu.py %s' \

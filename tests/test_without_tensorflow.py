@@ -364,10 +364,16 @@ LEASE = ROOT / "benchmarks" / "gpu_lease.sh"
 LEASE_MODES = ["meta", "variants", "largest", "meta_start", "learning", "learning_highest"]
 
 
-def lease_command(mode: str, limit: int) -> tuple[dict, argparse.Namespace]:
-    """The environment and the parsed gpu.py arguments of one `gpu_lease.sh` mode."""
+def lease_command(
+    mode: str, limit: int, extra_xla_flags: str = ""
+) -> tuple[dict, argparse.Namespace]:
+    """The environment and the parsed gpu.py arguments of one `gpu_lease.sh` mode, with
+    `extra_xla_flags` as EXTRA_XLA_FLAGS."""
+    env = {k: v for k, v in os.environ.items() if k != "EXTRA_XLA_FLAGS"}
+    if extra_xla_flags:
+        env["EXTRA_XLA_FLAGS"] = extra_xla_flags
     printed = subprocess.run(
-        ["bash", str(LEASE), "--print", mode, str(limit)], capture_output=True, text=True
+        ["bash", str(LEASE), "--print", mode, str(limit)], env=env, capture_output=True, text=True
     )
     assert printed.returncode == 0, printed.stderr
     words = shlex.split(printed.stdout)
@@ -413,6 +419,11 @@ def test_every_gpu_lease_mode_runs_a_gpu_benchmark_command_that_parses_within_it
     assert meta_ways.timeout + 60 <= meta_ways.deadline < 585  # compiles stop in time to time
     _, largest = lease_command("largest", 420)
     assert largest.largest_batch == 4 and largest.jobs == "spact:mixed_bfloat16"
+    # A winning variant's flags reach a mode through EXTRA_XLA_FLAGS, before its own.
+    env, _ = lease_command("largest", 420, fusion_autotuner_off)
+    assert env["XLA_FLAGS"] == fusion_autotuner_off
+    env, meta_ways = lease_command("meta", 585, level1)
+    assert env["XLA_FLAGS"] == level1 and meta_ways.compile_first == 3
     _, meta = lease_command("meta_start", 585)
     assert meta.jobs == "meta:mixed_bfloat16" and meta.attack_models == 0 and meta.timeout > 600
 
