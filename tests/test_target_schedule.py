@@ -11,6 +11,7 @@ import pytest
 from keras_privacy.config import ExperimentConfig, SettingError
 from keras_privacy.evaluation import protocol
 from keras_privacy.evaluation.targets import EpochLearningRate, learning_rate_schedule
+from keras_privacy.learning_rates import EpochRates
 from keras_privacy.models import registry
 from tests import tiny_models
 
@@ -29,33 +30,37 @@ def rates_through(schedule: EpochLearningRate, losses: list[float]) -> list[floa
 
 
 def test_warm_up_rises_linearly_then_holds():
-    rates = rates_through(EpochLearningRate(0.8, warmup_epochs=4), [5, 4, 3, 2, 1, 1])
+    rates = rates_through(EpochLearningRate(EpochRates(0.8, warmup_epochs=4)), [5, 4, 3, 2, 1, 1])
     np.testing.assert_allclose(rates, [0.2, 0.4, 0.6, 0.8, 0.8, 0.8])
 
 
 def test_an_epoch_without_a_new_lowest_loss_drops_the_rate():
     # The authors' patience 0: the first epoch whose loss is not below the lowest drops it.
-    rates = rates_through(EpochLearningRate(1.0, drop=10), [3, 2, 2.5, 1.5, 1.6, 1.7, 1.0])
+    rates = rates_through(
+        EpochLearningRate(EpochRates(1.0, drop=10)), [3, 2, 2.5, 1.5, 1.6, 1.7, 1.0]
+    )
     np.testing.assert_allclose(rates, [1, 1, 1, 0.1, 0.1, 0.01, 0.001])
 
 
 def test_patience_counts_the_epochs_a_plateau_allows():
     losses = [3, 3.1, 3.2, 3.3, 2, 2.1, 2.2, 2.3]
-    rates = rates_through(EpochLearningRate(1.0, drop=5, patience=1), losses)
+    rates = rates_through(EpochLearningRate(EpochRates(1.0, drop=5, patience=1)), losses)
     # Drops after epochs 2 (second without a new lowest) and 6; epoch 4's new lowest resets.
     np.testing.assert_allclose(rates, [1, 1, 1, 0.2, 0.2, 0.2, 0.2, 0.04])
 
 
 def test_a_drop_during_the_warm_up_gives_way_to_it_but_one_at_its_last_epoch_holds():
-    rates = rates_through(EpochLearningRate(1.0, warmup_epochs=3, drop=5), [2, 3, 1, 4, 0.5])
+    rates = rates_through(
+        EpochLearningRate(EpochRates(1.0, warmup_epochs=3, drop=5)), [2, 3, 1, 4, 0.5]
+    )
     # Epoch 1's loss drops a rate that epoch 2's warm-up replaces; epoch 3's loss drops it.
     np.testing.assert_allclose(rates, [1 / 3, 2 / 3, 1, 1, 0.2])
-    held = rates_through(EpochLearningRate(1.0, warmup_epochs=2, drop=5), [2, 3, 1])
+    held = rates_through(EpochLearningRate(EpochRates(1.0, warmup_epochs=2, drop=5)), [2, 3, 1])
     np.testing.assert_allclose(held, [0.5, 1, 0.2])
 
 
 def test_no_drop_keeps_the_rate_and_every_epoch_logs_its_rate():
-    schedule = EpochLearningRate(0.3)
+    schedule = EpochLearningRate(EpochRates(0.3))
     assert rates_through(schedule, [1, 2, 3]) == pytest.approx([0.3] * 3)
     logs = {"loss": 9.0}
     schedule.on_epoch_end(3, logs)
@@ -64,7 +69,7 @@ def test_no_drop_keeps_the_rate_and_every_epoch_logs_its_rate():
 
 def test_the_cosine_follows_the_warm_up_and_ignores_plateaus():
     # Rising losses would drop a plateau schedule; the cosine runs on to its last epoch.
-    schedule = EpochLearningRate(1.0, warmup_epochs=2, drop=10, cosine_epochs=6)
+    schedule = EpochLearningRate(EpochRates(1.0, warmup_epochs=2, drop=10, cosine_epochs=6))
     rates = rates_through(schedule, [1, 2, 3, 4, 5, 6])
     cosine = [(1 + math.cos(math.pi * k / 4)) / 2 for k in range(4)]
     np.testing.assert_allclose(rates, [0.5, 1.0, *cosine])
@@ -129,7 +134,11 @@ def test_fit_trains_at_the_rates_the_schedule_sets():
     model.layers[0].kernel.assign([[0.0]])
     model.compile(keras.optimizers.SGD(123.0), "mse")
     history = model.fit(
-        x, y, epochs=3, verbose=0, callbacks=[EpochLearningRate(0.3, warmup_epochs=2, drop=10)]
+        x,
+        y,
+        epochs=3,
+        verbose=0,
+        callbacks=[EpochLearningRate(EpochRates(0.3, warmup_epochs=2, drop=10))],
     )
     w = 0.0
     for rate in (0.15, 0.3, 0.3):  # losses fall each epoch: no drop

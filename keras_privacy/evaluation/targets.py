@@ -33,20 +33,12 @@ def with_anonymizer(target: keras.Model, anonymizer: keras.Layer | None, clips: 
 
 
 class EpochLearningRate(keras.callbacks.Callback):
-    """The target models' learning rate, set at the start of each epoch by `EpochRates` (the
-    warm-up, then the plateau rule or the half cosine; the arguments are its own), and logged
-    as `learning_rate`."""
+    """The target models' learning rate, set at the start of each epoch by `rates` (the
+    warm-up, then the plateau rule or the half cosine), and logged as `learning_rate`."""
 
-    def __init__(
-        self,
-        rate: float,
-        warmup_epochs: int = 0,
-        drop: float = 1.0,
-        patience: int = 0,
-        cosine_epochs: int = 0,
-    ):
+    def __init__(self, rates: EpochRates):
         super().__init__()
-        self.rates = EpochRates(rate, warmup_epochs, drop, patience, cosine_epochs)
+        self.rates = rates
 
     def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
         self.model.optimizer.learning_rate = self.rates.rate_at(epoch)
@@ -146,13 +138,14 @@ def learning_rate_schedule(config: ExperimentConfig, target: str) -> EpochLearni
     `--eval_<target>_lr_drop`, else `--eval_lr_drop`) or, for the action model with
     `--eval_action_schedule=cosine`, the half cosine."""
     cosine = target == "action" and config.eval_action_schedule == "cosine"
-    return EpochLearningRate(
+    rates = EpochRates(
         config.eval_learning_rate(target),
         config.eval_warmup_epochs,
         config.eval_lr_drop_of(target),
         config.eval_lr_patience,
         cosine_epochs=config.eval_action_epochs if cosine else 0,
     )
+    return EpochLearningRate(rates)
 
 
 def train_action_target(
