@@ -217,6 +217,25 @@ def test_hmdb51_malformed_line(tmp_path):
         read_hmdb51(tmp_path)
 
 
+def test_hmdb51_line_with_an_extra_field_is_refused(tmp_path):
+    path = tmp_path / "brush_hair_test_split1.txt"
+    path.write_text("a.avi 1 \nd.avi 2 1\n")
+    with pytest.raises(DatasetFormatError, match=re.escape(f"{path}:2: expected")):
+        read_hmdb51(tmp_path)
+
+
+def test_hmdb51_class_without_this_splits_file_is_refused(tmp_path):
+    for name in (
+        "brush_hair_test_split1.txt",
+        "brush_hair_test_split2.txt",
+        "wave_test_split2.txt",
+    ):
+        (tmp_path / name).write_text("a.avi 1 \n")
+    with pytest.raises(DatasetFormatError, match="no wave_test_split1.txt, though wave"):
+        read_hmdb51(tmp_path, split=1)
+    assert read_hmdb51(tmp_path, split=2)["train"].class_names == ["brush_hair", "wave"]
+
+
 def test_hmdb51_no_split_files(tmp_path):
     with pytest.raises(FileNotFoundError, match=re.escape(str(tmp_path))):
         read_hmdb51(tmp_path, split=2)

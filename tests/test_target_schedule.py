@@ -10,7 +10,11 @@ import pytest
 
 from keras_privacy.config import ExperimentConfig, SettingError
 from keras_privacy.evaluation import protocol
-from keras_privacy.evaluation.targets import EpochLearningRate, learning_rate_schedule
+from keras_privacy.evaluation.targets import (
+    EpochLearningRate,
+    TargetDivergedError,
+    learning_rate_schedule,
+)
 from keras_privacy.learning_rates import EpochRates
 from keras_privacy.models import registry
 from tests import tiny_models
@@ -124,6 +128,16 @@ def test_the_target_models_train_with_their_own_batch_and_rate(benchmark, tmp_pa
     assert int(privacy.optimizer.iterations) == 12 // 5
     assert float(action.optimizer.learning_rate) == pytest.approx(0.02)
     assert float(privacy.optimizer.learning_rate) == pytest.approx(0.03)
+
+
+def test_a_target_model_whose_loss_turns_nan_is_refused_by_name(benchmark, tmp_path):
+    config = tiny_models.tiny_config(benchmark, tmp_path, eval_privacy_lr=1e30)
+    data = protocol.evaluation_data(config)
+    with pytest.raises(
+        TargetDivergedError,
+        match=r"the training loss became nan in epoch 1: .* lower --eval_privacy_lr \(now 1e\+30\)",
+    ):
+        protocol.train_privacy_target(config, data.privacy_train, len(data.attribute_names), None)
 
 
 def test_fit_trains_at_the_rates_the_schedule_sets():

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
 from keras_privacy.data.annotations import read_lines, resolve
 from keras_privacy.data.errors import DatasetFormatError
 from keras_privacy.data.examples import Example, Split
+
+NUM_CLASSES = 51
 
 SUBSETS = {"1": "train", "2": "test"}
 """Split-file codes that select a video; code 0 means "not used in this split"."""
@@ -19,30 +22,28 @@ def read_hmdb51(
     """The "train" and "test" examples of HMDB51 split `split` (1, 2 or 3).
 
     Each line of `<class>_test_splitN.txt` is `video.avi N` (1 = train, 2 = test, 0 = unused;
-    names may contain `#`). Class names are sorted alphabetically (`climb` before
+    names may contain `#`, never a space). Class names are sorted alphabetically (`climb` before
     `climb_stairs`), the usual HMDB51 label order. With `root`, videos are
     `root/<class>/<video>` and files not on disk are listed in `Split.missing`.
     """
     if split not in (1, 2, 3):
         raise ValueError(f"HMDB51 has splits 1, 2 and 3, not {split}")
-    suffix = f"_test_split{split}.txt"
-    files = {f.name[: -len(suffix)]: f for f in Path(annotations_dir).glob(f"*{suffix}")}
-    if not files:
-        raise FileNotFoundError(f"{annotations_dir}: no '*{suffix}' split files")
+    files = _split_files(annotations_dir, split)
     class_names = sorted(files)
     subsets = {"train": ([], []), "test": ([], [])}
     for label, name in enumerate(class_names):
         path = files[name]
         for number, line in read_lines(path):
-            video, _, code = line.rpartition(" ")
-            if not video.strip() or code not in ("0", "1", "2"):
+            fields = line.split()
+            if len(fields) != 2 or fields[1] not in ("0", "1", "2"):
                 raise DatasetFormatError(
                     f"{path}:{number}: expected 'video.avi 0|1|2', got {line!r}"
                 )
+            video, code = fields
             if code == "0":
                 continue
             examples, missing = subsets[SUBSETS[code]]
-            file, exists = resolve(root, f"{name}/{video.strip()}")
+            file, exists = resolve(root, f"{name}/{video}")
             if exists:
                 examples.append(Example(path=file, label=label))
             else:
@@ -51,3 +52,30 @@ def read_hmdb51(
         subset: Split(examples, class_names=class_names, missing=missing)
         for subset, (examples, missing) in subsets.items()
     }
+
+
+def _split_files(annotations_dir: str | os.PathLike, split: int) -> dict[str, Path]:
+    """Each class's split file of `split`. A class whose file of another split is there but
+    not this one's is refused (its videos would be left out and every later label shifted);
+    fewer than HMDB51's 51 classes is only logged, as a subset of the classes may be meant."""
+    directory = Path(annotations_dir)
+    suffix = f"_test_split{split}.txt"
+    files = {f.name[: -len(suffix)]: f for f in directory.glob(f"*{suffix}")}
+    if not files:
+        raise FileNotFoundError(f"{annotations_dir}: no '*{suffix}' split files")
+    other_splits = {f.name.rsplit("_test_split", 1)[0] for f in directory.glob("*_test_split?.txt")}
+    lacking = sorted(other_splits - set(files))
+    if lacking:
+        raise DatasetFormatError(
+            f"{annotations_dir}: no {lacking[0]}{suffix}, though {lacking[0]} has the split "
+            f"files of other splits ({len(lacking)} classes lack this split's file)"
+        )
+    if len(files) != NUM_CLASSES:
+        logging.warning(
+            "%s: %d classes have a '*%s' file; HMDB51 has %d",
+            annotations_dir,
+            len(files),
+            suffix,
+            NUM_CLASSES,
+        )
+    return files

@@ -20,6 +20,7 @@ from keras_privacy.learning_rates import EpochRates
 from keras_privacy.models import pretrained, registry
 from keras_privacy.models.resnet import privacy_classifier
 from keras_privacy.models.unet import apply_per_frame
+from keras_privacy.spelling import spell
 
 
 def with_anonymizer(target: keras.Model, anonymizer: keras.Layer | None, clips: bool):
@@ -58,6 +59,45 @@ class EpochLearningRate(keras.callbacks.Callback):
                 self.rates.drop,
                 self.rates.rate,
             )
+
+
+class TargetDivergedError(RuntimeError):
+    """A target model's training loss became NaN or infinite: its scores would mean nothing,
+    so it is neither tested nor kept."""
+
+
+class NonFiniteLossStops(keras.callbacks.Callback):
+    """Raises TargetDivergedError at the end of an epoch whose mean loss is not finite (a NaN
+    in any batch makes the mean NaN), naming the model, the epoch and the learning-rate flag
+    `flag` with its value `rate`: the model is never tested or saved."""
+
+    def __init__(self, flag: str, rate: float):
+        super().__init__()
+        self.flag = flag
+        self.rate = rate
+
+    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+        loss = (logs or {}).get("loss")
+        if loss is not None and not np.isfinite(loss):
+            raise TargetDivergedError(
+                spell(
+                    f"{self.model.name}: the training loss became {loss} in epoch {epoch + 1}: "
+                    f"the target model diverged; lower <{self.flag}> (now {self.rate:g})"
+                )
+            )
+
+
+def target_callbacks(
+    config: ExperimentConfig, target: str, test_epochs: BestTestEpoch | None
+) -> list[keras.callbacks.Callback]:
+    """The `target` ("action" or "privacy") model's callbacks: the divergence check first
+    (before the schedule reads the loss), its learning rate per epoch, its test epochs."""
+    flag = f"eval_{target}_lr" if getattr(config, f"eval_{target}_lr") else "eval_lr"
+    return [
+        NonFiniteLossStops(flag, config.eval_learning_rate(target)),
+        learning_rate_schedule(config, target),
+        *([test_epochs] if test_epochs else []),
+    ]
 
 
 class BestTestEpoch(keras.callbacks.Callback):
@@ -204,7 +244,7 @@ def train_action_target(
         dataset,
         epochs=c.eval_action_epochs,
         steps_per_epoch=steps,
-        callbacks=[learning_rate_schedule(c, "action"), *([test_epochs] if test_epochs else [])],
+        callbacks=target_callbacks(c, "action", test_epochs),
         verbose=2,
         shuffle=False,  # the pipeline shuffles (Keras would warn that it ignores True)
     )
@@ -321,7 +361,7 @@ def train_privacy_target(
         dataset,
         epochs=c.eval_privacy_epochs,
         steps_per_epoch=steps,
-        callbacks=[learning_rate_schedule(c, "privacy"), *([test_epochs] if test_epochs else [])],
+        callbacks=target_callbacks(c, "privacy", test_epochs),
         verbose=2,
         shuffle=False,
     )
