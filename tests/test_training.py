@@ -380,6 +380,43 @@ def test_training_on_an_empty_cache_names_the_cache_and_how_it_was_made(benchmar
     )
 
 
+@pytest.mark.parametrize(
+    "kind, pattern, flag, reason",
+    [
+        ("video", "videos/*/*.avi", "action_annotations", "empty file (0 bytes)"),
+        ("image", "vispr/images/train2017/*.jpg", "privacy_annotations", "unreadable image"),
+    ],
+)
+def test_training_from_files_none_of_which_decodes_names_the_split_and_a_file(
+    benchmark, tmp_path, kind, pattern, flag, reason
+):
+    # Training from the files skips an undecodable one; a split of none would wait forever.
+    files = tmp_path / "files"
+    shutil.copytree(benchmark, files, ignore=shutil.ignore_patterns("cache"))
+    broken = sorted(files.glob(pattern))
+    for path in broken:
+        path.write_bytes(b"")
+    config = tiny_config(
+        benchmark,
+        tmp_path / "run",
+        action_dataset="ucf101",
+        action_annotations=str(files / "ucf_splits"),
+        action_root=str(files / "videos"),
+        privacy_dataset="vispr",
+        privacy_annotations=str(files / "vispr"),
+        privacy_root=str(files / "vispr"),
+        privacy_attributes="all",
+    )
+    with pytest.raises(SettingError) as raised:
+        training.training_data(config)
+    message = str(raised.value)
+    assert message.startswith(f"--{flag}: none of the split's 12 {kind}s on disk decodes, e.g. ")
+    assert message.endswith(f": {reason}") and str(files) in message
+    # One file that decodes is enough: the others are skipped as the batches are read.
+    shutil.copy(benchmark / broken[0].relative_to(files), broken[0])
+    assert training.training_data(config).class_names
+
+
 def test_a_cache_of_frames_smaller_than_the_frame_size_is_refused(benchmark, tmp_path):
     image = tmp_path / "image.png"
     cv2.imwrite(str(image), np.full((40, 60, 3), 128, np.uint8))

@@ -32,6 +32,7 @@ from tqdm import tqdm
 
 from keras_privacy.data.errors import VideoDecodeError
 from keras_privacy.data.examples import Example, Split
+from keras_privacy.data.images import read_image
 from keras_privacy.data.tensorflow_runtime import tf
 from keras_privacy.data.video import iter_video_frames
 
@@ -135,10 +136,7 @@ def image_record(
 ) -> bytes:
     """The serialized Example of one image (changed by `transform` first, if given); raises
     ValueError when it is unreadable."""
-    bgr = cv2.imread(example.path, cv2.IMREAD_COLOR)
-    if bgr is None:
-        raise ValueError(f"{example.path}: unreadable image")
-    rgb = np.ascontiguousarray(bgr[..., ::-1])
+    rgb = read_image(example.path)
     if transform is not None:
         rgb = transform.apply(example.path, rgb[None])[0]
     image = resize_short_side(rgb, short_side)

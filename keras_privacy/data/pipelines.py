@@ -26,6 +26,7 @@ from keras_privacy.data import augment
 from keras_privacy.data.cache import parse_image_record, parse_video_record, read_manifest
 from keras_privacy.data.cache import shard_paths as cache_shards
 from keras_privacy.data.examples import Split
+from keras_privacy.data.images import read_image
 from keras_privacy.data.tensorflow_runtime import tf
 from keras_privacy.data.video import read_video
 
@@ -217,8 +218,8 @@ class _Files:
         if self.actions is not None:
             record["actions"] = self.actions[index]
         if self.kind == "image":
-            data = tf.io.read_file(self.paths[index])
-            record["image"] = tf.io.decode_image(data, channels=3, expand_animations=False)
+            image = tf.numpy_function(_read_image, [self.paths[index]], tf.uint8, stateful=False)
+            record["image"] = tf.ensure_shape(image, [None, None, 3])
             return record
         frames = tf.numpy_function(_read_video, [self.paths[index]], tf.uint8, stateful=False)
         record["frames"] = tf.ensure_shape(frames, [None, None, None, 3])
@@ -251,6 +252,12 @@ class DecodedVideos:
 
 
 _read_video = DecodedVideos(capacity_bytes=1 << 30)
+
+
+def _read_image(path: bytes) -> np.ndarray:
+    """An image file as RGB, decoded by the library `prepare` decodes with; its error names
+    the file, which the pipeline's warning then shows (TensorFlow's decoder names none)."""
+    return read_image(path.decode())
 
 
 def count_examples(source: Source) -> int:

@@ -15,11 +15,19 @@ import numpy as np
 
 from keras_privacy.data import pa_hmdb51, pipelines, synthetic
 from keras_privacy.data.augment import CONTRASTIVE, SUPERVISED, AugmentConfig
-from keras_privacy.data.cache import MANIFEST, failure_line, prepare_cache, read_manifest
+from keras_privacy.data.cache import (
+    DECODE_ERRORS,
+    MANIFEST,
+    failure_line,
+    prepare_cache,
+    read_manifest,
+)
 from keras_privacy.data.examples import Split
 from keras_privacy.data.hmdb51 import read_hmdb51
+from keras_privacy.data.images import read_image
 from keras_privacy.data.tensorflow_runtime import tf
 from keras_privacy.data.ucf101 import read_ucf101
+from keras_privacy.data.video import read_video
 from keras_privacy.data.vispr import read_vispr
 from keras_privacy.spelling import SettingError
 
@@ -295,6 +303,10 @@ def training_data(
         images = _synthetic_cache(privacy_split, "image", privacy.root, image_side)
     require_examples(videos, "action_cache" if actions.cache else "action_annotations")
     require_examples(images, "privacy_cache" if privacy.cache else "privacy_annotations")
+    if isinstance(videos, Split):
+        require_decodable(videos, "video", "action_annotations")
+    if isinstance(images, Split):
+        require_decodable(images, "image", "privacy_annotations")
     class_names = pipelines.label_names(actions.cache or action_split, "class_names")
     attribute_names = pipelines.label_names(privacy.cache or privacy_split, "attribute_names")
     return TrainingData(videos, images, class_names, attribute_names, batching)
@@ -319,6 +331,27 @@ def require_examples(source: pipelines.Source, flag: str) -> None:
         f"keras_privacy.data prepare` wrote it from {manifest['num_examples']} listed files, "
         f"{len(failures)} failed to decode{example}, and {len(manifest['missing'])} were "
         f"missing (see {Path(source) / MANIFEST})"
+    )
+
+
+def require_decodable(split: Split, kind: str, flag: str) -> None:
+    """Raise SettingError, naming the setting `flag` and the first failure, when no file of
+    `split` (of `kind` video or image) decodes. Training from the files skips a file that
+    does not decode, with a warning naming it; on a split where none does, it would wait for a
+    batch forever. Decodes the files in order up to the first that does (a video's first
+    frame), so a split whose first file is good costs one decode."""
+    failures = []
+    for example in split.examples:
+        try:
+            if kind == "video":
+                read_video(example.path, max_frames=1)
+            else:
+                read_image(example.path)
+            return
+        except DECODE_ERRORS as error:
+            failures.append(str(error))
+    raise SettingError(
+        f"<{flag}>: none of the split's {len(failures)} {kind}s on disk decodes, e.g. {failures[0]}"
     )
 
 
