@@ -382,6 +382,14 @@ def test_vispr_malformed_json_named(fixtures_dir, tmp_path):
         read_vispr(folder)
 
 
+def test_vispr_json_that_is_not_utf8_named(fixtures_dir, tmp_path):
+    folder = _vispr_annotations(fixtures_dir, tmp_path, {"val": {"2017_9": ["a4_gender"]}})
+    (path,) = folder.rglob("2017_9.json")
+    path.write_bytes(b'{"image_path": "images/val2017/2017_9.jpg", "labels": ["caf\xe9"]}')
+    with pytest.raises(DatasetFormatError, match=re.escape(f"{path}: not UTF-8 text")):
+        read_vispr(folder)
+
+
 def test_vispr_unknown_label_in_json_named(fixtures_dir, tmp_path):
     folder = _vispr_annotations(fixtures_dir, tmp_path, {"test": {"2017_5": ["a999_bogus"]}})
     with pytest.raises(DatasetFormatError, match="2017_5.json") as info:
@@ -542,6 +550,15 @@ def test_vp_labels_malformed_names_file(tmp_path, name, content, where):
     path.write_text(content)
     with pytest.raises(DatasetFormatError, match=re.escape(f"{path}{where}")):
         read_vp_labels(path)
+
+
+@pytest.mark.parametrize("name", ["a.csv", "a.json"])
+def test_vp_labels_not_utf8_names_file(tmp_path, name):
+    path = tmp_path / name
+    text = "video,face\ncaf\xe9.avi,1\n" if name.endswith(".csv") else '{"caf\xe9.avi": [1]}'
+    path.write_bytes(text.encode("latin-1"))
+    with pytest.raises(DatasetFormatError, match=re.escape(f"{path}: not UTF-8 text")):
+        read_vp_labels(path, ["face"])
 
 
 def test_vp_labels_bad_suffix(tmp_path):

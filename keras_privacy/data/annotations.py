@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,11 +17,32 @@ def read_lines(path: str | os.PathLike) -> list[tuple[int, str]]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: annotation file not found")
+    text = read_text(path)
+    return [(i, line.strip()) for i, line in enumerate(text.splitlines(), 1) if line.strip()]
+
+
+def read_text(path: str | os.PathLike, encoding: str = "utf-8") -> str:
+    """The text of an annotation file (`encoding` "utf-8-sig" drops a byte-order mark); raises
+    DatasetFormatError naming the file when it is not UTF-8 text."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return Path(path).read_text(encoding=encoding)
     except UnicodeDecodeError as error:
         raise DatasetFormatError(f"{path}: not UTF-8 text ({error})") from error
-    return [(i, line.strip()) for i, line in enumerate(text.splitlines(), 1) if line.strip()]
+
+
+def read_json(path: str | os.PathLike, encoding: str = "utf-8") -> object:
+    """The JSON value of an annotation file; raises DatasetFormatError naming the file (and
+    the line) when it is not UTF-8 text or not JSON."""
+    try:
+        return json.loads(read_text(path, encoding))
+    except json.JSONDecodeError as error:
+        raise DatasetFormatError(f"{path}:{error.lineno}: invalid JSON ({error.msg})") from error
+
+
+def read_csv_rows(path: str | os.PathLike) -> list[list[str]]:
+    """The rows of a CSV annotation file (a byte-order mark dropped); raises
+    DatasetFormatError naming the file when it is not UTF-8 text."""
+    return list(csv.reader(io.StringIO(read_text(path, "utf-8-sig"), newline="")))
 
 
 def resolve(root: str | os.PathLike | None, relative: str) -> tuple[str, bool]:

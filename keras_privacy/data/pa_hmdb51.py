@@ -15,14 +15,13 @@ each labelled with their own frame index.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from keras_privacy.data.annotations import named_subset, resolve
+from keras_privacy.data.annotations import named_subset, read_json, resolve
 from keras_privacy.data.errors import DatasetFormatError
 from keras_privacy.data.examples import Example, Split
 from keras_privacy.data.phvu import frame_images
@@ -126,10 +125,7 @@ def labels_at(
 def _read_action_file(path: Path) -> dict[str, Ranges]:
     """Video name -> its checked frame ranges over PA_HMDB51_ATTRIBUTES, from one
     `<action>.json`."""
-    try:
-        videos = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise DatasetFormatError(f"{path}:{error.lineno}: invalid JSON ({error.msg})") from error
+    videos = read_json(path)
     if not isinstance(videos, dict):
         raise DatasetFormatError(f"{path}: expected an object mapping video names to annotations")
     labels = {}

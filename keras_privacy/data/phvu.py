@@ -40,9 +40,7 @@ Protocols of SPAct:
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import json
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -51,7 +49,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from keras_privacy.data.annotations import resolve
+from keras_privacy.data.annotations import read_csv_rows, read_json, resolve
 from keras_privacy.data.errors import DatasetFormatError, VideoDecodeError
 from keras_privacy.data.examples import Example, Split
 from keras_privacy.data.video import probe_video, read_video
@@ -176,8 +174,7 @@ def _tags(value, where: str, kind: str) -> list[str]:
 
 
 def _read_csv(path: Path) -> list[tuple[str, dict]]:
-    with path.open(newline="", encoding="utf-8-sig") as file:
-        lines = list(csv.reader(file))
+    lines = read_csv_rows(path)
     header = [column.strip().lower() for column in lines[0]] if lines else []
     absent = [column for column in _COLUMNS if column not in header]
     if absent:
@@ -202,10 +199,7 @@ def _read_csv(path: Path) -> list[tuple[str, dict]]:
 
 
 def _read_json(path: Path) -> list[tuple[str, dict]]:
-    try:
-        records = json.loads(path.read_text(encoding="utf-8-sig"))
-    except json.JSONDecodeError as error:
-        raise DatasetFormatError(f"{path}:{error.lineno}: invalid JSON ({error.msg})") from error
+    records = read_json(path, "utf-8-sig")
     if not isinstance(records, list):
         raise DatasetFormatError(f"{path}: expected a list of video records")
     rows = []

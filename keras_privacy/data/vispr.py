@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
-from keras_privacy.data.annotations import read_lines, resolve
+from keras_privacy.data.annotations import read_json, read_lines, resolve
 from keras_privacy.data.errors import DatasetFormatError
 from keras_privacy.data.examples import Example, Split
 
@@ -150,10 +149,7 @@ def _image_of_annotation(relative: str) -> str:
 
 def _read_image_annotation(path: str, known: set[str]) -> tuple[str, set[str]]:
     """The image path and attribute ids of one VISPR JSON, checked against `known` ids."""
-    try:
-        record = json.loads(Path(path).read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise DatasetFormatError(f"{path}:{error.lineno}: invalid JSON ({error.msg})") from error
+    record = read_json(path)
     if (
         not isinstance(record, dict)
         or not isinstance(record.get("image_path"), str)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path, PurePath
 
+from keras_privacy.data.annotations import read_csv_rows, read_json
 from keras_privacy.data.errors import DatasetFormatError
 from keras_privacy.data.examples import Split
 
@@ -48,8 +47,7 @@ def _binary(value, where: str) -> int:
 
 
 def _read_csv(path: Path, names: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
-    with path.open(newline="", encoding="utf-8-sig") as file:
-        rows = list(csv.reader(file))
+    rows = read_csv_rows(path)
     if not rows:
         raise DatasetFormatError(f"{path}:1: empty file, expected a 'video,<attr>,...' header")
     header = [column.strip() for column in rows[0]]
@@ -75,10 +73,7 @@ def _read_csv(path: Path, names: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
 
 
 def _read_json(path: Path, names: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
-    try:
-        records = json.loads(path.read_text(encoding="utf-8-sig"))
-    except json.JSONDecodeError as error:
-        raise DatasetFormatError(f"{path}:{error.lineno}: invalid JSON ({error.msg})") from error
+    records = read_json(path, "utf-8-sig")
     if not isinstance(records, dict):
         raise DatasetFormatError(f"{path}: expected an object mapping video names to labels")
     labels = {}
