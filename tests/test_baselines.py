@@ -1,6 +1,7 @@
 """Anonymisation baselines and offline person detection, on the real UCF101 clip test.avi."""
 
 import json
+import re
 
 import cv2
 import numpy as np
@@ -194,8 +195,13 @@ def test_boxes_from_file(tmp_path):
     np.testing.assert_array_equal(source.frame_boxes(video, 0), [[1, 2, 5, 6], [10, 10, 12, 12]])
     assert source.frame_boxes(video, 1).shape == (0, 4)
     np.testing.assert_array_equal(source.frame_boxes("2017_10001018.jpg", 7), [[12, 40, 200, 380]])
-    with pytest.raises(KeyError):
-        source.frame_boxes("missing.avi")
+    with pytest.raises(ValueError, match=re.escape(f"{path} (--eval_boxes): no boxes for 'x.avi'")):
+        source.frame_boxes("x.avi")
+    source.require([video, "2017_10001018.jpg"])
+    with pytest.raises(
+        ValueError, match=re.escape(f"{path} (--eval_boxes): no boxes for 2 of the evaluation's 3")
+    ):
+        source.require(["x.avi", video, "y.jpg"])
 
     clip = np.ones((2, 16, 16, 3), np.float32)
     blackened = build_baseline("blacken", source.detector(video, frame_indices=[1, 2]))(clip)
@@ -203,10 +209,19 @@ def test_boxes_from_file(tmp_path):
     assert (blackened[1, :4, :4] == 0).all() and blackened[1].sum() == 3 * (256 - 16)
 
 
-def test_boxes_from_file_rejects_mixed_forms(tmp_path):
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ('{"a.avi": [[0, 1, 2, 3, 4], [1, 2, 3, 4]]}', ": 'a.avi': expected a list of"),
+        ('{"a.avi": [[0, 1, 2]]}', ": 'a.avi': expected a list of"),
+        ('{"a.avi": [[1, 2, 3, 4]', ":1: invalid JSON"),
+        ("[[1, 2, 3, 4]]", ": expected a JSON object"),
+    ],
+)
+def test_boxes_from_file_names_the_file_and_the_entry_it_cannot_read(tmp_path, content, message):
     path = tmp_path / "boxes.json"
-    path.write_text(json.dumps({"a.avi": [[0, 1, 2, 3, 4], [1, 2, 3, 4]]}))
-    with pytest.raises(ValueError):
+    path.write_text(content)
+    with pytest.raises(ValueError, match=re.escape(f"{path}{message}")):
         BoxesFromFile(path)
 
 

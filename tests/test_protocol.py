@@ -1,6 +1,7 @@
 """The evaluation protocol end to end on a tiny synthetic benchmark with tiny models."""
 
 import json
+import re
 from pathlib import Path
 
 import cv2
@@ -102,6 +103,21 @@ def test_evaluate_learned_and_baselines_then_resume(benchmark, tmp_path, monkeyp
     attacker_json.unlink()
     monkeypatch.setattr(protocol, "train_privacy_target", no_training)
     protocol.evaluate(longer, data, protocol.methods_of(longer), out)
+
+
+def test_a_box_file_lacking_a_file_of_the_evaluation_is_refused_before_any_work(
+    benchmark, tmp_path
+):
+    boxes = json.loads((benchmark / "person_boxes.json").read_text())
+    lacking = sorted(boxes)[0]
+    del boxes[lacking]
+    path = tmp_path / "boxes.json"
+    path.write_text(json.dumps(boxes))
+    config = tiny_config(benchmark, tmp_path, eval_methods="raw,blacken", eval_boxes=str(path))
+    data, out = protocol.evaluation_data(config), tmp_path / "evaluation"
+    with pytest.raises(ValueError, match=re.escape(f"{path} (--eval_boxes): no boxes for 1 of")):
+        protocol.evaluate(config, data, protocol.methods_of(config), out)
+    assert not out.exists()
 
 
 def test_interrupted_evaluation_keeps_finished_methods(benchmark, tmp_path, monkeypatch):

@@ -237,9 +237,9 @@ class PersonOrFaceDetector(FrameDetector):
 class BoxesFromFile:
     """Person boxes given by the user in a JSON file, instead of a detector.
 
-    Format: one key per video or image (the name the caller looks up, e.g. the path relative
-    to the dataset root as in the split lists), whose value is a list of boxes in pixels of the
-    frames the baseline receives, `x2` / `y2` exclusive, either
+    Format: one key per video or image, its file name without folders (the evaluation looks
+    each file up by it), whose value is a list of boxes in pixels of the source frames the
+    baseline receives, `x2` / `y2` exclusive, either
 
     - `[[frame_index, x1, y1, x2, y2], ...]`: boxes per frame of a video (0-based frame index
       in the video; several entries may share a frame; a frame with no entry has no box), or
@@ -255,10 +255,17 @@ class BoxesFromFile:
             content = file.read()
         self.sha256 = hashlib.sha256(content).hexdigest()
         """The digest of the file as read, naming these boxes in an evaluation cache's key."""
-        raw = json.loads(content)
+        try:
+            raw = json.loads(content)
+        except UnicodeDecodeError as error:
+            raise ValueError(f"{path}: not UTF-8 text ({error})") from error
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}:{error.lineno}: invalid JSON ({error.msg})") from error
         if not isinstance(raw, dict):
             raise ValueError(f"{path}: expected a JSON object of name -> list of boxes")
-        self._entries = {name: _parse_entries(name, entries) for name, entries in raw.items()}
+        self._entries = {
+            name: _parse_entries(f"{path}: {name!r}", entries) for name, entries in raw.items()
+        }
 
     def __contains__(self, name: str) -> bool:
         return name in self._entries
@@ -273,10 +280,20 @@ class BoxesFromFile:
         """The videos and images the file gives boxes for."""
         return list(self._entries)
 
+    def require(self, names: Sequence[str]) -> None:
+        """Raise ValueError naming the file, how many of `names` it gives no boxes for and the
+        first of them: checked before an evaluation, not when its baseline reaches the file."""
+        missing = [name for name in names if name not in self._entries]
+        if missing:
+            raise ValueError(
+                f"{self.path} (--eval_boxes): no boxes for {len(missing)} of the evaluation's "
+                f"{len(names)} files, e.g. {missing[0]!r}"
+            )
+
     def frame_boxes(self, name: str, frame_index: int = 0) -> np.ndarray:
         """The (N, 4) boxes of frame `frame_index` of `name` (an image's boxes for any index)."""
         if name not in self._entries:
-            raise KeyError(f"no boxes given for {name!r}")
+            raise ValueError(f"{self.path} (--eval_boxes): no boxes for {name!r}")
         static, per_frame = self._entries[name]
         if static is not None:
             return static
@@ -301,15 +318,18 @@ class _FileBoxes:
         return [self.source.frame_boxes(self.name, index) for index in indices]
 
 
-def _parse_entries(name: str, entries) -> tuple[np.ndarray | None, dict[int, np.ndarray]]:
-    """(boxes of every frame, or None; boxes by frame index) of one key of the JSON file."""
-    array = np.asarray(entries, np.float64)
+def _parse_entries(where: str, entries) -> tuple[np.ndarray | None, dict[int, np.ndarray]]:
+    """(boxes of every frame, or None; boxes by frame index) of one key of the JSON file;
+    `where` names the file and the key in an error."""
+    expected = f"{where}: expected a list of [x1, y1, x2, y2] or of [frame, x1, y1, x2, y2]"
+    try:
+        array = np.asarray(entries, np.float64)
+    except (ValueError, TypeError) as error:
+        raise ValueError(f"{expected} ({error})") from error
     if array.size == 0:
         return np.zeros((0, 4), np.int32), {}
     if array.ndim != 2 or array.shape[1] not in (4, 5):
-        raise ValueError(
-            f"{name!r}: expected a list of [x1, y1, x2, y2] or of [frame, x1, y1, x2, y2]"
-        )
+        raise ValueError(expected)
     if array.shape[1] == 4:
         return np.rint(array).astype(np.int32), {}
     per_frame: dict[int, list] = {}

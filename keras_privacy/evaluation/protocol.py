@@ -58,6 +58,7 @@ import keras
 import numpy as np
 
 from keras_privacy.config import ExperimentConfig
+from keras_privacy.data.examples import Split
 from keras_privacy.data.video import read_video
 from keras_privacy.evaluation.anonymizations import Anonymization, methods_of
 from keras_privacy.evaluation.baselines import FILE_BASELINES
@@ -96,6 +97,7 @@ def evaluate(
     row was measured on another anonymizer file (retrained since) is evaluated again. A report
     of another protocol or other labels in `out_dir` raises ValueError (its rows would not
     compare)."""
+    _require_boxes(methods, data)
     out_dir = Path(out_dir)
     report = Report(out_dir)
     record = evaluation_record(config, data)
@@ -154,6 +156,20 @@ def evaluate(
     report.plot_tradeoff()
     save_frame_strip(_frames_of_report(config, data, methods, report), out_dir / "frames.png")
     return report
+
+
+def _require_boxes(methods: Sequence[Anonymization], data: EvaluationData) -> None:
+    """Raise ValueError where a people baseline's box file (`--eval_boxes`) lacks a file of
+    the evaluation's splits of files, before anything is trained (a cache's files are not
+    listed here: they are checked as the baseline reaches them)."""
+    names = [
+        Path(example.path).name
+        for split in (data.action_train, data.action_test, data.privacy_train, data.privacy_test)
+        if isinstance(split, Split)
+        for example in split.examples
+    ]
+    for boxes in {id(m.boxes): m.boxes for m in methods if m.boxes is not None}.values():
+        boxes.require(names)
 
 
 def _frames_of_report(
