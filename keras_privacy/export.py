@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import zipfile
 from collections.abc import Sequence
 
 import keras
@@ -65,11 +66,33 @@ def load_keras_anonymizer(path: str | os.PathLike) -> keras.Model:
 
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path}: no such anonymizer file (a .keras file)")
+    if os.fspath(path).endswith(".keras") and not zipfile.is_zipfile(path):
+        raise ValueError(
+            f"{path}: not a .keras archive ({os.path.getsize(path)} bytes: empty, cut short, "
+            "or another kind of file)"
+        )
     try:
-        return keras.saving.load_model(os.fspath(path), compile=False)
+        model = keras.saving.load_model(os.fspath(path), compile=False)
     except ValueError as error:
         reason = str(error).strip().splitlines()[0].split(". ")[0].rstrip(".")
         raise ValueError(f"{path}: not loadable as a Keras anonymizer ({reason})") from error
+    _require_frames_to_frames(model, path)
+    return model
+
+
+def _require_frames_to_frames(model: keras.Model, path: str | os.PathLike) -> None:
+    """Raise ValueError naming `path` where the model does not map (N, H, W, 3) frames to
+    frames (a saved action model or privacy encoder given in place of the anonymizer). A
+    model without static shapes (never built as a graph) is left to its first call."""
+    try:
+        shapes = (model.input_shape, model.output_shape)
+    except (AttributeError, ValueError):
+        return
+    if not all(isinstance(shape, tuple) and len(shape) == 4 and shape[-1] == 3 for shape in shapes):
+        raise ValueError(
+            f"{path}: not an anonymizer: it maps {shapes[0]} to {shapes[1]}, not (N, H, W, 3) "
+            "frames to frames"
+        )
 
 
 def anonymizer_factor(model: keras.Model) -> int:

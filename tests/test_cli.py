@@ -48,6 +48,9 @@ def models(tmp_path_factory):
     tiny_models.anonymizer().save(folder / "tiny.keras")
     inputs = keras.Input((8, 8, 3))
     keras.Model(inputs, keras.layers.Lambda(lambda x: x * 2)(inputs)).save(folder / "lambda.keras")
+    pooled = keras.layers.GlobalAveragePooling2D()(inputs)
+    keras.Model(inputs, pooled).save(folder / "encoder.keras")
+    (folder / "empty.keras").write_bytes(b"")
     return folder
 
 
@@ -61,6 +64,12 @@ def models(tmp_path_factory):
         ),
         ("out.mp4", "gone.keras", "{models}/gone.keras: no such anonymizer file"),
         ("out.mp4", "lambda.keras", "{models}/lambda.keras: not loadable as a Keras anonymizer ("),
+        ("out.mp4", "empty.keras", "{models}/empty.keras: not a .keras archive (0 bytes: empty"),
+        (
+            "out.mp4",
+            "encoder.keras",
+            "{models}/encoder.keras: not an anonymizer: it maps (None, 8, 8, 3) to (None, 3), not",
+        ),
     ],
 )
 def test_anonymize_names_the_missing_output_folder_or_the_bad_model(
