@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import shutil
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -115,6 +116,8 @@ def restore_models(state: dict, models: dict[str, keras.Model]) -> None:
                 f"{path} does not fit the {name!r} model of this run (did a model flag change "
                 f"since the run started?): {error}"
             ) from error
+        except OSError as error:
+            raise _damaged(path, error) from error
     bad = non_finite_variables(models)
     if bad:
         raise CheckpointError(
@@ -146,14 +149,27 @@ def restore_restart_snapshot(state: dict, restart_snapshot: Sequence[keras.Varia
     _restore_values(path, restart_snapshot, "restart snapshot")
 
 
+def _damaged(path: Path, error: Exception) -> CheckpointError:
+    """The error of a checkpoint file that cannot be read (cut short or overwritten after it
+    was written whole): its path, the reader's reason and what to do."""
+    reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return CheckpointError(
+        f"{path}: cannot be read ({reason}); the run's one checkpoint is damaged: remove "
+        f"{path.parent.parent} to train the run again from its start, or use a new --run_dir"
+    )
+
+
 def _save_values(path: Path, variables: Sequence[keras.Variable]) -> None:
     np.savez(path, *[np.asarray(keras.ops.convert_to_numpy(v.value)) for v in variables])
 
 
 def _restore_values(path: Path, variables: Sequence[keras.Variable], what: str) -> None:
     """Assign the arrays of `path` (`_save_values`) to `variables`, one by one."""
-    with np.load(path) as saved:
-        values = [saved[f"arr_{i}"] for i in range(len(saved.files))]
+    try:
+        with np.load(path) as saved:
+            values = [saved[f"arr_{i}"] for i in range(len(saved.files))]
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as error:
+        raise _damaged(path, error) from error
     if len(values) != len(variables):
         raise CheckpointError(
             f"{path} holds {len(values)} {what} variables, this run has {len(variables)}"

@@ -521,6 +521,27 @@ def test_a_checkpoint_holding_non_finite_weights_is_refused_by_name(tmp_path):
         checkpoint.restore_models(state, {"anonymizer": model})
 
 
+@pytest.mark.parametrize("damaged", ["anonymizer.weights.h5", "optimizer.npz"])
+def test_a_checkpoint_file_cut_short_is_refused_by_name(tmp_path, damaged):
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    optimizer = keras.optimizers.Adam()
+    optimizer.build(model.trainable_variables)
+    folder = checkpoint.save_checkpoint(
+        tmp_path, "identity", 1, {"anonymizer": model}, optimizer, {}
+    )
+    path = folder / damaged
+    path.write_bytes(path.read_bytes()[:300])
+    state = checkpoint.latest_checkpoint(tmp_path)
+    with pytest.raises(checkpoint.CheckpointError) as raised:
+        checkpoint.restore_models(state, {"anonymizer": model})
+        checkpoint.restore_optimizer(state, optimizer)
+    assert str(raised.value).startswith(f"{path}: cannot be read (")
+    assert str(raised.value).endswith(
+        f"the run's one checkpoint is damaged: remove {tmp_path / 'checkpoints'} to train the "
+        "run again from its start, or use a new --run_dir"
+    )
+
+
 @pytest.mark.parametrize(
     "config, flag, message",
     [
