@@ -38,6 +38,7 @@ last line gives the frames/s.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from collections.abc import Sequence
@@ -110,28 +111,54 @@ def list_videos(folder: str | os.PathLike) -> list[Path]:
     )
 
 
+@dataclasses.dataclass
+class FolderResult:
+    """What `anonymize_folder` did: the outputs written, the failures as (input path, reason),
+    and whether Ctrl-C stopped it (the video it stopped in is closed, playable up to there)."""
+
+    written: list[Path] = dataclasses.field(default_factory=list)
+    failures: list[tuple[Path, str]] = dataclasses.field(default_factory=list)
+    interrupted: bool = False
+
+
 def anonymize_folder(
     anonymizer: keras.Model | FrameFunction,
     in_dir: str | os.PathLike,
     out_dir: str | os.PathLike,
     **kwargs,
-) -> list[tuple[Path, str]]:
-    """Anonymize every video of `in_dir` into `out_dir` under the same name; returns the
-    failures as (input path, reason), after trying every video. `kwargs` go to
-    `anonymize_video`."""
+) -> FolderResult:
+    """Anonymize every video of `in_dir` into `out_dir` under the same name, printing each
+    one's summary line; a video that fails is named and the others are still tried, and
+    Ctrl-C stops after closing the video it interrupted. `kwargs` go to `anonymize_video`."""
     videos = list_videos(in_dir)
     if not videos:
         raise ValueError(f"{in_dir}: no video file ({', '.join(VIDEO_EXTENSIONS)})")
     Path(out_dir).mkdir(parents=True, exist_ok=True)
-    failures = []
+    result = FolderResult()
     for path in videos:
+        output = Path(out_dir) / path.name
         try:
-            anonymize_video(anonymizer, path, Path(out_dir) / path.name, **kwargs)
+            stats = anonymize_video(anonymizer, path, output, **kwargs)
         except FAILURES as error:
             reason = _reason(path, error)
             print(f"FAILED {reason}", file=sys.stderr)
-            failures.append((path, reason))
-    return failures
+            result.failures.append((path, reason))
+            continue
+        print(summary_line(output, stats), file=sys.stderr)
+        result.written.append(output)
+        if stats.interrupted:
+            result.interrupted = True
+            break
+    return result
+
+
+def summary_line(output: str | os.PathLike, stats: StreamStats) -> str:
+    """One anonymized video's last line: frames written and dropped, audio packets, speed."""
+    return (
+        f"{output}: {stats.frames_written} frames anonymized, {stats.frames_dropped} dropped, "
+        f"{stats.audio_packets} audio packets copied; {stats.frames_per_second:.1f} frames/s"
+        + (" (interrupted: output closed)" if stats.interrupted else "")
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -239,13 +266,14 @@ def _anonymize(args: argparse.Namespace) -> int:
         "output_format": args.output_format,
     }
     if folder:
-        failures = anonymize_folder(anonymizer, args.input, args.output, **options)
-        if failures:
-            print(f"{len(failures)} video(s) failed:", file=sys.stderr)
-            for _, reason in failures:
+        result = anonymize_folder(anonymizer, args.input, args.output, **options)
+        if result.failures:
+            print(f"{len(result.failures)} video(s) failed:", file=sys.stderr)
+            for _, reason in result.failures:
                 print(f"  {reason}", file=sys.stderr)
-            return 1
-        return 0
+        if result.interrupted:
+            return 130
+        return 1 if result.failures else 0
     if local_output and output.is_dir():
         output = output / Path(args.input).name
     try:
@@ -253,12 +281,7 @@ def _anonymize(args: argparse.Namespace) -> int:
     except FAILURES as error:
         print(f"FAILED {_reason(Path(args.input), error)}", file=sys.stderr)
         return 1
-    print(
-        f"{output}: {stats.frames_written} frames anonymized, {stats.frames_dropped} dropped, "
-        f"{stats.audio_packets} audio packets copied; {stats.frames_per_second:.1f} frames/s"
-        + (" (interrupted: output closed)" if stats.interrupted else ""),
-        file=sys.stderr,
-    )
+    print(summary_line(output, stats), file=sys.stderr)
     return 130 if stats.interrupted else 0
 
 

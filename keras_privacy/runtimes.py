@@ -58,7 +58,10 @@ def keras_frames(model, factor: int, device: str | None = None) -> FrameFunction
 
     kind = _device_kind(device)
     if kind is not None:
-        available = keras.distribution.list_devices(kind)
+        try:
+            available = keras.distribution.list_devices(kind)
+        except RuntimeError:  # JAX, where no platform of that kind is present
+            available = []
         if not available:
             raise SettingError(f"<device> {device}: the {keras.backend.backend()} backend has none")
 

@@ -1,17 +1,20 @@
 """Anonymizing real videos: frame count, size, timestamps and audio kept; failures named."""
 
 import os
+from pathlib import Path
 
 import av
 import keras
 import numpy as np
 import pytest
 
+from keras_privacy import anonymize
 from keras_privacy.anonymize import anonymize_video, main
 from keras_privacy.data.video import probe_video, read_video, write_video
 from keras_privacy.export import load_keras_anonymizer
 from keras_privacy.models.registry import build_anonymizer
 from keras_privacy.runtimes import keras_frames
+from keras_privacy.streaming import StreamStats
 
 
 def _frame_times(path) -> list[float]:
@@ -56,6 +59,7 @@ def test_folder_names_the_corrupt_video_and_writes_the_others(
     assert main(args) == 1
     stderr = capsys.readouterr().err
     assert "1 video(s) failed" in stderr and str(videos / "broken.avi") in stderr
+    assert f"{out / 'pool.mp4'}: 32 frames anonymized, 0 dropped" in stderr
     assert sorted(os.listdir(out)) == ["pool.mp4"]
     info = probe_video(out / "pool.mp4")
     assert (info.num_frames, info.height, info.width) == (32, 256, 340)
@@ -63,6 +67,23 @@ def test_folder_names_the_corrupt_video_and_writes_the_others(
     np.testing.assert_allclose(
         _frame_times(out / "pool.mp4"), _frame_times(videos / "pool.mp4"), atol=1e-3
     )
+
+
+def test_ctrl_c_in_a_folder_stops_after_closing_that_video(model_path, tmp_path, monkeypatch):
+    videos = tmp_path / "in"
+    videos.mkdir()
+    for name in ("a.mp4", "b.mp4"):
+        (videos / name).write_bytes(b"")
+    started = []
+
+    def interrupted_video(anonymizer, source, output, **kwargs):
+        started.append(Path(source).name)
+        return StreamStats(frames_written=3, interrupted=True)
+
+    monkeypatch.setattr(anonymize, "anonymize_video", interrupted_video)
+    args = [str(videos), str(tmp_path / "out"), "--anonymizer", str(model_path), "--no_progress"]
+    assert main(args) == 130
+    assert started == ["a.mp4"]
 
 
 def test_single_corrupt_video_fails_with_its_name(model_path, tmp_path, capsys):

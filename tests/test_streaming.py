@@ -243,6 +243,10 @@ def test_cli_scale_device_and_bad_device(model_path, tmp_path, capsys):
     assert len(_frame_times(out)) == 6 and _frames(out).shape[1:3] == (HEIGHT, WIDTH)
     assert main(base + ["--device", "tpu"]) == 1
     assert "--device tpu" in capsys.readouterr().err
+    if not any(device.startswith("gpu") for device in keras.distribution.list_devices()):
+        assert main(base + ["--device", "gpu"]) == 1
+        backend = keras.backend.backend()
+        assert capsys.readouterr().err == f"error: --device gpu: the {backend} backend has none\n"
 
 
 def test_onnx_runtime_matches_keras_and_runs_the_cli(model_path, tmp_path, capsys):
