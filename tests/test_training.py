@@ -417,6 +417,19 @@ def test_training_from_files_none_of_which_decodes_names_the_split_and_a_file(
     assert training.training_data(config).class_names
 
 
+def test_a_root_folder_that_does_not_exist_is_named(benchmark, tmp_path):
+    missing = tmp_path / "no_such_videos"
+    config = tiny_config(
+        benchmark,
+        tmp_path / "run",
+        action_dataset="ucf101",
+        action_annotations=str(benchmark / "ucf_splits"),
+        action_root=str(missing),
+    )
+    with pytest.raises(FileNotFoundError, match=re.escape(f"{missing}: no such folder (the")):
+        training.training_data(config)
+
+
 def test_a_cache_of_frames_smaller_than_the_frame_size_is_refused(benchmark, tmp_path):
     image = tmp_path / "image.png"
     cv2.imwrite(str(image), np.full((40, 60, 3), 128, np.uint8))

@@ -81,6 +81,7 @@ def action_splits(files: DatasetFiles, leave_out: str | Path = "") -> dict[str, 
         root = files.synthetic_root()
         return read_ucf101(root / "ucf_splits", root / "videos", split=1)
     reader = {"ucf101": read_ucf101, "hmdb51": read_hmdb51}[files.name]
+    _require_root(files)
     splits = reader(files.annotations, files.root, split=files.split)
     if leave_out:
         annotated = set(pa_hmdb51.read_frame_ranges(leave_out))
@@ -123,7 +124,15 @@ def privacy_splits(files: DatasetFiles) -> dict[str, Split]:
         root = files.synthetic_root() / "vispr"
         attributes = synthetic.attribute_subset(files.attributes)
         return read_vispr(root, root, attributes=attributes)
+    _require_root(files)
     return read_vispr(files.annotations, files.root, attributes=files.attributes)
+
+
+def _require_root(files: DatasetFiles) -> None:
+    """Raise FileNotFoundError where the dataset's root folder is given but is not a folder:
+    every listed file would be missing, and the split's annotations blamed for it."""
+    if files.root and not Path(files.root).is_dir():
+        raise FileNotFoundError(f"{files.root}: no such folder (the {files.name} files' root)")
 
 
 def report_missing(name: str, split: Split) -> None:
