@@ -14,6 +14,7 @@ import tiny_models
 from tiny_models import tiny_config
 
 from keras_privacy.config import ExperimentConfig, SettingError
+from keras_privacy.data import __main__ as data_cli
 from keras_privacy.data import pa_hmdb51, synthetic
 from keras_privacy.data.cache import prepare_cache, read_image_cache, read_manifest, verify_cache
 from keras_privacy.data.examples import Example, Split
@@ -403,6 +404,25 @@ def test_pa_hmdb51_protocol_trains_without_its_videos_and_tests_action_on_them(
     assert len(data.class_names) == 51
     assert [os.path.basename(e.path) for e in data.action_train.examples] == [kept]
     assert [os.path.basename(e.path) for e in training_data(config).videos.examples] == [kept]
+    # A prepared cache must say that it left them out (`prepare --leave_out`).
+    splits = str(fixtures_dir / "hmdb51" / "splits")
+    prepare = ["prepare", "--dataset", "hmdb51", "--annotations", splits, "--root", str(hmdb)]
+    prepare += ["--short_side", "32"]
+    assert data_cli.main([*prepare, "--out", str(tmp_path / "all")]) == 0
+    cached = dataclasses.replace(config, action_cache=str(tmp_path / "all" / "train"))
+    with pytest.raises(SettingError) as raised:
+        training_data(cached)
+    assert str(raised.value) == (
+        f"--action_cache={tmp_path / 'all' / 'train'}: prepared from hmdb51, split 1, train, but "
+        "the run reads hmdb51, split 1, train, PA-HMDB51 videos left out (the PA-HMDB51 videos, "
+        "which the pa_hmdb51 protocol tests on, must be left out: `prepare --leave_out` the "
+        "folder of --eval_privacy_annotations); give the cache of that, or prepare it (`python "
+        "-m keras_privacy.data prepare`)"
+    )
+    leave_out = ["--leave_out", str(annotations)]
+    assert data_cli.main([*prepare, "--out", str(tmp_path / "without"), *leave_out]) == 0
+    cached.action_cache = str(tmp_path / "without" / "train")
+    assert read_manifest(training_data(cached).videos)["num_records"] == 1
     tested = [(os.path.basename(e.path), e.label) for e in data.action_test.examples]
     assert tested == [(in_pa, 0), (dive, data.class_names.index("dive"))]
     # The action test carries no privacy labels, nor attribute names: its cache reads back.

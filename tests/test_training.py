@@ -430,6 +430,52 @@ def test_a_root_folder_that_does_not_exist_is_named(benchmark, tmp_path):
         training.training_data(config)
 
 
+def test_a_cache_prepared_from_another_subset_split_or_attributes_is_refused(benchmark, tmp_path):
+    from keras_privacy.data import __main__ as data_cli
+    from keras_privacy.data.synthetic import ATTRIBUTE_IDS
+
+    videos = ["--dataset", "ucf101", "--annotations", str(benchmark / "ucf_splits")]
+    videos += ["--root", str(benchmark / "videos"), "--short_side", "32"]
+    assert data_cli.main(["prepare", *videos, "--out", str(tmp_path / "ucf")]) == 0
+    images = ["--dataset", "vispr", "--annotations", str(benchmark / "vispr")]
+    images += ["--root", str(benchmark / "vispr"), "--short_side", "32", "--attributes", "all"]
+    assert data_cli.main(["prepare", *images, "--out", str(tmp_path / "vispr")]) == 0
+    caches = dict(
+        action_dataset="ucf101",
+        action_cache=str(tmp_path / "ucf" / "train"),
+        privacy_dataset="vispr",
+        privacy_cache=str(tmp_path / "vispr" / "train"),
+        privacy_attributes="all",
+    )
+    assert training.training_data(tiny_config(benchmark, tmp_path / "run", **caches))
+    every = ",".join(ATTRIBUTE_IDS)
+    assert training.training_data(
+        tiny_config(benchmark, tmp_path / "run", **(caches | {"privacy_attributes": every}))
+    )
+    for change, message in [
+        (
+            {"action_cache": str(tmp_path / "ucf" / "test")},
+            "prepared from ucf101, split 1, test, but the run reads ucf101, split 1, train;",
+        ),
+        (
+            {"action_split": 2},
+            "prepared from ucf101, split 1, train, but the run reads ucf101, split 2, train;",
+        ),
+        (
+            {"privacy_cache": str(tmp_path / "vispr" / "test")},
+            "prepared from vispr, test, but the run reads vispr, train;",
+        ),
+        (
+            {"privacy_attributes": "s2_striped_actor,s3_face_mark"},
+            f"holds the attributes {', '.join(ATTRIBUTE_IDS)}, but --privacy_attributes="
+            "s2_striped_actor,s3_face_mark names s2_striped_actor, s3_face_mark; prepare it "
+            "with --attributes s2_striped_actor,s3_face_mark",
+        ),
+    ]:
+        with pytest.raises(SettingError, match=re.escape(message)):
+            training.training_data(tiny_config(benchmark, tmp_path / "run", **(caches | change)))
+
+
 def test_a_cache_of_frames_smaller_than_the_frame_size_is_refused(benchmark, tmp_path):
     image = tmp_path / "image.png"
     cv2.imwrite(str(image), np.full((40, 60, 3), 128, np.uint8))

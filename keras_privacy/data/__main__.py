@@ -2,6 +2,7 @@
 
     python -m keras_privacy.data stats --dataset ucf101 --annotations DIR [--root DIR] [--json]
     python -m keras_privacy.data prepare --dataset hmdb51 --annotations DIR --root DIR --out DIR
+        [--split 1] [--short_side 128] [--leave_out PA_HMDB51_ANNOTATIONS]
     python -m keras_privacy.data synthetic --out DIR [--seed 0] [--version 5 --style dusk]
     python -m keras_privacy.data arrays --flagfile configs/synthetic.cfg --out DIR [--epochs 2]
         [--models_from RUN_DIR] [any train.py flag, e.g. --steps_per_epoch=4]
@@ -9,7 +10,9 @@
 `stats` needs only the annotation files: without --root (or with videos absent) it counts what
 the lists name and says how many files are missing. `prepare` names the files that failed or
 are missing (the first few, then a count; all are in each subset's manifest.json), reads every
-cache back, and exits with status 1 when a subset's cache is empty or does not read back.
+cache back, and exits with status 1 when a subset's cache is empty or does not read back. Each
+manifest records what its subset was read from (dataset, split, subset, VISPR's attributes,
+the PA-HMDB51 videos left out), which training checks against its flags.
 `arrays` exports a SPAct minimax as NumPy arrays and models for training without TensorFlow
 (`keras_privacy.data.arrays`).
 """
@@ -31,6 +34,7 @@ from keras_privacy.data.cache import (
 )
 from keras_privacy.data.examples import Split
 from keras_privacy.data.hmdb51 import read_hmdb51
+from keras_privacy.data.sources import without_pa_hmdb51
 from keras_privacy.data.synthetic import write_synthetic_benchmark
 from keras_privacy.data.ucf101 import read_ucf101
 from keras_privacy.data.vispr import read_vispr
@@ -106,6 +110,12 @@ def _parser() -> argparse.ArgumentParser:
     prepare.add_argument("--out", required=True, help="cache folder; one sub-folder per subset")
     prepare.add_argument("--short_side", type=int, default=128)
     prepare.add_argument("--workers", type=int, default=None)
+    prepare.add_argument(
+        "--leave_out",
+        default=None,
+        help="HMDB51 only: a PA-HMDB51 PrivacyAttributes/ folder whose videos the train subset "
+        "leaves out (for --eval_protocol=pa_hmdb51, which tests on them)",
+    )
     synthetic = commands.add_parser("synthetic", parents=[verbose])
     synthetic.add_argument("--out", required=True)
     synthetic.add_argument("--seed", type=int, default=0)
@@ -167,11 +177,22 @@ def _run(args: argparse.Namespace, unknown: Sequence[str]) -> int:
         return 0
     if args.root is None:
         raise ValueError("prepare needs --root (the files to decode)")
+    if args.leave_out:
+        if args.dataset != "hmdb51":
+            raise ValueError("--leave_out takes PA-HMDB51's videos out of HMDB51 only")
+        subsets["train"] = without_pa_hmdb51(subsets["train"], args.leave_out)
     prepare = prepare_video_cache if args.dataset in VIDEO_DATASETS else prepare_image_cache
     status = 0
     for name, split in subsets.items():
         out = f"{args.out}/{name}"
-        manifest = prepare(split, out, short_side=args.short_side, workers=args.workers)
+        source = {"dataset": args.dataset, "subset": name}
+        if args.dataset in VIDEO_DATASETS:
+            source["split"] = args.split
+        if args.leave_out and name == "train":
+            source["pa_hmdb51_left_out"] = True
+        manifest = prepare(
+            split, out, short_side=args.short_side, workers=args.workers, source=source
+        )
         print(
             f"{name}: {manifest['num_records']} cached, {len(manifest['failures'])} failed, "
             f"{len(manifest['missing'])} missing"

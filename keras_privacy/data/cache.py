@@ -243,6 +243,7 @@ def _prepare(
     jpeg_quality: int,
     workers: int | None,
     transform: FrameTransform | None,
+    source: dict | None,
 ) -> dict:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -282,6 +283,7 @@ def _prepare(
         "shards": [{"file": s["file"], "count": s["count"]} for s in shards],
         "failures": [f for s in shards for f in s["failures"]],
         "missing": list(split.missing),
+        **({"source": source} if source is not None else {}),
     }
     temporary = _temporary_next_to(out / MANIFEST)
     temporary.write_text(json.dumps(manifest, indent=1))
@@ -320,6 +322,7 @@ def prepare_video_cache(
     jpeg_quality: int = 90,
     workers: int | None = None,
     transform: FrameTransform | None = None,
+    source: dict | None = None,
 ) -> dict:
     """Decode every video of `split` once into `out_dir` (sharded TFRecords + manifest.json).
 
@@ -331,6 +334,8 @@ def prepare_video_cache(
         jpeg_quality: JPEG quality of the stored frames.
         workers: Decoding threads (default: the number of CPU cores).
         transform: A change of every decoded video before it is resized (default: none).
+        source: What the split was read from (`prepare` records the dataset, split, subset and
+            attributes), kept in the manifest for training to check (default: not recorded).
 
     Returns:
         The manifest: counts, shards, and `failures` (path and reason of skipped videos).
@@ -340,7 +345,16 @@ def prepare_video_cache(
         return video_record(example, index, short_side, jpeg_quality, transform)
 
     return _prepare(
-        "video", encode, split, out_dir, short_side, num_shards, jpeg_quality, workers, transform
+        "video",
+        encode,
+        split,
+        out_dir,
+        short_side,
+        num_shards,
+        jpeg_quality,
+        workers,
+        transform,
+        source,
     )
 
 
@@ -352,6 +366,7 @@ def prepare_image_cache(
     jpeg_quality: int = 90,
     workers: int | None = None,
     transform: FrameTransform | None = None,
+    source: dict | None = None,
 ) -> dict:
     """Store every image of `split` once into `out_dir`, like `prepare_video_cache`."""
 
@@ -359,7 +374,16 @@ def prepare_image_cache(
         return image_record(example, index, short_side, jpeg_quality, transform)
 
     return _prepare(
-        "image", encode, split, out_dir, short_side, num_shards, jpeg_quality, workers, transform
+        "image",
+        encode,
+        split,
+        out_dir,
+        short_side,
+        num_shards,
+        jpeg_quality,
+        workers,
+        transform,
+        source,
     )
 
 

@@ -28,7 +28,7 @@ from keras_privacy.data.images import read_image
 from keras_privacy.data.tensorflow_runtime import tf
 from keras_privacy.data.ucf101 import read_ucf101
 from keras_privacy.data.video import read_video
-from keras_privacy.data.vispr import read_vispr
+from keras_privacy.data.vispr import read_vispr, requested_ids
 from keras_privacy.spelling import SettingError
 
 
@@ -84,12 +84,17 @@ def action_splits(files: DatasetFiles, leave_out: str | Path = "") -> dict[str, 
     _require_root(files)
     splits = reader(files.annotations, files.root, split=files.split)
     if leave_out:
-        annotated = set(pa_hmdb51.read_frame_ranges(leave_out))
-        train = splits["train"]
-        kept = [e for e in train.examples if _class_and_name(e.path) not in annotated]
-        logging.info("HMDB51 training split: %d PA-HMDB51 videos left out", len(train) - len(kept))
-        splits["train"] = dataclasses.replace(train, examples=kept)
+        splits["train"] = without_pa_hmdb51(splits["train"], leave_out)
     return splits
+
+
+def without_pa_hmdb51(train: Split, annotations: str | Path) -> Split:
+    """The HMDB51 training split `train` without the videos that the PA-HMDB51 annotation
+    folder `annotations` labels (VITA's protocol tests on them)."""
+    annotated = set(pa_hmdb51.read_frame_ranges(annotations))
+    kept = [e for e in train.examples if _class_and_name(e.path) not in annotated]
+    logging.info("HMDB51 training split: %d PA-HMDB51 videos left out", len(train) - len(kept))
+    return dataclasses.replace(train, examples=kept)
 
 
 def _class_and_name(path: str) -> str:
@@ -312,6 +317,15 @@ def training_data(
         images = _synthetic_cache(privacy_split, "image", privacy.root, image_side)
     require_examples(videos, "action_cache" if actions.cache else "action_annotations")
     require_examples(images, "privacy_cache" if privacy.cache else "privacy_annotations")
+    if actions.cache:
+        expected = {"dataset": actions.name, "split": actions.split, "subset": "train"}
+        if leave_out:
+            expected["pa_hmdb51_left_out"] = True
+        require_cache_source(actions.cache, expected, "action_cache")
+    if privacy.cache and privacy.name == "vispr":
+        expected = {"dataset": "vispr", "subset": "train"}
+        require_cache_source(privacy.cache, expected, "privacy_cache")
+        require_cache_attributes(privacy.cache, privacy.attributes)
     if isinstance(videos, Split):
         require_decodable(videos, "video", "action_annotations")
     if isinstance(images, Split):
@@ -341,6 +355,62 @@ def require_examples(source: pipelines.Source, flag: str) -> None:
         f"{len(failures)} failed to decode{example}, and {len(manifest['missing'])} were "
         f"missing (see {Path(source) / MANIFEST})"
     )
+
+
+def require_cache_source(cache: str | Path, expected: dict, flag: str) -> None:
+    """Raise SettingError, naming the setting `flag` and the cache, where what `prepare`
+    recorded the cache was made from (dataset, split, subset, the PA-HMDB51 videos left out)
+    differs from what the run reads, `expected`: another dataset's, split's or subset's
+    videos would be trained on in silence. A cache that records nothing (made by an older
+    version, or by the library itself) is taken as it is, unless the PA-HMDB51 videos must
+    have been left out, which only a record can tell."""
+    source = read_manifest(cache).get("source")
+    if source is None:
+        if not expected.get("pa_hmdb51_left_out"):
+            return
+        source = {}
+    differ = [key for key in expected if source.get(key) != expected[key]]
+    if not differ:
+        return
+    left_out = (
+        " (the PA-HMDB51 videos, which the pa_hmdb51 protocol tests on, must be left out: "
+        "`prepare --leave_out` the folder of <eval_privacy_annotations>)"
+        if "pa_hmdb51_left_out" in differ
+        else ""
+    )
+    raise SettingError(
+        f"<{flag}>={cache}: prepared from {_described(source)}, but the run reads "
+        f"{_described(expected)}{left_out}; give the cache of that, or prepare it "
+        "(`python -m keras_privacy.data prepare`)"
+    )
+
+
+def _described(source: dict) -> str:
+    """A cache's recorded source in words: "hmdb51, split 1, train, PA-HMDB51 videos left out"."""
+    if not source:
+        return "a source it does not record"
+    words = [str(source.get("dataset", "?"))]
+    if "split" in source:
+        words.append(f"split {source['split']}")
+    words.append(str(source.get("subset", "?")))
+    if source.get("pa_hmdb51_left_out"):
+        words.append("PA-HMDB51 videos left out")
+    return ", ".join(words)
+
+
+def require_cache_attributes(cache: str | Path, attributes: str) -> None:
+    """Raise SettingError where a prepared VISPR cache's attributes are not those that
+    `<privacy_attributes>` (= `attributes`) names, in order: the models would be built for
+    and trained on the cache's (held-out ones, for the novel-attributes protocol). With
+    "all" only the dataset's vocabulary says which they are: not checked."""
+    wanted = requested_ids(attributes)
+    cached = list(read_manifest(cache)["attribute_names"])
+    if wanted is not None and wanted != cached:
+        raise SettingError(
+            f"<privacy_cache>={cache}: holds the attributes {', '.join(cached)}, but "
+            f"<privacy_attributes>={attributes} names {', '.join(wanted)}; prepare it with "
+            f"--attributes {attributes}"
+        )
 
 
 def require_decodable(split: Split, kind: str, flag: str) -> None:

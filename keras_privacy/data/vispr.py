@@ -55,6 +55,18 @@ def read_attribute_vocabulary(path: str | os.PathLike) -> list[str]:
     return ids
 
 
+def requested_ids(attributes: str | Sequence[str]) -> list[str] | None:
+    """The ids `attributes` names in order: VISPR-1 or VISPR-2 by name ("vispr1", "vispr2"),
+    or explicit ids (a list, or a comma-separated string); None for "all", which only the
+    vocabulary spells out."""
+    if not isinstance(attributes, str):
+        return list(attributes)
+    if attributes == "all":
+        return None
+    named = {"vispr1": list(VISPR1), "vispr2": list(VISPR2)}
+    return named.get(attributes) or [a.strip() for a in attributes.split(",") if a.strip()]
+
+
 def attribute_subset(
     attributes: str | Sequence[str], vocabulary: Sequence[str], source: str = "attributes.tsv"
 ) -> list[str]:
@@ -64,16 +76,9 @@ def attribute_subset(
     explicit ids (a list, or a comma-separated string as a command line gives them). An
     unknown id raises ValueError naming it and `source` (where the vocabulary comes from).
     """
-    if isinstance(attributes, str):
-        named = {"vispr1": list(VISPR1), "vispr2": list(VISPR2)}
-        if attributes in named:
-            chosen = named[attributes]
-        elif attributes == "all":
-            chosen = [a for a in vocabulary if a != SAFE]
-        else:
-            chosen = [a.strip() for a in attributes.split(",") if a.strip()]
-    else:
-        chosen = list(attributes)
+    chosen = requested_ids(attributes)
+    if chosen is None:
+        chosen = [a for a in vocabulary if a != SAFE]
     unknown = [a for a in chosen if a not in vocabulary]
     if unknown:
         raise ValueError(f"unknown VISPR attribute id(s) {unknown}: not in {source}")
