@@ -112,9 +112,10 @@ def restore_models(state: dict, models: dict[str, keras.Model]) -> None:
         try:
             model.load_weights(path)
         except ValueError as error:
+            reason = str(error).strip().splitlines()[0] if str(error).strip() else "no reason"
             raise CheckpointError(
                 f"{path} does not fit the {name!r} model of this run (did a model flag change "
-                f"since the run started?): {error}"
+                f"since the run started?): {reason}"
             ) from error
         except OSError as error:
             raise _damaged(path, error) from error

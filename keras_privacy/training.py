@@ -538,12 +538,83 @@ def backend_note(config: ExperimentConfig) -> str | None:
     )
 
 
+PHASE_EPOCHS = {
+    "identity": "identity_epochs",
+    "action_init": "action_init_epochs",
+    "privacy_init": "privacy_init_epochs",
+    "minimax": "minimax_epochs",
+}
+"""Each phase, in the order every method runs them, and the setting of its epoch count."""
+
+RESUMABLE_SETTINGS = frozenset(
+    {
+        "run_dir",
+        "seeds",
+        "jit_compile",
+        "compilation_cache",
+        "distribution",
+        "num_processes",
+        "process_id",
+        "coordinator_address",
+        "action_annotations",
+        "action_root",
+        "action_cache",
+        "privacy_annotations",
+        "privacy_root",
+        "privacy_cache",
+        "synthetic_dir",
+    }
+)
+"""Settings a resumed run may change: where the files are and how the steps are run, not what
+is trained. The evaluation's settings may change too, but for `eval_protocol`, which decides
+the training videos (`training_data`)."""
+
+
+def _require_the_runs_settings(config: ExperimentConfig, run_dir: Path) -> None:
+    """Raise SettingError naming each setting that differs from the run kept in `run_dir`
+    (its `config.json` and a checkpoint), before anything is written: a resumed run would
+    go on with the other setting from the kept weights, or, where nothing is left to train,
+    save the kept models under the new settings' name. A phase's epoch count may change
+    where that phase is not behind the checkpoint: a longer minimax extends a finished run.
+    Settings a version before this one did not record are not compared."""
+    state = checkpoint.latest_checkpoint(run_dir)
+    recorded = run_dir / "config.json"
+    if state is None or not recorded.is_file():
+        return
+    kept, now = json.loads(recorded.read_text()), dataclasses.asdict(config)
+    free = RESUMABLE_SETTINGS | {
+        field.name
+        for field in dataclasses.fields(config)
+        if field.metadata.get("group") == "eval" and field.name != "eval_protocol"
+    }
+    order = list(PHASE_EPOCHS)
+    reached = order.index(state["phase"])
+    changed = []
+    for name in now:
+        if name in free or name not in kept or kept[name] == now[name]:
+            continue
+        phase = next((p for p, setting in PHASE_EPOCHS.items() if setting == name), None)
+        if phase is not None:
+            behind = order.index(phase) < reached
+            if not behind and not (order.index(phase) == reached and now[name] < state["epoch"]):
+                continue
+        changed.append(name)
+    if changed:
+        listed = ", ".join(f"<{name}>={kept[name]} (now {now[name]})" for name in changed)
+        raise SettingError(
+            f"<run_dir>={run_dir} holds a run trained with {listed} (checkpoint: "
+            f"{state['phase']} epoch {state['epoch']}): resume it with those settings, or give "
+            "another <run_dir>"
+        )
+
+
 def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callback]) -> TrainResult:
     run_dir = Path(config.run_dir)
     chief = distribute.is_chief()
     note = backend_note(config)
     if note and chief:
         print(note, flush=True)
+    _require_the_runs_settings(config, run_dir)
     if chief:
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "config.json").write_text(json.dumps(dataclasses.asdict(config), indent=1))

@@ -213,6 +213,39 @@ def test_full_run_writes_models_history_frames_and_logs(uninterrupted):
     )
 
 
+def test_a_kept_run_is_resumed_only_with_its_settings(uninterrupted, benchmark, tmp_path):
+    finished = Path(uninterrupted["config"].run_dir)
+    run_dir = tmp_path / "run"
+    shutil.copytree(finished, run_dir)
+    kept = (run_dir / "config.json").read_text()
+    state = checkpoint.latest_checkpoint(run_dir)
+    assert (state["phase"], state["epoch"]) == ("minimax", 2)
+    with pytest.raises(SettingError) as raised:
+        training.train(tiny_config(benchmark, run_dir, seed=1, anonymizer="unet_small"))
+    assert str(raised.value) == (
+        f"--run_dir={run_dir} holds a run trained with --seed=0 (now 1), --anonymizer=unet_tiny "
+        "(now unet_small) (checkpoint: minimax epoch 2): resume it with those settings, or give "
+        "another --run_dir"
+    )
+    assert (run_dir / "config.json").read_text() == kept
+    # Fewer epochs than the checkpoint holds, or a phase behind it: refused by name.
+    for change in ({"minimax_epochs": 1}, {"identity_epochs": 3}):
+        with pytest.raises(SettingError, match=f"--{next(iter(change))}="):
+            training.train(tiny_config(benchmark, run_dir, **change))
+    # Where the files are, how the steps run, the evaluation, a longer minimax: resumable.
+    training._require_the_runs_settings(
+        tiny_config(
+            benchmark,
+            run_dir,
+            synthetic_dir=str(tmp_path / "moved"),
+            jit_compile="false",
+            eval_action_epochs=3,
+            minimax_epochs=4,
+        ),
+        run_dir,
+    )
+
+
 def test_run_killed_mid_epoch_resumes_to_the_same_end(uninterrupted, benchmark):
     killed = uninterrupted["killed"]
     assert killed.is_dir(), "no snapshot was taken in the middle of minimax epoch 2"
