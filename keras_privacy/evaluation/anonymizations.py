@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -39,8 +40,9 @@ class Anonymization:
     the source files as they are cached (`frame_transform`), or neither (raw data). People
     baselines find people with `detector`, or take the boxes of each file from `boxes`, looked
     up by file name (`v_ApplyEyeMakeup_g01_c01.avi`).
-    `model_sha256` is the digest of the file the model was loaded from, so that a report row
-    of an older anonymizer of the same name is not taken for this one's."""
+    `model_sha256` is the digest of the loaded model's architecture and weights
+    (`weights_digest`), so that a report row of an older anonymizer of the same name is not
+    taken for this one's."""
 
     name: str
     model: keras.Layer | None = None
@@ -112,8 +114,19 @@ def load_anonymizer(path: str | Path, name: str | None = None) -> Anonymization:
         raise FileNotFoundError(f"{path}: no saved anonymizer there (train one, or fix the path)")
     model = load_keras_anonymizer(path)
     model.trainable = False
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    return Anonymization(name or path.stem, model=model, model_sha256=digest)
+    return Anonymization(name or path.stem, model=model, model_sha256=weights_digest(model))
+
+
+def weights_digest(model: keras.Model) -> str:
+    """The SHA-256 of `model`'s architecture and weights: what a report row was measured on.
+    Not the file's bytes, which change at every save of the same model (Keras writes the
+    date into the archive): a run resumed with nothing left to train saves it again."""
+    digest = hashlib.sha256(json.dumps(model.get_config(), sort_keys=True, default=str).encode())
+    for weight in model.weights:
+        value = np.ascontiguousarray(keras.ops.convert_to_numpy(weight.value))
+        digest.update(f"{weight.path} {value.dtype} {value.shape}".encode())
+        digest.update(value.tobytes())
+    return digest.hexdigest()
 
 
 def baseline_anonymization(
