@@ -104,12 +104,22 @@ def test_evaluate_learned_and_baselines_then_resume(benchmark, tmp_path, monkeyp
     longer = tiny_config(
         benchmark, tmp_path, eval_methods="raw", eval_privacy_epochs=config.eval_privacy_epochs + 1
     )
+    # Rows measured with other target-model settings do not share the report.
+    with pytest.raises(
+        ValueError,
+        match=r"another evaluation \(its target_models\.privacy\.epochs differ\): choose another",
+    ):
+        protocol.evaluate(longer, data, protocol.methods_of(longer), out)
+    # Nor the attacker, even where the report holds no row yet.
+    kept_report = (out / "report.json").read_bytes()
+    (out / "report.json").unlink()
     with pytest.raises(ValueError, match=r"trained with other settings \(its epochs differ\)"):
         protocol.evaluate(longer, data, protocol.methods_of(longer), out)
+    (out / "report.json").write_bytes(kept_report)
     # One kept before settings were recorded is reused as it is.
     attacker_json.unlink()
     monkeypatch.setattr(protocol, "train_privacy_target", no_training)
-    protocol.evaluate(longer, data, protocol.methods_of(longer), out)
+    protocol.evaluate(only_raw, data, protocol.methods_of(only_raw), out)
 
 
 def test_a_box_file_lacking_a_file_of_the_evaluation_is_refused_before_any_work(

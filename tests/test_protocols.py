@@ -202,7 +202,7 @@ def test_novel_attributes_with_two_target_architectures(benchmark, tmp_path, mon
 
     # Results of another protocol and attributes never join this report.
     same = tiny_config(benchmark, tmp_path, eval_methods="raw")
-    with pytest.raises(ValueError, match="protocol, attribute_names differ"):
+    with pytest.raises(ValueError, match="its protocol, attribute_names, target_models"):
         protocol.evaluate(same, protocol.evaluation_data(same), protocol.methods_of(same), out)
 
 

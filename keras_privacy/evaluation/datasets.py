@@ -13,6 +13,7 @@ from keras_privacy.data import pa_hmdb51, pipelines, sources
 from keras_privacy.data.cache import prepare_cache
 from keras_privacy.data.examples import Split
 from keras_privacy.evaluation.anonymizations import Anonymization
+from keras_privacy.evaluation.targets import target_settings
 
 
 @dataclasses.dataclass
@@ -126,7 +127,8 @@ def evaluation_record(config: ExperimentConfig, data: EvaluationData) -> dict:
     """What the results of an evaluation mean, kept in report.json: the protocol, the datasets
     the target models were trained and tested on, their label names, the epochs at which
     they were tested to keep the best (`--eval_<target>_test_epochs`, where set), the privacy
-    images' cache side (`--privacy_image_side`, where set), and where this evaluation ran
+    images' cache side (`--privacy_image_side`, where set), how the target models were trained
+    and tested (`targets.target_settings`), and where this evaluation ran
     (`environment.describe`)."""
     evaluation = config.evaluation_datasets()
     datasets = {}
@@ -165,5 +167,6 @@ def evaluation_record(config: ExperimentConfig, data: EvaluationData) -> dict:
         "attribute_names": data.attribute_names,
         **({"test_epochs": test_epochs} if test_epochs else {}),
         **image_side,
+        "target_models": target_settings(config),
         "environment": environment.describe(),
     }

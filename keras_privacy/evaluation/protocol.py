@@ -73,6 +73,7 @@ from keras_privacy.evaluation.report import RAW_METHOD, Report, save_frame_strip
 from keras_privacy.evaluation.targets import (
     action_test_epochs,
     epoch_tests_record,
+    privacy_target_settings,
     privacy_test_epochs,
     test_action_target,
     test_privacy_target,
@@ -258,7 +259,7 @@ def _raw_attacker(
     record_path = path.with_suffix(".json")
     # Its folders are left out, as the report leaves them out: a moved dataset is the same.
     dataset = {k: v for k, v in privacy_dataset.items() if k not in ("root", "annotations")}
-    settings = {"privacy_dataset": dataset, **_training_settings(config)}
+    settings = {"privacy_dataset": dataset, **privacy_target_settings(config)}
     if path.is_file():
         record = json.loads(record_path.read_text()) if record_path.is_file() else {}
         kept = record.pop("settings", None)
@@ -279,25 +280,6 @@ def _raw_attacker(
     record_path.write_text(json.dumps({"settings": settings, **record}, indent=2))
     model.save(path)
     return model, record
-
-
-def _training_settings(config: ExperimentConfig) -> dict:
-    """How a privacy target model is trained (what `train_privacy_target` and
-    `privacy_test_epochs` read besides the images), as JSON values."""
-    return {
-        "privacy_image_side": config.image_side(),
-        "image_size": config.image_size,
-        "seed": config.seed,
-        "weights": config.eval_privacy_weights,
-        "epochs": config.eval_privacy_epochs,
-        "test_epochs": config.eval_test_epoch_list("privacy"),
-        "learning_rate": config.eval_learning_rate("privacy"),
-        "warmup_epochs": config.eval_warmup_epochs,
-        "lr_drop": config.eval_lr_drop_of("privacy"),
-        "lr_patience": config.eval_lr_patience,
-        "batch_size": config.eval_batch_size("privacy"),
-        "augmentation": config.supervised_augmentation,
-    }
 
 
 def _example_frames(

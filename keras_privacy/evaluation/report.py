@@ -38,11 +38,31 @@ _SUMMARY_MARKDOWN = "summary.md"
 _SUMMARY_PLOT = "summary_tradeoff.png"
 _RAW_ATTACKER = "raw_attacker_cmap"
 """The extra result that the summary of seeds averages too: the raw-trained attacker's cMAP."""
-_COMPARED = ("protocol", "class_names", "attribute_names", "test_epochs", "privacy_image_side")
+_COMPARED = (
+    "protocol",
+    "class_names",
+    "attribute_names",
+    "test_epochs",
+    "privacy_image_side",
+    "target_models",
+)
 """Evaluation record keys that must agree for results to share one report."""
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "p", "h")
 """Point markers of the trade-off plot: with 10 colours, every (colour, marker) pair differs
 for the first 110 methods."""
+
+
+def _differences(name: str, kept: Any, new: Any) -> list[str]:
+    """The names of what differs between two record values: `name`, or the dotted names of
+    the differing entries where both are objects (`target_models.action.epochs`)."""
+    if isinstance(kept, dict) and isinstance(new, dict):
+        keys = [*kept, *(key for key in new if key not in kept)]
+        return [
+            difference
+            for key in keys
+            for difference in _differences(f"{name}.{key}", kept.get(key), new.get(key))
+        ]
+    return [] if kept == new else [name]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,10 +101,15 @@ class Report:
     def set_evaluation(self, record: Mapping[str, Any]) -> None:
         """Record what the results mean (see `datasets.evaluation_record`) and rewrite the
         report. Results already there from another protocol, with other class or attribute
-        names, other test epochs or privacy images cached at another side raise ValueError:
-        their rows would not compare with the new ones."""
+        names, other test epochs, privacy images cached at another side or target models
+        trained or tested otherwise raise ValueError naming what differs: their rows would
+        not compare with the new ones."""
         if self._results and self._evaluation:
-            differ = [key for key in _COMPARED if self._evaluation.get(key) != record.get(key)]
+            differ = [
+                name
+                for key in _COMPARED
+                for name in _differences(key, self._evaluation.get(key), record.get(key))
+            ]
             if differ:
                 raise ValueError(
                     f"{self.out_dir / _JSON_NAME} holds results of another evaluation (its "

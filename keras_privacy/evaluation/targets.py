@@ -4,6 +4,8 @@ their metrics and bootstrap intervals."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Callable, Sequence
 
 import keras
@@ -249,6 +251,76 @@ def train_action_target(
         shuffle=False,  # the pipeline shuffles (Keras would warn that it ignores True)
     )
     return model
+
+
+def action_target_settings(config: ExperimentConfig) -> dict:
+    """How the action target models are trained and tested (what `train_action_target`,
+    `action_test_epochs` and `test_action_target` read besides the clips), as JSON values."""
+    return _as_json(
+        {
+            "models": config.eval_action_model_names(),
+            "weights": config.eval_action_weights,
+            "frozen_batchnorm": config.eval_action_frozen_batchnorm,
+            "multilabel": config.action_multilabel,
+            "frame_size": config.frame_size,
+            "image_size": config.image_size,
+            "clip_length": config.clip_length,
+            "clip_stride": config.clip_stride,
+            "seed": config.seed,
+            "epochs": config.eval_action_epochs,
+            "steps_per_epoch": config.steps_per_epoch,
+            "test_epochs": config.eval_test_epoch_list("action"),
+            "learning_rate": config.eval_learning_rate("action"),
+            "schedule": config.eval_action_schedule,
+            "warmup_epochs": config.eval_warmup_epochs,
+            "lr_drop": config.eval_lr_drop_of("action"),
+            "lr_patience": config.eval_lr_patience,
+            "batch_size": config.eval_batch_size("action"),
+            "augmentation": dataclasses.asdict(config.action_augmentation()),
+            "test_clips": config.eval_clips,
+            "test_crop": config.eval_action_crop,
+        }
+    )
+
+
+def privacy_target_settings(config: ExperimentConfig) -> dict:
+    """How a privacy target model is trained (what `train_privacy_target` and
+    `privacy_test_epochs` read besides the images and the model's name), as JSON values."""
+    return _as_json(
+        {
+            "privacy_image_side": config.image_side(),
+            "image_size": config.image_size,
+            "seed": config.seed,
+            "weights": config.eval_privacy_weights,
+            "epochs": config.eval_privacy_epochs,
+            "test_epochs": config.eval_test_epoch_list("privacy"),
+            "learning_rate": config.eval_learning_rate("privacy"),
+            "warmup_epochs": config.eval_warmup_epochs,
+            "lr_drop": config.eval_lr_drop_of("privacy"),
+            "lr_patience": config.eval_lr_patience,
+            "batch_size": config.eval_batch_size("privacy"),
+            "augmentation": config.supervised_augmentation,
+        }
+    )
+
+
+def target_settings(config: ExperimentConfig) -> dict:
+    """How every target model of the evaluation is trained and tested: the action models,
+    the privacy models (with their names) and the bootstrap of the intervals. Rows measured
+    with other settings do not compare (`report.json` keeps it as `target_models`)."""
+    return {
+        "action": action_target_settings(config),
+        "privacy": {
+            "models": config.eval_privacy_model_names(),
+            **privacy_target_settings(config),
+        },
+        "bootstrap": config.eval_bootstrap,
+    }
+
+
+def _as_json(settings: dict) -> dict:
+    """`settings` as JSON gives them back (tuples as lists), so they compare with a record."""
+    return json.loads(json.dumps(settings))
 
 
 def freeze_batchnorm(model: keras.Model) -> None:
