@@ -563,11 +563,19 @@ RESUMABLE_SETTINGS = frozenset(
         "privacy_root",
         "privacy_cache",
         "synthetic_dir",
+        "identity_lr",
+        "action_init_lr",
+        "privacy_init_lr",
+        "anonymizer_lr",
+        "action_lr",
+        "privacy_lr",
+        "privacy_weight",
     }
 )
-"""Settings a resumed run may change: where the files are and how the steps are run, not what
-is trained. The evaluation's settings may change too, but for `eval_protocol`, which decides
-the training videos (`training_data`)."""
+"""Settings a resumed run may change: where the files are, how the steps are run, and the
+learning rates and privacy weight, which a restart after a diverged run lowers (its message
+says so), not what is trained. The evaluation's settings may change too, but for
+`eval_protocol`, which decides the training videos (`training_data`)."""
 
 
 def _require_the_runs_settings(config: ExperimentConfig, run_dir: Path) -> None:

@@ -232,13 +232,16 @@ def test_a_kept_run_is_resumed_only_with_its_settings(uninterrupted, benchmark, 
     for change in ({"minimax_epochs": 1}, {"identity_epochs": 3}):
         with pytest.raises(SettingError, match=f"--{next(iter(change))}="):
             training.train(tiny_config(benchmark, run_dir, **change))
-    # Where the files are, how the steps run, the evaluation, a longer minimax: resumable.
+    # Where the files are, how the steps run, lower rates or privacy weight (the advice after
+    # a diverged run), the evaluation, a longer minimax: resumable.
     training._require_the_runs_settings(
         tiny_config(
             benchmark,
             run_dir,
             synthetic_dir=str(tmp_path / "moved"),
             jit_compile="false",
+            anonymizer_lr=1e-5,
+            privacy_weight=0.1,
             eval_action_epochs=3,
             minimax_epochs=4,
         ),
