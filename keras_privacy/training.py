@@ -23,6 +23,7 @@ import tensorflow as tf
 
 from keras_privacy import backend, checkpoint, distribute, environment
 from keras_privacy.config import ExperimentConfig
+from keras_privacy.config.schedule import LEARNING_RATES
 from keras_privacy.data import sources
 from keras_privacy.data.pairs import pair_batches
 from keras_privacy.learning_rates import EpochRates, LinearWarmup
@@ -563,13 +564,8 @@ RESUMABLE_SETTINGS = frozenset(
         "privacy_root",
         "privacy_cache",
         "synthetic_dir",
-        "identity_lr",
-        "action_init_lr",
-        "privacy_init_lr",
-        "anonymizer_lr",
-        "action_lr",
-        "privacy_lr",
         "privacy_weight",
+        *LEARNING_RATES,
     }
 )
 """Settings a resumed run may change: where the files are, how the steps are run, and the

@@ -7,6 +7,16 @@ from dataclasses import field
 
 from keras_privacy.config.setting import SettingError, described, not_negative
 
+LEARNING_RATES = (
+    "identity_lr",
+    "action_init_lr",
+    "privacy_init_lr",
+    "anonymizer_lr",
+    "action_lr",
+    "privacy_lr",
+)
+"""The learning-rate settings, one per phase and model."""
+
 
 @dataclasses.dataclass
 class ScheduleSettings:
@@ -97,13 +107,6 @@ def validate_schedule(config: ScheduleSettings) -> None:
         )
     if not config.identity_lr_drop >= 1:
         raise SettingError(f"<identity_lr_drop> must be at least 1, got {config.identity_lr_drop}")
-    for name in (
-        "identity_lr",
-        "action_init_lr",
-        "privacy_init_lr",
-        "anonymizer_lr",
-        "action_lr",
-        "privacy_lr",
-    ):
+    for name in LEARNING_RATES:
         if not getattr(config, name) > 0:
             raise SettingError(f"<{name}> must be positive, got {getattr(config, name)}")
