@@ -13,8 +13,9 @@ report folder) and summary.md / summary.json / summary_tradeoff.png in the repor
 the mean +- std across seeds and which methods dominate which. See the README for every
 flag.
 
-A bad input (annotation, model file, flag value) is reported as one line; its traceback goes to
-the report folder's error.log, and to the terminal with --verbose.
+A bad input (annotation, model file) is reported as one line; its traceback goes to the report
+folder's error.log, and to the terminal with --verbose. A bad flag value is a usage error: this
+text, then the flag and its value, before any work.
 """
 
 import sys

@@ -7,8 +7,9 @@ The backend comes from --backend, else from KERAS_BACKEND (default tensorflow). 
 from its last checkpoint in --run_dir when restarted. --seeds=N trains seeds seed..seed+N-1 one
 after the other, each in run_dir/seed_K. See the README for every flag.
 
-A bad input (annotation, model file, flag value) or a diverged run is reported as one line;
-its traceback goes to run_dir/error.log, and to the terminal with --verbose.
+A bad input (annotation, model file) or a diverged run is reported as one line; its traceback
+goes to run_dir/error.log, and to the terminal with --verbose. A bad flag value is a usage
+error: this text, then the flag and its value, before any work.
 """
 
 import sys

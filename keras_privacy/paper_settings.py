@@ -323,15 +323,27 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "spact",
-        "initialisations' learning-rate drop",
+        "f_A identity learning-rate drop",
         "to 1/10 on a loss plateau",
         "SPAct supp. C.3; " + _S_INIT + "train_recon.py:188, 212-224 (1/5)",
         SPACT,
-        "",
-        "constant after the warm-up",
+        "identity_lr_drop",
+        "1",
         "same as the authors' code, which never drops: train_recon.py keeps its best loss as a "
-        "maximum, from 1000 (lines 188, 223-224), and drops only on a loss above it (no flag: "
-        "no plateau schedule in the trainers)",
+        "maximum, from 1000 (lines 188, 223-224), and drops only on a loss above it: constant "
+        "after the warm-up",
+    ),
+    Setting(
+        "spact",
+        "f_T and f_B init learning-rate drop",
+        "to 1/10 on a loss plateau",
+        "SPAct supp. C.3; " + _S_INIT + "parameters_BL.py:30 (lr_patience 0)",
+        SPACT,
+        "init_lr_drop",
+        "10",
+        "same as the paper (the initialisations' code is not released), with the authors' "
+        "lr_patience 0: a drop after each epoch without a new lowest loss; before 2026-12-01 "
+        "constant, from the identity code's rule",
     ),
     Setting(
         "spact",
@@ -726,7 +738,9 @@ SETTINGS: tuple[Setting, ...] = (
         "action_validation_every",
         "10",
         "every 10th training video held out of training, so that the test videos stay unseen "
-        "until the evaluation; a fresh batch of --batch_size (24) clips for each check "
+        "until the evaluation; each clip centre-cropped and not augmented, as their queue reads "
+        "it (VITA input_data.py:12-13; ours before 2026-12-01: the training augmentation); a "
+        "fresh batch of --batch_size (24) clips for each check "
         "(--action_fresh_clips; 160 clips would cost more forward passes per check than the "
         "f_T update it decides)",
     ),
@@ -1628,6 +1642,19 @@ SETTINGS: tuple[Setting, ...] = (
         "mobilenet_v1_0.25,mobilenet_v1_0.5,mobilenet_v1_0.75,mobilenet_v1_1.0",
         "same ten, as TF-slim builds them (VITA's nets/: the same parameter counts; the "
         "ResNet-V1s' outputs equal tf_slim's)",
+    ),
+    Setting(
+        "spact",
+        "HMDB51 evaluation protocol",
+        "PA-HMDB: f'_T and f'_B both tested on its videos",
+        "SPAct Sec. 5.3",
+        ("hmdb_vispr",),
+        "eval_protocol",
+        "same",
+        "ours: HMDB51's and VISPR-1's test sets, which need no PA-HMDB51 copy; "
+        "--eval_protocol=pa_hmdb51 with --eval_privacy_dataset=pa_hmdb51 and its two paths is "
+        "SPAct's (hmdb_vispr.cfg's header), and also leaves the PA-HMDB51 videos out of the "
+        "training of f_A and f'_T, which SPAct does not mention",
     ),
     Setting(
         "meta",

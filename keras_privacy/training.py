@@ -14,7 +14,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import keras
@@ -61,10 +61,10 @@ BATCH_KINDS = ("contrastive", "views", "paired", "labelled", "meta")
 
 @dataclasses.dataclass
 class GroupRates:
-    """The learning rate of the optimizer of `group`, set before each epoch by `rates`, which
-    is shown each epoch's value of the log `loss`."""
+    """The learning rate of the optimizers of `groups`, set before each epoch by `rates`,
+    which is shown each epoch's value of the log `loss`."""
 
-    group: str
+    groups: tuple[str, ...]
     rates: EpochRates
     loss: str
 
@@ -169,7 +169,18 @@ def _identity_rates(config: ExperimentConfig) -> GroupRates:
     each epoch whose reconstruction loss is no new lowest (the penalty code's patience 0,
     train_reconstruction.py:163-172)."""
     rates = EpochRates(config.identity_lr, config.identity_warmup_epochs, config.identity_lr_drop)
-    return GroupRates("anonymizer", rates, "reconstruction_loss")
+    return GroupRates(("anonymizer",), rates, "reconstruction_loss")
+
+
+def _init_rates(
+    config: ExperimentConfig, rate: float, groups: Iterable[str], loss: str
+) -> Callable[[], GroupRates] | None:
+    """Where `--init_lr_drop` asks for it, the rule of an f_T or f_B initialisation: `rate`
+    divided by the drop after each epoch whose `loss` is no new lowest (SPAct supp. C.3, with
+    the authors' lr_patience 0: SPAct initialization/parameters_BL.py:30); else None."""
+    if config.init_lr_drop == 1:
+        return None
+    return lambda: GroupRates(tuple(groups), EpochRates(rate, 0, config.init_lr_drop), loss)
 
 
 def training_phases(
@@ -199,6 +210,7 @@ def training_phases(
             config.action_init_epochs,
             lambda: ActionInit(anonymizer, action),
             lambda: {"action": adam(config.action_init_lr)},
+            epoch_rates=_init_rates(config, config.action_init_lr, ["action"], "action_loss"),
         ),
     ]
     if config.method in SUPERVISED_METHODS:
@@ -217,6 +229,7 @@ def training_phases(
                 contrastive_views=config.contrastive_views,
             ),
             lambda: {group: adam(config.privacy_init_lr) for group in privacy_groups},
+            epoch_rates=_init_rates(config, config.privacy_init_lr, privacy_groups, "privacy_loss"),
             # NT-Xent on image views alone reads no clip: no video is decoded for it.
             batches=(
                 "views"
@@ -278,6 +291,7 @@ def _supervised_phases(config: ExperimentConfig, models: dict[str, keras.Model])
         config.privacy_init_epochs,
         lambda: SupervisedPrivacyInit(anonymizer, init_groups),
         lambda: {group: adam(config.privacy_init_lr) for group in init_groups},
+        epoch_rates=_init_rates(config, config.privacy_init_lr, init_groups, "privacy_loss"),
         batches="labelled",
         steps_per_epoch=config.privacy_init_steps_per_epoch,
     )
@@ -676,7 +690,8 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
         for epoch in range(done, phase.epochs):
             if group_rates is not None:
                 rate = group_rates.rates.rate_at(epoch)
-                trainer.group_optimizer(group_rates.group).learning_rate = rate
+                for group in group_rates.groups:
+                    trainer.group_optimizer(group).learning_rate = rate
             dataset = distribute.process_shard(
                 phase_dataset(
                     phase,
@@ -713,13 +728,13 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
                     "weight and restart."
                 )
             if group_rates is not None:
-                logs[f"{group_rates.group}_learning_rate"] = [rate]
+                logs.update({f"{group}_learning_rate": [rate] for group in group_rates.groups})
                 loss = logs[group_rates.loss][-1]
                 if group_rates.rates.observe(epoch, loss):
                     print(
                         f"phase {phase.name}, epoch {epoch + 1}: {group_rates.loss} {loss:.4g} "
-                        f"is no new lowest: {group_rates.group}'s learning rate divided by "
-                        f"{group_rates.rates.drop:g} to {group_rates.rates.rate:.3g}",
+                        f"is no new lowest: the learning rate of {', '.join(group_rates.groups)} "
+                        f"divided by {group_rates.rates.drop:g} to {group_rates.rates.rate:.3g}",
                         flush=True,
                     )
             for name, values in logs.items():

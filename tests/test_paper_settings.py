@@ -16,7 +16,6 @@ pytestmark = pytest.mark.backend_independent
 REPO = Path(__file__).resolve().parents[1]
 FIELDS = {field.name: field for field in dataclasses.fields(ExperimentConfig)}
 WITHOUT_FLAG = {
-    ("spact", "initialisations' learning-rate drop"),
     ("spact", "stopping rules th_A0, th_T0, th_B0, th_Bmax"),
     ("vita", "weight decay"),
     ("penalty", "target models' reported score"),

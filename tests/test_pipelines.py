@@ -279,6 +279,29 @@ def test_action_train_holds_out_every_nth_video(data, source):
 
 
 @_both("video")
+def test_action_train_without_augmentation_gives_each_clip_its_centred_view(data, source):
+    # VITA's validation clips: a random clip, as the evaluation sees it (centred, unflipped).
+    dataset = pipelines.action_train_dataset(
+        data[source], 1, CLIP, STRIDE, SIZE, seed=3, config=None, epochs=3
+    )
+    for record in _numpy(dataset):
+        clip = record["clips"][0]
+        names = _names(clip)
+        _check_clip_frames(names, names[0][0])
+        frames = np.stack([_frame(video, t) for video, t in names])
+        expected = evaluation_clip(frames, SIZE).numpy()
+        np.testing.assert_allclose(clip, expected, atol=10 / 255)  # the codecs' loss
+        # nearer the centred view than a flipped one or a crop one pixel to either side
+        error = np.abs(clip - expected).mean()
+        for other in (
+            expected[:, :, ::-1],
+            evaluation_clip(np.roll(frames, 1, axis=2), SIZE),
+            evaluation_clip(np.roll(frames, -1, axis=2), SIZE),
+        ):
+            assert error < np.abs(clip - other).mean()
+
+
+@_both("video")
 def test_action_train_clips_are_strided_frames_of_one_video(train_records, source):
     span = (CLIP - 1) * STRIDE + 1
     starts = collections.defaultdict(set)

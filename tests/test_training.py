@@ -312,7 +312,7 @@ def test_the_identity_rate_set_per_epoch_reaches_the_step_and_survives_a_resume(
 
     def identity_rates(config):
         rules.append(ZeroAfterTheFirstEpoch())
-        return training.GroupRates("anonymizer", rules[-1], "reconstruction_loss")
+        return training.GroupRates(("anonymizer",), rules[-1], "reconstruction_loss")
 
     monkeypatch.setattr(training, "_identity_rates", identity_rates)
     settings = dict(
@@ -343,7 +343,7 @@ def test_the_identity_rate_drops_on_a_plateau_only_where_asked(benchmark, tmp_pa
     )
     rates = training.training_phases(config, collections.defaultdict(lambda: None), 4)[0]
     rule = rates.epoch_rates()
-    assert (rule.group, rule.loss) == ("anonymizer", "reconstruction_loss")
+    assert (rule.groups, rule.loss) == (("anonymizer",), "reconstruction_loss")
     rate = config.identity_lr
     assert [rule.rates.rate_at(epoch) for epoch in range(3)] == pytest.approx(
         [rate / 2, rate, rate]
@@ -360,6 +360,60 @@ def test_the_identity_rate_drops_on_a_plateau_only_where_asked(benchmark, tmp_pa
     )
     with pytest.raises(SettingError, match="identity_lr_drop must be at least 1, got 0.5"):
         ExperimentConfig(identity_lr_drop=0.5).validate()
+
+
+def test_the_initialisations_rates_drop_on_a_plateau_only_where_asked(benchmark, tmp_path):
+    config = tiny_config(
+        benchmark, tmp_path, init_lr_drop=10, privacy_backbone="resnet_tiny,resnet_tiny"
+    )
+    phases = {
+        phase.name: phase
+        for phase in training.training_phases(config, collections.defaultdict(lambda: None), 4)
+    }
+    action, privacy = (phases[name].epoch_rates() for name in ("action_init", "privacy_init"))
+    assert (action.groups, action.loss) == (("action",), "action_loss")
+    assert (privacy.groups, privacy.loss) == (("privacy_0", "privacy_1"), "privacy_loss")
+    # SPAct supp. C.3 with the authors' lr_patience 0: to 1/10 after an epoch without a new
+    # lowest loss, and no warm-up.
+    rate = config.action_init_lr
+    assert action.rates.rate_at(0) == pytest.approx(rate)
+    dropped = [action.rates.observe(epoch, loss) for epoch, loss in enumerate([3.0, 2.0, 2.5])]
+    assert dropped == [False, False, True]
+    assert action.rates.rate_at(3) == pytest.approx(rate / 10)
+    assert privacy.rates.rate_at(0) == pytest.approx(config.privacy_init_lr)
+    supervised = tiny_config(benchmark, tmp_path, init_lr_drop=10, method="vita")
+    models = collections.defaultdict(lambda: None, adversary_0=None, adversary_1=None)
+    vita_init = training.training_phases(supervised, models, 4)[2]
+    assert vita_init.name == "privacy_init"
+    assert vita_init.epoch_rates().groups == ("adversary_0", "adversary_1")
+    for phase in training.training_phases(
+        tiny_config(benchmark, tmp_path), collections.defaultdict(lambda: None), 4
+    ):
+        assert phase.epoch_rates is None
+    with pytest.raises(SettingError, match="init_lr_drop must be at least 1, got 0.5"):
+        ExperimentConfig(init_lr_drop=0.5).validate()
+
+
+def test_the_initialisations_rates_reach_every_group_of_the_phase(benchmark, tmp_path, monkeypatch):
+    def init_rates(config, rate, groups, loss):
+        return lambda: training.GroupRates(tuple(groups), ZeroAfterTheFirstEpoch(), loss)
+
+    monkeypatch.setattr(training, "_init_rates", init_rates)
+    config = tiny_config(
+        benchmark,
+        tmp_path,
+        identity_epochs=0,
+        identity_warmup_epochs=0,
+        action_init_epochs=2,
+        privacy_init_epochs=2,
+        minimax_epochs=0,
+        privacy_backbone="resnet_tiny,resnet_tiny",
+    )
+    result, models = train_capturing_models(config)
+    history = result.history
+    assert history["action_init"]["action_learning_rate"] == pytest.approx([1e-3, 0.0])
+    for group in ("privacy_0", "privacy_1"):
+        assert history["privacy_init"][f"{group}_learning_rate"] == pytest.approx([1e-3, 0.0])
 
 
 def test_nan_loss_stops_the_run_and_keeps_the_last_checkpoint(benchmark, tmp_path):

@@ -40,7 +40,8 @@ class EvaluationSettings:
             "Comma-separated methods: learned (this run's anonymizer, reported under <method> "
             "and its variant settings, e.g. 'spact (crop 0.25, both views)'), "
             "NAME=PATH (another saved anonymizer), raw, downsample_2x, downsample_4x, blacken, "
-            "blur_strong, blur_weak.",
+            "blur_strong, blur_weak (people's boxes), face_blur, face_blacken, face_pixelate "
+            "(faces' boxes).",
             "eval",
         ),
     )

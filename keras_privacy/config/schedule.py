@@ -53,6 +53,15 @@ class ScheduleSettings:
     privacy_init_lr: float = field(
         default=1e-3, metadata=described("f_B init learning rate.", "train")
     )
+    init_lr_drop: float = field(
+        default=1.0,
+        metadata=described(
+            "Divide the f_T and f_B initialisations' learning rates by this after each epoch "
+            "whose training loss is no new lowest (SPAct supp. C.3: to 1/10 on a loss plateau; "
+            "1: constant).",
+            "train",
+        ),
+    )
     minimax_epochs: int = field(default=4, metadata=described("Epochs of the minimax.", "train"))
     anonymizer_lr: float = field(
         default=1e-4, metadata=described("f_A minimax learning rate.", "train")
@@ -105,8 +114,9 @@ def validate_schedule(config: ScheduleSettings) -> None:
             f"<identity_warmup_epochs> ({config.identity_warmup_epochs}) exceeds "
             f"<identity_epochs> ({config.identity_epochs})"
         )
-    if not config.identity_lr_drop >= 1:
-        raise SettingError(f"<identity_lr_drop> must be at least 1, got {config.identity_lr_drop}")
+    for name in ("identity_lr_drop", "init_lr_drop"):
+        if not getattr(config, name) >= 1:
+            raise SettingError(f"<{name}> must be at least 1, got {getattr(config, name)}")
     for name in LEARNING_RATES:
         if not getattr(config, name) > 0:
             raise SettingError(f"<{name}> must be positive, got {getattr(config, name)}")

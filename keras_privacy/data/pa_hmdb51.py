@@ -40,7 +40,8 @@ when any of its VISPR ids is (complete or partial face; personal or social relat
 
 PA_HMDB51_ATTRIBUTES = tuple(PA_HMDB51_TO_VISPR1)
 """The five PA-HMDB51 attributes in label order: gender, face, nudity, skin_color,
-relationship."""
+relationship: those of the annotation files and of SPAct Sec. 5.1 ("5 different human privacy
+attributes"); its supplementary (B) counts 6, VISPR-1's but a65_rel_soci."""
 
 LARGEST_VALUE = {"gender": 2, "face": 2, "nudity": 2, "skin_color": 3, "relationship": 1}
 """The largest value of each attribute (the module docstring gives their meanings); a value

@@ -312,7 +312,7 @@ def action_train_dataset(
     size: int = 112,
     seed: int = 0,
     pair_sampler: str = "random",
-    config: augment.AugmentConfig = augment.SUPERVISED,
+    config: augment.AugmentConfig | None = augment.SUPERVISED,
     epochs: int | None = 1,
     second_clip: bool = False,
     hold_out: int = 0,
@@ -333,8 +333,17 @@ def action_train_dataset(
     SPAct's spatio-temporal privacy branch); the first clip is the same as without it.
 
     With `hold_out` = N > 0, only the videos whose index is not a multiple of N (with
-    `held_out`: only those whose index is), VITA's validation clips kept out of training."""
+    `held_out`: only those whose index is), VITA's validation clips kept out of training.
+
+    With `config=None` the clips are not augmented: each is the evaluation view, the centred
+    square of the short side resized (VITA's validation clips, centre-cropped and undistorted:
+    PA-HMDB51-VISPR-exp/input_data.py:12-13, utils.py:153-160)."""
     videos = _source(source, "video")
+
+    def view(frames, augment_seed):
+        if config is None:
+            return augment.evaluation_clip(frames, size)
+        return augment.augment_clip(frames, augment_seed, size, config)
 
     def kept(index):
         return tf.equal(tf.cast(index, tf.int64) % hold_out == 0, held_out)
@@ -342,9 +351,7 @@ def action_train_dataset(
     def sample_clip(record, start_seed, augment_seed):
         start = random_start(start_seed, record["num_frames"], clip_length, stride)
         indices = clip_indices(record["num_frames"], clip_length, stride, start)
-        clip = augment.augment_clip(
-            take_frames(record["frames"], indices), augment_seed, size, config
-        )
+        clip = view(take_frames(record["frames"], indices), augment_seed)
         return tf.ensure_shape(clip, [clip_length, size, size, 3])
 
     def load(item):
@@ -361,9 +368,7 @@ def action_train_dataset(
         }
         if pair_sampler == "far":
             indices = far_frame_pair(pair_seed, record["num_frames"])
-            pair = augment.augment_clip(
-                take_frames(record["frames"], indices), augment_seed, size, config
-            )
+            pair = view(take_frames(record["frames"], indices), augment_seed)
             element["pair_frames"] = tf.ensure_shape(pair, [2, size, size, 3])
         else:
             element["frame_pairs"] = frame_pair(pair_seed, clip_length, stride, pair_sampler)

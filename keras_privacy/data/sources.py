@@ -211,7 +211,8 @@ class TrainingData:
         `privacy_batches` batches of them together (VITA's budget updates). With a
         `second_clip` batching each video also gives its `second_clips` (the positive of the
         video privacy encoder); the views stay, for the identity init. With
-        `validation`, a batch of held-out clips too: `validation_clips`, `validation_labels`.
+        `validation`, a batch of held-out clips too: `validation_clips`, `validation_labels`,
+        each the centred view of a random clip, not augmented (VITA's validation queue).
         With `action_batches` = K > 0, K more batches of training clips: `action_clips`,
         `action_labels` (VITA's f_T updates, a batch each), the clips that follow the step's
         own in the shuffled order; and K batches of held-out clips (its accuracy checks, a
@@ -229,7 +230,7 @@ class TrainingData:
                 c.image_size,
                 seed=seed,
                 pair_sampler=c.pair_sampler,
-                config=c.augmentation,
+                config=None if held_out else c.augmentation,
                 epochs=None,
                 second_clip=c.second_clip,
                 hold_out=self.hold_out,

@@ -26,8 +26,9 @@ How the anonymization is applied:
 Which data the target models see is `--eval_protocol` (SPAct Sec. 4): `same` trains and tests
 them on the training datasets; `cross_dataset`, `novel_actions` and `novel_attributes` on the
 `--eval_action_*` / `--eval_privacy_*` datasets (`ExperimentConfig.evaluation_datasets`), which
-`ExperimentConfig.validate` checks against the protocol (another dataset; action classes or
-privacy attributes disjoint from the training ones). The raw-trained attacker is part of every
+`ExperimentConfig.validate` checks against the protocol (another dataset; privacy attributes
+disjoint from the training ones), and `evaluation_data`, once the split files are read, for
+action classes disjoint from the training ones. The raw-trained attacker is part of every
 protocol. `pa_hmdb51` is VITA's PA-HMDB51 protocol: f_A (with the same flags in train.py) and
 f'_T train on the HMDB51 training split without the PA-HMDB51 videos, and action top-1 and
 privacy are both tested on the PA-HMDB51 videos (`data.sources.pa_hmdb51_action_test`); f'_B trains
