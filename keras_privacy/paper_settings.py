@@ -182,8 +182,11 @@ SETTINGS: tuple[Setting, ...] = (
         SPACT,
         "contrastive_augmentation",
         "simclr",
-        "the paper's; the code's light views are --contrastive_augmentation=spact (as theirs, "
-        "both crops from one corner, the second black where it overruns the image)",
+        "the paper's: SimCLR's random resized crop (area 8-100 % of the image, aspect 3/4-4/3, "
+        "as torchvision's RandomResizedCrop; before 2026-12-01 a side of 28-100 % of the short "
+        "side, smaller crops), jitter 0.8/0.8/0.8/0.2 on 80 %, 20 % colour drop, cut-out; the "
+        "code's light views are --contrastive_augmentation=spact (as theirs, both crops from "
+        "one corner, the second black where it overruns the image)",
     ),
     Setting(
         "spact",

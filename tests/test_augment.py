@@ -4,6 +4,7 @@ Every op is checked against a NumPy reference or an exact property on tiny clips
 """
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -167,7 +168,9 @@ def test_maybe_mirror_probability():
 
 
 @pytest.mark.parametrize("height, width", [(30, 50), (50, 30), (40, 40)])
-@pytest.mark.parametrize("config", PRESETS[:3], ids=PRESET_NAMES[:3])  # the aspect kept: below
+@pytest.mark.parametrize(
+    "config", [PRESETS[0], PRESETS[2]], ids=[PRESET_NAMES[0], PRESET_NAMES[2]]
+)  # the area crop and the aspect kept: below
 def test_crop_box_inside_frame_with_side_in_range(config, height, width):
     short = min(height, width)
     sides, aspects = [], []
@@ -189,6 +192,55 @@ def test_crop_box_inside_frame_with_side_in_range(config, height, width):
         np.testing.assert_allclose(aspects, 1.0, atol=1e-4)
     else:
         assert min(aspects) < 0.85 and max(aspects) > 1.2
+
+
+def _random_resized_crop(rng, height, width, area, aspect):
+    """(height, width) of torchvision's RandomResizedCrop.get_params in NumPy (sizes not
+    rounded to pixels): the first of 10 draws that fits, else the frame, aspect clipped."""
+    for _ in range(10):
+        target = rng.uniform(*area) * height * width
+        ratio = math.exp(rng.uniform(math.log(aspect[0]), math.log(aspect[1])))
+        crop_w, crop_h = math.sqrt(target * ratio), math.sqrt(target / ratio)
+        if crop_w <= width and crop_h <= height:
+            return crop_h, crop_w
+    if width / height < aspect[0]:
+        return width / aspect[0], width
+    if width / height > aspect[1]:
+        return height, height * aspect[1]
+    return height, width
+
+
+@pytest.mark.parametrize("height, width", [(30, 40), (40, 30), (10, 100)])
+def test_area_crop_draws_as_torchvisions_random_resized_crop(height, width):
+    boxes = _over_seeds(lambda seed: augment.crop_box(seed, height, width, CONTRASTIVE), 2000, 5)
+    assert np.all((boxes[:, :2] >= -1e-6) & (boxes[:, 2:] <= 1 + 1e-6))
+    crop_h, crop_w = (boxes[:, 2] - boxes[:, 0]) * height, (boxes[:, 3] - boxes[:, 1]) * width
+    rng = np.random.default_rng(0)
+    reference = np.array(
+        [
+            _random_resized_crop(rng, height, width, CONTRASTIVE.crop_area, CONTRASTIVE.crop_aspect)
+            for _ in range(20000)
+        ]
+    )
+    quantiles = [0.1, 0.25, 0.5, 0.75, 0.9]
+    for ours, theirs in (
+        (crop_h * crop_w, reference[:, 0] * reference[:, 1]),
+        (crop_w / crop_h, reference[:, 1] / reference[:, 0]),
+    ):
+        np.testing.assert_allclose(
+            np.quantile(ours, quantiles), np.quantile(theirs, quantiles), rtol=0.08
+        )
+    # and the crop's position is random within the frame, but for the fallback
+    assert np.ptp(boxes[:, 1]) > 0.1
+
+
+def test_area_crop_that_never_fits_is_the_centred_frame_with_its_aspect_clipped():
+    config = dataclasses.replace(CONTRASTIVE, crop_area=(0.9, 1.0))
+    boxes = _over_seeds(lambda seed: augment.crop_box(seed, 10, 100, config), 20)
+    side = 10 * 4 / 3 / 100  # the frame's height, and a width of 4/3 of it
+    np.testing.assert_allclose(
+        boxes, np.broadcast_to([0, 0.5 - side / 2, 1, 0.5 + side / 2], (20, 4)), atol=1e-6
+    )
 
 
 def test_crop_box_position_varies():

@@ -33,6 +33,9 @@ class AugmentConfig:
         crop_keeps_aspect: Instead, the crop is the same fraction (drawn in `crop_side`) of
             the frame's height and of its width: the frame's aspect, squeezed to a square by
             the resize (SPAct's image loaders).
+        crop_area: Instead of `crop_side`, the range of the crop's area as a fraction of the
+            frame's (drawn uniformly), its aspect in `crop_aspect`: the random resized crop of
+            Inception and SimCLR (torchvision's RandomResizedCrop), see `area_crop_size`.
         views_share_corner: For a pair of views of one image (`privacy_pair_dataset`): the
             second view's crop starts at the first's corner, with a fraction of its own, and
             what overruns the frame is black (the authors' minimax loaders draw one corner,
@@ -67,6 +70,7 @@ class AugmentConfig:
     crop_side: tuple[float, float] = (0.6, 1.0)
     crop_aspect: tuple[float, float] = (1.0, 1.0)
     crop_keeps_aspect: bool = False
+    crop_area: tuple[float, float] | None = None
     views_share_corner: bool = False
     flip: float = 0.5
     jitter: float = 0.8
@@ -150,7 +154,7 @@ PENALTY_CODE_IMAGES = dataclasses.replace(SPACT_CODE_IMAGES, erase_side=(9 / 224
 their target privacy model's) has it at 224: the erased rectangle's sides 9-18 px of 224."""
 
 CONTRASTIVE = AugmentConfig(
-    crop_side=(math.sqrt(0.08), 1.0),
+    crop_area=(0.08, 1.0),
     crop_aspect=(3 / 4, 4 / 3),
     brightness=0.8,
     contrast=0.8,
@@ -161,23 +165,59 @@ CONTRASTIVE = AugmentConfig(
     erase_area=(0.02, 0.33),
 )
 """The contrastive privacy branch f_B, with SimCLR's strengths (SPAct supplementary C.2):
-crop area 8-100 % with aspect 3/4-4/3, colour jitter 0.8/0.8/0.8/0.2 with probability 0.8,
-20 % colour drop (grayscale), and random cut-out (erase) with probability 0.5."""
+SimCLR's random resized crop (area 8-100 % of the frame, aspect 3/4-4/3), colour jitter
+0.8/0.8/0.8/0.2 with probability 0.8, 20 % colour drop (grayscale), and random cut-out (erase)
+with probability 0.5."""
 
 
-def _uniform(seed, stream: int, low=0.0, high=1.0):
-    """A scalar drawn uniformly in [low, high) from `seed`'s stream `stream`."""
+def _uniform(seed, stream: int, low=0.0, high=1.0, shape=()):
+    """A scalar (or `shape` of them) drawn uniformly in [low, high) from `seed`'s stream
+    `stream`."""
     stream_seed = tf.random.experimental.stateless_fold_in(tf.cast(seed, tf.int64), stream)
-    return tf.random.stateless_uniform([], stream_seed, low, high)
+    return tf.random.stateless_uniform(shape, stream_seed, low, high)
+
+
+AREA_CROP_TRIES = 10
+"""Draws of the random resized crop before it falls back to the centred crop (torchvision's)."""
+
+
+def area_crop_size(seed, height, width, area, aspect):
+    """The (height, width, centred) of a random resized crop, as torchvision's
+    RandomResizedCrop.get_params draws it: an area uniform in `area` (fractions of the
+    frame's) and an aspect (width / height) log-uniform in `aspect`, the first of
+    AREA_CROP_TRIES draws that fits in the frame; where none does, the whole frame with its
+    aspect clipped to `aspect`, centred (`centred` True)."""
+    height, width = tf.cast(height, tf.float32), tf.cast(width, tf.float32)
+    areas = _uniform(seed, _SIDE, *area, shape=[AREA_CROP_TRIES]) * height * width
+    log_low, log_high = math.log(aspect[0]), math.log(aspect[1])
+    aspects = tf.exp(_uniform(seed, _ASPECT, log_low, log_high, shape=[AREA_CROP_TRIES]))
+    crop_w, crop_h = tf.sqrt(areas * aspects), tf.sqrt(areas / aspects)
+    fits = (crop_w <= width) & (crop_h <= height)
+    first = tf.argmax(tf.cast(fits, tf.int32))
+    frame_aspect = width / height
+    whole_w = tf.where(frame_aspect > aspect[1], height * aspect[1], width)
+    whole_h = tf.where(frame_aspect < aspect[0], width / aspect[0], height)
+    found = tf.reduce_any(fits)
+    return (
+        tf.where(found, tf.gather(crop_h, first), whole_h),
+        tf.where(found, tf.gather(crop_w, first), whole_w),
+        tf.logical_not(found),
+    )
 
 
 def crop_box(seed, height, width, config: AugmentConfig = SUPERVISED, corner=None):
     """A random crop as normalised [y1, x1, y2, x2]: side (geometric mean of height and width)
     a random fraction of the short side, aspect in `config.crop_aspect`, random position; with
-    `config.crop_keeps_aspect`, that fraction of the height and of the width. `corner`: the
-    normalised (y1, x1) to start from instead (the box may then overrun the frame)."""
+    `config.crop_keeps_aspect`, that fraction of the height and of the width; with
+    `config.crop_area`, the random resized crop (`area_crop_size`). `corner`: the normalised
+    (y1, x1) to start from instead (the box may then overrun the frame)."""
     height, width = tf.cast(height, tf.float32), tf.cast(width, tf.float32)
-    if config.crop_keeps_aspect:
+    centred = tf.constant(False)
+    if config.crop_area is not None:
+        crop_h, crop_w, centred = area_crop_size(
+            seed, height, width, config.crop_area, config.crop_aspect
+        )
+    elif config.crop_keeps_aspect:
         fraction = _uniform(seed, _SIDE, *config.crop_side)
         crop_h, crop_w = fraction * height, fraction * width
     else:
@@ -189,8 +229,8 @@ def crop_box(seed, height, width, config: AugmentConfig = SUPERVISED, corner=Non
     if corner is not None:
         y, x = corner[0], corner[1]
         return tf.stack([y, x, y + crop_h / height, x + crop_w / width])
-    y = _uniform(seed, _Y) * (height - crop_h)
-    x = _uniform(seed, _X) * (width - crop_w)
+    y = tf.where(centred, 0.5, _uniform(seed, _Y)) * (height - crop_h)
+    x = tf.where(centred, 0.5, _uniform(seed, _X)) * (width - crop_w)
     return tf.stack([y / height, x / width, (y + crop_h) / height, (x + crop_w) / width])
 
 
