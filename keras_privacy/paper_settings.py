@@ -373,6 +373,49 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "spact",
+        "Adam's epsilon",
+        "not stated; the authors' code: PyTorch's default, 1e-8 added to sqrt(v) after its bias "
+        "correction",
+        _S_ANON + "train_ssl_minimax2.py:430-432; " + _S_INIT + "train_recon.py:156",
+        SPACT,
+        "",
+        "Keras' default, 1e-7 added before the bias correction: as PyTorch's epsilon of "
+        "1e-7 / sqrt(1 - 0.999^t) at step t (3e-6 at the first step, 1e-7 from a few thousand)",
+        "ours: Keras' default, the optimizers of every method and target model alike (no flag)",
+    ),
+    Setting(
+        "spact",
+        "target action model batch",
+        "not stated (the evaluation's code is not released)",
+        "SPAct supp. C.4",
+        SPACT,
+        "eval_action_batch_size",
+        "0",
+        "ours: the minimax's 24 clips (0: --batch_size)",
+    ),
+    Setting(
+        "spact",
+        "target privacy model batch",
+        "not stated (the evaluation's code is not released)",
+        "SPAct supp. C.4; " + _TED + "privacy_training/params_privacy.py:14",
+        SPACT,
+        "eval_privacy_batch_size",
+        "0",
+        "ours: the minimax's 64 images (0: --privacy_batch_size); the same authors' later "
+        "TeD-SPAD evaluation trains its target privacy model at 32",
+    ),
+    Setting(
+        "spact",
+        "f_T and f_B initialisations' batches",
+        "not stated (the initialisations' code is not released)",
+        "SPAct supp. C.4",
+        SPACT,
+        "",
+        "the minimax's batches: 24 clips, 64 images (two views each for f_B)",
+        "ours: the minimax's batches",
+    ),
+    Setting(
+        "spact",
         "stopping rules th_A0, th_T0, th_B0, th_Bmax",
         "stop each phase at a loss threshold (no value given); the authors' code: no threshold, "
         "a fixed number of epochs",

@@ -8,20 +8,18 @@ import struct
 import keras
 import numpy as np
 import pytest
+import torch  # a test dependency: a missing one fails here rather than skipping 48 tests
+import torch_reference as ref
 
-torch = pytest.importorskip("torch")
-
-import torch_reference as ref  # noqa: E402
-
-from keras_privacy.convert import (  # noqa: E402
+from keras_privacy.convert import (
     ConversionError,
     load_torch_weights,
     main,
     read_state_dict,
 )
-from keras_privacy.models import i3d, registry  # noqa: E402
-from keras_privacy.models.pretrained import NORMALIZATIONS  # noqa: E402
-from keras_privacy.models.resnet import privacy_encoder, projection_head  # noqa: E402
+from keras_privacy.models import i3d, registry
+from keras_privacy.models.pretrained import NORMALIZATIONS
+from keras_privacy.models.resnet import privacy_encoder, projection_head
 
 WIDTHS = (8, 8, 16, 16)
 # A narrow I3D-R50 whose blocks take both temporal kernels (3 and 1) in three stages.

@@ -35,6 +35,30 @@ def test_nt_xent_is_low_for_matching_views_and_log_2n_minus_1_for_identical_embe
     assert float(losses.nt_xent(same, same, 0.1)) == pytest.approx(np.log(7), rel=1e-5)
 
 
+def info_nce_reference(queries, keys, queue, temperature):
+    """MoCo's InfoNCE (He et al., Algorithm 1), one query at a time, with loops."""
+    unit = lambda x: x / np.linalg.norm(x)  # noqa: E731
+    total = 0.0
+    for query, key in zip(queries, keys):
+        positive = np.exp(unit(query) @ unit(key) / temperature)
+        negatives = sum(np.exp(unit(query) @ unit(k) / temperature) for k in queue)
+        total += -np.log(positive / (positive + negatives))
+    return total / len(queries)
+
+
+@pytest.mark.parametrize("temperature", [0.07, 0.2])
+def test_info_nce_matches_numpy_reference(temperature):
+    rng = np.random.default_rng(3)
+    queries, keys, queue = (rng.normal(size=shape) for shape in ((4, 6), (4, 6), (9, 6)))
+    got = float(
+        losses.info_nce(*(x.astype("float32") for x in (queries, keys, queue)), temperature)
+    )
+    assert got == pytest.approx(info_nce_reference(queries, keys, queue, temperature), rel=1e-4)
+    # each query's own key is its positive: pairing the keys otherwise changes the loss
+    shuffled = float(losses.info_nce(queries, keys[::-1], queue, temperature))
+    assert shuffled != pytest.approx(got, rel=1e-2)
+
+
 def test_masked_binary_cross_entropy_ignores_masked_entries():
     labels = np.array([[1, 0], [0, 1]], "float32")
     logits = np.array([[2.0, -1.0], [0.5, 3.0]], "float32")

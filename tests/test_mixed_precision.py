@@ -36,13 +36,25 @@ def spact_steps(precision: str, pairs: int = 2):
     return {key: values[-1] for key, values in history.items()}, models, trainer
 
 
+def _moves(models) -> np.ndarray:
+    """How far the models' trainable variables moved from their NumPy-drawn start, flat."""
+    moved = []
+    for seed, model in enumerate(models):
+        start = [np.array(v.numpy()) for v in model.trainable_variables]
+        tiny_models.deterministic_weights(model, seed)
+        moved += [(s - v.numpy()).ravel() for s, v in zip(start, model.trainable_variables)]
+    return np.concatenate(moved)
+
+
 @pytest.fixture(scope="module")
-def float32_logs():
-    return spact_steps("float32")[0]
+def float32_run():
+    logs, models, _ = spact_steps("float32")
+    return logs, _moves(models)
 
 
 @pytest.mark.parametrize("precision", MIXED)
-def test_mixed_steps_are_finite_float32_and_close_to_float32(precision, float32_logs):
+def test_mixed_steps_are_finite_float32_and_close_to_float32(precision, float32_run):
+    float32_logs, float32_moves = float32_run
     logs, models, trainer = spact_steps(precision)
     compute = precision.split("_")[1]
     assert models[0].layers[1].compute_dtype == compute  # the policy reached the layers
@@ -53,6 +65,10 @@ def test_mixed_steps_are_finite_float32_and_close_to_float32(precision, float32_
     for key, value in logs.items():
         assert np.isfinite(value), key
         np.testing.assert_allclose(value, float32_logs[key], rtol=tolerance, atol=2e-3, err_msg=key)
+    # the updates themselves: as far as float32's and the same way (Adam's steps are sign-like)
+    moves = _moves(models)
+    assert np.linalg.norm(moves) == pytest.approx(np.linalg.norm(float32_moves), rel=0.1)
+    assert moves @ float32_moves > 0.8 * np.linalg.norm(moves) * np.linalg.norm(float32_moves)
     loss_scale = [v for v in trainer.optimizer.variables if v.path.endswith("loss_scale")]
     if precision == "mixed_float16":
         assert float(loss_scale[0].numpy()) == LOSS_SCALE_INITIAL

@@ -13,8 +13,8 @@ NOTEBOOK = Path(__file__).resolve().parents[1] / "examples" / "quickstart.ipynb"
     os.environ.get("KERAS_BACKEND") != "tensorflow", reason="executed on the TensorFlow run only"
 )
 def test_quickstart_notebook_executes(tmp_path):
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
+    import nbclient  # test dependencies
+    import nbformat
 
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     client = nbclient.NotebookClient(

@@ -17,6 +17,8 @@ REPO = Path(__file__).resolve().parents[1]
 FIELDS = {field.name: field for field in dataclasses.fields(ExperimentConfig)}
 WITHOUT_FLAG = {
     ("spact", "stopping rules th_A0, th_T0, th_B0, th_Bmax"),
+    ("spact", "f_T and f_B initialisations' batches"),
+    ("spact", "Adam's epsilon"),
     ("vita", "weight decay"),
     ("penalty", "target models' reported score"),
     ("spact", "f_A's batches in its update"),

@@ -2,18 +2,16 @@
 
 from pathlib import Path
 
+import keras
 import numpy as np
 import pytest
+import torch  # a test dependency: a missing one fails here rather than skipping the tests
+import torch_reference as ref
 
-torch = pytest.importorskip("torch")
-
-import keras  # noqa: E402
-import torch_reference as ref  # noqa: E402
-
-from keras_privacy import convert  # noqa: E402
-from keras_privacy.convert import load_torch_weights  # noqa: E402
-from keras_privacy.models import registry  # noqa: E402
-from keras_privacy.models.pretrained import (  # noqa: E402
+from keras_privacy import convert
+from keras_privacy.convert import load_torch_weights
+from keras_privacy.models import registry
+from keras_privacy.models.pretrained import (
     NORMALIZATIONS,
     WeightsError,
     input_normalization,
@@ -21,7 +19,7 @@ from keras_privacy.models.pretrained import (  # noqa: E402
     start_from_weights,
     with_input_normalization,
 )
-from keras_privacy.models.resnet import privacy_encoder, projection_head  # noqa: E402
+from keras_privacy.models.resnet import privacy_encoder, projection_head
 
 WIDTHS = (8, 8, 16, 16)
 

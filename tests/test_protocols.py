@@ -118,7 +118,13 @@ def test_each_protocol_says_what_it_needs(settings, message):
     ],
 )
 def test_each_protocol_accepts_its_datasets(settings):
-    ExperimentConfig(**settings).validate()
+    config = ExperimentConfig(**settings)
+    config.validate()
+    # and the evaluation reads the datasets it was given, the training ones elsewhere
+    evaluation = config.evaluation_datasets()
+    for name, value in settings.items():
+        if name.startswith("eval_") and name != "eval_protocol" and hasattr(evaluation, name[5:]):
+            assert getattr(evaluation, name[5:]) == value, name
 
 
 def test_synthetic_attribute_subsets_have_their_own_training_caches(benchmark, tmp_path):

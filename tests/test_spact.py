@@ -84,6 +84,32 @@ def test_init_phase_trains_only_its_group(phase, trained):
     assert int(trainer.group_optimizer(trained).iterations) == 4
 
 
+def test_init_losses_match_numpy_references():
+    batch = tiny_models.batch(np.random.default_rng(4))
+    anonymizer, action = tiny_models.anonymizer(), tiny_models.action_model()
+    identity, action_init = IdentityInit(anonymizer), ActionInit(anonymizer, action)
+    identity.compile({"anonymizer": keras.optimizers.Adam(1e-3)})
+    action_init.compile({"action": keras.optimizers.Adam(1e-3)})
+    clips = batch["clips"]
+    frame_shape = clips.shape[2:]
+
+    # f_A's identity: L1 on both views of each image and the two frames of each clip's pair
+    # (one call in training mode: batch normalisation by their joint statistics).
+    paired = clips[np.arange(len(clips))[:, None], batch["frame_pairs"]]
+    targets = np.concatenate([batch["views"], paired]).reshape((-1, *frame_shape))
+    expected = np.abs(np.asarray(anonymizer(targets, training=True)) - targets).mean()
+    loss, _ = identity._loss(identity.current_values(), batch)
+    assert float(loss) == pytest.approx(expected, rel=1e-5)
+
+    # f_T's: cross-entropy of f_T (training mode) on every frame anonymized by the frozen f_A
+    anonymized = np.asarray(anonymizer(clips.reshape((-1, *frame_shape)), training=False))
+    logits = np.asarray(action(anonymized.reshape(clips.shape), training=True), "float64")
+    log_softmax = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+    expected = -log_softmax[np.arange(len(clips)), batch["labels"]].mean()
+    loss, _ = action_init._loss(action_init.current_values(), batch)
+    assert float(loss) == pytest.approx(expected, rel=1e-5)
+
+
 @pytest.mark.skipif(
     keras.backend.backend() != "jax", reason="compares both backends once, from the JAX run"
 )

@@ -249,20 +249,26 @@ def meta_gradient(
 
 
 def snapshot(trainer) -> dict:
-    """Copies of every group's weights, by group."""
+    """Copies of every group's trainable variables, by group and path (a forward pass in
+    training mode moves the batch-norm statistics, not these)."""
     return {
-        group: [np.array(v.numpy()) for v in model.weights]
+        group: {v.path: np.array(v.numpy()) for v in model.trainable_variables}
         for group, model in trainer.groups().items()
     }
 
 
 def changed_groups(before: dict, after: dict) -> set:
-    """The groups whose weights differ between two snapshots."""
-    return {
-        group
-        for group in before
-        if any(not np.array_equal(b, a) for b, a in zip(before[group], after[group]))
-    }
+    """The groups whose trainable variables all differ between two snapshots (an update reached
+    each of them); a group of which only some moved fails, naming those left as they were."""
+    changed = set()
+    for group, variables in before.items():
+        same = [
+            path for path, value in variables.items() if np.array_equal(value, after[group][path])
+        ]
+        assert not same or len(same) == len(variables), f"{group}: only some moved; not {same}"
+        if not same:
+            changed.add(group)
+    return changed
 
 
 def tiny_config(benchmark, tmp_path, **overrides):
