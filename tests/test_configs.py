@@ -24,6 +24,8 @@ from keras_privacy.config import (
 )
 from keras_privacy.flags import define_script_flags, parse_config, select_backend
 
+pytestmark = pytest.mark.backend_independent  # settings and flag files only
+
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = sorted((ROOT / "configs").glob("*.cfg"))
 FROM_SCRATCH = [f"--{flag}=" for flag in WEIGHT_FLAGS] + ["--eval_action_frozen_batchnorm=false"]

@@ -17,6 +17,8 @@ import pytest
 import keras_privacy
 from keras_privacy.config import ExperimentConfig
 
+pytestmark = pytest.mark.backend_independent  # the README, docstrings and flag tables
+
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 KERAS_HOOKS = {"build", "call", "compute_output_shape", "get_config", "from_config", "train_step"}

