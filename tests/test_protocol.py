@@ -270,6 +270,64 @@ def test_test_clips_are_cut_as_the_crop_setting_says(
     assert views == [view] and result["action_test_videos"] == len(test)
 
 
+def _colour_model(input_shape, outputs: int, seed: int) -> tuple[keras.Model, np.ndarray]:
+    """A model whose logits are a fixed linear function of its input's mean colour, and that
+    function's (4, outputs) kernel-over-bias matrix."""
+    inputs = keras.Input(input_shape)
+    pooled = keras.layers.Lambda(
+        lambda x: keras.ops.mean(x, axis=tuple(range(1, len(input_shape))))
+    )
+    dense = keras.layers.Dense(outputs)
+    model = keras.Model(inputs, dense(pooled(inputs)))
+    weights = np.random.default_rng(seed).normal(0, 20, (4, outputs)).astype("float32")
+    dense.set_weights([weights[:3], weights[3]])
+    return model, weights
+
+
+def test_the_targets_scores_are_the_papers_metrics_of_their_outputs(benchmark, tmp_path):
+    from sklearn.metrics import average_precision_score, f1_score
+
+    config = tiny_config(benchmark, tmp_path)
+    data = protocol.evaluation_data(config)
+    affine = lambda x, w: x @ w[:3] + w[3]  # noqa: E731
+
+    # Action: each video's clips through the model, softmax, their mean, its arg-max.
+    shape = (config.clip_length, config.image_size, config.image_size, 3)
+    model, weights = _colour_model(shape, 6, seed=1)
+    result = protocol.test_action_target(config, model, data.action_test, intervals=False)
+    correct = []
+    for video in pipelines.action_eval_dataset(
+        data.action_test, config.eval_clips, config.clip_length, config.clip_stride,
+        config.image_size, config.eval_action_crop,
+    ).as_numpy_iterator():  # fmt: skip
+        logits = affine(video["clips"].mean(axis=(1, 2, 3)).astype("float64"), weights)
+        probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+        probs /= probs.sum(axis=1, keepdims=True)
+        correct.append(probs.mean(axis=0).argmax() == video["label"])
+    assert result["action_test_videos"] == len(correct) == len(data.action_test)
+    assert result["action_top1"] == pytest.approx(np.mean(correct))
+
+    # Privacy: cMAP and F1 at probability 0.5 over the attributes with a positive test image.
+    names = data.attribute_names
+    model, weights = _colour_model((config.image_size, config.image_size, 3), len(names), 2)
+    result = protocol.test_privacy_target(config, model, data.privacy_test, names, intervals=False)
+    images = pipelines.privacy_labelled_dataset(
+        data.privacy_test, 4, config.image_size, training=False
+    ).as_numpy_iterator()
+    images = list(images)
+    colours = np.concatenate([b["images"].mean(axis=(1, 2)) for b in images]).astype("float64")
+    labels = np.concatenate([b["privacy"] for b in images])
+    probs = 1 / (1 + np.exp(-affine(colours, weights)))
+    kept = [a for a in range(len(names)) if labels[:, a].any()]
+    assert result["privacy_skipped"] == [names[a] for a in range(len(names)) if a not in kept]
+    assert result["privacy_cmap"] == pytest.approx(
+        np.mean([average_precision_score(labels[:, a], probs[:, a]) for a in kept])
+    )
+    assert result["privacy_f1"] == pytest.approx(
+        np.mean([f1_score(labels[:, a], probs[:, a] >= 0.5, zero_division=0.0) for a in kept])
+    )
+
+
 def test_a_blur_is_cached_at_the_scale_of_each_splits_source(benchmark, tmp_path, monkeypatch):
     # SPAct supp. C.6 sizes its blurs on 240-pixel video frames and 512-pixel VISPR images:
     # PA-HMDB51's test images are video frames, blurred at a video's scale.
