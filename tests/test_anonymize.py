@@ -113,3 +113,50 @@ def test_sizes_not_divisible_by_the_factor_are_padded_and_cropped(model_path, tm
     output = keras_frames(model, factor=4)(frames[:2])
     assert output.shape == (2, 38, 50, 3) and output.dtype == np.uint8
     np.testing.assert_allclose(output / 255.0, reference, atol=0.5 / 255 + 1e-6)
+
+
+def test_the_command_line_hands_its_streaming_options_to_the_video_anonymizer(
+    model_path, tmp_path, monkeypatch
+):
+    handed = {}
+
+    def record(anonymizer, source, output, **options):
+        handed.update(options, source=source, output=output)
+        return StreamStats(seconds=1.0)
+
+    monkeypatch.setattr(anonymize, "anonymize_video", record)
+    argv = ["in.mp4", str(tmp_path / "out.ts"), "--anonymizer", str(model_path), "--no_audio"]
+    argv += ["--codec", "libx264", "--quality", "4", "--batch_size", "3", "--when_full", "drop"]
+    argv += ["--queue_size", "5", "--input_format", "v4l2", "--output_format", "mpegts"]
+    argv += ["--input_option", "video_size=640x480", "--input_option", "framerate=30"]
+    assert main(argv) == 0
+    assert handed == {
+        "source": "in.mp4",
+        "output": tmp_path / "out.ts",
+        "batch_size": 3,
+        "codec": "libx264",
+        "quality": 4,
+        "show_progress": True,
+        "keep_audio": False,
+        "policy": "drop",
+        "queue_size": 5,
+        "input_format": "v4l2",
+        "input_options": {"video_size": "640x480", "framerate": "30"},
+        "output_format": "mpegts",
+    }
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--queue_size", "0"], "--queue_size must be at least 1"),
+        (["--batch_size", "0"], "--batch_size must be at least 1"),
+        (["--input_option", "video_size"], "--input_option must be KEY=VALUE"),
+        (["--scale", "1.5"], "--scale must be in (0, 1]"),
+    ],
+)
+def test_nonsense_options_are_usage_errors_naming_the_option(model_path, capsys, extra, message):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["in.mp4", "out.mp4", "--anonymizer", str(model_path), *extra])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
