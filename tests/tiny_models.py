@@ -32,6 +32,16 @@ def anonymizer() -> keras.Model:
     return keras.Model(inputs, layers.Activation("sigmoid")(x), name="anonymizer")
 
 
+def identity_anonymizer() -> keras.Model:
+    """An f_A that starts as the identity (a 1 x 1 convolution): the frames' content reaches f_B,
+    where the random `anonymizer`'s sigmoid flattens it (NT-Xent then sits at log(2N - 1))."""
+    inputs = keras.Input((None, None, 3))
+    convolution = layers.Conv2D(3, 1, name="identity")
+    model = keras.Model(inputs, convolution(inputs), name="anonymizer")
+    convolution.set_weights([np.eye(3, dtype="float32")[None, None], np.zeros(3, "float32")])
+    return model
+
+
 def action_model(num_classes: int = 3) -> keras.Model:
     inputs = keras.Input((None, None, None, 3))
     x = layers.Conv3D(4, 3, padding="same")(inputs)
@@ -93,6 +103,17 @@ def batch(
     return data
 
 
+def tinted(data: dict, rng: np.random.Generator) -> dict:
+    """`data` with each video's clips and each image's views in a colour of their own: pooled
+    embeddings of uniform noise are nearly the same vector, these tell the examples apart."""
+    clip_colours = rng.uniform(0.1, 1.0, (len(data["clips"]), 1, 1, 1, 3)).astype("float32")
+    image_colours = rng.uniform(0.1, 1.0, (len(data["views"]), 1, 1, 1, 3)).astype("float32")
+    tinted = dict(data, clips=data["clips"] * clip_colours, views=data["views"] * image_colours)
+    if "second_clips" in data:
+        tinted["second_clips"] = data["second_clips"] * clip_colours
+    return tinted
+
+
 def single_dataset(num_batches: int, seed: int = 0, second_clips: bool = False):
     """A tf.data dataset of `num_batches` single batches, as the initialisation phases take them."""
     import tensorflow as tf
@@ -103,30 +124,35 @@ def single_dataset(num_batches: int, seed: int = 0, second_clips: bool = False):
     return tf.data.Dataset.from_tensor_slices(stacked)
 
 
-def paired_dataset(num_pairs: int, seed: int = 0, second_clips: bool = False):
-    """A tf.data dataset of `num_pairs` pairs of batches, as the minimax trainer takes them."""
+def paired_dataset(num_pairs: int, seed: int = 0, second_clips: bool = False, tint=False):
+    """A tf.data dataset of `num_pairs` pairs of batches, as the minimax trainer takes them;
+    with `tint`, each example in a colour of its own (`tinted`)."""
     import tensorflow as tf
 
     from keras_privacy.data.pairs import pair_batches
 
     rng = np.random.default_rng(seed)
     batches = [batch(rng, second_clips=second_clips) for _ in range(2 * num_pairs)]
+    if tint:
+        batches = [tinted(b, rng) for b in batches]
     stacked = {key: np.stack([b[key] for b in batches]) for key in batches[0]}
     return pair_batches(tf.data.Dataset.from_tensor_slices(stacked))
 
 
 def first_steps_history(num_pairs: int = 2) -> dict:
-    """Losses of the first SPAct steps from NumPy-drawn weights, to compare backends."""
+    """Losses of the first SPAct steps from NumPy-drawn weights (f_A from the identity, so that
+    the examples' colours reach f_B and its NT-Xent is off log(2N - 1)), to compare backends."""
     import keras
 
     from keras_privacy.methods.spact import SPAct
 
-    models = [anonymizer(), action_model(), privacy_encoder()]
-    for seed, model in enumerate(models):
+    models = [identity_anonymizer(), action_model(), privacy_encoder()]
+    for seed, model in enumerate(models[1:], start=1):
         deterministic_weights(model, seed)
     trainer = SPAct(*models, privacy_weight=0.5)
     trainer.compile({g: keras.optimizers.SGD(0.05) for g in ("anonymizer", "action", "privacy")})
-    history = trainer.fit(paired_dataset(num_pairs), epochs=2, verbose=0, shuffle=False)
+    dataset = paired_dataset(num_pairs, tint=True)
+    history = trainer.fit(dataset, epochs=2, verbose=0, shuffle=False)
     return {key: [float(v) for v in values] for key, values in history.history.items()}
 
 
