@@ -164,23 +164,17 @@ def build_models(
     return models
 
 
-def _identity_rates(config: ExperimentConfig) -> GroupRates:
-    """f_A's identity rate by epoch: the warm-up, then divided by `--identity_lr_drop` after
-    each epoch whose reconstruction loss is no new lowest (the penalty code's patience 0,
-    train_reconstruction.py:163-172)."""
-    rates = EpochRates(config.identity_lr, config.identity_warmup_epochs, config.identity_lr_drop)
-    return GroupRates(("anonymizer",), rates, "reconstruction_loss")
-
-
-def _init_rates(
-    config: ExperimentConfig, rate: float, groups: Iterable[str], loss: str
+def _plateau_rates(
+    groups: Iterable[str], loss: str, rate: float, drop: float, warmup_epochs: int = 0
 ) -> Callable[[], GroupRates] | None:
-    """Where `--init_lr_drop` asks for it, the rule of an f_T or f_B initialisation: `rate`
-    divided by the drop after each epoch whose `loss` is no new lowest (SPAct supp. C.3, with
-    the authors' lr_patience 0: SPAct initialization/parameters_BL.py:30); else None."""
-    if config.init_lr_drop == 1:
+    """Where `drop` > 1, the rule of a phase's rate set per epoch: the warm-up, then `rate`
+    divided by `drop` after each epoch whose log `loss` is no new lowest (patience 0: the
+    penalty code's identity script, train_reconstruction.py:163-172, and the SPAct authors'
+    lr_patience, initialization/parameters_BL.py:30); else None (the rate its optimizer
+    was given)."""
+    if drop == 1:
         return None
-    return lambda: GroupRates(tuple(groups), EpochRates(rate, 0, config.init_lr_drop), loss)
+    return lambda: GroupRates(tuple(groups), EpochRates(rate, warmup_epochs, drop), loss)
 
 
 def training_phases(
@@ -203,14 +197,23 @@ def training_phases(
             config.identity_epochs,
             lambda: IdentityInit(anonymizer),
             lambda: {"anonymizer": adam(identity_rate)},
-            epoch_rates=(lambda: _identity_rates(config)) if by_epoch else None,
+            epoch_rates=_plateau_rates(
+                ["anonymizer"],
+                "reconstruction_loss",
+                config.identity_lr,
+                config.identity_lr_drop,
+                config.identity_warmup_epochs,
+            ),
         ),
         Phase(
             "action_init",
             config.action_init_epochs,
             lambda: ActionInit(anonymizer, action),
             lambda: {"action": adam(config.action_init_lr)},
-            epoch_rates=_init_rates(config, config.action_init_lr, ["action"], "action_loss"),
+            # SPAct supp. C.3: the initialisations' rate to 1/10 on a loss plateau.
+            epoch_rates=_plateau_rates(
+                ["action"], "action_loss", config.action_init_lr, config.init_lr_drop
+            ),
         ),
     ]
     if config.method in SUPERVISED_METHODS:
@@ -229,7 +232,9 @@ def training_phases(
                 contrastive_views=config.contrastive_views,
             ),
             lambda: {group: adam(config.privacy_init_lr) for group in privacy_groups},
-            epoch_rates=_init_rates(config, config.privacy_init_lr, privacy_groups, "privacy_loss"),
+            epoch_rates=_plateau_rates(
+                privacy_groups, "privacy_loss", config.privacy_init_lr, config.init_lr_drop
+            ),
             # NT-Xent on image views alone reads no clip: no video is decoded for it.
             batches=(
                 "views"
@@ -291,7 +296,9 @@ def _supervised_phases(config: ExperimentConfig, models: dict[str, keras.Model])
         config.privacy_init_epochs,
         lambda: SupervisedPrivacyInit(anonymizer, init_groups),
         lambda: {group: adam(config.privacy_init_lr) for group in init_groups},
-        epoch_rates=_init_rates(config, config.privacy_init_lr, init_groups, "privacy_loss"),
+        epoch_rates=_plateau_rates(
+            init_groups, "privacy_loss", config.privacy_init_lr, config.init_lr_drop
+        ),
         batches="labelled",
         steps_per_epoch=config.privacy_init_steps_per_epoch,
     )

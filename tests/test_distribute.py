@@ -192,6 +192,17 @@ def test_config_names_bad_process_settings():
         ExperimentConfig(num_processes=2, distribution="data_parallel").validate()
 
 
+@pytest.mark.skipif(os.environ["KERAS_BACKEND"] != "tensorflow", reason="TensorFlow's refusal")
+@pytest.mark.parametrize("num_processes", [0, 2])
+def test_tensorflow_refuses_training_across_processes_by_name(num_processes):
+    from keras_privacy.distribute import initialize_processes
+    from keras_privacy.spelling import SettingError
+
+    assert initialize_processes(1) == 1
+    with pytest.raises(SettingError, match=f"--num_processes={num_processes}: .*--backend=jax"):
+        initialize_processes(num_processes, 0, "localhost:1")
+
+
 def _main(mode: str, *args: str) -> dict:
     if mode == "process":
         # One process of a two-process job: one CPU device, joined before JAX starts.
@@ -232,14 +243,3 @@ def _main(mode: str, *args: str) -> dict:
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     print(json.dumps(_main(*sys.argv[1:])))
-
-
-@pytest.mark.skipif(os.environ["KERAS_BACKEND"] != "tensorflow", reason="TensorFlow's refusal")
-@pytest.mark.parametrize("num_processes", [0, 2])
-def test_tensorflow_refuses_training_across_processes_by_name(num_processes):
-    from keras_privacy.distribute import initialize_processes
-    from keras_privacy.spelling import SettingError
-
-    assert initialize_processes(1) == 1
-    with pytest.raises(SettingError, match=f"--num_processes={num_processes}: .*--backend=jax"):
-        initialize_processes(num_processes, 0, "localhost:1")

@@ -37,12 +37,16 @@ def spact_steps(precision: str, pairs: int = 2):
 
 
 def _moves(models) -> np.ndarray:
-    """How far the models' trainable variables moved from their NumPy-drawn start, flat."""
+    """How far the models' trainable variables moved from their NumPy-drawn start (drawn again
+    into a copy of each model), flat."""
     moved = []
     for seed, model in enumerate(models):
-        start = [np.array(v.numpy()) for v in model.trainable_variables]
-        tiny_models.deterministic_weights(model, seed)
-        moved += [(s - v.numpy()).ravel() for s, v in zip(start, model.trainable_variables)]
+        start = keras.models.clone_model(model)
+        tiny_models.deterministic_weights(start, seed)
+        moved += [
+            (v.numpy() - s.numpy()).ravel()
+            for v, s in zip(model.trainable_variables, start.trainable_variables)
+        ]
     return np.concatenate(moved)
 
 

@@ -310,11 +310,14 @@ def test_the_identity_rate_set_per_epoch_reaches_the_step_and_survives_a_resume(
 ):
     rules = []
 
-    def identity_rates(config):
-        rules.append(ZeroAfterTheFirstEpoch())
-        return training.GroupRates(("anonymizer",), rules[-1], "reconstruction_loss")
+    def plateau_rates(groups, loss, *rule):
+        def rates():
+            rules.append(ZeroAfterTheFirstEpoch())
+            return training.GroupRates(tuple(groups), rules[-1], loss)
 
-    monkeypatch.setattr(training, "_identity_rates", identity_rates)
+        return rates
+
+    monkeypatch.setattr(training, "_plateau_rates", plateau_rates)
     settings = dict(
         identity_lr_drop=5, action_init_epochs=0, privacy_init_epochs=0, minimax_epochs=0
     )
@@ -395,10 +398,10 @@ def test_the_initialisations_rates_drop_on_a_plateau_only_where_asked(benchmark,
 
 
 def test_the_initialisations_rates_reach_every_group_of_the_phase(benchmark, tmp_path, monkeypatch):
-    def init_rates(config, rate, groups, loss):
+    def plateau_rates(groups, loss, *rule):
         return lambda: training.GroupRates(tuple(groups), ZeroAfterTheFirstEpoch(), loss)
 
-    monkeypatch.setattr(training, "_init_rates", init_rates)
+    monkeypatch.setattr(training, "_plateau_rates", plateau_rates)
     config = tiny_config(
         benchmark,
         tmp_path,
@@ -409,8 +412,7 @@ def test_the_initialisations_rates_reach_every_group_of_the_phase(benchmark, tmp
         minimax_epochs=0,
         privacy_backbone="resnet_tiny,resnet_tiny",
     )
-    result, models = train_capturing_models(config)
-    history = result.history
+    history = train_capturing_models(config)[0].history
     assert history["action_init"]["action_learning_rate"] == pytest.approx([1e-3, 0.0])
     for group in ("privacy_0", "privacy_1"):
         assert history["privacy_init"][f"{group}_learning_rate"] == pytest.approx([1e-3, 0.0])
