@@ -44,6 +44,8 @@ from keras_privacy import backend
 from keras_privacy.cli import run_command
 
 PLATFORMS = ("cpu", "cuda")
+LOWERING_PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
+"""The platforms jax2tf can lower an export for."""
 ONNX_FACTOR_KEY = "downsampling_factor"
 """The metadata key of an exported ONNX anonymizer that holds its down-sampling factor."""
 SIGNATURES = ("serve", "serve_uint8", "serve_aligned")
@@ -231,8 +233,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", required=True, help="the SavedModel directory to write")
     parser.add_argument(
         "--platforms",
-        default=",".join(PLATFORMS),
-        help="jax2tf lowering platforms, comma-separated (JAX backend only)",
+        default=PLATFORMS,
+        type=_platforms,
+        help=f"jax2tf lowering platforms, comma-separated, of {', '.join(LOWERING_PLATFORMS)} "
+        "(JAX backend only)",
     )
     parser.add_argument(
         "--tflite",
@@ -249,11 +253,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_command(lambda: _export(args), args.verbose)
 
 
+def _platforms(text: str) -> tuple[str, ...]:
+    """`--platforms`' value as a tuple; an unknown platform is a usage error naming it."""
+    platforms = tuple(name.strip() for name in text.split(","))
+    unknown = [name for name in platforms if name not in LOWERING_PLATFORMS]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown platform {unknown[0]!r} (choose from {', '.join(LOWERING_PLATFORMS)})"
+        )
+    return platforms
+
+
 def _export(args: argparse.Namespace) -> int:
     """The CLI's work once its arguments are parsed."""
     model = load_keras_anonymizer(args.anonymizer)
     factor = anonymizer_factor(model)
-    out_dir = export_anonymizer(model, args.out, platforms=tuple(args.platforms.split(",")))
+    out_dir = export_anonymizer(model, args.out, platforms=args.platforms)
     print(
         f"SavedModel written to {out_dir} (backend {keras.backend.backend()}, down-sampling "
         f"factor {factor}); signatures: {', '.join(SIGNATURES)}, serving_default = serve"

@@ -406,7 +406,7 @@ def training_data(config: ExperimentConfig) -> sources.TrainingData:
     return data
 
 
-def _check_paired_phase_lengths(config: ExperimentConfig, phases: list[Phase], steps: int):
+def check_paired_phase_lengths(config: ExperimentConfig, phases: list[Phase], steps: int):
     """Refuse, before any training, a paired phase of fewer than two batches an epoch: it takes
     its batches two a step, so one batch would be an epoch of no step at all."""
     for phase in phases:
@@ -650,7 +650,7 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
     models = build_models(config, len(data.class_names), len(data.attribute_names))
     steps = config.steps_per_epoch or data.steps_per_epoch
     phases = training_phases(config, models, steps)
-    _check_paired_phase_lengths(config, phases, steps)
+    check_paired_phase_lengths(config, phases, steps)
     _check_vita_trains_the_anonymizer(config, phases, steps)
     names = [phase.name for phase in phases]
 
@@ -703,7 +703,7 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
                 phase_dataset(
                     phase,
                     data,
-                    _global_epoch(phases, index, epoch),
+                    global_epoch(phases, index, epoch),
                     phase.steps_per_epoch or steps,
                     len(models) - 2,
                     config.meta_fraction,
@@ -816,7 +816,7 @@ def warn_if_anonymizer_frozen(trainer: StatelessTrainer, phase: str) -> bool:
     return True
 
 
-def _global_epoch(phases: list[Phase], index: int, epoch: int) -> int:
+def global_epoch(phases: list[Phase], index: int, epoch: int) -> int:
     """A distinct number per (phase, epoch), so every epoch of a run has its own data seed."""
     return sum(phase.epochs for phase in phases[:index]) + epoch
 

@@ -135,3 +135,84 @@ def test_a_cache_that_does_not_read_back_fails_prepare(benchmark, tmp_path, caps
     assert _prepare(folder, tmp_path / "cache") == 1
     err = capsys.readouterr().err
     assert f"error: {tmp_path / 'cache' / 'train'}: the cache does not read back" in err
+
+
+def test_stats_reads_the_split_asked_for(fixtures_dir, tmp_path, capsys):
+    """`--split 2` reads trainlist02 / testlist02; a split whose lists are absent is named, and
+    a split number that is not official is a usage error."""
+    for name in ("classInd.txt", "trainlist01.txt", "testlist01.txt"):
+        shutil.copy(fixtures_dir / "ucf101" / name, tmp_path / name)
+    train = (tmp_path / "trainlist01.txt").read_text().splitlines()
+    test = (tmp_path / "testlist01.txt").read_text().splitlines()
+    (tmp_path / "trainlist02.txt").write_text("\n".join(train[-40:]) + "\n")
+    (tmp_path / "testlist02.txt").write_text("\n".join(test[:7]) + "\n")
+    args = ["stats", "--dataset", "ucf101", "--annotations", str(tmp_path)]
+    assert main([*args, "--split", "2", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (result["train"], result["test"]) == (40, 7)
+    assert list(result["subsets"]["train"]["per_class"]) == ["YoYo"]
+    assert list(result["subsets"]["test"]["per_class"]) == ["ApplyEyeMakeup"]
+    assert main([*args, "--split", "3"]) == 2
+    assert f"{tmp_path / 'trainlist03.txt'}: annotation file not found" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        main([*args, "--split", "4"])
+    assert exit_info.value.code == 2
+    assert "--split: invalid choice: 4" in capsys.readouterr().err
+
+
+def test_prepare_writes_the_same_cache_on_any_number_of_workers(benchmark, tmp_path, capsys):
+    """Decoding threads keep the records' order: one worker and three write the same shards."""
+    args = ["--dataset", "ucf101", "--annotations", str(benchmark / "ucf_splits")]
+    args += ["--root", str(benchmark / "videos"), "--short_side", "16"]
+    shards = {}
+    for workers in (1, 3):
+        out = tmp_path / f"workers_{workers}"
+        assert main(["prepare", *args, "--out", str(out), "--workers", str(workers)]) == 0
+        assert "train: 12 cached, 0 failed, 0 missing" in capsys.readouterr().out
+        shards[workers] = {
+            path.relative_to(out): path.read_bytes() for path in sorted(out.rglob("*.tfrecord*"))
+        }
+    assert shards[1] and shards[1] == shards[3]
+
+
+def test_arrays_start_from_a_finished_runs_models(benchmark, tmp_path, capsys):
+    """`arrays --models_from RUN` saves the run's trained weights as the export's start (not
+    freshly built ones), and names a run folder without them; the minimax takes its own steps
+    per epoch, and an epoch of one batch (no alternating step) is refused as training does."""
+    import keras
+    import numpy as np
+
+    from keras_privacy.training import MODEL_FILES
+
+    flags = [f"--synthetic_dir={benchmark}", "--steps_per_epoch=1", "--frame_size=32"]
+    flags += ["--minimax_steps_per_epoch=4"]
+    flags += ["--image_size=16", "--clip_length=4", "--batch_size=4"]
+    args = ["arrays", "--flagfile", "configs/synthetic.cfg", "--epochs", "1"]
+    fresh, run, started = tmp_path / "fresh", tmp_path / "run", tmp_path / "started"
+    assert main([*args, "--out", str(fresh), *flags]) == 0
+    with np.load(fresh / "batches.npz") as arrays:
+        assert arrays["clips"].shape[:3] == (1, 2, 4)  # epochs, minimax steps (4 / 2), batch
+    run.mkdir()
+    rng = np.random.default_rng(0)
+    trained = {}
+    for name in MODEL_FILES.values():
+        model = keras.saving.load_model(fresh / name, compile=False)
+        model.set_weights(
+            [w + rng.normal(0, 0.1, w.shape).astype(w.dtype) for w in model.get_weights()]
+        )
+        model.save(run / name)
+        trained[name] = model.get_weights()
+    assert main([*args, "--out", str(started), "--models_from", str(run), *flags]) == 0
+    assert f"models from {run}" in capsys.readouterr().out
+    for name, weights in trained.items():
+        saved = keras.saving.load_model(started / name, compile=False).get_weights()
+        for expected, actual in zip(weights, saved, strict=True):
+            np.testing.assert_array_equal(actual, expected)
+    (run / MODEL_FILES["action"]).unlink()
+    assert main([*args, "--out", str(tmp_path / "broken"), "--models_from", str(run), *flags]) == 2
+    assert f"{run / MODEL_FILES['action']}: no trained model to start from" in (
+        capsys.readouterr().err
+    )
+    one_batch = [*args, "--out", str(tmp_path / "one"), *flags, "--minimax_steps_per_epoch=1"]
+    assert main(one_batch) == 2
+    assert "--minimax_steps_per_epoch (1) gives an epoch of no step" in capsys.readouterr().err

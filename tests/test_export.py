@@ -143,3 +143,44 @@ def test_onnx_export_matches_keras(exported, tmp_path):
         (output,) = session.run(None, {session.get_inputs()[0].name: frames})
         assert output.shape == frames.shape
         np.testing.assert_allclose(output, _expected(model, frames), atol=1e-4)
+
+
+def test_tflite_through_the_command_line(exported, tmp_path, capsys):
+    """`--tflite` writes OUT/anonymizer.tflite on TensorFlow; on JAX it fails with status 1,
+    naming the SavedModel, which stays written."""
+    model, _ = exported
+    keras_file = tmp_path / "anonymizer.keras"
+    model.save(keras_file)
+    out = tmp_path / "saved_model"
+    status = main(["--anonymizer", str(keras_file), "--out", str(out), "--tflite"])
+    assert (out / "saved_model.pb").is_file()
+    if keras.backend.backend() == "jax":
+        assert status == 1
+        assert f"error: TFLite conversion of {out} failed" in capsys.readouterr().err
+        return
+    assert status == 0
+    assert f"TFLite model written to {out / 'anonymizer.tflite'}" in capsys.readouterr().out
+    assert (out / "anonymizer.tflite").stat().st_size > 0
+
+
+def test_platforms_are_checked_and_one_platform_serves_on_the_cpu(exported, tmp_path, capsys):
+    """`--platforms cpu` gives a SavedModel that serves the Keras model's output here (on JAX
+    lowered for the CPU alone); an unknown platform is a usage error naming it."""
+    import tensorflow as tf
+
+    model, _ = exported
+    keras_file = tmp_path / "anonymizer.keras"
+    model.save(keras_file)
+    args = ["--anonymizer", str(keras_file), "--out", str(tmp_path / "out")]
+    with pytest.raises(SystemExit) as exit_info:
+        main([*args, "--platforms", "cpu,gpu"])
+    assert exit_info.value.code == 2
+    assert "--platforms: unknown platform 'gpu' (choose from cpu, cuda, rocm, tpu)" in (
+        capsys.readouterr().err
+    )
+    assert not (tmp_path / "out").exists()
+    assert main([*args, "--platforms", "cpu"]) == 0
+    frames = _frames(seed=5)["float_16x24"]
+    loaded = tf.saved_model.load(str(tmp_path / "out"))  # held: its variables live in it
+    served = loaded.serve(tf.constant(frames)).numpy()
+    np.testing.assert_allclose(served, _expected(model, frames), atol=1e-5)

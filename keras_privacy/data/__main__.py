@@ -103,7 +103,7 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--dataset", required=True, choices=DATASETS)
         sub.add_argument("--annotations", required=True, help="split lists / annotation folder")
         sub.add_argument("--root", default=None, help="folder of the videos or images")
-        sub.add_argument("--split", type=int, default=1, help="official split number (1-3)")
+        sub.add_argument("--split", type=int, default=1, choices=(1, 2, 3), help="official split")
         sub.add_argument("--attributes", default="vispr1", help="VISPR attribute subset")
     commands.choices["stats"].add_argument("--json", action="store_true", help="one JSON object")
     prepare = commands.choices["prepare"]

@@ -71,11 +71,18 @@ def export_minimax_arrays(
                 raise FileNotFoundError(f"{path}: no trained model to start from")
             models[name].set_weights(keras.saving.load_model(path, compile=False).get_weights())
     steps = config.steps_per_epoch or data.steps_per_epoch
-    minimax = training.training_phases(config, models, steps)[-1]
+    phases = training.training_phases(config, models, steps)
+    training.check_paired_phase_lengths(config, phases, steps)
+    minimax = phases[-1]
     epoch_batches = []
     for epoch in range(epochs):
         dataset = training.phase_dataset(
-            minimax, data, epoch, steps, len(models) - 2, config.meta_fraction
+            minimax,
+            data,
+            training.global_epoch(phases, len(phases) - 1, epoch),
+            minimax.steps_per_epoch or steps,
+            len(models) - 2,
+            config.meta_fraction,
         )
         epoch_batches.append([batch for batch in dataset.as_numpy_iterator()])
     stacked = {
