@@ -1703,6 +1703,71 @@ SETTINGS: tuple[Setting, ...] = (
         "training of f_A and f'_T, which SPAct does not mention",
     ),
     Setting(
+        "spact",
+        "PA-HMDB51 privacy labels",
+        "6 attributes, VISPR-1's but a65_rel_soci (Sec. 5.1 says 5); the same authors' penalty "
+        "code scores the VISPR-1 model's first six APs on PA-HMDB51",
+        "SPAct supp. B; " + _PEN + "privacy_training/train_privacy.py:96, 126, 140",
+        ("hmdb_vispr",),
+        "eval_pa_hmdb51_labels",
+        "vispr1",
+        "same as the supplement (the penalty config includes it): complete (value 2) and "
+        "partial (value 1) face as two columns, relationship as a64_rel_personal, f'_B trained "
+        "on those six VISPR-1 columns; their PA-HMDB51 loader is not released, so which "
+        "nudity values count as a12_semi_nudity is ours: any (> 0), VITA's rule",
+    ),
+    Setting(
+        "spact",
+        "PA-HMDB51 privacy test frames",
+        "not stated; VITA's code tests every annotated frame, resized to 112 x 112 without a crop",
+        "VITA repository data-preparation/PA_HMDB51/extract_hmdb_testing_frames.py:32-44, "
+        "resize_images.py:25",
+        ("hmdb_vispr",),
+        "eval_privacy_frames",
+        "5",
+        "ours: 5 equidistant frames of each video (each video weighs alike in the AP; every "
+        "frame of the 515 videos would be about 60,000 test images), each the centred square "
+        "of the frame resized to 112, as the VISPR test images; each labelled by its own frame "
+        "index, as VITA's",
+    ),
+    Setting(
+        "spact",
+        "people detector of the blur and blackening baselines",
+        "MS-COCO pretrained YOLOv5x on each frame",
+        "SPAct supp. C.6",
+        ("ucf101_vispr", "hmdb_vispr"),
+        "",
+        "no flag: OpenCV's HOG people detector and Haar face cascades on 4 keyframes, the "
+        "union of their boxes on every frame; --eval_boxes takes a detector's boxes instead",
+        "ours: no pretrained detector can be downloaded at run time; HOG misses seated, bent "
+        "and small people, so these baselines leak more privacy than SPAct's Table 1 rows "
+        "(README, Methods: what HOG misses): give YOLOv5x's boxes with --eval_boxes to match "
+        "the paper; the kernels (21 / 13, sigma 10) and the sides they apply at (240 for "
+        "videos, 512 for VISPR) are the supplement's",
+    ),
+    Setting(
+        "vita",
+        "PA-HMDB51 privacy labels",
+        "5 attributes (gender, face, nudity, skin colour, relationship), VISPR's ids merged "
+        "onto them, present when a value is > 0",
+        "VITA repository data-preparation/PA_HMDB51/attributes_pa_hmdb51.csv, "
+        "vispr_anno_conversion.py:36",
+        ("hmdb_vispr_vita",),
+        "eval_pa_hmdb51_labels",
+        "merged",
+    ),
+    Setting(
+        "meta",
+        "PA-HMDB51 privacy labels",
+        "5 attributes: skin colour, nudity, personal relationship (training), gender, face "
+        "(testing)",
+        "Meta supp. list of attributes",
+        ("hmdb_vispr_meta",),
+        "eval_pa_hmdb51_labels",
+        "merged",
+        "same attributes, as VITA's merged labels (relationship personal or social)",
+    ),
+    Setting(
         "meta",
         "evaluation protocol",
         "novel attributes",

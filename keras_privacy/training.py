@@ -372,7 +372,7 @@ def _supervised_phases(config: ExperimentConfig, models: dict[str, keras.Model])
 
 def training_data(config: ExperimentConfig) -> sources.TrainingData:
     """The training splits of the config's datasets (their caches when given), cut into the
-    config's batches. With `eval_protocol=pa_hmdb51` (VITA's), the HMDB51 training split
+    config's batches. With `eval_protocol=pa_hmdb51` (SPAct's Sec. 5.3), the HMDB51 training split
     leaves out the PA-HMDB51 videos, on which the evaluation tests."""
     leave_out = ""
     if config.eval_protocol == "pa_hmdb51":

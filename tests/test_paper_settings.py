@@ -19,6 +19,7 @@ WITHOUT_FLAG = {
     ("spact", "stopping rules th_A0, th_T0, th_B0, th_Bmax"),
     ("spact", "f_T and f_B initialisations' batches"),
     ("spact", "Adam's epsilon"),
+    ("spact", "people detector of the blur and blackening baselines"),
     ("vita", "weight decay"),
     ("penalty", "target models' reported score"),
     ("spact", "f_A's batches in its update"),

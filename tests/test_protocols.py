@@ -73,7 +73,7 @@ PA_EVALUATION = dict(
                 **PA_EVALUATION,
                 eval_privacy_attributes="face,eyes",
             ),
-            "--eval_privacy_attributes=face,eyes: unknown PA-HMDB51 attribute.* eyes",
+            r"--eval_privacy_attributes=face,eyes: unknown PA-HMDB51 \(merged.* eyes",
         ),
         (dict(eval_protocol="novel"), "--eval_protocol='novel' is not one of"),
         (
@@ -296,6 +296,33 @@ def test_pa_hmdb51_labels_each_frame_by_its_own_index():
     assert pa_hmdb51.labels_at(ranges, 50, ["face", "gender"]) == (1, 0)
 
 
+def test_pa_hmdb51_frames_over_spacts_vispr1_columns_keep_the_two_faces_apart():
+    ranges = {
+        "face": [(0, 99, (1,)), (100, 199, (2, 1)), (200, 258, (2,))],
+        "gender": [(0, 258, (0,))],
+        "nudity": [(0, 150, (2,))],
+        "skin_color": [(0, 258, (0, 3))],
+        "relationship": [(120, 258, (1,))],
+    }
+    assert pa_hmdb51.attribute_subset("all", "vispr1") == [
+        "a17_color",
+        "a4_gender",
+        "a9_face_complete",
+        "a10_face_partial",
+        "a12_semi_nudity",
+        "a64_rel_personal",
+    ]
+    # skin colour, gender, complete face, partial face, nudity, personal relationship
+    assert pa_hmdb51.labels_at(ranges, 50, scheme="vispr1") == (1, 0, 0, 1, 1, 0)
+    assert pa_hmdb51.labels_at(ranges, 130, scheme="vispr1") == (1, 0, 1, 1, 1, 1)
+    assert pa_hmdb51.labels_at(ranges, 230, scheme="vispr1") == (1, 0, 1, 0, 0, 1)
+    assert pa_hmdb51.labels_at(ranges, 230) == (0, 1, 0, 1, 1)  # merged: one face column
+    chosen = ["a10_face_partial", "a17_color"]
+    assert pa_hmdb51.labels_at(ranges, 50, chosen, "vispr1") == (1, 1)
+    with pytest.raises(ValueError, match="unknown PA-HMDB51 label scheme 'vita'"):
+        pa_hmdb51.labels_at(ranges, 50, scheme="vita")
+
+
 def test_vispr_labels_merge_onto_pa_hmdb51_attributes():
     # VISPR-1: color, gender, face complete, face partial, semi-nudity, personal, social.
     split = Split(
@@ -311,6 +338,9 @@ def test_vispr_labels_merge_onto_pa_hmdb51_attributes():
     assert [e.privacy for e in merged.examples] == [(0, 1, 0, 0, 1), (1, 0, 1, 1, 0), ()]
     chosen = pa_hmdb51.vispr_as_pa_hmdb51(split, "face,gender")
     assert [e.privacy for e in chosen.examples] == [(1, 0), (0, 1), ()]
+    six = pa_hmdb51.vispr_as_pa_hmdb51(split, scheme="vispr1")
+    assert six.attribute_names == list(VISPR1[:6])  # VISPR-1 without a65_rel_social
+    assert [e.privacy for e in six.examples] == [(0, 0, 0, 1, 0, 0), (1, 1, 0, 0, 1, 0), ()]
 
 
 def write_vispr(folder, labels: dict[str, list[str]]):
@@ -363,6 +393,45 @@ def test_cross_dataset_on_pa_hmdb51_trains_on_merged_vispr(benchmark, fixtures_d
     assert record["protocol"] == "cross_dataset"
     assert record["privacy_dataset"]["name"] == "pa_hmdb51"
     assert record["attribute_names"] == data.attribute_names
+
+
+def test_cross_dataset_on_pa_hmdb51_with_spacts_vispr1_columns(benchmark, fixtures_dir, tmp_path):
+    """`--eval_pa_hmdb51_labels=vispr1` labels the VISPR training images and the PA-HMDB51
+    frames over SPAct's six VISPR-1 columns, and the report records it."""
+    vispr = tmp_path / "vispr"
+    write_vispr(vispr, {"x": ["a10_face_partial", "a65_rel_social"], "y": ["a4_gender"]})
+    annotations, root = write_pa_hmdb51(tmp_path, fixtures_dir)
+    config = tiny_config(
+        benchmark,
+        tmp_path,
+        privacy_dataset="vispr",
+        privacy_annotations=str(vispr),
+        privacy_root=str(vispr),
+        eval_protocol="cross_dataset",
+        eval_privacy_dataset="pa_hmdb51",
+        eval_privacy_annotations=str(annotations),
+        eval_privacy_root=str(root),
+        eval_privacy_frames=2,
+        eval_pa_hmdb51_labels="vispr1",
+        eval_dir=str(tmp_path / "evaluation"),
+    )
+    data = protocol.evaluation_data(config)
+    assert data.attribute_names == list(VISPR1[:6])
+    assert [e.privacy for e in data.privacy_train.examples] == [
+        (0, 0, 0, 1, 0, 0),
+        (0, 1, 0, 0, 0, 0),
+    ]
+    # test.avi's frames 41 and 123 (its complete face from frame 81 on), part_0.mp4's two.
+    assert [e.privacy for e in data.privacy_test.examples] == [
+        (1, 1, 0, 0, 0, 0),
+        (1, 1, 1, 0, 0, 0),
+        (1, 0, 0, 0, 1, 1),
+        (1, 0, 0, 0, 1, 1),
+    ]
+    record = protocol.evaluation_record(config, data)
+    assert record["privacy_dataset"]["labels"] == "vispr1"
+    with pytest.raises(ValueError, match="--eval_pa_hmdb51_labels='vita5' is not one of"):
+        dataclasses.replace(config, eval_pa_hmdb51_labels="vita5").validate()
 
 
 def test_pa_hmdb51_protocol_trains_without_its_videos_and_tests_action_on_them(

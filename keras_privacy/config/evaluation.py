@@ -17,6 +17,8 @@ from keras_privacy.config.setting import (
 
 EVAL_PROTOCOLS = ("same", "cross_dataset", "novel_actions", "novel_attributes", "pa_hmdb51")
 EVAL_PRIVACY_DATASETS = (*PRIVACY_DATASETS, "pa_hmdb51")
+PA_HMDB51_LABELS = ("merged", "vispr1")
+"""The label schemes of PA-HMDB51's privacy evaluation (`data.pa_hmdb51.LABEL_SCHEMES`)."""
 EVAL_ACTION_SCHEDULES = ("plateau", "cosine")
 EVAL_DATA_FIELDS = (
     "action_dataset",
@@ -231,7 +233,7 @@ class EvaluationSettings:
             "What the target models are trained and tested on: same (the training datasets) | "
             "cross_dataset (another action or privacy dataset, e.g. PA-HMDB51) | novel_actions "
             "(an action dataset of other classes) | novel_attributes (privacy attributes "
-            "disjoint from <privacy_attributes>) | pa_hmdb51 (VITA's: HMDB51 without the "
+            "disjoint from <privacy_attributes>) | pa_hmdb51 (SPAct's Sec. 5.3: HMDB51 without the "
             "PA-HMDB51 videos for training, action and privacy tested on the PA-HMDB51 videos; "
             "give it to train.py too). The datasets are the <eval_action_*> and <eval_privacy_*> "
             "flags.",
@@ -279,8 +281,19 @@ class EvaluationSettings:
         default="",
         metadata=described(
             "Attributes of the target privacy models, as <privacy_attributes> (PA-HMDB51: "
-            "gender, face, nudity, skin_color, relationship or a comma-separated subset); "
-            "default <privacy_attributes> (PA-HMDB51: all five).",
+            "the columns of <eval_pa_hmdb51_labels> or a comma-separated subset); default "
+            "<privacy_attributes> (PA-HMDB51: all its columns).",
+            "eval",
+        ),
+    )
+    eval_pa_hmdb51_labels: str = field(
+        default="merged",
+        metadata=described(
+            "PA-HMDB51's privacy label columns, on its frames and on the VISPR that f'_B trains "
+            "on: merged (VITA's and the meta paper's five: gender, face, nudity, skin_color, "
+            "relationship, VISPR-1's face and relationship ids merged) | vispr1 (SPAct's six, "
+            "supp. B: a17_color, a4_gender, a9_face_complete, a10_face_partial, "
+            "a12_semi_nudity, a64_rel_personal).",
             "eval",
         ),
     )
@@ -373,6 +386,7 @@ def validate_evaluation(config) -> None:
     evaluation = config.evaluation_datasets()
     one_of("eval_action_dataset", evaluation.action_dataset, ACTION_DATASETS)
     one_of("eval_privacy_dataset", evaluation.privacy_dataset, EVAL_PRIVACY_DATASETS)
+    one_of("eval_pa_hmdb51_labels", config.eval_pa_hmdb51_labels, PA_HMDB51_LABELS)
     _validate_protocol(config, evaluation)
 
 
@@ -398,7 +412,10 @@ def _validate_protocol(config, evaluation) -> None:
         "privacy_attributes", config.privacy_dataset, config.privacy_attributes
     )
     evaluation_ids = _attribute_ids(
-        "eval_privacy_attributes", evaluation.privacy_dataset, evaluation.privacy_attributes
+        "eval_privacy_attributes",
+        evaluation.privacy_dataset,
+        evaluation.privacy_attributes,
+        config.eval_pa_hmdb51_labels,
     )
     action_changed = [
         f"<eval_{name}>"
@@ -456,19 +473,22 @@ def _validate_protocol(config, evaluation) -> None:
             )
 
 
-def _attribute_ids(setting: str, dataset: str, attributes: str) -> list[str] | None:
+def _attribute_ids(
+    setting: str, dataset: str, attributes: str, pa_hmdb51_labels: str = "merged"
+) -> list[str] | None:
     """The attribute ids that the setting's value `attributes` names for `dataset`, checked
-    where they are known without reading files (PA-HMDB51's attributes as their VISPR-1 ids,
-    so that they compare with VISPR's); None for VISPR's `all` (every id of its
-    attributes.tsv)."""
+    where they are known without reading files (PA-HMDB51's columns, of the label scheme
+    `pa_hmdb51_labels`, as their VISPR-1 ids, so that they compare with VISPR's); None for
+    VISPR's `all` (every id of its attributes.tsv)."""
     from keras_privacy.data import pa_hmdb51, synthetic, vispr
 
     try:
         if dataset == "synthetic":
             return synthetic.attribute_subset(attributes)
         if dataset == "pa_hmdb51":
-            chosen = pa_hmdb51.attribute_subset(attributes)
-            return [i for name in chosen for i in pa_hmdb51.PA_HMDB51_TO_VISPR1[name]]
+            columns = pa_hmdb51.label_columns(pa_hmdb51_labels)
+            chosen = pa_hmdb51.attribute_subset(attributes, pa_hmdb51_labels)
+            return [i for name in chosen for i in columns[name].vispr_ids]
     except ValueError as error:
         raise SettingError(f"<{setting}>={attributes}: {error}") from error
     if attributes == "all":

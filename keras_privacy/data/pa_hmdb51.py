@@ -9,7 +9,8 @@ and frames outside every range are negatives (`labels_at`).
 
 Its cross-dataset evaluation (`--eval_privacy_dataset=pa_hmdb51`): the target privacy model
 trains on VISPR relabelled by `vispr_as_pa_hmdb51` and is tested on `privacy_images`, frames
-each labelled with their own frame index.
+each labelled with their own frame index. Two label schemes (`LABEL_SCHEMES`) name the columns
+of both: VITA's five merged attributes, or SPAct's six VISPR-1 columns.
 """
 
 from __future__ import annotations
@@ -27,36 +28,71 @@ from keras_privacy.data.examples import Example, Split
 from keras_privacy.data.phvu import frame_images
 from keras_privacy.data.vispr import VISPR1
 
-PA_HMDB51_TO_VISPR1 = {
-    "gender": ("a4_gender",),
-    "face": ("a9_face_complete", "a10_face_partial"),
-    "nudity": ("a12_semi_nudity",),
-    "skin_color": ("a17_color",),
-    "relationship": ("a64_rel_personal", "a65_rel_social"),
-}
-"""The VISPR-1 ids behind each PA-HMDB51 attribute, in the order of the field's
-`attributes_pa_hmdb51` table (idx 0-4, Wu et al.'s code): a PA-HMDB51 attribute is present
-when any of its VISPR ids is (complete or partial face; personal or social relationship)."""
-
-PA_HMDB51_ATTRIBUTES = tuple(PA_HMDB51_TO_VISPR1)
-"""The five PA-HMDB51 attributes in label order: gender, face, nudity, skin_color,
-relationship: those of the annotation files and of SPAct Sec. 5.1 ("5 different human privacy
-attributes"); its supplementary (B) counts 6, VISPR-1's but a65_rel_soci."""
-
 LARGEST_VALUE = {"gender": 2, "face": 2, "nudity": 2, "skin_color": 3, "relationship": 1}
 """The largest value of each attribute (the module docstring gives their meanings); a value
 outside 0 .. this is a malformed annotation."""
+
+PA_HMDB51_ATTRIBUTES = ("gender", "face", "nudity", "skin_color", "relationship")
+"""The five attributes of the annotation files, in the order of the field's
+`attributes_pa_hmdb51` table (idx 0-4, Wu et al.'s code)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Column:
+    """One privacy label column on PA-HMDB51 and VISPR alike: present in a PA-HMDB51 frame when
+    a range holding it gives `attribute` one of `values` (for one of its people); present in a
+    VISPR image when any of the VISPR-1 ids `vispr_ids` is."""
+
+    attribute: str
+    values: tuple[int, ...]
+    vispr_ids: tuple[str, ...]
+
+
+LABEL_SCHEMES = {
+    "merged": {
+        "gender": Column("gender", (1, 2), ("a4_gender",)),
+        "face": Column("face", (1, 2), ("a9_face_complete", "a10_face_partial")),
+        "nudity": Column("nudity", (1, 2), ("a12_semi_nudity",)),
+        "skin_color": Column("skin_color", (1, 2, 3), ("a17_color",)),
+        "relationship": Column("relationship", (1,), ("a64_rel_personal", "a65_rel_social")),
+    },
+    "vispr1": {
+        "a17_color": Column("skin_color", (1, 2, 3), ("a17_color",)),
+        "a4_gender": Column("gender", (1, 2), ("a4_gender",)),
+        "a9_face_complete": Column("face", (2,), ("a9_face_complete",)),
+        "a10_face_partial": Column("face", (1,), ("a10_face_partial",)),
+        "a12_semi_nudity": Column("nudity", (1, 2), ("a12_semi_nudity",)),
+        "a64_rel_personal": Column("relationship", (1,), ("a64_rel_personal",)),
+    },
+}
+"""The label columns of the cross-dataset evaluation on PA-HMDB51, by scheme, in label order.
+`merged` is VITA's: the five annotated attributes, present when any value is > 0 (Wu et al.'s
+`vispr_anno_conversion.py`), each VISPR-1 id of the same kind merged onto one (complete or
+partial face, personal or social relationship); the meta generalisation paper names these five
+too. `vispr1` is SPAct's (supp. B: "the same as VISPR-1 subset ... except a65_rel_soci"; the
+penalty code scores `ap[:6]`, `train_privacy.py:126`): VISPR-1's first six ids, complete face
+(value 2) and partial face (value 1) as two columns, a relationship as a personal one."""
 
 Ranges = dict[str, list[tuple[int, int, tuple[int, ...]]]]
 """One video's annotation: attribute -> inclusive frame ranges (start, end, values)."""
 
 
-def attribute_subset(attributes: str) -> list[str]:
-    """The PA-HMDB51 attributes that `attributes` names: all five for `all`, else a
+def label_columns(scheme: str) -> dict[str, Column]:
+    """The label columns of `scheme` (`LABEL_SCHEMES`) by name; ValueError for another."""
+    if scheme not in LABEL_SCHEMES:
+        raise ValueError(
+            f"unknown PA-HMDB51 label scheme {scheme!r} (one of {', '.join(LABEL_SCHEMES)})"
+        )
+    return LABEL_SCHEMES[scheme]
+
+
+def attribute_subset(attributes: str, scheme: str = "merged") -> list[str]:
+    """The label columns of `scheme` that `attributes` names: all for `all`, else a
     comma-separated subset, in the order given. Raises ValueError naming an unknown one."""
+    columns = list(label_columns(scheme))
     if attributes == "all":
-        return list(PA_HMDB51_ATTRIBUTES)
-    return named_subset(attributes, PA_HMDB51_ATTRIBUTES, "PA-HMDB51")
+        return columns
+    return named_subset(attributes, columns, f"PA-HMDB51 ({scheme} labels)")
 
 
 def read_pa_hmdb51(
@@ -108,18 +144,21 @@ def read_frame_ranges(annotations_dir: str | os.PathLike) -> dict[str, Ranges]:
 
 
 def labels_at(
-    ranges: Ranges, frame: int, names: Sequence[str] = PA_HMDB51_ATTRIBUTES
+    ranges: Ranges, frame: int, names: Sequence[str] | None = None, scheme: str = "merged"
 ) -> tuple[int, ...]:
-    """The binary labels of frame `frame` over the attributes `names`: 1 where a range holding
-    the frame has a value (or a person's value) > 0, else 0 (also outside every range)."""
+    """The binary labels of frame `frame` over the columns `names` of `scheme` (default all):
+    1 where a range holding the frame gives the column's attribute one of its values (for one
+    of its people), else 0 (also outside every range)."""
+    columns = label_columns(scheme)
+    chosen = [columns[name] for name in (columns if names is None else names)]
     return tuple(
         int(
             any(
-                start <= frame <= end and any(v > 0 for v in values)
-                for start, end, values in ranges[name]
+                start <= frame <= end and any(v in column.values for v in values)
+                for start, end, values in ranges[column.attribute]
             )
         )
-        for name in names
+        for column in chosen
     )
 
 
@@ -167,27 +206,27 @@ def _ranges(ranges, path: Path, video: str, name: str) -> list[tuple[int, int, t
 
 
 def vispr_to_pa_hmdb51(
-    values: np.ndarray | Sequence[Sequence[float]], attribute_names: Sequence[str] = VISPR1
+    values: np.ndarray | Sequence[Sequence[float]],
+    attribute_names: Sequence[str] = VISPR1,
+    scheme: str = "merged",
 ) -> np.ndarray:
-    """(N, len(attribute_names)) VISPR labels or scores -> (N, 5) over PA_HMDB51_ATTRIBUTES.
+    """(N, len(attribute_names)) VISPR labels or scores -> (N, columns) over the label columns
+    of `scheme`.
 
-    Each PA-HMDB51 column is the maximum of its VISPR-1 columns (`PA_HMDB51_TO_VISPR1`), so a
-    privacy model trained on VISPR-1 can be scored on PA-HMDB51, as in the cross-dataset
-    protocols.
+    Each column is the maximum of its VISPR-1 columns (`Column.vispr_ids`), so a privacy model
+    trained on VISPR-1 can be scored on PA-HMDB51, as in the cross-dataset protocols.
     """
     values = np.asarray(values)
     if values.ndim != 2 or values.shape[1] != len(attribute_names):
         raise ValueError(
             f"expected values of shape (N, {len(attribute_names)}), got {values.shape}"
         )
-    absent = [i for ids in PA_HMDB51_TO_VISPR1.values() for i in ids if i not in attribute_names]
+    sources = [column.vispr_ids for column in label_columns(scheme).values()]
+    absent = [i for ids in sources for i in ids if i not in attribute_names]
     if absent:
         raise ValueError(f"attribute_names lack the VISPR-1 id(s) {absent}")
-    columns = {name: i for i, name in enumerate(attribute_names)}
-    return np.stack(
-        [values[:, [columns[i] for i in ids]].max(axis=1) for ids in PA_HMDB51_TO_VISPR1.values()],
-        axis=1,
-    )
+    index = {name: i for i, name in enumerate(attribute_names)}
+    return np.stack([values[:, [index[i] for i in ids]].max(axis=1) for ids in sources], axis=1)
 
 
 def privacy_images(
@@ -196,11 +235,12 @@ def privacy_images(
     out_dir: str | os.PathLike,
     frames_per_video: int,
     attributes: str = "all",
+    scheme: str = "merged",
 ) -> Split:
     """PA-HMDB51's labelled videos as privacy test images: `frames_per_video` equidistant
     frames of every video on disk, written as PNG under `out_dir` (kept if already there),
-    each with the labels of its own frame index over `attributes` (`labels_at`,
-    `attribute_subset`).
+    each with the labels of its own frame index over the columns `attributes` of `scheme`
+    (`labels_at`, `attribute_subset`).
 
     Raises FileNotFoundError naming missing videos when none of the annotated ones is on disk
     (the others are listed in the split's `missing`)."""
@@ -210,33 +250,38 @@ def privacy_images(
             f"PA-HMDB51: none of the {len(split.missing)} annotated videos is under {root}, "
             f"e.g. {'; '.join(split.missing[:3])}"
         )
-    names = attribute_subset(attributes)
+    names = attribute_subset(attributes, scheme)
     ranges = {
         resolve(root, video)[0]: video_ranges
         for video, video_ranges in read_frame_ranges(annotations_dir).items()
     }
 
     def frame_labels(path: str, frame: int) -> tuple[int, ...]:
-        return labels_at(ranges[path], frame, names)
+        return labels_at(ranges[path], frame, names, scheme)
 
-    return frame_images(_select(split, names), out_dir, frames_per_video, frame_labels)
+    unlabelled = dataclasses.replace(
+        split,
+        examples=[dataclasses.replace(e, privacy=()) for e in split.examples],
+        attribute_names=names,
+    )
+    return frame_images(unlabelled, out_dir, frames_per_video, frame_labels)
 
 
-def vispr_as_pa_hmdb51(split: Split, attributes: str = "all") -> Split:
-    """A VISPR split labelled over (at least) the VISPR-1 ids, relabelled over PA-HMDB51's
-    `attributes` by `vispr_to_pa_hmdb51`, so that a privacy model trained on VISPR is tested on
-    PA-HMDB51 (the cross-dataset protocol). Unlabelled examples stay unlabelled."""
+def vispr_as_pa_hmdb51(split: Split, attributes: str = "all", scheme: str = "merged") -> Split:
+    """A VISPR split labelled over (at least) the VISPR-1 ids, relabelled over the columns
+    `attributes` of `scheme` by `vispr_to_pa_hmdb51`, so that a privacy model trained on VISPR
+    is tested on PA-HMDB51 (the cross-dataset protocol). Unlabelled examples stay unlabelled."""
     examples = []
     for example in split.examples:
         privacy = example.privacy
         if privacy:
-            merged = vispr_to_pa_hmdb51([privacy], split.attribute_names)[0]
+            merged = vispr_to_pa_hmdb51([privacy], split.attribute_names, scheme)[0]
             privacy = tuple(int(value) for value in merged)
         examples.append(dataclasses.replace(example, privacy=privacy))
     relabelled = dataclasses.replace(
-        split, examples=examples, attribute_names=list(PA_HMDB51_ATTRIBUTES)
+        split, examples=examples, attribute_names=list(label_columns(scheme))
     )
-    return _select(relabelled, attribute_subset(attributes))
+    return _select(relabelled, attribute_subset(attributes, scheme))
 
 
 def _select(split: Split, names: Sequence[str]) -> Split:

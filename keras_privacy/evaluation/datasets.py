@@ -104,8 +104,8 @@ def evaluation_privacy_splits(config: ExperimentConfig, frames_dir: str | Path) 
 
     PA-HMDB51 has labelled test videos only: its test images are `--eval_privacy_frames`
     equidistant frames of each video (written under `frames_dir`), and the target privacy model
-    trains on the training VISPR (`--privacy_annotations`), its VISPR-1 labels merged onto
-    PA-HMDB51's attributes."""
+    trains on the training VISPR (`--privacy_annotations`); both are labelled over the columns
+    of `--eval_pa_hmdb51_labels`."""
     evaluation = config.evaluation_datasets()
     if evaluation.privacy_dataset != "pa_hmdb51":
         return sources.privacy_splits(evaluation.dataset_files("privacy"))
@@ -117,9 +117,12 @@ def evaluation_privacy_splits(config: ExperimentConfig, frames_dir: str | Path) 
         frames_dir,
         config.eval_privacy_frames,
         evaluation.privacy_attributes,
+        config.eval_pa_hmdb51_labels,
     )
     sources.report_missing("PA-HMDB51 videos", test)
-    train = pa_hmdb51.vispr_as_pa_hmdb51(vispr, evaluation.privacy_attributes)
+    train = pa_hmdb51.vispr_as_pa_hmdb51(
+        vispr, evaluation.privacy_attributes, config.eval_pa_hmdb51_labels
+    )
     return {"train": train, "test": test}
 
 
@@ -153,6 +156,13 @@ def evaluation_record(config: ExperimentConfig, data: EvaluationData) -> dict:
             "frames_per_video": config.eval_privacy_frames,
             "trained_on": f"VISPR-1 of {config.privacy_annotations}, merged",
         }
+        # Kept only where not the default, so that earlier reports compare with runs alike.
+        if config.eval_pa_hmdb51_labels != "merged":
+            datasets["privacy_dataset"] |= {
+                "labels": config.eval_pa_hmdb51_labels,
+                "trained_on": f"VISPR-1 of {config.privacy_annotations}, "
+                f"as PA-HMDB51's {config.eval_pa_hmdb51_labels} columns",
+            }
     # Kept only where set, so that reports written before them compare with runs without them.
     image_side = {"privacy_image_side": side} if (side := config.privacy_image_side) else {}
     test_epochs = {

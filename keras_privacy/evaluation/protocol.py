@@ -29,7 +29,8 @@ them on the training datasets; `cross_dataset`, `novel_actions` and `novel_attri
 `ExperimentConfig.validate` checks against the protocol (another dataset; privacy attributes
 disjoint from the training ones), and `evaluation_data`, once the split files are read, for
 action classes disjoint from the training ones. The raw-trained attacker is part of every
-protocol. `pa_hmdb51` is VITA's PA-HMDB51 protocol: f_A (with the same flags in train.py) and
+protocol. `pa_hmdb51` is SPAct's HMDB51 to PA-HMDB protocol (Sec. 5.3; VITA's code trains on
+more HMDB51 videos, README): f_A (with the same flags in train.py) and
 f'_T train on the HMDB51 training split without the PA-HMDB51 videos, and action top-1 and
 privacy are both tested on the PA-HMDB51 videos (`data.sources.pa_hmdb51_action_test`); f'_B trains
 on VISPR as in `cross_dataset`. PA-HMDB51's privacy is measured at frame level: each test image is
