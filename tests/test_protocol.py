@@ -2,6 +2,7 @@
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import cv2
@@ -16,6 +17,7 @@ from keras_privacy.data import pipelines
 from keras_privacy.data.cache import encode_jpeg, read_manifest, read_video_cache
 from keras_privacy.data.video import read_video
 from keras_privacy.evaluation import anonymizations, datasets, protocol
+from keras_privacy.evaluation.report import Report
 from keras_privacy.models import registry
 from keras_privacy.models.unet import apply_per_frame
 
@@ -57,8 +59,13 @@ def test_evaluate_learned_and_baselines_then_resume(benchmark, tmp_path, monkeyp
     for name in ("report.md", "tradeoff.png", "frames.png", "raw_attacker_resnet_tiny.keras"):
         assert (out / name).is_file(), name
     assert "downsample_4x" in report.markdown()
-    # Where it ran is kept with the results, and named under the table.
+    # How many examples each split used, and where it ran, are kept with the results.
     evaluation = json.loads((out / "report.json").read_text())["evaluation"]
+    assert evaluation["examples"]["action_test"] == {
+        "used": len(data.action_test),
+        "missing": 0,
+        "failed": 0,
+    }
     assert evaluation["environment"]["backend"] == keras.backend.backend()
     assert f"Last run on: Keras backend {keras.backend.backend()};" in report.markdown()
 
@@ -189,6 +196,37 @@ def test_interrupted_evaluation_keeps_finished_methods(benchmark, tmp_path, monk
     images = read_manifest(out / "cache" / "blacken" / "privacy_test")
     assert images["short_side"] == 44 and images["transform"].startswith("blacken at 44, boxes ")
     assert read_manifest(out / "cache" / "source" / "privacy_train")["short_side"] == 44
+
+
+def test_files_lost_by_the_evaluation_are_named_counted_and_reported(benchmark, tmp_path, caplog):
+    """A test video missing and another that does not decode: the evaluation goes on with
+    the others, warns naming each split's first loss and manifest, and report.json / report.md
+    say how many examples each split used and lost."""
+    copy = tmp_path / "benchmark"
+    shutil.copytree(benchmark, copy)
+    config = tiny_config(copy, tmp_path)
+    tested = sorted(Path(e.path) for e in protocol.evaluation_data(config).action_test.examples)
+    tested[0].unlink()
+    tested[1].write_bytes(b"not a video")
+    data = protocol.evaluation_data(config)
+    source = datasets.cached_data(data, tmp_path / "cache" / "source", 32, 16)
+    with caplog.at_level("WARNING"):
+        counts = datasets.examples_used(source)
+    assert counts["action_test"] == {"used": len(tested) - 2, "missing": 1, "failed": 1}
+    assert counts["action_train"]["missing"] == counts["action_train"]["failed"] == 0
+    assert counts["privacy_test"]["used"] == len(data.privacy_test)
+    warning = next(r.getMessage() for r in caplog.records if "action_test" in r.getMessage())
+    assert "2 listed files are not evaluated (1 missing, 1 failed to decode)" in warning
+    assert f"e.g. {tested[0]}: file not found" in warning
+    assert str(tmp_path / "cache" / "source" / "action_test" / "manifest.json") in warning
+
+    report = Report(tmp_path / "evaluation")
+    report.set_evaluation({**datasets.evaluation_record(config, data), "examples": counts})
+    note = (tmp_path / "evaluation" / "report.md").read_text()
+    used = len(tested) - 2
+    assert f"Listed files not evaluated: action_test {used} used, 1 missing, 1 failed" in note
+    saved = json.loads((tmp_path / "evaluation" / "report.json").read_text())
+    assert saved["evaluation"]["examples"] == counts
 
 
 def decoded_jpeg(jpeg: bytes) -> np.ndarray:

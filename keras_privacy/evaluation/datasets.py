@@ -5,12 +5,13 @@ the results mean (kept in report.json)."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 from pathlib import Path
 
 from keras_privacy import environment
 from keras_privacy.config import ExperimentConfig, SettingError
 from keras_privacy.data import pa_hmdb51, pipelines, sources
-from keras_privacy.data.cache import prepare_cache
+from keras_privacy.data.cache import MANIFEST, failure_line, prepare_cache, read_manifest
 from keras_privacy.data.examples import Split
 from keras_privacy.evaluation.anonymizations import Anonymization
 from keras_privacy.evaluation.targets import target_settings
@@ -65,6 +66,41 @@ def cached_data(
         cached("privacy_train", "image", "image"),
         cached("privacy_test", "image", test_scale),
     )
+
+
+SPLITS = ("action_train", "action_test", "privacy_train", "privacy_test")
+"""The four splits of an evaluation, as `EvaluationData` names them."""
+
+
+def examples_used(cached: EvaluationData) -> dict[str, dict]:
+    """Per split of `cached` (prepared caches): the examples the target models see (`used`),
+    and how many listed files were not on disk (`missing`) or failed to decode (`failed`).
+    Each split that lost files is logged with a warning naming the first and its manifest,
+    which lists them all: the metrics are then those of a smaller test (or training) set than
+    the dataset's."""
+    counts = {}
+    for name in SPLITS:
+        cache = Path(getattr(cached, name))
+        manifest = read_manifest(cache)
+        missing, failures = manifest["missing"], manifest["failures"]
+        counts[name] = {
+            "used": manifest["num_records"],
+            "missing": len(missing),
+            "failed": len(failures),
+        }
+        if missing or failures:
+            first = missing[0] if missing else failure_line(failures[0])
+            logging.warning(
+                "%s: %d listed files are not evaluated (%d missing, %d failed to decode), e.g. "
+                "%s; all are in %s",
+                name,
+                len(missing) + len(failures),
+                len(missing),
+                len(failures),
+                first,
+                cache / MANIFEST,
+            )
+    return counts
 
 
 def report_dir(config: ExperimentConfig) -> Path:

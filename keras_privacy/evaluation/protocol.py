@@ -69,6 +69,7 @@ from keras_privacy.evaluation.datasets import (
     cached_data,
     evaluation_data,
     evaluation_record,
+    examples_used,
     report_dir,
 )
 from keras_privacy.evaluation.report import RAW_METHOD, Report, save_frame_strip
@@ -106,6 +107,8 @@ def evaluate(
     record = evaluation_record(config, data)
     report.set_evaluation(record)
     source = cached_data(data, out_dir / "cache" / "source", config.frame_size, config.image_side())
+    record["examples"] = examples_used(source)
+    report.set_evaluation(record)
     classes, names = len(data.class_names), data.attribute_names
     attackers = {
         name: _raw_attacker(config, source, names, out_dir, name, record["privacy_dataset"])

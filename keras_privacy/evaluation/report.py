@@ -267,6 +267,21 @@ class Report:
                 "the penalty authors' choice), a best of several test scores, above a last "
                 "epoch's."
             )
+        lost = {
+            split: counts
+            for split, counts in record.get("examples", {}).items()
+            if counts["missing"] or counts["failed"]
+        }
+        if lost:
+            splits = "; ".join(
+                f"{split} {counts['used']} used, {counts['missing']} missing, "
+                f"{counts['failed']} failed to decode"
+                for split, counts in lost.items()
+            )
+            note += (
+                f"\n\nListed files not evaluated: {splits} (each split's manifest.json under "
+                "cache/source/ names them): the scores are of fewer examples than the dataset's."
+            )
         if "environment" in record:
             note += f"\n\nLast run on: {environment.summary(record['environment'])}"
         return note
