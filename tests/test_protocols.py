@@ -76,6 +76,7 @@ PA_EVALUATION = dict(
             r"--eval_privacy_attributes=face,eyes: unknown PA-HMDB51 \(merged.* eyes",
         ),
         (dict(eval_protocol="novel"), "--eval_protocol='novel' is not one of"),
+        (dict(eval_pa_hmdb51_labels="vita5"), "--eval_pa_hmdb51_labels='vita5' is not one of"),
         (
             dict(eval_protocol="pa_hmdb51", **VISPR_TRAINING, **PA_EVALUATION),
             "pa_hmdb51 trains on HMDB51 .* needs --action_dataset=hmdb51",
@@ -304,14 +305,7 @@ def test_pa_hmdb51_frames_over_spacts_vispr1_columns_keep_the_two_faces_apart():
         "skin_color": [(0, 258, (0, 3))],
         "relationship": [(120, 258, (1,))],
     }
-    assert pa_hmdb51.attribute_subset("all", "vispr1") == [
-        "a17_color",
-        "a4_gender",
-        "a9_face_complete",
-        "a10_face_partial",
-        "a12_semi_nudity",
-        "a64_rel_personal",
-    ]
+    assert pa_hmdb51.attribute_subset("all", "vispr1") == list(VISPR1[:6])
     # skin colour, gender, complete face, partial face, nudity, personal relationship
     assert pa_hmdb51.labels_at(ranges, 50, scheme="vispr1") == (1, 0, 0, 1, 1, 0)
     assert pa_hmdb51.labels_at(ranges, 130, scheme="vispr1") == (1, 0, 1, 1, 1, 1)
@@ -359,7 +353,29 @@ def write_vispr(folder, labels: dict[str, list[str]]):
         cv2.imwrite(str(folder / "images" / f"{name}.jpg"), np.full((20, 20, 3), 90, np.uint8))
 
 
-def test_cross_dataset_on_pa_hmdb51_trains_on_merged_vispr(benchmark, fixtures_dir, tmp_path):
+@pytest.mark.parametrize(
+    "labels, names, train, test",
+    [
+        (
+            "merged",
+            list(pa_hmdb51.PA_HMDB51_ATTRIBUTES),
+            [(0, 1, 0, 0, 1), (1, 0, 0, 0, 0)],
+            [(1, 0, 0, 1, 0), (1, 1, 0, 1, 0), (0, 0, 1, 1, 1), (0, 0, 1, 1, 1)],
+        ),
+        (
+            "vispr1",
+            list(VISPR1[:6]),
+            [(0, 0, 0, 1, 0, 0), (0, 1, 0, 0, 0, 0)],
+            [(1, 1, 0, 0, 0, 0), (1, 1, 1, 0, 0, 0), (1, 0, 0, 0, 1, 1), (1, 0, 0, 0, 1, 1)],
+        ),
+    ],
+)
+def test_cross_dataset_on_pa_hmdb51_labels_vispr_and_its_frames_alike(
+    benchmark, fixtures_dir, tmp_path, labels, names, train, test
+):
+    """f'_B trains on VISPR and is tested on PA-HMDB51's frames, both labelled over the columns
+    of `--eval_pa_hmdb51_labels`: VITA's five merged attributes, or SPAct's six VISPR-1 columns
+    (complete and partial face apart, no social relationship)."""
     vispr = tmp_path / "vispr"
     write_vispr(vispr, {"x": ["a10_face_partial", "a65_rel_social"], "y": ["a4_gender"]})
     annotations, root = write_pa_hmdb51(tmp_path, fixtures_dir)
@@ -374,64 +390,22 @@ def test_cross_dataset_on_pa_hmdb51_trains_on_merged_vispr(benchmark, fixtures_d
         eval_privacy_annotations=str(annotations),
         eval_privacy_root=str(root),
         eval_privacy_frames=2,
+        eval_pa_hmdb51_labels=labels,
         eval_dir=str(tmp_path / "evaluation"),
     )
     data = protocol.evaluation_data(config)
     assert data.class_names == list(synthetic.CLASSES)  # the action side is the training one
-    assert data.attribute_names == list(pa_hmdb51.PA_HMDB51_ATTRIBUTES)
-    assert [e.privacy for e in data.privacy_train.examples] == [(0, 1, 0, 0, 1), (1, 0, 0, 0, 0)]
-    # test.avi's frames 41 and 123 of 164, its face annotated from frame 81 on.
-    assert [e.privacy for e in data.privacy_test.examples] == [
-        (1, 0, 0, 1, 0),
-        (1, 1, 0, 1, 0),
-        (0, 0, 1, 1, 1),
-        (0, 0, 1, 1, 1),
-    ]
+    assert data.attribute_names == names
+    assert [e.privacy for e in data.privacy_train.examples] == train
+    # test.avi's frames 41 and 123 of 164 (its complete face from frame 81 on), part_0.mp4's two.
+    assert [e.privacy for e in data.privacy_test.examples] == test
     frames = tmp_path / "evaluation" / "pa_hmdb51_frames"
     assert all(e.path.startswith(str(frames)) for e in data.privacy_test.examples)
     record = protocol.evaluation_record(config, data)
     assert record["protocol"] == "cross_dataset"
     assert record["privacy_dataset"]["name"] == "pa_hmdb51"
+    assert record["privacy_dataset"].get("labels", "merged") == labels
     assert record["attribute_names"] == data.attribute_names
-
-
-def test_cross_dataset_on_pa_hmdb51_with_spacts_vispr1_columns(benchmark, fixtures_dir, tmp_path):
-    """`--eval_pa_hmdb51_labels=vispr1` labels the VISPR training images and the PA-HMDB51
-    frames over SPAct's six VISPR-1 columns, and the report records it."""
-    vispr = tmp_path / "vispr"
-    write_vispr(vispr, {"x": ["a10_face_partial", "a65_rel_social"], "y": ["a4_gender"]})
-    annotations, root = write_pa_hmdb51(tmp_path, fixtures_dir)
-    config = tiny_config(
-        benchmark,
-        tmp_path,
-        privacy_dataset="vispr",
-        privacy_annotations=str(vispr),
-        privacy_root=str(vispr),
-        eval_protocol="cross_dataset",
-        eval_privacy_dataset="pa_hmdb51",
-        eval_privacy_annotations=str(annotations),
-        eval_privacy_root=str(root),
-        eval_privacy_frames=2,
-        eval_pa_hmdb51_labels="vispr1",
-        eval_dir=str(tmp_path / "evaluation"),
-    )
-    data = protocol.evaluation_data(config)
-    assert data.attribute_names == list(VISPR1[:6])
-    assert [e.privacy for e in data.privacy_train.examples] == [
-        (0, 0, 0, 1, 0, 0),
-        (0, 1, 0, 0, 0, 0),
-    ]
-    # test.avi's frames 41 and 123 (its complete face from frame 81 on), part_0.mp4's two.
-    assert [e.privacy for e in data.privacy_test.examples] == [
-        (1, 1, 0, 0, 0, 0),
-        (1, 1, 1, 0, 0, 0),
-        (1, 0, 0, 0, 1, 1),
-        (1, 0, 0, 0, 1, 1),
-    ]
-    record = protocol.evaluation_record(config, data)
-    assert record["privacy_dataset"]["labels"] == "vispr1"
-    with pytest.raises(ValueError, match="--eval_pa_hmdb51_labels='vita5' is not one of"):
-        dataclasses.replace(config, eval_pa_hmdb51_labels="vita5").validate()
 
 
 def test_pa_hmdb51_protocol_trains_without_its_videos_and_tests_action_on_them(
