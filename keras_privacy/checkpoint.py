@@ -128,8 +128,17 @@ def restore_models(state: dict, models: dict[str, keras.Model]) -> None:
 
 
 def restore_optimizer(state: dict, optimizer: keras.optimizers.Optimizer) -> None:
-    """Load the optimizer state saved with the checkpoint `state` into a built `optimizer`."""
+    """Load the optimizer state saved with the checkpoint `state` into a built `optimizer`,
+    but its learning rates: they stay those it was built with (the run's flags, which a resume
+    may change, e.g. lowered after a divergence; a per-epoch rule sets its own each epoch)."""
+    rates = [
+        (variable, np.asarray(variable.value))
+        for variable in optimizer.variables
+        if variable.path.endswith("learning_rate")
+    ]
     _restore_values(Path(state["path"]) / "optimizer.npz", optimizer.variables, "optimizer")
+    for variable, value in rates:
+        variable.assign(value)
 
 
 def restore_restart_snapshot(state: dict, restart_snapshot: Sequence[keras.Variable]) -> None:

@@ -455,6 +455,31 @@ def test_nan_loss_stops_the_run_and_keeps_the_last_checkpoint(benchmark, tmp_pat
         assert all(np.isfinite(w).all() for w in model.get_weights())
 
 
+def test_a_resume_trains_at_the_learning_rates_of_its_flags(benchmark, tmp_path, monkeypatch):
+    """A run resumed mid-phase with another rate (lowered after a divergence, say) takes its
+    optimizer's moments and step count from the checkpoint, and its rates from the flags."""
+    settings = dict(identity_epochs=0, identity_warmup_epochs=0, action_init_epochs=0)
+    config = tiny_config(benchmark, tmp_path, privacy_init_epochs=0, minimax_epochs=1, **settings)
+    training.train(config)
+    restored = []
+    real_restore = checkpoint.restore_optimizer
+
+    def capturing_restore(state, optimizer):
+        real_restore(state, optimizer)
+        restored.append(optimizer)
+
+    monkeypatch.setattr(checkpoint, "restore_optimizer", capturing_restore)
+    lowered = dataclasses.replace(config, minimax_epochs=2, anonymizer_lr=3e-6, action_lr=2e-6)
+    training.train(lowered)
+    (optimizer,) = restored
+    rates = [
+        float(np.asarray(v.value)) for v in optimizer.variables if v.path.endswith("learning_rate")
+    ]
+    group_rates = sorted(rate for rate in rates if rate)  # the trainer's own is 0: unused
+    assert group_rates == pytest.approx(sorted([3e-6, 2e-6, config.privacy_lr]), rel=1e-6)
+    assert int(np.asarray(optimizer.iterations.value)) > 0  # the rest is the checkpoint's
+
+
 def test_training_on_an_empty_cache_names_the_cache_and_how_it_was_made(benchmark, tmp_path):
     broken = tmp_path / "broken.png"
     broken.write_bytes(b"not an image")
