@@ -78,8 +78,11 @@ def anonymize_video(
     `anonymizer` is a Keras model or a frame function (`keras_privacy.runtimes`).
     `stream_options` go to `keras_privacy.streaming.transcode` (keep_audio, policy,
     queue_size, input_format, input_options, output_format). Raises VideoDecodeError naming
-    `in_path` when it cannot be read; a file `out_path` is then left untouched.
+    `in_path` when it cannot be read; a file `out_path` is then left untouched. An `out_path`
+    that is `in_path` raises ValueError: the raw video would be overwritten as it is read.
     """
+    if _same_file(in_path, out_path):
+        raise ValueError(f"{out_path}: the output is the input video; name another file")
     if isinstance(anonymizer, keras.Model):
         anonymizer = keras_frames(anonymizer, anonymizer_factor(anonymizer))
     total = None if is_live(in_path) else probe_video(in_path).num_frames
@@ -95,6 +98,11 @@ def anonymize_video(
             on_batch=progress.update,
             **stream_options,
         )
+
+
+def _same_file(first: str | os.PathLike, second: str | os.PathLike) -> bool:
+    """Whether two local paths name one existing file or folder (links and `..` resolved)."""
+    return os.path.exists(first) and os.path.exists(second) and os.path.samefile(first, second)
 
 
 def _reason(path: Path, error: Exception) -> str:
@@ -133,6 +141,11 @@ def anonymize_folder(
     videos = list_videos(in_dir)
     if not videos:
         raise ValueError(f"{in_dir}: no video file ({', '.join(VIDEO_EXTENSIONS)})")
+    if _same_file(in_dir, out_dir):
+        raise ValueError(
+            f"{out_dir}: the output folder is the input folder, whose videos would be "
+            "overwritten; name another"
+        )
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     result = FolderResult()
     for path in videos:

@@ -99,6 +99,8 @@ def latest_checkpoint(run_dir: str | os.PathLike) -> dict | None:
         state = json.loads(pointer.read_text())
     except json.JSONDecodeError as error:
         raise CheckpointError(f"{pointer} is not valid JSON ({error})") from error
+    if not isinstance(state, dict) or not isinstance(state.get("folder"), str):
+        raise CheckpointError(f'{pointer} names no checkpoint folder (no "folder" entry)')
     state["path"] = str(pointer.parent / state["folder"])
     return state
 

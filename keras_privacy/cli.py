@@ -9,6 +9,7 @@ a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import traceback
@@ -55,4 +56,7 @@ def run_command(
                 traceback.print_exc(file=log)
             message += f" (traceback in {log_file})"
         print(message, file=sys.stderr)
-        return status
+    # The failed command's objects (held by the error's frames until now) are freed while the
+    # interpreter is whole: a tf.data iterator freed at its shutdown can hang the exit.
+    gc.collect()
+    return status

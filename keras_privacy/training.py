@@ -606,7 +606,14 @@ def _require_the_runs_settings(config: ExperimentConfig, run_dir: Path) -> None:
     recorded = run_dir / "config.json"
     if state is None or not recorded.is_file():
         return
-    kept, now = json.loads(recorded.read_text()), dataclasses.asdict(config)
+    try:
+        kept = json.loads(recorded.read_text())
+    except json.JSONDecodeError as error:
+        raise checkpoint.CheckpointError(
+            f"{recorded} is not valid JSON ({error}): the settings the run started with are "
+            "unknown; restore it, or start again in a new --run_dir"
+        ) from error
+    now = dataclasses.asdict(config)
     free = RESUMABLE_SETTINGS | {
         field.name
         for field in dataclasses.fields(config)

@@ -95,6 +95,22 @@ def test_single_corrupt_video_fails_with_its_name(model_path, tmp_path, capsys):
     assert not out.exists()
 
 
+def test_an_output_that_is_the_input_is_refused_and_the_raw_video_kept(
+    fixtures_dir, model_path, tmp_path, capsys
+):
+    folder = tmp_path / "videos"
+    folder.mkdir()
+    video = folder / "test.avi"
+    video.write_bytes((fixtures_dir / "videos" / "test.avi").read_bytes())
+    raw = video.read_bytes()
+    same = [str(video), str(folder / ".." / "videos" / "test.avi")]
+    assert main([*same, "--anonymizer", str(model_path)]) == 1
+    assert f"{same[1]}: the output is the input video" in capsys.readouterr().err
+    assert main([str(folder), str(tmp_path / "videos/"), "--anonymizer", str(model_path)]) == 1
+    assert "the output folder is the input folder" in capsys.readouterr().err
+    assert video.read_bytes() == raw
+
+
 def test_sizes_not_divisible_by_the_factor_are_padded_and_cropped(model_path, tmp_path):
     """38 x 50 frames for a UNet that needs multiples of 4; 10 frames in batches of 4 (the last
     batch is short)."""

@@ -273,6 +273,24 @@ def test_vispr_attribute_vocabulary(fixtures_dir):
     assert sorted(pa) == sorted(VISPR1)
 
 
+def test_vispr_attribute_vocabulary_written_by_a_spreadsheet_or_by_hand(fixtures_dir, tmp_path):
+    """A byte-order mark (Excel's, Notepad's) is dropped, not read as a header that is not one
+    (an `attribute_id` attribute); an id listed twice is named with both lines."""
+    text = (fixtures_dir / "vispr" / "attributes.tsv").read_text()
+    (tmp_path / "bom.tsv").write_text(text, encoding="utf-8-sig")
+    expected = read_attribute_vocabulary(fixtures_dir / "vispr" / "attributes.tsv")
+    assert read_attribute_vocabulary(tmp_path / "bom.tsv") == expected
+    lines = text.splitlines()
+    (tmp_path / "twice.tsv").write_text("\n".join([*lines, lines[3]]) + "\n")
+    with pytest.raises(DatasetFormatError) as raised:
+        read_attribute_vocabulary(tmp_path / "twice.tsv")
+    repeated = lines[3].split("\t")[1]
+    assert str(raised.value) == (
+        f"{tmp_path / 'twice.tsv'}:{len(lines) + 1}: attribute id {repeated!r} again (first on "
+        "line 4)"
+    )
+
+
 @pytest.mark.parametrize("attributes", ["vispr2", list(VISPR2)])
 def test_vispr2_subset(fixtures_dir, attributes):
     splits = read_vispr(fixtures_dir / "vispr", attributes=attributes)

@@ -205,7 +205,7 @@ def test_files_lost_by_the_evaluation_are_named_counted_and_reported(benchmark, 
     copy = tmp_path / "benchmark"
     shutil.copytree(benchmark, copy)
     config = tiny_config(copy, tmp_path)
-    tested = sorted(Path(e.path) for e in protocol.evaluation_data(config).action_test.examples)
+    tested = [Path(e.path) for e in protocol.evaluation_data(config).action_test.examples]
     tested[0].unlink()
     tested[1].write_bytes(b"not a video")
     data = protocol.evaluation_data(config)
@@ -227,6 +227,11 @@ def test_files_lost_by_the_evaluation_are_named_counted_and_reported(benchmark, 
     assert f"Listed files not evaluated: action_test {used} used, 1 missing, 1 failed" in note
     saved = json.loads((tmp_path / "evaluation" / "report.json").read_text())
     assert saved["evaluation"]["examples"] == counts
+    # The strip of frames shows the first test video that decodes, not the first listed.
+    assert data.action_test.examples[0].path == str(tested[1])
+    clip = protocol._example_frames(config, data, [])["raw"]
+    first_good = next(e.path for e in data.action_test.examples if Path(e.path) != tested[1])
+    np.testing.assert_array_equal(clip, read_video(first_good, max_frames=len(clip)))
 
 
 def decoded_jpeg(jpeg: bytes) -> np.ndarray:

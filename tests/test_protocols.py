@@ -469,6 +469,11 @@ def test_pa_hmdb51_protocol_trains_without_its_videos_and_tests_action_on_them(
         "-m keras_privacy.data prepare`)"
     )
     leave_out = ["--leave_out", str(annotations)]
+    # A --leave_out folder without the annotations (a typo, an empty copy) leaves nothing out,
+    # which the cache's record would hide: refused by name.
+    for wrong in (tmp_path / "typo", tmp_path / "evaluation"):
+        assert data_cli.main([*prepare, "--out", str(tmp_path / "x"), "--leave_out", str(wrong)])
+        assert not (tmp_path / "x" / "train" / "manifest.json").exists()
     assert data_cli.main([*prepare, "--out", str(tmp_path / "without"), *leave_out]) == 0
     cached.action_cache = str(tmp_path / "without" / "train")
     assert read_manifest(training_data(cached).videos)["num_records"] == 1

@@ -718,6 +718,23 @@ def test_a_checkpoint_file_cut_short_is_refused_by_name(tmp_path, damaged):
     )
 
 
+def test_a_damaged_pointer_or_config_of_the_run_is_named(tmp_path):
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    optimizer = keras.optimizers.Adam()
+    optimizer.build(model.trainable_variables)
+    checkpoint.save_checkpoint(tmp_path, "identity", 1, {"anonymizer": model}, optimizer, {})
+    pointer = tmp_path / "checkpoints" / "latest.json"
+    state = json.loads(pointer.read_text())
+    pointer.write_text(json.dumps({k: v for k, v in state.items() if k != "folder"}))
+    with pytest.raises(checkpoint.CheckpointError, match=f"{pointer} names no checkpoint folder"):
+        checkpoint.latest_checkpoint(tmp_path)
+    pointer.write_text(json.dumps(state))
+    (tmp_path / "config.json").write_text('{"method": "spa')
+    with pytest.raises(checkpoint.CheckpointError) as raised:
+        training._require_the_runs_settings(ExperimentConfig(), tmp_path)
+    assert str(raised.value).startswith(f"{tmp_path / 'config.json'} is not valid JSON (")
+
+
 @pytest.mark.parametrize(
     "config, flag, message",
     [

@@ -21,20 +21,21 @@ def read_lines(path: str | os.PathLike) -> list[tuple[int, str]]:
     return [(i, line.strip()) for i, line in enumerate(text.splitlines(), 1) if line.strip()]
 
 
-def read_text(path: str | os.PathLike, encoding: str = "utf-8") -> str:
-    """The text of an annotation file (`encoding` "utf-8-sig" drops a byte-order mark); raises
-    DatasetFormatError naming the file when it is not UTF-8 text."""
+def read_text(path: str | os.PathLike) -> str:
+    """The text of an annotation file, a byte-order mark dropped (Excel and Notepad write one:
+    it would stick to the first line's first field); raises DatasetFormatError naming the file
+    when it is not UTF-8 text."""
     try:
-        return Path(path).read_text(encoding=encoding)
+        return Path(path).read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as error:
         raise DatasetFormatError(f"{path}: not UTF-8 text ({error})") from error
 
 
-def read_json(path: str | os.PathLike, encoding: str = "utf-8") -> object:
-    """The JSON value of an annotation file; raises DatasetFormatError naming the file (and
-    the line) when it is not UTF-8 text or not JSON."""
+def read_json(path: str | os.PathLike) -> object:
+    """The JSON value of an annotation file (a byte-order mark dropped); raises
+    DatasetFormatError naming the file (and the line) when it is not UTF-8 text or not JSON."""
     try:
-        return json.loads(read_text(path, encoding))
+        return json.loads(read_text(path))
     except json.JSONDecodeError as error:
         raise DatasetFormatError(f"{path}:{error.lineno}: invalid JSON ({error.msg})") from error
 
@@ -42,7 +43,7 @@ def read_json(path: str | os.PathLike, encoding: str = "utf-8") -> object:
 def read_csv_rows(path: str | os.PathLike) -> list[list[str]]:
     """The rows of a CSV annotation file (a byte-order mark dropped); raises
     DatasetFormatError naming the file when it is not UTF-8 text."""
-    return list(csv.reader(io.StringIO(read_text(path, "utf-8-sig"), newline="")))
+    return list(csv.reader(io.StringIO(read_text(path), newline="")))
 
 
 def resolve(root: str | os.PathLike | None, relative: str) -> tuple[str, bool]:

@@ -199,7 +199,7 @@ def _read_csv(path: Path) -> list[tuple[str, dict]]:
 
 
 def _read_json(path: Path) -> list[tuple[str, dict]]:
-    records = read_json(path, "utf-8-sig")
+    records = read_json(path)
     if not isinstance(records, list):
         raise DatasetFormatError(f"{path}: expected a list of video records")
     rows = []

@@ -90,8 +90,13 @@ def action_splits(files: DatasetFiles, leave_out: str | Path = "") -> dict[str, 
 
 def without_pa_hmdb51(train: Split, annotations: str | Path) -> Split:
     """The HMDB51 training split `train` without the videos that the PA-HMDB51 annotation
-    folder `annotations` labels (VITA's protocol tests on them)."""
+    folder `annotations` labels (the `pa_hmdb51` protocol tests on them); a folder without
+    its files raises FileNotFoundError: no video would be left out."""
     annotated = set(pa_hmdb51.read_frame_ranges(annotations))
+    if not annotated:
+        raise FileNotFoundError(
+            f"{annotations}: no PA-HMDB51 '<action>.json' files, so no video would be left out"
+        )
     kept = [e for e in train.examples if _class_and_name(e.path) not in annotated]
     logging.info("HMDB51 training split: %d PA-HMDB51 videos left out", len(train) - len(kept))
     return dataclasses.replace(train, examples=kept)

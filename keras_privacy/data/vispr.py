@@ -42,7 +42,7 @@ SUBSETS = ("train", "val", "test")
 
 def read_attribute_vocabulary(path: str | os.PathLike) -> list[str]:
     """Attribute ids of `attributes.tsv` (TAB separated `idx attribute_id group description`)."""
-    ids = []
+    ids = {}
     for number, line in read_lines(path):
         fields = [field.strip() for field in line.split("\t")]
         if number == 1 and fields[:2] == ["idx", "attribute_id"]:
@@ -51,8 +51,13 @@ def read_attribute_vocabulary(path: str | os.PathLike) -> list[str]:
             raise DatasetFormatError(
                 f"{path}:{number}: expected TAB-separated 'idx attribute_id ...', got {line!r}"
             )
-        ids.append(fields[1])
-    return ids
+        if fields[1] in ids:
+            raise DatasetFormatError(
+                f"{path}:{number}: attribute id {fields[1]!r} again (first on line "
+                f"{ids[fields[1]]})"
+            )
+        ids[fields[1]] = number
+    return list(ids)
 
 
 def requested_ids(attributes: str | Sequence[str]) -> list[str] | None:

@@ -73,7 +73,7 @@ def _read_csv(path: Path, names: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
 
 
 def _read_json(path: Path, names: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
-    records = read_json(path, "utf-8-sig")
+    records = read_json(path)
     if not isinstance(records, dict):
         raise DatasetFormatError(f"{path}: expected an object mapping video names to labels")
     labels = {}

@@ -60,6 +60,7 @@ import keras
 import numpy as np
 
 from keras_privacy.config import ExperimentConfig
+from keras_privacy.data.errors import VideoDecodeError
 from keras_privacy.data.examples import Split
 from keras_privacy.data.video import read_video
 from keras_privacy.evaluation.anonymizations import Anonymization, methods_of
@@ -292,9 +293,16 @@ def _example_frames(
     data: EvaluationData,
     methods: Sequence[Anonymization],
 ) -> dict[str, np.ndarray]:
-    """The first test clip as each method shows it."""
-    source = data.action_test.examples[0]
-    clip = read_video(source.path, max_frames=config.clip_length * config.clip_stride)
+    """The first test clip that decodes as each method shows it (an undecodable test video,
+    left out of the scores, is passed over)."""
+    for source in data.action_test.examples:
+        try:
+            clip = read_video(source.path, max_frames=config.clip_length * config.clip_stride)
+            break
+        except VideoDecodeError as error:
+            logging.warning("frames.png: %s; taking the next test video", error)
+    else:
+        raise VideoDecodeError(f"no test video of {len(data.action_test)} decodes")
     frames = {"raw": clip}
     for method in methods:
         if method.model is not None:
