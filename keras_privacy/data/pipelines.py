@@ -17,13 +17,19 @@ number of frames (no blank or frozen padding frames).
 from __future__ import annotations
 
 import collections
+import logging
 import os
 import threading
 
 import numpy as np
 
 from keras_privacy.data import augment
-from keras_privacy.data.cache import parse_image_record, parse_video_record, read_manifest
+from keras_privacy.data.cache import (
+    DECODE_ERRORS,
+    parse_image_record,
+    parse_video_record,
+    read_manifest,
+)
 from keras_privacy.data.cache import shard_paths as cache_shards
 from keras_privacy.data.examples import Split
 from keras_privacy.data.images import read_image
@@ -251,13 +257,37 @@ class DecodedVideos:
         return frames
 
 
-_read_video = DecodedVideos(capacity_bytes=1 << 30)
+class _Skipping:
+    """A file reader whose decoding failures are logged once per file, through Python's
+    logging (TensorFlow's own warning is a traceback each time the file is drawn, and
+    `TF_CPP_MIN_LOG_LEVEL` hides it), then raised for the pipeline to skip the item."""
+
+    def __init__(self, read):
+        self.read = read
+        self.skipped: set[bytes] = set()
+        self._lock = threading.Lock()
+
+    def __call__(self, path: bytes) -> np.ndarray:
+        try:
+            return self.read(path)
+        except DECODE_ERRORS as error:
+            with self._lock:
+                first = path not in self.skipped
+                self.skipped.add(path)
+                count = len(self.skipped)
+            if first:
+                logging.warning(
+                    "skipping %s (it is left out of every epoch; %d undecodable files so far)",
+                    error if path.decode() in str(error) else f"{path.decode()}: {error}",
+                    count,
+                )
+            raise
 
 
-def _read_image(path: bytes) -> np.ndarray:
-    """An image file as RGB, decoded by the library `prepare` decodes with; its error names
-    the file, which the pipeline's warning then shows (TensorFlow's decoder names none)."""
-    return read_image(path.decode())
+_read_video = _Skipping(DecodedVideos(capacity_bytes=1 << 30))
+_read_image = _Skipping(lambda path: read_image(path.decode()))
+"""The decoders of the pipelines over files: videos in a shared cache of decoded frames,
+images by the library `prepare` decodes with."""
 
 
 def count_examples(source: Source) -> int:
@@ -296,9 +326,10 @@ def _prefetched(dataset: tf.data.Dataset) -> tf.data.Dataset:
 
 
 def _map(dataset: tf.data.Dataset, function, source) -> tf.data.Dataset:
-    """Parallel, order-keeping map; a file that fails to decode is skipped with a warning."""
+    """Parallel, order-keeping map; a file that fails to decode is skipped (`_skipping`
+    warns once per file)."""
     dataset = dataset.map(function, num_parallel_calls=AUTOTUNE, deterministic=True)
-    return dataset.ignore_errors(log_warning=True) if isinstance(source, _Files) else dataset
+    return dataset.ignore_errors() if isinstance(source, _Files) else dataset
 
 
 # ---------------------------------------------------------------------------- pipelines
