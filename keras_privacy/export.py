@@ -41,6 +41,7 @@ from collections.abc import Sequence
 import keras
 
 from keras_privacy import backend
+from keras_privacy.checkpoint import non_finite_variables
 from keras_privacy.cli import run_command
 
 PLATFORMS = ("cpu", "cuda")
@@ -63,7 +64,8 @@ def load_keras_anonymizer(path: str | os.PathLike) -> keras.Model:
     """Load a `.keras` anonymizer; importing keras_privacy.models registers its custom layers.
 
     Raises FileNotFoundError or ValueError naming `path` and the problem (Keras' own reason,
-    e.g. its refusal of a Lambda layer, whose Python code loading would run)."""
+    e.g. its refusal of a Lambda layer, whose Python code loading would run; weights that are
+    not finite, whose frames would be NaN)."""
     import keras_privacy.models  # noqa: F401
 
     if not os.path.isfile(path):
@@ -79,6 +81,12 @@ def load_keras_anonymizer(path: str | os.PathLike) -> keras.Model:
         reason = str(error).strip().splitlines()[0].split(". ")[0].rstrip(".")
         raise ValueError(f"{path}: not loadable as a Keras anonymizer ({reason})") from error
     _require_frames_to_frames(model, path)
+    bad = non_finite_variables({"anonymizer": model})
+    if bad:
+        raise ValueError(
+            f"{path}: the anonymizer holds non-finite weights (e.g. {', '.join(bad[:3])}): a "
+            "diverged model, whose frames would be NaN (written as black)"
+        )
     return model
 
 

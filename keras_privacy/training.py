@@ -642,6 +642,8 @@ def _require_the_runs_settings(config: ExperimentConfig, run_dir: Path) -> None:
 
 def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callback]) -> TrainResult:
     run_dir = Path(config.run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise NotADirectoryError(f"{run_dir}: --run_dir names a file, not a folder")
     chief = distribute.is_chief()
     note = backend_note(config)
     if note and chief:

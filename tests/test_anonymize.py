@@ -111,6 +111,26 @@ def test_an_output_that_is_the_input_is_refused_and_the_raw_video_kept(
     assert video.read_bytes() == raw
 
 
+def test_an_anonymizer_with_non_finite_weights_is_refused_by_name(
+    fixtures_dir, model_path, tmp_path, capsys
+):
+    """A diverged anonymizer would write NaN frames, cast to black: refused before any
+    frame, by anonymize and by evaluate.py's loader alike."""
+    from keras_privacy.evaluation.anonymizations import load_anonymizer
+
+    model = load_keras_anonymizer(model_path)
+    model.weights[0].assign(np.full(model.weights[0].shape, np.nan, "float32"))
+    diverged = tmp_path / "diverged.keras"
+    model.save(diverged)
+    out = tmp_path / "out.avi"
+    video = str(fixtures_dir / "videos" / "test.avi")
+    assert main([video, str(out), "--anonymizer", str(diverged)]) == 1
+    assert f"{diverged}: the anonymizer holds non-finite weights (e.g. " in capsys.readouterr().err
+    assert not out.exists()
+    with pytest.raises(ValueError, match="holds non-finite weights"):
+        load_anonymizer(diverged)
+
+
 def test_sizes_not_divisible_by_the_factor_are_padded_and_cropped(model_path, tmp_path):
     """38 x 50 frames for a UNet that needs multiples of 4; 10 frames in batches of 4 (the last
     batch is short)."""

@@ -59,6 +59,25 @@ def test_ucf101_class_index_crlf(ucf101_lists):
     assert all("\r" not in name and name == name.strip() for name in names)
 
 
+def test_ucf101_class_index_naming_a_class_twice_is_refused_there(ucf101_lists, tmp_path):
+    lines = (ucf101_lists / "classInd.txt").read_text().splitlines()
+    lines[1] = "2 ApplyEyeMakeup"
+    (tmp_path / "classInd.txt").write_text("\n".join(lines) + "\n")
+    with pytest.raises(DatasetFormatError) as raised:
+        read_class_index(tmp_path / "classInd.txt")
+    assert str(raised.value) == (
+        f"{tmp_path / 'classInd.txt'}:2: class 'ApplyEyeMakeup' again (first as class 1)"
+    )
+
+
+def test_an_empty_split_list_is_named_as_empty():
+    from keras_privacy.config import SettingError
+    from keras_privacy.data.sources import require_examples
+
+    with pytest.raises(SettingError, match="the split lists no example .is its list empty"):
+        require_examples(Split([]), "action_annotations")
+
+
 def test_ucf101_split1_counts_without_root(ucf101_lists):
     splits = read_ucf101(ucf101_lists, split=1)
     assert set(splits) == {"train", "test"}

@@ -224,7 +224,24 @@ def test_unknown_model_name_lists_the_known_ones():
 
 
 def test_cli_lists_and_counts(capsys):
-    models_cli(["list"])
+    assert models_cli(["list"]) == 0
     assert "r3d_18" in capsys.readouterr().out
-    models_cli(["count", "resnet50", "--num_classes", "1000"])
+    assert models_cli(["count", "resnet50", "--num_classes", "1000"]) == 0
     assert "25,557,032" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["count", "r3d_19"], "unknown model 'r3d_19' (anonymizers: "),
+        (["count", "r3d_tiny", "--num_classes=0"], "--num_classes: must be at least 1, got 0"),
+    ],
+)
+def test_cli_refuses_an_unknown_name_or_no_class_as_a_usage_error(capsys, args, message):
+    with pytest.raises(SystemExit) as exit_info:
+        models_cli(args)
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert message in error
+    if "unknown" in error:
+        assert "action models: " in error and "r3d_18" in error and "image models: " in error

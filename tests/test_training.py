@@ -718,6 +718,13 @@ def test_a_checkpoint_file_cut_short_is_refused_by_name(tmp_path, damaged):
     )
 
 
+def test_a_run_dir_that_is_a_file_is_named(benchmark, tmp_path):
+    (tmp_path / "run").write_text("notes")
+    with pytest.raises(NotADirectoryError, match=f"{tmp_path / 'run'}: --run_dir names a file"):
+        training.train(tiny_config(benchmark, tmp_path / "run"))
+    assert (tmp_path / "run").read_text() == "notes"
+
+
 def test_a_damaged_pointer_or_config_of_the_run_is_named(tmp_path):
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     optimizer = keras.optimizers.Adam()

@@ -21,6 +21,11 @@ def read_class_index(path: str | os.PathLike) -> list[str]:
             raise DatasetFormatError(
                 f"{path}:{number}: class index {parts[0]} out of order (expected {len(names) + 1})"
             )
+        if parts[1] in names:
+            raise DatasetFormatError(
+                f"{path}:{number}: class {parts[1]!r} again (first as class "
+                f"{names.index(parts[1]) + 1})"
+            )
         names.append(parts[1])
     return names
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 import numpy as np
 
@@ -14,32 +15,45 @@ def trainable_parameters(model) -> int:
     return int(sum(np.prod(v.shape) for v in model.trainable_variables))
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Run the command of `argv` (default: the command line): list the models or count one."""
+def _positive(text: str) -> int:
+    """An argparse type: an integer of at least 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command of `argv` (default: the command line): list the models or count one;
+    returns the exit status (an unknown name: a usage error listing every kind's names)."""
     parser = argparse.ArgumentParser(prog="python -m keras_privacy.models")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="Every registered model name, by kind.")
     count = commands.add_parser("count", help="Parameter count of a registered model.")
     count.add_argument("name")
-    count.add_argument("--num_classes", type=int, default=None)
+    count.add_argument("--num_classes", type=_positive, default=None)
     args = parser.parse_args(argv)
-
+    kinds = (
+        ("anonymizers", registry.ANONYMIZERS),
+        ("action models", registry.ACTION_MODELS),
+        ("image models", registry.IMAGE_MODELS),
+    )
     if args.command == "list":
-        for kind, models in (
-            ("anonymizers", registry.ANONYMIZERS),
-            ("action models", registry.ACTION_MODELS),
-            ("image models", registry.IMAGE_MODELS),
-        ):
+        for kind, models in kinds:
             print(f"{kind}: {', '.join(sorted(models))}")
-        return
+        return 0
     if args.name in registry.ACTION_MODELS:
         model = registry.build_action_model(args.name, num_classes=args.num_classes or 400)
     elif args.name in registry.IMAGE_MODELS:
         model = registry.build_image_backbone(args.name, num_classes=args.num_classes)
-    else:
+    elif args.name in registry.ANONYMIZERS:
         model = registry.build_anonymizer(args.name)
+    else:
+        known = "; ".join(f"{kind}: {', '.join(sorted(models))}" for kind, models in kinds)
+        count.error(f"unknown model {args.name!r} ({known})")
     print(f"{args.name}: {trainable_parameters(model):,} parameters")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
