@@ -14,6 +14,7 @@ import tiny_models
 from tiny_models import tiny_config
 
 from keras_privacy.config import ExperimentConfig, SettingError
+from keras_privacy.config.evaluation import PA_HMDB51_LABELS
 from keras_privacy.data import __main__ as data_cli
 from keras_privacy.data import pa_hmdb51, synthetic
 from keras_privacy.data.cache import prepare_cache, read_image_cache, read_manifest, verify_cache
@@ -306,6 +307,8 @@ def test_pa_hmdb51_frames_over_spacts_vispr1_columns_keep_the_two_faces_apart():
         "relationship": [(120, 258, (1,))],
     }
     assert pa_hmdb51.attribute_subset("all", "vispr1") == list(VISPR1[:6])
+    # The flag's choices, kept by the settings without importing the data readers (PyAV).
+    assert tuple(pa_hmdb51.LABEL_SCHEMES) == PA_HMDB51_LABELS
     # skin colour, gender, complete face, partial face, nudity, personal relationship
     assert pa_hmdb51.labels_at(ranges, 50, scheme="vispr1") == (1, 0, 0, 1, 1, 0)
     assert pa_hmdb51.labels_at(ranges, 130, scheme="vispr1") == (1, 0, 1, 1, 1, 1)

@@ -259,12 +259,8 @@ def privacy_images(
     def frame_labels(path: str, frame: int) -> tuple[int, ...]:
         return labels_at(ranges[path], frame, names, scheme)
 
-    unlabelled = dataclasses.replace(
-        split,
-        examples=[dataclasses.replace(e, privacy=()) for e in split.examples],
-        attribute_names=names,
-    )
-    return frame_images(unlabelled, out_dir, frames_per_video, frame_labels)
+    columns = dataclasses.replace(split, attribute_names=names)
+    return frame_images(columns, out_dir, frames_per_video, frame_labels)
 
 
 def vispr_as_pa_hmdb51(split: Split, attributes: str = "all", scheme: str = "merged") -> Split:

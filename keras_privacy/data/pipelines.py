@@ -326,7 +326,7 @@ def _prefetched(dataset: tf.data.Dataset) -> tf.data.Dataset:
 
 
 def _map(dataset: tf.data.Dataset, function, source) -> tf.data.Dataset:
-    """Parallel, order-keeping map; a file that fails to decode is skipped (`_skipping`
+    """Parallel, order-keeping map; a file that fails to decode is skipped (`_Skipping`
     warns once per file)."""
     dataset = dataset.map(function, num_parallel_calls=AUTOTUNE, deterministic=True)
     return dataset.ignore_errors() if isinstance(source, _Files) else dataset

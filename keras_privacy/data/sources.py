@@ -349,10 +349,9 @@ def require_examples(source: pipelines.Source, flag: str) -> None:
     if isinstance(source, Split):
         if not source.missing:
             raise SettingError(f"<{flag}>: the split lists no example (is its list empty?)")
-        missing = f", e.g. {source.missing[0]}" if source.missing else ""
         raise SettingError(
             f"<{flag}>: the split has no example on disk ({len(source.missing)} listed files "
-            f"missing{missing})"
+            f"missing, e.g. {source.missing[0]})"
         )
     manifest = read_manifest(source)
     failures = manifest["failures"]
