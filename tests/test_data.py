@@ -166,6 +166,37 @@ def test_ucf101_malformed_line_names_file_and_line(fixtures_dir, tmp_path, bad_l
     assert f"{folder / 'trainlist01.txt'}:{line_number}:" in str(info.value)
 
 
+@pytest.mark.parametrize(
+    "train_lines, test_line, where, first",
+    [
+        (  # a line repeated in the train list, the name's case changed
+            [
+                "ApplyEyeMakeup/v_ApplyEyeMakeup_g08_c01.avi 1",
+                "applyeyemakeup/v_applyEyeMakeup_g08_c01.avi 1",
+            ],
+            "ApplyEyeMakeup/v_ApplyEyeMakeup_g01_c01.avi",
+            "trainlist01.txt:2",
+            "trainlist01.txt:1",
+        ),
+        (  # a training video in the test list
+            ["ApplyEyeMakeup/v_ApplyEyeMakeup_g08_c01.avi 1"],
+            "ApplyEyeMakeup/v_ApplyEyeMakeup_g08_c01.avi",
+            "testlist01.txt:1",
+            "trainlist01.txt:1",
+        ),
+    ],
+)
+def test_ucf101_a_video_listed_twice_is_refused_with_both_lines(
+    fixtures_dir, tmp_path, train_lines, test_line, where, first
+):
+    folder = _ucf101_copy(fixtures_dir, tmp_path, train_lines)
+    (folder / "testlist01.txt").write_text(test_line + "\r\n")
+    with pytest.raises(DatasetFormatError) as raised:
+        read_ucf101(folder)
+    assert str(raised.value).startswith(f"{folder / where}: ")
+    assert str(raised.value).endswith(f"is listed again (first at {folder / first})")
+
+
 def test_ucf101_malformed_class_index(tmp_path):
     path = tmp_path / "classInd.txt"
     path.write_text("1 ApplyEyeMakeup\r\nx ApplyLipstick\r\n")
@@ -241,6 +272,14 @@ def test_hmdb51_line_with_an_extra_field_is_refused(tmp_path):
     path.write_text("a.avi 1 \nd.avi 2 1\n")
     with pytest.raises(DatasetFormatError, match=re.escape(f"{path}:2: expected")):
         read_hmdb51(tmp_path)
+
+
+def test_hmdb51_a_video_on_two_lines_is_refused_with_both(tmp_path):
+    path = tmp_path / "brush_hair_test_split1.txt"
+    path.write_text("a.avi 1 \nb.avi 2 \na.avi 2 \n")
+    with pytest.raises(DatasetFormatError) as raised:
+        read_hmdb51(tmp_path)
+    assert str(raised.value) == f"{path}:3: 'brush_hair/a.avi' is listed again (first at {path}:1)"
 
 
 def test_hmdb51_class_without_this_splits_file_is_refused(tmp_path):

@@ -46,6 +46,22 @@ def read_csv_rows(path: str | os.PathLike) -> list[list[str]]:
     return list(csv.reader(io.StringIO(read_text(path), newline="")))
 
 
+class ListedOnce:
+    """Refuses a video that a dataset's split lists name twice, in one list or in both train
+    and test: a repeated line would weight a clip twice, an overlap would test on training
+    videos. Names are compared case-insensitively, as `resolve` finds files."""
+
+    def __init__(self) -> None:
+        self._first_line: dict[str, str] = {}
+
+    def check(self, video: str, where: str) -> None:
+        """Records `video` as listed at `where` ("file:line"); raises DatasetFormatError
+        naming both lines when it was listed before."""
+        first = self._first_line.setdefault(video.lower(), where)
+        if first != where:
+            raise DatasetFormatError(f"{where}: {video!r} is listed again (first at {first})")
+
+
 def resolve(root: str | os.PathLike | None, relative: str) -> tuple[str, bool]:
     """The on-disk path of `relative` under `root` and whether it exists.
 

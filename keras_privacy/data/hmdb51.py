@@ -6,7 +6,7 @@ import logging
 import os
 from pathlib import Path
 
-from keras_privacy.data.annotations import read_lines, resolve
+from keras_privacy.data.annotations import ListedOnce, read_lines, resolve
 from keras_privacy.data.errors import DatasetFormatError
 from keras_privacy.data.examples import Example, Split
 
@@ -23,7 +23,8 @@ def read_hmdb51(
 
     Each line of `<class>_test_splitN.txt` is `video.avi N` (1 = train, 2 = test, 0 = unused;
     names may contain `#`, never a space). Class names are sorted alphabetically (`climb` before
-    `climb_stairs`), the usual HMDB51 label order. With `root`, videos are
+    `climb_stairs`), the usual HMDB51 label order. A video on two lines of a class's file is
+    refused. With `root`, videos are
     `root/<class>/<video>` and files not on disk are listed in `Split.missing`.
     """
     if split not in (1, 2, 3):
@@ -31,6 +32,7 @@ def read_hmdb51(
     files = _split_files(annotations_dir, split)
     class_names = sorted(files)
     subsets = {"train": ([], []), "test": ([], [])}
+    listed = ListedOnce()
     for label, name in enumerate(class_names):
         path = files[name]
         for number, line in read_lines(path):
@@ -40,6 +42,7 @@ def read_hmdb51(
                     f"{path}:{number}: expected 'video.avi 0|1|2', got {line!r}"
                 )
             video, code = fields
+            listed.check(f"{name}/{video}", f"{path}:{number}")
             if code == "0":
                 continue
             examples, missing = subsets[SUBSETS[code]]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from keras_privacy.data.annotations import read_lines, resolve
+from keras_privacy.data.annotations import ListedOnce, read_lines, resolve
 from keras_privacy.data.errors import DatasetFormatError
 from keras_privacy.data.examples import Example, Split
 
@@ -37,7 +37,8 @@ def read_ucf101(
 
     Train lines carry a 1-based label (`Class/v_Class_g08_c01.avi 1`), checked against the
     class folder; test lines carry none, so the label comes from the class folder, matched
-    case-insensitively (`HandstandPushups` holds `v_HandStandPushups_*`). With `root`, paths are
+    case-insensitively (`HandstandPushups` holds `v_HandStandPushups_*`). A video listed twice
+    (in one list, or in both) is refused. With `root`, paths are
     `root/<line path>`, found case-insensitively when the exact one is absent, and files not on
     disk are listed in `Split.missing` instead of `examples`.
     """
@@ -46,7 +47,7 @@ def read_ucf101(
     annotations_dir = Path(annotations_dir)
     class_names = read_class_index(annotations_dir / "classInd.txt")
     by_lower_name = {name.lower(): i for i, name in enumerate(class_names)}
-    result = {}
+    result, listed = {}, ListedOnce()
     for subset in ("train", "test"):
         list_path = annotations_dir / f"{subset}list0{split}.txt"
         examples, missing = [], []
@@ -67,6 +68,7 @@ def read_ucf101(
                     f"{list_path}:{number}: label {rest[0]} does not match class folder {folder!r}"
                     f" (class {label + 1})"
                 )
+            listed.check(relative, f"{list_path}:{number}")
             path, exists = resolve(root, relative)
             if exists:
                 examples.append(Example(path=path, label=label))
