@@ -116,6 +116,32 @@ def test_an_unknown_model_name_is_named_with_its_flag(flag):
         parse(flag).validate()
 
 
+@pytest.mark.parametrize(
+    "methods, message",
+    [
+        ("raw,blur_stron", "--eval_methods: unknown method 'blur_stron'; choose learned, NAME="),
+        ("raw=runs/a.keras", "--eval_methods: 'raw=runs/a.keras' needs a name that is not a"),
+        ("mine=", "--eval_methods: 'mine=' needs a name that is not a baseline, and a path"),
+        (" , ", "--eval_methods names no method"),
+        ("learned,raw,spact=runs/a.keras", "names a method twice: spact, raw, spact"),
+    ],
+)
+def test_eval_methods_are_checked_before_training(methods, message):
+    """train.py validates the same config, so a misspelt method stops it before training."""
+    with pytest.raises(ValueError, match=re.escape(message)):
+        parse(f"--eval_methods={methods}").validate()
+    parse("--eval_methods=learned,other=runs/b/anonymizer.keras,face_blur").validate()
+
+
+def test_the_settings_name_every_baseline():
+    """The settings keep the baselines' names without importing them (OpenCV)."""
+    from keras_privacy.config.evaluation import EVAL_BASELINES, PEOPLE_BASELINES
+    from keras_privacy.evaluation import baselines
+
+    assert EVAL_BASELINES == tuple(baselines.BASELINES)
+    assert set(PEOPLE_BASELINES) == baselines.PEOPLE_BASELINES
+
+
 def test_seeds_run_one_config_per_seed_in_its_own_folder():
     config = parse("--seed=3", "--seeds=2", "--run_dir=runs/x", "--eval_dir=runs/x/eval")
     config.validate()

@@ -19,6 +19,22 @@ EVAL_PROTOCOLS = ("same", "cross_dataset", "novel_actions", "novel_attributes", 
 EVAL_PRIVACY_DATASETS = (*PRIVACY_DATASETS, "pa_hmdb51")
 PA_HMDB51_LABELS = ("merged", "vispr1")
 """The label schemes of PA-HMDB51's privacy evaluation (`data.pa_hmdb51.LABEL_SCHEMES`)."""
+LEARNED = "learned"
+"""The <eval_methods> entry of this run's anonymizer."""
+EVAL_BASELINES = (
+    "raw",
+    "downsample_2x",
+    "downsample_4x",
+    "blacken",
+    "blur_strong",
+    "blur_weak",
+    "face_blur",
+    "face_blacken",
+    "face_pixelate",
+)
+"""The baselines of <eval_methods> (`evaluation.baselines.BASELINES`, which imports OpenCV)."""
+PEOPLE_BASELINES = ("blacken", "blur_strong", "blur_weak")
+"""The baselines that need person boxes (`evaluation.baselines.PEOPLE_BASELINES`)."""
 EVAL_ACTION_SCHEDULES = ("plateau", "cosine")
 EVAL_DATA_FIELDS = (
     "action_dataset",
@@ -388,6 +404,46 @@ def validate_evaluation(config) -> None:
     one_of("eval_privacy_dataset", evaluation.privacy_dataset, EVAL_PRIVACY_DATASETS)
     one_of("eval_pa_hmdb51_labels", config.eval_pa_hmdb51_labels, PA_HMDB51_LABELS)
     _validate_protocol(config, evaluation)
+    eval_method_names(config)
+
+
+def eval_method_names(config) -> list[str]:
+    """The report rows that `config.eval_methods` names, checked by name, so that train.py
+    refuses a misspelt method before training rather than evaluate.py after it (evaluate.py
+    looks for the files of `learned` and NAME=PATH)."""
+    result = []
+    for entry in (entry.strip() for entry in config.eval_methods.split(",")):
+        if not entry:
+            continue
+        if entry == LEARNED:
+            result.append(config.learned_name())
+        elif "=" in entry:
+            name, path = (part.strip() for part in entry.split("=", 1))
+            if not name or name in EVAL_BASELINES or not path:
+                raise SettingError(
+                    f"<eval_methods>: {entry!r} needs a name that is not a baseline, and a path"
+                )
+            result.append(name)
+        elif entry in EVAL_BASELINES:
+            result.append(entry)
+        else:
+            raise SettingError(
+                f"<eval_methods>: unknown method {entry!r}; choose {LEARNED}, NAME=PATH (a saved "
+                f"anonymizer) or one of {', '.join(EVAL_BASELINES)}"
+            )
+    if not result:
+        raise SettingError("<eval_methods> names no method")
+    if len(set(result)) != len(result):
+        raise SettingError(f"<eval_methods> names a method twice: {', '.join(result)}")
+    people = [name for name in result if name in PEOPLE_BASELINES]
+    if config.eval_boxes and people and config.evaluation_datasets().privacy_dataset == "pa_hmdb51":
+        raise SettingError(
+            f"<eval_boxes> with {', '.join(people)} on PA-HMDB51: its test images are frames "
+            "evaluate.py writes itself (named by video and frame number), which a box file "
+            "cannot name yet; leave out <eval_boxes> (people are then found on every file) or "
+            "these baselines"
+        )
+    return result
 
 
 def _validate_protocol(config, evaluation) -> None:

@@ -13,22 +13,20 @@ from pathlib import Path
 import keras
 import numpy as np
 
-from keras_privacy.config import ExperimentConfig, SettingError
+from keras_privacy.config import ExperimentConfig
+from keras_privacy.config.evaluation import LEARNED, eval_method_names
 from keras_privacy.data.cache import FrameTransform
 from keras_privacy.evaluation.baselines import (
     BASELINES,
     BLUR_REFERENCE_SIDE,
     BLURS,
     FACE_BASELINES,
-    PEOPLE_BASELINES,
     InputDownsample,
     build_baseline,
 )
 from keras_privacy.evaluation.detection import BoxesFromFile, Detector, PersonOrFaceDetector
 from keras_privacy.evaluation.faces import DEFACE_THRESHOLD, CenterFaceDetector
 from keras_privacy.export import load_keras_anonymizer
-
-LEARNED = "learned"
 
 ClipFn = Callable[[np.ndarray], np.ndarray]
 
@@ -156,6 +154,7 @@ def methods_of(config: ExperimentConfig) -> list[Anonymization]:
     reported under the training method's name with its variant settings (`spact`, `vita`,
     `spact (crop 0.25, both views)`, see `ExperimentConfig.learned_name`); `NAME=PATH` is any other
     saved anonymizer, reported as NAME, so the runs of several methods share one report."""
+    eval_method_names(config)
     boxes = BoxesFromFile(config.eval_boxes) if config.eval_boxes else None
     result = []
     for entry in (entry.strip() for entry in config.eval_methods.split(",")):
@@ -166,22 +165,7 @@ def methods_of(config: ExperimentConfig) -> list[Anonymization]:
             result.append(load_anonymizer(path, name=config.learned_name()))
         elif "=" in entry:
             name, path = (part.strip() for part in entry.split("=", 1))
-            if not name or name in BASELINES:
-                raise SettingError(f"<eval_methods>: {entry!r} needs a name that is not a baseline")
             result.append(load_anonymizer(path, name=name))
         else:
             result.append(baseline_anonymization(entry, boxes, config.face_threshold))
-    names = [method.name for method in result]
-    if not result:
-        raise SettingError("<eval_methods> names no method")
-    if len(set(names)) != len(names):
-        raise SettingError(f"<eval_methods> names a method twice: {', '.join(names)}")
-    people = sorted(set(names) & PEOPLE_BASELINES)
-    if boxes is not None and people and config.evaluation_datasets().privacy_dataset == "pa_hmdb51":
-        raise SettingError(
-            f"<eval_boxes> with {', '.join(people)} on PA-HMDB51: its test images are frames "
-            "evaluate.py writes itself (named by video and frame number), which a box file "
-            "cannot name yet; leave out <eval_boxes> (people are then found on every file) or "
-            "these baselines"
-        )
     return result
