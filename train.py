@@ -17,9 +17,9 @@ from pathlib import Path
 
 from absl import app, flags
 
-from keras_privacy.cli import backend_from_argv, run_command
+from keras_privacy.cli import run_command, script_argv
 
-backend_from_argv(sys.argv)  # before the flags' modules import Keras
+ARGV = script_argv(sys.argv)  # flag files expanded; the backend set before Keras is imported
 
 from keras_privacy.flags import define_script_flags, select_backend, validated_config  # noqa: E402
 
@@ -55,4 +55,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    app.run(main, argv=ARGV)

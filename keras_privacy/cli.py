@@ -1,4 +1,8 @@
-"""What every command line does with an error, in one place.
+"""What every command line does with its arguments and with an error, in one place.
+
+Flag files (`--flagfile=PATH`) are expanded here (`expand_flagfiles`) rather than by absl, so
+that a nested relative PATH is found next to the file that names it, a missing or circular
+one is named with the line that includes it, and `--backend` is seen inside one.
 
 A user error (a missing or malformed file, a bad flag value, an unsafe or unfitting model file,
 a diverged run: `USER_ERRORS`) is printed as one message, `error: ...`, naming the file and the
@@ -13,13 +17,82 @@ import gc
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 USER_ERRORS = (ValueError, OSError, RuntimeError)
 """What bad input raises here: ValueError (DatasetFormatError, ConversionError, Keras' refusal
 of a model), OSError (FileNotFoundError) and RuntimeError (CheckpointError,
 TrainingDivergedError, VideoDecodeError)."""
+
+
+class FlagfileError(ValueError):
+    """A flag file that is missing, unreadable or includes itself."""
+
+
+def script_argv(argv: Sequence[str]) -> list[str]:
+    """The arguments of `train.py` or `evaluate.py` (`argv`, program name first), flag files
+    expanded, with KERAS_BACKEND set from a `--backend` among them before anything imports
+    Keras (the settings' modules import it, and Keras fixes its backend on import). A bad flag
+    file exits with its message."""
+    try:
+        expanded = expand_flagfiles(argv)
+    except FlagfileError as error:
+        raise SystemExit(f"error: {error}") from None
+    backend_from_argv(expanded)
+    return expanded
+
+
+def expand_flagfiles(argv: Sequence[str]) -> list[str]:
+    """`argv` with each `--flagfile=PATH` (or `--flagfile PATH`) replaced by the arguments its
+    file holds, as absl reads them: one per line, blank lines and `#` or `//` comments skipped,
+    nested flag files expanded in place, and a later flag winning.
+
+    A relative PATH on the command line is the working directory's. In a flag file it is the
+    including file's folder's, so a config runs from any directory, else (as absl reads it) the
+    working directory's."""
+    result, rest = [], list(argv)
+    while rest:
+        argument = rest.pop(0)
+        if argument in ("--flagfile", "-flagfile"):
+            if not rest:
+                raise FlagfileError(f"{argument} with no file")
+            result += _flagfile_arguments(Path(rest.pop(0)).expanduser(), [])
+        elif argument.startswith(("--flagfile=", "-flagfile=")):
+            path = Path(argument.split("=", 1)[1]).expanduser()
+            result += _flagfile_arguments(path, [])
+        else:
+            result.append(argument)
+            if argument == "--":
+                return result + rest
+    return result
+
+
+def _flagfile_arguments(path: Path, chain: list[tuple[Path, int]]) -> list[str]:
+    """The arguments of the flag file `path`; `chain` holds the (file, line) of each flag file
+    that led to it, for the messages."""
+    including = " -> ".join(f"{file}:{line}" for file, line in chain)
+    if path.resolve() in [file.resolve() for file, _ in chain]:
+        raise FlagfileError(f"{path}: includes itself through {including}")
+    try:
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        problem = "no such file" if isinstance(error, FileNotFoundError) else error
+        named_by = f" (named at {including})" if chain else ""
+        raise FlagfileError(f"{path}: cannot read this flag file{named_by}: {problem}") from None
+    result = []
+    for number, line in enumerate(lines, 1):
+        line = line.strip()
+        if not line or line.startswith(("#", "//")):
+            continue
+        if line.startswith(("--flagfile=", "-flagfile=")):
+            nested = Path(line.split("=", 1)[1]).expanduser()
+            if (path.parent / nested).exists() or not nested.exists():
+                nested = path.parent / nested  # an absolute `nested` stays itself
+            result += _flagfile_arguments(nested, [*chain, (path, number)])
+        else:
+            result.append(line)
+    return result
 
 
 def backend_from_argv(argv: list[str]) -> None:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from absl import app, flags
 
+from keras_privacy.cli import expand_flagfiles
 from keras_privacy.config import ExperimentConfig
 from keras_privacy.spelling import spell
 
@@ -49,7 +50,7 @@ def parse_config(argv: Sequence[str], config_cls=ExperimentConfig):
     `train.py` parses them but not checked: a caller validates where it needs to."""
     flag_values = flags.FlagValues()
     define_flags(flag_values, config_cls)
-    flag_values(["keras_privacy", *argv])
+    flag_values(["keras_privacy", *expand_flagfiles(argv)])
     return config_from_flags(flag_values, config_cls)
 
 

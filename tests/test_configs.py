@@ -312,3 +312,49 @@ def test_help_texts_name_settings_and_the_flags_spell_them():
     flag_values = flags.FlagValues()
     define_script_flags(flag_values)
     assert "default --action_model" in flag_values["eval_action_model"].help
+
+
+def test_a_config_runs_from_any_directory_and_includes_are_found_next_to_their_file(
+    tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    penalty = parse(f"--flagfile={CONFIGS[0].parent / 'hmdb_vispr_penalty.cfg'}")
+    assert (penalty.method, penalty.action_model) == ("penalty", "i3d_r50")  # and hmdb_vispr's:
+    assert (penalty.image_size, penalty.eval_pa_hmdb51_labels) == (224, "vispr1")
+    mine = tmp_path / "mine" / "run.cfg"
+    mine.parent.mkdir()
+    ours = os.path.relpath(CONFIGS[0].parent / "synthetic.cfg", mine.parent)
+    mine.write_text(
+        f"# a user's config including ours\n--flagfile={ours}\n\n// absl's other comment\n"
+        "--batch_size=3\n"
+    )
+    config = parse("--flagfile", str(mine), "--minimax_epochs=2")
+    assert (config.batch_size, config.minimax_epochs, config.frame_size) == (3, 2, 40)
+
+
+def test_a_missing_or_circular_flag_file_is_named_with_the_line_including_it(tmp_path):
+    from keras_privacy.cli import FlagfileError, script_argv
+
+    outer, inner = tmp_path / "outer.cfg", tmp_path / "inner.cfg"
+    outer.write_text("--epochs=2\n--flagfile=inner.cfg\n")
+    with pytest.raises(FlagfileError) as raised:
+        parse(f"--flagfile={outer}")
+    assert str(raised.value) == (
+        f"{inner}: cannot read this flag file (named at {outer}:2): no such file"
+    )
+    inner.write_text("--flagfile=outer.cfg\n")
+    with pytest.raises(FlagfileError, match=re.escape(f"includes itself through {outer}:2 -> ")):
+        parse(f"--flagfile={outer}")
+    with pytest.raises(SystemExit, match=re.escape(f"error: {tmp_path / 'none.cfg'}: cannot read")):
+        script_argv(["train.py", f"--flagfile={tmp_path / 'none.cfg'}"])
+
+
+def test_a_backend_inside_a_flag_file_is_set_before_keras_is_imported(tmp_path, monkeypatch):
+    from keras_privacy.cli import script_argv
+
+    config = tmp_path / "jax.cfg"
+    config.write_text("--backend=jax\n--epochs=2\n")
+    monkeypatch.setenv("KERAS_BACKEND", "tensorflow")
+    argv = script_argv(["train.py", f"--flagfile={config}", "--verbose"])
+    assert argv == ["train.py", "--backend=jax", "--epochs=2", "--verbose"]
+    assert os.environ["KERAS_BACKEND"] == "jax"
