@@ -414,8 +414,9 @@ def test_cross_dataset_on_pa_hmdb51_labels_vispr_and_its_frames_alike(
 def test_pa_hmdb51_protocol_trains_without_its_videos_and_tests_action_on_them(
     benchmark, fixtures_dir, tmp_path
 ):
-    """VITA's protocol: HMDB51 split 1 (the real split files) without the PA-HMDB51 videos for
-    f_A and f'_T; action top-1 and privacy both on the PA-HMDB51 videos."""
+    """The pa_hmdb51 protocol (SPAct's Sec. 5.3): HMDB51 split 1 (the real split files)
+    without the PA-HMDB51 videos for f_A and f'_T; action top-1 and privacy both on the
+    PA-HMDB51 videos."""
     in_pa, kept = (
         "April_09_brush_hair_u_nm_np1_ba_goo_0.avi",
         "April_09_brush_hair_u_nm_np1_ba_goo_1.avi",

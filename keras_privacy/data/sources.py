@@ -75,7 +75,8 @@ class DatasetFiles:
 
 def action_splits(files: DatasetFiles, leave_out: str | Path = "") -> dict[str, Split]:
     """The action dataset's train and test splits. `leave_out`, a PA-HMDB51 annotation folder,
-    takes its videos out of the HMDB51 training split (VITA's protocol, which tests on them:
+    takes its videos out of the HMDB51 training split (the `pa_hmdb51` protocol, SPAct's Sec.
+    5.3, which tests on them:
     `pa_hmdb51_action_test`)."""
     if files.name == "synthetic":
         root = files.synthetic_root()
@@ -111,8 +112,8 @@ def pa_hmdb51_action_test(
     annotations: str | Path, root: str | Path, class_names: list[str]
 ) -> Split:
     """The PA-HMDB51 videos on disk (`annotations`: its PrivacyAttributes/, `root`: the HMDB51
-    videos) as the action test split of VITA's protocol, labelled by their action's index in
-    `class_names` (HMDB51's); an action outside them raises ValueError."""
+    videos) as the action test split of the `pa_hmdb51` protocol, labelled by their action's
+    index in `class_names` (HMDB51's); an action outside them raises ValueError."""
     videos = pa_hmdb51.read_pa_hmdb51(annotations, root)
     test = videos["test"]
     unknown = sorted(set(test.class_names) - set(class_names))
