@@ -108,6 +108,13 @@ def test_a_threshold_lies_in_zero_to_one(name):
             parse("--method=meta", f"--{name}={value}").validate()
 
 
+def test_the_f1_threshold_is_a_probability():
+    parse("--eval_f1_threshold=0.6225").validate()  # the authors' 0.5 on the logits
+    for value in ("0", "1", "nan"):
+        with pytest.raises(ValueError, match=r"--eval_f1_threshold must be"):
+            parse(f"--eval_f1_threshold={value}").validate()
+
+
 @pytest.mark.parametrize(
     "flag", ["--anonymizer=nope", "--action_model=nope", "--eval_privacy_model=nope"]
 )

@@ -29,7 +29,6 @@ WITHOUT_FLAG = {
     ("spact", "f_A identity data"),
     ("penalty", "f_A identity data"),
     ("spact", "frames' channel order"),
-    ("spact", "F1 threshold"),
     ("spact", "cMAP over attributes without a positive test image"),
     ("vita", "budget models' training images"),
     ("vita", "initialisation"),

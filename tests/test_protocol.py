@@ -1,5 +1,6 @@
 """The evaluation protocol end to end on a tiny synthetic benchmark with tiny models."""
 
+import dataclasses
 import json
 import re
 import shutil
@@ -16,7 +17,7 @@ from tiny_models import tiny_config
 from keras_privacy.data import pipelines
 from keras_privacy.data.cache import encode_jpeg, read_manifest, read_video_cache
 from keras_privacy.data.video import read_video
-from keras_privacy.evaluation import anonymizations, datasets, protocol
+from keras_privacy.evaluation import anonymizations, datasets, metrics, protocol, targets
 from keras_privacy.evaluation.report import Report
 from keras_privacy.models import registry
 from keras_privacy.models.unet import apply_per_frame
@@ -369,6 +370,15 @@ def test_the_targets_scores_are_the_papers_metrics_of_their_outputs(benchmark, t
     assert result["privacy_f1"] == pytest.approx(
         np.mean([f1_score(labels[:, a], probs[:, a] >= 0.5, zero_division=0.0) for a in kept])
     )
+    # The authors' F1 (0.5 on the logits), with intervals: the threshold reaches both.
+    authors = dataclasses.replace(config, eval_f1_threshold=0.6225, eval_bootstrap=50)
+    result = protocol.test_privacy_target(authors, model, data.privacy_test, names)
+    f1 = np.mean([f1_score(labels[:, a], probs[:, a] >= 0.6225, zero_division=0.0) for a in kept])
+    assert result["privacy_f1"] == pytest.approx(f1)
+    expected = metrics.privacy_f1_interval(labels, probs, 0.6225, 50, config.seed)
+    assert result["privacy_f1_interval"] == pytest.approx(list(expected))
+    assert targets.target_settings(authors)["privacy"]["f1_threshold"] == 0.6225
+    assert "f1_threshold" not in targets.target_settings(config)["privacy"]
 
 
 def test_a_blur_is_cached_at_the_scale_of_each_splits_source(benchmark, tmp_path, monkeypatch):

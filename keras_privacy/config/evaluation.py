@@ -224,6 +224,15 @@ class EvaluationSettings:
             "eval",
         ),
     )
+    eval_f1_threshold: float = field(
+        default=0.5,
+        metadata=described(
+            "Probability at or above which privacy F1 counts an attribute as predicted. The "
+            "SPAct and penalty authors' code thresholds logits at 0.5, a probability of 0.6225: "
+            "set that to compare F1 with their tables (cMAP does not depend on it).",
+            "eval",
+        ),
+    )
     eval_boxes: str = field(
         default="",
         metadata=described(
@@ -387,8 +396,9 @@ def validate_evaluation(config) -> None:
             )
     not_negative(config, ("eval_warmup_epochs", "eval_lr_patience"))
     _validate_test_epochs(config)
-    if not 0 < config.face_threshold < 1:
-        raise SettingError(f"<face_threshold> must be in (0, 1), got {config.face_threshold}")
+    for name in ("face_threshold", "eval_f1_threshold"):
+        if not 0 < getattr(config, name) < 1:
+            raise SettingError(f"<{name}> must be in (0, 1), got {getattr(config, name)}")
     for setting, chosen, known in (
         ("eval_action_model", config.eval_action_model_names(), registry.ACTION_MODELS),
         ("eval_privacy_model", config.eval_privacy_model_names(), registry.IMAGE_MODELS),

@@ -308,11 +308,14 @@ def target_settings(config: ExperimentConfig) -> dict:
     """How every target model of the evaluation is trained and tested: the action models,
     the privacy models (with their names) and the bootstrap of the intervals. Rows measured
     with other settings do not compare (`report.json` keeps it as `target_models`)."""
+    # Kept only where not the default, so that reports written before it compare with runs alike.
+    f1_threshold = config.eval_f1_threshold
     return {
         "action": action_target_settings(config),
         "privacy": {
             "models": config.eval_privacy_model_names(),
             **privacy_target_settings(config),
+            **({"f1_threshold": f1_threshold} if f1_threshold != 0.5 else {}),
         },
         "bootstrap": config.eval_bootstrap,
     }
@@ -448,9 +451,9 @@ def test_privacy_target(
     prefix: str = "privacy",
     intervals: bool = True,
 ) -> dict:
-    """cMAP and mean F1 (at probability 0.5) of `model` on the test images, and, with
-    `intervals`, their 95 % intervals by `--eval_bootstrap` resamples of the test images
-    (`<metric>_interval`)."""
+    """cMAP and mean F1 (at probability `--eval_f1_threshold`) of `model` on the test images,
+    and, with `intervals`, their 95 % intervals by `--eval_bootstrap` resamples of the test
+    images (`<metric>_interval`)."""
     dataset = pipelines.privacy_labelled_dataset(
         test, config.eval_batch_size("privacy"), config.image_size, training=False
     )
@@ -462,7 +465,7 @@ def test_privacy_target(
         paths.extend(path.decode() for path in batch["path"])
     probs, labels = np.concatenate(probs), np.concatenate(labels)
     cmap = metrics.privacy_cmap(labels, probs, names)
-    f1 = metrics.privacy_f1(labels, probs, names=names)
+    f1 = metrics.privacy_f1(labels, probs, config.eval_f1_threshold, names)
     result = {
         f"{prefix}_cmap": cmap.value,
         f"{prefix}_f1": f1.value,
@@ -476,7 +479,7 @@ def test_privacy_target(
         groups = metrics.row_groups([frame_source(path) for path in paths])
         cmap_interval = metrics.cmap_interval(labels, probs, samples, seed, groups)
         f1_interval = metrics.privacy_f1_interval(
-            labels, probs, samples=samples, seed=seed, groups=groups
+            labels, probs, config.eval_f1_threshold, samples, seed, groups
         )
         result[f"{prefix}_cmap_interval"] = list(cmap_interval)
         result[f"{prefix}_f1_interval"] = list(f1_interval)
