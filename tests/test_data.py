@@ -637,6 +637,28 @@ def test_vp_labels_not_utf8_names_file(tmp_path, name):
         read_vp_labels(path, ["face"])
 
 
+def test_vp_labels_csv_of_file_paths_and_label_lists(tmp_path):
+    """The form loaders of the VP release read: a list per video, in the names' order."""
+    path = tmp_path / "vp_ucf101_privacy_attribute_label.csv"
+    path.write_text(
+        'File Path,Array Values\r\nApplyEyeMakeup/v_A_g01_c01.mp4,"[1, 0, 1, 0, 0]"\r\n'
+        'Archery/v_C.mp4,"[0, 1, 1, 1, 0]"\r\n'
+    )
+    labels = read_vp_labels(path)
+    assert labels == {
+        "ApplyEyeMakeup/v_A_g01_c01.mp4": (1, 0, 1, 0, 0),
+        "Archery/v_C.mp4": (0, 1, 1, 1, 0),
+    }
+    split = Split([Example("/d/Archery/v_C.avi", 2)], class_names=["A", "B", "Archery"])
+    assert attach_privacy_labels(split, labels).examples[0].privacy == (0, 1, 1, 1, 0)
+    path.write_text('File Path,Array Values\nArchery/v_C.mp4,"[0, 1]"\n')
+    with pytest.raises(DatasetFormatError, match=re.escape(f"{path}:2: expected 'video,")):
+        read_vp_labels(path)
+    path.write_text('File Path,Array Values\nArchery/v_C.mp4,"[0, 1, 2, 0, 0]"\n')
+    with pytest.raises(DatasetFormatError, match=re.escape(f"{path}:2: expected a 0/1 label")):
+        read_vp_labels(path)
+
+
 def test_vp_labels_bad_suffix(tmp_path):
     with pytest.raises(ValueError, match="labels.txt"):
         read_vp_labels(tmp_path / "labels.txt")
@@ -655,6 +677,8 @@ def test_attach_privacy_labels():
     assert len(split) == 2  # the input split is left unchanged
     with pytest.raises(ValueError, match="v.avi"):
         attach_privacy_labels(split, {"v.avi": (1, 0)})
+    with pytest.raises(ValueError, match="two different labels for video 'v_c'"):
+        attach_privacy_labels(split, {"v_C.avi": (1, 0, 0, 0, 0), "v_c.mp4": (0, 0, 0, 0, 0)})
 
 
 # ---------------------------------------------------------------- video decoding

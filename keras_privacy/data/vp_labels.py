@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from collections.abc import Sequence
 from pathlib import Path, PurePath
@@ -14,6 +15,8 @@ from keras_privacy.data.examples import Split
 VP_ATTRIBUTES = ("face", "skin_color", "gender", "nudity", "relationship")
 """The five binary attributes of VP-UCF101 and VP-HMDB51 (face, skin colour, gender, nudity,
 familial relationship), in the order of the penalty paper's dataset section."""
+ARRAY_HEADER = ("File Path", "Array Values")
+"""The header of the VP labels' CSV as loaders of the release read it (one list per video)."""
 
 
 def read_vp_labels(
@@ -24,6 +27,8 @@ def read_vp_labels(
     Formats, chosen by the file suffix:
     - `.csv`: header `video,<attr1>,...`, one row per video; columns are picked by name, so
       their order in the file does not matter and extra columns are ignored;
+    - `.csv` with the header `File Path,Array Values` (as loaders of the VP release read it):
+      one video and a list of labels, `"[1, 0, 1, 0, 0]"`, taken in `attribute_names` order;
     - `.json`: `{"video.avi": {"attr": 0/1, ...}}` (picked by name) or
       `{"video.avi": [0, 1, ...]}` (taken in `attribute_names` order).
     Video names are kept as written (a bare name or `Class/video.avi`). A value other than
@@ -51,6 +56,8 @@ def _read_csv(path: Path, names: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
     if not rows:
         raise DatasetFormatError(f"{path}:1: empty file, expected a 'video,<attr>,...' header")
     header = [column.strip() for column in rows[0]]
+    if header == list(ARRAY_HEADER):
+        return _read_array_csv(path, rows, names)
     absent = [name for name in names if name not in header]
     if not header or header[0].lower() != "video" or absent:
         raise DatasetFormatError(
@@ -69,6 +76,31 @@ def _read_csv(path: Path, names: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
         if video in labels:
             raise DatasetFormatError(f"{where}: video {video!r} listed twice")
         labels[video] = tuple(_binary(row[c], where) for c in columns)
+    return labels
+
+
+def _read_array_csv(
+    path: Path, rows: list[list[str]], names: tuple[str, ...]
+) -> dict[str, tuple[int, ...]]:
+    """The rows of a `File Path,Array Values` CSV: a video and its labels as a JSON list."""
+    labels = {}
+    for number, row in enumerate(rows[1:], 2):
+        if not any(cell.strip() for cell in row):
+            continue
+        where = f"{path}:{number}"
+        try:
+            values = json.loads(row[1]) if len(row) == 2 else None
+        except json.JSONDecodeError:
+            values = None
+        if not isinstance(values, list) or len(values) != len(names):
+            raise DatasetFormatError(
+                f"{where}: expected 'video,\"[...]\"' with a list of {len(names)} labels, "
+                f"got {','.join(row)!r}"
+            )
+        video = row[0].strip()
+        if video in labels:
+            raise DatasetFormatError(f"{where}: video {video!r} listed twice")
+        labels[video] = tuple(_binary(value, where) for value in values)
     return labels
 
 
@@ -100,8 +132,9 @@ def attach_privacy_labels(
 ) -> Split:
     """A copy of `split` whose examples carry their video's labels from `labels`.
 
-    Videos are matched by file name, case-insensitively (label keys may also hold the class
-    folder). Examples without labels are left out and listed in `missing`.
+    Videos are matched by file name without its extension (loaders of the VP release turn
+    its `.mp4` names into UCF101's `.avi`), case-insensitively; label keys may also hold the
+    class folder. Examples without labels are left out and listed in `missing`.
     `attribute_names` names the label positions: pass the names given to `read_vp_labels`.
     """
     by_name: dict[str, tuple[int, ...]] = {}
@@ -111,13 +144,13 @@ def attach_privacy_labels(
                 f"labels of {video!r} have {len(values)} values for {len(attribute_names)} "
                 "attribute names"
             )
-        key = PurePath(video.replace("\\", "/")).name.lower()
+        key = PurePath(video.replace("\\", "/")).stem.lower()
         if key in by_name and by_name[key] != tuple(values):
-            raise ValueError(f"two different labels for video file name {key!r}")
+            raise ValueError(f"two different labels for video {key!r}")
         by_name[key] = tuple(values)
     examples, missing = [], list(split.missing)
     for example in split.examples:
-        values = by_name.get(PurePath(example.path).name.lower())
+        values = by_name.get(PurePath(example.path).stem.lower())
         if values is None:
             missing.append(f"{example.path}: no privacy labels")
         else:
