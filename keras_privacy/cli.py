@@ -95,6 +95,13 @@ def _flagfile_arguments(path: Path, chain: list[tuple[Path, int]]) -> list[str]:
     return result
 
 
+def refuse_a_file(path: str | os.PathLike, flag: str = "--out") -> None:
+    """Refuse by name a folder to write into that is a file (`flag`: what named it), before
+    any work: the OS's message would come later and name a path inside it."""
+    if Path(path).exists() and not Path(path).is_dir():
+        raise NotADirectoryError(f"{path}: {flag} names a file; name a folder (made if missing)")
+
+
 def backend_from_argv(argv: list[str]) -> None:
     """Set KERAS_BACKEND from a `--backend=NAME` (or `--backend NAME`) on the command line,
     before anything imports Keras: the settings' modules import it, and Keras fixes its backend

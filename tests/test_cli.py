@@ -2,6 +2,7 @@
 the traceback only under --verbose (or in the run's error.log)."""
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -80,6 +81,19 @@ def test_anonymize_names_the_missing_output_folder_or_the_bad_model(
     err = capsys.readouterr().err
     assert err.startswith("error: " + message.format(tmp=tmp_path, models=models))
     assert len(err.splitlines()) == 1
+
+
+def test_anonymize_names_an_output_folder_that_is_a_file(fixtures_dir, models, tmp_path, capsys):
+    videos = tmp_path / "videos"
+    videos.mkdir()
+    shutil.copy(fixtures_dir / "videos" / "test.avi", videos)
+    (tmp_path / "out").write_text("kept")
+    args = [str(videos), str(tmp_path / "out"), "--anonymizer", str(models / "tiny.keras")]
+    assert anonymize.main([*args, "--no_progress"]) == 1
+    assert capsys.readouterr().err == (
+        f"error: {tmp_path / 'out'}: the output folder names a file; name a folder (made if "
+        "missing)\n"
+    )
 
 
 def test_export_refuses_a_lambda_layer_in_one_line_or_with_its_traceback(models, tmp_path, capsys):

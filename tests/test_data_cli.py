@@ -76,6 +76,25 @@ def test_synthetic_version_5_style_is_named(tmp_path, capsys):
     assert not (tmp_path / "VERSION").exists()
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["synthetic"],
+        ["prepare", "--dataset", "ucf101", "--annotations", "{fixtures}/ucf101", "--root", "x"],
+        ["arrays", "--flagfile", "configs/synthetic.cfg"],
+    ],
+)
+def test_an_out_that_is_a_file_is_named_before_any_work(fixtures_dir, tmp_path, capsys, command):
+    out = tmp_path / "cache.txt"
+    out.write_text("kept")
+    args = [part.format(fixtures=fixtures_dir) for part in command]
+    assert main([*args, "--out", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {out}: --out names a file; name a folder (made if missing)\n"
+    )
+    assert out.read_text() == "kept"
+
+
 def _vispr_copy(benchmark, tmp_path):
     """The tiny benchmark's VISPR folder (lists, JSONs, images), to break in place."""
     folder = tmp_path / "vispr"

@@ -25,7 +25,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from keras_privacy.cli import run_command
+from keras_privacy.cli import refuse_a_file, run_command
 from keras_privacy.data.cache import (
     failure_line,
     prepare_image_cache,
@@ -159,6 +159,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace, unknown: Sequence[str]) -> int:
     """The command of `args` (`unknown`: the train.py flags of `arrays`)."""
+    if getattr(args, "out", None):
+        refuse_a_file(args.out)
     if args.command == "arrays":
         return _arrays(args, unknown)
     if args.command == "synthetic":
