@@ -75,7 +75,17 @@ def test_results_of_another_evaluation_never_join_a_report(tmp_path):
     fresh = Report(tmp_path / "fresh")
     fresh.set_evaluation({"protocol": "known", "attribute_names": ["a"], "privacy_image_side": 192})
     note = "Privacy images cached at a short side of 192 px (--privacy_image_side)."
-    assert note in fresh.markdown()
+    assert note in fresh.markdown() and "--eval_f1_threshold" not in fresh.markdown()
+    # F1 at another threshold: not mixed with rows scored at 0.5, and said under the table.
+    at_half = {"protocol": "known", "target_models": {"privacy": {"models": ["resnet_tiny"]}}}
+    authors = json.loads(json.dumps(at_half))
+    authors["target_models"]["privacy"]["f1_threshold"] = 0.6225
+    _filled_report(tmp_path / "half").set_evaluation(at_half)
+    with pytest.raises(ValueError, match=r"its target_models.privacy.f1_threshold differ\)"):
+        Report(tmp_path / "half").set_evaluation(authors)
+    other = Report(tmp_path / "authors")
+    other.set_evaluation(authors)
+    assert "at a probability of 0.6225 (--eval_f1_threshold;" in other.markdown()
 
 
 def test_markdown_table_has_every_method_and_relative_drops(tmp_path):
