@@ -46,21 +46,21 @@ def script_argv(argv: Sequence[str]) -> list[str]:
 def expand_flagfiles(argv: Sequence[str]) -> list[str]:
     """`argv` with each `--flagfile=PATH` (or `--flagfile PATH`) replaced by the arguments its
     file holds, as absl reads them: one per line, blank lines and `#` or `//` comments skipped,
-    nested flag files expanded in place, and a later flag winning.
+    nested flag files expanded in place, a later flag winning, an empty PATH ignored.
 
-    A relative PATH on the command line is the working directory's. In a flag file it is the
-    including file's folder's, so a config runs from any directory, else (as absl reads it) the
-    working directory's."""
+    A relative PATH on the command line is the working directory's. In a flag file it is looked
+    for next to that file (the folder it is in, then, for a link, its target's), so that a
+    config's includes are found from any directory, then (as absl reads it) in the working
+    directory."""
     result, rest = [], list(argv)
     while rest:
         argument = rest.pop(0)
         if argument in ("--flagfile", "-flagfile"):
             if not rest:
                 raise FlagfileError(f"{argument} with no file")
-            result += _flagfile_arguments(Path(rest.pop(0)).expanduser(), [])
+            result += _flagfile_arguments(rest.pop(0), [])
         elif argument.startswith(("--flagfile=", "-flagfile=")):
-            path = Path(argument.split("=", 1)[1]).expanduser()
-            result += _flagfile_arguments(path, [])
+            result += _flagfile_arguments(argument.split("=", 1)[1], [])
         else:
             result.append(argument)
             if argument == "--":
@@ -68,28 +68,41 @@ def expand_flagfiles(argv: Sequence[str]) -> list[str]:
     return result
 
 
-def _flagfile_arguments(path: Path, chain: list[tuple[Path, int]]) -> list[str]:
-    """The arguments of the flag file `path`; `chain` holds the (file, line) of each flag file
-    that led to it, for the messages."""
+def _flagfile_arguments(name: str, chain: list[tuple[Path, int]]) -> list[str]:
+    """The arguments of the flag file `name`; `chain` holds the (file, line) of each flag file
+    that led to it, where it is looked for and what the messages name."""
+    if not name:
+        return []
     including = " -> ".join(f"{file}:{line}" for file, line in chain)
-    if path.resolve() in [file.resolve() for file, _ in chain]:
-        raise FlagfileError(f"{path}: includes itself through {including}")
+    named_by = f" (named at {including})" if chain else ""
     try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()
-    except (OSError, UnicodeDecodeError) as error:
+        path = Path(name).expanduser()
+        if chain and not path.is_absolute():
+            including_file = chain[-1][0]
+            folders = dict.fromkeys([including_file.parent, including_file.resolve().parent])
+            found = [folder / path for folder in folders if (folder / path).is_file()]
+            if not found and not path.is_file():
+                where = " or ".join(str(folder) for folder in folders)
+                raise FlagfileError(
+                    f"{name}: no such flag file{named_by}, neither in {where} nor in the "
+                    "working directory"
+                )
+            path = found[0] if found else path
+        if path.resolve() in [file.resolve() for file, _ in chain]:
+            raise FlagfileError(f"{path}: includes itself through {including}")
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, RuntimeError, UnicodeDecodeError) as error:
         problem = "no such file" if isinstance(error, FileNotFoundError) else error
-        named_by = f" (named at {including})" if chain else ""
-        raise FlagfileError(f"{path}: cannot read this flag file{named_by}: {problem}") from None
+        raise FlagfileError(f"{name}: cannot read this flag file{named_by}: {problem}") from None
     result = []
+    # Lines end at \n, \r\n or \r only, as absl's readlines() ends them.
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     for number, line in enumerate(lines, 1):
         line = line.strip()
         if not line or line.startswith(("#", "//")):
             continue
         if line.startswith(("--flagfile=", "-flagfile=")):
-            nested = Path(line.split("=", 1)[1]).expanduser()
-            if (path.parent / nested).exists() or not nested.exists():
-                nested = path.parent / nested  # an absolute `nested` stays itself
-            result += _flagfile_arguments(nested, [*chain, (path, number)])
+            result += _flagfile_arguments(line.split("=", 1)[1], [*chain, (path, number)])
         else:
             result.append(line)
     return result
@@ -103,13 +116,14 @@ def refuse_a_file(path: str | os.PathLike, flag: str = "--out") -> None:
 
 
 def backend_from_argv(argv: list[str]) -> None:
-    """Set KERAS_BACKEND from a `--backend=NAME` (or `--backend NAME`) on the command line,
-    before anything imports Keras: the settings' modules import it, and Keras fixes its backend
-    on import. The flag itself is still parsed and checked (`flags.select_backend`)."""
+    """Set KERAS_BACKEND from a `--backend=NAME` (or `--backend NAME`, one dash or two) among
+    the arguments, before anything imports Keras: the settings' modules import it, and Keras
+    fixes its backend on import. The flag itself is still parsed and checked
+    (`flags.select_backend`)."""
     for position, argument in enumerate(argv):
-        if argument.startswith("--backend="):
+        if argument.startswith(("--backend=", "-backend=")):
             os.environ["KERAS_BACKEND"] = argument.split("=", 1)[1]
-        elif argument == "--backend" and position + 1 < len(argv):
+        elif argument in ("--backend", "-backend") and position + 1 < len(argv):
             os.environ["KERAS_BACKEND"] = argv[position + 1]
 
 

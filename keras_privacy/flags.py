@@ -50,6 +50,7 @@ def parse_config(argv: Sequence[str], config_cls=ExperimentConfig):
     `train.py` parses them but not checked: a caller validates where it needs to."""
     flag_values = flags.FlagValues()
     define_flags(flag_values, config_cls)
+    _define_backend(flag_values)  # a flag file of train.py may hold it; Keras runs already
     flag_values(["keras_privacy", *expand_flagfiles(argv)])
     return config_from_flags(flag_values, config_cls)
 
@@ -57,17 +58,21 @@ def parse_config(argv: Sequence[str], config_cls=ExperimentConfig):
 def define_script_flags(flag_values: flags.FlagValues) -> None:
     """The flags of `train.py` and `evaluate.py`: every setting, `--backend` and `--verbose`."""
     define_flags(flag_values)
+    _define_backend(flag_values)
+    flags.DEFINE_bool(
+        "verbose",
+        False,
+        "Show the traceback of an error, not only its message.",
+        flag_values=flag_values,
+    )
+
+
+def _define_backend(flag_values: flags.FlagValues) -> None:
     flags.DEFINE_enum(
         "backend",
         None,
         ["tensorflow", "jax"],
         "Keras backend (default: $KERAS_BACKEND or tensorflow).",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_bool(
-        "verbose",
-        False,
-        "Show the traceback of an error, not only its message.",
         flag_values=flag_values,
     )
 

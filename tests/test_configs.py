@@ -339,29 +339,48 @@ def test_a_config_runs_from_any_directory_and_includes_are_found_next_to_their_f
     assert (config.batch_size, config.minimax_epochs, config.frame_size) == (3, 2, 40)
 
 
-def test_a_missing_or_circular_flag_file_is_named_with_the_line_including_it(tmp_path):
+def test_a_missing_or_circular_flag_file_is_named_with_the_line_including_it(tmp_path, monkeypatch):
     from keras_privacy.cli import FlagfileError, script_argv
 
-    outer, inner = tmp_path / "outer.cfg", tmp_path / "inner.cfg"
-    outer.write_text("--epochs=2\n--flagfile=inner.cfg\n")
+    monkeypatch.chdir(tmp_path)
+    outer = tmp_path / "outer.cfg"
+    outer.write_text("--minimax_epochs=2\n--flagfile=inner.cfg\n")
     with pytest.raises(FlagfileError) as raised:
         parse(f"--flagfile={outer}")
     assert str(raised.value) == (
-        f"{inner}: cannot read this flag file (named at {outer}:2): no such file"
+        f"inner.cfg: no such flag file (named at {outer}:2), neither in {tmp_path} nor in the "
+        "working directory"
     )
-    inner.write_text("--flagfile=outer.cfg\n")
+    (tmp_path / "inner.cfg").write_text("--flagfile=outer.cfg\n")
     with pytest.raises(FlagfileError, match=re.escape(f"includes itself through {outer}:2 -> ")):
         parse(f"--flagfile={outer}")
     with pytest.raises(SystemExit, match=re.escape(f"error: {tmp_path / 'none.cfg'}: cannot read")):
         script_argv(["train.py", f"--flagfile={tmp_path / 'none.cfg'}"])
+    with pytest.raises(FlagfileError, match="~no_such_user_here/a.cfg: cannot read this flag file"):
+        parse("--flagfile=~no_such_user_here/a.cfg")
+    # Included by two files is no circle; an empty --flagfile= is ignored, as absl ignores it.
+    (tmp_path / "inner.cfg").write_text("--batch_size=3\r--flagfile=\r\n")
+    (tmp_path / "middle.cfg").write_text("--flagfile=inner.cfg\n")
+    outer.write_text("--flagfile=inner.cfg\n--flagfile=middle.cfg\n")
+    assert parse(f"--flagfile={outer}", "--flagfile=").batch_size == 3
+
+
+def test_a_linked_config_finds_its_includes_next_to_its_target(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.cfg").symlink_to(CONFIGS[0].parent / "synthetic.cfg")
+    assert parse("--flagfile=mine.cfg").frame_size == 40  # from configs/base/synthetic.cfg
 
 
 def test_a_backend_inside_a_flag_file_is_set_before_keras_is_imported(tmp_path, monkeypatch):
     from keras_privacy.cli import script_argv
 
     config = tmp_path / "jax.cfg"
-    config.write_text("--backend=jax\n--epochs=2\n")
+    config.write_text("--backend=jax\n--minimax_epochs=2\n")
     monkeypatch.setenv("KERAS_BACKEND", "tensorflow")
     argv = script_argv(["train.py", f"--flagfile={config}", "--verbose"])
-    assert argv == ["train.py", "--backend=jax", "--epochs=2", "--verbose"]
+    assert argv == ["train.py", "--backend=jax", "--minimax_epochs=2", "--verbose"]
     assert os.environ["KERAS_BACKEND"] == "jax"
+    script_argv(["train.py", "-backend=tensorflow"])  # absl's one-dash spelling
+    assert os.environ["KERAS_BACKEND"] == "tensorflow"
+    # The tools that read a training config (data arrays, the smoke script) accept it too.
+    assert parse(f"--flagfile={config}").minimax_epochs == 2

@@ -651,8 +651,11 @@ def test_vp_labels_csv_of_file_paths_and_label_lists(tmp_path):
     }
     split = Split([Example("/d/Archery/v_C.avi", 2)], class_names=["A", "B", "Archery"])
     assert attach_privacy_labels(split, labels).examples[0].privacy == (0, 1, 1, 1, 0)
+    # pandas' index column beside them, a tuple, floats: as pandas and ast read them
+    path.write_text(',File Path,Array Values\n0,Archery/v_C.mp4,"(0, 1.0, 1, 1, 0)"\n')
+    assert read_vp_labels(path) == {"Archery/v_C.mp4": (0, 1, 1, 1, 0)}
     path.write_text('File Path,Array Values\nArchery/v_C.mp4,"[0, 1]"\n')
-    with pytest.raises(DatasetFormatError, match=re.escape(f"{path}:2: expected 'video,")):
+    with pytest.raises(DatasetFormatError, match=re.escape(f"{path}:2: expected a list of 5")):
         read_vp_labels(path)
     path.write_text('File Path,Array Values\nArchery/v_C.mp4,"[0, 1, 2, 0, 0]"\n')
     with pytest.raises(DatasetFormatError, match=re.escape(f"{path}:2: expected a 0/1 label")):

@@ -228,7 +228,7 @@ class EvaluationSettings:
         default=0.5,
         metadata=described(
             "Probability at or above which privacy F1 counts an attribute as predicted. The "
-            "SPAct and penalty authors' code thresholds logits at 0.5, a probability of 0.6225: "
+            "SPAct and penalty authors' code thresholds logits at 0.5, a probability of 0.62246: "
             "set that to compare F1 with their tables (cMAP does not depend on it).",
             "eval",
         ),

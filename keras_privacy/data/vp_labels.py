@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path, PurePath
@@ -27,8 +27,9 @@ def read_vp_labels(
     Formats, chosen by the file suffix:
     - `.csv`: header `video,<attr1>,...`, one row per video; columns are picked by name, so
       their order in the file does not matter and extra columns are ignored;
-    - `.csv` with the header `File Path,Array Values` (as loaders of the VP release read it):
-      one video and a list of labels, `"[1, 0, 1, 0, 0]"`, taken in `attribute_names` order;
+    - `.csv` with `File Path` and `Array Values` columns (as loaders of the VP release read
+      it): one video and a list of labels, `"[1, 0, 1, 0, 0]"`, taken in `attribute_names`
+      order;
     - `.json`: `{"video.avi": {"attr": 0/1, ...}}` (picked by name) or
       `{"video.avi": [0, 1, ...]}` (taken in `attribute_names` order).
     Video names are kept as written (a bare name or `Class/video.avi`). A value other than
@@ -44,8 +45,10 @@ def read_vp_labels(
 
 
 def _binary(value, where: str) -> int:
-    """0 or 1 from an int, a bool or a string "0"/"1"; anything else is a format error."""
-    text = str(int(value)) if isinstance(value, bool) else str(value).strip()
+    """0 or 1 from an int, a bool, a float 0.0/1.0 or a string "0"/"1"; anything else is a
+    format error."""
+    whole = isinstance(value, bool) or (isinstance(value, float) and value in (0.0, 1.0))
+    text = str(int(value)) if whole else str(value).strip()
     if text not in ("0", "1"):
         raise DatasetFormatError(f"{where}: expected a 0/1 label, got {value!r}")
     return int(text)
@@ -56,7 +59,7 @@ def _read_csv(path: Path, names: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
     if not rows:
         raise DatasetFormatError(f"{path}:1: empty file, expected a 'video,<attr>,...' header")
     header = [column.strip() for column in rows[0]]
-    if header == list(ARRAY_HEADER):
+    if all(name in header for name in ARRAY_HEADER):
         return _read_array_csv(path, rows, names)
     absent = [name for name in names if name not in header]
     if not header or header[0].lower() != "video" or absent:
@@ -82,22 +85,27 @@ def _read_csv(path: Path, names: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
 def _read_array_csv(
     path: Path, rows: list[list[str]], names: tuple[str, ...]
 ) -> dict[str, tuple[int, ...]]:
-    """The rows of a `File Path,Array Values` CSV: a video and its labels as a JSON list."""
+    """The rows of a CSV with `File Path` and `Array Values` columns (others, such as a pandas
+    index, ignored): a video and its labels as a Python list or tuple literal."""
+    header = [column.strip() for column in rows[0]]
+    video_column, values_column = (header.index(name) for name in ARRAY_HEADER)
     labels = {}
     for number, row in enumerate(rows[1:], 2):
         if not any(cell.strip() for cell in row):
             continue
         where = f"{path}:{number}"
+        if len(row) != len(header):
+            raise DatasetFormatError(f"{where}: expected {len(header)} fields, got {len(row)}")
         try:
-            values = json.loads(row[1]) if len(row) == 2 else None
-        except json.JSONDecodeError:
+            values = ast.literal_eval(row[values_column].strip())
+        except (ValueError, SyntaxError):
             values = None
-        if not isinstance(values, list) or len(values) != len(names):
+        if not isinstance(values, (list, tuple)) or len(values) != len(names):
             raise DatasetFormatError(
-                f"{where}: expected 'video,\"[...]\"' with a list of {len(names)} labels, "
-                f"got {','.join(row)!r}"
+                f"{where}: expected a list of {len(names)} labels under 'Array Values', got "
+                f"{row[values_column]!r}"
             )
-        video = row[0].strip()
+        video = row[video_column].strip()
         if video in labels:
             raise DatasetFormatError(f"{where}: video {video!r} listed twice")
         labels[video] = tuple(_binary(value, where) for value in values)

@@ -3,8 +3,9 @@
 - Action: top-1 of the video-level prediction, the mean softmax over a video's clips; for
   multi-label actions (P-HVU), cMAP over classes of the mean sigmoid over a video's clips.
 - Privacy: cMAP, the mean over attributes of scikit-learn's `average_precision_score`, and F1,
-  the mean over attributes of the F1 of probabilities thresholded at 0.5 (probabilities, not
-  logits: SPAct's code thresholded logits, i.e. probability 0.62).
+  the mean over attributes of the F1 of probabilities thresholded at 0.5 by default
+  (probabilities, not logits: SPAct's code thresholds logits at 0.5, i.e. probabilities at
+  0.62246, which `--eval_f1_threshold` can set).
 
 An attribute with no positive example in the test set has no average precision (and an F1 that is
 either 0 or undefined), so both privacy metrics skip it and name it in `MetricResult.skipped`

@@ -3,8 +3,9 @@
 For every method (a learned anonymizer or a baseline) a *new* action model f'_T is trained on
 anonymized training clips and tested on anonymized test videos (video-level top-1 over K
 equidistant clips), and a *new* privacy model f'_B is trained with multi-label BCE on anonymized
-training images and tested on anonymized test images (cMAP, F1 at 0.5). A privacy model trained
-on raw images (the "raw-trained attacker") is also tested on each method's anonymized images.
+training images and tested on anonymized test images (cMAP, F1 at `--eval_f1_threshold`). A
+privacy model trained on raw images (the "raw-trained attacker") is also tested on each method's
+anonymized images.
 Every metric has a 95 % interval by `--eval_bootstrap` resamples of the test videos or images
 (`metrics.bootstrap_interval`), kept in the report row's `intervals`.
 

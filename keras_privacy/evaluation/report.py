@@ -263,7 +263,8 @@ class Report:
         if threshold is not None:
             note += (
                 f" F1 counts an attribute as predicted at a probability of {threshold:g} "
-                "(--eval_f1_threshold; 0.6225 is the SPAct and penalty authors' 0.5 on the logits)."
+                "(--eval_f1_threshold; 0.62246 is the SPAct and penalty authors' 0.5 on the "
+                "logits)."
             )
         for target, epochs in record.get("test_epochs", {}).items():
             models = "f'_T" if target == "action" else "f'_B (and the raw-trained attacker)"
