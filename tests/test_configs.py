@@ -127,8 +127,9 @@ def test_an_unknown_model_name_is_named_with_its_flag(flag):
     "methods, message",
     [
         ("raw,blur_stron", "--eval_methods: unknown method 'blur_stron'; choose learned, NAME="),
-        ("raw=runs/a.keras", "--eval_methods: 'raw=runs/a.keras' needs a name that is not a"),
-        ("mine=", "--eval_methods: 'mine=' needs a name that is not a baseline, and a path"),
+        ("raw=runs/a.keras", "--eval_methods: 'raw=runs/a.keras' needs a name that is neither"),
+        ("learned=a.keras", "'learned=a.keras' needs a name that is neither learned nor a base"),
+        ("mine=", "--eval_methods: 'mine=' needs a name that is neither learned nor a baseline, "),
         (" , ", "--eval_methods names no method"),
         ("learned,raw,spact=runs/a.keras", "names a method twice: spact, raw, spact"),
     ],

@@ -267,7 +267,7 @@ def test_methods_are_checked(benchmark, tmp_path):
     assert isinstance(loaded.model, keras.Model) and not loaded.model.trainable
     with pytest.raises(ValueError, match="names a method twice"):
         protocol.methods_of(tiny_config(benchmark, tmp_path, eval_methods="raw,raw"))
-    with pytest.raises(ValueError, match="not a baseline"):
+    with pytest.raises(ValueError, match="neither learned nor a baseline"):
         protocol.methods_of(tiny_config(benchmark, tmp_path, eval_methods="raw=x.keras"))
 
 

@@ -429,9 +429,10 @@ def eval_method_names(config) -> list[str]:
             result.append(config.learned_name())
         elif "=" in entry:
             name, path = (part.strip() for part in entry.split("=", 1))
-            if not name or name in EVAL_BASELINES or not path:
+            if not name or name in (LEARNED, *EVAL_BASELINES) or not path:
                 raise SettingError(
-                    f"<eval_methods>: {entry!r} needs a name that is not a baseline, and a path"
+                    f"<eval_methods>: {entry!r} needs a name that is neither {LEARNED} nor a "
+                    "baseline, and a path"
                 )
             result.append(name)
         elif entry in EVAL_BASELINES:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePath
 
 from keras_privacy.data.annotations import read_csv_rows, read_json
@@ -69,16 +69,8 @@ def _read_csv(path: Path, names: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
         )
     columns = [header.index(name) for name in names]
     labels = {}
-    for number, row in enumerate(rows[1:], 2):
-        if not any(cell.strip() for cell in row):
-            continue
-        where = f"{path}:{number}"
-        if len(row) != len(header):
-            raise DatasetFormatError(f"{where}: expected {len(header)} fields, got {len(row)}")
-        video = row[0].strip()
-        if video in labels:
-            raise DatasetFormatError(f"{where}: video {video!r} listed twice")
-        labels[video] = tuple(_binary(row[c], where) for c in columns)
+    for where, row in _data_rows(path, rows):
+        _add_once(labels, row[0], tuple(_binary(row[c], where) for c in columns), where)
     return labels
 
 
@@ -90,12 +82,7 @@ def _read_array_csv(
     header = [column.strip() for column in rows[0]]
     video_column, values_column = (header.index(name) for name in ARRAY_HEADER)
     labels = {}
-    for number, row in enumerate(rows[1:], 2):
-        if not any(cell.strip() for cell in row):
-            continue
-        where = f"{path}:{number}"
-        if len(row) != len(header):
-            raise DatasetFormatError(f"{where}: expected {len(header)} fields, got {len(row)}")
+    for where, row in _data_rows(path, rows):
         try:
             values = ast.literal_eval(row[values_column].strip())
         except (ValueError, SyntaxError):
@@ -105,11 +92,27 @@ def _read_array_csv(
                 f"{where}: expected a list of {len(names)} labels under 'Array Values', got "
                 f"{row[values_column]!r}"
             )
-        video = row[video_column].strip()
-        if video in labels:
-            raise DatasetFormatError(f"{where}: video {video!r} listed twice")
-        labels[video] = tuple(_binary(value, where) for value in values)
+        _add_once(labels, row[video_column], tuple(_binary(v, where) for v in values), where)
     return labels
+
+
+def _data_rows(path: Path, rows: list[list[str]]) -> Iterator[tuple[str, list[str]]]:
+    """("file:line", row) of each non-blank row below the header, as wide as the header."""
+    for number, row in enumerate(rows[1:], 2):
+        if not any(cell.strip() for cell in row):
+            continue
+        where = f"{path}:{number}"
+        if len(row) != len(rows[0]):
+            raise DatasetFormatError(f"{where}: expected {len(rows[0])} fields, got {len(row)}")
+        yield where, row
+
+
+def _add_once(labels: dict, video: str, values: tuple[int, ...], where: str) -> None:
+    """`labels[video] = values`; a video listed again is a format error at `where`."""
+    video = video.strip()
+    if video in labels:
+        raise DatasetFormatError(f"{where}: video {video!r} listed twice")
+    labels[video] = values
 
 
 def _read_json(path: Path, names: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
