@@ -1730,7 +1730,7 @@ SETTINGS: tuple[Setting, ...] = (
         "ours: 5 equidistant frames of each video (each video weighs alike in the AP; every "
         "frame of the 515 videos would be about 60,000 test images), each the centred square "
         "of the frame resized to 112, as the VISPR test images; each labelled by its own frame "
-        "index, as VITA's",
+        "index, as VITA's; --eval_privacy_frames=0 takes every frame, as VITA's code",
     ),
     Setting(
         "spact",

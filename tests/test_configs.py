@@ -108,6 +108,12 @@ def test_a_threshold_lies_in_zero_to_one(name):
             parse("--method=meta", f"--{name}={value}").validate()
 
 
+def test_every_pa_hmdb51_frame_is_zero_frames_per_video():
+    parse("--eval_privacy_frames=0").validate()  # VITA's test: every frame
+    with pytest.raises(ValueError, match="--eval_privacy_frames cannot be negative"):
+        parse("--eval_privacy_frames=-1").validate()
+
+
 def test_the_f1_threshold_is_a_probability():
     parse("--eval_f1_threshold=0.6225").validate()  # the authors' 0.5 on the logits
     for value in ("0", "1", "nan"):

@@ -224,3 +224,10 @@ def test_frame_images_carry_the_privacy_labels(tmp_path):
     four = frame_images(train, tmp_path / "frames", frames_per_video=4)
     means = [cv2.imread(e.path)[..., 0].mean() for e in four.examples[:4]]
     assert means == pytest.approx([10, 30, 50, 70], abs=2)  # frames 1, 3, 5 and 7 of 8
+    # 0: every frame of each video (VITA's PA-HMDB51 test), labelled frame by frame.
+    every = frame_images(train, tmp_path / "frames", 0, lambda path, frame: (frame, 0))
+    assert [e.privacy for e in every.examples] == [(t, 0) for t in range(8)] * 2
+    means = [cv2.imread(e.path)[..., 0].mean() for e in every.examples[:8]]
+    assert means == pytest.approx([10 * t for t in range(8)], abs=2)
+    with pytest.raises(ValueError, match="0 .every frame. or more, got -1"):
+        frame_images(train, tmp_path / "frames", -1)

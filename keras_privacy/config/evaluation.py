@@ -326,7 +326,7 @@ class EvaluationSettings:
         default=5,
         metadata=described(
             "PA-HMDB51: equidistant frames of each video taken as test images, each labelled "
-            "by its own frame index.",
+            "by its own frame index; 0 takes every frame, as VITA's code tests.",
             "eval",
         ),
     )
@@ -363,10 +363,8 @@ def validate_evaluation(config) -> None:
     `eval_protocol` asks of them."""
     from keras_privacy.models import registry
 
-    not_negative(config, ("eval_bootstrap",))
-    at_least_one(
-        config, ("eval_action_epochs", "eval_privacy_epochs", "eval_clips", "eval_privacy_frames")
-    )
+    not_negative(config, ("eval_bootstrap", "eval_privacy_frames"))
+    at_least_one(config, ("eval_action_epochs", "eval_privacy_epochs", "eval_clips"))
     if config.seeds > 1 and config.anonymizer_path:
         raise SettingError(
             "<seeds> evaluates each seed's own anonymizer (run_dir/seed_K): drop "

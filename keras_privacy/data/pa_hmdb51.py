@@ -238,9 +238,9 @@ def privacy_images(
     scheme: str = "merged",
 ) -> Split:
     """PA-HMDB51's labelled videos as privacy test images: `frames_per_video` equidistant
-    frames of every video on disk, written as PNG under `out_dir` (kept if already there),
-    each with the labels of its own frame index over the columns `attributes` of `scheme`
-    (`labels_at`, `attribute_subset`).
+    frames of every video on disk (0: every frame), written as PNG under `out_dir` (kept if
+    already there), each with the labels of its own frame index over the columns `attributes`
+    of `scheme` (`labels_at`, `attribute_subset`).
 
     Raises FileNotFoundError naming missing videos when none of the annotated ones is on disk
     (the others are listed in the split's `missing`)."""

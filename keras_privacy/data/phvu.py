@@ -228,31 +228,33 @@ def frame_images(
     frame_labels: Callable[[str, int], tuple[int, ...]] | None = None,
 ) -> Split:
     """An image split of `frames_per_video` equidistant frames of every video of `split`
-    (centres of equal segments), written as PNG under `out_dir` (kept if already there; the
+    (centres of equal segments; 0: every frame, VITA's PA-HMDB51 test), written as PNG under
+    `out_dir` (kept if already there; the
     name holds the frame count, so frames of another count are never taken for these), each
     with its video's privacy labels, or `frame_labels(video path, frame index)` when given
     (frame-level annotations). Undecodable videos are skipped and listed in `missing`.
     `frame_source` gives the video of a frame from its file name."""
-    if frames_per_video < 1:
-        raise ValueError(f"frames_per_video must be at least 1, got {frames_per_video}")
+    if frames_per_video < 0:
+        raise ValueError(
+            f"frames_per_video must be 0 (every frame) or more, got {frames_per_video}"
+        )
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     examples, missing = [], list(split.missing)
     for index, example in enumerate(split.examples):
-        targets = [
-            out_dir
-            / f"{index:06d}_{Path(example.path).stem}{FRAME_MARK}{k}of{frames_per_video}.png"
-            for k in range(frames_per_video)
-        ]
         try:
             num_frames = probe_video(example.path).num_frames
+            count = frames_per_video or num_frames
+            targets = [
+                out_dir / f"{index:06d}_{Path(example.path).stem}{FRAME_MARK}{k}of{count}.png"
+                for k in range(count)
+            ]
             frames = None if all(t.exists() for t in targets) else read_video(example.path)
         except VideoDecodeError as error:
             logging.warning("skipping %s", error)
             missing.append(str(error))
             continue
-        positions = (np.arange(frames_per_video) + 0.5) * num_frames / frames_per_video
-        positions = positions.astype(int)
+        positions = ((np.arange(count) + 0.5) * num_frames / count).astype(int)
         if frames is not None:
             for target, position in zip(targets, positions):
                 frame = frames[min(position, len(frames) - 1)]
