@@ -11,8 +11,8 @@ call:
 
 * ``savedmodel``: `tf.saved_model.load`, its `serve_uint8` signature (KERAS_BACKEND=tensorflow:
   a TF graph; jax: a jax2tf module that XLA compiles).
-* ``tflite``: the TFLite conversion of `serving_default` (TensorFlow backend only; uint8 to
-  float outside), on the TFLite interpreter with one thread per core.
+* ``tflite``: the TFLite conversion of `serving_default` (on JAX, of a TensorFlow-backend
+  export; uint8 to float outside), on the TFLite interpreter with one thread per core.
 * ``onnx``: the ONNX file (`--onnx`) on ONNX Runtime's CPU provider, through
   `keras_privacy.runtimes.onnx_frames` (uint8 in and out, as `anonymize --runtime onnx`).
 
@@ -32,9 +32,9 @@ import tensorflow as tf
 
 from keras_privacy.export import (
     anonymizer_factor,
-    convert_to_tflite,
     export_anonymizer,
     export_onnx,
+    export_tflite,
 )
 from keras_privacy.models.registry import build_anonymizer
 from keras_privacy.runtimes import onnx_frames
@@ -59,8 +59,8 @@ def runners(model, folder: str, runtimes: list[str]) -> dict:
     if "savedmodel" in runtimes:
         loaded = tf.saved_model.load(saved_model)  # the lambda keeps it (its signature does not)
         result["savedmodel"] = lambda frames: loaded.serve_uint8(tf.constant(frames)).numpy()
-    if "tflite" in runtimes and keras.backend.backend() == "tensorflow":
-        path = convert_to_tflite(saved_model, os.path.join(folder, "anonymizer.tflite"))
+    if "tflite" in runtimes:
+        path = export_tflite(model, saved_model, os.path.join(folder, "anonymizer.tflite"))
         interpreter = tf.lite.Interpreter(model_path=path, num_threads=os.cpu_count())
         runner = interpreter.get_signature_runner("serving_default")
         result["tflite"] = lambda frames: runner(frames=frames.astype("float32") / 255.0)

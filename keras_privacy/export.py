@@ -184,9 +184,10 @@ def convert_to_tflite(saved_model_dir: str | os.PathLike, out_path: str | os.Pat
     """Convert the ``serving_default`` signature (float frames, padded, dynamic shape) to a
     TFLite flat buffer at `out_path`; returns the path.
 
-    Works for a SavedModel exported from the TensorFlow backend. From JAX it fails: the
-    converter cannot take the StableHLO dynamic gather of the shape-polymorphic bilinear
-    up-sampling. Raises RuntimeError with the converter's first error message.
+    Works for a SavedModel exported from the TensorFlow backend. One exported from JAX fails:
+    the converter cannot take the StableHLO dynamic gather of the shape-polymorphic bilinear
+    up-sampling (`export_tflite` converts a TensorFlow-backend export instead). Raises
+    RuntimeError with the converter's first error message.
     """
     tf = _tf()
     converter = tf.lite.TFLiteConverter.from_saved_model(
@@ -208,6 +209,14 @@ def convert_to_tflite(saved_model_dir: str | os.PathLike, out_path: str | os.Pat
         ) from None
     with open(out_path, "wb") as file:
         file.write(flat_buffer)
+    return os.fspath(out_path)
+
+
+def export_tflite(model: keras.Model, saved_model_dir: str | os.PathLike, out_path: str) -> str:
+    """`model` as a TFLite flat buffer at `out_path` (``serving_default``, dynamic shape);
+    returns the path. The TensorFlow backend converts its SavedModel at `saved_model_dir`; the
+    JAX backend converts a TensorFlow-backend export of the same model in a subprocess."""
+    backend.export().write_tflite(model, os.fspath(saved_model_dir), os.fspath(out_path))
     return os.fspath(out_path)
 
 
@@ -249,7 +258,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--tflite",
         action="store_true",
-        help="also write OUT/anonymizer.tflite (TensorFlow backend only; says why when it fails)",
+        help="also write OUT/anonymizer.tflite (either backend: JAX converts a TensorFlow-backend "
+        "export in a subprocess)",
     )
     parser.add_argument(
         "--onnx",
@@ -285,7 +295,7 @@ def _export(args: argparse.Namespace) -> int:
         path = export_onnx(model, os.path.join(out_dir, "anonymizer.onnx"), factor)
         print(f"ONNX model written to {path} (H and W multiples of {factor})")
     if args.tflite:
-        path = convert_to_tflite(out_dir, os.path.join(out_dir, "anonymizer.tflite"))
+        path = export_tflite(model, out_dir, os.path.join(out_dir, "anonymizer.tflite"))
         print(f"TFLite model written to {path}")
     return 0
 

@@ -1,5 +1,5 @@
 """Exporting an anonymizer from TensorFlow: the model's own graph in the SavedModel (it runs on
-any device), and Keras' tf2onnx route to ONNX."""
+any device), Keras' tf2onnx route to ONNX, and the TFLite converter on that SavedModel."""
 
 from __future__ import annotations
 
@@ -29,3 +29,10 @@ def write_onnx(model: keras.Model, out_path: str) -> None:
     """`model` written as ONNX by Keras (tf2onnx): input ``frames``, dynamic N, H and W."""
     spec = keras.InputSpec(shape=(None, None, None, 3), dtype="float32", name="frames")
     model.export(out_path, format="onnx", input_signature=[spec], verbose=False)
+
+
+def write_tflite(model: keras.Model, saved_model_dir: str, out_path: str) -> None:
+    """The SavedModel of `model` at `saved_model_dir` converted to TFLite at `out_path`."""
+    from keras_privacy.export import convert_to_tflite
+
+    convert_to_tflite(saved_model_dir, out_path)
