@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import field
+from pathlib import Path
 
 from keras_privacy.config.data import ACTION_DATASETS, PRIVACY_DATASETS
 from keras_privacy.config.setting import (
@@ -412,19 +413,21 @@ def validate_evaluation(config) -> None:
     one_of("eval_privacy_dataset", evaluation.privacy_dataset, EVAL_PRIVACY_DATASETS)
     one_of("eval_pa_hmdb51_labels", config.eval_pa_hmdb51_labels, PA_HMDB51_LABELS)
     _validate_protocol(config, evaluation)
-    eval_method_names(config)
+    eval_methods(config)
 
 
-def eval_method_names(config) -> list[str]:
-    """The report rows that `config.eval_methods` names, checked by name, so that train.py
-    refuses a misspelt method before training rather than evaluate.py after it (evaluate.py
-    looks for the files of `learned` and NAME=PATH)."""
-    result = []
+def eval_methods(config) -> list[tuple[str, str]]:
+    """(report row, saved anonymizer or "" for a baseline) of each method that
+    `config.eval_methods` names, checked by name, so that train.py refuses a misspelt method
+    before training rather than evaluate.py after it (evaluate.py loads the files). `learned`
+    is this run's anonymizer (`anonymizer_path`, else run_dir's) under `learned_name()`."""
+    methods = []
     for entry in (entry.strip() for entry in config.eval_methods.split(",")):
         if not entry:
             continue
         if entry == LEARNED:
-            result.append(config.learned_name())
+            path = config.anonymizer_path or str(Path(config.run_dir) / "anonymizer.keras")
+            methods.append((config.learned_name(), path))
         elif "=" in entry:
             name, path = (part.strip() for part in entry.split("=", 1))
             if not name or name in (LEARNED, *EVAL_BASELINES) or not path:
@@ -432,19 +435,20 @@ def eval_method_names(config) -> list[str]:
                     f"<eval_methods>: {entry!r} needs a name that is neither {LEARNED} nor a "
                     "baseline, and a path"
                 )
-            result.append(name)
+            methods.append((name, path))
         elif entry in EVAL_BASELINES:
-            result.append(entry)
+            methods.append((entry, ""))
         else:
             raise SettingError(
                 f"<eval_methods>: unknown method {entry!r}; choose {LEARNED}, NAME=PATH (a saved "
                 f"anonymizer) or one of {', '.join(EVAL_BASELINES)}"
             )
-    if not result:
+    names = [name for name, _ in methods]
+    if not names:
         raise SettingError("<eval_methods> names no method")
-    if len(set(result)) != len(result):
-        raise SettingError(f"<eval_methods> names a method twice: {', '.join(result)}")
-    people = [name for name in result if name in PEOPLE_BASELINES]
+    if len(set(names)) != len(names):
+        raise SettingError(f"<eval_methods> names a method twice: {', '.join(names)}")
+    people = [name for name in names if name in PEOPLE_BASELINES]
     if config.eval_boxes and people and config.evaluation_datasets().privacy_dataset == "pa_hmdb51":
         raise SettingError(
             f"<eval_boxes> with {', '.join(people)} on PA-HMDB51: its test images are frames "
@@ -452,7 +456,7 @@ def eval_method_names(config) -> list[str]:
             "cannot name yet; leave out <eval_boxes> (people are then found on every file) or "
             "these baselines"
         )
-    return result
+    return methods
 
 
 def _validate_protocol(config, evaluation) -> None:

@@ -14,7 +14,7 @@ import keras
 import numpy as np
 
 from keras_privacy.config import ExperimentConfig
-from keras_privacy.config.evaluation import LEARNED, eval_method_names
+from keras_privacy.config.evaluation import LEARNED, eval_methods
 from keras_privacy.data.cache import FrameTransform
 from keras_privacy.evaluation.baselines import (
     BASELINES,
@@ -154,18 +154,10 @@ def methods_of(config: ExperimentConfig) -> list[Anonymization]:
     reported under the training method's name with its variant settings (`spact`, `vita`,
     `spact (crop 0.25, both views)`, see `ExperimentConfig.learned_name`); `NAME=PATH` is any other
     saved anonymizer, reported as NAME, so the runs of several methods share one report."""
-    eval_method_names(config)
     boxes = BoxesFromFile(config.eval_boxes) if config.eval_boxes else None
-    result = []
-    for entry in (entry.strip() for entry in config.eval_methods.split(",")):
-        if not entry:
-            continue
-        if entry == LEARNED:
-            path = config.anonymizer_path or Path(config.run_dir) / "anonymizer.keras"
-            result.append(load_anonymizer(path, name=config.learned_name()))
-        elif "=" in entry:
-            name, path = (part.strip() for part in entry.split("=", 1))
-            result.append(load_anonymizer(path, name=name))
-        else:
-            result.append(baseline_anonymization(entry, boxes, config.face_threshold))
-    return result
+    return [
+        load_anonymizer(path, name=name)
+        if path
+        else baseline_anonymization(name, boxes, config.face_threshold)
+        for name, path in eval_methods(config)
+    ]
