@@ -654,9 +654,20 @@ def test_vp_labels_csv_of_file_paths_and_label_lists(tmp_path):
     # pandas' index column beside them, a tuple, floats: as pandas and ast read them
     path.write_text(',File Path,Array Values\n0,Archery/v_C.mp4,"(0, 1.0, 1, 1, 0)"\n')
     assert read_vp_labels(path) == {"Archery/v_C.mp4": (0, 1, 1, 1, 0)}
+    # A subset of the five, picked from the lists by their order; a JSON list alike.
+    assert read_vp_labels(path, ["relationship", "face", "skin_color"], VP_ATTRIBUTES) == {
+        "Archery/v_C.mp4": (0, 0, 1)
+    }
+    lists = tmp_path / "lists.json"
+    lists.write_text('{"Archery/v_C.mp4": [0, 1, 1, 1, 0]}')
+    assert read_vp_labels(lists, ["gender", "nudity"], VP_ATTRIBUTES) == {"Archery/v_C.mp4": (1, 1)}
+    with pytest.raises(ValueError, match=r"\['eyes'\] are not in the list order"):
+        read_vp_labels(path, ["face", "eyes"], VP_ATTRIBUTES)
     path.write_text('File Path,Array Values\nArchery/v_C.mp4,"[0, 1]"\n')
     with pytest.raises(DatasetFormatError, match=re.escape(f"{path}:2: expected a list of 5")):
         read_vp_labels(path)
+    with pytest.raises(DatasetFormatError, match=re.escape(f"{path}:2: expected a list of 5")):
+        read_vp_labels(path, ["face", "gender"], VP_ATTRIBUTES)
     path.write_text('File Path,Array Values\nArchery/v_C.mp4,"[0, 1, 2, 0, 0]"\n')
     with pytest.raises(DatasetFormatError, match=re.escape(f"{path}:2: expected a 0/1 label")):
         read_vp_labels(path)

@@ -383,7 +383,8 @@ def test_the_targets_scores_are_the_papers_metrics_of_their_outputs(benchmark, t
 
 def test_a_blur_is_cached_at_the_scale_of_each_splits_source(benchmark, tmp_path, monkeypatch):
     # SPAct supp. C.6 sizes its blurs on 240-pixel video frames and 512-pixel VISPR images:
-    # PA-HMDB51's test images are video frames, blurred at a video's scale.
+    # PA-HMDB51's test images and both of VP's privacy splits are video frames, blurred at a
+    # video's scale.
     boxes = str(benchmark / "person_boxes.json")
     config = tiny_config(benchmark, tmp_path, eval_methods="blur_weak", eval_boxes=boxes)
     (method,) = protocol.methods_of(config)
@@ -396,10 +397,12 @@ def test_a_blur_is_cached_at_the_scale_of_each_splits_source(benchmark, tmp_path
 
     monkeypatch.setattr(datasets, "prepare_cache", record)
     splits = datasets.EvaluationData("action train", "action test", "VISPR train", "frames")
-    for from_videos, test_scale in ((False, 512), (True, 240)):
-        datasets.cached_data(
-            splits, tmp_path, 128, 192, method, test_images_from_videos=from_videos
-        )
+    for frame_splits, train_scale, test_scale in (
+        ((), 512, 512),
+        (("privacy_test",), 512, 240),
+        (("privacy_train", "privacy_test"), 240, 240),
+    ):
+        datasets.cached_data(splits, tmp_path, 128, 192, method, frame_splits)
         assert sides == {
             "action_train": 128,
             "action_test": 128,
@@ -408,6 +411,6 @@ def test_a_blur_is_cached_at_the_scale_of_each_splits_source(benchmark, tmp_path
         }
         assert keys["action_train"] == ("video", keys["action_train"][1])
         assert "blur_weak at 128, blurred at 240" in keys["action_test"][1]
-        assert "blurred at 512" in keys["privacy_train"][1]
+        assert f"blurred at {train_scale}," in keys["privacy_train"][1]
         kind, key = keys["privacy_test"]
         assert kind == "image" and f"blurred at {test_scale}," in key

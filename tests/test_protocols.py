@@ -5,6 +5,7 @@ architectures in one run: tiny models on the tiny synthetic benchmark and the re
 import dataclasses
 import json
 import os
+from pathlib import Path
 
 import cv2
 import keras
@@ -20,6 +21,7 @@ from keras_privacy.data import pa_hmdb51, synthetic
 from keras_privacy.data.cache import prepare_cache, read_image_cache, read_manifest, verify_cache
 from keras_privacy.data.examples import Example, Split
 from keras_privacy.data.sources import privacy_splits
+from keras_privacy.data.ucf101 import read_ucf101
 from keras_privacy.data.vispr import VISPR1
 from keras_privacy.evaluation import protocol
 from keras_privacy.evaluation.anonymizations import methods_of
@@ -33,6 +35,15 @@ HELD_OUT = ["s4_outdoor_scene", "s5_object"]
 VISPR_TRAINING = dict(privacy_dataset="vispr", privacy_annotations="v", privacy_root="v")
 PA_EVALUATION = dict(
     eval_privacy_dataset="pa_hmdb51", eval_privacy_annotations="pa", eval_privacy_root="videos"
+)
+VP_EVALUATION = dict(
+    eval_protocol="cross_dataset",
+    eval_privacy_dataset="vp_hmdb51",
+    eval_privacy_annotations="vp_hmdb51_privacy_attribute_label.csv",
+    eval_privacy_root="hmdb51/videos",
+)
+HMDB51_EVALUATION = dict(
+    eval_action_dataset="hmdb51", eval_action_annotations="splits", eval_action_root="videos"
 )
 
 
@@ -76,6 +87,15 @@ PA_EVALUATION = dict(
             ),
             r"--eval_privacy_attributes=face,eyes: unknown PA-HMDB51 \(merged.* eyes",
         ),
+        (dict(**VP_EVALUATION), "vp_hmdb51 labels hmdb51's videos .* set --eval_vp_splits"),
+        (
+            dict(**VP_EVALUATION, eval_vp_splits="s", eval_privacy_attributes="face,gender,face"),
+            "--eval_privacy_attributes=face,gender,face: names face twice",
+        ),
+        (
+            dict(**VP_EVALUATION, eval_vp_splits="s", eval_methods="raw,blur_weak", eval_boxes="b"),
+            "--eval_boxes with blur_weak on VP-HMDB51: its images are frames",
+        ),
         (dict(eval_protocol="novel"), "--eval_protocol='novel' is not one of"),
         (dict(eval_pa_hmdb51_labels="vita5"), "--eval_pa_hmdb51_labels='vita5' is not one of"),
         (
@@ -111,6 +131,8 @@ def test_each_protocol_says_what_it_needs(settings, message):
             eval_privacy_attributes="gender,face",
         ),
         dict(eval_protocol="cross_dataset", **VISPR_TRAINING, **PA_EVALUATION),
+        dict(**VP_EVALUATION, **HMDB51_EVALUATION),  # the split lists: HMDB51's
+        dict(**VP_EVALUATION, eval_vp_splits="hmdb51/splits", eval_privacy_attributes="gender"),
         dict(
             eval_protocol="novel_actions",
             eval_action_dataset="hmdb51",
@@ -409,6 +431,59 @@ def test_cross_dataset_on_pa_hmdb51_labels_vispr_and_its_frames_alike(
     assert record["privacy_dataset"]["name"] == "pa_hmdb51"
     assert record["privacy_dataset"].get("labels", "merged") == labels
     assert record["attribute_names"] == data.attribute_names
+
+
+def test_vp_labels_train_and_test_the_privacy_model_on_frames_of_their_videos(benchmark, tmp_path):
+    """VP-UCF101 / VP-HMDB51 (the penalty paper's VP columns): f'_B trains on frames of the
+    split lists' training videos and is tested on frames of their test videos, each frame
+    labelled by its video. The benchmark's videos and UCF101-style lists stand for UCF101's,
+    with labels in the form loaders of the VP release read (`.mp4` names, five-label lists)."""
+    videos = read_ucf101(benchmark / "ucf_splits", benchmark / "videos")
+    every = [e.path for name in ("train", "test") for e in videos[name].examples]
+    release = {
+        f"{Path(path).parent.name}/{Path(path).stem}.mp4": [(i + k) % 2 for k in range(5)]
+        for i, path in enumerate(every)
+    }
+    labels_file = tmp_path / "vp_ucf101_privacy_attribute_label.csv"
+    rows = [f'{video},"{values}"' for video, values in release.items()]
+    labels_file.write_text("\n".join(["File Path,Array Values", *rows]) + "\n")
+    vp = dict(
+        eval_protocol="cross_dataset",
+        eval_privacy_dataset="vp_ucf101",
+        eval_privacy_annotations=str(labels_file),
+        eval_privacy_root=str(benchmark / "videos"),
+        eval_vp_splits=str(benchmark / "ucf_splits"),
+        eval_privacy_attributes="gender,face",
+        eval_privacy_frames=2,
+        eval_dir=str(tmp_path / "evaluation"),
+    )
+    config = tiny_config(benchmark, tmp_path, eval_methods="raw", **vp)
+    data = protocol.evaluation_data(config)
+    assert data.class_names == list(synthetic.CLASSES)  # the action side is the training one
+    assert data.attribute_names == ["gender", "face"]
+    by_stem = {Path(video).stem: (values[2], values[0]) for video, values in release.items()}
+    frames = tmp_path / "evaluation" / "vp_ucf101_frames"
+    for name, split in (("train", data.privacy_train), ("test", data.privacy_test)):
+        stems = [Path(e.path).stem for e in videos[name].examples]
+        assert [e.privacy for e in split.examples] == [by_stem[s] for s in stems for _ in "ab"]
+        assert all(e.path.startswith(str(frames / name)) for e in split.examples)
+        assert cv2.imread(split.examples[0].path).shape == (32, 32, 3)
+    record = protocol.evaluation_record(config, data)
+    assert record["privacy_dataset"]["name"] == "vp_ucf101"
+    assert record["privacy_dataset"]["frames_per_video"] == 2
+
+    out = tmp_path / "evaluation"
+    assert protocol.evaluate(config, data, protocol.methods_of(config), out).methods == ["raw"]
+    written = json.loads((out / "report.json").read_text())
+    assert written["evaluation"]["examples"]["privacy_train"]["used"] == 2 * len(videos["train"])
+    assert set(written["methods"]["raw"]["extra"]["privacy_ap"]) == {"gender", "face"}
+
+    # A labels file that names none of the training videos is refused, naming the three paths.
+    labels_file.write_text("File Path,Array Values\n")
+    with pytest.raises(
+        FileNotFoundError, match="no train video of the split lists in .*ucf_splits"
+    ):
+        protocol.evaluation_data(config)
 
 
 def test_pa_hmdb51_protocol_trains_without_its_videos_and_tests_action_on_them(

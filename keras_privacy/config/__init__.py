@@ -35,6 +35,8 @@ from keras_privacy.config.evaluation import (
     EVAL_DATA_FIELDS,
     EVAL_PRIVACY_DATASETS,
     EVAL_PROTOCOLS,
+    FRAME_DATASETS,
+    VP_VIDEOS,
     EvaluationSettings,
     parse_test_epochs,
     validate_evaluation,
@@ -64,11 +66,13 @@ __all__ = [
     "EVAL_PRIVACY_DATASETS",
     "EVAL_PROTOCOLS",
     "FLAG_SCOPES",
+    "FRAME_DATASETS",
     "IMAGE_ADVERSARIES",
     "METHODS",
     "PRIVACY_DATASETS",
     "SELF_SUPERVISED",
     "SSL_ADVERSARIES",
+    "VP_VIDEOS",
     "WEIGHT_FLAGS",
     "DataSettings",
     "EvaluationSettings",
@@ -187,11 +191,11 @@ class ExperimentConfig(
 
     def evaluation_datasets(self) -> ExperimentConfig:
         """This config with the evaluation's datasets in place of the training ones: each
-        `eval_<setting>` that is set replaces `<setting>`. PA-HMDB51's attributes default to
-        its five, since the training attributes are VISPR ids."""
+        `eval_<setting>` that is set replaces `<setting>`. PA-HMDB51's and VP's attributes
+        default to their five, since the training attributes are VISPR ids."""
         values = {
             name: getattr(self, f"eval_{name}") or getattr(self, name) for name in EVAL_DATA_FIELDS
         }
-        if values["privacy_dataset"] == "pa_hmdb51":
+        if values["privacy_dataset"] in FRAME_DATASETS:
             values["privacy_attributes"] = self.eval_privacy_attributes or "all"
         return dataclasses.replace(self, **values)

@@ -17,7 +17,11 @@ from keras_privacy.config.setting import (
 )
 
 EVAL_PROTOCOLS = ("same", "cross_dataset", "novel_actions", "novel_attributes", "pa_hmdb51")
-EVAL_PRIVACY_DATASETS = (*PRIVACY_DATASETS, "pa_hmdb51")
+EVAL_PRIVACY_DATASETS = (*PRIVACY_DATASETS, "pa_hmdb51", "vp_ucf101", "vp_hmdb51")
+VP_VIDEOS = {"vp_ucf101": "ucf101", "vp_hmdb51": "hmdb51"}
+"""The video dataset whose videos and split lists each VP privacy dataset labels."""
+FRAME_DATASETS = {"pa_hmdb51": "PA-HMDB51", "vp_ucf101": "VP-UCF101", "vp_hmdb51": "VP-HMDB51"}
+"""The privacy datasets of videos, whose frames evaluate.py writes as privacy images, by name."""
 PA_HMDB51_LABELS = ("merged", "vispr1")
 """The label schemes of PA-HMDB51's privacy evaluation (`data.pa_hmdb51.LABEL_SCHEMES`)."""
 LEARNED = "learned"
@@ -286,29 +290,35 @@ class EvaluationSettings:
         metadata=described(
             "Privacy dataset of the target models: synthetic | vispr | pa_hmdb51 (tested on "
             "equidistant frames of its videos, trained on the VISPR of <privacy_annotations> "
-            "with the VISPR-1 labels merged onto its attributes); default <privacy_dataset>.",
+            "with the VISPR-1 labels merged onto its attributes) | vp_ucf101 | vp_hmdb51 "
+            "(trained and tested on equidistant frames of the videos of the training and test "
+            "split lists, each labelled by its video's VP labels); default <privacy_dataset>.",
             "eval",
         ),
     )
     eval_privacy_annotations: str = field(
         default="",
         metadata=described(
-            "Its annotation folder (PA-HMDB51: PrivacyAttributes/); default <privacy_annotations>.",
+            "Its annotation folder (PA-HMDB51: PrivacyAttributes/; VP-UCF101 / VP-HMDB51: the "
+            "labels file, .csv or .json); default <privacy_annotations>.",
             "eval",
         ),
     )
     eval_privacy_root: str = field(
         default="",
         metadata=described(
-            "Its image folder (PA-HMDB51: the HMDB51 videos); default <privacy_root>.", "eval"
+            "Its image folder (PA-HMDB51, VP-HMDB51: the HMDB51 videos; VP-UCF101: the UCF101 "
+            "videos); default <privacy_root>.",
+            "eval",
         ),
     )
     eval_privacy_attributes: str = field(
         default="",
         metadata=described(
             "Attributes of the target privacy models, as <privacy_attributes> (PA-HMDB51: "
-            "the columns of <eval_pa_hmdb51_labels> or a comma-separated subset); default "
-            "<privacy_attributes> (PA-HMDB51: all its columns).",
+            "the columns of <eval_pa_hmdb51_labels> or a comma-separated subset; VP: face, "
+            "skin_color, gender, nudity, relationship or the labels file's column names); "
+            "default <privacy_attributes> (PA-HMDB51, VP: all their columns).",
             "eval",
         ),
     )
@@ -326,8 +336,19 @@ class EvaluationSettings:
     eval_privacy_frames: int = field(
         default=5,
         metadata=described(
-            "PA-HMDB51: equidistant frames of each video taken as test images, each labelled "
-            "by its own frame index; 0 takes every frame, as VITA's code tests.",
+            "PA-HMDB51 and VP: equidistant frames of each video taken as privacy images, "
+            "labelled by their own frame index (PA-HMDB51) or by their video (VP); 0 takes "
+            "every frame, as VITA's code tests on PA-HMDB51.",
+            "eval",
+        ),
+    )
+    eval_vp_splits: str = field(
+        default="",
+        metadata=described(
+            "VP-UCF101 / VP-HMDB51: the official split-list folder of their videos (UCF101's or "
+            "HMDB51's), split <action_split>; default <eval_action_annotations> where the "
+            "evaluation's action dataset is that one (the penalty paper's VP-HMDB51 column "
+            "beside HMDB51's).",
             "eval",
         ),
     )
@@ -449,9 +470,11 @@ def eval_methods(config) -> list[tuple[str, str]]:
     if len(set(names)) != len(names):
         raise SettingError(f"<eval_methods> names a method twice: {', '.join(names)}")
     people = [name for name in names if name in PEOPLE_BASELINES]
-    if config.eval_boxes and people and config.evaluation_datasets().privacy_dataset == "pa_hmdb51":
+    privacy_dataset = config.evaluation_datasets().privacy_dataset
+    if config.eval_boxes and people and privacy_dataset in FRAME_DATASETS:
         raise SettingError(
-            f"<eval_boxes> with {', '.join(people)} on PA-HMDB51: its test images are frames "
+            f"<eval_boxes> with {', '.join(people)} on {FRAME_DATASETS[privacy_dataset]}: its "
+            "images are frames "
             "evaluate.py writes itself (named by video and frame number), which a box file "
             "cannot name yet; leave out <eval_boxes> (people are then found on every file) or "
             "these baselines"
@@ -476,6 +499,13 @@ def _validate_protocol(config, evaluation) -> None:
             "<eval_privacy_dataset>=pa_hmdb51 trains the target privacy model on VISPR (its "
             "VISPR-1 labels merged onto PA-HMDB51's attributes): it needs "
             f"<privacy_dataset>=vispr, got {config.privacy_dataset}"
+        )
+    if evaluation.privacy_dataset in VP_VIDEOS and not vp_split_lists(config):
+        videos = VP_VIDEOS[evaluation.privacy_dataset]
+        raise SettingError(
+            f"<eval_privacy_dataset>={evaluation.privacy_dataset} labels {videos}'s videos of "
+            f"its split lists: set <eval_vp_splits> to their folder (taken from "
+            f"<eval_action_annotations> only where the evaluation's action dataset is {videos})"
         )
     training_ids = _attribute_ids(
         "privacy_attributes", config.privacy_dataset, config.privacy_attributes
@@ -542,18 +572,32 @@ def _validate_protocol(config, evaluation) -> None:
             )
 
 
+def vp_split_lists(config) -> str:
+    """The split-list folder of the evaluation's VP videos: `eval_vp_splits`, else the
+    evaluation's action annotations where its action dataset is the VP dataset's videos; ""
+    where neither is known."""
+    evaluation = config.evaluation_datasets()
+    if config.eval_vp_splits:
+        return config.eval_vp_splits
+    if VP_VIDEOS.get(evaluation.privacy_dataset) == evaluation.action_dataset:
+        return evaluation.action_annotations
+    return ""
+
+
 def _attribute_ids(
     setting: str, dataset: str, attributes: str, pa_hmdb51_labels: str = "merged"
 ) -> list[str] | None:
     """The attribute ids that the setting's value `attributes` names for `dataset`, checked
     where they are known without reading files (PA-HMDB51's columns, of the label scheme
-    `pa_hmdb51_labels`, as their VISPR-1 ids, so that they compare with VISPR's); None for
-    VISPR's `all` (every id of its attributes.tsv)."""
-    from keras_privacy.data import pa_hmdb51, synthetic, vispr
+    `pa_hmdb51_labels`, as their VISPR-1 ids, so that they compare with VISPR's; VP labels'
+    columns by name); None for VISPR's `all` (every id of its attributes.tsv)."""
+    from keras_privacy.data import pa_hmdb51, synthetic, vispr, vp_labels
 
     try:
         if dataset == "synthetic":
             return synthetic.attribute_subset(attributes)
+        if dataset in VP_VIDEOS:
+            return vp_labels.vp_attribute_subset(attributes)
         if dataset == "pa_hmdb51":
             columns = pa_hmdb51.label_columns(pa_hmdb51_labels)
             chosen = pa_hmdb51.attribute_subset(attributes, pa_hmdb51_labels)

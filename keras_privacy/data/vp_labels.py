@@ -20,7 +20,9 @@ ARRAY_HEADER = ("File Path", "Array Values")
 
 
 def read_vp_labels(
-    path: str | os.PathLike, attribute_names: Sequence[str] | None = None
+    path: str | os.PathLike,
+    attribute_names: Sequence[str] | None = None,
+    list_order: Sequence[str] | None = None,
 ) -> dict[str, tuple[int, ...]]:
     """Video name -> binary labels over `attribute_names` (default `VP_ATTRIBUTES`).
 
@@ -28,20 +30,54 @@ def read_vp_labels(
     - `.csv`: header `video,<attr1>,...`, one row per video; columns are picked by name, so
       their order in the file does not matter and extra columns are ignored;
     - `.csv` with `File Path` and `Array Values` columns (as loaders of the VP release read
-      it): one video and a list of labels, `"[1, 0, 1, 0, 0]"`, taken in `attribute_names`
-      order;
+      it): one video and a list of labels, `"[1, 0, 1, 0, 0]"`;
     - `.json`: `{"video.avi": {"attr": 0/1, ...}}` (picked by name) or
-      `{"video.avi": [0, 1, ...]}` (taken in `attribute_names` order).
+      `{"video.avi": [0, 1, ...]}`.
+    A list holds the attributes `list_order` (default `attribute_names`) in that order, of
+    which `attribute_names` are picked, so that a subset of the five is read from the release.
     Video names are kept as written (a bare name or `Class/video.avi`). A value other than
     0/1, a missing attribute or a repeated video raises `DatasetFormatError` naming the file.
     """
     names = tuple(attribute_names or VP_ATTRIBUTES)
+    order = tuple(list_order or names)
+    absent = [name for name in names if name not in order]
+    if absent:
+        raise ValueError(f"attribute(s) {absent} are not in the list order {list(order)}")
+    columns = ListColumns(order, tuple(order.index(name) for name in names))
     path = Path(path)
     if path.suffix.lower() == ".csv":
-        return _read_csv(path, names)
+        return _read_csv(path, names, columns)
     if path.suffix.lower() == ".json":
-        return _read_json(path, names)
+        return _read_json(path, names, columns)
     raise ValueError(f"{path}: privacy labels must be a .csv or .json file")
+
+
+@dataclasses.dataclass(frozen=True)
+class ListColumns:
+    """How a list of labels is read: it holds the attributes `order`, of which the positions
+    `picked` are kept."""
+
+    order: tuple[str, ...]
+    picked: tuple[int, ...]
+
+    def pick(self, values, where: str) -> tuple[int, ...]:
+        """The picked labels of the list `values` (read at `where`), each 0 or 1."""
+        return tuple(_binary(values[index], where) for index in self.picked)
+
+
+def vp_attribute_subset(attributes: str) -> list[str]:
+    """The attributes that an `--eval_privacy_attributes` value names on VP labels: the five
+    `VP_ATTRIBUTES` for `all`, else the comma-separated column names (a file of other columns,
+    such as the built-in benchmark's, is read by name). Raises ValueError on none or a repeat."""
+    if attributes == "all":
+        return list(VP_ATTRIBUTES)
+    chosen = [name.strip() for name in attributes.split(",") if name.strip()]
+    if not chosen:
+        raise ValueError("names no attribute")
+    repeated = sorted({name for name in chosen if chosen.count(name) > 1})
+    if repeated:
+        raise ValueError(f"names {', '.join(repeated)} twice")
+    return chosen
 
 
 def _binary(value, where: str) -> int:
@@ -54,13 +90,15 @@ def _binary(value, where: str) -> int:
     return int(text)
 
 
-def _read_csv(path: Path, names: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
+def _read_csv(
+    path: Path, names: tuple[str, ...], list_columns: ListColumns
+) -> dict[str, tuple[int, ...]]:
     rows = read_csv_rows(path)
     if not rows:
         raise DatasetFormatError(f"{path}:1: empty file, expected a 'video,<attr>,...' header")
     header = [column.strip() for column in rows[0]]
     if all(name in header for name in ARRAY_HEADER):
-        return _read_array_csv(path, rows, names)
+        return _read_array_csv(path, rows, list_columns)
     absent = [name for name in names if name not in header]
     if not header or header[0].lower() != "video" or absent:
         raise DatasetFormatError(
@@ -75,7 +113,7 @@ def _read_csv(path: Path, names: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
 
 
 def _read_array_csv(
-    path: Path, rows: list[list[str]], names: tuple[str, ...]
+    path: Path, rows: list[list[str]], list_columns: ListColumns
 ) -> dict[str, tuple[int, ...]]:
     """The rows of a CSV with `File Path` and `Array Values` columns (others, such as a pandas
     index, ignored): a video and its labels as a Python list or tuple literal."""
@@ -87,12 +125,12 @@ def _read_array_csv(
             values = ast.literal_eval(row[values_column].strip())
         except (ValueError, SyntaxError):
             values = None
-        if not isinstance(values, (list, tuple)) or len(values) != len(names):
+        if not isinstance(values, (list, tuple)) or len(values) != len(list_columns.order):
             raise DatasetFormatError(
-                f"{where}: expected a list of {len(names)} labels under 'Array Values', got "
-                f"{row[values_column]!r}"
+                f"{where}: expected a list of {len(list_columns.order)} labels under 'Array "
+                f"Values', got {row[values_column]!r}"
             )
-        _add_once(labels, row[video_column], tuple(_binary(v, where) for v in values), where)
+        _add_once(labels, row[video_column], list_columns.pick(values, where), where)
     return labels
 
 
@@ -115,7 +153,9 @@ def _add_once(labels: dict, video: str, values: tuple[int, ...], where: str) -> 
     labels[video] = values
 
 
-def _read_json(path: Path, names: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
+def _read_json(
+    path: Path, names: tuple[str, ...], list_columns: ListColumns
+) -> dict[str, tuple[int, ...]]:
     records = read_json(path)
     if not isinstance(records, dict):
         raise DatasetFormatError(f"{path}: expected an object mapping video names to labels")
@@ -127,11 +167,12 @@ def _read_json(path: Path, names: tuple[str, ...]) -> dict[str, tuple[int, ...]]
             if absent:
                 raise DatasetFormatError(f"{where}: missing attribute(s) {absent}")
             labels[video] = tuple(_binary(record[name], where) for name in names)
-        elif isinstance(record, list) and len(record) == len(names):
-            labels[video] = tuple(_binary(value, where) for value in record)
+        elif isinstance(record, list) and len(record) == len(list_columns.order):
+            labels[video] = list_columns.pick(record, where)
         else:
             raise DatasetFormatError(
-                f"{where}: expected an object of attributes or a list of {len(names)} labels"
+                f"{where}: expected an object of attributes or a list of "
+                f"{len(list_columns.order)} labels"
             )
     return labels
 

@@ -9,8 +9,9 @@ import logging
 from pathlib import Path
 
 from keras_privacy import environment
-from keras_privacy.config import ExperimentConfig, SettingError
-from keras_privacy.data import pa_hmdb51, pipelines, sources
+from keras_privacy.config import VP_VIDEOS, ExperimentConfig, SettingError
+from keras_privacy.config.evaluation import vp_split_lists
+from keras_privacy.data import pa_hmdb51, phvu, pipelines, sources, vp_labels
 from keras_privacy.data.cache import MANIFEST, failure_line, prepare_cache, read_manifest
 from keras_privacy.data.examples import Split
 from keras_privacy.evaluation.anonymizations import Anonymization
@@ -44,28 +45,39 @@ def cached_data(
     video_side: int,
     image_side: int,
     baseline: Anonymization | None = None,
-    test_images_from_videos: bool = False,
+    frame_splits: tuple[str, ...] = (),
 ) -> EvaluationData:
     """The four splits of `data` as prepared caches under `directory` (written once, resumable),
     so that target models read their data with TensorFlow ops only: videos at a short side of
     `video_side`, images at `image_side`. With a people `baseline`, every source video and image
     is anonymized as it is cached: its people are found on the source frames, which are
     blackened at their cache's side, or blurred at the scale of their kind
-    (`baselines.BLUR_REFERENCE_SIDE`; PA-HMDB51's test frames, `test_images_from_videos`, at a
-    video's) and then resized to it."""
+    (`baselines.BLUR_REFERENCE_SIDE`; the privacy splits named in `frame_splits`, frames of
+    videos (`video_frame_splits`), at a video's) and then resized to it."""
 
-    def cached(name: str, kind: str, scale: str) -> pipelines.Source:
+    def cached(name: str, kind: str) -> pipelines.Source:
         short_side = video_side if kind == "video" else image_side
+        scale = "video" if kind == "video" or name in frame_splits else "image"
         transform = None if baseline is None else baseline.frame_transform(short_side, scale)
         return prepare_cache(getattr(data, name), kind, directory / name, short_side, transform)
 
-    test_scale = "video" if test_images_from_videos else "image"
     return EvaluationData(
-        cached("action_train", "video", "video"),
-        cached("action_test", "video", "video"),
-        cached("privacy_train", "image", "image"),
-        cached("privacy_test", "image", test_scale),
+        cached("action_train", "video"),
+        cached("action_test", "video"),
+        cached("privacy_train", "image"),
+        cached("privacy_test", "image"),
     )
+
+
+def video_frame_splits(config: ExperimentConfig) -> tuple[str, ...]:
+    """The privacy splits of the evaluation whose images are frames of videos: PA-HMDB51's
+    test split, both of VP-UCF101's or VP-HMDB51's."""
+    dataset = config.evaluation_datasets().privacy_dataset
+    if dataset == "pa_hmdb51":
+        return ("privacy_test",)
+    if dataset in VP_VIDEOS:
+        return ("privacy_train", "privacy_test")
+    return ()
 
 
 SPLITS = ("action_train", "action_test", "privacy_train", "privacy_test")
@@ -120,7 +132,7 @@ def evaluation_data(config: ExperimentConfig) -> EvaluationData:
         actions["test"] = sources.pa_hmdb51_action_test(
             evaluation.privacy_annotations, evaluation.privacy_root, actions["train"].class_names
         )
-    images = evaluation_privacy_splits(config, report_dir(config) / "pa_hmdb51_frames")
+    images = evaluation_privacy_splits(config, report_dir(config))
     if config.eval_protocol == "novel_actions":
         if config.action_cache:
             trained = pipelines.label_names(config.action_cache, "class_names")
@@ -135,16 +147,19 @@ def evaluation_data(config: ExperimentConfig) -> EvaluationData:
     return EvaluationData(actions["train"], actions["test"], images["train"], images["test"])
 
 
-def evaluation_privacy_splits(config: ExperimentConfig, frames_dir: str | Path) -> dict[str, Split]:
+def evaluation_privacy_splits(config: ExperimentConfig, out_dir: str | Path) -> dict[str, Split]:
     """The "train" and "test" privacy splits of the evaluation (`config.evaluation_datasets()`).
 
     PA-HMDB51 has labelled test videos only: its test images are `--eval_privacy_frames`
-    equidistant frames of each video (written under `frames_dir`), and the target privacy model
-    trains on the training VISPR (`--privacy_annotations`); both are labelled over the columns
-    of `--eval_pa_hmdb51_labels`."""
+    equidistant frames of each video (written under `out_dir/pa_hmdb51_frames`), and the target
+    privacy model trains on the training VISPR (`--privacy_annotations`); both are labelled over
+    the columns of `--eval_pa_hmdb51_labels`. VP-UCF101 and VP-HMDB51: `vp_privacy_splits`."""
     evaluation = config.evaluation_datasets()
+    if evaluation.privacy_dataset in VP_VIDEOS:
+        return vp_privacy_splits(config, Path(out_dir) / f"{evaluation.privacy_dataset}_frames")
     if evaluation.privacy_dataset != "pa_hmdb51":
         return sources.privacy_splits(evaluation.dataset_files("privacy"))
+    frames_dir = Path(out_dir) / "pa_hmdb51_frames"
     vispr_files = dataclasses.replace(config.dataset_files("privacy"), attributes="vispr1")
     vispr = sources.privacy_splits(vispr_files)["train"]
     test = pa_hmdb51.privacy_images(
@@ -160,6 +175,45 @@ def evaluation_privacy_splits(config: ExperimentConfig, frames_dir: str | Path) 
         vispr, evaluation.privacy_attributes, config.eval_pa_hmdb51_labels
     )
     return {"train": train, "test": test}
+
+
+def vp_privacy_splits(config: ExperimentConfig, frames_dir: Path) -> dict[str, Split]:
+    """VP-UCF101's or VP-HMDB51's "train" and "test" privacy images: `--eval_privacy_frames`
+    equidistant frames of each video of the split lists' training and test splits
+    (`vp_split_lists`, split `--action_split`), written under `frames_dir/<split>`, each with
+    its video's labels (`--eval_privacy_annotations`) over `--eval_privacy_attributes`. The
+    penalty paper trains f'_B on the training videos and tests it on the test videos; the
+    authors' `train_privacy.py` scores every image, so each frame counts once and each video
+    the same. Videos without labels are left out, and the first is named in a warning."""
+    evaluation = config.evaluation_datasets()
+    names = vp_labels.vp_attribute_subset(evaluation.privacy_attributes)
+    in_release = set(names) <= set(vp_labels.VP_ATTRIBUTES)
+    labels = vp_labels.read_vp_labels(
+        evaluation.privacy_annotations,
+        names,
+        list_order=vp_labels.VP_ATTRIBUTES if in_release else names,
+    )
+    videos = sources.action_splits(
+        sources.DatasetFiles(
+            name=VP_VIDEOS[evaluation.privacy_dataset],
+            annotations=vp_split_lists(config),
+            root=evaluation.privacy_root,
+            split=evaluation.action_split,
+        )
+    )
+    splits = {}
+    for name, split in videos.items():
+        labelled = vp_labels.attach_privacy_labels(split, labels, names)
+        sources.report_missing(f"{evaluation.privacy_dataset} {name} videos", labelled)
+        if not labelled.examples:
+            raise FileNotFoundError(
+                f"{evaluation.privacy_dataset}: no {name} video of the split lists in "
+                f"{vp_split_lists(config)} is both under {evaluation.privacy_root} and labelled "
+                f"in {evaluation.privacy_annotations}, e.g. "
+                f"{labelled.missing[0] if labelled.missing else 'none listed'}"
+            )
+        splits[name] = phvu.frame_images(labelled, frames_dir / name, config.eval_privacy_frames)
+    return splits
 
 
 def evaluation_record(config: ExperimentConfig, data: EvaluationData) -> dict:
@@ -186,6 +240,13 @@ def evaluation_record(config: ExperimentConfig, data: EvaluationData) -> dict:
         datasets["action_dataset"] |= {
             "trained_on": "HMDB51 training split without the PA-HMDB51 videos",
             "tested_on": "PA-HMDB51 videos",
+        }
+    if evaluation.privacy_dataset in VP_VIDEOS:
+        datasets["privacy_dataset"] |= {
+            "frames_per_video": config.eval_privacy_frames,
+            "split": evaluation.action_split,
+            "trained_on": "frames of the training split's videos, labelled by their video",
+            "tested_on": "frames of the test split's videos, labelled by their video",
         }
     if evaluation.privacy_dataset == "pa_hmdb51":
         datasets["privacy_dataset"] |= {

@@ -36,9 +36,12 @@ f'_T train on the HMDB51 training split without the PA-HMDB51 videos, and action
 privacy are both tested on the PA-HMDB51 videos (`data.sources.pa_hmdb51_action_test`); f'_B trains
 on VISPR as in `cross_dataset`. PA-HMDB51's privacy is measured at frame level: each test image is
 one frame labelled by its own frame index, and cMAP is the mean over attributes of the AP over all
-those frames. Several target architectures (`--eval_action_model`, `--eval_privacy_model` lists) are
-each trained and tested per method: the first of each fills the report's headline columns, all
-of them its `*_by_model` entries.
+those frames. VP-UCF101 and VP-HMDB51 (`--eval_privacy_dataset=vp_ucf101|vp_hmdb51`, the
+penalty paper's VP columns) label whole videos: f'_B trains on frames of the training split's
+videos and is tested on frames of the test split's, each labelled by its video
+(`datasets.vp_privacy_splits`). Several target architectures (`--eval_action_model`,
+`--eval_privacy_model` lists) are each trained and tested per method: the first of each fills
+the report's headline columns, all of them its `*_by_model` entries.
 
 Multi-label actions (P-HVU, `--action_multilabel`): f'_T trains with binary cross-entropy on the
 multi-hot `actions` of the split (`keras_privacy.data.phvu.read_phvu`) and is tested by video-level
@@ -73,6 +76,7 @@ from keras_privacy.evaluation.datasets import (
     evaluation_record,
     examples_used,
     report_dir,
+    video_frame_splits,
 )
 from keras_privacy.evaluation.report import RAW_METHOD, Report, save_frame_strip
 from keras_privacy.evaluation.targets import (
@@ -137,7 +141,7 @@ def evaluate(
                 config.frame_size,
                 config.image_side(),
                 method,
-                test_images_from_videos=config.evaluation_datasets().privacy_dataset == "pa_hmdb51",
+                frame_splits=video_frame_splits(config),
             )
         result = _target_results(config, seen, method, attackers, classes, names)
         if method.baseline in FILE_BASELINES:
