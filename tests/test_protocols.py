@@ -477,6 +477,9 @@ def test_vp_labels_train_and_test_the_privacy_model_on_frames_of_their_videos(be
     written = json.loads((out / "report.json").read_text())
     assert written["evaluation"]["examples"]["privacy_train"]["used"] == 2 * len(videos["train"])
     assert set(written["methods"]["raw"]["extra"]["privacy_ap"]) == {"gender", "face"}
+    assert "privacy: vp_ucf101 (gender, face). Privacy images: 2 equidistant frames of each" in (
+        (out / "report.md").read_text()
+    )
 
     # A labels file that names none of the training videos is refused, naming the three paths.
     labels_file.write_text("File Path,Array Values\n")

@@ -254,6 +254,10 @@ class Report:
             f"{record.get('privacy_dataset', {}).get('name')} "
             f"({', '.join(record.get('attribute_names', []))})."
         )
+        frames = record.get("privacy_dataset", {}).get("frames_per_video")
+        if frames is not None:
+            taken = "every frame" if frames == 0 else f"{frames} equidistant frames"
+            note += f" Privacy images: {taken} of each video (--eval_privacy_frames)."
         if "privacy_image_side" in record:
             note += (
                 f" Privacy images cached at a short side of {record['privacy_image_side']} px "
