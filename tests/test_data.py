@@ -717,6 +717,22 @@ def test_read_and_probe_fixture_videos(fixtures_dir, name, frames, fps, size):
     streamed.close()
 
 
+@pytest.mark.parametrize("name", ["test.avi", "part_0.mp4"])
+def test_frame_numbers_are_those_opencv_seeks_to(fixtures_dir, name):
+    """PA-HMDB51 labels frames by number, and VITA's `extract_hmdb_testing_frames.py` takes
+    frame i by OpenCV's seek (CAP_PROP_POS_FRAMES): frame i decoded here is that same frame."""
+    path = fixtures_dir / "videos" / name
+    video = read_video(path)
+    capture = cv2.VideoCapture(str(path))
+    assert int(capture.get(cv2.CAP_PROP_FRAME_COUNT)) == len(video)
+    for index in (0, 1, len(video) // 2, len(video) - 1):
+        capture.set(cv2.CAP_PROP_POS_FRAMES, index)
+        found, frame = capture.read()
+        assert found
+        np.testing.assert_array_equal(frame[..., ::-1], video[index])
+    capture.release()
+
+
 def test_read_video_is_rgb(tmp_path):
     # A red-green-blue striped clip written with write_video decodes in RGB order.
     frame = np.zeros((32, 48, 3), np.uint8)
