@@ -22,6 +22,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_privacy import backend, checkpoint, distribute, environment
+from keras_privacy.cli import refuse_a_file
 from keras_privacy.config import ExperimentConfig
 from keras_privacy.config.schedule import LEARNING_RATES
 from keras_privacy.data import sources
@@ -642,8 +643,7 @@ def _require_the_runs_settings(config: ExperimentConfig, run_dir: Path) -> None:
 
 def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callback]) -> TrainResult:
     run_dir = Path(config.run_dir)
-    if run_dir.exists() and not run_dir.is_dir():
-        raise NotADirectoryError(f"{run_dir}: --run_dir names a file, not a folder")
+    refuse_a_file(run_dir, "--run_dir")
     chief = distribute.is_chief()
     note = backend_note(config)
     if note and chief:
