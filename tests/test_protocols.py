@@ -14,6 +14,7 @@ import pytest
 import tiny_models
 from tiny_models import tiny_config
 
+from keras_privacy import training
 from keras_privacy.config import ExperimentConfig, SettingError
 from keras_privacy.config.evaluation import PA_HMDB51_LABELS
 from keras_privacy.data import __main__ as data_cli
@@ -100,7 +101,8 @@ HMDB51_EVALUATION = dict(
         (dict(eval_pa_hmdb51_labels="vita5"), "--eval_pa_hmdb51_labels='vita5' is not one of"),
         (
             dict(eval_protocol="pa_hmdb51", **VISPR_TRAINING, **PA_EVALUATION),
-            "pa_hmdb51 trains on HMDB51 .* needs --action_dataset=hmdb51",
+            "pa_hmdb51 trains f'_T on HMDB51 .* --action_dataset=hmdb51 .* or, for an f_A "
+            "trained on another action dataset .* --eval_action_dataset=hmdb51",
         ),
         (dict(privacy_attributes="s1_warm_actor,s9_hat"), "unknown synthetic attribute.* s9_hat"),
         (dict(privacy_attributes="vispr2"), "--privacy_attributes=vispr2: unknown synthetic"),
@@ -132,6 +134,8 @@ def test_each_protocol_says_what_it_needs(settings, message):
         ),
         dict(eval_protocol="cross_dataset", **VISPR_TRAINING, **PA_EVALUATION),
         dict(**VP_EVALUATION, **HMDB51_EVALUATION),  # the split lists: HMDB51's
+        # f_A on another action dataset, f'_T on HMDB51 and PA-HMDB51 (Table 2's UCF -> PA-HMDB)
+        dict(eval_protocol="pa_hmdb51", **VISPR_TRAINING, **PA_EVALUATION, **HMDB51_EVALUATION),
         dict(**VP_EVALUATION, eval_vp_splits="hmdb51/splits", eval_privacy_attributes="gender"),
         dict(
             eval_protocol="novel_actions",
@@ -575,6 +579,30 @@ def test_pa_hmdb51_protocol_trains_without_its_videos_and_tests_action_on_them(
     )
     with pytest.raises(SettingError, match="--eval_boxes with blacken on PA-HMDB51"):
         methods_of(boxed)
+    assert training.pa_hmdb51_left_out(config) == str(annotations)
+
+    # f_A trained on another action dataset (here the benchmark; SPAct's and the penalty paper's
+    # Table 2 column UCF101 -> PA-HMDB): f'_T alone trains on HMDB51 without the PA-HMDB51
+    # videos and is tested on them; f_A's training split is its own, whole.
+    novel = tiny_config(
+        benchmark,
+        tmp_path,
+        privacy_dataset="vispr",
+        privacy_annotations=str(vispr),
+        privacy_root=str(vispr),
+        eval_protocol="pa_hmdb51",
+        eval_action_dataset="hmdb51",
+        eval_action_annotations=splits,
+        eval_action_root=str(hmdb),
+        eval_privacy_dataset="pa_hmdb51",
+        eval_privacy_annotations=str(annotations),
+        eval_privacy_root=str(hmdb),
+        eval_dir=str(tmp_path / "evaluation"),
+    )
+    assert novel.action_dataset == "synthetic" and training.pa_hmdb51_left_out(novel) == ""
+    data = protocol.evaluation_data(novel)
+    assert [os.path.basename(e.path) for e in data.action_train.examples] == [kept]
+    assert [(os.path.basename(e.path), e.label) for e in data.action_test.examples] == tested
 
 
 def test_report_tables_each_target_architecture(tmp_path):

@@ -32,7 +32,9 @@ disjoint from the training ones), and `evaluation_data`, once the split files ar
 action classes disjoint from the training ones. The raw-trained attacker is part of every
 protocol. `pa_hmdb51` is SPAct's HMDB51 to PA-HMDB protocol (Sec. 5.3; VITA's code trains on
 more HMDB51 videos, README): f_A (with the same flags in train.py) and
-f'_T train on the HMDB51 training split without the PA-HMDB51 videos, and action top-1 and
+f'_T train on the HMDB51 training split without the PA-HMDB51 videos (an f_A trained on another
+action dataset with `--eval_action_dataset=hmdb51`: f'_T only, Table 2's UCF101 -> PA-HMDB
+column of SPAct and of the penalty paper), and action top-1 and
 privacy are both tested on the PA-HMDB51 videos (`data.sources.pa_hmdb51_action_test`); f'_B trains
 on VISPR as in `cross_dataset`. PA-HMDB51's privacy is measured at frame level: each test image is
 one frame labelled by its own frame index, and cMAP is the mean over attributes of the AP over all
