@@ -661,7 +661,7 @@ def test_vp_labels_csv_of_file_paths_and_label_lists(tmp_path):
     lists = tmp_path / "lists.json"
     lists.write_text('{"Archery/v_C.mp4": [0, 1, 1, 1, 0]}')
     assert read_vp_labels(lists, ["gender", "nudity"], VP_ATTRIBUTES) == {"Archery/v_C.mp4": (1, 1)}
-    with pytest.raises(ValueError, match=r"\['eyes'\] are not in the list order"):
+    with pytest.raises(ValueError, match=r"\['face', 'eyes'\] must be among the list order"):
         read_vp_labels(path, ["face", "eyes"], VP_ATTRIBUTES)
     path.write_text('File Path,Array Values\nArchery/v_C.mp4,"[0, 1]"\n')
     with pytest.raises(DatasetFormatError, match=re.escape(f"{path}:2: expected a list of 5")):

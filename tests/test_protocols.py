@@ -5,6 +5,7 @@ architectures in one run: tiny models on the tiny synthetic benchmark and the re
 import dataclasses
 import json
 import os
+import re
 from pathlib import Path
 
 import cv2
@@ -24,7 +25,7 @@ from keras_privacy.data.examples import Example, Split
 from keras_privacy.data.sources import privacy_splits
 from keras_privacy.data.ucf101 import read_ucf101
 from keras_privacy.data.vispr import VISPR1
-from keras_privacy.evaluation import protocol
+from keras_privacy.evaluation import datasets, protocol
 from keras_privacy.evaluation.anonymizations import methods_of
 from keras_privacy.evaluation.report import Report
 from keras_privacy.training import training_data
@@ -91,8 +92,35 @@ HMDB51_EVALUATION = dict(
         (dict(**VP_EVALUATION), "vp_hmdb51 labels hmdb51's videos .* set --eval_vp_splits"),
         (
             dict(**VP_EVALUATION, eval_vp_splits="s", eval_privacy_attributes="face,gender,face"),
-            "--eval_privacy_attributes=face,gender,face: names face twice",
+            "--eval_privacy_attributes=face,gender,face: choose distinct VP attributes",
         ),
+        (
+            dict(**VP_EVALUATION, eval_vp_splits="s", eval_privacy_attributes="skin_colour"),
+            "unknown VP attribute.* skin_colour: choose all, or among face, skin_color, gender",
+        ),
+        (
+            dict(**VP_EVALUATION, eval_vp_splits="s", eval_vp_privacy_training="vispr"),
+            "--eval_vp_privacy_training=vispr trains .* needs --privacy_dataset=vispr",
+        ),
+        (
+            dict(
+                **VISPR_TRAINING,
+                **VP_EVALUATION | dict(eval_protocol="novel_attributes"),
+                eval_vp_splits="s",
+            ),
+            "disjoint from --privacy_attributes, but both name a9_face_complete",
+        ),
+        (
+            dict(
+                **VISPR_TRAINING,
+                **VP_EVALUATION | dict(eval_protocol="novel_attributes"),
+                eval_vp_splits="s",
+                privacy_attributes="a17_color,a4_gender",
+                eval_privacy_attributes="face,gender",
+            ),
+            "disjoint from --privacy_attributes, but both name a4_gender$",
+        ),
+        (dict(eval_vp_splits="s"), "--eval_vp_splits is read with --eval_privacy_dataset=vp_"),
         (
             dict(**VP_EVALUATION, eval_vp_splits="s", eval_methods="raw,blur_weak", eval_boxes="b"),
             "--eval_boxes with blur_weak on VP-HMDB51: its images are frames",
@@ -137,6 +165,26 @@ def test_each_protocol_says_what_it_needs(settings, message):
         # f_A on another action dataset, f'_T on HMDB51 and PA-HMDB51 (Table 2's UCF -> PA-HMDB)
         dict(eval_protocol="pa_hmdb51", **VISPR_TRAINING, **PA_EVALUATION, **HMDB51_EVALUATION),
         dict(**VP_EVALUATION, eval_vp_splits="hmdb51/splits", eval_privacy_attributes="gender"),
+        # The penalty paper's Table 2 VPHMDB -> VPUCF: f_A trained on HMDB51, whose split lists
+        # are the VP ones; f'_T on UCF101.
+        dict(
+            **VP_EVALUATION | dict(eval_protocol="novel_actions"),
+            action_dataset="hmdb51",
+            action_annotations="hmdb51/splits",
+            action_root="hmdb51/videos",
+            eval_action_dataset="ucf101",
+            eval_action_annotations="ucf101/splits",
+            eval_action_root="ucf101/videos",
+        ),
+        # Unseen attributes on VP: colour and nudity trained on, gender and face tested.
+        dict(
+            **VISPR_TRAINING,
+            **VP_EVALUATION | dict(eval_protocol="novel_attributes"),
+            eval_vp_splits="s",
+            eval_vp_privacy_training="vispr",
+            privacy_attributes="a17_color,a12_semi_nudity",
+            eval_privacy_attributes="gender,face",
+        ),
         dict(
             eval_protocol="novel_actions",
             eval_action_dataset="hmdb51",
@@ -462,6 +510,8 @@ def test_vp_labels_train_and_test_the_privacy_model_on_frames_of_their_videos(be
         eval_dir=str(tmp_path / "evaluation"),
     )
     config = tiny_config(benchmark, tmp_path, eval_methods="raw", **vp)
+    # Both privacy splits are video frames: a people baseline blurs them at a video's scale.
+    assert datasets.video_frame_splits(config) == ("privacy_train", "privacy_test")
     data = protocol.evaluation_data(config)
     assert data.class_names == list(synthetic.CLASSES)  # the action side is the training one
     assert data.attribute_names == ["gender", "face"]
@@ -485,12 +535,60 @@ def test_vp_labels_train_and_test_the_privacy_model_on_frames_of_their_videos(be
         (out / "report.md").read_text()
     )
 
+    # Resumed with other frames or other labels, its rows would not compare: refused.
+    one_frame = dataclasses.replace(config, eval_privacy_frames=1)
+    with pytest.raises(ValueError, match="privacy_dataset.frames_per_video, privacy_dataset.lab"):
+        protocol.evaluate(one_frame, protocol.evaluation_data(one_frame), [], out)
+    release = {
+        video: [*values[:2], 1 - values[2], *values[3:]] for video, values in release.items()
+    }
+    rows = [f'{video},"{values}"' for video, values in release.items()]
+    labels_file.write_text("\n".join(["File Path,Array Values", *rows]) + "\n")
+    with pytest.raises(ValueError, match=r"its privacy_dataset.labels_sha256 differ\)"):
+        protocol.evaluate(config, protocol.evaluation_data(config), [], out)
+
     # A labels file that names none of the training videos is refused, naming the three paths.
     labels_file.write_text("File Path,Array Values\n")
-    with pytest.raises(
-        FileNotFoundError, match="no train video of the split lists in .*ucf_splits"
-    ):
+    where = f"in {benchmark / 'ucf_splits'} is both under {benchmark / 'videos'} and labelled in "
+    with pytest.raises(FileNotFoundError, match=re.escape(f"{where}{labels_file}")):
         protocol.evaluation_data(config)
+
+
+def test_vp_test_frames_against_an_f_b_trained_on_vispr(benchmark, tmp_path):
+    """The penalty paper's text for Table 1's VPHMDB column: f'_B trains on VISPR-1, its labels
+    merged onto the five VP attributes (as for PA-HMDB51), and is tested on VP frames."""
+    vispr = tmp_path / "vispr"
+    write_vispr(vispr, {"x": ["a10_face_partial", "a65_rel_social"], "y": ["a4_gender"]})
+    videos = read_ucf101(benchmark / "ucf_splits", benchmark / "videos")
+    labels_file = tmp_path / "vp.json"
+    every = [Path(e.path).name for name in ("train", "test") for e in videos[name].examples]
+    labels_file.write_text(json.dumps({name: [1, 0, 1, 0, 0] for name in every}))
+    config = tiny_config(
+        benchmark,
+        tmp_path,
+        privacy_dataset="vispr",
+        privacy_annotations=str(vispr),
+        privacy_root=str(vispr),
+        eval_protocol="cross_dataset",
+        eval_privacy_dataset="vp_ucf101",
+        eval_privacy_annotations=str(labels_file),
+        eval_privacy_root=str(benchmark / "videos"),
+        eval_vp_splits=str(benchmark / "ucf_splits"),
+        eval_vp_privacy_training="vispr",
+        eval_privacy_attributes="gender,face,relationship",
+        eval_privacy_frames=1,
+        eval_dir=str(tmp_path / "evaluation"),
+    )
+    assert datasets.video_frame_splits(config) == ("privacy_test",)
+    data = protocol.evaluation_data(config)
+    assert data.attribute_names == ["gender", "face", "relationship"]
+    assert [e.privacy for e in data.privacy_train.examples] == [(0, 1, 1), (1, 0, 0)]
+    assert [e.privacy for e in data.privacy_test.examples] == [(1, 1, 0)] * len(videos["test"])
+    record = protocol.evaluation_record(config, data)["privacy_dataset"]
+    assert record["trained_on"] == f"VISPR-1 of {vispr}, merged"
+    report = Report(tmp_path / "report")
+    report.set_evaluation(protocol.evaluation_record(config, data))
+    assert "Privacy test images: the middle frame of each video" in report.markdown()
 
 
 def test_pa_hmdb51_protocol_trains_without_its_videos_and_tests_action_on_them(

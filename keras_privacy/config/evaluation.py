@@ -23,6 +23,9 @@ VP_VIDEOS = {"vp_ucf101": "ucf101", "vp_hmdb51": "hmdb51"}
 FRAME_DATASETS = {"pa_hmdb51": "PA-HMDB51", "vp_ucf101": "VP-UCF101", "vp_hmdb51": "VP-HMDB51"}
 """The privacy datasets of videos, whose frames evaluate.py writes as privacy images, by name."""
 PA_HMDB51_LABELS = ("merged", "vispr1")
+VP_PRIVACY_TRAINING = ("vp", "vispr")
+"""What f'_B trains on with VP test videos: frames of the VP training videos (the penalty
+paper's Table 2 text) or VISPR, merged onto the five attributes (its Table 1 text)."""
 """The label schemes of PA-HMDB51's privacy evaluation (`data.pa_hmdb51.LABEL_SCHEMES`)."""
 LEARNED = "learned"
 """The <eval_methods> entry of this run's anonymizer."""
@@ -349,8 +352,19 @@ class EvaluationSettings:
         metadata=described(
             "VP-UCF101 / VP-HMDB51: the official split-list folder of their videos (UCF101's or "
             "HMDB51's), split <action_split>; default <eval_action_annotations> where the "
-            "evaluation's action dataset is that one (the penalty paper's VP-HMDB51 column "
-            "beside HMDB51's).",
+            "evaluation's action dataset is that one, else <action_annotations> where the "
+            "training's is.",
+            "eval",
+        ),
+    )
+    eval_vp_privacy_training: str = field(
+        default="vp",
+        metadata=described(
+            "VP-UCF101 / VP-HMDB51: what f'_B trains on: vp (frames of the training split's "
+            "videos with their VP labels, as the penalty paper's text for Table 2) | vispr (the "
+            "VISPR of <privacy_annotations>, its VISPR-1 labels merged onto the five "
+            "attributes as for PA-HMDB51, as its text for Table 1); tested on frames of the "
+            "test split's videos either way.",
             "eval",
         ),
     )
@@ -435,6 +449,7 @@ def validate_evaluation(config) -> None:
     one_of("eval_action_dataset", evaluation.action_dataset, ACTION_DATASETS)
     one_of("eval_privacy_dataset", evaluation.privacy_dataset, EVAL_PRIVACY_DATASETS)
     one_of("eval_pa_hmdb51_labels", config.eval_pa_hmdb51_labels, PA_HMDB51_LABELS)
+    one_of("eval_vp_privacy_training", config.eval_vp_privacy_training, VP_PRIVACY_TRAINING)
     _validate_protocol(config, evaluation)
     eval_methods(config)
 
@@ -502,13 +517,7 @@ def _validate_protocol(config, evaluation) -> None:
             "VISPR-1 labels merged onto PA-HMDB51's attributes): it needs "
             f"<privacy_dataset>=vispr, got {config.privacy_dataset}"
         )
-    if evaluation.privacy_dataset in VP_VIDEOS and not vp_split_lists(config):
-        videos = VP_VIDEOS[evaluation.privacy_dataset]
-        raise SettingError(
-            f"<eval_privacy_dataset>={evaluation.privacy_dataset} labels {videos}'s videos of "
-            f"its split lists: set <eval_vp_splits> to their folder (taken from "
-            f"<eval_action_annotations> only where the evaluation's action dataset is {videos})"
-        )
+    _validate_vp(config, evaluation)
     training_ids = _attribute_ids(
         "privacy_attributes", config.privacy_dataset, config.privacy_attributes
     )
@@ -580,15 +589,44 @@ def _validate_protocol(config, evaluation) -> None:
             )
 
 
+def _validate_vp(config, evaluation) -> None:
+    """The VP flags: set only with a VP privacy dataset, which needs its split lists, and VISPR
+    for its f'_B where `eval_vp_privacy_training=vispr`."""
+    dataset = evaluation.privacy_dataset
+    if dataset not in VP_VIDEOS:
+        for name, default in (("eval_vp_splits", ""), ("eval_vp_privacy_training", "vp")):
+            if getattr(config, name) != default:
+                raise SettingError(
+                    f"<{name}> is read with <eval_privacy_dataset>=vp_ucf101 or vp_hmdb51 only, "
+                    f"not {dataset}: leave it out"
+                )
+        return
+    if not vp_split_lists(config):
+        videos = VP_VIDEOS[dataset]
+        raise SettingError(
+            f"<eval_privacy_dataset>={dataset} labels {videos}'s videos of its split lists: set "
+            f"<eval_vp_splits> to their folder (taken from <eval_action_annotations> or "
+            f"<action_annotations> only where that action dataset is {videos})"
+        )
+    if config.eval_vp_privacy_training == "vispr" and config.privacy_dataset != "vispr":
+        raise SettingError(
+            "<eval_vp_privacy_training>=vispr trains the target privacy model on VISPR (its "
+            f"VISPR-1 labels merged onto the five VP attributes): it needs <privacy_dataset>="
+            f"vispr, got {config.privacy_dataset}"
+        )
+
+
 def vp_split_lists(config) -> str:
-    """The split-list folder of the evaluation's VP videos: `eval_vp_splits`, else the
-    evaluation's action annotations where its action dataset is the VP dataset's videos; ""
-    where neither is known."""
+    """The split-list folder of the evaluation's VP videos: `eval_vp_splits`, else the action
+    annotations of the evaluation, or else of the training, where that action dataset is the
+    VP dataset's videos; "" where none is known."""
     evaluation = config.evaluation_datasets()
+    videos = VP_VIDEOS.get(evaluation.privacy_dataset)
     if config.eval_vp_splits:
         return config.eval_vp_splits
-    if VP_VIDEOS.get(evaluation.privacy_dataset) == evaluation.action_dataset:
-        return evaluation.action_annotations
+    for settings in (evaluation, config):
+        if videos == settings.action_dataset:
+            return settings.action_annotations
     return ""
 
 
@@ -605,7 +643,10 @@ def _attribute_ids(
         if dataset == "synthetic":
             return synthetic.attribute_subset(attributes)
         if dataset in VP_VIDEOS:
-            return vp_labels.vp_attribute_subset(attributes)
+            # The five are PA-HMDB51's merged columns: compared as their VISPR-1 ids.
+            columns = pa_hmdb51.label_columns("merged")
+            chosen = vp_labels.vp_attribute_subset(attributes)
+            return [i for name in chosen for i in columns[name].vispr_ids]
         if dataset == "pa_hmdb51":
             columns = pa_hmdb51.label_columns(pa_hmdb51_labels)
             chosen = pa_hmdb51.attribute_subset(attributes, pa_hmdb51_labels)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import logging
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePath
 
-from keras_privacy.data.annotations import read_csv_rows, read_json
+from keras_privacy.data.annotations import named_subset, read_csv_rows, read_json
 from keras_privacy.data.errors import DatasetFormatError
 from keras_privacy.data.examples import Split
 
@@ -24,7 +25,8 @@ def read_vp_labels(
     attribute_names: Sequence[str] | None = None,
     list_order: Sequence[str] | None = None,
 ) -> dict[str, tuple[int, ...]]:
-    """Video name -> binary labels over `attribute_names` (default `VP_ATTRIBUTES`).
+    """Video name -> binary labels over `attribute_names` (default `list_order`, else
+    `VP_ATTRIBUTES`).
 
     Formats, chosen by the file suffix:
     - `.csv`: header `video,<attr1>,...`, one row per video; columns are picked by name, so
@@ -38,13 +40,16 @@ def read_vp_labels(
     Video names are kept as written (a bare name or `Class/video.avi`). A value other than
     0/1, a missing attribute or a repeated video raises `DatasetFormatError` naming the file.
     """
-    names = tuple(attribute_names or VP_ATTRIBUTES)
+    path = Path(path)
+    names = tuple(attribute_names or list_order or VP_ATTRIBUTES)
     order = tuple(list_order or names)
     absent = [name for name in names if name not in order]
-    if absent:
-        raise ValueError(f"attribute(s) {absent} are not in the list order {list(order)}")
+    if absent or len(set(order)) != len(order):
+        raise ValueError(
+            f"{path}: the attributes {list(names)} must be among the list order {list(order)}, "
+            "each once"
+        )
     columns = ListColumns(order, tuple(order.index(name) for name in names))
-    path = Path(path)
     if path.suffix.lower() == ".csv":
         return _read_csv(path, names, columns)
     if path.suffix.lower() == ".json":
@@ -66,18 +71,12 @@ class ListColumns:
 
 
 def vp_attribute_subset(attributes: str) -> list[str]:
-    """The attributes that an `--eval_privacy_attributes` value names on VP labels: the five
-    `VP_ATTRIBUTES` for `all`, else the comma-separated column names (a file of other columns,
-    such as the built-in benchmark's, is read by name). Raises ValueError on none or a repeat."""
+    """The VP attributes that an `--eval_privacy_attributes` value names: the five
+    `VP_ATTRIBUTES` for `all`, else a comma-separated subset, in the order given. Raises
+    ValueError naming an unknown or repeated one."""
     if attributes == "all":
         return list(VP_ATTRIBUTES)
-    chosen = [name.strip() for name in attributes.split(",") if name.strip()]
-    if not chosen:
-        raise ValueError("names no attribute")
-    repeated = sorted({name for name in chosen if chosen.count(name) > 1})
-    if repeated:
-        raise ValueError(f"names {', '.join(repeated)} twice")
-    return chosen
+    return named_subset(attributes, VP_ATTRIBUTES, "VP")
 
 
 def _binary(value, where: str) -> int:
@@ -119,6 +118,7 @@ def _read_array_csv(
     index, ignored): a video and its labels as a Python list or tuple literal."""
     header = [column.strip() for column in rows[0]]
     video_column, values_column = (header.index(name) for name in ARRAY_HEADER)
+    _warn_list_order(path, list_columns.order)
     labels = {}
     for where, row in _data_rows(path, rows):
         try:
@@ -128,10 +128,21 @@ def _read_array_csv(
         if not isinstance(values, (list, tuple)) or len(values) != len(list_columns.order):
             raise DatasetFormatError(
                 f"{where}: expected a list of {len(list_columns.order)} labels under 'Array "
-                f"Values', got {row[values_column]!r}"
+                f"Values' (the list order {list(list_columns.order)}), got "
+                f"{row[values_column]!r}"
             )
         _add_once(labels, row[video_column], list_columns.pick(values, where), where)
     return labels
+
+
+def _warn_list_order(path: Path, order: Sequence[str]) -> None:
+    """Say in which order the lists of `path` are read: no release file here confirms it."""
+    logging.warning(
+        "%s: each list read as the labels of %s, in this order (not confirmed by a release "
+        "file here: check it against the VP release's documentation)",
+        path,
+        ", ".join(order),
+    )
 
 
 def _data_rows(path: Path, rows: list[list[str]]) -> Iterator[tuple[str, list[str]]]:
@@ -160,6 +171,8 @@ def _read_json(
     if not isinstance(records, dict):
         raise DatasetFormatError(f"{path}: expected an object mapping video names to labels")
     labels = {}
+    if any(isinstance(record, list) for record in records.values()):
+        _warn_list_order(path, list_columns.order)
     for video, record in records.items():
         where = f"{path}: video {video!r}"
         if isinstance(record, dict):
@@ -172,7 +185,7 @@ def _read_json(
         else:
             raise DatasetFormatError(
                 f"{where}: expected an object of attributes or a list of "
-                f"{len(list_columns.order)} labels"
+                f"{len(list_columns.order)} labels (the list order {list(list_columns.order)})"
             )
     return labels
 

@@ -5,11 +5,13 @@ the results mean (kept in report.json)."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import logging
 from pathlib import Path
 
 from keras_privacy import environment
-from keras_privacy.config import VP_VIDEOS, ExperimentConfig, SettingError
+from keras_privacy.config import FRAME_DATASETS, VP_VIDEOS, ExperimentConfig, SettingError
 from keras_privacy.config.evaluation import vp_split_lists
 from keras_privacy.data import pa_hmdb51, phvu, pipelines, sources, vp_labels
 from keras_privacy.data.cache import MANIFEST, failure_line, prepare_cache, read_manifest
@@ -71,12 +73,13 @@ def cached_data(
 
 def video_frame_splits(config: ExperimentConfig) -> tuple[str, ...]:
     """The privacy splits of the evaluation whose images are frames of videos: PA-HMDB51's
-    test split, both of VP-UCF101's or VP-HMDB51's."""
+    test split, VP-UCF101's or VP-HMDB51's test split, and their training split where f'_B
+    trains on it (`--eval_vp_privacy_training=vp`)."""
     dataset = config.evaluation_datasets().privacy_dataset
-    if dataset == "pa_hmdb51":
-        return ("privacy_test",)
-    if dataset in VP_VIDEOS:
+    if dataset in VP_VIDEOS and config.eval_vp_privacy_training == "vp":
         return ("privacy_train", "privacy_test")
+    if dataset in FRAME_DATASETS:
+        return ("privacy_test",)
     return ()
 
 
@@ -122,8 +125,8 @@ def report_dir(config: ExperimentConfig) -> Path:
 
 def evaluation_data(config: ExperimentConfig) -> EvaluationData:
     """The train and test splits of the evaluation datasets (`config.evaluation_datasets()`:
-    the training ones unless `--eval_*` dataset flags are set; PA-HMDB51's frames are written
-    under the report folder). With `--eval_protocol=novel_actions`, an action class that the
+    the training ones unless `--eval_*` dataset flags are set; PA-HMDB51's and VP's frames are
+    written under the report folder). With `--eval_protocol=novel_actions`, an action class that the
     training action set also has raises ValueError."""
     evaluation = config.evaluation_datasets()
     leave_out = evaluation.privacy_annotations if config.eval_protocol == "pa_hmdb51" else ""
@@ -181,39 +184,85 @@ def vp_privacy_splits(config: ExperimentConfig, frames_dir: Path) -> dict[str, S
     """VP-UCF101's or VP-HMDB51's "train" and "test" privacy images: `--eval_privacy_frames`
     equidistant frames of each video of the split lists' training and test splits
     (`vp_split_lists`, split `--action_split`), written under `frames_dir/<split>`, each with
-    its video's labels (`--eval_privacy_annotations`) over `--eval_privacy_attributes`. The
-    penalty paper trains f'_B on the training videos and tests it on the test videos; the
-    authors' `train_privacy.py` scores every image, so each frame counts once and each video
-    the same. Videos without labels are left out, and the first is named in a warning."""
+    its video's labels (`--eval_privacy_annotations`) over `--eval_privacy_attributes`; with
+    `--eval_vp_privacy_training=vispr`, the training images are the VISPR of
+    `--privacy_annotations` with its VISPR-1 labels merged onto those attributes, as for
+    PA-HMDB51. The authors' `train_privacy.py` scores every image, so each frame counts once.
+    Videos without labels or not on disk are left out, and the first is named in a warning."""
     evaluation = config.evaluation_datasets()
     names = vp_labels.vp_attribute_subset(evaluation.privacy_attributes)
-    in_release = set(names) <= set(vp_labels.VP_ATTRIBUTES)
     labels = vp_labels.read_vp_labels(
-        evaluation.privacy_annotations,
-        names,
-        list_order=vp_labels.VP_ATTRIBUTES if in_release else names,
+        evaluation.privacy_annotations, names, vp_labels.VP_ATTRIBUTES
     )
-    videos = sources.action_splits(
-        sources.DatasetFiles(
-            name=VP_VIDEOS[evaluation.privacy_dataset],
-            annotations=vp_split_lists(config),
-            root=evaluation.privacy_root,
-            split=evaluation.action_split,
-        )
-    )
-    splits = {}
-    for name, split in videos.items():
-        labelled = vp_labels.attach_privacy_labels(split, labels, names)
-        sources.report_missing(f"{evaluation.privacy_dataset} {name} videos", labelled)
-        if not labelled.examples:
-            raise FileNotFoundError(
-                f"{evaluation.privacy_dataset}: no {name} video of the split lists in "
-                f"{vp_split_lists(config)} is both under {evaluation.privacy_root} and labelled "
-                f"in {evaluation.privacy_annotations}, e.g. "
-                f"{labelled.missing[0] if labelled.missing else 'none listed'}"
+    split_lists = vp_split_lists(config)
+    try:
+        videos = sources.action_splits(
+            sources.DatasetFiles(
+                name=VP_VIDEOS[evaluation.privacy_dataset],
+                annotations=split_lists,
+                root=evaluation.privacy_root,
+                split=evaluation.action_split,
             )
-        splits[name] = phvu.frame_images(labelled, frames_dir / name, config.eval_privacy_frames)
-    return splits
+        )
+    except FileNotFoundError as error:
+        raise FileNotFoundError(
+            f"{error} (the split lists of {evaluation.privacy_dataset}: <eval_vp_splits>, "
+            "default the action dataset's annotations)"
+        ) from error
+    if config.eval_vp_privacy_training == "vispr":
+        vispr_files = dataclasses.replace(config.dataset_files("privacy"), attributes="vispr1")
+        vispr = sources.privacy_splits(vispr_files)["train"]
+        train = pa_hmdb51.vispr_as_pa_hmdb51(vispr, ",".join(names), "merged")
+        test = _vp_frames(config, "test", videos["test"], labels, names, frames_dir)
+        return {"train": train, "test": test}
+    return {
+        name: _vp_frames(config, name, split, labels, names, frames_dir)
+        for name, split in videos.items()
+    }
+
+
+def _vp_frames(
+    config: ExperimentConfig,
+    name: str,
+    split: Split,
+    labels: dict[str, tuple[int, ...]],
+    names: list[str],
+    frames_dir: Path,
+) -> Split:
+    """The frames of the videos of `split` (`name`: "train" or "test"), written under
+    `frames_dir/<name>`, each with its video's `labels` over `names`."""
+    evaluation = config.evaluation_datasets()
+    labelled = vp_labels.attach_privacy_labels(split, labels, names)
+    if labelled.missing:
+        logging.warning(
+            "%s %s split: %d of its %d listed videos have no VP labels or are not on disk, e.g. %s",
+            evaluation.privacy_dataset,
+            name,
+            len(labelled.missing),
+            len(split.examples) + len(split.missing),
+            labelled.missing[0],
+        )
+    if not labelled.examples:
+        raise FileNotFoundError(
+            f"{evaluation.privacy_dataset}: no {name} video of the split lists in "
+            f"{vp_split_lists(config)} is both under {evaluation.privacy_root} and labelled "
+            f"in {evaluation.privacy_annotations}, e.g. "
+            f"{labelled.missing[0] if labelled.missing else 'none listed'}"
+        )
+    return phvu.frame_images(labelled, frames_dir / name, config.eval_privacy_frames)
+
+
+def _labels_digest(data: EvaluationData) -> str:
+    """A SHA-256 of the privacy images' names and labels in `data` (its splits of files), so
+    that a report or raw-trained attacker of other labels (a corrected labels file, another
+    list order) is never taken for this evaluation's."""
+    labelled = [
+        [Path(example.path).name, list(example.privacy)]
+        for split in (data.privacy_train, data.privacy_test)
+        if isinstance(split, Split)
+        for example in split.examples
+    ]
+    return hashlib.sha256(json.dumps(labelled).encode()).hexdigest()
 
 
 def evaluation_record(config: ExperimentConfig, data: EvaluationData) -> dict:
@@ -242,11 +291,15 @@ def evaluation_record(config: ExperimentConfig, data: EvaluationData) -> dict:
             "tested_on": "PA-HMDB51 videos",
         }
     if evaluation.privacy_dataset in VP_VIDEOS:
+        trained_on = "frames of the training split's videos, labelled by their video"
+        if config.eval_vp_privacy_training == "vispr":
+            trained_on = f"VISPR-1 of {config.privacy_annotations}, merged"
         datasets["privacy_dataset"] |= {
             "frames_per_video": config.eval_privacy_frames,
             "split": evaluation.action_split,
-            "trained_on": "frames of the training split's videos, labelled by their video",
+            "trained_on": trained_on,
             "tested_on": "frames of the test split's videos, labelled by their video",
+            "labels_sha256": _labels_digest(data),
         }
     if evaluation.privacy_dataset == "pa_hmdb51":
         datasets["privacy_dataset"] |= {

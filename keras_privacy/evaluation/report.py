@@ -45,11 +45,22 @@ _COMPARED = (
     "test_epochs",
     "privacy_image_side",
     "target_models",
+    "privacy_dataset",
 )
-"""Evaluation record keys that must agree for results to share one report."""
+"""Evaluation record keys that must agree for results to share one report (a dataset's
+folders aside: `_WHERE`)."""
+_WHERE = ("root", "annotations")
+"""Where a dataset's files are: a moved dataset is the same dataset."""
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "p", "h")
 """Point markers of the trade-off plot: with 10 colours, every (colour, marker) pair differs
 for the first 110 methods."""
+
+
+def _without_where(value: Any) -> Any:
+    """A record value without a dataset's folders (`_WHERE`)."""
+    if isinstance(value, dict):
+        return {key: item for key, item in value.items() if key not in _WHERE}
+    return value
 
 
 def _differences(name: str, kept: Any, new: Any) -> list[str]:
@@ -108,7 +119,9 @@ class Report:
             differ = [
                 name
                 for key in _COMPARED
-                for name in _differences(key, self._evaluation.get(key), record.get(key))
+                for name in _differences(
+                    key, _without_where(self._evaluation.get(key)), _without_where(record.get(key))
+                )
             ]
             if differ:
                 raise ValueError(
@@ -254,10 +267,16 @@ class Report:
             f"{record.get('privacy_dataset', {}).get('name')} "
             f"({', '.join(record.get('attribute_names', []))})."
         )
-        frames = record.get("privacy_dataset", {}).get("frames_per_video")
+        privacy = record.get("privacy_dataset", {})
+        frames = privacy.get("frames_per_video")
         if frames is not None:
-            taken = "every frame" if frames == 0 else f"{frames} equidistant frames"
-            note += f" Privacy images: {taken} of each video (--eval_privacy_frames)."
+            taken = {0: "every frame", 1: "the middle frame"}.get(
+                frames, f"{frames} equidistant frames"
+            )
+            images = (
+                "images" if privacy.get("trained_on", "").startswith("frames") else "test images"
+            )
+            note += f" Privacy {images}: {taken} of each video (--eval_privacy_frames)."
         if "privacy_image_side" in record:
             note += (
                 f" Privacy images cached at a short side of {record['privacy_image_side']} px "
