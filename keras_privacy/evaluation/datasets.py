@@ -163,8 +163,7 @@ def evaluation_privacy_splits(config: ExperimentConfig, out_dir: str | Path) -> 
     if evaluation.privacy_dataset != "pa_hmdb51":
         return sources.privacy_splits(evaluation.dataset_files("privacy"))
     frames_dir = Path(out_dir) / "pa_hmdb51_frames"
-    vispr_files = dataclasses.replace(config.dataset_files("privacy"), attributes="vispr1")
-    vispr = sources.privacy_splits(vispr_files)["train"]
+    vispr = _vispr_training_split(config)
     test = pa_hmdb51.privacy_images(
         evaluation.privacy_annotations,
         evaluation.privacy_root,
@@ -178,6 +177,13 @@ def evaluation_privacy_splits(config: ExperimentConfig, out_dir: str | Path) -> 
         vispr, evaluation.privacy_attributes, config.eval_pa_hmdb51_labels
     )
     return {"train": train, "test": test}
+
+
+def _vispr_training_split(config: ExperimentConfig) -> Split:
+    """The training split of the VISPR of `--privacy_annotations`, labelled over at least the
+    VISPR-1 ids, which the PA-HMDB51 and VP columns merge from."""
+    vispr_files = dataclasses.replace(config.dataset_files("privacy"), attributes="vispr1")
+    return sources.privacy_splits(vispr_files)["train"]
 
 
 def vp_privacy_splits(config: ExperimentConfig, frames_dir: Path) -> dict[str, Split]:
@@ -210,8 +216,7 @@ def vp_privacy_splits(config: ExperimentConfig, frames_dir: Path) -> dict[str, S
             "default the action dataset's annotations)"
         ) from error
     if config.eval_vp_privacy_training == "vispr":
-        vispr_files = dataclasses.replace(config.dataset_files("privacy"), attributes="vispr1")
-        vispr = sources.privacy_splits(vispr_files)["train"]
+        vispr = _vispr_training_split(config)
         train = pa_hmdb51.vispr_as_pa_hmdb51(vispr, ",".join(names), "merged")
         test = _vp_frames(config, "test", videos["test"], labels, names, frames_dir)
         return {"train": train, "test": test}
