@@ -215,6 +215,13 @@ def vp_privacy_splits(config: ExperimentConfig, frames_dir: Path) -> dict[str, S
             f"{error} (the split lists of {evaluation.privacy_dataset}: <eval_vp_splits>, "
             "default the action dataset's annotations)"
         ) from error
+    if config.eval_privacy_frames == 0:
+        logging.warning(
+            "--eval_privacy_frames=0: every frame of the %d listed videos is written as a PNG "
+            "under %s (VP-UCF101's videos hold about 2.5 million frames)",
+            sum(len(split) + len(split.missing) for split in videos.values()),
+            frames_dir,
+        )
     if config.eval_vp_privacy_training == "vispr":
         vispr = _vispr_training_split(config)
         train = pa_hmdb51.vispr_as_pa_hmdb51(vispr, ",".join(names), "merged")
