@@ -23,10 +23,10 @@ VP_VIDEOS = {"vp_ucf101": "ucf101", "vp_hmdb51": "hmdb51"}
 FRAME_DATASETS = {"pa_hmdb51": "PA-HMDB51", "vp_ucf101": "VP-UCF101", "vp_hmdb51": "VP-HMDB51"}
 """The privacy datasets of videos, whose frames evaluate.py writes as privacy images, by name."""
 PA_HMDB51_LABELS = ("merged", "vispr1")
+"""The label schemes of PA-HMDB51's privacy evaluation (`data.pa_hmdb51.LABEL_SCHEMES`)."""
 VP_PRIVACY_TRAINING = ("vp", "vispr")
 """What f'_B trains on with VP test videos: frames of the VP training videos (the penalty
 paper's Table 2 text) or VISPR, merged onto the five attributes (its Table 1 text)."""
-"""The label schemes of PA-HMDB51's privacy evaluation (`data.pa_hmdb51.LABEL_SCHEMES`)."""
 LEARNED = "learned"
 """The <eval_methods> entry of this run's anonymizer."""
 EVAL_BASELINES = (
@@ -296,8 +296,9 @@ class EvaluationSettings:
             "Privacy dataset of the target models: synthetic | vispr | pa_hmdb51 (tested on "
             "equidistant frames of its videos, trained on the VISPR of <privacy_annotations> "
             "with the VISPR-1 labels merged onto its attributes) | vp_ucf101 | vp_hmdb51 "
-            "(trained and tested on equidistant frames of the videos of the training and test "
-            "split lists, each labelled by its video's VP labels); default <privacy_dataset>.",
+            "(tested on equidistant frames of the test split's videos, each labelled by its "
+            "video's VP labels; trained as <eval_vp_privacy_training> says); default "
+            "<privacy_dataset>.",
             "eval",
         ),
     )
@@ -321,9 +322,9 @@ class EvaluationSettings:
         default="",
         metadata=described(
             "Attributes of the target privacy models, as <privacy_attributes> (PA-HMDB51: "
-            "the columns of <eval_pa_hmdb51_labels> or a comma-separated subset; VP: face, "
-            "skin_color, gender, nudity, relationship or the labels file's column names); "
-            "default <privacy_attributes> (PA-HMDB51, VP: all their columns).",
+            "the columns of <eval_pa_hmdb51_labels> or a comma-separated subset; VP: a subset "
+            "of face, skin_color, gender, nudity, relationship); default <privacy_attributes> "
+            "(PA-HMDB51, VP: all their columns).",
             "eval",
         ),
     )
