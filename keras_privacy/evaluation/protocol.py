@@ -39,9 +39,9 @@ privacy are both tested on the PA-HMDB51 videos (`data.sources.pa_hmdb51_action_
 on VISPR as in `cross_dataset`. PA-HMDB51's privacy is measured at frame level: each test image is
 one frame labelled by its own frame index, and cMAP is the mean over attributes of the AP over all
 those frames. VP-UCF101 and VP-HMDB51 (`--eval_privacy_dataset=vp_ucf101|vp_hmdb51`, the
-penalty paper's VP columns) label whole videos: f'_B trains on frames of the training split's
-videos and is tested on frames of the test split's, each labelled by its video
-(`datasets.vp_privacy_splits`). Several target architectures (`--eval_action_model`,
+penalty paper's VP columns) label whole videos: f'_B is tested on frames of the test split's
+videos, each labelled by its video, and trains on those of the training split's or on VISPR-1
+merged onto the five attributes (`--eval_vp_privacy_training`, `datasets.vp_privacy_splits`). Several target architectures (`--eval_action_model`,
 `--eval_privacy_model` lists) are each trained and tested per method: the first of each fills
 the report's headline columns, all of them its `*_by_model` entries.
 
