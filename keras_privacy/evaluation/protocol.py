@@ -41,9 +41,10 @@ one frame labelled by its own frame index, and cMAP is the mean over attributes 
 those frames. VP-UCF101 and VP-HMDB51 (`--eval_privacy_dataset=vp_ucf101|vp_hmdb51`, the
 penalty paper's VP columns) label whole videos: f'_B is tested on frames of the test split's
 videos, each labelled by its video, and trains on those of the training split's or on VISPR-1
-merged onto the five attributes (`--eval_vp_privacy_training`, `datasets.vp_privacy_splits`). Several target architectures (`--eval_action_model`,
-`--eval_privacy_model` lists) are each trained and tested per method: the first of each fills
-the report's headline columns, all of them its `*_by_model` entries.
+merged onto the five attributes (`--eval_vp_privacy_training`, `datasets.vp_privacy_splits`).
+Several target architectures (`--eval_action_model`, `--eval_privacy_model` lists) are each
+trained and tested per method: the first of each fills the report's headline columns, all of
+them its `*_by_model` entries.
 
 Multi-label actions (P-HVU, `--action_multilabel`): f'_T trains with binary cross-entropy on the
 multi-hot `actions` of the split (`keras_privacy.data.phvu.read_phvu`) and is tested by video-level
