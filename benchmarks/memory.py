@@ -14,7 +14,9 @@ the models of `benchmarks/gpu.py` (`build_trainer`: the configs/ucf101_vispr*.cf
 meta one batch), compiles the step as training does (`--jit_compile`, whose `auto` is
 `distribute.choose_jit_compile`'s), and fits it for `--steps` steps (the first compiles).
 Figures per method:
-- `peak_rss_gib`: the process's peak resident set size (`VmHWM`: models, compilation, step);
+- `peak_rss_gib`: the process's peak resident set size (models, compilation, step): `VmHWM`,
+  or the guard's highest `VmRSS` reading where that is higher (the kernel updates `VmHWM`
+  lazily, so it can lag a `VmRSS` read just before: 1.16 against 1.17 GiB was seen);
 - `models_rss_gib`: its resident set size after building the models, before the step;
 - `heap_at_peak_gib` (glibc): where the memory was at the highest resident set size the guard
   read (`resident_gib`: the process's own memory and mapped files' pages; `heap_gib`: malloc's
@@ -231,7 +233,9 @@ def measure(method: str, sizes: dict, args: argparse.Namespace) -> dict:
             if method == "meta"
             else {}
         ),
-        "peak_rss_gib": round(proc_kib("/proc/self/status", "VmHWM") / 2**20, 2),
+        "peak_rss_gib": max(
+            round(proc_kib("/proc/self/status", "VmHWM") / 2**20, 2), HEAP_AT_PEAK.get("rss", 0)
+        ),
         "models_rss_gib": round(models_rss, 2),
         "seconds": round(seconds, 1),
         "finite_logs": all(v[-1] == v[-1] for v in history.values()),
