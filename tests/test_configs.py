@@ -172,6 +172,26 @@ def test_seeds_run_one_config_per_seed_in_its_own_folder():
         parse("--seeds=2", "--anonymizer_path=a.keras").validate()
 
 
+def test_seeds_read_a_named_anonymizer_of_the_run_from_each_seeds_folder():
+    """A NAME=PATH in the run folder (the variant configs' own row) is each seed's own file;
+    one elsewhere would be one file for every seed, so it is refused."""
+    config = parse(
+        "--seeds=2", "--run_dir=runs/x", "--eval_methods=learned,moco=runs/x/anonymizer.keras,raw"
+    )
+    config.validate()
+    assert [run.eval_methods for run in config.seed_runs()] == [
+        "learned,moco=runs/x/seed_0/anonymizer.keras,raw",
+        "learned,moco=runs/x/seed_1/anonymizer.keras,raw",
+    ]
+    with pytest.raises(ValueError, match="must lie in --run_dir runs/x .* got runs/y/a.keras"):
+        parse("--seeds=2", "--run_dir=runs/x", "--eval_methods=other=runs/y/a.keras").validate()
+    # One seed: the path is read as it is given.
+    parse("--run_dir=runs/x", "--eval_methods=other=runs/y/a.keras").validate()
+    for name in ("synthetic_moco", "synthetic_rotnet"):
+        runs = parse(f"--flagfile={CONFIGS[0].parent / name}.cfg", "--seeds=2").seed_runs()
+        assert runs[1].eval_methods.endswith(f"runs/{name}/seed_1/anonymizer.keras"), name
+
+
 BASES = sorted((CONFIGS[0].parent / "base").glob("*.cfg"))
 
 

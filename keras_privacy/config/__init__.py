@@ -38,6 +38,7 @@ from keras_privacy.config.evaluation import (
     FRAME_DATASETS,
     VP_VIDEOS,
     EvaluationSettings,
+    methods_of_seed,
     parse_test_epochs,
     validate_evaluation,
 )
@@ -126,20 +127,27 @@ class ExperimentConfig(
         """One config per seed of `seeds`: this one when it is 1, else seeds seed..seed+N-1,
         each with its own run_dir/seed_K and report folder seed_K in the report folder
         (`eval_dir`, default run_dir/evaluation), where the summary across seeds goes: the
-        methods that share a report share it seed by seed too."""
+        methods that share a report share it seed by seed too. A NAME=PATH of
+        `eval_methods` in run_dir (validation refuses one elsewhere) moves to run_dir/seed_K,
+        as `learned` does."""
         if self.seeds == 1:
             return [self]
         report_dir = self.eval_dir or f"{self.run_dir}/evaluation"
-        return [
-            dataclasses.replace(
-                self,
-                seeds=1,
-                seed=seed,
-                run_dir=f"{self.run_dir}/seed_{seed}",
-                eval_dir=f"{report_dir}/seed_{seed}",
+        runs = []
+        for seed in range(self.seed, self.seed + self.seeds):
+            seed_dir = f"{self.run_dir}/seed_{seed}"
+            methods = methods_of_seed(self.eval_methods, self.run_dir, seed_dir)
+            runs.append(
+                dataclasses.replace(
+                    self,
+                    seeds=1,
+                    seed=seed,
+                    run_dir=seed_dir,
+                    eval_dir=f"{report_dir}/seed_{seed}",
+                    eval_methods=methods,
+                )
             )
-            for seed in range(self.seed, self.seed + self.seeds)
-        ]
+        return runs
 
     def learned_name(self) -> str:
         """The report row of this run's anonymizer: the method, and the settings that make it

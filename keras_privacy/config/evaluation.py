@@ -409,6 +409,18 @@ def validate_evaluation(config) -> None:
             "<seeds> evaluates each seed's own anonymizer (run_dir/seed_K): drop "
             "<anonymizer_path>, which names one file"
         )
+    if config.seeds > 1:
+        outside = [
+            path
+            for _, path in eval_methods(config)
+            if path and relative_to_run(path, config.run_dir) is None
+        ]
+        if outside:
+            raise SettingError(
+                "<seeds> evaluates each seed's own anonymizer (run_dir/seed_K): a NAME=PATH "
+                f"of <eval_methods> must lie in <run_dir> {config.run_dir} (each seed then "
+                f"reads it from its seed_K folder), got {', '.join(outside)}"
+            )
     if not config.eval_lr > 0:
         raise SettingError(f"<eval_lr> must be positive, got {config.eval_lr}")
     if not 0 < config.eval_action_crop <= 1:
@@ -453,6 +465,23 @@ def validate_evaluation(config) -> None:
     one_of("eval_vp_privacy_training", config.eval_vp_privacy_training, VP_PRIVACY_TRAINING)
     _validate_protocol(config, evaluation)
     eval_methods(config)
+
+
+def relative_to_run(path: str, run_dir: str) -> Path | None:
+    """`path` relative to `run_dir` where it lies in it (a file of this run), else None."""
+    resolved, run = Path(path).resolve(), Path(run_dir).resolve()
+    return resolved.relative_to(run) if resolved.is_relative_to(run) else None
+
+
+def methods_of_seed(methods: str, run_dir: str, seed_dir: str) -> str:
+    """`methods` (an <eval_methods> value) with each NAME=PATH in `run_dir` moved to the same
+    place in `seed_dir`: under <seeds>, a file of the run is each seed's own."""
+    entries = []
+    for entry in methods.split(","):
+        name, equals, path = entry.partition("=")
+        inside = relative_to_run(path.strip(), run_dir) if equals else None
+        entries.append(f"{name}={Path(seed_dir) / inside}" if inside is not None else entry)
+    return ",".join(entries)
 
 
 def eval_methods(config) -> list[tuple[str, str]]:
