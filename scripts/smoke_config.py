@@ -14,7 +14,8 @@ every phase and writes its report has run the code paths its config's settings c
 minimax that never trained f_A was found so); sizes, memory and speed it cannot show. HMDB51
 configs read the synthetic files as UCF101 (the HMDB51 reader is tested on the real split
 files in `tests/test_data.py`), and the evaluation's protocol runs on the same files
-(`novel_attributes` on attributes the training did not see). Prints one JSON object last:
+(`novel_attributes` on attributes the training did not see; a protocol of other datasets,
+such as `cross_dataset` or `pa_hmdb51`, becomes `same`). Prints one JSON object last:
 each command's exit status and seconds, and the report's path; the logs are in the run
 folder.
 """
