@@ -576,9 +576,10 @@ def test_wrong_sources_raise(data):
 # ---------------------------------------------------------------------------- broken files
 
 
-def test_broken_videos_are_skipped(data, tmp_path, caplog):
-    # Files that fail to decode are dropped (tf.data's ignore_errors), each named once by a
-    # Python warning however often it is drawn (TensorFlow's C++ log is a traceback per draw).
+def test_broken_videos_are_skipped(data, tmp_path, caplog, monkeypatch):
+    # Files that fail to decode are dropped, each named once by a Python warning however
+    # often it is drawn, and decoded once: the error never reaches TensorFlow, whose C++ log
+    # would be a traceback per draw.
     corrupt = tmp_path / "corrupt.avi"
     corrupt.write_bytes(b"\x00garbage" * 100)
     empty = tmp_path / "empty.avi"
@@ -588,12 +589,22 @@ def test_broken_videos_are_skipped(data, tmp_path, caplog):
     examples.append(Example(str(empty), 2, (0,)))
     split = dataclasses.replace(data["videos"], examples=examples)
 
-    with caplog.at_level("WARNING"):
+    reads = []
+    real_read = pipelines._read_video.read
+
+    def counting_read(path):
+        reads.append(path.decode())
+        return real_read(path)
+
+    with caplog.at_level("WARNING"), monkeypatch.context() as patch:
+        patch.setattr(pipelines._read_video, "read", counting_read)
         dataset = pipelines.action_train_dataset(
             split, 1, CLIP, STRIDE, SIZE, config=NO_COLOUR, epochs=2
         )
         records = _numpy(dataset)
         elements = _numpy(pipelines.action_eval_dataset(split, 2, CLIP, STRIDE, SIZE))
+    assert reads.count(str(corrupt)) == 1 and reads.count(str(empty)) == 1
+    assert pipelines._read_video(str(corrupt).encode()).shape == (0, 0, 0, 3)
     assert len(records) == 10  # two epochs; the two broken files are left out, nothing else
     assert sorted(_video_of(r) for r in records) == sorted(list(range(5)) * 2)
     assert [int(r["labels"][0]) for r in records] == [LABELS[_video_of(r)] for r in records]

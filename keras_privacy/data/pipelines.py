@@ -259,15 +259,19 @@ class DecodedVideos:
 
 class _Skipping:
     """A file reader whose decoding failures are logged once per file, through Python's
-    logging (TensorFlow's own warning is a traceback each time the file is drawn, and
-    `TF_CPP_MIN_LOG_LEVEL` hides it), then raised for the pipeline to skip the item."""
+    logging, and read as an empty array (`rank` dimensions of size 0 but the channels), which
+    `_loaded` leaves out; a file that failed once is not read again. The error is not raised
+    into TensorFlow, whose own warning would be a traceback each time the file is drawn."""
 
-    def __init__(self, read):
+    def __init__(self, read, rank: int):
         self.read = read
+        self.empty = np.zeros((0,) * (rank - 1) + (3,), np.uint8)
         self.skipped: set[bytes] = set()
         self._lock = threading.Lock()
 
     def __call__(self, path: bytes) -> np.ndarray:
+        if path in self.skipped:
+            return self.empty
         try:
             return self.read(path)
         except DECODE_ERRORS as error:
@@ -281,11 +285,11 @@ class _Skipping:
                     error if path.decode() in str(error) else f"{path.decode()}: {error}",
                     count,
                 )
-            raise
+            return self.empty
 
 
-_read_video = _Skipping(DecodedVideos(capacity_bytes=1 << 30))
-_read_image = _Skipping(lambda path: read_image(path.decode()))
+_read_video = _Skipping(DecodedVideos(capacity_bytes=1 << 30), rank=4)
+_read_image = _Skipping(lambda path: read_image(path.decode()), rank=3)
 """The decoders of the pipelines over files: videos in a shared cache of decoded frames,
 images by the library `prepare` decodes with."""
 
@@ -325,11 +329,19 @@ def _prefetched(dataset: tf.data.Dataset) -> tf.data.Dataset:
     return dataset.prefetch(AUTOTUNE).with_options(options)
 
 
-def _map(dataset: tf.data.Dataset, function, source) -> tf.data.Dataset:
-    """Parallel, order-keeping map; a file that fails to decode is skipped (`_Skipping`
-    warns once per file)."""
-    dataset = dataset.map(function, num_parallel_calls=AUTOTUNE, deterministic=True)
-    return dataset.ignore_errors() if isinstance(source, _Files) else dataset
+def _loaded(items: tf.data.Dataset, source: _Cache | _Files) -> tf.data.Dataset:
+    """The records of `items` with their epoch, decoded in parallel and in order; a file that
+    fails to decode is left out (`_Skipping` reads it as empty and warns once)."""
+    records = _map(items, lambda item: {**source.load(item), "epoch": item["epoch"]})
+    if isinstance(source, _Files):
+        content = "frames" if source.kind == "video" else "image"
+        records = records.filter(lambda record: tf.size(record[content]) > 0)
+    return records
+
+
+def _map(dataset: tf.data.Dataset, function) -> tf.data.Dataset:
+    """Parallel, order-keeping map."""
+    return dataset.map(function, num_parallel_calls=AUTOTUNE, deterministic=True)
 
 
 # ---------------------------------------------------------------------------- pipelines
@@ -385,9 +397,6 @@ def action_train_dataset(
         clip = view(take_frames(record["frames"], indices), augment_seed)
         return tf.ensure_shape(clip, [clip_length, size, size, 3])
 
-    def load(item):
-        return {**videos.load(item), "epoch": item["epoch"]}
-
     def make(record):
         element_seed = _element_seed(seed, record["epoch"], record["index"])
         start_seed, augment_seed, pair_seed, second_start_seed, second_augment_seed = (
@@ -412,10 +421,10 @@ def action_train_dataset(
     items = _items(videos, seed, epochs)
     if hold_out and isinstance(videos, _Files):  # decide before decoding the video
         items = items.filter(lambda item: kept(item["index"]))
-    records = _map(items, load, videos)
+    records = _loaded(items, videos)
     if hold_out and isinstance(videos, _Cache):
         records = records.filter(lambda record: kept(record["index"]))
-    dataset = records.map(make, num_parallel_calls=AUTOTUNE, deterministic=True)
+    dataset = _map(records, make)
     return _prefetched(dataset.batch(batch_size, drop_remainder=True))
 
 
@@ -434,8 +443,7 @@ def action_eval_dataset(
     and "actions" float32 (C,) multi-hot labels for a multi-label split (P-HVU)."""
     videos = _source(source, "video")
 
-    def make(item):
-        record = videos.load(item)
+    def make(record):
         starts = equidistant_starts(record["num_frames"], num_clips, clip_length, stride)
         indices = tf.reshape(
             clip_indices(record["num_frames"], clip_length, stride, starts[:, None]), [-1]
@@ -452,7 +460,7 @@ def action_eval_dataset(
             element["actions"] = record["actions"]
         return element
 
-    return _prefetched(_map(_items(videos, None, 1), make, videos))
+    return _prefetched(_map(_loaded(_items(videos, None, 1), videos), make))
 
 
 def privacy_pair_dataset(
@@ -468,9 +476,8 @@ def privacy_pair_dataset(
     `config.views_share_corner`, the second view's crop starts at the first's corner."""
     images = _source(source, "image")
 
-    def make(item):
-        record = images.load(item)
-        element_seed = _element_seed(seed, item["epoch"], record["index"])
+    def make(record):
+        element_seed = _element_seed(seed, record["epoch"], record["index"])
         image = record["image"][None]
         seeds = [tf.random.experimental.stateless_fold_in(element_seed, k) for k in range(2)]
         corner = None
@@ -480,7 +487,7 @@ def privacy_pair_dataset(
         views = [augment.augment_clip(image, s, size, config, corner)[0] for s in seeds]
         return {"views": tf.ensure_shape(tf.stack(views), [2, size, size, 3])}
 
-    dataset = _map(_items(images, seed, epochs), make, images)
+    dataset = _map(_loaded(_items(images, seed, epochs), images), make)
     return _prefetched(dataset.batch(batch_size, drop_remainder=True))
 
 
@@ -498,11 +505,10 @@ def privacy_labelled_dataset(
     every image once, with each image's source file ("path", a string)."""
     images = _source(source, "image")
 
-    def make(item):
-        record = images.load(item)
+    def make(record):
         image = record["image"][None]
         if training:
-            element_seed = _element_seed(seed, item["epoch"], record["index"])
+            element_seed = _element_seed(seed, record["epoch"], record["index"])
             image = augment.augment_clip(image, element_seed, size, config)
         else:
             image = augment.evaluation_clip(image, size)
@@ -513,7 +519,7 @@ def privacy_labelled_dataset(
         return element if training else element | {"path": record["path"]}
 
     items = _items(images, seed, epochs) if training else _items(images, None, 1)
-    dataset = _map(items, make, images)
+    dataset = _map(_loaded(items, images), make)
     return _prefetched(dataset.batch(batch_size, drop_remainder=training))
 
 
