@@ -20,6 +20,8 @@ import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+BACKENDS = ("tensorflow", "jax")
+"""The Keras backends the library runs on (`--backend`, KERAS_BACKEND)."""
 USER_ERRORS = (ValueError, OSError, RuntimeError)
 """What bad input raises here: ValueError (DatasetFormatError, ConversionError, Keras' refusal
 of a model), OSError (FileNotFoundError) and RuntimeError (CheckpointError,
@@ -34,12 +36,16 @@ def script_argv(argv: Sequence[str]) -> list[str]:
     """The arguments of `train.py` or `evaluate.py` (`argv`, program name first), flag files
     expanded, with KERAS_BACKEND set from a `--backend` among them before anything imports
     Keras (the settings' modules import it, and Keras fixes its backend on import). A bad flag
-    file exits with its message."""
+    file or backend exits with its message (Keras would fail on import, with a traceback)."""
     try:
         expanded = expand_flagfiles(argv)
     except FlagfileError as error:
         raise SystemExit(f"error: {error}") from None
-    backend_from_argv(expanded)
+    from_flag = backend_from_argv(expanded)
+    backend = os.environ.get("KERAS_BACKEND", "tensorflow")
+    if backend not in BACKENDS:
+        where = "--backend" if from_flag else "the environment variable KERAS_BACKEND"
+        raise SystemExit(f"error: {where} is {backend!r}; choose {' or '.join(BACKENDS)}")
     return expanded
 
 
@@ -115,16 +121,20 @@ def refuse_a_file(path: str | os.PathLike, flag: str = "--out") -> None:
         raise NotADirectoryError(f"{path}: {flag} names a file; name a folder (made if missing)")
 
 
-def backend_from_argv(argv: list[str]) -> None:
+def backend_from_argv(argv: list[str]) -> bool:
     """Set KERAS_BACKEND from a `--backend=NAME` (or `--backend NAME`, one dash or two) among
     the arguments, before anything imports Keras: the settings' modules import it, and Keras
     fixes its backend on import. The flag itself is still parsed and checked
-    (`flags.select_backend`)."""
+    (`flags.select_backend`). Whether the arguments set it."""
+    found = False
     for position, argument in enumerate(argv):
         if argument.startswith(("--backend=", "-backend=")):
             os.environ["KERAS_BACKEND"] = argument.split("=", 1)[1]
+            found = True
         elif argument in ("--backend", "-backend") and position + 1 < len(argv):
             os.environ["KERAS_BACKEND"] = argv[position + 1]
+            found = True
+    return found
 
 
 def run_command(

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from absl import app, flags
 
-from keras_privacy.cli import expand_flagfiles
+from keras_privacy.cli import BACKENDS, expand_flagfiles
 from keras_privacy.config import ExperimentConfig
 from keras_privacy.spelling import spell
 
@@ -71,7 +71,7 @@ def _define_backend(flag_values: flags.FlagValues) -> None:
     flags.DEFINE_enum(
         "backend",
         None,
-        ["tensorflow", "jax"],
+        list(BACKENDS),
         "Keras backend (default: $KERAS_BACKEND or tensorflow).",
         flag_values=flag_values,
     )

@@ -411,3 +411,17 @@ def test_a_backend_inside_a_flag_file_is_set_before_keras_is_imported(tmp_path, 
     assert os.environ["KERAS_BACKEND"] == "tensorflow"
     # The tools that read a training config (data arrays, the smoke script) accept it too.
     assert parse(f"--flagfile={config}").minimax_epochs == 2
+
+
+def test_an_unknown_backend_is_named_before_keras_is_imported(monkeypatch):
+    """Keras would fail on import with a traceback; the command line names the value."""
+    from keras_privacy.cli import script_argv
+
+    monkeypatch.setenv("KERAS_BACKEND", "tensorflow")
+    with pytest.raises(SystemExit, match="error: --backend is 'Jax'; choose tensorflow or jax"):
+        script_argv(["train.py", "--backend", "Jax"])
+    monkeypatch.setenv("KERAS_BACKEND", "tf")
+    with pytest.raises(SystemExit, match="environment variable KERAS_BACKEND is 'tf'"):
+        script_argv(["evaluate.py"])
+    monkeypatch.delenv("KERAS_BACKEND")
+    assert script_argv(["evaluate.py"]) == ["evaluate.py"]  # tensorflow, Keras's default
