@@ -240,11 +240,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--queue_size must be at least 1")
     if not 0 < args.scale <= 1:
         parser.error("--scale must be in (0, 1]")
+    codec_error = _codec_error(args.codec)
+    if codec_error:
+        parser.error(codec_error)
+    if args.quality < 1 or (args.codec == "mpeg4" and args.quality > 31):
+        parser.error(
+            f"--quality must be in 1-31 for mpeg4, at least 1 otherwise; got {args.quality}"
+        )
     if any("=" not in option for option in args.input_option):
         parser.error("--input_option must be KEY=VALUE")
     if (args.method == "learned") != (args.anonymizer is not None):
         parser.error("give --anonymizer with --method=learned (the default), and only then")
     return run_command(lambda: _anonymize(args), args.verbose)
+
+
+def _codec_error(codec: str) -> str:
+    """Why FFmpeg cannot encode video with `codec`, or "" when it can."""
+    try:
+        kind = av.codec.Codec(codec, "w").type
+    except ValueError:
+        return f"--codec {codec!r}: FFmpeg has no such encoder (e.g. mpeg4, libx264)"
+    return "" if kind == "video" else f"--codec {codec!r} encodes {kind}, not video"
 
 
 def load_anonymizer(path: str, runtime: str, device: str | None, scale: float) -> FrameFunction:

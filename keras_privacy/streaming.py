@@ -248,6 +248,11 @@ class _Writer:
         except (av.error.FFmpegError, ValueError) as error:
             audio_codec = self.audio_template.codec_context.name if self.audio else None
             self.release()
+            if audio_codec is None:
+                raise ValueError(
+                    f"{self.output}: cannot write video {self.codec} ({error}); choose another "
+                    "codec or container (.mkv takes any)"
+                ) from error
             raise ValueError(
                 f"{self.output}: cannot write video {self.codec} with audio {audio_codec} "
                 f"({error}); choose another container (.mkv takes any) or drop the audio"

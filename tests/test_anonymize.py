@@ -189,6 +189,11 @@ def test_the_command_line_hands_its_streaming_options_to_the_video_anonymizer(
         (["--batch_size", "0"], "--batch_size must be at least 1"),
         (["--input_option", "video_size"], "--input_option must be KEY=VALUE"),
         (["--scale", "1.5"], "--scale must be in (0, 1]"),
+        (["--codec", "h264x"], "--codec 'h264x': FFmpeg has no such encoder"),
+        (["--codec", "aac"], "--codec 'aac' encodes audio, not video"),
+        (["--quality", "0"], "--quality must be in 1-31 for mpeg4, at least 1 otherwise; got 0"),
+        (["--quality", "32"], "--quality must be in 1-31 for mpeg4"),
+        (["--codec", "libx264", "--quality", "0"], "at least 1 otherwise; got 0"),
     ],
 )
 def test_nonsense_options_are_usage_errors_naming_the_option(model_path, capsys, extra, message):
