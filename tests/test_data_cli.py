@@ -40,6 +40,34 @@ def test_stats_counts_missing_files_with_a_root(fixtures_dir, tmp_path, capsys):
     assert result["train"] == 0
 
 
+@pytest.mark.parametrize("command", ["stats", "prepare"])
+def test_a_root_that_is_not_a_folder_is_named_before_any_work(fixtures_dir, tmp_path, command):
+    args = [command, "--dataset", "hmdb51", "--annotations", str(fixtures_dir / "hmdb51/splits")]
+    args += ["--root", str(tmp_path / "videoss")] + (
+        ["--out", str(tmp_path / "cache")] if command == "prepare" else []
+    )
+    with pytest.raises(FileNotFoundError, match="videoss: --root is not a folder"):
+        main([*args, "--verbose"])
+    assert not (tmp_path / "cache").exists()
+
+
+@pytest.mark.parametrize(
+    "option, value, message",
+    [
+        ("--short_side", "0", "argument --short_side: must be at least 1, got 0"),
+        ("--short_side", "-4", "argument --short_side: must be at least 1, got -4"),
+        ("--workers", "two", "argument --workers: not a whole number: 'two'"),
+    ],
+)
+def test_prepare_refuses_a_nonsense_size_or_worker_count(tmp_path, capsys, option, value, message):
+    args = ["prepare", "--dataset", "ucf101", "--annotations", "a", "--root", "r"]
+    with pytest.raises(SystemExit) as exit_info:
+        main([*args, "--out", str(tmp_path / "cache"), option, value])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "cache").exists()
+
+
 def test_bad_annotations_are_named(tmp_path, capsys):
     assert main(["stats", "--dataset", "hmdb51", "--annotations", str(tmp_path)]) == 2
     assert str(tmp_path) in capsys.readouterr().err

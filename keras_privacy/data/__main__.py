@@ -24,6 +24,7 @@ import collections
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from keras_privacy.cli import refuse_a_file, run_command
 from keras_privacy.data.cache import (
@@ -93,6 +94,17 @@ def _print_stats(result: dict) -> None:
             print(f"  {attribute}: {count}")
 
 
+def _positive(text: str) -> int:
+    """An argument that must be a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m keras_privacy.data", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -108,8 +120,8 @@ def _parser() -> argparse.ArgumentParser:
     commands.choices["stats"].add_argument("--json", action="store_true", help="one JSON object")
     prepare = commands.choices["prepare"]
     prepare.add_argument("--out", required=True, help="cache folder; one sub-folder per subset")
-    prepare.add_argument("--short_side", type=int, default=128)
-    prepare.add_argument("--workers", type=int, default=None)
+    prepare.add_argument("--short_side", type=_positive, default=128)
+    prepare.add_argument("--workers", type=_positive, default=None)
     prepare.add_argument(
         "--leave_out",
         default=None,
@@ -169,6 +181,8 @@ def _run(args: argparse.Namespace, unknown: Sequence[str]) -> int:
         )
         print(f"synthetic benchmark written to {paths.root}")
         return 0
+    if args.root is not None and not Path(args.root).is_dir():
+        raise FileNotFoundError(f"{args.root}: --root is not a folder")
     subsets = read_dataset(args.dataset, args.annotations, args.root, args.split, args.attributes)
     if args.command == "stats":
         result = stats(subsets)
