@@ -155,6 +155,7 @@ def _ucf101_copy(fixtures_dir, tmp_path, train_lines):
         ("ApplyEyeMakeup/v_ApplyEyeMakeup_g08_c02.avi 5", 2),  # label of another class
         ("NoSuchClass/v_NoSuchClass_g08_c02.avi 1", 2),
         ("ApplyEyeMakeup/v_ApplyEyeMakeup_g08_c02.avi 1 2", 2),
+        ("ApplyEyeMakeup/v_ApplyEyeMakeup_g08_c02.avi \u00b9", 2),  # a digit int() refuses
     ],
 )
 def test_ucf101_malformed_line_names_file_and_line(fixtures_dir, tmp_path, bad_line, line_number):
@@ -203,6 +204,9 @@ def test_ucf101_malformed_class_index(tmp_path):
     with pytest.raises(DatasetFormatError, match=re.escape(f"{path}:2:")):
         read_class_index(path)
     path.write_text("1 ApplyEyeMakeup\n3 Archery\n")
+    with pytest.raises(DatasetFormatError, match=re.escape(f"{path}:2:")):
+        read_class_index(path)
+    path.write_text("1 ApplyEyeMakeup\n\u00b2 ApplyLipstick\n", encoding="utf-8")
     with pytest.raises(DatasetFormatError, match=re.escape(f"{path}:2:")):
         read_class_index(path)
 
@@ -555,6 +559,19 @@ def test_pa_hmdb51_backward_range_or_out_of_range_value_names_file_video_attribu
     with pytest.raises(DatasetFormatError) as raised:
         read_pa_hmdb51(tmp_path)
     assert str(raised.value) == f"{path}: video 'a.avi': attribute {attribute!r}: {problem}"
+
+
+def test_pa_hmdb51_video_given_twice_is_refused_and_unknown_keys_are_named(tmp_path, caplog):
+    path = tmp_path / "kiss.json"
+    record = json.dumps(_pa_record())
+    path.write_text(f'{{"a.avi": {record}, "a.avi": {record}}}')
+    with pytest.raises(DatasetFormatError, match=re.escape(f"{path}: 'a.avi' given twice")):
+        read_pa_hmdb51(tmp_path)
+    path.write_text(json.dumps({"a.avi": {**_pa_record(), "age": [[0, 20, 5]]}}))
+    with caplog.at_level("WARNING"):
+        test = read_pa_hmdb51(tmp_path)["test"]
+    assert test.examples[0].privacy == (1, 1, 0, 0, 0)
+    assert f"{path}: ignoring the keys 'age', which are not PA-HMDB51 attributes" in caplog.text
 
 
 def test_pa_hmdb51_no_files(tmp_path):

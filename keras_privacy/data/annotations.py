@@ -31,11 +31,20 @@ def read_text(path: str | os.PathLike) -> str:
         raise DatasetFormatError(f"{path}: not UTF-8 text ({error})") from error
 
 
-def read_json(path: str | os.PathLike) -> object:
+def read_json(path: str | os.PathLike, unique_keys: bool = False) -> object:
     """The JSON value of an annotation file (a byte-order mark dropped); raises
-    DatasetFormatError naming the file (and the line) when it is not UTF-8 text or not JSON."""
+    DatasetFormatError naming the file (and the line) when it is not UTF-8 text or not JSON,
+    and with `unique_keys` when an object names a key twice (JSON keeps the last silently)."""
+
+    def unique(pairs: list[tuple[str, object]]) -> dict:
+        keys = [key for key, _ in pairs]
+        repeated = sorted({key for key in keys if keys.count(key) > 1})
+        if repeated:
+            raise DatasetFormatError(f"{path}: {', '.join(map(repr, repeated))} given twice")
+        return dict(pairs)
+
     try:
-        return json.loads(read_text(path))
+        return json.loads(read_text(path), object_pairs_hook=unique if unique_keys else None)
     except json.JSONDecodeError as error:
         raise DatasetFormatError(f"{path}:{error.lineno}: invalid JSON ({error.msg})") from error
 

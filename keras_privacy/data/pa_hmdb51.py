@@ -16,6 +16,7 @@ of both: VITA's five merged attributes, or SPAct's six VISPR-1 columns.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,6 +36,8 @@ outside 0 .. this is a malformed annotation."""
 PA_HMDB51_ATTRIBUTES = ("gender", "face", "nudity", "skin_color", "relationship")
 """The five attributes of the annotation files, in the order of the field's
 `attributes_pa_hmdb51` table (idx 0-4, Wu et al.'s code)."""
+RECORD_NOTES = {"review", "note"}
+"""The keys of a video's record besides its attributes, in the release's files."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,16 +168,25 @@ def labels_at(
 def _read_action_file(path: Path) -> dict[str, Ranges]:
     """Video name -> its checked frame ranges over PA_HMDB51_ATTRIBUTES, from one
     `<action>.json`."""
-    videos = read_json(path)
+    videos = read_json(path, unique_keys=True)
     if not isinstance(videos, dict):
         raise DatasetFormatError(f"{path}: expected an object mapping video names to annotations")
     labels = {}
+    unknown = set()
     for video, record in videos.items():
         if not isinstance(record, dict):
             raise DatasetFormatError(f"{path}: video {video!r}: expected an object of attributes")
+        unknown |= set(record) - set(PA_HMDB51_ATTRIBUTES) - RECORD_NOTES
         labels[video] = {
             name: _ranges(record.get(name), path, video, name) for name in PA_HMDB51_ATTRIBUTES
         }
+    if unknown:
+        logging.warning(
+            "%s: ignoring the keys %s, which are not PA-HMDB51 attributes (%s)",
+            path,
+            ", ".join(sorted(map(repr, unknown))),
+            ", ".join(PA_HMDB51_ATTRIBUTES),
+        )
     return labels
 
 

@@ -15,7 +15,7 @@ def read_class_index(path: str | os.PathLike) -> list[str]:
     names = []
     for number, line in read_lines(path):
         parts = line.split()
-        if len(parts) != 2 or not parts[0].isdigit():
+        if len(parts) != 2 or not (parts[0].isascii() and parts[0].isdigit()):
             raise DatasetFormatError(f"{path}:{number}: expected 'INDEX ClassName', got {line!r}")
         if int(parts[0]) != len(names) + 1:
             raise DatasetFormatError(
@@ -59,7 +59,7 @@ def read_ucf101(
                     f"{list_path}:{number}: {relative!r} is not in a class folder of classInd.txt"
                 )
             label = by_lower_name[folder.lower()]
-            if rest and (len(rest) != 1 or not rest[0].isdigit()):
+            if rest and (len(rest) != 1 or not (rest[0].isascii() and rest[0].isdigit())):
                 raise DatasetFormatError(
                     f"{list_path}:{number}: expected 'Class/video.avi [LABEL]', got {line!r}"
                 )
