@@ -115,10 +115,12 @@ def _flagfile_arguments(name: str, chain: list[tuple[Path, int]]) -> list[str]:
 
 
 def refuse_a_file(path: str | os.PathLike, flag: str = "--out") -> None:
-    """Refuse by name a folder to write into that is a file (`flag`: what named it), before
-    any work: the OS's message would come later and name a path inside it."""
-    if Path(path).exists() and not Path(path).is_dir():
-        raise NotADirectoryError(f"{path}: {flag} names a file; name a folder (made if missing)")
+    """Refuse by name a folder to write into that is a file, or lies under one (`flag`: what
+    named it), before any work: the OS's message would come later and name a path inside it."""
+    for folder in (Path(path), *Path(path).parents):
+        if folder.exists() and not folder.is_dir():
+            where = "names a file" if folder == Path(path) else f"lies under the file {folder}"
+            raise NotADirectoryError(f"{path}: {flag} {where}; name a folder (made if missing)")
 
 
 def backend_from_argv(argv: list[str]) -> bool:

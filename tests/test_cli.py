@@ -96,6 +96,19 @@ def test_anonymize_names_an_output_folder_that_is_a_file(fixtures_dir, models, t
     )
 
 
+def test_a_folder_under_a_file_is_refused_naming_the_file(tmp_path):
+    from keras_privacy.cli import refuse_a_file
+
+    (tmp_path / "afile").write_text("kept")
+    with pytest.raises(NotADirectoryError) as raised:
+        refuse_a_file(tmp_path / "afile" / "run" / "sub", "--run_dir")
+    assert str(raised.value) == (
+        f"{tmp_path / 'afile' / 'run' / 'sub'}: --run_dir lies under the file "
+        f"{tmp_path / 'afile'}; name a folder (made if missing)"
+    )
+    refuse_a_file(tmp_path / "new" / "run", "--run_dir")  # missing folders are made later
+
+
 def test_export_refuses_a_lambda_layer_in_one_line_or_with_its_traceback(models, tmp_path, capsys):
     args = ["--anonymizer", str(models / "lambda.keras"), "--out", str(tmp_path / "saved")]
     assert export.main(args) == 1
