@@ -210,7 +210,8 @@ def _read(
 
 class _Writer:
     """The output container, opened at the first frame (its size and rotation come from it).
-    Audio packets that arrive before it opens are kept and written then."""
+    Audio packets that arrive before it opens are kept and written then. Errors name `name`,
+    the file the user asked for (`output` may be its temporary twin)."""
 
     def __init__(
         self,
@@ -220,8 +221,9 @@ class _Writer:
         quality: int,
         rate: Fraction,
         audio: av.AudioStream | None,
+        name: str,
     ):
-        self.output, self.output_format = os.fspath(output), output_format
+        self.output, self.output_format, self.name = os.fspath(output), output_format, name
         self.codec, self.quality, self.rate, self.audio_template = codec, quality, rate, audio
         self.container = self.video = self.audio = None
         self.pending_audio: list[av.Packet] = []
@@ -250,11 +252,11 @@ class _Writer:
             self.release()
             if audio_codec is None:
                 raise ValueError(
-                    f"{self.output}: cannot write video {self.codec} ({error}); choose another "
+                    f"{self.name}: cannot write video {self.codec} ({error}); choose another "
                     "codec or container (.mkv takes any)"
                 ) from error
             raise ValueError(
-                f"{self.output}: cannot write video {self.codec} with audio {audio_codec} "
+                f"{self.name}: cannot write video {self.codec} with audio {audio_codec} "
                 f"({error}); choose another container (.mkv takes any) or drop the audio"
             ) from error
         for packet in self.pending_audio:
@@ -353,7 +355,7 @@ def transcode(
     target = Path(output)
     atomic = _is_file_output(output)
     written = target.with_name(f".{target.stem}.partial{target.suffix}") if atomic else output
-    writer = _Writer(written, output_format, codec, quality, rate, audio)
+    writer = _Writer(written, output_format, codec, quality, rate, audio, os.fspath(output))
     stats, stop = StreamStats(), threading.Event()
     reader = threading.Thread(
         target=_read, args=(container, audio, queue, stop, source_name), daemon=True

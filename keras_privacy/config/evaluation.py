@@ -409,18 +409,6 @@ def validate_evaluation(config) -> None:
             "<seeds> evaluates each seed's own anonymizer (run_dir/seed_K): drop "
             "<anonymizer_path>, which names one file"
         )
-    if config.seeds > 1:
-        outside = [
-            path
-            for _, path in eval_methods(config)
-            if path and relative_to_run(path, config.run_dir) is None
-        ]
-        if outside:
-            raise SettingError(
-                "<seeds> evaluates each seed's own anonymizer (run_dir/seed_K): a NAME=PATH "
-                f"of <eval_methods> must lie in <run_dir> {config.run_dir} (each seed then "
-                f"reads it from its seed_K folder), got {', '.join(outside)}"
-            )
     if not config.eval_lr > 0:
         raise SettingError(f"<eval_lr> must be positive, got {config.eval_lr}")
     if not 0 < config.eval_action_crop <= 1:
@@ -464,7 +452,17 @@ def validate_evaluation(config) -> None:
     one_of("eval_pa_hmdb51_labels", config.eval_pa_hmdb51_labels, PA_HMDB51_LABELS)
     one_of("eval_vp_privacy_training", config.eval_vp_privacy_training, VP_PRIVACY_TRAINING)
     _validate_protocol(config, evaluation)
-    eval_methods(config)
+    methods = eval_methods(config)
+    if config.seeds > 1:
+        outside = [
+            path for _, path in methods if path and relative_to_run(path, config.run_dir) is None
+        ]
+        if outside:
+            raise SettingError(
+                "<seeds> evaluates each seed's own anonymizer (run_dir/seed_K): a NAME=PATH "
+                f"of <eval_methods> must lie in <run_dir> {config.run_dir} (each seed then "
+                f"reads it from its seed_K folder), got {', '.join(outside)}"
+            )
 
 
 def relative_to_run(path: str, run_dir: str) -> Path | None:
