@@ -263,6 +263,21 @@ def test_input_downsample_matches_opencv_on_clips_of_any_size():
     np.testing.assert_allclose(result, expected, atol=1e-5)
 
 
+def test_a_model_behind_input_downsample_reloads_to_the_same_outputs(tmp_path):
+    import keras
+
+    from keras_privacy.evaluation.baselines import InputDownsample
+
+    inputs = keras.Input((3, 16, 16, 3))
+    model = keras.Model(inputs, keras.layers.Dense(2)(InputDownsample(2)(inputs)))
+    model.save(tmp_path / "downsampled.keras")
+    reloaded = keras.saving.load_model(tmp_path / "downsampled.keras")
+    clips = np.random.default_rng(2).random((1, 3, 16, 16, 3)).astype(np.float32)
+    np.testing.assert_allclose(reloaded(clips), model(clips), atol=1e-6)
+    assert reloaded.layers[1].get_config()["factor"] == 2
+    assert not reloaded.layers[1].trainable
+
+
 def test_people_baselines_act_at_the_model_scale_with_scaled_boxes():
     image = np.full((1, 800, 1000, 3), 200, np.uint8)
     detector = _FixedDetector([100, 200, 300, 600])

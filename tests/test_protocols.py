@@ -302,6 +302,15 @@ def test_novel_actions_needs_classes_new_to_training(benchmark, tmp_path):
         protocol.evaluation_data(config)
 
 
+def test_multilabel_actions_are_refused_on_the_command_lines_datasets(benchmark, tmp_path):
+    """No action dataset of the command line has multi-hot labels: refused before any work,
+    rather than when f'_T starts training."""
+    config = tiny_config(benchmark, tmp_path, action_multilabel=True)
+    with pytest.raises(ValueError, match="action_multilabel.*synthetic, ucf101, hmdb51.*read_phvu"):
+        protocol.evaluation_data(config)
+    assert not protocol.report_dir(config).exists()
+
+
 def write_pa_hmdb51(tmp_path, fixtures_dir):
     """PA-HMDB51 annotations of two real fixture videos and one missing video, in its format."""
     ranges = {

@@ -257,7 +257,10 @@ class EvaluationSettings:
     action_multilabel: bool = field(
         default=False,
         metadata=described(
-            "Multi-label actions (P-HVU): f'_T trains with BCE, reported by action cMAP.", "eval"
+            "Multi-label actions: f'_T trains with BCE, reported by action cMAP. For P-HVU splits "
+            "evaluated from Python (keras_privacy.data.phvu): no command-line action dataset "
+            "has multi-hot labels, so evaluate.py refuses it.",
+            "eval",
         ),
     )
     eval_protocol: str = field(

@@ -29,13 +29,13 @@ video as PNG files with the video's privacy labels, so that in Python
 
 is evaluated by `protocol.evaluate` with `--action_multilabel`.
 
-Protocols of SPAct:
-- known attributes: train and evaluate with `privacy="both"` (or objects and scenes reported
-  separately: read the file twice, once with each);
-- novel attributes, scenes -> objects: train f_A with `privacy="scenes"`, then evaluate the
-  frozen anonymizer with fresh target models on `privacy="objects"` (the SPAct paper's Table 2
-  header says Scenes -> Obj, while its text lists objects for training and scenes for the novel
-  set: swap the two arguments for that reading).
+Protocols of SPAct: known attributes evaluate with `privacy="both"` (or objects and scenes
+reported separately: read the file twice, once with each); novel attributes, scenes -> objects,
+evaluate on `privacy="objects"` an anonymizer trained with scenes as its privacy attributes (the
+SPAct paper's Table 2 header says Scenes -> Obj, while its text lists objects for training and
+scenes for the novel set: swap the two for that reading). Only the evaluation is built here:
+the trainers' f_T takes one action label a clip, so f_A does not train on P-HVU's multi-label
+actions, and no command-line dataset reads this file.
 """
 
 from __future__ import annotations

@@ -121,14 +121,16 @@ def downsample_matrix(size: int, factor: int) -> np.ndarray:
     return linear_matrix(small, size) @ area_matrix(size, small)
 
 
+@keras.saving.register_keras_serializable(package="keras_privacy")
 class InputDownsample(keras.layers.Layer):
     """The down-sampling baseline in front of a target model: every (H, W) frame of its input
     (images (B, H, W, C) or clips (B, T, H, W, C)) is area-resized `factor` times smaller and
     bilinearly resized back, as `downsample` does with OpenCV, by two fixed matrices per axis,
-    so it runs inside the model on every backend."""
+    so it runs inside the model on every backend. It has no weights to train."""
 
     def __init__(self, factor: int, **kwargs):
-        super().__init__(trainable=False, **kwargs)
+        kwargs.setdefault("trainable", False)
+        super().__init__(**kwargs)
         if factor < 1:
             raise ValueError(f"factor must be >= 1, got {factor}")
         self.factor = factor

@@ -50,9 +50,10 @@ Multi-label actions (P-HVU, `--action_multilabel`): f'_T trains with binary cros
 multi-hot `actions` of the split (`keras_privacy.data.phvu.read_phvu`) and is tested by video-level
 action cMAP (mean sigmoid over the K clips, then AP per class): the report's action column holds
 `action_cmap`, and its extra keys are `action_metric` ("cmap"), `action_ap` (AP per class) and
-`action_skipped` (classes without a positive test video). For SPAct's scenes -> objects
-novel-attribute protocol, train f_A on P-HVU read with `privacy="scenes"` and evaluate the saved
-anonymizer (`anonymizer_path`) on P-HVU read with `privacy="objects"`.
+`action_skipped` (classes without a positive test video). P-HVU is evaluated from Python (the
+command line's action datasets have one label a video): an anonymizer trained elsewhere is
+evaluated on P-HVU splits with fresh target models. Training f_A on P-HVU is not built: the
+trainers' f_T takes one action label a clip.
 """
 
 from __future__ import annotations
