@@ -83,8 +83,9 @@ def build_models(args: argparse.Namespace) -> tuple[keras.Model, keras.Model, li
     return anonymizer, action, attack_models
 
 
-def time_steps(trainer: keras.Model, dataset, steps: int) -> tuple[float, float]:
-    """(seconds of the first step, compile included; median seconds of the next `steps`)."""
+def time_steps(trainer: keras.Model, dataset) -> tuple[float, float]:
+    """(seconds of the first step, compile included; median seconds of the dataset's other
+    steps)."""
     start = time.perf_counter()
     trainer.fit(dataset.take(1), epochs=1, verbose=0)
     compile_seconds = time.perf_counter() - start
@@ -144,7 +145,7 @@ def main() -> None:
     vita.compile(
         {g: adam(1e-4) for g in ("anonymizer", "action", *vita.budget_groups)}, jit_compile=True
     )
-    compile_seconds, vita_seconds = time_steps(vita, dataset, args.steps)
+    compile_seconds, vita_seconds = time_steps(vita, dataset)
     figures = {
         "backend": keras.backend.backend(),
         "input": f"{t}x{s}x{s}",
@@ -169,7 +170,7 @@ def main() -> None:
             {"anonymizer": keras.optimizers.SGD(1e-4), **{g: adam(1e-4) for g in others}},
             jit_compile=True,
         )
-        compile_seconds, seconds = time_steps(meta, dataset, args.steps)
+        compile_seconds, seconds = time_steps(meta, dataset)
         figures[f"{name}_seconds_per_step"] = seconds
         figures[f"{name}_first_step_with_compile_seconds"] = compile_seconds
         figures[f"{name}_over_adversarial"] = seconds / vita_seconds

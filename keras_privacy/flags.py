@@ -29,10 +29,10 @@ _DEFINERS = {
 }
 
 
-def define_flags(flag_values: flags.FlagValues, config_cls=ExperimentConfig) -> None:
-    """Define one flag per field of `config_cls`, with its default and help text."""
+def define_flags(flag_values: flags.FlagValues) -> None:
+    """Define one flag per field of `ExperimentConfig`, with its default and help text."""
     hints = {"bool": bool, "int": int, "float": float, "str": str}
-    for field in dataclasses.fields(config_cls):
+    for field in dataclasses.fields(ExperimentConfig):
         kind = hints[field.type] if isinstance(field.type, str) else field.type
         help_text = (
             f"[{field.metadata.get('group', 'misc')}] {spell(field.metadata.get('help', ''))}"
@@ -40,19 +40,20 @@ def define_flags(flag_values: flags.FlagValues, config_cls=ExperimentConfig) -> 
         _DEFINERS[kind](field.name, field.default, help_text, flag_values=flag_values)
 
 
-def config_from_flags(flag_values: flags.FlagValues, config_cls=ExperimentConfig):
+def config_from_flags(flag_values: flags.FlagValues) -> ExperimentConfig:
     """The config whose fields take the parsed flag values."""
-    return config_cls(**{f.name: flag_values[f.name].value for f in dataclasses.fields(config_cls)})
+    fields = dataclasses.fields(ExperimentConfig)
+    return ExperimentConfig(**{f.name: flag_values[f.name].value for f in fields})
 
 
-def parse_config(argv: Sequence[str], config_cls=ExperimentConfig):
+def parse_config(argv: Sequence[str]) -> ExperimentConfig:
     """The config of command-line arguments (`--flagfile` and its includes too), parsed as
     `train.py` parses them but not checked: a caller validates where it needs to."""
     flag_values = flags.FlagValues()
-    define_flags(flag_values, config_cls)
+    define_flags(flag_values)
     _define_backend(flag_values)  # a flag file of train.py may hold it; Keras runs already
     flag_values(["keras_privacy", *expand_flagfiles(argv)])
-    return config_from_flags(flag_values, config_cls)
+    return config_from_flags(flag_values)
 
 
 def define_script_flags(flag_values: flags.FlagValues) -> None:

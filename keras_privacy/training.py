@@ -16,16 +16,16 @@ import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 from keras_privacy import backend, checkpoint, distribute, environment
 from keras_privacy.cli import refuse_a_file
 from keras_privacy.config import ExperimentConfig
 from keras_privacy.config.schedule import LEARNING_RATES
-from keras_privacy.data import sources
+from keras_privacy.data import pipelines, sources
 from keras_privacy.data.pairs import pair_batches
 from keras_privacy.learning_rates import EpochRates, LinearWarmup
 from keras_privacy.methods.init import (
@@ -42,6 +42,9 @@ from keras_privacy.methods.vita import VITA, budget_only_steps
 from keras_privacy.models import pretrained, registry
 from keras_privacy.models.resnet import privacy_classifier, privacy_encoder, projection_head
 from keras_privacy.spelling import SettingError, spell
+
+if TYPE_CHECKING:
+    import tensorflow as tf
 
 MODEL_FILES = {
     "anonymizer": "anonymizer.keras",
@@ -491,8 +494,7 @@ def phase_dataset(
         num_models=num_models,
         fraction=meta_fraction,
     )
-    masks = tf.data.Dataset.from_tensor_slices(splits)
-    return tf.data.Dataset.zip(labelled, masks).map(lambda batch, split: {**batch, **split})
+    return pipelines.with_step_inputs(labelled, splits)
 
 
 class _FirstStepTime(keras.callbacks.Callback):

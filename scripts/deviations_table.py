@@ -14,16 +14,11 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from generated_section import read_section, write_section  # noqa: E402
+from generated_section import read_section, table_cell, write_section  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DOCUMENT = REPO / "docs" / "paper_settings.md"
 START, END = "<!-- settings:start -->", "<!-- settings:end -->"
-
-
-def _cell(text: str) -> str:
-    """Text safe inside a Markdown table cell."""
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def _ours(flag: str, ours: str) -> str:
@@ -57,7 +52,7 @@ def settings_tables(settings=None, methods=None) -> str:
                 _ours(row.flag, row.ours),
                 row.why,
             )
-            lines.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
+            lines.append("| " + " | ".join(table_cell(cell) for cell in cells) + " |")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) + "\n"
 

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from generated_section import read_section, write_section  # noqa: E402
+from generated_section import read_section, table_cell, write_section  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
@@ -32,11 +32,6 @@ GROUP_TITLES = {
     "eval": "Evaluation",
 }
 """Headings of the known groups; any other group is headed by its own name."""
-
-
-def _cell(text: str) -> str:
-    """Text safe inside a Markdown table cell."""
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def _default(value) -> str:
@@ -82,10 +77,12 @@ def flag_tables(config_cls=None) -> str:
             "| --- | --- | --- |",
         ]
         for field in fields:
-            help_text = _cell(spell(field.metadata.get("help", "")))
+            help_text = table_cell(spell(field.metadata.get("help", "")))
             if field.name in FLAG_SCOPES:
                 help_text += _scope_note(FLAG_SCOPES[field.name])
-            lines.append(f"| `--{field.name}` | {_cell(_default(field.default))} | {help_text} |")
+            lines.append(
+                f"| `--{field.name}` | {table_cell(_default(field.default))} | {help_text} |"
+            )
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) + "\n"
 

@@ -1,13 +1,18 @@
 """Read and replace a generated section of a document: the text between two marker lines.
 
-The README's flag tables (`flag_table.py`) and docs/paper_settings.md's tables
-(`deviations_table.py`) are generated into such sections, so tests can compare them with what
-the code generates now.
+The README's flag tables (`flag_table.py`) and pretrained weights table (`weights_table.py`),
+and docs/paper_settings.md's tables (`deviations_table.py`), are generated into such sections,
+so tests can compare them with what the code generates now.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+
+
+def table_cell(text: str) -> str:
+    """Text safe inside a Markdown table cell."""
+    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def read_section(document: Path, start: str, end: str) -> str:

@@ -13,16 +13,11 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from generated_section import read_section, write_section  # noqa: E402
+from generated_section import read_section, table_cell, write_section  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 START, END = "<!-- weights:start -->", "<!-- weights:end -->"
-
-
-def _cell(text: str) -> str:
-    """Text safe inside a Markdown table cell."""
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def weights_table() -> str:
@@ -36,8 +31,8 @@ def weights_table() -> str:
         configs = ", ".join(f"`{c}`" for c in weights.configs) or "none yet"
         flags = ", ".join(f"`--{flag}`" for flag in weights.flags)
         lines.append(
-            f"| `{weights.path}`: {_cell(weights.model)} | {_cell(weights.source)} | "
-            f"`{_cell(weights.command)}` | {flags}: {configs} |"
+            f"| `{weights.path}`: {table_cell(weights.model)} | {table_cell(weights.source)} | "
+            f"`{table_cell(weights.command)}` | {flags}: {configs} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -9,7 +9,7 @@ import pytest
 
 from keras_privacy.config import ExperimentConfig
 from keras_privacy.flags import parse_config
-from keras_privacy.paper_settings import METHODS, SETTINGS
+from keras_privacy.paper_settings import AUTHORS_CODE, METHODS, SETTINGS
 
 pytestmark = pytest.mark.backend_independent
 
@@ -94,3 +94,9 @@ def test_the_configs_set_the_rows_value(row):
     expected = _typed(row.ours, FIELDS[row.flag].default)
     for stem in row.configs:
         assert getattr(_config(stem), row.flag) == expected, f"{stem}.cfg --{row.flag}"
+
+
+def test_the_document_names_each_authors_repository_at_the_commit_the_sources_cite():
+    document = (REPO / "docs" / "paper_settings.md").read_text(encoding="utf-8")
+    for repository, commit in AUTHORS_CODE.items():
+        assert f"`{repository}` at `{commit}`" in document.replace("`\n  at", "` at")

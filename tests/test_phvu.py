@@ -11,7 +11,7 @@ from sklearn.metrics import average_precision_score
 
 from keras_privacy.config import ExperimentConfig
 from keras_privacy.data import pipelines
-from keras_privacy.data.cache import prepare_cache
+from keras_privacy.data.cache import prepare_cache, read_video_cache
 from keras_privacy.data.errors import DatasetFormatError
 from keras_privacy.data.examples import Example, Split
 from keras_privacy.data.phvu import frame_images, frame_source, read_phvu
@@ -166,6 +166,8 @@ def test_multi_hot_actions_reach_the_pipelines(tmp_path):
         assert sorted(map(tuple, batch["actions"].tolist())) == [(0, 1, 0), (1, 0, 1)]
         videos = list(pipelines.action_eval_dataset(source, 2, 2, 1, 8).as_numpy_iterator())
         assert [v["actions"].tolist() for v in videos] == [[1, 0, 1], [0, 1, 0]]
+    stored = [record["actions"].numpy().tolist() for record in read_video_cache(cache)]
+    assert stored == [[1, 0, 1], [0, 1, 0]]
 
 
 def test_multilabel_target_action_model_reports_cmap(tmp_path):

@@ -14,7 +14,7 @@ def pair_batches(dataset):
     Every tensor (B, ...) of a batch becomes (B, 2, ...): the batch axis stays first, where
     `keras.distribution.DataParallel` and `tf.distribute.MirroredStrategy` split it.
     """
-    import tensorflow as tf
+    from keras_privacy.data.tensorflow_runtime import tf
 
     def batch_axis_first(pair: dict) -> dict:
         return {key: tf.experimental.numpy.swapaxes(value, 0, 1) for key, value in pair.items()}
