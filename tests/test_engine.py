@@ -1,6 +1,7 @@
 """Conditional updates: a skipped update changes nothing, a taken one equals the plain update,
 both as a real conditional and computed-and-selected (the backend step picks one by platform)."""
 
+import copy
 import dataclasses
 import json
 import os
@@ -12,6 +13,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+import tiny_models
 from keras import ops
 
 from keras_privacy.distribute import training_scope
@@ -295,3 +297,26 @@ def _data_parallel_main() -> dict:
 
 if __name__ == "__main__":
     print(json.dumps(_data_parallel_main()))
+
+
+def _named_trainer(method: str, name: str) -> keras.Model:
+    from keras_privacy.methods.spact import SPAct
+    from keras_privacy.methods.vita import VITA
+
+    if method == "meta":
+        return tiny_models.meta_trainer(name=name)
+    models = (tiny_models.anonymizer(), tiny_models.action_model())
+    if method == "vita":
+        return VITA(*models, [tiny_models.budget_model()], name=name)
+    return SPAct(*models, tiny_models.privacy_encoder(), name=name)
+
+
+@pytest.mark.parametrize("method", ["spact", "vita", "meta"])
+def test_a_trainers_config_rebuilds_it_named_and_is_left_as_it_was(method):
+    trainer = _named_trainer(method, "my_run")
+    config = trainer.get_config()
+    kept = copy.deepcopy(config)
+    restored = type(trainer).from_config(config)
+    assert config == kept  # Keras' deserializing empties what it reads: a copy is read
+    assert restored.name == "my_run"
+    assert restored.get_config() == config

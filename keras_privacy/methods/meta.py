@@ -425,6 +425,7 @@ class MetaGeneralization(StatelessTrainer):
 
     def get_config(self) -> dict:
         return {
+            "name": self.name,
             "anonymizer": serialize_models(self.anonymizer),
             "action_model": serialize_models(self.action_model),
             "attack_models": serialize_models(self.attack_models),

@@ -419,6 +419,7 @@ class SPAct(StatelessTrainer):
 
     def get_config(self) -> dict:
         return {
+            "name": self.name,
             "anonymizer": serialize_models(self.anonymizer),
             "action_model": serialize_models(self.action_model),
             "privacy_encoder": serialize_models(

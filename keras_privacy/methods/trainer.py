@@ -44,6 +44,7 @@ not accept inside it. The scale lives with the MultiOptimizer's own variables, a
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -399,9 +400,10 @@ def serialize_models(models: keras.Model | Sequence[keras.Model]):
 
 
 def deserialize_models(config: Mapping[str, Any], *keys: str) -> dict:
-    """`config` with the sub-models under `keys` (a config, or a list of configs, as
-    `serialize_models` wrote them) rebuilt, for a trainer's `from_config`."""
-    config = dict(config)
+    """A copy of `config` with the sub-models under `keys` (a config, or a list of configs, as
+    `serialize_models` wrote them) rebuilt, for a trainer's `from_config`. Keras' deserializing
+    empties the configs it reads, so `config` itself is left as it was."""
+    config = copy.deepcopy(dict(config))
     for key in keys:
         value = config[key]
         config[key] = (

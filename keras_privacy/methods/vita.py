@@ -480,6 +480,7 @@ class VITA(StatelessTrainer):
 
     def get_config(self) -> dict:
         return {
+            "name": self.name,
             "anonymizer": serialize_models(self.anonymizer),
             "action_model": serialize_models(self.action_model),
             "budget_models": serialize_models(self.budget_models),
