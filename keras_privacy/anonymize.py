@@ -48,7 +48,7 @@ import av
 import keras
 from tqdm import tqdm
 
-from keras_privacy.cli import refuse_a_file, run_command
+from keras_privacy.cli import positive_int, refuse_a_file, run_command
 from keras_privacy.data.errors import VideoDecodeError
 from keras_privacy.data.video import probe_video
 from keras_privacy.evaluation.faces import DEFACE_THRESHOLD, FILLS, FaceAnonymizer
@@ -201,7 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--face_threshold", type=float, default=DEFACE_THRESHOLD, help="CenterFace's threshold"
     )
-    parser.add_argument("--batch_size", type=int, default=8, help="frames per model call")
+    parser.add_argument("--batch_size", type=positive_int, default=8, help="frames per model call")
     parser.add_argument("--codec", default="mpeg4", help="FFmpeg encoder, e.g. mpeg4, libx264")
     parser.add_argument(
         "--quality", type=int, default=2, help="mpeg4 qscale (1 = best); CRF = 5 x this for x264"
@@ -221,7 +221,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="when the model falls behind: drop the oldest frame (default for live sources) or "
         "wait (default for files)",
     )
-    parser.add_argument("--queue_size", type=int, default=32, help="frames waiting, at most")
+    parser.add_argument(
+        "--queue_size", type=positive_int, default=32, help="frames waiting, at most"
+    )
     parser.add_argument("--input_format", default=None, help="FFmpeg demuxer, e.g. v4l2, mpegts")
     parser.add_argument(
         "--input_option",
@@ -234,10 +236,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no_progress", action="store_true", help="no progress bar")
     parser.add_argument("--verbose", action="store_true", help="the traceback of an error too")
     args = parser.parse_args(argv)
-    if args.batch_size < 1:
-        parser.error("--batch_size must be at least 1")
-    if args.queue_size < 1:
-        parser.error("--queue_size must be at least 1")
     if not 0 < args.scale <= 1:
         parser.error("--scale must be in (0, 1]")
     codec_error = _codec_error(args.codec)

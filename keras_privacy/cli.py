@@ -13,6 +13,7 @@ a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import argparse
 import gc
 import os
 import sys
@@ -112,6 +113,18 @@ def _flagfile_arguments(name: str, chain: list[tuple[Path, int]]) -> list[str]:
         else:
             result.append(line)
     return result
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (a count or a size), refused as a usage
+    error naming the value."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def refuse_a_file(path: str | os.PathLike, flag: str = "--out") -> None:

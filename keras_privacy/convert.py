@@ -56,7 +56,7 @@ from pathlib import Path
 
 import numpy as np
 
-from keras_privacy.cli import run_command
+from keras_privacy.cli import positive_int, run_command
 
 # (pattern on the Keras layer name, replacement giving the PyTorch module path).
 _VIDEO_RESNET = [
@@ -582,7 +582,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the input normalisation the weights expect, saved in a .keras model: "
         "kinetics400, imagenet or none",
     )
-    parser.add_argument("--num_classes", type=int, default=None, help="check the head's size")
+    parser.add_argument(
+        "--num_classes", type=positive_int, default=None, help="check the head's size"
+    )
     parser.add_argument("--key", default=None, help="the state dict's key in a checkpoint dict")
     parser.add_argument("--verbose", action="store_true", help="show the traceback of an error")
     args = parser.parse_args(argv)

@@ -185,8 +185,8 @@ def test_the_command_line_hands_its_streaming_options_to_the_video_anonymizer(
 @pytest.mark.parametrize(
     "extra, message",
     [
-        (["--queue_size", "0"], "--queue_size must be at least 1"),
-        (["--batch_size", "0"], "--batch_size must be at least 1"),
+        (["--queue_size", "0"], "argument --queue_size: must be at least 1, got 0"),
+        (["--batch_size", "x"], "argument --batch_size: not a whole number: 'x'"),
         (["--input_option", "video_size"], "--input_option must be KEY=VALUE"),
         (["--scale", "1.5"], "--scale must be in (0, 1]"),
         (["--codec", "h264x"], "--codec 'h264x': FFmpeg has no such encoder"),

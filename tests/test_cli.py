@@ -1,6 +1,7 @@
 """Every command line reports a user error as one message naming the file and the problem, with
 the traceback only under --verbose (or in the run's error.log)."""
 
+import importlib
 import os
 import shutil
 import subprocess
@@ -32,6 +33,28 @@ def test_a_user_error_is_one_line_and_its_traceback_goes_to_the_log(tmp_path, ca
     assert not (tmp_path / "no_such_run").exists()
     with pytest.raises(FileNotFoundError):
         run_command(broken, verbose=True)
+
+
+@pytest.mark.parametrize(
+    "module, argv",
+    [
+        ("keras_privacy.models.__main__", ["count", "r3d_18", "--num_classes", "{value}"]),
+        (
+            "keras_privacy.convert",
+            ["w.pt", "--arch", "r3d_18", "--out", "o.keras", "--num_classes", "{value}"],
+        ),
+        ("keras_privacy.data.__main__", ["arrays", "--out", "o", "--epochs", "{value}"]),
+    ],
+)
+@pytest.mark.parametrize(
+    "value, message", [("0", "must be at least 1, got 0"), ("2.5", "not a whole number: '2.5'")]
+)
+def test_a_count_below_one_or_not_whole_is_a_usage_error(module, argv, value, message, capsys):
+    main = importlib.import_module(module)
+    with pytest.raises(SystemExit) as exit_info:
+        main.main([part.format(value=value) for part in argv])
+    assert exit_info.value.code == 2
+    assert f": {message}" in capsys.readouterr().err
 
 
 def test_a_bug_keeps_its_traceback():

@@ -26,7 +26,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from keras_privacy.cli import refuse_a_file, run_command
+from keras_privacy.cli import positive_int, refuse_a_file, run_command
 from keras_privacy.data.cache import (
     failure_line,
     prepare_image_cache,
@@ -94,17 +94,6 @@ def _print_stats(result: dict) -> None:
             print(f"  {attribute}: {count}")
 
 
-def _positive(text: str) -> int:
-    """An argument that must be a whole number of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m keras_privacy.data", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -120,8 +109,8 @@ def _parser() -> argparse.ArgumentParser:
     commands.choices["stats"].add_argument("--json", action="store_true", help="one JSON object")
     prepare = commands.choices["prepare"]
     prepare.add_argument("--out", required=True, help="cache folder; one sub-folder per subset")
-    prepare.add_argument("--short_side", type=_positive, default=128)
-    prepare.add_argument("--workers", type=_positive, default=None)
+    prepare.add_argument("--short_side", type=positive_int, default=128)
+    prepare.add_argument("--workers", type=positive_int, default=None)
     prepare.add_argument(
         "--leave_out",
         default=None,
@@ -136,7 +125,7 @@ def _parser() -> argparse.ArgumentParser:
     arrays = commands.add_parser("arrays", parents=[verbose])
     arrays.add_argument("--flagfile", required=True, help="a training config")
     arrays.add_argument("--out", required=True, help="the folder to write")
-    arrays.add_argument("--epochs", type=int, default=2, help="minimax epochs to export")
+    arrays.add_argument("--epochs", type=positive_int, default=2, help="minimax epochs to export")
     arrays.add_argument("--models_from", default=None, help="a finished run's folder")
     return parser
 

@@ -7,20 +7,13 @@ import sys
 
 import numpy as np
 
+from keras_privacy.cli import positive_int
 from keras_privacy.models import registry
 
 
 def trainable_parameters(model) -> int:
     """Parameters as PyTorch counts them: trainable weights only (no BatchNorm statistics)."""
     return int(sum(np.prod(v.shape) for v in model.trainable_variables))
-
-
-def _positive(text: str) -> int:
-    """An argparse type: an integer of at least 1."""
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("list", help="Every registered model name, by kind.")
     count = commands.add_parser("count", help="Parameter count of a registered model.")
     count.add_argument("name")
-    count.add_argument("--num_classes", type=_positive, default=None)
+    count.add_argument("--num_classes", type=positive_int, default=None)
     args = parser.parse_args(argv)
     kinds = (
         ("anonymizers", registry.ANONYMIZERS),
