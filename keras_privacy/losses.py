@@ -9,6 +9,12 @@ from __future__ import annotations
 from keras import ops
 
 
+def _l2_normalized(x):
+    """The rows of `x` (N, D) as float32 unit vectors (a zero row stays zero)."""
+    x = ops.cast(x, "float32")
+    return x / ops.maximum(ops.norm(x, axis=1, keepdims=True), 1e-12)
+
+
 def nt_xent(z1, z2, temperature: float = 0.1):
     """NT-Xent (SimCLR) loss in the full 2N x 2N form.
 
@@ -25,8 +31,7 @@ def nt_xent(z1, z2, temperature: float = 0.1):
     Returns:
         The scalar mean loss.
     """
-    z = ops.concatenate([ops.cast(z1, "float32"), ops.cast(z2, "float32")], axis=0)
-    z = z / ops.maximum(ops.norm(z, axis=1, keepdims=True), 1e-12)
+    z = _l2_normalized(ops.concatenate([z1, z2], axis=0))
     n2 = ops.shape(z)[0]
     n = n2 // 2
     logits = ops.matmul(z, ops.transpose(z)) / temperature
@@ -126,12 +131,7 @@ def info_nce(queries, keys, queue, temperature: float = 0.2):
 
     Returns the scalar mean of -log softmax of the positive among [positive, K negatives].
     """
-
-    def normalize(x):
-        x = ops.cast(x, "float32")
-        return x / ops.maximum(ops.norm(x, axis=1, keepdims=True), 1e-12)
-
-    queries, keys, queue = normalize(queries), normalize(keys), normalize(queue)
+    queries, keys, queue = _l2_normalized(queries), _l2_normalized(keys), _l2_normalized(queue)
     positive = ops.sum(queries * keys, axis=1, keepdims=True)
     logits = ops.concatenate([positive, ops.matmul(queries, ops.transpose(queue))], axis=1)
     logits = logits / temperature
