@@ -43,6 +43,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import av
 import keras
@@ -69,7 +70,7 @@ def anonymize_video(
     codec: str = "mpeg4",
     quality: int = 2,
     show_progress: bool = True,
-    **stream_options,
+    **stream_options: Any,
 ) -> StreamStats:
     """Write the anonymized `in_path` (a file or a live source) to `out_path` (same frame
     rate, timestamps, size, audio and rotation); returns the stats (frames written, dropped,

@@ -53,10 +53,14 @@ import struct
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from keras_privacy.cli import positive_int, run_command
+
+if TYPE_CHECKING:
+    import keras
 
 # (pattern on the Keras layer name, replacement giving the PyTorch module path).
 _VIDEO_RESNET = [
@@ -290,7 +294,7 @@ def _read_safetensors(path: Path) -> dict[str, np.ndarray]:
     return tensors
 
 
-def leaf_layers(model) -> list:
+def leaf_layers(model: keras.Model) -> list:
     """The layers with weights of `model` and of the models nested in it, in order."""
     import keras
 
@@ -303,7 +307,7 @@ def leaf_layers(model) -> list:
     return found
 
 
-def torch_module_names(model, arch: str, strict: bool = True) -> dict[str, str]:
+def torch_module_names(model: keras.Model, arch: str, strict: bool = True) -> dict[str, str]:
     """Keras layer name -> PyTorch module path, for every layer with weights of `model` and
     its nested models; a layer with no PyTorch name fails when `strict`, else is left out (a
     head the checkpoint lacks)."""
@@ -342,7 +346,7 @@ def _unet_module_name(name: str, model) -> str | None:
 
 
 def torch_layer_arrays(
-    model, state_dict: Mapping[str, np.ndarray], names: Mapping[str, str]
+    model: keras.Model, state_dict: Mapping[str, np.ndarray], names: Mapping[str, str]
 ) -> tuple[dict[str, dict[str, tuple[str, np.ndarray]]], set[str], list[str], list[str]]:
     """The arrays of the PyTorch `state_dict` in Keras' layout, per layer of `model` named in
     `names` (Keras layer name -> PyTorch module path): layer name -> {variable attribute
@@ -412,7 +416,7 @@ def unused_by_design(arch: str, state_dict: Mapping, names: Mapping[str, str]) -
 
 
 def load_torch_weights(
-    model, state_dict: Mapping[str, np.ndarray], arch: str, source: str = "state dict"
+    model: keras.Model, state_dict: Mapping[str, np.ndarray], arch: str, source: str = "state dict"
 ) -> None:
     """Assign the PyTorch `state_dict` (name -> array) of architecture `arch` to the Keras
     `model` built by the registry (any width: shapes are checked, not assumed).
@@ -482,7 +486,9 @@ def checkpoint_layout(
     return arch, state_dict
 
 
-def build_for_state_dict(arch: str, state_dict: Mapping[str, np.ndarray], num_classes=None):
+def build_for_state_dict(
+    arch: str, state_dict: Mapping[str, np.ndarray], num_classes: int | None = None
+) -> keras.Model:
     """The registry's model for `arch`, with the head the checkpoint has (`fc.weight`; for
     `simclr_resnet50` the projection head's widths from `1.fc1` and `1.fc2`)."""
     from keras_privacy.models import registry
@@ -523,7 +529,7 @@ def convert(
     num_classes: int | None = None,
     key: str | None = None,
     normalization: str | None = None,
-):
+) -> keras.Model:
     """Read the checkpoint at `path`, load it into the registry's `arch` model and save it to
     `out`: a `.keras` model behind the input normalisation of the checkpoint family
     `normalization` (a key of `pretrained.NORMALIZATIONS`, required), or its weights alone

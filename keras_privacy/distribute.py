@@ -23,11 +23,15 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 import keras
 
 from keras_privacy import backend
 from keras_privacy.spelling import SettingError, spell
+
+if TYPE_CHECKING:
+    import tensorflow as tf
 
 DISTRIBUTIONS = ("none", "data_parallel")
 """Values of `--distribution`."""
@@ -59,7 +63,7 @@ def is_chief() -> bool:
     return backend.distribution().is_chief()
 
 
-def process_shard(dataset):
+def process_shard(dataset: tf.data.Dataset) -> tf.data.Dataset:
     """This process's rows of every global batch of a `tf.data.Dataset` (batch axis first) in a
     multi-process JAX job; the dataset itself otherwise."""
     return backend.distribution().process_shard(dataset)

@@ -43,6 +43,7 @@ import keras
 from keras_privacy import backend
 from keras_privacy.checkpoint import non_finite_variables
 from keras_privacy.cli import run_command
+from keras_privacy.types import Tensor
 
 PLATFORMS = ("cpu", "cuda")
 LOWERING_PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
@@ -112,7 +113,7 @@ def anonymizer_factor(model: keras.Model) -> int:
     return downsampling_factor(model)
 
 
-def pad_to_multiple(frames, factor: int):
+def pad_to_multiple(frames: Tensor, factor: int) -> Tensor:
     """TF tensor `frames` (N, H, W, C) padded at the bottom and right, repeating the edge pixels,
     so H and W become multiples of `factor` (shapes may be unknown until run time)."""
     tf = _tf()

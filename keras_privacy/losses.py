@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from keras import ops
 
+from keras_privacy.types import Tensor
+
 
 def _l2_normalized(x):
     """The rows of `x` (N, D) as float32 unit vectors (a zero row stays zero)."""
@@ -15,7 +17,7 @@ def _l2_normalized(x):
     return x / ops.maximum(ops.norm(x, axis=1, keepdims=True), 1e-12)
 
 
-def nt_xent(z1, z2, temperature: float = 0.1):
+def nt_xent(z1: Tensor, z2: Tensor, temperature: float = 0.1) -> Tensor:
     """NT-Xent (SimCLR) loss in the full 2N x 2N form.
 
     Row i of `z1` and row i of `z2` are the two views of one example (the positive pair); every
@@ -42,26 +44,28 @@ def nt_xent(z1, z2, temperature: float = 0.1):
     return -ops.mean(positive_log_prob)
 
 
-def softmax_cross_entropy(labels, logits):
+def softmax_cross_entropy(labels: Tensor, logits: Tensor) -> Tensor:
     """Mean sparse categorical cross-entropy of integer `labels` under `logits`."""
     logits = ops.cast(logits, "float32")
     return ops.mean(ops.sparse_categorical_crossentropy(labels, logits, from_logits=True))
 
 
-def accuracy(labels, logits):
+def accuracy(labels: Tensor, logits: Tensor) -> Tensor:
     """Fraction of rows of `logits` whose arg-max equals the integer label."""
     predicted = ops.argmax(logits, axis=-1)
     return ops.mean(ops.cast(ops.equal(predicted, ops.cast(labels, predicted.dtype)), "float32"))
 
 
-def binary_cross_entropy(labels, logits):
+def binary_cross_entropy(labels: Tensor, logits: Tensor) -> Tensor:
     """Sigmoid cross-entropy of `logits` against `labels`, entry by entry (no reduction)."""
     logits = ops.cast(logits, "float32")
     labels = ops.cast(labels, "float32")
     return ops.maximum(logits, 0) - logits * labels + ops.log1p(ops.exp(-ops.abs(logits)))
 
 
-def masked_binary_cross_entropy(labels, logits, mask=None):
+def masked_binary_cross_entropy(
+    labels: Tensor, logits: Tensor, mask: Tensor | None = None
+) -> Tensor:
     """Mean binary cross-entropy over the (example, attribute) entries where `mask` is 1.
 
     Masked entries ("label not available", as in the meta-generalisation support/query sets)
@@ -74,12 +78,12 @@ def masked_binary_cross_entropy(labels, logits, mask=None):
     return ops.sum(per_entry * mask) / ops.maximum(ops.sum(mask), 1.0)
 
 
-def l1_reconstruction(target, output):
+def l1_reconstruction(target: Tensor, output: Tensor) -> Tensor:
     """Mean absolute error, the identity-initialisation loss of the anonymizer."""
     return ops.mean(ops.abs(ops.cast(target, "float32") - ops.cast(output, "float32")))
 
 
-def rms_penalty(inputs, outputs, budget: float):
+def rms_penalty(inputs: Tensor, outputs: Tensor, budget: float) -> Tensor:
     """Penalty-driven anonymization: max(0, RMS(inputs - outputs) - budget), per sample, averaged.
 
     The RMS is taken per sample (over all its pixels) and the hinge applied per sample, so one
@@ -92,7 +96,9 @@ def rms_penalty(inputs, outputs, budget: float):
     return ops.mean(ops.relu(rms - budget))
 
 
-def triplet_margin(anchor, positive, negative, margin: float = 1.0):
+def triplet_margin(
+    anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0
+) -> Tensor:
     """Triplet margin loss: mean of max(0, ||a - p|| - ||a - n|| + margin), Euclidean distances.
 
     The form of PyTorch's `TripletMarginLoss` (p = 2, no squaring), which TeD-SPAD's temporal
@@ -104,7 +110,7 @@ def triplet_margin(anchor, positive, negative, margin: float = 1.0):
     return ops.mean(ops.relu(positive_distance - negative_distance + margin))
 
 
-def rotations(images):
+def rotations(images: Tensor) -> tuple[Tensor, Tensor]:
     """The four rotations of every image and their RotNet labels.
 
     `images` (N, S, S, C), square. Returns (4N, S, S, C) images, rotated counter-clockwise by
@@ -125,7 +131,7 @@ def rotations(images):
     return ops.concatenate(rotated, axis=0), labels
 
 
-def info_nce(queries, keys, queue, temperature: float = 0.2):
+def info_nce(queries: Tensor, keys: Tensor, queue: Tensor, temperature: float = 0.2) -> Tensor:
     """MoCo's InfoNCE: row i of `keys` is the positive of row i of `queries`, every row of
     `queue` (K, D) a negative. Queries, keys and the queue are L2-normalised here.
 

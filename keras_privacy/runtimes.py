@@ -14,6 +14,7 @@ scale, and the output is as sharp as the smaller image.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import cv2
 import numpy as np
@@ -21,6 +22,9 @@ import numpy as np
 from keras_privacy.export import ONNX_FACTOR_KEY
 from keras_privacy.spelling import SettingError
 from keras_privacy.streaming import FrameFunction
+
+if TYPE_CHECKING:
+    import keras
 
 RUNTIMES = ("keras", "onnx")
 ONNX_PROVIDERS = {"cpu": "CPUExecutionProvider", "gpu": "CUDAExecutionProvider"}
@@ -50,7 +54,7 @@ def _device_kind(device: str | None) -> str | None:
     return kind
 
 
-def keras_frames(model, factor: int, device: str | None = None) -> FrameFunction:
+def keras_frames(model: keras.Model, factor: int, device: str | None = None) -> FrameFunction:
     """The Keras `model` (frames in [0, 1] -> [0, 1]) as a frame function, on `device` (a
     Keras device name such as ``cpu`` or ``gpu:0``; None: the backend's default). Raises
     ValueError naming the device when the backend has none of that kind."""

@@ -416,7 +416,7 @@ def training_data(config: ExperimentConfig) -> sources.TrainingData:
     return data
 
 
-def check_paired_phase_lengths(config: ExperimentConfig, phases: list[Phase], steps: int):
+def check_paired_phase_lengths(config: ExperimentConfig, phases: list[Phase], steps: int) -> None:
     """Refuse, before any training, a paired phase of fewer than two batches an epoch: it takes
     its batches two a step, so one batch would be an epoch of no step at all."""
     for phase in phases:

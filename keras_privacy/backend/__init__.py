@@ -19,9 +19,16 @@ import functools
 import importlib
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import keras
+
+from keras_privacy.types import Tensor
+
+if TYPE_CHECKING:
+    from keras_privacy.backend.jax_step import JaxStep
+    from keras_privacy.backend.tensorflow_step import TensorFlowStep
+    from keras_privacy.methods.trainer import StatelessTrainer
 
 BACKENDS = ("jax", "tensorflow")
 """The Keras backends keras-privacy runs on."""
@@ -48,7 +55,7 @@ def export() -> ModuleType:
     return _chosen("export")
 
 
-def training_step(trainer):
+def training_step(trainer: StatelessTrainer) -> JaxStep | TensorFlowStep:
     """The step of the running backend for `trainer` (a `StatelessTrainer`): its
     `train_step`, `skips_updates` and `compile_kwargs`."""
     return _chosen("step").training_step(trainer)
@@ -91,7 +98,7 @@ def recomputes_checkpoints() -> bool:
     return _chosen("step").recomputes_checkpoints()
 
 
-def gather_replicas(x):
+def gather_replicas(x: Tensor) -> Tensor:
     """`x` concatenated (axis 0) over the replicas of a TensorFlow data-parallel step.
 
     A loss over the whole batch (NT-Xent, whose negatives are every other example) computed on

@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import jax
 import keras
+
+if TYPE_CHECKING:
+    import tensorflow as tf
 
 
 def join_processes(num_processes: int, process_id: int, coordinator_address: str) -> int:
@@ -38,7 +43,7 @@ def is_chief() -> bool:
     return jax.process_index() == 0
 
 
-def process_shard(dataset):
+def process_shard(dataset: tf.data.Dataset) -> tf.data.Dataset:
     """This process's rows of every global batch of a `tf.data.Dataset`: process p of N keeps
     rows p * B / N .. (p + 1) * B / N; the dataset itself in a single-process job."""
     count, index = jax.process_count(), jax.process_index()
@@ -56,7 +61,7 @@ def process_shard(dataset):
     return dataset.map(rows)
 
 
-def keep_input_pipelines_off_the_gpus(tf) -> tuple[int, str]:
+def keep_input_pipelines_off_the_gpus(tf: ModuleType) -> tuple[int, str]:
     """Hide every GPU from `tf` (the TensorFlow module of the input pipelines), which on JAX
     only runs `tf.data`, on the CPU: a GPU build of TensorFlow would otherwise reserve most of
     a GPU's memory when its runtime starts. Call before any TensorFlow operation runs. Returns

@@ -15,7 +15,7 @@ devices.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
@@ -32,6 +32,7 @@ from keras_privacy.methods.trainer import (
     record_logs,
     with_params,
 )
+from keras_privacy.types import Tensor
 
 
 class JaxStep:
@@ -88,7 +89,9 @@ class JaxStep:
 
         return step
 
-    def decides_on_host(self, state, data) -> tuple | None:
+    def decides_on_host(
+        self, state: tuple[list, list, list, list], data: Mapping[str, Tensor]
+    ) -> tuple | None:
         """Whether every conditional update of the step names a branch, so that the host
         decides them: then `_decide`'s outputs as shapes (decisions, state, logs), from an
         abstract evaluation (nothing computed); else None."""
@@ -105,7 +108,7 @@ class JaxStep:
         decided, begun=...)` from `decide_program`'s outputs."""
         return jax.jit(functools.partial(self.train_step, branches=branches), donate_argnums=0)
 
-    def chosen_branches(self, decided) -> frozenset:
+    def chosen_branches(self, decided: Tensor) -> frozenset:
         """The branches that `decide_program`'s decisions run, read on the host."""
         return frozenset(
             branch
@@ -113,7 +116,14 @@ class JaxStep:
             if branch is not None and runs
         )
 
-    def train_step(self, state, data, decided=None, branches=None, begun=None):
+    def train_step(
+        self,
+        state: tuple[list, list, list, list],
+        data: Mapping[str, Tensor],
+        decided: Tensor | None = None,
+        branches: frozenset | None = None,
+        begun: tuple[dict, dict] | None = None,
+    ) -> tuple[dict[str, Tensor], tuple[list, list, list, list]]:
         """The step. From `host_chosen_step`: `decided`, every update's decision (a boolean
         vector); `branches`, the branches compiled in (a conditional update of another branch
         is left out); `begun`, the logs and counts of the updates before the first conditional
@@ -460,6 +470,6 @@ def recomputes_checkpoints() -> bool:
     return True
 
 
-def gather_replicas(x):
+def gather_replicas(x: Tensor) -> Tensor:
     """`x` itself: a JAX step is already one program over the global batch."""
     return x

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator
+from types import ModuleType
 
 import keras
 import tensorflow as tf
@@ -34,12 +35,12 @@ def is_chief() -> bool:
     return True
 
 
-def process_shard(dataset):
+def process_shard(dataset: tf.data.Dataset) -> tf.data.Dataset:
     """`dataset` itself: one process feeds every replica."""
     return dataset
 
 
-def keep_input_pipelines_off_the_gpus(tf) -> tuple[int, str]:
+def keep_input_pipelines_off_the_gpus(tf: ModuleType) -> tuple[int, str]:
     """Nothing: TensorFlow trains, on its GPUs. Returns (0, "")."""
     return 0, ""
 

@@ -36,6 +36,7 @@ from keras_privacy.methods.trainer import (
     record_logs,
     with_params,
 )
+from keras_privacy.types import Tensor
 
 
 class TensorFlowStep:
@@ -67,7 +68,7 @@ class TensorFlowStep:
         and selected under XLA on a CPU), and Keras builds the train function."""
         return None
 
-    def train_step(self, data):
+    def train_step(self, data: Mapping[str, Tensor]) -> dict[str, Tensor]:
         trainer = self.trainer
         replicas = tf.distribute.get_replica_context().num_replicas_in_sync
         self._restart_groups()
@@ -284,7 +285,7 @@ def recomputes_checkpoints() -> bool:
     return False
 
 
-def gather_replicas(x):
+def gather_replicas(x: Tensor) -> Tensor:
     """`x` concatenated (axis 0) over the replicas of a data-parallel step; `x` itself
     outside one."""
     if not tf.distribute.has_strategy() or tf.distribute.in_cross_replica_context():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from keras_privacy.config.data import ACTION_DATASETS, PRIVACY_DATASETS
 from keras_privacy.config.setting import (
@@ -15,6 +16,9 @@ from keras_privacy.config.setting import (
     not_negative,
     one_of,
 )
+
+if TYPE_CHECKING:
+    from keras_privacy.config import ExperimentConfig
 
 EVAL_PROTOCOLS = ("same", "cross_dataset", "novel_actions", "novel_attributes", "pa_hmdb51")
 EVAL_PRIVACY_DATASETS = (*PRIVACY_DATASETS, "pa_hmdb51", "vp_ucf101", "vp_hmdb51")
@@ -400,7 +404,7 @@ def _validate_test_epochs(config) -> None:
             )
 
 
-def validate_evaluation(config) -> None:
+def validate_evaluation(config: ExperimentConfig) -> None:
     """The evaluation's lengths and learning rate, its target models, its datasets and what
     `eval_protocol` asks of them."""
     from keras_privacy.models import registry
@@ -485,7 +489,7 @@ def methods_of_seed(methods: str, run_dir: str, seed_dir: str) -> str:
     return ",".join(entries)
 
 
-def eval_methods(config) -> list[tuple[str, str]]:
+def eval_methods(config: ExperimentConfig) -> list[tuple[str, str]]:
     """(report row, saved anonymizer or "" for a baseline) of each method that
     `config.eval_methods` names, checked by name, so that train.py refuses a misspelt method
     before training rather than evaluate.py after it (evaluate.py loads the files). `learned`
@@ -647,7 +651,7 @@ def _validate_vp(config, evaluation) -> None:
         )
 
 
-def vp_split_lists(config) -> str:
+def vp_split_lists(config: ExperimentConfig) -> str:
     """The split-list folder of the evaluation's VP videos: `eval_vp_splits`, else the action
     annotations of the evaluation, or else of the training, where that action dataset is the
     VP dataset's videos; "" where none is known."""

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import field
+from typing import TYPE_CHECKING
 
 from keras_privacy.config.setting import SettingError, at_least_one, described, names, one_of
 from keras_privacy.methods.spact import SSL_ADVERSARIES
 from keras_privacy.methods.steps import CONTRASTIVE_VIEWS
 from keras_privacy.methods.vita import ACTION_SCHEDULES, BUDGET_LOSSES
+
+if TYPE_CHECKING:
+    from keras_privacy.config import ExperimentConfig
 
 SELF_SUPERVISED = ("spact", "penalty")
 IMAGE_ADVERSARIES = ("ntxent", "rotnet", "moco")
@@ -275,7 +279,7 @@ class MethodSettings:
         return names(self.adversary_models)
 
 
-def validate_settings_in_use(config) -> None:
+def validate_settings_in_use(config: ExperimentConfig) -> None:
     """Refuse every setting of `FLAG_SCOPES` set (to a non-default value) where it has no
     effect, naming each and why."""
     defaults = {f.name: f.default for f in dataclasses.fields(config)}
@@ -309,7 +313,7 @@ def validate_settings_in_use(config) -> None:
         )
 
 
-def validate_method(config) -> None:
+def validate_method(config: ExperimentConfig) -> None:
     """The loss weights, the supervised adversaries' schedule and SPAct's variants."""
     one_of("budget_loss", config.budget_loss, BUDGET_LOSSES)
     if not config.temperature > 0:

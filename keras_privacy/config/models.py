@@ -5,9 +5,13 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from keras_privacy.config.setting import SettingError, described, names
 from keras_privacy.known_weights import missing_weights_message
+
+if TYPE_CHECKING:
+    from keras_privacy.config import ExperimentConfig
 
 WEIGHT_FLAGS = (
     "anonymizer_weights",
@@ -78,7 +82,7 @@ class ModelSettings:
         return names(self.privacy_backbone)
 
 
-def validate_weight_files(config) -> None:
+def validate_weight_files(config: ExperimentConfig) -> None:
     """Every weight file named exists; SPAct's `privacy_weights` start one encoder only."""
     for name in WEIGHT_FLAGS:
         path = getattr(config, name)
@@ -91,7 +95,7 @@ def validate_weight_files(config) -> None:
         )
 
 
-def validate_model_names(config) -> None:
+def validate_model_names(config: ExperimentConfig) -> None:
     """Every model named is in the registry, of the kind its role needs (f_B: an action model
     under the spatio-temporal adversary, else an image model)."""
     from keras_privacy.models import registry

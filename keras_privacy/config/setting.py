@@ -22,14 +22,14 @@ def one_of(name: str, value: str, allowed: tuple[str, ...]) -> None:
         raise SettingError(f"<{name}>={value!r} is not one of {', '.join(allowed)}")
 
 
-def at_least_one(config, names: tuple[str, ...]) -> None:
+def at_least_one(config: object, names: tuple[str, ...]) -> None:
     """Raise SettingError naming the first of the integer settings `names` below 1."""
     for name in names:
         if getattr(config, name) < 1:
             raise SettingError(f"<{name}> must be at least 1, got {getattr(config, name)}")
 
 
-def not_negative(config, names: tuple[str, ...]) -> None:
+def not_negative(config: object, names: tuple[str, ...]) -> None:
     """Raise SettingError naming the first of the settings `names` below 0."""
     for name in names:
         if getattr(config, name) < 0:

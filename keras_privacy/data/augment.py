@@ -13,6 +13,7 @@ import dataclasses
 import math
 
 from keras_privacy.data.tensorflow_runtime import tf
+from keras_privacy.types import Tensor
 
 # One stream of random numbers per parameter, so that changing one op leaves the others alone.
 _SIDE, _ASPECT, _Y, _X, _FLIP = 0, 1, 2, 3, 4
@@ -181,7 +182,13 @@ AREA_CROP_TRIES = 10
 """Draws of the random resized crop before it falls back to the centred crop (torchvision's)."""
 
 
-def area_crop_size(seed, height, width, area, aspect):
+def area_crop_size(
+    seed: Tensor,
+    height: Tensor,
+    width: Tensor,
+    area: tuple[float, float],
+    aspect: tuple[float, float],
+) -> tuple[Tensor, Tensor, Tensor]:
     """The (height, width, centred) of a random resized crop, as torchvision's
     RandomResizedCrop.get_params draws it: an area uniform in `area` (fractions of the
     frame's) and an aspect (width / height) log-uniform in `aspect`, the first of
@@ -205,7 +212,13 @@ def area_crop_size(seed, height, width, area, aspect):
     )
 
 
-def crop_box(seed, height, width, config: AugmentConfig = SUPERVISED, corner=None):
+def crop_box(
+    seed: Tensor,
+    height: Tensor,
+    width: Tensor,
+    config: AugmentConfig = SUPERVISED,
+    corner: Tensor | None = None,
+) -> Tensor:
     """A random crop as normalised [y1, x1, y2, x2]: side (geometric mean of height and width)
     a random fraction of the short side, aspect in `config.crop_aspect`, random position; with
     `config.crop_keeps_aspect`, that fraction of the height and of the width; with
@@ -234,7 +247,9 @@ def crop_box(seed, height, width, config: AugmentConfig = SUPERVISED, corner=Non
     return tf.stack([y / height, x / width, (y + crop_h) / height, (x + crop_w) / width])
 
 
-def centre_box(height, width, fraction: float = 1.0, keeps_aspect: bool = False):
+def centre_box(
+    height: Tensor, width: Tensor, fraction: float = 1.0, keeps_aspect: bool = False
+) -> Tensor:
     """The centred square crop (normalised box) whose side is `fraction` of the short side;
     with `keeps_aspect`, the centred `fraction` of the height and of the width."""
     if keeps_aspect:
@@ -246,7 +261,7 @@ def centre_box(height, width, fraction: float = 1.0, keeps_aspect: bool = False)
     return tf.stack([y / height, x / width, (y + side) / height, (x + side) / width])
 
 
-def crop_and_resize(clip, box, size: int):
+def crop_and_resize(clip: Tensor, box: Tensor, size: int) -> Tensor:
     """Cut the same normalised box out of every frame and resize it to size x size (bilinear);
     a box with x1 > x2 gives the mirrored crop, what lies outside the frame is black. float32
     in [0, 1] out."""
@@ -256,7 +271,7 @@ def crop_and_resize(clip, box, size: int):
     return resized / 255.0 if clip.dtype == tf.uint8 else resized
 
 
-def maybe_mirror(box, seed, probability: float):
+def maybe_mirror(box: Tensor, seed: Tensor, probability: float) -> Tensor:
     """The box with its x coordinates swapped with `probability`: crop_and_resize then
     mirrors the crop left-right, at no extra cost."""
     mirrored = tf.gather(box, [0, 3, 2, 1])
@@ -294,7 +309,7 @@ def _hue_rotation(turns):
     return _RGB_TO_YIQ @ rotation @ _YIQ_TO_RGB
 
 
-def colour_transform(clip, seed, config: AugmentConfig):
+def colour_transform(clip: Tensor, seed: Tensor, config: AugmentConfig) -> tuple[Tensor, Tensor]:
     """The clip's colour augmentation as ONE affine map of RGB (3 x 3 matrix, offset), drawn
     once per clip: with probability `config.jitter` brightness, contrast (towards the clip's
     mean luminance, or each frame's with `config.contrast_per_frame`: then the offset is
@@ -333,7 +348,7 @@ def colour_transform(clip, seed, config: AugmentConfig):
     return tf.where(use_gray, grayed[0], matrix), tf.where(use_gray, grayed[1], offset)
 
 
-def random_gamma(clip, seed, config: AugmentConfig):
+def random_gamma(clip: Tensor, seed: Tensor, config: AugmentConfig) -> Tensor:
     """A grayscale clip (the same draw as `colour_transform`'s) raised to a gamma drawn in
     `config.gamma`, with `config.gamma_probability`; any other clip as it is."""
     if config.gamma_probability <= 0:
@@ -345,22 +360,22 @@ def random_gamma(clip, seed, config: AugmentConfig):
     return tf.cond(applies, lambda: tf.pow(clip, gamma), lambda: clip)
 
 
-def apply_colour(clip, matrix, offset):
+def apply_colour(clip: Tensor, matrix: Tensor, offset: Tensor) -> Tensor:
     """Apply an affine colour map to every pixel of a float clip and clip to [0, 1]."""
     coloured = tf.reshape(tf.reshape(clip, [-1, 3]) @ matrix, tf.shape(clip)) + offset
     return tf.clip_by_value(coloured, 0.0, 1.0)
 
 
 def random_erase(
-    clip,
-    seed,
+    clip: Tensor,
+    seed: Tensor,
     probability: float,
     area: tuple[float, float],
     side: tuple[float, float] | None = None,
     fill: float | None = None,
-    width_scale=1.0,
-    draw=None,
-):
+    width_scale: float | Tensor = 1.0,
+    draw: float | Tensor | None = None,
+) -> Tensor:
     """With `probability`, fill one random rectangle, the same in every frame, with `fill`
     (None: one random colour). Its area is a fraction in `area` with an aspect of 0.3-3.3,
     inside the frame; or, with `side`, its height a fraction in `side` of the frame's height,
@@ -400,7 +415,13 @@ def random_erase(
     return tf.cond(decider < probability, erase, lambda: clip)
 
 
-def augment_clip(clip, seed, size: int, config: AugmentConfig = SUPERVISED, corner=None):
+def augment_clip(
+    clip: Tensor,
+    seed: Tensor,
+    size: int,
+    config: AugmentConfig = SUPERVISED,
+    corner: Tensor | None = None,
+) -> Tensor:
     """Training augmentation of one clip (T, H, W, 3), parameters drawn once per clip: random
     resized crop (from `corner`, see `crop_box`, where given) with flip, colour jitter and
     grayscale, gamma, erase. Returns float32 (T, size, size, 3)."""
@@ -433,7 +454,9 @@ def augment_clip(clip, seed, size: int, config: AugmentConfig = SUPERVISED, corn
     return clip
 
 
-def evaluation_clip(clip, size: int, fraction: float = 1.0, keeps_aspect: bool = False):
+def evaluation_clip(
+    clip: Tensor, size: int, fraction: float = 1.0, keeps_aspect: bool = False
+) -> Tensor:
     """The evaluation view: the centred square of `fraction` of the short side (with
     `keeps_aspect`, `fraction` of the height and of the width), resized to size x size.
     Returns float32 (T, size, size, 3) in [0, 1]."""

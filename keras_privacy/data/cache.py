@@ -35,6 +35,7 @@ from keras_privacy.data.examples import Example, Split
 from keras_privacy.data.images import read_image
 from keras_privacy.data.tensorflow_runtime import tf
 from keras_privacy.data.video import iter_video_frames
+from keras_privacy.types import Tensor
 
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 2
@@ -448,7 +449,7 @@ def _typed(features: dict) -> dict:
     return out
 
 
-def parse_video_record(serialized, num_attributes: int, num_actions: int = 0) -> dict:
+def parse_video_record(serialized: Tensor, num_attributes: int, num_actions: int = 0) -> dict:
     """A video record as {"frames": (T,) JPEG strings, "num_frames", "label", "privacy",
     "index", "height", "width", "path"}, and the multi-hot "actions" when `num_actions` > 0."""
     context_spec = _context_spec(num_attributes, num_actions)
@@ -461,7 +462,7 @@ def parse_video_record(serialized, num_attributes: int, num_actions: int = 0) ->
     return _typed({**context, "frames": sequence["frames"]})
 
 
-def parse_image_record(serialized, num_attributes: int) -> dict:
+def parse_image_record(serialized: Tensor, num_attributes: int) -> dict:
     """An image record as {"image": JPEG string, "label", "privacy", "index", "height",
     "width", "path"}."""
     spec = _context_spec(num_attributes)

@@ -5,10 +5,15 @@ imported only there); `pair_arrays` pairs NumPy arrays, for the JAX path without
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
+if TYPE_CHECKING:
+    import tensorflow as tf
 
-def pair_batches(dataset):
+
+def pair_batches(dataset: tf.data.Dataset) -> tf.data.Dataset:
     """Group consecutive batches of a `tf.data.Dataset` in twos, for the alternating trainer.
 
     Every tensor (B, ...) of a batch becomes (B, 2, ...): the batch axis stays first, where

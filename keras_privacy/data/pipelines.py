@@ -35,6 +35,7 @@ from keras_privacy.data.examples import Split
 from keras_privacy.data.images import read_image
 from keras_privacy.data.tensorflow_runtime import tf
 from keras_privacy.data.video import read_video
+from keras_privacy.types import Tensor
 
 PAIR_SAMPLERS = ("random", "near", "far")
 NEAR_FRAMES = 8  # "near": fewer than 8 frames apart in the original video
@@ -49,26 +50,26 @@ AUTOTUNE = tf.data.AUTOTUNE
 # ---------------------------------------------------------------------------- frame choice
 
 
-def clip_indices(num_frames, clip_length: int, stride: int, start):
+def clip_indices(num_frames: Tensor, clip_length: int, stride: int, start: Tensor) -> Tensor:
     """Indices of `clip_length` frames every `stride`-th frame from `start`; a video shorter
     than the clip's span loops back to its first frame."""
     return (start + tf.range(clip_length) * stride) % tf.maximum(num_frames, 1)
 
 
-def random_start(seed, num_frames, clip_length: int, stride: int):
+def random_start(seed: Tensor, num_frames: Tensor, clip_length: int, stride: int) -> Tensor:
     """A uniformly random start so that the clip fits when the video is long enough (else 0)."""
     last = tf.maximum(num_frames - (clip_length - 1) * stride, 1)
     return tf.random.stateless_uniform([], seed, 0, last, dtype=tf.int32)
 
 
-def equidistant_starts(num_frames, num_clips: int, clip_length: int, stride: int):
+def equidistant_starts(num_frames: Tensor, num_clips: int, clip_length: int, stride: int) -> Tensor:
     """`num_clips` starts spread evenly (linspace) from the first to the last that fits."""
     last = tf.maximum(num_frames - (clip_length - 1) * stride - 1, 0)
     spaced = tf.linspace(0.0, tf.cast(last, tf.float32), num_clips)
     return tf.cast(tf.round(spaced), tf.int32)
 
 
-def frame_pair(seed, clip_length: int, stride: int, sampler: str = "random"):
+def frame_pair(seed: Tensor, clip_length: int, stride: int, sampler: str = "random") -> Tensor:
     """Positions (int32 (2,)) of two distinct frames of a clip, the NT-Xent positive pair.
 
     random: any two frames; near: fewer than NEAR_FRAMES original frames apart (counted in the
@@ -91,7 +92,7 @@ def frame_pair(seed, clip_length: int, stride: int, sampler: str = "random"):
     return _gap_pair(seeds, 1, high, clip_length)
 
 
-def far_frame_pair(seed, num_frames):
+def far_frame_pair(seed: Tensor, num_frames: Tensor) -> Tensor:
     """Indices (int32 (2,)) of two frames of a video more than FAR_FRAMES apart, in random
     order: SPAct Table 4's "> 64 frames" positive pair. A video of FAR_FRAMES + 1 frames or
     fewer has no such pair and gives its first and last frames, the farthest it has."""
@@ -111,7 +112,7 @@ def _gap_pair(seeds, low, high, length):
     return tf.where(swap, pair[::-1], pair)
 
 
-def take_frames(frames, indices):
+def take_frames(frames: Tensor, indices: Tensor) -> Tensor:
     """Frames `indices` of a video as uint8 (T, H, W, 3). `frames` is either (N,) JPEG strings,
     of which only the distinct indexed ones are decoded, or decoded (N, H, W, 3) pixels."""
     if frames.dtype != tf.string:

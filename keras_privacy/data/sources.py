@@ -209,7 +209,7 @@ class TrainingData:
         validation: bool = False,
         action_batches: int = 0,
         with_clips: bool = True,
-    ):
+    ) -> tf.data.Dataset:
         """`steps` batches of the minimax format for `epoch` (seeded by seed and epoch).
 
         Privacy images come as two contrastive `views` each (SPAct), or with `labelled` as

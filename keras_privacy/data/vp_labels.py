@@ -65,7 +65,7 @@ class ListColumns:
     order: tuple[str, ...]
     picked: tuple[int, ...]
 
-    def pick(self, values, where: str) -> tuple[int, ...]:
+    def pick(self, values: Sequence[int | float | str], where: str) -> tuple[int, ...]:
         """The picked labels of the list `values` (read at `where`), each 0 or 1."""
         return tuple(_binary(values[index], where) for index in self.picked)
 

@@ -64,12 +64,17 @@ def downsample(frames: np.ndarray, factor: int) -> np.ndarray:
     return _map_frames(frame_fn, frames)
 
 
-def blacken_people(frames: np.ndarray, boxes) -> np.ndarray:
+def blacken_people(frames: np.ndarray, boxes: np.ndarray | Sequence[np.ndarray]) -> np.ndarray:
     """Set every channel to 0 inside the boxes (SPAct's Obf-Blackening); a new array."""
     return _replace_in_boxes(frames, boxes, np.zeros_like)
 
 
-def blur_people(frames: np.ndarray, boxes, kernel: int = 21, sigma: float = 10.0) -> np.ndarray:
+def blur_people(
+    frames: np.ndarray,
+    boxes: np.ndarray | Sequence[np.ndarray],
+    kernel: int = 21,
+    sigma: float = 10.0,
+) -> np.ndarray:
     """Gaussian blur inside the boxes (SPAct's Obf-StrongBlur: kernel 21, sigma 10; WeakBlur:
     kernel 13, sigma 10); pixels outside every box are unchanged; a new array.
 
@@ -248,7 +253,7 @@ def build_baseline(
     return anonymize_people
 
 
-def box_mask(height: int, width: int, boxes) -> np.ndarray:
+def box_mask(height: int, width: int, boxes: np.ndarray) -> np.ndarray:
     """Boolean (H, W) mask, True inside any of the (N, 4) boxes (clipped to the frame)."""
     mask = np.zeros((height, width), dtype=bool)
     for x1, y1, x2, y2 in clip_boxes(boxes, height, width):

@@ -201,7 +201,10 @@ def ellipse_mask(height: int, width: int) -> np.ndarray:
 
 
 def anonymize_faces(
-    frames: np.ndarray, boxes, fill: str = "blur", mask_scale: float = DEFACE_MASK_SCALE
+    frames: np.ndarray,
+    boxes: np.ndarray | Sequence[np.ndarray],
+    fill: str = "blur",
+    mask_scale: float = DEFACE_MASK_SCALE,
 ) -> np.ndarray:
     """The frames with the ellipse of every face box (`CenterFaceDetector.detect`, grown by
     `mask_scale`) filled by `fill` (see `FILLS`), face after face as deface; a new array of

@@ -25,7 +25,9 @@ from keras_privacy.models.unet import apply_per_frame
 from keras_privacy.spelling import spell
 
 
-def with_anonymizer(target: keras.Model, anonymizer: keras.Layer | None, clips: bool):
+def with_anonymizer(
+    target: keras.Model, anonymizer: keras.Layer | None, clips: bool
+) -> keras.Model:
     """`target` behind a frozen frame-wise `anonymizer` (clips: applied frame by frame)."""
     if anonymizer is None:
         return target

@@ -14,7 +14,7 @@ it can run alone and be resumed from a checkpoint.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import keras
 from keras import ops
@@ -31,6 +31,7 @@ from keras_privacy.methods.steps import (
     privacy_loss,
 )
 from keras_privacy.methods.trainer import StatelessTrainer, Update
+from keras_privacy.types import Tensor
 
 
 class IdentityInit(StatelessTrainer):
@@ -45,7 +46,7 @@ class IdentityInit(StatelessTrainer):
     def groups(self) -> dict[str, keras.Model]:
         return {"anonymizer": self.anonymizer}
 
-    def updates(self, data) -> list[Update]:
+    def updates(self, data: Mapping[str, Tensor]) -> list[Update]:
         return [Update(("anonymizer",), lambda values: self._loss(values, data))]
 
     def _loss(self, values, batch):
@@ -68,7 +69,7 @@ class ActionInit(StatelessTrainer):
     def groups(self) -> dict[str, keras.Model]:
         return {"anonymizer": self.anonymizer, "action": self.action_model}
 
-    def updates(self, data) -> list[Update]:
+    def updates(self, data: Mapping[str, Tensor]) -> list[Update]:
         return [Update(("action",), lambda values: self._loss(values, data))]
 
     def _loss(self, values, batch):
@@ -121,7 +122,7 @@ class PrivacyInit(StatelessTrainer):
             **dict(zip(self.privacy_groups, self.privacy_encoders)),
         }
 
-    def updates(self, data) -> list[Update]:
+    def updates(self, data: Mapping[str, Tensor]) -> list[Update]:
         return [Update(self.privacy_groups, lambda values: self._loss(values, data))]
 
     def _loss(self, values, batch):
@@ -167,7 +168,7 @@ class SupervisedPrivacyInit(StatelessTrainer):
     def groups(self) -> dict[str, keras.Model]:
         return {"anonymizer": self.anonymizer, **self.adversaries}
 
-    def updates(self, data) -> list[Update]:
+    def updates(self, data: Mapping[str, Tensor]) -> list[Update]:
         # One update over every adversary: each group's gradient comes from its own term only.
         return [Update(tuple(self.adversaries), lambda values: self._loss(values, data))]
 

@@ -48,6 +48,8 @@ a model split) over the meta updates."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import keras
 import numpy as np
 from keras import ops
@@ -63,9 +65,12 @@ from keras_privacy.methods.trainer import (
     serialize_models,
 )
 from keras_privacy.models.segments import Segment, block_ends, functional_segments, run_segments
+from keras_privacy.types import Tensor
 
 
-def attribute_masks(privacy, attribute_split, sample_keys, fraction: float = 0.6):
+def attribute_masks(
+    privacy: Tensor, attribute_split: Tensor, sample_keys: Tensor, fraction: float = 0.6
+) -> tuple[Tensor, Tensor]:
     """The support and query label masks (N, A) of an attribute split (supplement Sec. 4).
 
     X1 (support, Attr1 labels only): the samples whose positives are all in Attr1, and the first
@@ -226,7 +231,7 @@ class MetaGeneralization(StatelessTrainer):
         frames = self.anonymizer(fold_time(clips), training=training)
         return self.action_model(ops.reshape(frames, ops.shape(clips)), training=training)
 
-    def updates(self, data) -> list[Update]:
+    def updates(self, data: Mapping[str, Tensor]) -> list[Update]:
         T1, T2 = self.action_threshold, self.attack_threshold
         updates = [
             Update((), lambda values: self._measure(values, data)),
@@ -327,7 +332,13 @@ class MetaGeneralization(StatelessTrainer):
             "non_trainable": {group: state},
         }
 
-    def anonymizer_loss(self, values: GroupValues, data, label_mask, model_mask):
+    def anonymizer_loss(
+        self,
+        values: GroupValues,
+        data: Mapping[str, Tensor],
+        label_mask: Tensor,
+        model_mask: Tensor,
+    ) -> tuple[Tensor, list]:
         """L(phi, D): action loss minus gamma times the masked BCE of D's attack models."""
         anon_frames, anon_images, state = self._anonymize(values, data, True, recompute=True)
         logits, _ = action_logits(self, values, anon_frames, ops.shape(data["clips"])[1], False)
@@ -343,7 +354,7 @@ class MetaGeneralization(StatelessTrainer):
         attack_term = ops.sum(attack_losses * model_mask) / ops.maximum(ops.sum(model_mask), 1.0)
         return action_loss - self.privacy_weight * attack_term, state
 
-    def split(self, values: GroupValues, data) -> dict:
+    def split(self, values: GroupValues, data: Mapping[str, Tensor]) -> dict:
         """The support / query label masks (N, A) and model masks (K,) of this meta iteration:
         an attribute split where the counter I is odd, a model split where it is even."""
         attribute = ops.equal(values["meta_iteration"][1][0] % 2, 1)
@@ -359,7 +370,9 @@ class MetaGeneralization(StatelessTrainer):
             "query_models": ops.where(attribute, every_model, data["query_models"]),
         }
 
-    def meta_objective(self, values: GroupValues, data):
+    def meta_objective(
+        self, values: GroupValues, data: Mapping[str, Tensor]
+    ) -> tuple[Tensor, Tensor, Tensor, list]:
         """L(phi, S) + L(phi - alpha * grad L(phi, S), Q) and the parts of it, on the split
         of this meta iteration: the definition, differentiable twice (nested gradients).
         Training takes its gradient from `meta_gradient`, the same in passes."""
@@ -374,7 +387,9 @@ class MetaGeneralization(StatelessTrainer):
         test_loss, state = query_loss(adapted)
         return train_loss + test_loss, train_loss, test_loss, state
 
-    def meta_gradient(self, values: GroupValues, data):
+    def meta_gradient(
+        self, values: GroupValues, data: Mapping[str, Tensor]
+    ) -> tuple[list, Tensor, Tensor, list]:
         """The gradient of `meta_objective` with respect to phi, in passes that never overlap:
         g_S = grad L(phi, S); g_Q = grad L(phi', Q) at phi' = phi - alpha * g_S; then, second
         order, g_S + g_Q - alpha * H_S g_Q, with the Hessian-vector product of L(., S) on a

@@ -12,6 +12,7 @@ import numpy as np
 from keras import ops
 
 from keras_privacy.methods.trainer import deserialize_models, serialize_models
+from keras_privacy.types import Tensor
 
 
 @keras.saving.register_keras_serializable(package="keras_privacy")
@@ -69,13 +70,13 @@ class MomentumQueue(keras.Model):
         """Key embeddings of `images` (the key encoder, in inference mode)."""
         return self.key_encoder(images, training=False)
 
-    def keys(self, values: list, images):
+    def keys(self, values: list, images: Tensor) -> Tensor:
         """Key embeddings of `images` from the state `values` (this model's non-trainables)."""
         key_weights = [values[i] for i in self._key_positions]
         outputs, _ = self.key_encoder.stateless_call([], key_weights, images, training=False)
         return outputs
 
-    def queue_of(self, values: list):
+    def queue_of(self, values: list) -> Tensor:
         """The queue (K, D) held in `values`."""
         return values[self._queue_position]
 
@@ -89,7 +90,7 @@ class MomentumQueue(keras.Model):
             values[position] = self.momentum * values[position] + (1.0 - self.momentum) * source
         return values
 
-    def enqueue(self, values: list, keys) -> list:
+    def enqueue(self, values: list, keys: Tensor) -> list:
         """`values` with `keys` (N <= K rows) written over the oldest N rows of the queue,
         from the pointer on (wrapping around), and the pointer advanced by N modulo K."""
         values = list(values)

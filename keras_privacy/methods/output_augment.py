@@ -25,6 +25,8 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_privacy.types import Tensor
+
 RGB_TO_YIQ = np.array(
     [[0.299, 0.587, 0.114], [0.596, -0.274, -0.322], [0.211, -0.523, 0.312]], np.float32
 )
@@ -32,7 +34,9 @@ RGB_TO_YIQ = np.array(
 LUMA = RGB_TO_YIQ[0]
 
 
-def colour_matrices(brightness, saturation, hue, grayscale):
+def colour_matrices(
+    brightness: Tensor, saturation: Tensor, hue: Tensor, grayscale: Tensor
+) -> Tensor:
     """Per image (each argument (N,)), the (N, 3, 3) matrix that maps an RGB colour to its
     jittered colour: the chroma plane (I, Q) rotated by `hue` turns, scaled by `saturation`,
     dropped where `grayscale` is 1, and everything multiplied by `brightness`."""
@@ -53,7 +57,14 @@ def colour_matrices(brightness, saturation, hue, grayscale):
     return ops.matmul(ops.matmul(from_yiq, yiq), to_yiq) * brightness[:, None, None]
 
 
-def jitter_colours(images, brightness, contrast, saturation, hue, grayscale):
+def jitter_colours(
+    images: Tensor,
+    brightness: Tensor,
+    contrast: Tensor,
+    saturation: Tensor,
+    hue: Tensor,
+    grayscale: Tensor,
+) -> Tensor:
     """(N, H, W, 3) images in [0, 1] with per-image factors (each (N,)): brightness and
     contrast multiply (1 = unchanged), saturation scales the chroma, hue rotates it (turns),
     grayscale (0 or 1) removes it. Returns the jittered images clipped to [0, 1]."""
@@ -74,7 +85,7 @@ def _mix(x):
     return ops.bitwise_xor(x, ops.right_shift(x, 16))
 
 
-def hashed_uniform(seed: int, counter, count: int):
+def hashed_uniform(seed: int, counter: Tensor, count: int) -> Tensor:
     """`count` numbers uniform in [0, 1) (24-bit), a function of (seed, counter) only."""
     key = _mix(ops.cast(counter, "uint32") + ops.convert_to_tensor(seed % 2**32, "uint32"))
     golden = ops.convert_to_tensor(0x9E3779B9, "uint32")
@@ -94,7 +105,7 @@ class CountedRandomLayer(keras.layers.Layer):
             shape=(), initializer="zeros", dtype="int32", trainable=False, name="calls"
         )
 
-    def draws(self, rows: int, count: int):
+    def draws(self, rows: int, count: int) -> Tensor:
         """(rows, count) numbers uniform in [0, 1), new at every call; counts the call."""
         values = hashed_uniform(self.seed, self.calls.value, rows * count)
         self.calls.assign(self.calls.value + 1)

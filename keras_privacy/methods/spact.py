@@ -96,6 +96,7 @@ from keras_privacy.methods.trainer import (
     deserialize_models,
     serialize_models,
 )
+from keras_privacy.types import Tensor
 
 SSL_ADVERSARIES = ("ntxent", "rotnet", "moco", "spatiotemporal")
 
@@ -104,7 +105,14 @@ def _half(data: dict, index: int) -> dict:
     return {key: value[:, index] for key, value in data.items()}
 
 
-def temporal_triplet(trainer, values, anon_frames, clip_length, margin: float, training: bool):
+def temporal_triplet(
+    trainer: StatelessTrainer,
+    values: GroupValues,
+    anon_frames: Tensor,
+    clip_length: int,
+    margin: float,
+    training: bool,
+) -> Tensor:
     """TeD-SPAD's temporal triplet loss on f_T's outputs (see the module docstring)."""
     shape = ops.shape(anon_frames)
     clips = ops.reshape(anon_frames, (-1, clip_length, shape[1], shape[2], shape[3]))

@@ -4,18 +4,21 @@ trainer's `run` on the values of its groups, so it is differentiated by either b
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import keras
 from keras import ops
 
 from keras_privacy import losses
 from keras_privacy.backend import gather_replicas
 from keras_privacy.methods.trainer import GroupValues, StatelessTrainer
+from keras_privacy.types import Tensor
 
 CONTRASTIVE_VIEWS = ("images", "frames", "both")
 """The positive pairs of an image adversary (`contrastive_views`)."""
 
 
-def fold_time(clips):
+def fold_time(clips: Tensor) -> Tensor:
     """(B, T, H, W, C) -> (B * T, H, W, C): frames of a clip become images of a batch."""
     shape = ops.shape(clips)
     return ops.reshape(clips, (-1, shape[2], shape[3], shape[4]))
@@ -27,7 +30,7 @@ def privacy_group_names(count: int) -> tuple[str, ...]:
     return ("privacy",) if count == 1 else tuple(f"privacy_{i}" for i in range(count))
 
 
-def as_encoders(privacy_encoder) -> tuple[keras.Model, ...]:
+def as_encoders(privacy_encoder: keras.Model | Sequence[keras.Model]) -> tuple[keras.Model, ...]:
     """One privacy encoder or a sequence of them, as a non-empty tuple."""
     encoders = (
         tuple(privacy_encoder) if isinstance(privacy_encoder, (list, tuple)) else (privacy_encoder,)
@@ -37,7 +40,13 @@ def as_encoders(privacy_encoder) -> tuple[keras.Model, ...]:
     return encoders
 
 
-def run_parts(trainer: StatelessTrainer, group: str, values: GroupValues, parts, training: bool):
+def run_parts(
+    trainer: StatelessTrainer,
+    group: str,
+    values: GroupValues,
+    parts: Sequence[Tensor],
+    training: bool,
+) -> tuple[list[Tensor], list]:
     """The model of `group` on each of `parts` (image batches): in training mode one call per
     part, in order, each call's new non-trainable values (BatchNorm statistics) passed on to the
     next, as successive calls of a PyTorch module in training mode normalise each batch by its
@@ -63,7 +72,9 @@ def run_parts(trainer: StatelessTrainer, group: str, values: GroupValues, parts,
     return outputs, non_trainable
 
 
-def anonymize_batch(trainer: StatelessTrainer, values: GroupValues, batch: dict, training: bool):
+def anonymize_batch(
+    trainer: StatelessTrainer, values: GroupValues, batch: dict, training: bool
+) -> tuple[Tensor, Tensor | None, list]:
     """Run f_A on every frame of the clips and on the privacy views: in training mode the first
     views, the second views and the frames each in a call of their own (`run_parts`), as the
     SPAct and penalty authors' f_A updates call f_A (`train_ssl_minimax2.py:75, 80`;
@@ -88,7 +99,7 @@ def anonymize_batch(trainer: StatelessTrainer, values: GroupValues, batch: dict,
 
 def anonymize_clip_pairs(
     trainer: StatelessTrainer, values: GroupValues, batch: dict, training: bool
-):
+) -> tuple[Tensor, Tensor, list]:
     """Run f_A on every frame of both clips of each video (`clips`, `second_clips`) in one call;
     the privacy `views` are not used.
 
@@ -101,7 +112,13 @@ def anonymize_clip_pairs(
     return first, second, non_trainable
 
 
-def contrastive_views(anon_frames, anon_views, batch: dict, views: str = "images", pairs=None):
+def contrastive_views(
+    anon_frames: Tensor | None,
+    anon_views: Tensor | None,
+    batch: dict,
+    views: str = "images",
+    pairs: Tensor | None = None,
+) -> tuple[Tensor, Tensor]:
     """The two sides of the positive pairs of an image adversary: with `views` "images" the
     two views of each anonymized privacy image (the authors' minimax), "frames" two frames of
     each anonymized clip (chosen by the temporal sampler, the paper's Sec. 3.2.2), "both" the
@@ -132,7 +149,7 @@ def contrastive_views(anon_frames, anon_views, batch: dict, views: str = "images
     return ops.concatenate(first, axis=0), ops.concatenate(second, axis=0)
 
 
-def pair_inputs(batch: dict, views: str = "images"):
+def pair_inputs(batch: dict, views: str = "images") -> tuple[Tensor, Tensor]:
     """The raw (un-anonymized) two sides of the positive pairs, laid out as
     `contrastive_views` lays out the anonymized ones: phases that only need the pairs run f_A
     on these images instead of on every frame of every clip. Image views need no clips in the
@@ -146,8 +163,14 @@ def pair_inputs(batch: dict, views: str = "images"):
 
 
 def privacy_loss(
-    trainer, values, first, second, temperature: float, training: bool, group: str = "privacy"
-):
+    trainer: StatelessTrainer,
+    values: GroupValues,
+    first: Tensor,
+    second: Tensor,
+    temperature: float,
+    training: bool,
+    group: str = "privacy",
+) -> tuple[Tensor, list]:
     """NT-Xent of the embeddings of the two sides by the encoder of `group`, and its new
     non-trainable values. In training mode each side is a call of its own (`run_parts`), as the
     SPAct and penalty authors' f_B updates call f_B on each view (`train_ssl_minimax2.py:108`,
@@ -158,14 +181,20 @@ def privacy_loss(
     return losses.nt_xent(first, second, temperature), non_trainable
 
 
-def action_logits(trainer, values, anon_frames, clip_length, training: bool):
+def action_logits(
+    trainer: StatelessTrainer,
+    values: GroupValues,
+    anon_frames: Tensor,
+    clip_length: int,
+    training: bool,
+) -> tuple[Tensor, list]:
     """f_T's logits on the anonymized clips, and f_T's new non-trainable values."""
     shape = ops.shape(anon_frames)
     clips = ops.reshape(anon_frames, (-1, clip_length, shape[1], shape[2], shape[3]))
     return trainer.run("action", values, clips, training=training)
 
 
-def multilabel_accuracy(labels, logits):
+def multilabel_accuracy(labels: Tensor, logits: Tensor) -> Tensor:
     """Fraction of (example, attribute) entries whose thresholded prediction equals the label."""
     predicted = ops.cast(logits > 0, "float32")
     return ops.mean(ops.cast(ops.equal(predicted, ops.cast(labels, "float32")), "float32"))

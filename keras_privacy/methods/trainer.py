@@ -53,6 +53,7 @@ import keras
 from keras import ops
 
 from keras_privacy import backend
+from keras_privacy.types import Tensor
 
 LOSS_SCALE_INITIAL = 2.0**15
 """Initial dynamic loss scale under `mixed_float16` (LossScaleOptimizer's default)."""
@@ -254,7 +255,9 @@ class StatelessTrainer(keras.Model):
         }
 
     # ------------------------------------------------------------------------ running models
-    def run(self, group: str, values: GroupValues, inputs, training: bool = False):
+    def run(
+        self, group: str, values: GroupValues, inputs: Tensor, training: bool = False
+    ) -> tuple[Tensor, list]:
         """Call the model of `group` statelessly on `inputs`; returns (outputs, non-trainables)."""
         trainable, non_trainable = values[group]
         return self.groups()[group].stateless_call(
@@ -345,13 +348,13 @@ class StatelessTrainer(keras.Model):
         raise RuntimeError(f"{variable.path} is not among the MultiOptimizer's variables")
 
 
-def all_finite(grads: Mapping[str, list]):
+def all_finite(grads: Mapping[str, list]) -> Tensor:
     """Whether every gradient is finite (a boolean scalar; True for none)."""
     flags = [ops.all(ops.isfinite(g)) for group in grads.values() for g in group]
     return ops.all(ops.stack(flags)) if flags else ops.convert_to_tensor(True)
 
 
-def next_loss_scale(scale, finite_updates, finite):
+def next_loss_scale(scale: Tensor, finite_updates: Tensor, finite: Tensor) -> tuple[Tensor, Tensor]:
     """LossScaleOptimizer's rule: halve the scale after non-finite gradients, double it after
     `LOSS_SCALE_GROWTH_STEPS` finite updates in a row."""
     grow = finite_updates + 1 >= LOSS_SCALE_GROWTH_STEPS
@@ -360,7 +363,7 @@ def next_loss_scale(scale, finite_updates, finite):
     return new_scale, ops.cast(new_count, "int32")
 
 
-def record_logs(logs: dict, counted: dict, new_logs: Mapping, ran) -> None:
+def record_logs(logs: dict, counted: dict, new_logs: Mapping, ran: Tensor | None) -> None:
     """Add an update's logs to the step's `logs`. `ran` is None for an update without a
     condition, else its condition: where it is False a name keeps the value an earlier update
     logged, or zero, and `counted[name]` (whether an update that logs `name` ran) stays
@@ -378,7 +381,7 @@ def record_logs(logs: dict, counted: dict, new_logs: Mapping, ran) -> None:
                 counted[name] = ops.logical_or(ran, counted[name])
 
 
-def choose(keep, new, old):
+def choose(keep: Tensor, new: Tensor, old: Tensor) -> Tensor:
     """`new` where the gate `keep` is True, else `old`."""
     return ops.where(keep, new, old)
 
@@ -391,7 +394,9 @@ def with_params(values: GroupValues, params: Mapping[str, list]) -> GroupValues:
     }
 
 
-def serialize_models(models: keras.Model | Sequence[keras.Model]):
+def serialize_models(
+    models: keras.Model | Sequence[keras.Model],
+) -> dict[str, Any] | list[dict[str, Any]]:
     """The Keras config of a sub-model, or the list of configs of a list of sub-models, for a
     trainer's `get_config`."""
     if isinstance(models, (list, tuple)):

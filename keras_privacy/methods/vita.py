@@ -65,6 +65,8 @@ without it they run in inference mode there, as SPAct's f_B.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import keras
 from keras import ops
 
@@ -77,6 +79,7 @@ from keras_privacy.methods.trainer import (
     deserialize_models,
     serialize_models,
 )
+from keras_privacy.types import Tensor
 
 BUDGET_LOSSES = ("max_bce", "entropy", "image_max_bce")
 ACTION_SCHEDULES = ("validation_loop", "batch_gate")
@@ -88,7 +91,7 @@ def budget_only_steps(budget_pretrain_updates: int, budget_updates: int) -> int:
     return budget_pretrain_updates // budget_updates
 
 
-def negative_entropy(logits):
+def negative_entropy(logits: Tensor) -> Tensor:
     """sum p log p + (1 - p) log (1 - p) of sigmoid probabilities, entry by entry (max 0, min
     -log 2, at p = 0.5)."""
     p = ops.sigmoid(logits)
@@ -96,12 +99,14 @@ def negative_entropy(logits):
     return p * ops.log(p + eps) + (1 - p) * ops.log(1 - p + eps)
 
 
-def bce_to_ones(logits):
+def bce_to_ones(logits: Tensor) -> Tensor:
     """Sigmoid cross-entropy of `logits` against all-ones targets, entry by entry."""
     return losses.binary_cross_entropy(ops.ones_like(logits), logits)
 
 
-def clip_budget_term(frame_logits, clip_length, budget_loss: str = "max_bce"):
+def clip_budget_term(
+    frame_logits: Sequence[Tensor], clip_length: int, budget_loss: str = "max_bce"
+) -> Tensor:
     """The budget term of the authors' VITA on the frames of B clips.
 
     `frame_logits` is a list (one per budget model) of (B * T, A) logits of the anonymized
@@ -230,7 +235,7 @@ class VITA(StatelessTrainer):
     def optimizer_groups(self) -> dict[str, str]:
         return {"anonymizer_by_action": "anonymizer"} if self.action_moves_anonymizer else {}
 
-    def compile(self, optimizers, **kwargs) -> None:
+    def compile(self, optimizers: Mapping[str, keras.optimizers.Optimizer], **kwargs) -> None:
         if self.action_moves_anonymizer and "anonymizer_by_action" not in optimizers:
             raise ValueError(
                 "VITA with action_moves_anonymizer needs an 'anonymizer_by_action' optimizer "
@@ -256,7 +261,7 @@ class VITA(StatelessTrainer):
         every = self.restart_every + self.pretrain_steps if self.restart_every > 0 else 0
         return tuple(self.budget_groups), every
 
-    def step_logs(self, logs) -> dict:
+    def step_logs(self, logs: Mapping[str, Tensor]) -> dict:
         if self.action_schedule == "batch_gate":
             ran = logs["action_update_0"] * ops.cast(self._action_gate(logs), "float32")
             return {"action_updates": ran}
@@ -275,7 +280,7 @@ class VITA(StatelessTrainer):
     def _action_gate(self, logs):
         return logs["action_accuracy"] < self.action_threshold
 
-    def updates(self, data) -> list[Update]:
+    def updates(self, data: Mapping[str, Tensor]) -> list[Update]:
         minimax = self._minimax_step()
 
         def both(condition):

@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
+import keras
 import numpy as np
 
 from keras_privacy.cli import positive_int
 from keras_privacy.models import registry
 
 
-def trainable_parameters(model) -> int:
+def trainable_parameters(model: keras.Model) -> int:
     """Parameters as PyTorch counts them: trainable weights only (no BatchNorm statistics)."""
     return int(sum(np.prod(v.shape) for v in model.trainable_variables))
 

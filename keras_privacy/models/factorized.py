@@ -17,7 +17,7 @@ from keras_privacy.models.layers import TemporalDifference
 BN = {"momentum": 0.9, "epsilon": 1e-5}
 
 
-def spatial_conv(x, filters: int, strides: int, name: str):
+def spatial_conv(x: keras.KerasTensor, filters: int, strides: int, name: str) -> keras.KerasTensor:
     """A 3x3 convolution of every frame of x (B, T, H, W, C), followed by BN and ReLU."""
     conv = layers.Conv2D(filters, 3, strides=strides, padding="same", use_bias=False)
     x = layers.TimeDistributed(conv, name=f"{name}_spatial_conv")(x)
@@ -25,7 +25,7 @@ def spatial_conv(x, filters: int, strides: int, name: str):
     return layers.ReLU(name=f"{name}_spatial_relu")(x)
 
 
-def temporal_conv(x, filters: int, name: str):
+def temporal_conv(x: keras.KerasTensor, filters: int, name: str) -> keras.KerasTensor:
     """A convolution of 3 frames at every pixel of x (B, T, H, W, C), followed by BN and ReLU."""
     frames, height, width, channels = x.shape[1:]
     x = layers.Reshape((frames, height * width, channels), name=f"{name}_to_time_major")(x)

@@ -19,7 +19,9 @@ TEMPORAL_KERNELS = ((3, 3, 3), (3, 1, 3, 1), (3, 1, 3, 1, 3, 1), (1, 3, 1))
 `I3Res50`'s `temp_conv` lists (large_i3d.py:142-145), 1 + 2 * temp_conv."""
 
 
-def i3d_bottleneck(x, width: int, spatial_stride: int, temporal_kernel: int, name: str):
+def i3d_bottleneck(
+    x: keras.KerasTensor, width: int, spatial_stride: int, temporal_kernel: int, name: str
+) -> keras.KerasTensor:
     """`I3Res50`'s bottleneck (large_i3d.py:47-51): a (t, 1, 1) convolution (t = 3 inflates
     it in time, t = 1 leaves it 2-D), a (1, 3, 3) convolution strided in space, a 1x1x1
     convolution to 4 * width, each with BN; a 1x1x1 strided convolution + BN shortcut where the
@@ -28,7 +30,7 @@ def i3d_bottleneck(x, width: int, spatial_stride: int, temporal_kernel: int, nam
     return bottleneck_block_3d(x, width, strides, name, (temporal_kernel, 1, 1), (1, 3, 3))
 
 
-def i3d_stem(x, width: int):
+def i3d_stem(x: keras.KerasTensor, width: int) -> keras.KerasTensor:
     """Conv3D (5, 7, 7) stride 2 padding (2, 3, 3), BN, ReLU, then a (2, 3, 3) max-pool of
     stride 2 without padding (large_i3d.py:135-138): a 16 x 224 x 224 clip leaves it as
     4 x 55 x 55."""

@@ -84,7 +84,9 @@ INCEPTION_V2 = (
 """slim's inception_v2_base after MaxPool_3a_3x3."""
 
 
-def conv_bn(x, filters: int, kernel: int, name: str, strides: int = 1):
+def conv_bn(
+    x: keras.KerasTensor, filters: int, kernel: int, name: str, strides: int = 1
+) -> keras.KerasTensor:
     """Convolution ("same"), slim's batch normalisation, ReLU."""
     x = layers.Conv2D(
         filters, kernel, strides=strides, padding="same", use_bias=False, name=f"{name}_conv"
@@ -93,7 +95,7 @@ def conv_bn(x, filters: int, kernel: int, name: str, strides: int = 1):
     return layers.ReLU(name=f"{name}_relu")(x)
 
 
-def mixed_block(x, block: Mixed):
+def mixed_block(x: keras.KerasTensor, block: Mixed) -> keras.KerasTensor:
     """The four branches of `block`, concatenated on channels."""
     name = block.name
     single = conv_bn(x, block.single, 1, f"{name}_0")
@@ -109,7 +111,7 @@ def mixed_block(x, block: Mixed):
     return layers.Concatenate(name=f"{name}_concat")([single, narrow, wide, pooled])
 
 
-def reduction_block(x, block: Reduction):
+def reduction_block(x: keras.KerasTensor, block: Reduction) -> keras.KerasTensor:
     """The three stride-2 branches of `block`, concatenated on channels."""
     name = block.name
     narrow = conv_bn(x, block.narrow[0], 1, f"{name}_0a")

@@ -10,14 +10,14 @@ from keras import layers, ops
 
 
 def torch_padded_conv(
-    x,
+    x: keras.KerasTensor,
     filters: int,
     kernel: Sequence[int],
     strides: int | Sequence[int] = 1,
     padding: int | Sequence[int] = 0,
     dilation: int | Sequence[int] = 1,
     name: str = "",
-):
+) -> keras.KerasTensor:
     """A 2-D or 3-D convolution `{name}_conv` (by the length of `kernel`), without bias, with
     PyTorch's symmetric zero `padding` on each axis, so that every output position matches a
     PyTorch convolution's.

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import keras
@@ -190,7 +190,9 @@ def input_normalization(model: keras.Model) -> tuple[tuple, tuple] | None:
     return None
 
 
-def with_input_normalization(model: keras.Model, mean, std) -> keras.Model:
+def with_input_normalization(
+    model: keras.Model, mean: Sequence[float], std: Sequence[float]
+) -> keras.Model:
     """`model` behind an `InputNormalization(mean, std)` layer, under the same name: it takes
     what `model` took, in [0, 1]."""
     inputs = keras.Input(model.input_shape[1:], name=model.inputs[0].name)

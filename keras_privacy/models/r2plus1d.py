@@ -24,7 +24,9 @@ def mid_width(in_width: int, out_width: int) -> int:
     return (in_width * out_width * 27) // (in_width * 9 + 3 * out_width)
 
 
-def conv2plus1d(x, filters: int, mid: int, stride: int, name: str):
+def conv2plus1d(
+    x: keras.KerasTensor, filters: int, mid: int, stride: int, name: str
+) -> keras.KerasTensor:
     """torchvision's Conv2Plus1D: (1, 3, 3) conv stride (1, s, s), BN, ReLU, (3, 1, 1) conv
     stride (s, 1, 1); padding (0, 1, 1) then (1, 0, 0), PyTorch's (`torch_padded_conv`); no bias."""
     x = torch_padded_conv(x, mid, (1, 3, 3), (1, stride, stride), (0, 1, 1), name=f"{name}_spatial")
@@ -35,7 +37,7 @@ def conv2plus1d(x, filters: int, mid: int, stride: int, name: str):
     )
 
 
-def basic_block(x, filters: int, stride: int, name: str):
+def basic_block(x: keras.KerasTensor, filters: int, stride: int, name: str) -> keras.KerasTensor:
     """torchvision's BasicBlock with Conv2Plus1D: both convolutions use the mid width computed
     from the block's input and output widths."""
     mid = mid_width(x.shape[-1], filters)

@@ -16,8 +16,13 @@ BN = {"momentum": 0.9, "epsilon": 1e-5}  # PyTorch's BatchNorm defaults
 
 
 def conv3x3x3(
-    x, filters: int, strides=(1, 1, 1), dilation=(1, 1, 1), name: str = "", temporal: bool = True
-):
+    x: keras.KerasTensor,
+    filters: int,
+    strides: Sequence[int] = (1, 1, 1),
+    dilation: Sequence[int] = (1, 1, 1),
+    name: str = "",
+    temporal: bool = True,
+) -> keras.KerasTensor:
     """3x3x3 convolution padded like PyTorch's Conv3DSimple (symmetric padding = dilation),
     no bias; with `temporal=False` torchvision's Conv3DNoTemporal, 1x3x3 padded (0, 1, 1).
 
@@ -35,7 +40,14 @@ def conv3x3x3(
     return torch_padded_conv(x, filters, (3, 3, 3), strides, dilation, dilation, name=name)
 
 
-def basic_block(x, filters: int, strides, first_dilation, name: str, temporal: bool = True):
+def basic_block(
+    x: keras.KerasTensor,
+    filters: int,
+    strides: Sequence[int],
+    first_dilation: Sequence[int],
+    name: str,
+    temporal: bool = True,
+) -> keras.KerasTensor:
     """The BasicBlock of torchvision's video ResNet: conv-BN-ReLU-conv-BN plus shortcut.
 
     `first_dilation` dilates the first convolution only (SPAct's change to layer4);
@@ -122,7 +134,14 @@ def mc3_18(num_classes: int = 400, name: str = "mc3_18", **kwargs) -> keras.Mode
     return r3d_18(num_classes, temporal_stages=1, name=name, **kwargs)
 
 
-def conv_bn_3d(x, filters: int, kernel, strides, name: str, relu: bool = True):
+def conv_bn_3d(
+    x: keras.KerasTensor,
+    filters: int,
+    kernel: int | Sequence[int],
+    strides: int | Sequence[int],
+    name: str,
+    relu: bool = True,
+) -> keras.KerasTensor:
     """Conv3D padded like PyTorch (kernel // 2 on each side), no bias, BatchNorm, optional ReLU."""
     kernel = (kernel,) * 3 if isinstance(kernel, int) else tuple(kernel)
     x = torch_padded_conv(x, filters, kernel, strides, tuple(k // 2 for k in kernel), name=name)
@@ -130,7 +149,14 @@ def conv_bn_3d(x, filters: int, kernel, strides, name: str, relu: bool = True):
     return layers.ReLU(name=f"{name}_relu")(x) if relu else x
 
 
-def bottleneck_block_3d(x, width: int, strides, name: str, first_kernel=1, second_kernel=3):
+def bottleneck_block_3d(
+    x: keras.KerasTensor,
+    width: int,
+    strides: int | Sequence[int],
+    name: str,
+    first_kernel: int | Sequence[int] = 1,
+    second_kernel: int | Sequence[int] = 3,
+) -> keras.KerasTensor:
     """1x1x1 - 3x3x3 (strided) - 1x1x1 x4 with a 1x1x1 strided convolution + BN shortcut where
     the shape changes (shortcut type B). I3D's bottleneck is the same with a (t, 1, 1)
     `first_kernel`, a (1, 3, 3) `second_kernel` and strides in space only."""
@@ -144,7 +170,9 @@ def bottleneck_block_3d(x, width: int, strides, name: str, first_kernel=1, secon
     return layers.ReLU(name=f"{name}_out")(layers.Add(name=f"{name}_add")([shortcut, x]))
 
 
-def classification_head(x, num_classes: int, include_top: bool, dropout: float):
+def classification_head(
+    x: keras.KerasTensor, num_classes: int, include_top: bool, dropout: float
+) -> keras.KerasTensor:
     """Global average pooling, then (with `include_top`) dropout and a float32 Dense head, as
     the video ResNets end; the pooled features alone without it."""
     x = layers.GlobalAveragePooling3D(name="pool")(x)

@@ -36,14 +36,16 @@ def residual_blocks(widths: Sequence[int], blocks: Sequence[int]) -> Iterator[Re
             yield ResidualBlock(stage, index, width, stride, f"layer{stage + 1}_{index}")
 
 
-def conv_bn(x, filters: int, kernel: int, strides: int, name: str, relu: bool = True):
+def conv_bn(
+    x: keras.KerasTensor, filters: int, kernel: int, strides: int, name: str, relu: bool = True
+) -> keras.KerasTensor:
     """Convolution padded like PyTorch (kernel // 2 on each side), BatchNorm, optional ReLU."""
     x = torch_padded_conv(x, filters, (kernel, kernel), strides, kernel // 2, name=name)
     x = layers.BatchNormalization(**BN, name=f"{name}_bn")(x)
     return layers.ReLU(name=f"{name}_relu")(x) if relu else x
 
 
-def basic_block(x, width: int, strides: int, name: str):
+def basic_block(x: keras.KerasTensor, width: int, strides: int, name: str) -> keras.KerasTensor:
     """Two 3x3 convolutions with a shortcut (ResNet-18/34)."""
     shortcut = x
     if strides > 1 or x.shape[-1] != width:
@@ -53,7 +55,9 @@ def basic_block(x, width: int, strides: int, name: str):
     return layers.ReLU(name=f"{name}_out")(layers.Add(name=f"{name}_add")([shortcut, x]))
 
 
-def bottleneck_block(x, width: int, strides: int, name: str):
+def bottleneck_block(
+    x: keras.KerasTensor, width: int, strides: int, name: str
+) -> keras.KerasTensor:
     """1x1 - 3x3 (strided, torchvision v1.5) - 1x1 x4 with a shortcut (ResNet-50/101/152)."""
     shortcut = x
     if strides > 1 or x.shape[-1] != 4 * width:

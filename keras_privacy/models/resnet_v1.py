@@ -19,7 +19,9 @@ UNITS = {50: (3, 4, 6, 3), 101: (3, 4, 23, 3)}
 """Units of the four blocks, by depth."""
 
 
-def conv2d_same(x, filters: int, kernel: int, stride: int, name: str):
+def conv2d_same(
+    x: keras.KerasTensor, filters: int, kernel: int, stride: int, name: str
+) -> keras.KerasTensor:
     """Slim's `conv2d_same`: SAME padding at stride 1; at a larger stride, kernel - 1 zeros
     split evenly (the extra one at the end), then a VALID convolution, so that the output is
     the stride-1 output subsampled whatever the input's parity. No bias (BatchNorm follows)."""
@@ -30,14 +32,16 @@ def conv2d_same(x, filters: int, kernel: int, stride: int, name: str):
     return layers.Conv2D(filters, kernel, strides=stride, use_bias=False, name=name)(x)
 
 
-def conv_bn(x, filters: int, kernel: int, stride: int, name: str, relu: bool = True):
+def conv_bn(
+    x: keras.KerasTensor, filters: int, kernel: int, stride: int, name: str, relu: bool = True
+) -> keras.KerasTensor:
     """`conv2d_same`, BatchNorm, optional ReLU."""
     x = conv2d_same(x, filters, kernel, stride, f"{name}_conv")
     x = layers.BatchNormalization(**BN, name=f"{name}_bn")(x)
     return layers.ReLU(name=f"{name}_relu")(x) if relu else x
 
 
-def bottleneck_unit(x, depth: int, stride: int, name: str):
+def bottleneck_unit(x: keras.KerasTensor, depth: int, stride: int, name: str) -> keras.KerasTensor:
     """1x1 - 3x3 (strided) - 1x1 to `depth` channels, added to the shortcut, then ReLU."""
     if x.shape[-1] == depth:
         shortcut = x if stride == 1 else layers.MaxPooling2D(1, stride, name=f"{name}_skip")(x)

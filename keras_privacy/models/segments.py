@@ -17,6 +17,8 @@ from typing import Any
 
 import keras
 
+from keras_privacy.types import Tensor
+
 
 @dataclasses.dataclass(frozen=True)
 class Segment:
@@ -46,7 +48,7 @@ def run_segments(
     segments: list[Segment],
     trainable: list,
     non_trainable: list,
-    inputs,
+    inputs: Tensor,
     training: bool,
     wrap: Callable[[Callable], Callable] | None = None,
 ) -> tuple[Any, list]:

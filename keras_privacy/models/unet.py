@@ -10,11 +10,14 @@ import keras
 from keras import layers, ops
 
 from keras_privacy.models.layers import BilinearUpSampling2D, SpatialSubsample
+from keras_privacy.types import Tensor
 
 BN = {"momentum": 0.9, "epsilon": 1e-5}  # PyTorch's BatchNorm defaults
 
 
-def double_conv(x, filters: int, name: str, mid_filters: int | None = None):
+def double_conv(
+    x: keras.KerasTensor, filters: int, name: str, mid_filters: int | None = None
+) -> keras.KerasTensor:
     """Two 3x3 convolutions, each followed by BatchNorm and ReLU (the UNet block).
 
     The convolutions have no bias: the BatchNorm after each cancels it (a PyTorch bias is
@@ -99,7 +102,7 @@ def _layer_scale(layer) -> Fraction:
     return Fraction(max(strides) if isinstance(strides, (tuple, list)) else strides)
 
 
-def apply_per_frame(model: Callable, clips):
+def apply_per_frame(model: Callable, clips: Tensor) -> Tensor:
     """Apply a frame-wise model to clips (B, T, H, W, C) -> (B, T, H', W', C').
 
     Time is folded into the batch, (B * T, H, W, C), and unfolded after the model: axes are

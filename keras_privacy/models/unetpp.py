@@ -22,7 +22,7 @@ from keras import layers
 from keras_privacy.models.resnet import basic_block, bottleneck_block, conv_bn
 
 
-def decoder_block(x, skips: list, filters: int, name: str):
+def decoder_block(x: keras.KerasTensor, skips: list, filters: int, name: str) -> keras.KerasTensor:
     """smp's UNet++ DecoderBlock: nearest 2x up-sampling, concatenation [x, *skips], then two
     3x3 convolutions (no bias) - BN - ReLU."""
     x = layers.UpSampling2D(2, name=f"{name}_upsample")(x)

@@ -18,7 +18,15 @@ import keras
 from keras import layers
 
 
-def conv_in(x, filters: int, kernel: int, strides: int, name: str, relu=True, transpose=False):
+def conv_in(
+    x: keras.KerasTensor,
+    filters: int,
+    kernel: int,
+    strides: int,
+    name: str,
+    relu: bool = True,
+    transpose: bool = False,
+) -> keras.KerasTensor:
     """A (transposed) convolution without bias, instance normalisation, optional ReLU."""
     conv = layers.Conv2DTranspose if transpose else layers.Conv2D
     x = conv(filters, kernel, strides=strides, padding="same", use_bias=False, name=name)(x)
