@@ -33,6 +33,7 @@ JAX backend converts it in a TensorFlow-backend subprocess instead.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import zipfile
@@ -76,9 +77,15 @@ def load_keras_anonymizer(path: str | os.PathLike) -> keras.Model:
             f"{path}: not a .keras archive ({os.path.getsize(path)} bytes: empty, cut short, "
             "or another kind of file)"
         )
+    saved_class = _saved_class_name(path)
+    if saved_class in TRAINER_CLASSES:
+        raise ValueError(
+            f"{path}: a saved {saved_class} trainer, not an anonymizer: save its anonymizer "
+            "alone (trainer.anonymizer.save(...); train.py writes anonymizer.keras)"
+        )
     try:
         model = keras.saving.load_model(os.fspath(path), compile=False)
-    except ValueError as error:
+    except (ValueError, TypeError) as error:  # TypeError: a class Keras cannot rebuild
         reason = str(error).strip().splitlines()[0].split(". ")[0].rstrip(".")
         raise ValueError(f"{path}: not loadable as a Keras anonymizer ({reason})") from error
     _require_frames_to_frames(model, path)
@@ -89,6 +96,20 @@ def load_keras_anonymizer(path: str | os.PathLike) -> keras.Model:
             "diverged model, whose frames would be NaN (written as black)"
         )
     return model
+
+
+TRAINER_CLASSES = ("SPAct", "VITA", "MetaGeneralization")
+"""The trainers a `.keras` file may hold (`model.save` of a trainer) in place of an anonymizer."""
+
+
+def _saved_class_name(path: str | os.PathLike) -> str | None:
+    """The class of the model in a `.keras` archive (its config.json), or None where it has
+    none to read (Keras then says what is wrong)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return json.loads(archive.read("config.json")).get("class_name")
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+        return None
 
 
 def _require_frames_to_frames(model: keras.Model, path: str | os.PathLike) -> None:

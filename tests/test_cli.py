@@ -75,6 +75,12 @@ def models(tmp_path_factory):
     pooled = keras.layers.GlobalAveragePooling2D()(inputs)
     keras.Model(inputs, pooled).save(folder / "encoder.keras")
     (folder / "empty.keras").write_bytes(b"")
+    from keras_privacy.methods.spact import SPAct
+
+    trainer = SPAct(
+        tiny_models.anonymizer(), tiny_models.action_model(), tiny_models.privacy_encoder()
+    )
+    trainer.save(folder / "trainer.keras")
     return folder
 
 
@@ -89,6 +95,11 @@ def models(tmp_path_factory):
         ("out.mp4", "gone.keras", "{models}/gone.keras: no such anonymizer file"),
         ("out.mp4", "lambda.keras", "{models}/lambda.keras: not loadable as a Keras anonymizer ("),
         ("out.mp4", "empty.keras", "{models}/empty.keras: not a .keras archive (0 bytes: empty"),
+        (
+            "out.mp4",
+            "trainer.keras",
+            "{models}/trainer.keras: a saved SPAct trainer, not an anonymizer: save its anonymizer",
+        ),
         (
             "out.mp4",
             "encoder.keras",

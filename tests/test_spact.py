@@ -146,6 +146,30 @@ def test_saved_trainer_and_anonymizer_reload_to_the_same_outputs(tmp_path):
     np.testing.assert_allclose(anonymizer(clips[0]), trainer.anonymizer(clips[0]), atol=1e-5)
 
 
+def test_a_failed_first_fit_keeps_the_weights_of_the_models_it_shares():
+    """On JAX, Keras' fit empties the variables while it runs and, where its first step fails,
+    never fills them again: the anonymizer an earlier phase trained would be lost."""
+    trainer = make_trainer()
+    before = [np.array(v) for v in trainer.anonymizer.weights]
+    unpaired = tiny_models.single_dataset(1)  # a batch, not a pair: the step cannot be traced
+    with pytest.raises(Exception) as failed:
+        trainer.fit(unpaired, epochs=1, verbose=0)
+    assert not isinstance(failed.value, TypeError)  # not a NoneType weight being called
+    for kept, variable in zip(before, trainer.anonymizer.weights, strict=True):
+        np.testing.assert_array_equal(np.array(variable), kept)
+    trainer.fit(tiny_models.paired_dataset(1), epochs=1, verbose=0)  # and it trains on
+    assert int(trainer.group_optimizer("anonymizer").iterations) == 1
+
+
+def test_evaluation_is_refused_naming_what_to_use_instead():
+    trainer = make_trainer()
+    with pytest.raises(NotImplementedError, match="SPAct has no evaluation step.*evaluate.py"):
+        trainer.evaluate(tiny_models.paired_dataset(1), verbose=0)
+    with pytest.raises(ValueError, match="no fit's validation_data"):
+        trainer.fit(tiny_models.paired_dataset(1), validation_data=tiny_models.paired_dataset(1))
+    assert int(trainer.group_optimizer("anonymizer").iterations) == 0  # before any step
+
+
 def test_contrastive_views_choose_the_positive_pairs():
     batch = tiny_models.batch(np.random.default_rng(0))
     clips, views, pairs = batch["clips"], batch["views"], batch["frame_pairs"]

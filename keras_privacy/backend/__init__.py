@@ -15,6 +15,7 @@ TensorFlow trainer, so the JAX path never imports TensorFlow.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 from collections.abc import Callable
@@ -59,6 +60,13 @@ def training_step(trainer: StatelessTrainer) -> JaxStep | TensorFlowStep:
     """The step of the running backend for `trainer` (a `StatelessTrainer`): its
     `train_step`, `skips_updates` and `compile_kwargs`."""
     return _chosen("step").training_step(trainer)
+
+
+def weights_kept_on_failure(model: keras.Model) -> contextlib.AbstractContextManager:
+    """A context in which a failing `fit`, `evaluate` or `predict` of `model` leaves its
+    variables' values as they were before it, rather than empty (JAX's loops empty them while
+    they run)."""
+    return _chosen("step").weights_kept_on_failure(model)
 
 
 def value_and_gradient(

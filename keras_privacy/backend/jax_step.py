@@ -14,8 +14,9 @@ devices.
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import jax
@@ -359,6 +360,29 @@ def _first_conditional(updates: list[Update]) -> int:
 def training_step(trainer: StatelessTrainer) -> JaxStep:
     """The JaxStep of `trainer`."""
     return JaxStep(trainer)
+
+
+@contextlib.contextmanager
+def weights_kept_on_failure(model: keras.Model) -> Iterator[None]:
+    """Put back the values of `model`'s variables that a failing `fit`, `evaluate` or
+    `predict` left empty. Keras' JAX loops take the values out of the variables before their
+    first step and put the last step's back at the end; where the first step fails (a wrong
+    shape, found when the step is traced), none has ended and the variables stay empty: every
+    model sharing them (a notebook's f_A, trained by an earlier phase) would be lost. A value
+    the failed step consumed (donated) is gone and stays so."""
+    optimizer = getattr(model, "optimizer", None)
+    variables = [
+        *model.variables,
+        *(optimizer.variables if optimizer is not None and optimizer.built else []),
+    ]
+    kept = [(variable, variable._value) for variable in variables]
+    try:
+        yield
+    except BaseException:
+        for variable, value in kept:
+            if variable._value is None and value is not None and not value.is_deleted():
+                variable.assign(value)
+        raise
 
 
 def value_and_gradient(

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import keras
@@ -244,6 +244,13 @@ def _apply_across_replicas(apply, grads, non_trainable, condition) -> None:
 def training_step(trainer: StatelessTrainer) -> TensorFlowStep:
     """The TensorFlowStep of `trainer`."""
     return TensorFlowStep(trainer)
+
+
+@contextlib.contextmanager
+def weights_kept_on_failure(model: keras.Model) -> Iterator[None]:
+    """Nothing to keep: TensorFlow's loops update the variables in place and never empty
+    them (`jax_step.weights_kept_on_failure` says why JAX's do)."""
+    yield
 
 
 def value_and_gradient(

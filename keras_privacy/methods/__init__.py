@@ -1,3 +1,13 @@
 """Trainers with a custom `train_step`, each trained by `fit`: the initialisation phases, SPAct,
 VITA and meta generalisation. `trainer` is the backend-neutral `StatelessTrainer` (its step is
-`keras_privacy.backend`'s); `steps` holds the helpers every method's step shares."""
+`keras_privacy.backend`'s); `steps` holds the helpers every method's step shares.
+
+Importing this package registers the trainers that `model.save` writes whole (SPAct, VITA,
+MetaGeneralization) with Keras, so that `keras.saving.load_model` rebuilds them in a fresh
+Python; `keras_privacy.models` does the same for the models' layers."""
+
+from keras_privacy.methods.meta import MetaGeneralization
+from keras_privacy.methods.spact import SPAct
+from keras_privacy.methods.vita import VITA
+
+__all__ = ["SPAct", "VITA", "MetaGeneralization"]

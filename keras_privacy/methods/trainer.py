@@ -289,6 +289,34 @@ class StatelessTrainer(keras.Model):
         """
         return self._backend_step.skips_updates()
 
+    # ---------------------------------------------------------------------- fit and predict
+    def fit(self, *args: Any, **kwargs: Any) -> keras.callbacks.History:
+        """Keras' `fit`, without validation (a minimax trainer has no evaluation step). A fit
+        that fails leaves the models' weights as they were before it, on JAX too."""
+        if kwargs.get("validation_data") is not None or kwargs.get("validation_split"):
+            raise ValueError(self._no_evaluation("fit's validation_data / validation_split"))
+        with backend.weights_kept_on_failure(self):
+            return super().fit(*args, **kwargs)
+
+    def predict(self, *args: Any, **kwargs: Any) -> Any:
+        """Keras' `predict`; one that fails leaves the models' weights as they were."""
+        with backend.weights_kept_on_failure(self):
+            return super().predict(*args, **kwargs)
+
+    def evaluate(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(self._no_evaluation("evaluate"))
+
+    def test_step(self, *args: Any) -> Any:
+        raise NotImplementedError(self._no_evaluation("test_step"))
+
+    def _no_evaluation(self, what: str) -> str:
+        return (
+            f"{type(self).__name__} has no evaluation step, so no {what}: evaluate the "
+            "anonymizer with fresh target models (evaluate.py, or "
+            "keras_privacy.evaluation.protocol.evaluate), or one of its models alone, "
+            "compiled with its own loss"
+        )
+
     # ------------------------------------------------------------------------- train step
     def make_train_function(self, force: bool = False) -> None:
         """Keras' train function; on a backend that decides conditional updates on the host
