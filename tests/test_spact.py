@@ -170,6 +170,28 @@ def test_evaluation_is_refused_naming_what_to_use_instead():
     assert int(trainer.group_optimizer("anonymizer").iterations) == 0  # before any step
 
 
+def test_array_batches_of_uint8_frames_or_labels_beyond_the_classes_are_refused_by_key():
+    from keras_privacy.data.pairs import pair_arrays
+
+    rng = np.random.default_rng(0)
+    halves = [tiny_models.batch(rng, clips=2, images=3) for _ in range(2)]
+    trainer = make_trainer()
+    with pytest.raises(ValueError, match="different numbers of rows .*clips 2.*views 3.*BatchList"):
+        trainer.fit(pair_arrays(*halves), batch_size=2, verbose=0)
+    good = pair_arrays(tiny_models.batch(rng, images=2), tiny_models.batch(rng, images=2))
+    as_video = dict(good, clips=(good["clips"] * 255).astype(np.uint8))
+    with pytest.raises(ValueError, match=r"x\['clips'\] holds uint8 frames .* divide by 255"):
+        trainer.fit(as_video, batch_size=2, verbose=0)
+    counted_from_one = dict(good, labels=good["labels"] + 1)  # 3 classes: 1 to 3
+    counted_from_one["labels"][0, 0] = 3
+    with pytest.raises(ValueError, match=r"x\['labels'\] holds action labels from 1 to 3, "):
+        trainer.fit(counted_from_one, batch_size=2, verbose=0)
+    with pytest.raises(TypeError, match=r"one optimizer per group, as a dict .*'anonymizer'"):
+        trainer.compile(keras.optimizers.Adam())
+    trainer.fit(good, batch_size=2, verbose=0)
+    assert int(trainer.group_optimizer("anonymizer").iterations) == 1
+
+
 def test_contrastive_views_choose_the_positive_pairs():
     batch = tiny_models.batch(np.random.default_rng(0))
     clips, views, pairs = batch["clips"], batch["views"], batch["frame_pairs"]

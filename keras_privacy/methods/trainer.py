@@ -50,10 +50,16 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import keras
+import numpy as np
 from keras import ops
 
 from keras_privacy import backend
 from keras_privacy.types import Tensor
+
+FRAME_KEYS = ("clips", "second_clips", "views", "images", "action_clips", "validation_clips")
+"""Batch keys holding frames, which the trainers take as floats in [0, 1]."""
+ACTION_LABEL_KEYS = ("labels", "action_labels", "validation_labels")
+"""Batch keys holding action class ids, in [0, classes of the action model)."""
 
 LOSS_SCALE_INITIAL = 2.0**15
 """Initial dynamic loss scale under `mixed_float16` (LossScaleOptimizer's default)."""
@@ -179,8 +185,16 @@ class StatelessTrainer(keras.Model):
         return (), 0
 
     # ------------------------------------------------------------------------------ compile
-    def compile(self, optimizers: Mapping[str, keras.optimizers.Optimizer], **kwargs) -> None:
+    def compile(
+        self, optimizers: Mapping[str, keras.optimizers.Optimizer] | None = None, **kwargs: Any
+    ) -> None:
         """Give each trained group its optimizer (groups without one are never updated)."""
+        if not isinstance(optimizers, Mapping):
+            given = kwargs.get("optimizer") if optimizers is None else optimizers
+            raise TypeError(
+                f"{type(self).__name__}.compile takes one optimizer per group, as a dict "
+                f"{{group: optimizer}} over its groups {sorted(self.groups())}; got {given!r}"
+            )
         extras = self.optimizer_groups()
         unknown = set(optimizers) - set(self.groups()) - set(extras)
         if unknown:
@@ -295,8 +309,44 @@ class StatelessTrainer(keras.Model):
         that fails leaves the models' weights as they were before it, on JAX too."""
         if kwargs.get("validation_data") is not None or kwargs.get("validation_split"):
             raise ValueError(self._no_evaluation("fit's validation_data / validation_split"))
+        self._check_arrays(args[0] if args else kwargs.get("x"))
         with backend.weights_kept_on_failure(self):
             return super().fit(*args, **kwargs)
+
+    def _check_arrays(self, x: Any) -> None:
+        """Refuse, naming the key, mistakes in NumPy arrays that a step would not name (on JAX
+        it trains on them silently): uint8 frames (0-255, as a video decodes), and action
+        labels outside the action model's classes (UCF101's class list counts from 1); and
+        arrays of unequal rows, which Keras' slicing refuses with an error naming none.
+        Datasets are left to their pipelines."""
+        if not isinstance(x, Mapping):
+            return
+        rows = {key: len(value) for key, value in x.items() if isinstance(value, np.ndarray)}
+        if len(set(rows.values())) > 1:
+            raise ValueError(
+                f"fit slices the arrays of x by rows, but they hold different numbers of rows "
+                f"({', '.join(f'{key} {count}' for key, count in rows.items())}): give whole "
+                "batches instead, fit(keras_privacy.methods.batches.BatchList([batch, ...]))"
+            )
+        for key in FRAME_KEYS:
+            if isinstance(x.get(key), np.ndarray) and x[key].dtype == np.uint8:
+                raise ValueError(
+                    f"x[{key!r}] holds uint8 frames (0-255); the trainers take float frames in "
+                    "[0, 1]: divide by 255 (keras_privacy.data.arrays.frames_as_floats)"
+                )
+        action = self.groups().get("action")
+        shape = getattr(action, "output_shape", None)
+        if not (isinstance(shape, tuple) and isinstance(shape[-1], int)):
+            return
+        for key in ACTION_LABEL_KEYS:
+            labels = x.get(key)
+            if isinstance(labels, np.ndarray) and labels.size:
+                low, high = labels.min(), labels.max()
+                if low < 0 or high >= shape[-1]:
+                    raise ValueError(
+                        f"x[{key!r}] holds action labels from {low} to {high}, outside the "
+                        f"action model's {shape[-1]} classes (0 to {shape[-1] - 1})"
+                    )
 
     def predict(self, *args: Any, **kwargs: Any) -> Any:
         """Keras' `predict`; one that fails leaves the models' weights as they were."""

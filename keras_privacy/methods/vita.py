@@ -66,6 +66,7 @@ without it they run in inference mode there, as SPAct's f_B.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import keras
 from keras import ops
@@ -235,8 +236,11 @@ class VITA(StatelessTrainer):
     def optimizer_groups(self) -> dict[str, str]:
         return {"anonymizer_by_action": "anonymizer"} if self.action_moves_anonymizer else {}
 
-    def compile(self, optimizers: Mapping[str, keras.optimizers.Optimizer], **kwargs) -> None:
-        if self.action_moves_anonymizer and "anonymizer_by_action" not in optimizers:
+    def compile(
+        self, optimizers: Mapping[str, keras.optimizers.Optimizer] | None = None, **kwargs: Any
+    ) -> None:
+        missing = isinstance(optimizers, Mapping) and "anonymizer_by_action" not in optimizers
+        if self.action_moves_anonymizer and missing:
             raise ValueError(
                 "VITA with action_moves_anonymizer needs an 'anonymizer_by_action' optimizer "
                 "(f_T's update moves f_A with it; the authors: Adam at f_T's rate)"
