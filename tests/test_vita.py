@@ -474,3 +474,16 @@ def test_the_f_A_update_leaves_the_budget_models_moving_averages_alone():
         for new, was in zip(weights(model), old):
             np.testing.assert_array_equal(new, was)
     assert iterations(trainer, "anonymizer") == 2
+
+
+def test_privacy_labels_of_another_width_than_the_budget_models_are_refused():
+    trainer = make_vita()
+    rng = np.random.default_rng(0)
+    arrays = {
+        "clips": rng.random((2, 4, 8, 8, 3), dtype="float32"),
+        "privacy": np.zeros((2, 5), "float32"),  # the budget models predict 4 attributes
+    }
+    with pytest.raises(
+        ValueError, match=r"x\['privacy'\] holds labels of 5 attributes, but budget_0 predicts 4"
+    ):
+        trainer.fit(arrays, batch_size=2, verbose=0)

@@ -168,6 +168,9 @@ class SupervisedPrivacyInit(StatelessTrainer):
     def groups(self) -> dict[str, keras.Model]:
         return {"anonymizer": self.anonymizer, **self.adversaries}
 
+    def privacy_classifiers(self) -> dict[str, keras.Model]:
+        return dict(self.adversaries)
+
     def updates(self, data: Mapping[str, Tensor]) -> list[Update]:
         # One update over every adversary: each group's gradient comes from its own term only.
         return [Update(tuple(self.adversaries), lambda values: self._loss(values, data))]

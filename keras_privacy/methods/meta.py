@@ -221,6 +221,9 @@ class MetaGeneralization(StatelessTrainer):
         groups["meta_iteration"] = self.meta_iteration
         return groups
 
+    def privacy_classifiers(self) -> dict[str, keras.Model]:
+        return dict(zip(self.attack_groups, self.attack_models))
+
     def reset_metrics(self) -> None:
         """Reset the metrics and Algorithm 1's meta-iteration counter: Keras calls this at the
         start of every epoch of `fit`, on both backends."""

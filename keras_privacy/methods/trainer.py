@@ -172,6 +172,11 @@ class StatelessTrainer(keras.Model):
         may name in `optimizers`; each keeps its own state, built on the group's variables."""
         return {}
 
+    def privacy_classifiers(self) -> dict[str, keras.Model]:
+        """The groups whose models predict the batch's privacy labels, one logit per attribute
+        (VITA's budget models, meta's attack models): `fit` checks the labels' width on them."""
+        return {}
+
     def step_logs(self, logs: Mapping[str, Any]) -> dict[str, Any]:
         """Logs derived from those of a whole step (VITA: how many f_T updates ran)."""
         return {}
@@ -316,8 +321,9 @@ class StatelessTrainer(keras.Model):
     def _check_arrays(self, x: Any) -> None:
         """Refuse, naming the key, mistakes in NumPy arrays that a step would not name (on JAX
         it trains on them silently): uint8 frames (0-255, as a video decodes), and action
-        labels outside the action model's classes (UCF101's class list counts from 1); and
-        arrays of unequal rows, which Keras' slicing refuses with an error naming none.
+        labels outside the action model's classes (UCF101's class list counts from 1), and
+        privacy labels of another width than the privacy classifiers'; and arrays of unequal
+        rows, which Keras' slicing refuses with an error naming none.
         Datasets are left to their pipelines."""
         if not isinstance(x, Mapping):
             return
@@ -333,6 +339,18 @@ class StatelessTrainer(keras.Model):
                 raise ValueError(
                     f"x[{key!r}] holds uint8 frames (0-255); the trainers take float frames in "
                     "[0, 1]: divide by 255 (keras_privacy.data.arrays.frames_as_floats)"
+                )
+        privacy = x.get("privacy")
+        for group, model in self.privacy_classifiers().items():
+            width = model.output_shape[-1]
+            if (
+                isinstance(privacy, np.ndarray)
+                and isinstance(width, int)
+                and privacy.shape[-1] != width
+            ):
+                raise ValueError(
+                    f"x['privacy'] holds labels of {privacy.shape[-1]} attributes, but {group} "
+                    f"predicts {width}"
                 )
         action = self.groups().get("action")
         shape = getattr(action, "output_shape", None)

@@ -236,6 +236,9 @@ class VITA(StatelessTrainer):
     def optimizer_groups(self) -> dict[str, str]:
         return {"anonymizer_by_action": "anonymizer"} if self.action_moves_anonymizer else {}
 
+    def privacy_classifiers(self) -> dict[str, keras.Model]:
+        return dict(zip(self.budget_groups, self.budget_models))
+
     def compile(
         self, optimizers: Mapping[str, keras.optimizers.Optimizer] | None = None, **kwargs: Any
     ) -> None:
