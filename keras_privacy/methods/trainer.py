@@ -372,9 +372,11 @@ class StatelessTrainer(keras.Model):
             return super().predict(*args, **kwargs)
 
     def evaluate(self, *args: Any, **kwargs: Any) -> Any:
+        """Refused: a minimax trainer has no evaluation step (what to use instead is said)."""
         raise NotImplementedError(self._no_evaluation("evaluate"))
 
     def test_step(self, *args: Any) -> Any:
+        """Refused, as `evaluate` (Keras' `test_on_batch` calls it)."""
         raise NotImplementedError(self._no_evaluation("test_step"))
 
     def _no_evaluation(self, what: str) -> str:
