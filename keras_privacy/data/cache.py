@@ -470,34 +470,33 @@ def parse_image_record(serialized: Tensor, num_attributes: int) -> dict:
     return _typed(tf.io.parse_single_example(serialized, spec))
 
 
-def _read(cache_dir, kind: str, parse: Callable[[tf.Tensor, dict], dict]) -> tf.data.Dataset:
+def _read(cache_dir: str | os.PathLike, kind: str) -> tf.data.Dataset:
+    """The parsed records of a cache of `kind`, with the attribute and action counts of its
+    manifest."""
     manifest = read_manifest(cache_dir)
     if manifest["kind"] != kind:
         raise ValueError(f"{cache_dir}: a {manifest['kind']} cache, not a {kind} cache")
+    attributes, actions = len(manifest["attribute_names"]), manifest.get("num_actions", 0)
+
+    def parse(record: tf.Tensor) -> dict:
+        if kind == "video":
+            return parse_video_record(record, attributes, actions)
+        return parse_image_record(record, attributes)
+
     dataset = tf.data.TFRecordDataset(shard_paths(cache_dir, manifest))
-    return dataset.map(lambda r: parse(r, manifest), num_parallel_calls=tf.data.AUTOTUNE)
+    return dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
 
 
 def read_video_cache(cache_dir: str | os.PathLike) -> tf.data.Dataset:
     """The parsed records of a video cache in split order (frames still JPEG-encoded; the
     multi-hot "actions" too where the cache has them), to inspect a cache."""
-    return _read(
-        cache_dir,
-        "video",
-        lambda record, manifest: parse_video_record(
-            record, len(manifest["attribute_names"]), manifest.get("num_actions", 0)
-        ),
-    )
+    return _read(cache_dir, "video")
 
 
 def read_image_cache(cache_dir: str | os.PathLike) -> tf.data.Dataset:
     """The parsed records of an image cache in split order (images still JPEG-encoded), to
     inspect a cache."""
-    return _read(
-        cache_dir,
-        "image",
-        lambda record, manifest: parse_image_record(record, len(manifest["attribute_names"])),
-    )
+    return _read(cache_dir, "image")
 
 
 def verify_cache(cache_dir: str | os.PathLike) -> dict:

@@ -527,11 +527,15 @@ def privacy_labelled_dataset(
 def minimax_dataset(action: tf.data.Dataset, privacy: tf.data.Dataset) -> tf.data.Dataset:
     """One element dict per step for the minimax trainers: an action batch merged with a
     privacy batch; it ends with the shorter of the two (the privacy one is usually endless)."""
-    return tf.data.Dataset.zip(action, privacy).map(lambda a, p: {**a, **p})
+    return _merged(action, privacy)
 
 
 def with_step_inputs(dataset: tf.data.Dataset, inputs: dict[str, np.ndarray]) -> tf.data.Dataset:
     """`dataset`'s batches, the k-th with the k-th entry of each of `inputs` (arrays stacked on
     a leading step axis) added: the meta trainer's virtual splits of each step."""
-    steps = tf.data.Dataset.from_tensor_slices(inputs)
-    return tf.data.Dataset.zip(dataset, steps).map(lambda batch, step: {**batch, **step})
+    return _merged(dataset, tf.data.Dataset.from_tensor_slices(inputs))
+
+
+def _merged(first: tf.data.Dataset, second: tf.data.Dataset) -> tf.data.Dataset:
+    """The element dicts of two datasets merged pairwise, up to the shorter one's end."""
+    return tf.data.Dataset.zip(first, second).map(lambda a, b: {**a, **b})
