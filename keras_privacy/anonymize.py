@@ -262,7 +262,7 @@ def _codec_error(codec: str) -> str:
     return "" if kind == "video" else f"--codec {codec!r} encodes {kind}, not video"
 
 
-def load_anonymizer(path: str, runtime: str, device: str | None, scale: float) -> FrameFunction:
+def load_frame_function(path: str, runtime: str, device: str | None, scale: float) -> FrameFunction:
     """The frame function of the anonymizer file at `path` on `runtime` and `device`, run at
     `scale` of the frames' size."""
     if runtime == "onnx":
@@ -279,7 +279,7 @@ def _anonymize(args: argparse.Namespace) -> int:
     if not folder and local_output and not output.is_dir() and not output.parent.is_dir():
         raise FileNotFoundError(f"{output.parent}: the output folder does not exist")
     if args.method == "learned":
-        anonymizer = load_anonymizer(args.anonymizer, args.runtime, args.device, args.scale)
+        anonymizer = load_frame_function(args.anonymizer, args.runtime, args.device, args.scale)
     else:
         anonymizer = FaceAnonymizer(args.method.removeprefix("face_"), args.face_threshold)
     options = {

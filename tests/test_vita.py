@@ -198,7 +198,7 @@ def test_action_fresh_clips_give_each_accuracy_check_a_batch_of_its_own(first_ch
     assert iterations(every, "action") == 2
 
 
-def test_action_fresh_clips_refuse_a_batch_without_them_and_the_batch_gate():
+def test_a_batch_without_the_loops_clips_and_fresh_clips_with_the_batch_gate_are_refused():
     data = next(iter(tiny_models.vita_dataset(1, action_batches=1).as_numpy_iterator()))
     trainer = make_vita(action_threshold=2.0, action_max_updates=2, action_fresh_clips=True)
     with pytest.raises(ValueError, match="action_max_updates=2 batches of 2 clips"):
@@ -206,6 +206,15 @@ def test_action_fresh_clips_refuse_a_batch_without_them_and_the_batch_gate():
     del data["action_clips"], data["action_labels"]
     trainer = make_vita(action_threshold=2.0, action_max_updates=1, action_fresh_clips=True)
     with pytest.raises(ValueError, match="'action_clips' and 'action_labels'.*which this batch"):
+        trainer.fit(tf.data.Dataset.from_tensors(data), epochs=1, verbose=0)
+    data = next(iter(tiny_models.vita_dataset(1).as_numpy_iterator()))
+    del data["validation_clips"], data["validation_labels"]
+    trainer = make_vita(action_threshold=2.0, action_max_updates=1)
+    with pytest.raises(
+        ValueError,
+        match=r"VITA's validation_loop reads the batch's 'validation_clips' and "
+        r"'validation_labels', which this batch lacks .*dataset\(validation=True\) adds them",
+    ):
         trainer.fit(tf.data.Dataset.from_tensors(data), epochs=1, verbose=0)
     data = next(iter(tiny_models.vita_dataset(1, action_batches=2).as_numpy_iterator()))
     data["validation_clips"] = data["validation_clips"][:2]

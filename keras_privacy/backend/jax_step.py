@@ -131,7 +131,7 @@ class JaxStep:
         one, which `_decide` ran and wrote into `state`, so they are not run again."""
         trainer = self.trainer
         values, optimizer_values = self._start(state, restart=begun is None)
-        updates = trainer.updates(data)  # after `_start`, which sets `trainer.step_count`
+        updates = trainer.step_updates(data)  # after `_start`, which sets `trainer.step_count`
         first = 0 if begun is None else _first_conditional(updates)
         logs, counted = ({}, {}) if begun is None else (dict(begun[0]), dict(begun[1]))
         for position, update in enumerate(updates[first:], start=first):
@@ -183,7 +183,7 @@ class JaxStep:
         branch and whether the host decides (`_host_decides`); where it does not, all True,
         nothing run."""
         values, optimizer_values = self._start(state)
-        updates = self.trainer.updates(data)  # after `_start`, which sets `trainer.step_count`
+        updates = self.trainer.step_updates(data)  # after `_start`, which sets `trainer.step_count`
         self._branches = [update.branch for update in updates]
         conditional = [update for update in updates if update.condition is not None]
         self._host_decides = bool(conditional) and all(u.branch is not None for u in conditional)

@@ -75,7 +75,7 @@ class TensorFlowStep:
         trainer.step_count = trainer.optimizer.iterations.value
         logs, counted = {}, {}
         with _synchronized_batch_norm(trainer.groups().values(), replicas > 1):
-            for update in trainer.updates(data):
+            for update in trainer.step_updates(data):
                 if update.condition is None:
                     record_logs(logs, counted, self._update(update, logs), None)
                     continue

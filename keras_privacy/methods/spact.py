@@ -168,6 +168,7 @@ class SPAct(StatelessTrainer):
         "triplet_loss",
         "anonymizer_triplet_loss",
     )
+    paired_batches = True
 
     def __init__(
         self,

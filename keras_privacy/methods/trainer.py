@@ -54,10 +54,9 @@ import numpy as np
 from keras import ops
 
 from keras_privacy import backend
+from keras_privacy.methods.batches import FRAME_KEYS, check_frames
 from keras_privacy.types import Tensor
 
-FRAME_KEYS = ("clips", "second_clips", "views", "images", "action_clips", "validation_clips")
-"""Batch keys holding frames, which the trainers take as floats in [0, 1]."""
 ACTION_LABEL_KEYS = ("labels", "action_labels", "validation_labels")
 """Batch keys holding action class ids, in [0, classes of the action model)."""
 
@@ -136,14 +135,18 @@ class Update:
 class StatelessTrainer(keras.Model):
     """Base of every trainer: sub-models in named groups, one optimizer per group.
 
-    Subclasses define `groups()` (name -> sub-model), `log_names` (the scalars a step logs) and
-    `updates(data)`. They run sub-models only through `self.run(...)`, a stateless call on the
-    values of a group, so the same code is differentiated by either backend. While `updates`
+    Subclasses define `groups()` (name -> sub-model), `log_names` (the scalars a step logs),
+    `updates(data)` and, where a step takes a pair of batches, `paired_batches`. They run
+    sub-models only through `self.run(...)`, a stateless call on the values of a group, so the
+    same code is differentiated by either backend. While `updates`
     is called inside a training step, `self.step_count` holds the number of earlier steps (a
     scalar tensor), for schedules decided in the step.
     """
 
     log_names: tuple[str, ...] = ()
+    paired_batches: bool = False
+    """Whether a step takes a pair of batches, every key (batch, 2, ...), as
+    `keras_privacy.data.pairs` lays them out (SPAct's alternating halves)."""
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -307,6 +310,12 @@ class StatelessTrainer(keras.Model):
         hold the update's all-reduces (gradients, logs, synchronized BatchNorm).
         """
         return self._backend_step.skips_updates()
+
+    def step_updates(self, data: Mapping[str, Any]) -> Sequence[Update]:
+        """`updates(data)`, once `data`'s frames are checked against the models
+        (`batches.check_frames`): what the backends' steps call, when they are traced."""
+        check_frames(type(self).__name__, data, self.groups(), self.paired_batches)
+        return self.updates(data)
 
     # ---------------------------------------------------------------------- fit and predict
     def fit(self, *args: Any, **kwargs: Any) -> keras.callbacks.History:

@@ -417,6 +417,12 @@ class VITA(StatelessTrainer):
         """The held-out clips and labels of the `index`-th accuracy check: the `index`-th
         batch of `validation_clips` with `action_fresh_clips`, else all of them."""
         if not self.action_fresh_clips:
+            _require(
+                data,
+                ("validation_clips", "validation_labels"),
+                "VITA's validation_loop",
+                "validation=True",
+            )
             return data["validation_clips"], data["validation_labels"]
         return self._fresh_batch(data, "validation", index)
 
@@ -424,12 +430,13 @@ class VITA(StatelessTrainer):
         """The `index`-th batch (of the step's batch size) of `<kind>_clips` and
         `<kind>_labels`, which hold one batch for each of the loop's `action_max_updates`."""
         clips_key, labels_key = f"{kind}_clips", f"{kind}_labels"
-        if clips_key not in data or labels_key not in data:
-            raise ValueError(
-                f"VITA with action_fresh_clips takes each {kind} batch of the loop from the "
-                f"batch's '{clips_key}' and '{labels_key}' (action_max_updates batches of "
-                f"clips), which this batch lacks (it has {sorted(data)})"
-            )
+        _require(
+            data,
+            (clips_key, labels_key),
+            f"VITA with action_fresh_clips, which takes each {kind} batch of the loop from them "
+            "(action_max_updates batches of clips),",
+            "validation=True" if kind == "validation" else "action_batches=action_max_updates",
+        )
         size = ops.shape(data["clips"])[0]
         count = ops.shape(data[clips_key])[0]
         if (
@@ -515,3 +522,14 @@ class VITA(StatelessTrainer):
     @classmethod
     def from_config(cls, config: dict):
         return cls(**deserialize_models(config, "anonymizer", "action_model", "budget_models"))
+
+
+def _require(data: Mapping[str, Tensor], keys: tuple[str, ...], reader: str, source: str) -> None:
+    """Refuse a batch without `keys`, naming them, the `reader` that needs them and the
+    `TrainingData.dataset` argument that adds them (`source`)."""
+    if any(key not in data for key in keys):
+        raise ValueError(
+            f"{reader} reads the batch's {' and '.join(repr(k) for k in keys)}, which this "
+            f"batch lacks (it has {', '.join(sorted(data))}): "
+            f"keras_privacy.data.sources.TrainingData.dataset({source}) adds them"
+        )
