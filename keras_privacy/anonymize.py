@@ -106,7 +106,7 @@ def _same_file(first: str | os.PathLike, second: str | os.PathLike) -> bool:
     return os.path.exists(first) and os.path.exists(second) and os.path.samefile(first, second)
 
 
-def _reason(path: Path, error: Exception) -> str:
+def _reason(path: str | os.PathLike, error: Exception) -> str:
     """The error's message, starting with the file's path (VideoDecodeError's already does)."""
     return str(error) if str(error).startswith(str(path)) else f"{path}: {error}"
 
@@ -168,10 +168,13 @@ def anonymize_folder(
 
 
 def summary_line(output: str | os.PathLike, stats: StreamStats) -> str:
-    """One anonymized video's last line: frames written and dropped, audio packets, speed."""
+    """One anonymized video's last line: frames written, dropped and scaled to the first
+    frame's size, audio packets, speed."""
+    scaled = f", {stats.frames_scaled} scaled to the first's size" if stats.frames_scaled else ""
     return (
-        f"{output}: {stats.frames_written} frames anonymized, {stats.frames_dropped} dropped, "
-        f"{stats.audio_packets} audio packets copied; {stats.frames_per_second:.1f} frames/s"
+        f"{output}: {stats.frames_written} frames anonymized, {stats.frames_dropped} dropped"
+        f"{scaled}, {stats.audio_packets} audio packets copied; "
+        f"{stats.frames_per_second:.1f} frames/s"
         + (" (interrupted: output closed)" if stats.interrupted else "")
     )
 
@@ -303,14 +306,14 @@ def _anonymize(args: argparse.Namespace) -> int:
         if result.interrupted:
             return 130
         return 1 if result.failures else 0
-    if local_output and output.is_dir():
-        output = output / Path(args.input).name
+    # A URL stays a string: a Path would fold its "//" (udp://host -> udp:/host).
+    target = output / Path(args.input).name if local_output and output.is_dir() else args.output
     try:
-        stats = anonymize_video(anonymizer, args.input, output, **options)
+        stats = anonymize_video(anonymizer, args.input, target, **options)
     except FAILURES as error:
-        print(f"FAILED {_reason(Path(args.input), error)}", file=sys.stderr)
+        print(f"FAILED {_reason(args.input, error)}", file=sys.stderr)
         return 1
-    print(summary_line(output, stats), file=sys.stderr)
+    print(summary_line(target, stats), file=sys.stderr)
     return 130 if stats.interrupted else 0
 
 

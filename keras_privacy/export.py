@@ -37,7 +37,7 @@ import json
 import os
 import sys
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import keras
 
@@ -234,17 +234,45 @@ def convert_to_tflite(saved_model_dir: str | os.PathLike, out_path: str | os.Pat
     return os.fspath(out_path)
 
 
+def float32_copy(model: keras.Model) -> keras.Model:
+    """`model` where every layer computes in float32, else a copy of it built under the float32
+    policy with its weights (a mixed-precision policy keeps float32 weights, so they serve as
+    they are): ONNX Runtime takes no bfloat16 convolution, and TFLite's built-in kernels no
+    half-precision one (the converter passes them on as TensorFlow ops, which its interpreter
+    then refuses)."""
+    if all(layer.compute_dtype == "float32" for layer in _all_layers(model)):
+        return model
+
+    def in_float32(layer: keras.layers.Layer) -> keras.layers.Layer:
+        return layer.__class__.from_config({**layer.get_config(), "dtype": "float32"})
+
+    copy = keras.models.clone_model(model, clone_function=in_float32, recursive=True)
+    copy.set_weights(model.get_weights())
+    return copy
+
+
+def _all_layers(layer: keras.layers.Layer) -> Iterator[keras.layers.Layer]:
+    """`layer` and every layer inside it, nested models' layers included."""
+    yield layer
+    for inner in getattr(layer, "layers", []):
+        yield from _all_layers(inner)
+
+
 def export_tflite(model: keras.Model, saved_model_dir: str | os.PathLike, out_path: str) -> str:
-    """`model` as a TFLite flat buffer at `out_path` (``serving_default``, dynamic shape);
-    returns the path. The TensorFlow backend converts its SavedModel at `saved_model_dir`; the
-    JAX backend converts a TensorFlow-backend export of the same model in a subprocess."""
-    backend.export().write_tflite(model, os.fspath(saved_model_dir), os.fspath(out_path))
+    """`model` as a TFLite flat buffer at `out_path` (``serving_default``, dynamic shape), in
+    float32 (`float32_copy`); returns the path. The TensorFlow backend converts its SavedModel at
+    `saved_model_dir` (of a float32 model; else an export of the copy); the JAX backend
+    converts a TensorFlow-backend export of the same model in a subprocess."""
+    plain = float32_copy(model)
+    exported = os.fspath(saved_model_dir) if plain is model else None
+    backend.export().write_tflite(plain, exported, os.fspath(out_path))
     return os.fspath(out_path)
 
 
 def export_onnx(model: keras.Model, out_path: str | os.PathLike, factor: int | None = None) -> str:
     """Write `model` as an ONNX file at `out_path` (dynamic N, H, W; input ``frames``) with its
-    down-sampling factor in the metadata; returns the path. Needs the ``onnx`` extra.
+    down-sampling factor in the metadata, in float32 (`float32_copy`); returns the path. Needs
+    the ``onnx`` extra.
 
     On the TensorFlow backend Keras converts it with tf2onnx; on JAX the model is saved to a
     temporary `.keras` file and converted by a TensorFlow-backend subprocess.
@@ -253,7 +281,7 @@ def export_onnx(model: keras.Model, out_path: str | os.PathLike, factor: int | N
 
     factor = factor or anonymizer_factor(model)
     out_path = os.fspath(out_path)
-    backend.export().write_onnx(model, out_path)
+    backend.export().write_onnx(float32_copy(model), out_path)
     proto = onnx.load(out_path)
     entry = proto.metadata_props.add()
     entry.key, entry.value = ONNX_FACTOR_KEY, str(factor)

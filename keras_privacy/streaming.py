@@ -15,6 +15,8 @@ What is carried through:
   in MP4, anything in Matroska); a container that does not is an error naming both.
 * Rotation: the display matrix of the source's frames (a phone video's rotation) is written to
   the output stream, so players turn it the same way.
+* Size: the output keeps the size of the first frame; frames of another size (a camera that
+  switches its resolution, pieces of two streams joined) are scaled to it, with a warning.
 
 Memory is bounded by a queue of at most `queue_size` decoded frames between the reader and the
 model. When it is full, the `policy` decides:
@@ -41,6 +43,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import heapq
+import logging
 import os
 import stat
 import threading
@@ -68,11 +71,13 @@ FrameFunction = Callable[[np.ndarray], np.ndarray]
 
 @dataclasses.dataclass
 class StreamStats:
-    """What one `transcode` did: frames read, written and dropped, audio packets copied, time."""
+    """What one `transcode` did: frames read, written, dropped and scaled to the first frame's
+    size, audio packets copied, time."""
 
     frames_read: int = 0
     frames_written: int = 0
     frames_dropped: int = 0
+    frames_scaled: int = 0
     audio_packets: int = 0
     seconds: float = 0.0
     interrupted: bool = False
@@ -233,10 +238,21 @@ class _Writer:
 
     def _open(self, frame: av.VideoFrame) -> None:
         """Open the container with a video stream of `frame`'s size (even) and rotation."""
-        self.container = av.open(self.output, "w", format=self.output_format)
-        self.video = add_video_stream(
-            self.container, self.codec, self.quality, self.rate, frame.height, frame.width
-        )
+        try:
+            self.container = av.open(self.output, "w", format=self.output_format)
+        except (av.error.FFmpegError, OSError, ValueError) as error:
+            hint = "" if self.output_format else " (give its format: --output_format, e.g. mpegts)"
+            raise ValueError(f"{self.name}: cannot be written ({error}){hint}") from error
+        try:
+            self.video = add_video_stream(
+                self.container, self.codec, self.quality, self.rate, frame.height, frame.width
+            )
+        except (av.error.FFmpegError, ValueError) as error:
+            self.release()
+            raise ValueError(
+                f"{self.name}: cannot hold video {self.codec} ({error}); choose another codec "
+                "(--codec) or container (.mkv takes any)"
+            ) from error
         time_base = frame.time_base or 1 / self.rate
         if time_base.denominator > MAX_MPEG4_TIME_BASE_DENOMINATOR:
             time_base = Fraction(1, 1000)
@@ -316,9 +332,13 @@ class _Writer:
             container.close()
 
 
-def _anonymize_batch(anonymize: FrameFunction, frames: list[av.VideoFrame], size: int):
-    """`anonymize` on `frames` as RGB, padded with copies of the last to `size` frames."""
-    pixels = [frame.to_ndarray(format="rgb24") for frame in frames]
+def _anonymize_batch(
+    anonymize: FrameFunction, frames: list[av.VideoFrame], size: int, frame_size: tuple[int, int]
+):
+    """`anonymize` on `frames` as RGB, each scaled to `frame_size` (width, height: the first
+    frame's, which the output keeps), padded with copies of the last to `size` frames."""
+    width, height = frame_size
+    pixels = [frame.to_ndarray(format="rgb24", width=width, height=height) for frame in frames]
     pixels += [pixels[-1]] * (size - len(pixels))
     return anonymize(np.stack(pixels))[: len(frames)]
 
@@ -363,9 +383,11 @@ def transcode(
     start = time.perf_counter()
     reader.start()
     batch: list[av.VideoFrame] = []
+    frame_size = None
 
     def flush() -> None:
-        for frame, pixels in zip(batch, _anonymize_batch(anonymize, batch, batch_size)):
+        anonymized = _anonymize_batch(anonymize, batch, batch_size, frame_size)
+        for frame, pixels in zip(batch, anonymized):
             writer.write_frame(frame, pixels)
         stats.frames_written += len(batch)
         if on_batch is not None:
@@ -381,6 +403,19 @@ def transcode(
                     stats.audio_packets += 1
                     continue
                 stats.frames_read += 1
+                if frame_size is None:
+                    frame_size = (payload.width, payload.height)
+                elif (payload.width, payload.height) != frame_size and not stats.frames_scaled:
+                    logging.warning(
+                        "%s: frame %d is %dx%d, the first %dx%d: frames of another size are "
+                        "scaled to the first's",
+                        source_name,
+                        stats.frames_read,
+                        payload.width,
+                        payload.height,
+                        *frame_size,
+                    )
+                stats.frames_scaled += (payload.width, payload.height) != frame_size
                 batch.append(payload)
                 if len(batch) == batch_size or (policy == DROP and not queue.frames_waiting):
                     flush()

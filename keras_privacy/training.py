@@ -727,23 +727,21 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
                 )
             )
             guard = _FailOnNonFinite()
-            logs = trainer.fit(
-                dataset,
-                initial_epoch=epoch,
-                epochs=epoch + 1,
-                verbose=2,
-                shuffle=False,  # the pipeline shuffles (Keras would warn that it ignores True)
-                callbacks=[
-                    first_step,
-                    guard,
-                    *(
-                        [keras.callbacks.TensorBoard(log_dir=str(run_dir / "logs" / phase.name))]
-                        if chief
-                        else []
-                    ),
-                    *callbacks,
-                ],
-            ).history
+            logs_dir = run_dir / "logs" / phase.name
+            with pipelines.damaged_shards_named(data.videos, data.images):
+                logs = trainer.fit(
+                    dataset,
+                    initial_epoch=epoch,
+                    epochs=epoch + 1,
+                    verbose=2,
+                    shuffle=False,  # the pipeline shuffles (Keras would warn that it ignores True)
+                    callbacks=[
+                        first_step,
+                        guard,
+                        *([keras.callbacks.TensorBoard(log_dir=str(logs_dir))] if chief else []),
+                        *callbacks,
+                    ],
+                ).history
             failure = guard.failure or _non_finite_weights(models | owned, trainer.optimizer)
             if failure:
                 raise TrainingDivergedError(

@@ -168,7 +168,7 @@ def test_the_command_line_hands_its_streaming_options_to_the_video_anonymizer(
     assert main(argv) == 0
     assert handed == {
         "source": "in.mp4",
-        "output": tmp_path / "out.ts",
+        "output": str(tmp_path / "out.ts"),  # as given: a URL must keep its "//"
         "batch_size": 3,
         "codec": "libx264",
         "quality": 4,
@@ -201,3 +201,24 @@ def test_nonsense_options_are_usage_errors_naming_the_option(model_path, capsys,
         main(["in.mp4", "out.mp4", "--anonymizer", str(model_path), *extra])
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_an_output_the_container_or_address_cannot_take_is_named(
+    fixtures_dir, model_path, tmp_path, capsys
+):
+    """The output is named with what to change (the error used to name the input alone), and
+    a URL reaches FFmpeg as given (a Path folded udp://host into udp:/host)."""
+    video = str(fixtures_dir / "videos" / "test.avi")
+    clip = tmp_path / "clip.avi"
+    write_video(clip, read_video(video, max_frames=4), fps=25)
+    assert main([str(clip), str(tmp_path / "out.webm"), "--anonymizer", str(model_path)]) == 1
+    assert (
+        f"{tmp_path / 'out.webm'}: cannot hold video mpeg4 ('webm' format does not support "
+        "'mpeg4' codec); choose another codec (--codec)" in capsys.readouterr().err
+    )
+    url = "udp://127.0.0.1:9"  # the discard port: nothing need listen
+    assert main([str(clip), url, "--anonymizer", str(model_path)]) == 1
+    err = capsys.readouterr().err
+    assert f"{url}: cannot be written (" in err and "--output_format, e.g. mpegts" in err
+    assert main([str(clip), url, "--output_format", "mpegts", "--anonymizer", str(model_path)]) == 0
+    assert f"{url}: 4 frames anonymized" in capsys.readouterr().err

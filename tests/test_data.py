@@ -156,6 +156,7 @@ def _ucf101_copy(fixtures_dir, tmp_path, train_lines):
         ("NoSuchClass/v_NoSuchClass_g08_c02.avi 1", 2),
         ("ApplyEyeMakeup/v_ApplyEyeMakeup_g08_c02.avi 1 2", 2),
         ("ApplyEyeMakeup/v_ApplyEyeMakeup_g08_c02.avi \u00b9", 2),  # a digit int() refuses
+        ("ApplyEyeMakeup/v_ApplyEyeMakeup_g08_c02.avi,1", 2),  # a list saved as CSV
     ],
 )
 def test_ucf101_malformed_line_names_file_and_line(fixtures_dir, tmp_path, bad_line, line_number):
@@ -296,6 +297,20 @@ def test_hmdb51_class_without_this_splits_file_is_refused(tmp_path):
     with pytest.raises(DatasetFormatError, match="no wave_test_split1.txt, though wave"):
         read_hmdb51(tmp_path, split=1)
     assert read_hmdb51(tmp_path, split=2)["train"].class_names == ["brush_hair", "wave"]
+
+
+def test_an_empty_split_file_or_class_index_is_named(fixtures_dir, tmp_path):
+    (tmp_path / "brush_hair_test_split1.txt").write_text("a.avi 1 \n")
+    (tmp_path / "wave_test_split1.txt").write_text("")
+    with pytest.raises(DatasetFormatError, match="wave_test_split1.txt: lists no video"):
+        read_hmdb51(tmp_path)
+    folder = _ucf101_copy(fixtures_dir, tmp_path, ["ApplyEyeMakeup/v_ApplyEyeMakeup_g08_c01.avi 1"])
+    (folder / "testlist01.txt").write_text("\r\n")
+    with pytest.raises(DatasetFormatError, match="testlist01.txt: lists no video"):
+        read_ucf101(folder)
+    (folder / "classInd.txt").write_text("")
+    with pytest.raises(DatasetFormatError, match="classInd.txt: lists no class"):
+        read_ucf101(folder)
 
 
 def test_hmdb51_no_split_files(tmp_path):
@@ -824,6 +839,20 @@ def test_bad_videos_raise_video_decode_error(tmp_path, fixtures_dir, kind, reade
         reader(path)
 
 
+def test_a_video_whose_frame_size_changes_is_named(tmp_path):
+    """Two MPEG-TS pieces joined (`cat a.ts b.ts`, a re-streamed camera) decode as frames of
+    two sizes, which no clip can hold."""
+    pieces = []
+    for name, (height, width) in (("a.ts", (32, 32)), ("b.ts", (24, 40))):
+        write_video(tmp_path / name, np.zeros((3, height, width, 3), np.uint8))
+        pieces.append((tmp_path / name).read_bytes())
+    joined = tmp_path / "joined.ts"
+    joined.write_bytes(b"".join(pieces))
+    message = r"joined.ts: frame 4 is 40x24, the earlier frames 32x32 \(the frame size changes"
+    with pytest.raises(VideoDecodeError, match=message):
+        read_video(joined)
+
+
 def test_truncated_video_gives_frames_that_decode(tmp_path, fixtures_dir):
     data = (fixtures_dir / "videos" / "test.avi").read_bytes()
     path = tmp_path / "half.avi"
@@ -1099,6 +1128,81 @@ def test_video_cache_crash_between_renames_is_not_resumed(tmp_path, video_split,
     prepare_video_cache(split, out, short_side=24, num_shards=1, workers=1)
     assert verify_cache(out)["ok"]
     assert min(min(r["height"], r["width"]) for r in _records(read_video_cache(out))) == 24
+
+
+def test_a_prepare_of_other_settings_stopped_part_way_leaves_no_manifest(
+    tmp_path, video_split, monkeypatch
+):
+    """The old manifest would pass the folder off as the old cache with some of its shards
+    rewritten (labels of other attributes, videos of another split); a prepare of the same
+    settings resumed keeps it."""
+    import keras_privacy.data.cache as cache
+
+    split, _ = video_split
+    out = tmp_path / "cache"
+    prepare_video_cache(split, out, short_side=32, num_shards=2, workers=1)
+    real_write = cache._write_shard
+    written = []
+
+    def stopped_after_one_shard(*args):
+        if written:
+            raise KeyboardInterrupt
+        written.append(real_write(*args))
+        return written[-1]
+
+    monkeypatch.setattr(cache, "_write_shard", stopped_after_one_shard)
+    with pytest.raises(KeyboardInterrupt):
+        prepare_video_cache(split, out, short_side=24, num_shards=2, workers=1)
+    with pytest.raises(FileNotFoundError, match="no manifest.json; run `prepare` first"):
+        read_manifest(out)
+    monkeypatch.setattr(cache, "_write_shard", real_write)
+    manifest = prepare_video_cache(split, out, short_side=24, num_shards=2, workers=1)
+    assert read_manifest(out) == manifest
+    assert prepare_video_cache(split, out, short_side=24, num_shards=2, workers=1) == manifest
+
+
+def test_a_manifest_cut_short_or_edited_and_a_damaged_sidecar(tmp_path, video_split):
+    split, _ = video_split
+    out = tmp_path / "cache"
+    manifest = prepare_video_cache(split, out, short_side=32, num_shards=2, workers=1)
+    text = (out / "manifest.json").read_text()
+    (out / "manifest.json").write_text(text[: len(text) // 2])
+    with pytest.raises(DatasetFormatError, match=r"cache/manifest.json:\d+: invalid JSON"):
+        read_manifest(out)
+    (out / "manifest.json").write_text(
+        json.dumps({k: v for k, v in manifest.items() if k != "shards"})
+    )
+    with pytest.raises(
+        DatasetFormatError, match=r"manifest.json: not a manifest of `prepare` \(no shards\)"
+    ):
+        read_manifest(out)
+    sidecar = out / manifest["shards"][0]["file"].replace(".tfrecord", ".json")
+    sidecar.write_text('{"fingerprint": ')  # cut short: its shard is written again
+    assert prepare_video_cache(split, out, short_side=32, num_shards=2, workers=1) == manifest
+    assert json.loads(sidecar.read_text())["fingerprint"] == manifest["fingerprint"]
+
+
+def test_a_damaged_or_missing_shard_is_named(tmp_path, video_split):
+    from keras_privacy.data import pipelines
+    from keras_privacy.data.cache import damaged_shard
+
+    split, _ = video_split
+    out = tmp_path / "cache"
+    manifest = prepare_video_cache(split, out, short_side=32, num_shards=2, workers=1)
+    assert damaged_shard(out) is None
+    shard = out / manifest["shards"][1]["file"]
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2 : len(data) // 2 + 64] = bytes(64)  # a partial copy, a bad disk
+    shard.write_bytes(bytes(data))
+    path, reason = damaged_shard(out)
+    assert path == str(shard) and re.fullmatch(r"corrupted record at \d+", reason)
+    with pytest.raises(DatasetFormatError, match=rf"{re.escape(str(shard))}: the cache's shard "):
+        with pipelines.damaged_shards_named(split, out):
+            for _ in pipelines.action_eval_dataset(out, 1, clip_length=2, stride=1, size=16):
+                pass
+    shard.unlink()
+    with pytest.raises(FileNotFoundError, match=r"1 of the manifest's 2 shards are not there"):
+        pipelines.action_eval_dataset(out, 1, clip_length=2, stride=1, size=16)
 
 
 def test_cache_of_an_empty_or_all_failing_split(tmp_path):

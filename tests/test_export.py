@@ -184,3 +184,51 @@ def test_platforms_are_checked_and_one_platform_serves_on_the_cpu(exported, tmp_
     loaded = tf.saved_model.load(str(tmp_path / "out"))  # held: its variables live in it
     served = loaded.serve(tf.constant(frames)).numpy()
     np.testing.assert_allclose(served, _expected(model, frames), atol=1e-5)
+
+
+def _mixed_anonymizer() -> keras.Model:
+    """A unet_tiny built under the mixed_bfloat16 policy, as `--mixed_precision` trains one."""
+    keras.config.set_dtype_policy("mixed_bfloat16")
+    try:
+        return build_anonymizer("unet_tiny")
+    finally:
+        keras.config.set_dtype_policy("float32")
+
+
+def test_float32_copy_of_a_mixed_precision_anonymizer_computes_in_float32():
+    from keras_privacy.export import float32_copy
+
+    model = _mixed_anonymizer()
+    plain = float32_copy(model)
+    assert {layer.compute_dtype for layer in plain.layers} == {"float32"}
+    assert float32_copy(plain) is plain
+    frames = np.random.default_rng(0).random((2, 16, 24, 3), dtype="float32")
+    for kept, copied in zip(model.weights, plain.weights, strict=True):
+        np.testing.assert_array_equal(np.asarray(copied), np.asarray(kept))
+    mixed = np.asarray(model.predict_on_batch(frames), "float32")
+    np.testing.assert_allclose(plain.predict_on_batch(frames), mixed, atol=0.05)  # bf16 rounding
+
+
+@pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow",
+    reason="JAX converts in a TensorFlow-backend subprocess, which this run covers",
+)
+def test_a_mixed_precision_anonymizer_exports_onnx_and_tflite_that_run(tmp_path):
+    """ONNX Runtime takes no bfloat16 convolution and TFLite's interpreter no half-precision
+    one: both files hold the float32 copy, and give its outputs."""
+    import onnxruntime
+    import tensorflow as tf
+
+    from keras_privacy.export import export_anonymizer, export_onnx, export_tflite, float32_copy
+
+    model = _mixed_anonymizer()
+    frames = np.random.default_rng(1).random((1, 16, 24, 3), dtype="float32")
+    expected = float32_copy(model).predict_on_batch(frames)
+    saved = export_anonymizer(model, tmp_path / "saved_model")
+    session = onnxruntime.InferenceSession(
+        export_onnx(model, tmp_path / "anonymizer.onnx"), providers=["CPUExecutionProvider"]
+    )
+    np.testing.assert_allclose(session.run(None, {"frames": frames})[0], expected, atol=1e-4)
+    tflite = export_tflite(model, saved, str(tmp_path / "anonymizer.tflite"))
+    runner = tf.lite.Interpreter(model_path=tflite).get_signature_runner()
+    np.testing.assert_allclose(next(iter(runner(frames=frames).values())), expected, atol=1e-4)

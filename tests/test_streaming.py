@@ -154,6 +154,35 @@ def test_audio_the_container_cannot_take_is_named(tmp_path):
     assert os.listdir(tmp_path) == ["in.mkv"]  # no partial file left
 
 
+def test_frames_of_another_size_are_scaled_to_the_first_frames(tmp_path, caplog):
+    """A camera that switches its resolution mid-stream (here two MPEG-TS pieces joined): every
+    frame is anonymized at the first frame's size, which the output keeps."""
+    _write_source(tmp_path / "a.ts", 4, container_format="mpegts")
+    small = np.stack([_pattern(i)[::2, ::2] for i in range(3)])  # 24 x 32
+    container = av.open(os.fspath(tmp_path / "b.ts"), "w", format="mpegts")
+    video = container.add_stream("mpeg4", rate=FPS)
+    video.height, video.width, video.pix_fmt = HEIGHT // 2, WIDTH // 2, "yuv420p"
+    for frame in small:
+        for packet in video.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")):
+            container.mux(packet)
+    for packet in video.encode():
+        container.mux(packet)
+    container.close()
+    joined = tmp_path / "joined.ts"
+    joined.write_bytes((tmp_path / "a.ts").read_bytes() + (tmp_path / "b.ts").read_bytes())
+    sizes = []
+
+    def recorded(frames: np.ndarray) -> np.ndarray:
+        sizes.append(frames.shape[1:3])
+        return _invert(frames)
+
+    stats = transcode(recorded, joined, tmp_path / "out.mp4", batch_size=3)
+    assert stats.frames_written == 7 and stats.frames_scaled == 3
+    assert set(sizes) == {(HEIGHT, WIDTH)}
+    assert _frames(tmp_path / "out.mp4").shape == (7, HEIGHT, WIDTH, 3)
+    assert "joined.ts: frame 5 is 32x24, the first 64x48" in caplog.text
+
+
 def test_queue_drops_the_oldest_frame_or_waits():
     queue = FrameQueue(3, DROP)
     stop = threading.Event()

@@ -43,7 +43,7 @@ def write_onnx(model: keras.Model, out_path: str) -> None:
     )
 
 
-def write_tflite(model: keras.Model, saved_model_dir: str, out_path: str) -> None:
+def write_tflite(model: keras.Model, saved_model_dir: str | None, out_path: str) -> None:
     """`model` written as TFLite by a TensorFlow-backend subprocess, which exports it again
     and converts that: the jax2tf SavedModel at `saved_model_dir` has no TFLite form (its
     shape-polymorphic gather lowers to `dynamic_gather`), so it is not read."""

@@ -3,6 +3,7 @@ any device), Keras' tf2onnx route to ONNX, and the TFLite converter on that Save
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable, Sequence
 
 import keras
@@ -31,8 +32,13 @@ def write_onnx(model: keras.Model, out_path: str) -> None:
     model.export(out_path, format="onnx", input_signature=[spec], verbose=False)
 
 
-def write_tflite(model: keras.Model, saved_model_dir: str, out_path: str) -> None:
-    """The SavedModel of `model` at `saved_model_dir` converted to TFLite at `out_path`."""
-    from keras_privacy.export import convert_to_tflite
+def write_tflite(model: keras.Model, saved_model_dir: str | None, out_path: str) -> None:
+    """The SavedModel of `model` at `saved_model_dir` (None: an export of `model` to a
+    temporary folder) converted to TFLite at `out_path`."""
+    from keras_privacy.export import convert_to_tflite, export_anonymizer
 
-    convert_to_tflite(saved_model_dir, out_path)
+    if saved_model_dir is not None:
+        convert_to_tflite(saved_model_dir, out_path)
+        return
+    with tempfile.TemporaryDirectory() as folder:
+        convert_to_tflite(export_anonymizer(model, folder), out_path)

@@ -22,6 +22,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -30,7 +31,8 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
-from keras_privacy.data.errors import VideoDecodeError
+from keras_privacy.data.annotations import read_json
+from keras_privacy.data.errors import DatasetFormatError, VideoDecodeError
 from keras_privacy.data.examples import Example, Split
 from keras_privacy.data.images import read_image
 from keras_privacy.data.tensorflow_runtime import tf
@@ -182,11 +184,31 @@ def _sidecar(path: Path) -> Path:
 
 
 def _complete(path: Path, fingerprint: str) -> dict | None:
-    """The sidecar of a finished shard written with `fingerprint`, else None."""
+    """The sidecar of a finished shard written with `fingerprint`, else None (a damaged
+    sidecar too: the shard is written again)."""
     if not path.exists() or not _sidecar(path).exists():
         return None
-    info = json.loads(_sidecar(path).read_text())
-    return info if info.get("fingerprint") == fingerprint else None
+    try:
+        info = json.loads(_sidecar(path).read_text())
+    except (OSError, ValueError):
+        return None
+    return info if isinstance(info, dict) and info.get("fingerprint") == fingerprint else None
+
+
+def _drop_other_manifest(out: Path, fingerprint: str) -> None:
+    """Remove a manifest of other settings (or an unreadable one) before any shard is
+    rewritten: a prepare stopped part way then leaves a folder that reads as unprepared, not
+    as the old cache with some shards of the new one (labels of other attributes, videos of
+    another split)."""
+    path = out / MANIFEST
+    if not path.exists():
+        return
+    try:
+        kept = json.loads(path.read_text()).get("fingerprint")
+    except (OSError, ValueError, AttributeError):
+        kept = None
+    if kept != fingerprint:
+        path.unlink()
 
 
 def _temporary_next_to(path: Path) -> Path:
@@ -253,6 +275,7 @@ def _prepare(
     num_shards = max(1, min(num_shards, len(split)))
     transform_key = "" if transform is None else transform.key
     fingerprint = _fingerprint(kind, split, short_side, jpeg_quality, num_shards, transform_key)
+    _drop_other_manifest(out, fingerprint)
     # Split lists are sorted by class: shards of a fixed random order, so that a shuffle
     # window over a few interleaved shards still sees every class (records keep their index).
     order = np.random.default_rng(SHARD_ORDER_SEED).permutation(len(split))
@@ -408,18 +431,44 @@ def failure_line(failure: dict) -> str:
     return reason if reason.startswith(path) else f"{path}: {reason}"
 
 
+MANIFEST_KEYS = ("format_version", "kind", "fingerprint", "shards", "class_names")
+"""Keys every manifest `prepare` writes holds (`read_manifest` checks them)."""
+
+
 def read_manifest(cache_dir: str | os.PathLike) -> dict:
-    """The manifest of a prepared cache (raises FileNotFoundError when it is not complete)."""
+    """The manifest of a prepared cache. Raises FileNotFoundError when it is not complete,
+    DatasetFormatError naming the file when it is not a manifest (cut short, edited)."""
     path = Path(cache_dir) / MANIFEST
     if not path.is_file():
         raise FileNotFoundError(f"{cache_dir}: no {MANIFEST}; run `prepare` first")
-    return json.loads(path.read_text())
+    manifest = read_json(path)
+    held = manifest if isinstance(manifest, dict) else {}
+    lacking = [key for key in MANIFEST_KEYS if key not in held]
+    if lacking:
+        raise DatasetFormatError(
+            f"{path}: not a manifest of `prepare` (no {', '.join(lacking)}); prepare the cache "
+            "again"
+        )
+    return manifest
 
 
 def shard_paths(cache_dir: str | os.PathLike, manifest: dict | None = None) -> list[str]:
     """The shard files of a cache, in split order."""
     manifest = manifest or read_manifest(cache_dir)
     return [str(Path(cache_dir) / shard["file"]) for shard in manifest["shards"]]
+
+
+def damaged_shard(cache_dir: str | os.PathLike) -> tuple[str, str] | None:
+    """The first shard of a cache whose records do not read back (a partial copy, a bad disk:
+    TensorFlow checks each record's checksum), with TensorFlow's reason; None where all read.
+    Reads every shard once, so it is called where a read has already failed."""
+    for path in shard_paths(cache_dir):
+        try:
+            tf.data.TFRecordDataset(path).reduce(0, lambda count, _: count + 1)
+        except tf.errors.OpError as error:
+            reason = error.message.strip().splitlines()[-1]
+            return path, re.sub(r"\{\{.*?\}\}|\[Op:.*$", "", reason).strip()
+    return None
 
 
 def _context_spec(num_attributes: int, num_actions: int = 0) -> dict:

@@ -17,20 +17,24 @@ number of frames (no blank or frozen padding frames).
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import os
 import threading
+from collections.abc import Iterator
 
 import numpy as np
 
 from keras_privacy.data import augment
 from keras_privacy.data.cache import (
     DECODE_ERRORS,
+    damaged_shard,
     parse_image_record,
     parse_video_record,
     read_manifest,
 )
 from keras_privacy.data.cache import shard_paths as cache_shards
+from keras_privacy.data.errors import DatasetFormatError
 from keras_privacy.data.examples import Split
 from keras_privacy.data.images import read_image
 from keras_privacy.data.tensorflow_runtime import tf
@@ -158,6 +162,13 @@ class _Cache:
         if self.manifest["kind"] != kind:
             raise ValueError(f"{directory}: a {self.manifest['kind']} cache, not a {kind} cache")
         self.files = cache_shards(directory, self.manifest)
+        missing = [path for path in self.files if not os.path.isfile(path)]
+        if missing:
+            raise FileNotFoundError(
+                f"{directory}: {len(missing)} of the manifest's {len(self.files)} shards are not "
+                f"there (e.g. {os.path.basename(missing[0])}): copy them, or run `python -m "
+                "keras_privacy.data prepare` as before, which writes the missing shards again"
+            )
         self.kind = kind
         self.num_attributes = len(self.manifest["attribute_names"])
         self.num_actions = self.manifest.get("num_actions", 0)
@@ -293,6 +304,29 @@ _read_video = _Skipping(DecodedVideos(capacity_bytes=1 << 30), rank=4)
 _read_image = _Skipping(lambda path: read_image(path.decode()), rank=3)
 """The decoders of the pipelines over files: videos in a shared cache of decoded frames,
 images by the library `prepare` decodes with."""
+
+
+@contextlib.contextmanager
+def damaged_shards_named(*sources: Source) -> Iterator[None]:
+    """Name the damaged shard where reading `sources` fails mid-epoch: TensorFlow's
+    DataLossError names no file (and a deleted shard raises its NotFoundError), so the caches
+    among `sources` are read once more to find the shard (`cache.damaged_shard`), and a
+    DatasetFormatError names it and how to mend it."""
+    try:
+        yield
+    except (tf.errors.DataLossError, tf.errors.NotFoundError) as error:
+        for source in sources:
+            if isinstance(source, Split):
+                continue
+            found = damaged_shard(source)
+            if found is not None:
+                shard, reason = found
+                raise DatasetFormatError(
+                    f"{shard}: the cache's shard does not read back ({reason}); remove it and "
+                    "its .json beside it, then run `python -m keras_privacy.data prepare` as "
+                    "before: it writes that shard again and keeps the others"
+                ) from error
+        raise
 
 
 def count_examples(source: Source) -> int:

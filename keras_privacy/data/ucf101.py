@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
+import re
+from pathlib import Path, PurePosixPath
 
 from keras_privacy.data.annotations import ListedOnce, read_lines, resolve
 from keras_privacy.data.errors import DatasetFormatError
@@ -27,6 +28,8 @@ def read_class_index(path: str | os.PathLike) -> list[str]:
                 f"{names.index(parts[1]) + 1})"
             )
         names.append(parts[1])
+    if not names:
+        raise DatasetFormatError(f"{path}: lists no class (an empty class index)")
     return names
 
 
@@ -51,8 +54,16 @@ def read_ucf101(
     for subset in ("train", "test"):
         list_path = annotations_dir / f"{subset}list0{split}.txt"
         examples, missing = [], []
-        for number, line in read_lines(list_path):
+        lines = read_lines(list_path)
+        if not lines:
+            raise DatasetFormatError(f"{list_path}: lists no video (an empty split list)")
+        for number, line in lines:
             relative, *rest = line.split()
+            if not re.fullmatch(r"\.[A-Za-z0-9]+", PurePosixPath(relative).suffix):
+                raise DatasetFormatError(
+                    f"{list_path}:{number}: expected 'Class/video.avi [LABEL]', fields separated "
+                    f"by a space, got {line!r}"
+                )
             folder = relative.split("/")[0]
             if "/" not in relative or folder.lower() not in by_lower_name:
                 raise DatasetFormatError(

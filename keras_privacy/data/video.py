@@ -69,12 +69,21 @@ def iter_video_frames(path: str | os.PathLike) -> Iterator[np.ndarray]:
     """Yield the frames of `path` one at a time as RGB uint8 (H, W, 3) arrays.
 
     Streams long videos without holding them in memory. A file that yields no frame at all
-    raises `VideoDecodeError` (after the last frame), like a missing or corrupt one.
+    raises `VideoDecodeError` (after the last frame), like a missing or corrupt one, and so
+    does a frame of another size than the first (pieces of two streams joined): a clip holds
+    frames of one size.
     """
-    count = 0
+    count, size = 0, None
     for frame in _decoded_frames(path):
         count += 1
-        yield frame.to_ndarray(format="rgb24")
+        rgb = frame.to_ndarray(format="rgb24")
+        size = size or rgb.shape[:2]
+        if rgb.shape[:2] != size:
+            raise VideoDecodeError(
+                f"{path}: frame {count} is {rgb.shape[1]}x{rgb.shape[0]}, the earlier frames "
+                f"{size[1]}x{size[0]} (the frame size changes within the video)"
+            )
+        yield rgb
     if count == 0:
         raise VideoDecodeError(f"{path}: contains no decodable frame (empty video)")
 
