@@ -169,13 +169,19 @@ def anonymize_folder(
 
 def summary_line(output: str | os.PathLike, stats: StreamStats) -> str:
     """One anonymized video's last line: frames written, dropped and scaled to the first
-    frame's size, audio packets, speed."""
+    frame's size, audio packets, speed, and whether Ctrl-C stopped it."""
     scaled = f", {stats.frames_scaled} scaled to the first's size" if stats.frames_scaled else ""
+    stopped = ""
+    if stats.interrupted:
+        stopped = (
+            " (interrupted: output closed)"
+            if stats.frames_written
+            else " (interrupted: nothing written)"
+        )
     return (
         f"{output}: {stats.frames_written} frames anonymized, {stats.frames_dropped} dropped"
         f"{scaled}, {stats.audio_packets} audio packets copied; "
-        f"{stats.frames_per_second:.1f} frames/s"
-        + (" (interrupted: output closed)" if stats.interrupted else "")
+        f"{stats.frames_per_second:.1f} frames/s{stopped}"
     )
 
 
@@ -253,6 +259,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--input_option must be KEY=VALUE")
     if (args.method == "learned") != (args.anonymizer is not None):
         parser.error("give --anonymizer with --method=learned (the default), and only then")
+    model_options = {"--scale": args.scale != 1.0, "--device": args.device is not None}
+    model_options["--runtime"] = args.runtime != "keras"
+    if args.method != "learned" and any(model_options.values()):
+        given = ", ".join(option for option, set_ in model_options.items() if set_)
+        parser.error(
+            f"{given}: options of the learned anonymizer's model, not of --method={args.method}"
+        )
     return run_command(lambda: _anonymize(args), args.verbose)
 
 

@@ -43,7 +43,7 @@ import keras
 
 from keras_privacy import backend
 from keras_privacy.checkpoint import non_finite_variables
-from keras_privacy.cli import run_command
+from keras_privacy.cli import refuse_a_file, run_command
 from keras_privacy.types import Tensor
 
 PLATFORMS = ("cpu", "cuda")
@@ -334,6 +334,7 @@ def _platforms(text: str) -> tuple[str, ...]:
 
 def _export(args: argparse.Namespace) -> int:
     """The CLI's work once its arguments are parsed."""
+    refuse_a_file(args.out)
     model = load_keras_anonymizer(args.anonymizer)
     factor = anonymizer_factor(model)
     out_dir = export_anonymizer(model, args.out, platforms=args.platforms)

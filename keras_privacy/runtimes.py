@@ -47,11 +47,17 @@ def _device_kind(device: str | None) -> str | None:
     """``cpu`` or ``gpu`` from a device name (``cpu``, ``gpu``, ``gpu:1``, ``cuda``)."""
     if device is None:
         return None
-    kind = device.split(":")[0].lower()
+    kind, _, index = device.lower().partition(":")
     kind = "gpu" if kind == "cuda" else kind
-    if kind not in ONNX_PROVIDERS:
+    if kind not in ONNX_PROVIDERS or not (index == "" or index.isdigit()):
         raise SettingError(f"<device> {device}: expected cpu, gpu or gpu:N")
     return kind
+
+
+def _device_index(device: str | None) -> int | None:
+    """N of a device name ``kind:N`` (`_device_kind` has checked it), else None."""
+    _, _, index = (device or "").partition(":")
+    return int(index) if index else None
 
 
 def keras_frames(model: keras.Model, factor: int, device: str | None = None) -> FrameFunction:
@@ -68,6 +74,12 @@ def keras_frames(model: keras.Model, factor: int, device: str | None = None) -> 
             available = []
         if not available:
             raise SettingError(f"<device> {device}: the {keras.backend.backend()} backend has none")
+        index = _device_index(device)
+        if index is not None and index >= len(available):
+            raise SettingError(
+                f"<device> {device}: the {keras.backend.backend()} backend has "
+                f"{len(available)} {kind} device(s), {kind}:0 to {kind}:{len(available) - 1}"
+            )
 
     def anonymize(frames: np.ndarray) -> np.ndarray:
         height, width = frames.shape[1:3]
@@ -109,7 +121,11 @@ def onnx_frames(path: str | os.PathLike, device: str | None = None) -> FrameFunc
     if kind is None:
         providers = [ONNX_PROVIDERS[k] for k in ("gpu", "cpu") if ONNX_PROVIDERS[k] in available]
     elif ONNX_PROVIDERS[kind] in available:
-        providers = [ONNX_PROVIDERS[kind]]
+        index = _device_index(device) or 0
+        if kind == "cpu" and index:
+            raise SettingError(f"<device> {device}: ONNX Runtime's CPU provider is cpu:0 alone")
+        options = {"device_id": index} if kind == "gpu" else {}
+        providers = [(ONNX_PROVIDERS[kind], options)]
     else:
         raise SettingError(f"<device> {device}: ONNX Runtime has only {', '.join(available)}")
     factor = onnx_factor(path)

@@ -316,7 +316,7 @@ class _Writer:
     def close(self) -> None:
         """Flush the encoder and close the container (its trailer makes the file playable)."""
         if self.container is None:
-            raise ValueError(f"{self.output}: no frames to write")
+            raise ValueError(f"{self.name}: no frames to write")
         try:
             while self.held:
                 self._encode(self.held.popleft(), heapq.heappop(self.stamps))
@@ -426,9 +426,10 @@ def transcode(
         stop.set()
         reader.join(timeout=5)
         stats.frames_dropped = queue.dropped
-        writer.close()
-        if atomic:
-            os.replace(written, target)
+        if not (stats.interrupted and stats.frames_written == 0):  # else nothing to keep
+            writer.close()
+            if atomic:
+                os.replace(written, target)
     finally:
         stop.set()
         writer.release()

@@ -222,3 +222,15 @@ def test_an_output_the_container_or_address_cannot_take_is_named(
     assert f"{url}: cannot be written (" in err and "--output_format, e.g. mpegts" in err
     assert main([str(clip), url, "--output_format", "mpegts", "--anonymizer", str(model_path)]) == 0
     assert f"{url}: 4 frames anonymized" in capsys.readouterr().err
+
+
+def test_the_model_options_are_refused_with_a_face_method(capsys):
+    """`--scale`, `--device` and `--runtime` run the learned anonymizer's model: the face
+    methods would ignore them (detection at full size where half was asked)."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["in.mp4", "out.mp4", "--method", "face_blur", "--scale", "0.5", "--device", "cpu"])
+    assert exit_info.value.code == 2
+    assert (
+        "--scale, --device: options of the learned anonymizer's model, not of --method=face_blur"
+        in capsys.readouterr().err
+    )

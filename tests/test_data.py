@@ -723,7 +723,9 @@ def test_attach_privacy_labels():
     assert len(split) == 2  # the input split is left unchanged
     with pytest.raises(ValueError, match="v.avi"):
         attach_privacy_labels(split, {"v.avi": (1, 0)})
-    with pytest.raises(ValueError, match="two different labels for video 'v_c'"):
+    with pytest.raises(
+        ValueError, match="of 'v_C.avi' and 'v_c.mp4' differ, and both are video 'v_c'"
+    ):
         attach_privacy_labels(split, {"v_C.avi": (1, 0, 0, 0, 0), "v_c.mp4": (0, 0, 0, 0, 0)})
 
 

@@ -179,6 +179,9 @@ def test_platforms_are_checked_and_one_platform_serves_on_the_cpu(exported, tmp_
         capsys.readouterr().err
     )
     assert not (tmp_path / "out").exists()
+    (tmp_path / "a_file").touch()
+    assert main(["--anonymizer", str(keras_file), "--out", str(tmp_path / "a_file")]) == 1
+    assert "a_file: --out names a file" in capsys.readouterr().err
     assert main([*args, "--platforms", "cpu"]) == 0
     frames = _frames(seed=5)["float_16x24"]
     loaded = tf.saved_model.load(str(tmp_path / "out"))  # held: its variables live in it

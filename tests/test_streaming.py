@@ -247,6 +247,13 @@ def test_ctrl_c_closes_a_playable_output(tmp_path):
     assert len(_frame_times(out)) == 4
     assert sorted(os.listdir(tmp_path)) == ["in.mp4", "out.mp4"]
 
+    def interrupted_at_once(frames):  # Ctrl-C during the model's first, slow call
+        raise KeyboardInterrupt
+
+    stats = transcode(interrupted_at_once, source, tmp_path / "none.mp4", batch_size=2)
+    assert stats.interrupted and stats.frames_written == 0
+    assert sorted(os.listdir(tmp_path)) == ["in.mp4", "out.mp4"]  # nothing written, no error
+
 
 def test_scale_runs_the_model_smaller_and_restores_the_size():
     seen = []
@@ -275,6 +282,8 @@ def test_cli_scale_device_and_bad_device(model_path, tmp_path, capsys):
     assert len(_frame_times(out)) == 6 and _frames(out).shape[1:3] == (HEIGHT, WIDTH)
     assert main(base + ["--device", "tpu"]) == 1
     assert "--device tpu" in capsys.readouterr().err
+    assert main(base + ["--device", "cpu:3"]) == 1  # one CPU device here
+    assert "--device cpu:3: the " in capsys.readouterr().err
     if not any(device.startswith("gpu") for device in keras.distribution.list_devices()):
         assert main(base + ["--device", "gpu"]) == 1
         backend = keras.backend.backend()
@@ -287,7 +296,9 @@ def test_onnx_runtime_matches_keras_and_runs_the_cli(model_path, tmp_path, capsy
     model = load_keras_anonymizer(model_path)
     onnx_path = export_onnx(model, tmp_path / "anonymizer.onnx")
     frames = np.random.default_rng(1).integers(0, 256, (3, 38, 50, 3), dtype=np.uint8)
-    from_onnx = onnx_frames(onnx_path, device="cpu")(frames).astype(int)
+    from_onnx = onnx_frames(onnx_path, device="cpu:0")(frames).astype(int)
+    with pytest.raises(ValueError, match="device cpu:1: ONNX Runtime's CPU provider is cpu:0"):
+        onnx_frames(onnx_path, device="cpu:1")
     from_keras = keras_frames(model, factor=4)(frames).astype(int)
     assert np.abs(from_onnx - from_keras).max() <= 1  # rounding of outputs within 1e-4
     source = tmp_path / "in.mp4"

@@ -203,6 +203,7 @@ def attach_privacy_labels(
     `attribute_names` names the label positions: pass the names given to `read_vp_labels`.
     """
     by_name: dict[str, tuple[int, ...]] = {}
+    first_key: dict[str, str] = {}
     for video, values in labels.items():
         if len(values) != len(attribute_names):
             raise ValueError(
@@ -211,8 +212,12 @@ def attach_privacy_labels(
             )
         key = PurePath(video.replace("\\", "/")).stem.lower()
         if key in by_name and by_name[key] != tuple(values):
-            raise ValueError(f"two different labels for video {key!r}")
+            raise ValueError(
+                f"the labels of {first_key[key]!r} and {video!r} differ, and both are video "
+                f"{key!r} (videos are matched by file name, without extension or case)"
+            )
         by_name[key] = tuple(values)
+        first_key.setdefault(key, video)
     examples, missing = [], list(split.missing)
     for example in split.examples:
         values = by_name.get(PurePath(example.path).stem.lower())

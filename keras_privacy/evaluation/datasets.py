@@ -256,7 +256,10 @@ def _vp_frames(
     """The frames of the videos of `split` (`name`: "train" or "test"), written under
     `frames_dir/<name>`, each with its video's `labels` over `names`."""
     evaluation = config.evaluation_datasets()
-    labelled = vp_labels.attach_privacy_labels(split, labels, names)
+    try:
+        labelled = vp_labels.attach_privacy_labels(split, labels, names)
+    except ValueError as error:
+        raise ValueError(f"{evaluation.privacy_annotations}: {error}") from error
     if labelled.missing:
         logging.warning(
             "%s %s split: %d of its %d listed videos have no VP labels or are not on disk, e.g. %s",
