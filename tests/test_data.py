@@ -475,6 +475,11 @@ def test_vispr_malformed_json_named(fixtures_dir, tmp_path):
     folder = _vispr_annotations(fixtures_dir, tmp_path, {"val": {"2017_9": '{"labels": ['}})
     with pytest.raises(DatasetFormatError, match="2017_9.json"):
         read_vispr(folder)
+    empty_path = '{"image_path": "", "labels": []}'  # it would name the images' folder
+    (tmp_path / "b").mkdir()
+    folder = _vispr_annotations(fixtures_dir, tmp_path / "b", {"val": {"2017_9": empty_path}})
+    with pytest.raises(DatasetFormatError, match="2017_9.json: .*a non-empty 'image_path'"):
+        read_vispr(folder)
 
 
 def test_vispr_json_that_is_not_utf8_named(fixtures_dir, tmp_path):

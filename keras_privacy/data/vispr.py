@@ -163,12 +163,13 @@ def _read_image_annotation(path: str, known: set[str]) -> tuple[str, set[str]]:
     if (
         not isinstance(record, dict)
         or not isinstance(record.get("image_path"), str)
+        or not record["image_path"].strip()
         or not isinstance(record.get("labels"), list)
         or not all(isinstance(label, str) for label in record["labels"])
     ):
         raise DatasetFormatError(
-            f"{path}: expected an object with an 'image_path' string and a 'labels' list of "
-            "attribute ids"
+            f"{path}: expected an object with a non-empty 'image_path' string and a 'labels' "
+            "list of attribute ids"
         )
     unknown = [label for label in record["labels"] if label not in known]
     if unknown:
