@@ -12,13 +12,18 @@ from pathlib import Path
 from keras_privacy.data.errors import DatasetFormatError
 
 
-def read_lines(path: str | os.PathLike) -> list[tuple[int, str]]:
-    """Non-empty lines of a text file as (line number, text), CRLF and trailing blanks removed."""
+def read_lines(path: str | os.PathLike, listing: str | None = None) -> list[tuple[int, str]]:
+    """Non-empty lines of a text file as (line number, text), CRLF and trailing blanks removed.
+    With `listing` (what each line lists: "video", "class"), a file without one is refused by
+    name: an empty split list would silently give a class or a subset no example."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: annotation file not found")
     text = read_text(path)
-    return [(i, line.strip()) for i, line in enumerate(text.splitlines(), 1) if line.strip()]
+    lines = [(i, line.strip()) for i, line in enumerate(text.splitlines(), 1) if line.strip()]
+    if listing is not None and not lines:
+        raise DatasetFormatError(f"{path}: lists no {listing} (an empty file)")
+    return lines
 
 
 def read_text(path: str | os.PathLike) -> str:

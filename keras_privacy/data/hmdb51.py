@@ -35,10 +35,7 @@ def read_hmdb51(
     listed = ListedOnce()
     for label, name in enumerate(class_names):
         path = files[name]
-        lines = read_lines(path)
-        if not lines:
-            raise DatasetFormatError(f"{path}: lists no video (an empty split file)")
-        for number, line in lines:
+        for number, line in read_lines(path, listing="video"):
             fields = line.split()
             if len(fields) != 2 or fields[1] not in ("0", "1", "2"):
                 raise DatasetFormatError(

@@ -14,7 +14,7 @@ from keras_privacy.data.examples import Example, Split
 def read_class_index(path: str | os.PathLike) -> list[str]:
     """Class names of `classInd.txt` (`1 ApplyEyeMakeup` ...), so that index 0 is class 1."""
     names = []
-    for number, line in read_lines(path):
+    for number, line in read_lines(path, listing="class"):
         parts = line.split()
         if len(parts) != 2 or not (parts[0].isascii() and parts[0].isdigit()):
             raise DatasetFormatError(f"{path}:{number}: expected 'INDEX ClassName', got {line!r}")
@@ -28,8 +28,6 @@ def read_class_index(path: str | os.PathLike) -> list[str]:
                 f"{names.index(parts[1]) + 1})"
             )
         names.append(parts[1])
-    if not names:
-        raise DatasetFormatError(f"{path}: lists no class (an empty class index)")
     return names
 
 
@@ -54,10 +52,7 @@ def read_ucf101(
     for subset in ("train", "test"):
         list_path = annotations_dir / f"{subset}list0{split}.txt"
         examples, missing = [], []
-        lines = read_lines(list_path)
-        if not lines:
-            raise DatasetFormatError(f"{list_path}: lists no video (an empty split list)")
-        for number, line in lines:
+        for number, line in read_lines(list_path, listing="video"):
             relative, *rest = line.split()
             if not re.fullmatch(r"\.[A-Za-z0-9]+", PurePosixPath(relative).suffix):
                 raise DatasetFormatError(
