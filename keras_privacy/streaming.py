@@ -403,19 +403,19 @@ def transcode(
                     stats.audio_packets += 1
                     continue
                 stats.frames_read += 1
-                if frame_size is None:
-                    frame_size = (payload.width, payload.height)
-                elif (payload.width, payload.height) != frame_size and not stats.frames_scaled:
-                    logging.warning(
-                        "%s: frame %d is %dx%d, the first %dx%d: frames of another size are "
-                        "scaled to the first's",
-                        source_name,
-                        stats.frames_read,
-                        payload.width,
-                        payload.height,
-                        *frame_size,
-                    )
-                stats.frames_scaled += (payload.width, payload.height) != frame_size
+                size = (payload.width, payload.height)
+                frame_size = frame_size or size
+                if size != frame_size:
+                    if not stats.frames_scaled:
+                        logging.warning(
+                            "%s: frame %d is %dx%d, the first %dx%d: frames of another size "
+                            "are scaled to the first's",
+                            source_name,
+                            stats.frames_read,
+                            *size,
+                            *frame_size,
+                        )
+                    stats.frames_scaled += 1
                 batch.append(payload)
                 if len(batch) == batch_size or (policy == DROP and not queue.frames_waiting):
                     flush()

@@ -67,11 +67,11 @@ def check_frames(
         if paired:
             shape = (shape[0], *shape[2:])
         sizes[key] = shape[-3:-1]
-        views = [(4, shape[-3:], "frames")]
+        as_taken = [(4, shape[-3:], "frames")]  # by image models, (rank, shape, what)
         if key in CLIP_KEYS:
-            views.append((5, shape[1:], "clips"))
+            as_taken.append((5, shape[1:], "clips"))  # by video models
         for group, model in models.items():
-            for rank, taken, what in views:
+            for rank, taken, what in as_taken:
                 built = _input_shape(model, rank)
                 if built is not None and any(
                     a is not None and b is not None and a != b
