@@ -627,7 +627,7 @@ def train_exported(folder: Path, perturbation_seed: int | None = None) -> dict[s
     arrays; with a seed, from starting weights perturbed by `PERTURBATION`."""
     import keras
 
-    from keras_privacy.data.arrays import frames_as_floats
+    from keras_privacy.data.frames import frames_as_floats
     from keras_privacy.methods.batches import BatchList
     from keras_privacy.methods.spact import SPAct
     from keras_privacy.models import registry  # noqa: F401 (registers the models' layers)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import cv2
 import numpy as np
 
+from keras_privacy.data.frames import frames_as_uint8
 from keras_privacy.export import ONNX_FACTOR_KEY
 from keras_privacy.spelling import SettingError
 from keras_privacy.streaming import FrameFunction
@@ -39,8 +40,7 @@ def _pad(frames: np.ndarray, factor: int) -> np.ndarray:
 
 def _to_uint8(outputs: np.ndarray, height: int, width: int) -> np.ndarray:
     """Model outputs in [0, 1], cropped to (height, width), as uint8."""
-    outputs = np.asarray(outputs)[:, :height, :width]
-    return np.round(np.clip(outputs, 0.0, 1.0) * 255.0).astype(np.uint8)
+    return frames_as_uint8(np.asarray(outputs)[:, :height, :width])
 
 
 def _device_kind(device: str | None) -> str | None:

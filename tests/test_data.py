@@ -375,11 +375,15 @@ def test_vispr2_subset(fixtures_dir, attributes):
     assert len(splits["val"].attribute_names) == 7
 
 
-def test_vispr_unknown_attribute_named(fixtures_dir):
-    with pytest.raises(ValueError, match="a99_not_an_attribute"):
+def test_vispr_unknown_or_repeated_attribute_named(fixtures_dir):
+    tsv = fixtures_dir / "vispr" / "attributes.tsv"
+    with pytest.raises(ValueError) as raised:
         read_vispr(fixtures_dir / "vispr", attributes=["a4_gender", "a99_not_an_attribute"])
+    assert str(raised.value) == f"unknown VISPR attribute(s) a99_not_an_attribute: not in {tsv}"
     with pytest.raises(ValueError, match="a65_rel_soci"):
         read_vispr(fixtures_dir / "vispr", attributes="a4_gender,a65_rel_soci")
+    with pytest.raises(ValueError, match="choose distinct VISPR attributes"):
+        read_vispr(fixtures_dir / "vispr", attributes="a4_gender,a4_gender")
 
 
 def _vispr_annotations(fixtures_dir, tmp_path, records):

@@ -168,17 +168,6 @@ def test_an_exported_minimax_trains_from_arrays_without_tensorflow(benchmark, tm
     assert again["noise_bands"]["privacy_loss"] > 0
 
 
-def test_exported_frames_round_trip_to_within_half_a_level():
-    from keras_privacy.data.arrays import frames_as_floats, frames_as_uint8
-
-    frames = np.random.default_rng(0).uniform(size=(3, 5, 5, 3)).astype("float32")
-    back = frames_as_floats(frames_as_uint8(frames))
-    assert back.dtype == np.float32
-    np.testing.assert_allclose(back, frames, atol=0.5 / 255 + 1e-7)
-    labels = np.arange(4, dtype="int32")
-    assert frames_as_floats(frames_as_uint8(labels)) is labels
-
-
 def test_array_export_refuses_what_it_cannot_hold(tmp_path, capsys):
     from keras_privacy.data.__main__ import main
 

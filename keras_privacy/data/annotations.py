@@ -102,16 +102,23 @@ def resolve(root: str | os.PathLike | None, relative: str) -> tuple[str, bool]:
     return str(path), False
 
 
-def named_subset(attributes: str, known: Sequence[str], dataset: str) -> list[str]:
-    """The attributes of `known` that the comma-separated `attributes` names, in the order
-    given. Raises ValueError naming an unknown or repeated one (`dataset` names the set)."""
-    chosen = [name.strip() for name in attributes.split(",") if name.strip()]
+def named_subset(
+    attributes: str | Sequence[str],
+    known: Sequence[str],
+    dataset: str,
+    source: str | None = None,
+) -> list[str]:
+    """The attributes of `known` that `attributes` names (a list, or comma-separated), in the
+    order given. Raises ValueError naming an unknown or repeated one: `dataset` names the set,
+    and `source` the file that lists `known` (without it, the message lists `known`)."""
+    if isinstance(attributes, str):
+        chosen = [name.strip() for name in attributes.split(",") if name.strip()]
+    else:
+        chosen = list(attributes)
     unknown = [name for name in chosen if name not in known]
     if unknown:
-        raise ValueError(
-            f"unknown {dataset} attribute(s) {', '.join(unknown)}: choose all, or among "
-            f"{', '.join(known)}"
-        )
+        choices = f"not in {source}" if source else f"choose all, or among {', '.join(known)}"
+        raise ValueError(f"unknown {dataset} attribute(s) {', '.join(unknown)}: {choices}")
     if not chosen or len(set(chosen)) != len(chosen):
         raise ValueError(f"choose distinct {dataset} attributes, got {attributes!r}")
     return chosen

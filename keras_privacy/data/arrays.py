@@ -6,13 +6,12 @@
 The folder gets what one SPAct (or penalty) minimax needs and nothing that needs TensorFlow to
 read: `batches.npz` (the pipeline's paired batches of `epochs` epochs, each array
 (epochs, steps, batch, 2, ...), as training would draw them, the frames rounded to uint8 so that
-two epochs travel within a device machine's 64 MiB; `frames_as_floats` reads them back), the
-three models at the
-start (`anonymizer.keras`, `action_model.keras`, `privacy_encoder.keras`: freshly built from the
-config's seed, or the trained models of a finished run with `models_from`), and
-`minimax.json` (the trainer's settings and learning rates). `benchmarks/gpu.py
---learning_check DIR` trains it with JAX, on a CPU to record the reference losses and on a
-GPU to compare with them.
+two epochs travel within a device machine's 64 MiB; `data.frames.frames_as_floats` reads them
+back), the three models at the start (`anonymizer.keras`, `action_model.keras`,
+`privacy_encoder.keras`: freshly built from the config's seed, or the trained models of a
+finished run with `models_from`), and `minimax.json` (the trainer's settings and learning
+rates). `benchmarks/gpu.py --learning_check DIR` trains it with JAX, on a CPU to record the
+reference losses and on a GPU to compare with them.
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING
 import keras
 import numpy as np
 
+from keras_privacy.data.frames import frames_as_uint8
 from keras_privacy.spelling import SettingError
 
 if TYPE_CHECKING:
@@ -31,18 +31,6 @@ if TYPE_CHECKING:
 
 EXPORTED_MODELS = ("anonymizer", "action", "privacy")
 """The models of the export, saved under the names `training.MODEL_FILES` gives them."""
-
-
-def frames_as_uint8(array: np.ndarray) -> np.ndarray:
-    """Frames in [0, 1] as uint8 (rounded to 1/255, a video's own precision); others unchanged."""
-    if array.dtype.kind != "f":
-        return array
-    return np.round(np.clip(array, 0.0, 1.0) * 255.0).astype(np.uint8)
-
-
-def frames_as_floats(array: np.ndarray) -> np.ndarray:
-    """The inverse of `frames_as_uint8`: uint8 frames as float32 in [0, 1]."""
-    return array.astype(np.float32) / 255.0 if array.dtype == np.uint8 else array
 
 
 def export_minimax_arrays(

