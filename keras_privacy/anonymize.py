@@ -51,7 +51,7 @@ from tqdm import tqdm
 
 from keras_privacy.cli import positive_int, refuse_a_file, run_command
 from keras_privacy.data.errors import VideoDecodeError
-from keras_privacy.data.video import probe_video
+from keras_privacy.data.video import QUANTISER_CODECS, probe_video
 from keras_privacy.evaluation.faces import DEFACE_THRESHOLD, FILLS, FaceAnonymizer
 from keras_privacy.export import anonymizer_factor, load_keras_anonymizer
 from keras_privacy.runtimes import RUNTIMES, keras_frames, onnx_frames, scaled
@@ -214,7 +214,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--batch_size", type=positive_int, default=8, help="frames per model call")
     parser.add_argument("--codec", default="mpeg4", help="FFmpeg encoder, e.g. mpeg4, libx264")
     parser.add_argument(
-        "--quality", type=int, default=2, help="mpeg4 qscale (1 = best); CRF = 5 x this for x264"
+        "--quality",
+        type=int,
+        default=2,
+        help="qscale of mpeg4, mjpeg, mpeg2video (1 = best); CRF = 5 x this for x264",
     )
     parser.add_argument(
         "--runtime", choices=RUNTIMES, default="keras", help="keras (.keras) or onnx (.onnx file)"
@@ -251,9 +254,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     codec_error = _codec_error(args.codec)
     if codec_error:
         parser.error(codec_error)
-    if args.quality < 1 or (args.codec == "mpeg4" and args.quality > 31):
+    if args.quality < 1 or (args.codec in QUANTISER_CODECS and args.quality > 31):
         parser.error(
-            f"--quality must be in 1-31 for mpeg4, at least 1 otherwise; got {args.quality}"
+            f"--quality must be in 1-31 for {', '.join(QUANTISER_CODECS)}, at least 1 "
+            f"otherwise; got {args.quality}"
         )
     if any("=" not in option for option in args.input_option):
         parser.error("--input_option must be KEY=VALUE")

@@ -61,6 +61,9 @@ from keras_privacy.data.video import add_video_stream, open_container
 WAIT, DROP = "wait", "drop"
 POLICIES = (WAIT, DROP)
 MAX_MPEG4_TIME_BASE_DENOMINATOR = 65535  # MPEG-4 Part 2 cannot express finer time bases
+STANDARD_RATE_TOLERANCE = 0.001
+"""How far (relative) a source's frame rate may be from the nearest of an MPEG-2 encoder's
+standard rates, whose ticks then stamp the frames (29.97 is 30000/1001 within it)."""
 REORDER_DEPTH = 4
 """Frames the writer holds so that their timestamps can be put in order: an AVI with B-frames
 gives its frames in display order but their timestamps in decoding order (1, 2, 4, 3, ...)."""
@@ -253,10 +256,7 @@ class _Writer:
                 f"{self.name}: cannot hold video {self.codec} ({error}); choose another codec "
                 "(--codec) or container (.mkv takes any)"
             ) from error
-        time_base = frame.time_base or 1 / self.rate
-        if time_base.denominator > MAX_MPEG4_TIME_BASE_DENOMINATOR:
-            time_base = Fraction(1, 1000)
-        self.video.codec_context.time_base = time_base
+        self.video.codec_context.time_base = self._time_base(frame)
         if frame.rotation:
             self.video.set_display_rotation(frame.rotation)
         if self.audio_template is not None:
@@ -278,6 +278,31 @@ class _Writer:
         for packet in self.pending_audio:
             self.write_audio(packet)
         self.pending_audio = []
+
+    def _time_base(self, frame: av.VideoFrame) -> Fraction:
+        """The source's time base, so that every frame keeps its timestamp; a millisecond where
+        MPEG-4 Part 2 cannot express it. One frame at the source's rate where the output has a
+        constant rate: a container without variable rates (AVI, MPEG-PS: as FFmpeg's own
+        command line does, else AVI counts every tick of a 1/15360 time base as a frame), or a
+        codec of standard rates only (MPEG-2), which must hold the source's."""
+        standard_rates = av.codec.Codec(self.codec, "w").frame_rates
+        if standard_rates:
+            nearest = min(standard_rates, key=lambda rate: abs(rate - self.rate))
+            if abs(nearest / self.rate - 1) > STANDARD_RATE_TOLERANCE:
+                self.release()
+                raise ValueError(
+                    f"{self.name}: {self.codec} takes standard frame rates only, the nearest "
+                    f"{float(nearest):g} to the source's {float(self.rate):g}; choose another "
+                    "codec (--codec)"
+                )
+            return 1 / Fraction(nearest)
+        flags = av.format.Flags(self.container.format.flags)
+        if not flags & (av.format.Flags.variable_fps | av.format.Flags.no_timestamps):
+            return 1 / self.rate
+        time_base = frame.time_base or 1 / self.rate
+        if time_base.denominator > MAX_MPEG4_TIME_BASE_DENOMINATOR:
+            time_base = Fraction(1, 1000)
+        return time_base
 
     def write_frame(self, source: av.VideoFrame, pixels: np.ndarray) -> None:
         """Encode `pixels` (H, W, 3 uint8) with `source`'s timestamp. The frames come in display

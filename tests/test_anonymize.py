@@ -191,8 +191,12 @@ def test_the_command_line_hands_its_streaming_options_to_the_video_anonymizer(
         (["--scale", "1.5"], "--scale must be in (0, 1]"),
         (["--codec", "h264x"], "--codec 'h264x': FFmpeg has no such encoder"),
         (["--codec", "aac"], "--codec 'aac' encodes audio, not video"),
-        (["--quality", "0"], "--quality must be in 1-31 for mpeg4, at least 1 otherwise; got 0"),
+        (
+            ["--quality", "0"],
+            "--quality must be in 1-31 for mpeg4, mjpeg, mpeg2video, at least 1 otherwise; got 0",
+        ),
         (["--quality", "32"], "--quality must be in 1-31 for mpeg4"),
+        (["--codec", "mjpeg", "--quality", "32"], "--quality must be in 1-31 for mpeg4, mjpeg"),
         (["--codec", "libx264", "--quality", "0"], "at least 1 otherwise; got 0"),
     ],
 )

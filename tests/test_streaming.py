@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from keras_privacy.anonymize import main
+from keras_privacy.data.video import probe_video, read_video, write_video
 from keras_privacy.export import export_onnx
 from keras_privacy.models.registry import build_anonymizer
 from keras_privacy.runtimes import keras_frames, onnx_frames, scaled
@@ -152,6 +153,36 @@ def test_audio_the_container_cannot_take_is_named(tmp_path):
     with pytest.raises(ValueError, match=message):
         transcode(_invert, source, out, codec="mpeg4")
     assert os.listdir(tmp_path) == ["in.mkv"]  # no partial file left
+
+
+@pytest.mark.parametrize(
+    "codec, name", [("mpeg4", "out.avi"), ("mjpeg", "out.avi"), ("mpeg2video", "out.mpg")]
+)
+def test_constant_rate_outputs_keep_the_frames_and_the_sources_rate(
+    fixtures_dir, tmp_path, codec, name
+):
+    """A 30 frames/s MP4 (time base 1/15360) into outputs of a constant rate: AVI (which used to
+    count every tick as a frame: 600 frames/s), MJPEG (full-range pixels) and MPEG-2 (standard
+    rates only) keep every frame, in order, at the source's rate."""
+    source = fixtures_dir / "videos" / "part_0.mp4"
+    out = tmp_path / name
+    stats = transcode(_invert, source, out, codec=codec)
+    assert stats.frames_written == 32
+    info = probe_video(out)
+    assert (info.num_frames, info.fps, info.height, info.width) == (32, 30.0, 256, 340)
+    expected = 255 - read_video(source).astype(int)
+    assert np.abs(read_video(out).astype(int) - expected).mean() < 4
+
+
+def test_a_rate_the_codec_cannot_take_is_named(tmp_path):
+    """MPEG-2 takes standard rates only: 12.5 frames/s is refused, naming the nearest (12)."""
+    source = tmp_path / "in.avi"
+    write_video(source, np.stack([_pattern(i) for i in range(3)]), fps=12.5)
+    out = tmp_path / "out.mpg"
+    message = f"^{re.escape(str(out))}: mpeg2video takes standard frame rates only, the nearest 12"
+    with pytest.raises(ValueError, match=message):
+        transcode(_invert, source, out, codec="mpeg2video")
+    assert os.listdir(tmp_path) == ["in.avi"]
 
 
 def test_frames_of_another_size_are_scaled_to_the_first_frames(tmp_path, caplog):

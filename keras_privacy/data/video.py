@@ -16,6 +16,9 @@ import numpy as np
 
 from keras_privacy.data.errors import VideoDecodeError
 
+QUANTISER_CODECS = ("mpeg4", "mjpeg", "mpeg2video")
+"""Codecs whose quality is a quantiser scale, 1 (best) to 31, rather than libx264's CRF."""
+
 
 @dataclasses.dataclass(frozen=True)
 class VideoInfo:
@@ -136,16 +139,23 @@ def add_video_stream(
     height: int,
     width: int,
 ) -> av.VideoStream:
-    """A yuv420p video stream of `codec` in `container` for frames of (height, width), both
-    rounded up to even (yuv420p needs even sizes). `quality` is MPEG-4's quantiser scale (1 =
-    best, every frame at exactly that scale); for other codecs (libx264) it is passed as
-    CRF = 5 * quality."""
+    """A 4:2:0 video stream of `codec` in `container` for frames of (height, width), both
+    rounded up to even (4:2:0 needs even sizes): yuv420p, or the full-range yuvj420p of
+    codecs that list it first (mjpeg). `quality` is the quantiser scale of the codecs that
+    have one (`QUANTISER_CODECS`: 1 = best, every frame at exactly that scale); for the
+    others (libx264) it is passed as CRF = 5 * quality."""
     stream = container.add_stream(codec, rate=rate)
     stream.height, stream.width = height + height % 2, width + width % 2
-    stream.pix_fmt = "yuv420p"
-    mpeg4 = {"qmin": str(quality), "qmax": str(quality)}
-    stream.options = mpeg4 if codec == "mpeg4" else {"crf": str(quality * 5)}
+    stream.pix_fmt = _pixel_format(codec)
+    quantiser = {"qmin": str(quality), "qmax": str(quality)}
+    stream.options = quantiser if codec in QUANTISER_CODECS else {"crf": str(quality * 5)}
     return stream
+
+
+def _pixel_format(codec: str) -> str:
+    """The first 4:2:0 format `codec` lists (yuv420p if it lists none)."""
+    listed = [pixel.name for pixel in av.codec.Codec(codec, "w").video_formats or ()]
+    return next((name for name in listed if name in ("yuv420p", "yuvj420p")), "yuv420p")
 
 
 def write_video(
