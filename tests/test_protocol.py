@@ -14,10 +14,19 @@ import pytest
 import tiny_models
 from tiny_models import tiny_config
 
+from keras_privacy.config import SettingError
 from keras_privacy.data import pipelines
 from keras_privacy.data.cache import encode_jpeg, read_manifest, read_video_cache
+from keras_privacy.data.examples import Example, Split
 from keras_privacy.data.video import read_video
-from keras_privacy.evaluation import anonymizations, datasets, metrics, protocol, targets
+from keras_privacy.evaluation import (
+    anonymizations,
+    datasets,
+    detection,
+    metrics,
+    protocol,
+    targets,
+)
 from keras_privacy.evaluation.report import Report
 from keras_privacy.models import registry
 from keras_privacy.models.unet import apply_per_frame
@@ -233,6 +242,16 @@ def test_files_lost_by_the_evaluation_are_named_counted_and_reported(benchmark, 
     clip = protocol._example_frames(config, data, [])["raw"]
     first_good = next(e.path for e in data.action_test.examples if Path(e.path) != tested[1])
     np.testing.assert_array_equal(clip, read_video(first_good, max_frames=len(clip)))
+    # A split left with no example is refused before any training, naming its manifest.
+    for example in data.privacy_test.examples:
+        Path(example.path).unlink()
+    emptied = datasets.cached_data(data, tmp_path / "cache" / "emptied", 32, 16)
+    manifest = tmp_path / "cache" / "emptied" / "privacy_test" / "manifest.json"
+    # (Removed after the lists were read, the files fail to be read as they are cached.)
+    lost = len(data.privacy_test)
+    message = f"privacy_test: no example to evaluate (0 listed files missing, {lost} failed"
+    with pytest.raises(ValueError, match=re.escape(message) + f".*{re.escape(str(manifest))}"):
+        datasets.examples_used(emptied)
 
 
 def decoded_jpeg(jpeg: bytes) -> np.ndarray:
@@ -414,3 +433,112 @@ def test_a_blur_is_cached_at_the_scale_of_each_splits_source(benchmark, tmp_path
         assert f"blurred at {train_scale}," in keys["privacy_train"][1]
         kind, key = keys["privacy_test"]
         assert kind == "image" and f"blurred at {test_scale}," in key
+
+
+def test_a_kept_attacker_of_other_attributes_or_of_damaged_files_is_refused(benchmark, tmp_path):
+    """The raw-trained attacker kept in the report folder predicts the attributes it was
+    trained on: resumed with others, it would be scored against labels it never learned.
+    A damaged record or model is named with what to do, not read as another error."""
+    config = tiny_config(benchmark, tmp_path)
+    out = tmp_path / "evaluation"
+    out.mkdir()
+    path, record = out / "raw_attacker_resnet_tiny.keras", out / "raw_attacker_resnet_tiny.json"
+    settings = {
+        "privacy_dataset": {"name": "synthetic"},
+        "attribute_names": ["s1_warm_actor", "s2_striped_actor"],
+        **targets.privacy_target_settings(config),
+    }
+    record.write_text(json.dumps({"settings": settings}))
+    tiny_models.budget_model(num_attributes=2).save(path)
+
+    def kept_attacker(names):
+        return protocol._raw_attacker(
+            config, None, names, out, "resnet_tiny", {"name": "synthetic", "root": "moved"}
+        )
+
+    model, kept = kept_attacker(["s1_warm_actor", "s2_striped_actor"])
+    assert model.output_shape == (None, 2) and kept == {}
+    with pytest.raises(ValueError, match=r"other settings \(its attribute_names differ\)"):
+        kept_attacker(["s4_outdoor_scene", "s5_object"])
+    path.write_bytes(path.read_bytes()[:100])  # a save cut short
+    with pytest.raises(ValueError, match=f"^{re.escape(str(path))}: not a readable Keras model"):
+        kept_attacker(["s1_warm_actor", "s2_striped_actor"])
+    record.write_text('{"settings": {')
+    with pytest.raises(ValueError, match=f"^{re.escape(str(record))}: not the record of "):
+        kept_attacker(["s1_warm_actor", "s2_striped_actor"])
+
+
+def test_a_baseline_row_of_other_boxes_is_stale(benchmark, tmp_path):
+    """A resumed report keeps a people baseline's row only where its boxes come from the same
+    box file (by digest) or the same detector."""
+    from_file = anonymizations.baseline_anonymization(
+        "blacken", detection.BoxesFromFile(benchmark / "person_boxes.json")
+    )
+    detected = anonymizations.baseline_anonymization("blacken")
+    row = {"detector": from_file.detector_description(), "boxes": from_file.boxes_key()}
+    assert protocol._stale_row(row, from_file) is None
+    assert protocol._stale_row(row, detected) == f"of other boxes ({row['detector']})"
+    assert protocol._stale_row({}, detected) == "of other boxes (unrecorded)"
+    assert protocol._stale_row({"boxes": detected.boxes_key()}, detected) is None
+    learned = anonymizations.Anonymization("spact", model_sha256="abc")
+    assert protocol._stale_row({"anonymizer_sha256": "abd"}, learned) == (
+        "of another anonymizer file"
+    )
+
+
+def test_a_damaged_strip_of_frames_is_named_and_left_out(benchmark, tmp_path, caplog):
+    config = tiny_config(benchmark, tmp_path)
+    data = protocol.evaluation_data(config)
+    report = Report(tmp_path / "evaluation")
+    report.add("spact", 0.5, 0.5, 0.5)
+    damaged = tmp_path / "evaluation" / "frames" / "spact.npy"
+    damaged.parent.mkdir(parents=True)
+    np.save(damaged, np.zeros((4, 8, 8, 3), np.uint8))
+    damaged.write_bytes(damaged.read_bytes()[:-20])
+    with caplog.at_level("WARNING"):
+        frames = protocol._frames_of_report(config, data, [], report)
+    assert list(frames) == ["raw"]
+    assert f"{damaged}: unreadable (" in caplog.text and "left out of frames.png" in caplog.text
+    assert sorted(p.name for p in damaged.parent.iterdir()) == ["raw.npy", "spact.npy"]
+
+
+def test_privacy_test_labels_without_a_positive_are_named_before_any_training(caplog):
+    def data(labels):
+        examples = [Example(f"{i}.jpg", privacy=tuple(row)) for i, row in enumerate(labels)]
+        split = Split(examples, attribute_names=["face", "gender"])
+        return datasets.EvaluationData(split, split, split, split)
+
+    with caplog.at_level("WARNING"):
+        datasets.require_test_positives(data([[0, 1], [0, 0]]))
+    assert "privacy_test: no example is positive for face; cMAP and F1 leave it out" in caplog.text
+    message = "privacy_test: none of its 2 examples is positive for face, gender: cMAP and F1"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        datasets.require_test_positives(data([[0, 0], [0, 0]]))
+
+
+def test_a_learned_anonymizer_is_evaluated_with_the_settings_it_was_trained_with(
+    benchmark, tmp_path
+):
+    """The run's config.json beside the anonymizer: a setting that would give its row another
+    method's name, or its frames another size, is refused naming both values; settings
+    that name nothing for the method (SPAct's views, for VITA) may differ."""
+    config = tiny_config(benchmark, tmp_path, anonymizer_path=saved_anonymizer(tmp_path))
+    recorded = tmp_path / "config.json"
+    anonymizations.require_the_training_settings(config, config.anonymizer_path)  # none kept
+    trained = dataclasses.asdict(config) | {"method": "vita", "image_size": 32}
+    recorded.write_text(json.dumps(trained))
+    with pytest.raises(SettingError) as raised:
+        protocol.methods_of(config)
+    assert str(raised.value) == (
+        f"{config.anonymizer_path} was trained with --method=vita (now spact), "
+        f"--image_size=32 (now {config.image_size}) ({recorded}): evaluate it with the "
+        "settings it was trained with"
+    )
+    vita = dataclasses.replace(config, method="vita")
+    recorded.write_text(json.dumps(dataclasses.asdict(vita) | {"contrastive_views": "both"}))
+    anonymizations.require_the_training_settings(vita, config.anonymizer_path)
+    with pytest.raises(SettingError, match="--contrastive_views=both \\(now images\\)"):
+        anonymizations.require_the_training_settings(config, config.anonymizer_path)
+    recorded.write_text("{")
+    with pytest.raises(SettingError, match=f"^{re.escape(str(recorded))} is not valid JSON"):
+        anonymizations.require_the_training_settings(config, config.anonymizer_path)

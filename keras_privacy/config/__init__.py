@@ -69,6 +69,7 @@ __all__ = [
     "FLAG_SCOPES",
     "FRAME_DATASETS",
     "IMAGE_ADVERSARIES",
+    "LEARNED_NAME_SETTINGS",
     "METHODS",
     "PRIVACY_DATASETS",
     "SELF_SUPERVISED",
@@ -87,6 +88,16 @@ __all__ = [
 ]
 
 Section = TypeVar("Section")
+
+
+LEARNED_NAME_SETTINGS = (
+    "method",
+    "ssl_adversary",
+    "adversary_crop",
+    "adversary_jitter",
+    "contrastive_views",
+)
+"""The settings `ExperimentConfig.learned_name` reads."""
 
 
 @dataclasses.dataclass
@@ -151,7 +162,8 @@ class ExperimentConfig(
 
     def learned_name(self) -> str:
         """The report row of this run's anonymizer: the method, and the settings that make it
-        a variant of the authors' method, e.g. "spact (crop 0.25, both views)"."""
+        a variant of the authors' method (`LEARNED_NAME_SETTINGS`), e.g. "spact (crop 0.25,
+        both views)"."""
         notes = []
         if self.method in SELF_SUPERVISED:
             if self.ssl_adversary != "ntxent":

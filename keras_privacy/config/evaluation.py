@@ -489,6 +489,11 @@ def methods_of_seed(methods: str, run_dir: str, seed_dir: str) -> str:
     return ",".join(entries)
 
 
+def learned_path(config: ExperimentConfig) -> str:
+    """The file of the `learned` method: `anonymizer_path`, else run_dir's anonymizer."""
+    return config.anonymizer_path or str(Path(config.run_dir) / "anonymizer.keras")
+
+
 def eval_methods(config: ExperimentConfig) -> list[tuple[str, str]]:
     """(report row, saved anonymizer or "" for a baseline) of each method that
     `config.eval_methods` names, checked by name, so that train.py refuses a misspelt method
@@ -499,8 +504,7 @@ def eval_methods(config: ExperimentConfig) -> list[tuple[str, str]]:
         if not entry:
             continue
         if entry == LEARNED:
-            path = config.anonymizer_path or str(Path(config.run_dir) / "anonymizer.keras")
-            methods.append((config.learned_name(), path))
+            methods.append((config.learned_name(), learned_path(config)))
         elif "=" in entry:
             name, path = (part.strip() for part in entry.split("=", 1))
             if not name or name in (LEARNED, *EVAL_BASELINES) or not path:

@@ -13,8 +13,8 @@ from pathlib import Path
 import keras
 import numpy as np
 
-from keras_privacy.config import ExperimentConfig
-from keras_privacy.config.evaluation import LEARNED, eval_methods
+from keras_privacy.config import LEARNED_NAME_SETTINGS, ExperimentConfig, SettingError
+from keras_privacy.config.evaluation import LEARNED, eval_methods, learned_path
 from keras_privacy.data.cache import FrameTransform
 from keras_privacy.evaluation.baselines import (
     BASELINES,
@@ -63,16 +63,20 @@ class Anonymization:
         of a "video" or an "image" `kind`, returning it at `short_side`; the key names the
         baseline, its short side, a blur's scale and its boxes (the box file's digest, or the
         detector)."""
-        if self.boxes is not None:
-            boxes = self.boxes.sha256
-        else:
-            boxes = self._shared_detector().description
+        boxes = self.boxes_key()
 
         def apply(path: str, clip: np.ndarray) -> np.ndarray:
             return self.clip_fn(Path(path).name, short_side, kind)(clip)
 
         scale = f", blurred at {BLUR_REFERENCE_SIDE[kind]}" if self.baseline in BLURS else ""
         return FrameTransform(apply, key=f"{self.baseline} at {short_side}{scale}, boxes {boxes}")
+
+    def boxes_key(self) -> str:
+        """What decides the boxes of a people or face baseline: the box file's digest, or the
+        detector with its settings (a face threshold)."""
+        if self.boxes is not None:
+            return self.boxes.sha256
+        return self._shared_detector().description
 
     def detector_description(self) -> str:
         """Where the baseline's boxes come from, for the report."""
@@ -147,6 +151,36 @@ def baseline_anonymization(
     return Anonymization(name, baseline=name, boxes=boxes)
 
 
+def require_the_training_settings(config: ExperimentConfig, path: str) -> None:
+    """Raise SettingError where the run that saved the anonymizer at `path` (the `config.json`
+    that train.py wrote beside it, if any) was trained with settings that name its report
+    row otherwise (`LEARNED_NAME_SETTINGS`) or that gave it frames of another `image_size`:
+    its row would carry another method's name, or measure it at a size it never saw."""
+    recorded = Path(path).parent / "config.json"
+    if not recorded.is_file():
+        return
+    try:
+        kept = json.loads(recorded.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise SettingError(
+            f"{recorded} is not valid JSON ({error}): the settings {path} was trained with are "
+            "unknown; restore it, or remove it to evaluate the anonymizer as the flags say"
+        ) from error
+    naming = {name: kept[name] for name in LEARNED_NAME_SETTINGS if name in kept}
+    differ = []
+    if dataclasses.replace(config, **naming).learned_name() != config.learned_name():
+        differ = [name for name in naming if naming[name] != getattr(config, name)]
+    if "image_size" in kept and kept["image_size"] != config.image_size:
+        differ.append("image_size")
+    if differ:
+        now = {name: getattr(config, name) for name in differ}
+        listed = ", ".join(f"<{name}>={kept[name]} (now {now[name]})" for name in differ)
+        raise SettingError(
+            f"{path} was trained with {listed} ({recorded}): evaluate it with the settings it "
+            "was trained with"
+        )
+
+
 def methods_of(config: ExperimentConfig) -> list[Anonymization]:
     """The methods `config.eval_methods` names.
 
@@ -155,6 +189,8 @@ def methods_of(config: ExperimentConfig) -> list[Anonymization]:
     `spact (crop 0.25, both views)`, see `ExperimentConfig.learned_name`); `NAME=PATH` is any other
     saved anonymizer, reported as NAME, so the runs of several methods share one report."""
     boxes = BoxesFromFile(config.eval_boxes) if config.eval_boxes else None
+    if LEARNED in (entry.strip() for entry in config.eval_methods.split(",")):
+        require_the_training_settings(config, learned_path(config))
     return [
         load_anonymizer(path, name=name)
         if path

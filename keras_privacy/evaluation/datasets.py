@@ -93,12 +93,37 @@ SPLITS = ("action_train", "action_test", "privacy_train", "privacy_test")
 """The four splits of an evaluation, as `EvaluationData` names them."""
 
 
+def require_test_positives(data: EvaluationData) -> None:
+    """Raise ValueError, before any training, where no privacy test example is positive for
+    any attribute (cMAP and F1 are then undefined); warn naming the attributes without a
+    positive, which the metrics leave out (`metrics.privacy_cmap`)."""
+    split = data.privacy_test
+    if not isinstance(split, Split) or not split.examples:
+        return  # a prepared cache, or a split that examples_used refuses
+    labelled = [example.privacy for example in split.examples if example.privacy]
+    if not labelled:
+        return
+    positives = [sum(column) for column in zip(*labelled, strict=True)]
+    without = [name for name, count in zip(split.attribute_names, positives) if not count]
+    if len(without) == len(positives):
+        raise ValueError(
+            f"privacy_test: none of its {len(labelled)} examples is positive for "
+            f"{', '.join(without)}: cMAP and F1 are undefined; choose other attributes "
+            "(--privacy_attributes, or --eval_privacy_attributes)"
+        )
+    if without:
+        logging.warning(
+            "privacy_test: no example is positive for %s; cMAP and F1 leave it out",
+            ", ".join(without),
+        )
+
+
 def examples_used(cached: EvaluationData) -> dict[str, dict]:
     """Per split of `cached` (prepared caches): the examples the target models see (`used`),
     and how many listed files were not on disk (`missing`) or failed to decode (`failed`).
     Each split that lost files is logged with a warning naming the first and its manifest,
     which lists them all: the metrics are then those of a smaller test (or training) set than
-    the dataset's."""
+    the dataset's. A split left with no example raises ValueError, before any training."""
     counts = {}
     for name in SPLITS:
         cache = Path(getattr(cached, name))
@@ -109,6 +134,12 @@ def examples_used(cached: EvaluationData) -> dict[str, dict]:
             "missing": len(missing),
             "failed": len(failures),
         }
+        if not manifest["num_records"]:
+            raise ValueError(
+                f"{name}: no example to evaluate ({len(missing)} listed files missing, "
+                f"{len(failures)} failed to decode; the list is in {cache / MANIFEST}): check "
+                "the split's annotations and root"
+            )
         if missing or failures:
             first = missing[0] if missing else failure_line(failures[0])
             logging.warning(

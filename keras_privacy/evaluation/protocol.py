@@ -60,7 +60,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+import os
+import zipfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import cv2
@@ -80,6 +82,7 @@ from keras_privacy.evaluation.datasets import (
     evaluation_record,
     examples_used,
     report_dir,
+    require_test_positives,
     video_frame_splits,
 )
 from keras_privacy.evaluation.report import RAW_METHOD, Report, save_frame_strip
@@ -112,6 +115,7 @@ def evaluate(
     of another protocol or other labels in `out_dir` raises ValueError (its rows would not
     compare)."""
     _require_boxes(methods, data)
+    require_test_positives(data)
     out_dir = Path(out_dir)
     report = Report(out_dir)
     record = evaluation_record(config, data)
@@ -127,14 +131,15 @@ def evaluate(
     action_key = "action_cmap" if config.action_multilabel else "action_top1"
     for method in methods:
         if report.has(method.name):
-            reported = report.get(method.name).extra.get("anonymizer_sha256")
-            if reported == method.model_sha256:
+            stale = _stale_row(report.get(method.name).extra, method)
+            if stale is None:
                 logging.info("%s: already in %s, skipped", method.name, out_dir / "report.json")
                 continue
             logging.warning(
-                "%s: the row in %s is of another anonymizer file; evaluating it again",
+                "%s: the row in %s is %s; evaluating it again",
                 method.name,
                 out_dir / "report.json",
+                stale,
             )
         logging.info("evaluating %s", method.name)
         seen = source
@@ -150,6 +155,7 @@ def evaluate(
         result = _target_results(config, seen, method, attackers, classes, names)
         if method.baseline in FILE_BASELINES:
             result["detector"] = method.detector_description()
+            result["boxes"] = method.boxes_key()
         if method.model_sha256 is not None:
             result["anonymizer_sha256"] = method.model_sha256
         intervals = {
@@ -172,6 +178,17 @@ def evaluate(
     report.plot_tradeoff()
     save_frame_strip(_frames_of_report(config, data, methods, report), out_dir / "frames.png")
     return report
+
+
+def _stale_row(reported: dict, method: Anonymization) -> str | None:
+    """Why a report row (its `extra`) is not `method`'s as it is now, or None: measured on
+    another anonymizer file (retrained since), or a people or face baseline made with other
+    boxes (another `--eval_boxes` file or detector, another `--face_threshold`)."""
+    if reported.get("anonymizer_sha256") != method.model_sha256:
+        return "of another anonymizer file"
+    if method.baseline in FILE_BASELINES and reported.get("boxes") != method.boxes_key():
+        return f"of other boxes ({reported.get('detector', 'unrecorded')})"
+    return None
 
 
 def _require_boxes(methods: Sequence[Anonymization], data: EvaluationData) -> None:
@@ -200,13 +217,28 @@ def _frames_of_report(
     frames_dir = report.out_dir / "frames"
     frames_dir.mkdir(parents=True, exist_ok=True)
     for name, clip in _example_frames(config, data, methods).items():
-        np.save(frames_dir / f"{name}.npy", clip)
-    names = dict.fromkeys([RAW_METHOD, *report.methods])
-    return {
-        name: np.load(frames_dir / f"{name}.npy")
-        for name in names
-        if (frames_dir / f"{name}.npy").is_file()
-    }
+        _save_atomically(frames_dir / f"{name}.npy", lambda path, clip=clip: np.save(path, clip))
+    frames = {}
+    for name in dict.fromkeys([RAW_METHOD, *report.methods]):
+        path = frames_dir / f"{name}.npy"
+        if not path.is_file():
+            continue
+        try:
+            frames[name] = np.load(path)
+        except (OSError, ValueError) as error:
+            logging.warning("%s: unreadable (%s), left out of frames.png; remove it", path, error)
+    return frames
+
+
+def _save_atomically(path: Path, save: Callable[[Path], object]) -> None:
+    """`save(temporary)` a file beside `path` (same suffix), then rename it to `path`: a
+    process killed while saving leaves the old file or none, never a part of one."""
+    temporary = path.with_name(f".{path.stem}.partial{path.suffix}")
+    try:
+        save(temporary)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 def _target_results(
@@ -267,34 +299,61 @@ def _raw_attacker(
     """A privacy model `model_name` trained on the raw images of `source` (trained once, kept
     in out_dir), and the record of its tests: with `--eval_privacy_test_epochs` it has the
     weights of its best cMAP on the raw test images (`BestTestEpoch.record`), else the record
-    is empty. Its settings (`privacy_dataset` as the evaluation record names it, and how it
-    was trained) are kept beside it in `raw_attacker_<model>.json`. A kept attacker of other
-    settings raises ValueError: the report's rows were measured against it."""
+    is empty. Its settings (`privacy_dataset` as the evaluation record names it, the attribute
+    `names` it predicts, and how it was trained) are kept beside it in
+    `raw_attacker_<model>.json`. A kept attacker of other settings,
+    or whose files are damaged, raises ValueError: the report's rows were measured against
+    it."""
     path = out_dir / f"raw_attacker_{model_name}.keras"
     record_path = path.with_suffix(".json")
+    remedy = "choose another --eval_dir, or remove it to train it again"
     # Its folders are left out, as the report leaves them out: a moved dataset is the same.
     dataset = {k: v for k, v in privacy_dataset.items() if k not in ("root", "annotations")}
-    settings = {"privacy_dataset": dataset, **privacy_target_settings(config)}
+    settings = {
+        "privacy_dataset": dataset,
+        "attribute_names": list(names),
+        **privacy_target_settings(config),
+    }
     if path.is_file():
-        record = json.loads(record_path.read_text()) if record_path.is_file() else {}
+        record = _attacker_record(record_path, path, remedy)
         kept = record.pop("settings", None)
         if kept is None:
             logging.warning("%s: its settings were not recorded; it is reused as it is", path)
         elif differ := sorted(key for key in settings if kept.get(key) != settings[key]):
             raise ValueError(
-                f"{path} was trained with other settings (its {', '.join(differ)} differ): "
-                "choose another --eval_dir, or remove it to train it again"
+                f"{path} was trained with other settings (its {', '.join(differ)} differ): {remedy}"
             )
-        return keras.saving.load_model(path, compile=False), record
+        try:
+            return keras.saving.load_model(path, compile=False), record
+        except (OSError, ValueError, zipfile.BadZipFile) as error:
+            raise ValueError(f"{path}: not a readable Keras model ({error}): {remedy}") from error
     test_epochs = privacy_test_epochs(config, source.privacy_test, names)
     model = train_privacy_target(
         config, source.privacy_train, len(names), None, model_name, test_epochs
     )
     out_dir.mkdir(parents=True, exist_ok=True)
     record = epoch_tests_record(test_epochs, "privacy")
-    record_path.write_text(json.dumps({"settings": settings, **record}, indent=2))
-    model.save(path)
+    # The record first: a process killed between the two leaves no model, trained again.
+    text = json.dumps({"settings": settings, **record}, indent=2)
+    _save_atomically(record_path, lambda temporary: temporary.write_text(text))
+    _save_atomically(path, model.save)
     return model, record
+
+
+def _attacker_record(record_path: Path, path: Path, remedy: str) -> dict:
+    """The record kept beside the raw-trained attacker at `path` ({} where there is none, as
+    versions before the record wrote it); a damaged one raises ValueError naming it."""
+    if not record_path.is_file():
+        return {}
+    try:
+        record = json.loads(record_path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(
+            f"{record_path}: not the record of {path.name} ({error}): {remedy}"
+        ) from error
+    if not isinstance(record, dict):
+        raise ValueError(f"{record_path}: not the record of {path.name}: {remedy}")
+    return record
 
 
 def _example_frames(
