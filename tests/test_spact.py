@@ -11,6 +11,7 @@ import tiny_models
 from test_losses import nt_xent_reference
 from tiny_models import AdversaryHalfOnly, AnonymizerHalfOnly, changed_groups, snapshot
 
+from keras_privacy.methods.batches import BatchList
 from keras_privacy.methods.init import ActionInit, IdentityInit, PrivacyInit
 from keras_privacy.methods.spact import SPAct
 from keras_privacy.methods.steps import (
@@ -186,6 +187,11 @@ def test_array_batches_of_uint8_frames_or_labels_beyond_the_classes_are_refused_
     counted_from_one["labels"][0, 0] = 3
     with pytest.raises(ValueError, match=r"x\['labels'\] holds action labels from 1 to 3, "):
         trainer.fit(counted_from_one, batch_size=2, verbose=0)
+    # Whole batches (the NumPy path where arrays cannot be sliced by rows) are checked too.
+    with pytest.raises(ValueError, match=r"^batch 1 of the BatchList: x\['clips'\] holds uint8"):
+        trainer.fit(BatchList([good, as_video]), verbose=0)
+    with pytest.raises(ValueError, match=r"^batch 0 of the BatchList: x\['labels'\] holds action"):
+        trainer.fit(BatchList([counted_from_one]), verbose=0)
     with pytest.raises(TypeError, match=r"one optimizer per group, as a dict .*'anonymizer'"):
         trainer.compile(keras.optimizers.Adam())
     trainer.fit(good, batch_size=2, verbose=0)

@@ -54,7 +54,7 @@ import numpy as np
 from keras import ops
 
 from keras_privacy import backend
-from keras_privacy.methods.batches import FRAME_KEYS, check_frames
+from keras_privacy.methods.batches import FRAME_KEYS, BatchList, check_frames
 from keras_privacy.types import Tensor
 
 ACTION_LABEL_KEYS = ("labels", "action_labels", "validation_labels")
@@ -329,11 +329,16 @@ class StatelessTrainer(keras.Model):
 
     def _check_arrays(self, x: Any) -> None:
         """Refuse, naming the key, mistakes in NumPy arrays that a step would not name (on JAX
-        it trains on them silently): uint8 frames (0-255, as a video decodes), and action
-        labels outside the action model's classes (UCF101's class list counts from 1), and
-        privacy labels of another width than the privacy classifiers'; and arrays of unequal
-        rows, which Keras' slicing refuses with an error naming none.
-        Datasets are left to their pipelines."""
+        it trains on them silently), in `x` or in every batch of a `BatchList`: uint8 frames
+        (0-255, as a video decodes), action labels outside the action model's classes
+        (UCF101's class list counts from 1), and privacy labels of another width than the
+        privacy classifiers'; and arrays of `x` of unequal rows, which Keras' slicing refuses
+        with an error naming none. Datasets are left to their pipelines."""
+        if isinstance(x, BatchList):
+            for index, batch in enumerate(x.batches):
+                if isinstance(batch, Mapping):
+                    self._check_values(batch, f"batch {index} of the BatchList: ")
+            return
         if not isinstance(x, Mapping):
             return
         rows = {key: len(value) for key, value in x.items() if isinstance(value, np.ndarray)}
@@ -343,11 +348,16 @@ class StatelessTrainer(keras.Model):
                 f"({', '.join(f'{key} {count}' for key, count in rows.items())}): give whole "
                 "batches instead, fit(keras_privacy.methods.batches.BatchList([batch, ...]))"
             )
+        self._check_values(x, "")
+
+    def _check_values(self, x: Mapping[str, Any], where: str) -> None:
+        """`_check_arrays`' checks of the values of one mapping of arrays; `where` begins the
+        message (which batch)."""
         for key in FRAME_KEYS:
             if isinstance(x.get(key), np.ndarray) and x[key].dtype == np.uint8:
                 raise ValueError(
-                    f"x[{key!r}] holds uint8 frames (0-255); the trainers take float frames in "
-                    "[0, 1]: divide by 255 (keras_privacy.data.frames.frames_as_floats)"
+                    f"{where}x[{key!r}] holds uint8 frames (0-255); the trainers take float "
+                    "frames in [0, 1]: divide by 255 (keras_privacy.data.frames.frames_as_floats)"
                 )
         privacy = x.get("privacy")
         for group, model in self.privacy_classifiers().items():
@@ -358,8 +368,8 @@ class StatelessTrainer(keras.Model):
                 and privacy.shape[-1] != width
             ):
                 raise ValueError(
-                    f"x['privacy'] holds labels of {privacy.shape[-1]} attributes, but {group} "
-                    f"predicts {width}"
+                    f"{where}x['privacy'] holds labels of {privacy.shape[-1]} attributes, but "
+                    f"{group} predicts {width}"
                 )
         action = self.groups().get("action")
         shape = getattr(action, "output_shape", None)
@@ -371,8 +381,8 @@ class StatelessTrainer(keras.Model):
                 low, high = labels.min(), labels.max()
                 if low < 0 or high >= shape[-1]:
                     raise ValueError(
-                        f"x[{key!r}] holds action labels from {low} to {high}, outside the "
-                        f"action model's {shape[-1]} classes (0 to {shape[-1] - 1})"
+                        f"{where}x[{key!r}] holds action labels from {low} to {high}, outside "
+                        f"the action model's {shape[-1]} classes (0 to {shape[-1] - 1})"
                     )
 
     def predict(self, *args: Any, **kwargs: Any) -> Any:
