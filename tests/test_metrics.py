@@ -15,6 +15,7 @@ from keras_privacy.evaluation.metrics import (
     relative_drop,
     row_groups,
     top1,
+    video_action_cmap,
     video_scores,
     video_top1,
     video_top1_interval,
@@ -129,6 +130,38 @@ def test_video_top1_rejects_logits_and_inconsistent_labels():
         video_top1(np.array([[2.0, 1.0]]), np.array([0]), np.array([0]))
     with pytest.raises(ValueError, match="different labels"):
         video_top1(np.array([[0.5, 0.5], [0.5, 0.5]]), np.array([1, 1]), np.array([0, 1]))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_scores_that_are_not_finite_are_refused_by_every_metric(bad):
+    # A diverged model's NaN on a positive image: F1 counted it as not predicted and the
+    # intervals ranked it somewhere; cMAP raised scikit-learn's bare "Input contains NaN.".
+    labels = np.array([[1, 0], [1, 1], [0, 1], [0, 0], [1, 1]])
+    probs = np.array([[0.9, 0.2], [bad, 0.8], [0.2, 0.6], [0.1, 0.3], [bad, bad]])
+    softmax = np.array([[0.5, 0.5], [bad, 0.5], [0.3, 0.7], [0.5, 0.5], [bad, bad]])
+    videos, actions = np.array([0, 0, 1, 1, 2]), np.array([0, 0, 1, 1, 0])
+    calls = [
+        lambda: privacy_cmap(labels, probs),
+        lambda: privacy_f1(labels, probs),
+        lambda: action_cmap(labels, probs),
+        lambda: cmap_interval(labels, probs, samples=20),
+        lambda: privacy_f1_interval(labels, probs, samples=20),
+        lambda: video_action_cmap(probs, videos, labels[[0, 0, 2, 2, 4]]),
+        lambda: top1(softmax, actions),
+        lambda: video_scores(softmax, videos),
+        lambda: video_top1(softmax, videos, actions),
+        lambda: video_top1_interval(softmax, videos, actions, samples=20),
+    ]
+    for call in calls:
+        with pytest.raises(ValueError, match=r"not finite \(NaN or inf\): 3, in rows 1, 4$"):
+            call()
+
+
+def test_scores_that_are_not_finite_name_their_first_rows():
+    probs = np.full((20, 2), 0.5)
+    probs[3:, 1] = np.nan
+    with pytest.raises(ValueError, match=r": 17, in rows 3, 4, 5, 6, 7 and 12 more$"):
+        privacy_cmap(np.ones((20, 2)), probs)
 
 
 def test_relative_drop():

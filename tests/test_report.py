@@ -1,6 +1,7 @@
 """The resumable evaluation report: JSON round trip, Markdown table, trade-off plot, strips."""
 
 import json
+import re
 
 import matplotlib.image
 import numpy as np
@@ -118,6 +119,54 @@ def test_corrupt_report_json_is_an_error(tmp_path):
     (tmp_path / "report.json").write_text("{not json")
     with pytest.raises(ValueError, match="not a keras-privacy report"):
         Report(tmp_path)
+
+
+def test_report_json_not_utf8_is_named(tmp_path):
+    (tmp_path / "report.json").write_bytes(b'\xff\xfe{"methods": {}}')
+    with pytest.raises(ValueError, match=r"report.json is not a keras-privacy report \('utf-8'"):
+        Report(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "shown"),
+    [
+        ("privacy_f1", None, "privacy_f1 is None, not a finite number"),
+        ("action_top1", "0.6", "action_top1 is '0.6', not a finite number"),
+        ("privacy_cmap", float("nan"), "privacy_cmap is nan, not a finite number"),
+        ("privacy_cmap", True, "privacy_cmap is True, not a finite number"),
+        ("intervals", None, "intervals is None, not an object"),
+        ("intervals", {"privacy_f1": [0.1]}, "intervals.privacy_f1 is [0.1], not a pair"),
+        ("intervals", {"privacy_f1": [0.1, None]}, "intervals.privacy_f1 is [0.1, None], not"),
+    ],
+)
+def test_report_json_with_a_metric_that_is_not_a_number_is_named(tmp_path, field, value, shown):
+    # A hand-edited row: it failed later, with a TypeError in the relative drops.
+    _filled_report(tmp_path)
+    report = json.loads((tmp_path / "report.json").read_text())
+    report["methods"]["downsample_4x"][field] = value
+    (tmp_path / "report.json").write_text(json.dumps(report))
+    named = f"{tmp_path / 'report.json'}: method 'downsample_4x': {shown}"
+    with pytest.raises(ValueError, match=re.escape(named)):
+        Report(tmp_path)
+
+
+def test_markdown_names_the_attributes_left_out_of_cmap_and_f1(tmp_path):
+    # No test image is positive for s3: the means average the other attributes, which the
+    # note under the table must say (it named all of them, as the evaluation record does).
+    assert "leave out" not in _filled_report(tmp_path / "none").markdown()
+    report = Report(tmp_path)
+    report.add("raw", 0.6, 0.8, 0.5, extra={"privacy_skipped": ["s3_face_mark"]})
+    report.add("blur", 0.5, 0.7, 0.4, extra={"privacy_skipped": ["s3_face_mark"]})
+    note = (
+        "Privacy cMAP and F1 leave out the attributes with no positive test image: "
+        "s3_face_mark. Their means are over the other attributes."
+    )
+    assert note in (tmp_path / "report.md").read_text()
+    # Rows that leave out different attributes are named row by row.
+    report.add("spact", 0.6, 0.4, 0.25, extra={"privacy_skipped": ["s1", "s3_face_mark"]})
+    assert "test image: s3_face_mark (raw); s3_face_mark (blur); s1, s3_face_mark (spact)." in (
+        report.markdown()
+    )
 
 
 def test_tradeoff_plot_is_written(tmp_path):

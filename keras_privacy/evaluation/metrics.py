@@ -11,6 +11,9 @@ An attribute with no positive example in the test set has no average precision (
 either 0 or undefined), so both privacy metrics skip it and name it in `MetricResult.skipped`
 rather than returning NaN or a silent 0.
 
+Scores that are NaN or infinite (a diverged model) raise ValueError naming how many there are and
+their first rows, in every metric and interval.
+
 Each metric has a 95 % interval by bootstrap over the test units (videos for action, images for
 privacy): `samples` resamples of the units with replacement, drawn by a seeded NumPy generator,
 the metric recomputed on each, then the 2.5th and 97.5th percentiles of the values. Within a
@@ -32,6 +35,8 @@ BOOTSTRAP_SAMPLES = 1000
 _INTERVAL_PERCENTILES = (2.5, 97.5)
 _CHUNK = 100
 """Resamples whose unit counts are held in memory at once."""
+_ROWS_SHOWN = 5
+"""Rows named by the error about scores that are not finite."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +54,7 @@ def top1(probs: np.ndarray, labels: np.ndarray) -> float:
     probs, labels = np.asarray(probs), np.asarray(labels)
     if probs.ndim != 2 or labels.shape != probs.shape[:1]:
         raise ValueError(f"expected probs (N, C), labels (N,); got {probs.shape}, {labels.shape}")
+    _check_finite(probs)
     return float(np.mean(np.argmax(probs, axis=1) == labels))
 
 
@@ -60,6 +66,7 @@ def video_scores(clip_scores: np.ndarray, video_index: np.ndarray) -> tuple[np.n
             f"expected scores (N, C) and video_index (N,), got {clip_scores.shape}, "
             f"{video_index.shape}"
         )
+    _check_finite(clip_scores)
     videos, inverse = np.unique(video_index, return_inverse=True)
     sums = np.zeros((len(videos), clip_scores.shape[1]))
     np.add.at(sums, inverse, clip_scores)
@@ -117,9 +124,9 @@ def video_action_cmap(
             positive test video.
     """
     clip_probs = np.asarray(clip_probs, np.float64)
+    _, probs = video_scores(clip_probs, video_index)
     if clip_probs.size and (clip_probs.min() < 0.0 or clip_probs.max() > 1.0):
         raise ValueError("video_action_cmap expects sigmoid probabilities in [0, 1] (logits?)")
-    _, probs = video_scores(clip_probs, video_index)
     return action_cmap(_video_labels(np.asarray(labels), np.asarray(video_index)), probs, names)
 
 
@@ -135,7 +142,7 @@ def privacy_f1(
     Attributes with no positive label are skipped, as in `privacy_cmap`, so both metrics
     average the same attributes. A kept attribute never predicted positive has F1 0.
     """
-    probs = np.asarray(probs, np.float64)
+    _, probs = _checked(labels, probs)
     if probs.size and (probs.min() < 0.0 or probs.max() > 1.0):
         raise ValueError("privacy_f1 expects probabilities in [0, 1]; got values outside (logits?)")
 
@@ -295,13 +302,29 @@ def _nanmean(values: np.ndarray) -> np.ndarray:
 
 
 def _checked(labels, scores) -> tuple[np.ndarray, np.ndarray]:
-    """Binary (N, A) labels and float (N, A) scores, of one shape."""
+    """Binary (N, A) labels and finite float (N, A) scores, of one shape."""
     labels, scores = np.asarray(labels), np.asarray(scores, np.float64)
     if labels.ndim != 2 or labels.shape != scores.shape:
         raise ValueError(
             f"expected labels, scores of one (N, A) shape; got {labels.shape}, {scores.shape}"
         )
+    _check_finite(scores)
     return labels > 0, scores
+
+
+def _check_finite(scores: np.ndarray) -> None:
+    """Raise ValueError naming how many of the (N, C) `scores` are NaN or infinite, and their
+    first rows."""
+    finite = np.isfinite(scores)
+    if finite.all():
+        return
+    rows = np.flatnonzero(~finite.all(axis=1))
+    shown = ", ".join(str(row) for row in rows[:_ROWS_SHOWN])
+    if len(rows) > _ROWS_SHOWN:
+        shown += f" and {len(rows) - _ROWS_SHOWN} more"
+    raise ValueError(
+        f"scores that are not finite (NaN or inf): {np.count_nonzero(~finite)}, in rows {shown}"
+    )
 
 
 def _mean_over_attributes(labels, scores, names, metric) -> MetricResult:
@@ -329,9 +352,12 @@ def _attribute_names(names: Sequence[str] | None, count: int) -> list[str]:
 
 
 def _check_softmax(probs: np.ndarray) -> None:
-    sums_to_one = np.allclose(probs.sum(axis=-1), 1.0, atol=_SUM_TOLERANCE)
-    if probs.ndim != 2 or probs.min() < 0 or not sums_to_one:
-        raise ValueError("expected (N, C) softmax probabilities whose rows sum to 1 (logits?)")
+    message = "expected (N, C) softmax probabilities whose rows sum to 1 (logits?)"
+    if probs.ndim != 2:
+        raise ValueError(message)
+    _check_finite(probs)
+    if probs.min() < 0 or not np.allclose(probs.sum(axis=1), 1.0, atol=_SUM_TOLERANCE):
+        raise ValueError(message)
 
 
 def _video_labels(labels: np.ndarray, video_index: np.ndarray) -> np.ndarray:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -212,11 +213,34 @@ class Report:
         parts = [
             "\n".join(lines),
             note,
+            self._skipped_note(),
             self._architecture_table(),
             self._detector_note(),
             self._evaluation_note(),
         ]
         return "\n\n".join(part for part in parts if part) + "\n"
+
+    def _skipped_note(self) -> str:
+        """The privacy attributes that cMAP and F1 leave out for having no positive test image
+        (`extra.privacy_skipped`), for all rows or per row ('' when none is left out)."""
+        skipped = {
+            method: result.extra["privacy_skipped"]
+            for method, result in self._results.items()
+            if result.extra.get("privacy_skipped")
+        }
+        if not skipped:
+            return ""
+        lists = {tuple(names) for names in skipped.values()}
+        if len(skipped) == len(self._results) and len(lists) == 1:
+            left_out = ", ".join(next(iter(skipped.values())))
+        else:
+            left_out = "; ".join(
+                f"{', '.join(names)} ({method})" for method, names in skipped.items()
+            )
+        return (
+            "Privacy cMAP and F1 leave out the attributes with no positive test image: "
+            f"{left_out}. Their means are over the other attributes."
+        )
 
     def _architecture_table(self) -> str:
         """Each target architecture's metrics per method ('' when each kind had one)."""
@@ -614,9 +638,36 @@ def _load_report(path: Path) -> tuple[dict[str, MethodResult], dict[str, Any]]:
     try:
         report = json.loads(path.read_text(encoding="utf-8"))
         methods = {name: MethodResult(**fields) for name, fields in report["methods"].items()}
-        return methods, dict(report.get("evaluation", {}))
-    except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as error:
+        evaluation = dict(report.get("evaluation", {}))
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as error:
         raise ValueError(f"{path} is not a keras-privacy report ({error})") from error
+    for name, result in methods.items():
+        _check_metrics(path, name, result)
+    return methods, evaluation
+
+
+def _check_metrics(path: Path, name: str, result: MethodResult) -> None:
+    """Raise ValueError naming `path`, the method and the field where a metric of `result` is
+    not a finite number or an interval is not a pair of them (a hand-edited report.json)."""
+    for field, _, _ in _COLUMNS:
+        value = getattr(result, field)
+        if not _is_finite_number(value):
+            raise ValueError(f"{path}: method {name!r}: {field} is {value!r}, not a finite number")
+    if not isinstance(result.intervals, dict):
+        raise ValueError(
+            f"{path}: method {name!r}: intervals is {result.intervals!r}, not an object"
+        )
+    for field, pair in result.intervals.items():
+        if not (isinstance(pair, list) and len(pair) == 2 and all(map(_is_finite_number, pair))):
+            raise ValueError(
+                f"{path}: method {name!r}: intervals.{field} is {pair!r}, "
+                "not a pair of finite numbers"
+            )
+
+
+def _is_finite_number(value: Any) -> bool:
+    """Whether `value` is an int or float (not a bool) that is neither NaN nor infinite."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _write_atomically(path: Path, text: str) -> None:
