@@ -17,13 +17,14 @@ from pathlib import Path
 
 from absl import app, flags
 
-from keras_privacy.cli import run_command, script_argv
+from keras_privacy.cli import require_known_flags, run_command, script_argv
 
 ARGV = script_argv(sys.argv)  # flag files expanded; the backend set before Keras is imported
 
 from keras_privacy.flags import define_script_flags, select_backend, validated_config  # noqa: E402
 
 define_script_flags(flags.FLAGS)
+require_known_flags(flags.FLAGS, sys.argv)  # a flag file's bad line, named with its line
 
 
 def main(argv):

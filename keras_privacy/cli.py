@@ -2,7 +2,9 @@
 
 Flag files (`--flagfile=PATH`) are expanded here (`expand_flagfiles`) rather than by absl, so
 that a nested relative PATH is found next to the file that names it, a missing or circular
-one is named with the line that includes it, and `--backend` is seen inside one.
+one is named with the line that includes it, `--backend` is seen inside one, and a line that
+is not a flag, an unknown flag or a bad value is named with its file and line
+(`require_known_flags`), where absl would name neither.
 
 A user error (a missing or malformed file, a bad flag value, an unsafe or unfitting model file,
 a diverged run: `USER_ERRORS`) is printed as one message, `error: ...`, naming the file and the
@@ -14,12 +16,15 @@ a bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
+import copy
 import gc
 import os
+import re
 import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 BACKENDS = ("tensorflow", "jax")
 """The Keras backends the library runs on (`--backend`, KERAS_BACKEND)."""
@@ -37,7 +42,8 @@ def script_argv(argv: Sequence[str]) -> list[str]:
     """The arguments of `train.py` or `evaluate.py` (`argv`, program name first), flag files
     expanded, with KERAS_BACKEND set from a `--backend` among them before anything imports
     Keras (the settings' modules import it, and Keras fixes its backend on import). A bad flag
-    file or backend exits with its message (Keras would fail on import, with a traceback)."""
+    file or backend exits with its message (Keras would fail on import, with a traceback).
+    Once the script has defined its flags, `require_known_flags` checks the flag files'."""
     try:
         expanded = expand_flagfiles(argv)
     except FlagfileError as error:
@@ -58,7 +64,32 @@ def expand_flagfiles(argv: Sequence[str]) -> list[str]:
     A relative PATH on the command line is the working directory's. In a flag file it is looked
     for next to that file (the folder it is in, then, for a link, its target's), so that a
     config's includes are found from any directory, then (as absl reads it) in the working
-    directory."""
+    directory. A flag file's line that is not one flag, as absl would misread it, raises
+    FlagfileError naming the file and line: a line without a leading dash (absl takes it for
+    a positional argument), a comment after a value, or a value in quotes (absl keeps both as
+    part of the value)."""
+    return [argument for argument, _ in _expanded(argv)]
+
+
+def require_known_flags(flag_values: Any, argv: Sequence[str]) -> None:
+    """Exit with a message naming the file and line of a flag-file argument of `argv` that
+    `flag_values` (absl's, the script's flags defined) refuses: an unknown flag or a value
+    that does not parse. absl's own message names the flag alone."""
+    from absl import flags
+
+    parsed = copy.deepcopy(flag_values)
+    for argument, origin in _expanded(argv):
+        if origin is None:
+            continue
+        try:
+            parsed(["flag file", argument])
+        except flags.Error as error:
+            raise SystemExit(f"error: {origin}: {error}") from None
+
+
+def _expanded(argv: Sequence[str]) -> list[tuple[str, str | None]]:
+    """`expand_flagfiles`' arguments, each with the "file:line" it comes from (None: the
+    command line)."""
     result, rest = [], list(argv)
     while rest:
         argument = rest.pop(0)
@@ -69,15 +100,16 @@ def expand_flagfiles(argv: Sequence[str]) -> list[str]:
         elif argument.startswith(("--flagfile=", "-flagfile=")):
             result += _flagfile_arguments(argument.split("=", 1)[1], [])
         else:
-            result.append(argument)
+            result.append((argument, None))
             if argument == "--":
-                return result + rest
+                return result + [(argument, None) for argument in rest]
     return result
 
 
-def _flagfile_arguments(name: str, chain: list[tuple[Path, int]]) -> list[str]:
-    """The arguments of the flag file `name`; `chain` holds the (file, line) of each flag file
-    that led to it, where it is looked for and what the messages name."""
+def _flagfile_arguments(name: str, chain: list[tuple[Path, int]]) -> list[tuple[str, str]]:
+    """The arguments of the flag file `name`, each with its "file:line"; `chain` holds the
+    (file, line) of each flag file that led to it, where it is looked for and what the
+    messages name."""
     if not name:
         return []
     including = " -> ".join(f"{file}:{line}" for file, line in chain)
@@ -110,9 +142,24 @@ def _flagfile_arguments(name: str, chain: list[tuple[Path, int]]) -> list[str]:
             continue
         if line.startswith(("--flagfile=", "-flagfile=")):
             result += _flagfile_arguments(line.split("=", 1)[1], [*chain, (path, number)])
-        else:
-            result.append(line)
+            continue
+        problem = _misread_line(line)
+        if problem:
+            raise FlagfileError(f"{path}:{number}: {line!r}: {problem}")
+        result.append((line, f"{path}:{number}"))
     return result
+
+
+def _misread_line(line: str) -> str | None:
+    """What absl would misread in a flag file's `line` (stripped, not a comment), or None."""
+    if not line.startswith("-"):
+        return "not a flag: a flag file holds one --name=value a line"
+    value = line.partition("=")[2]
+    if re.search(r"\s#", value):
+        return "a comment goes on a line of its own (after a value, it would be part of it)"
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return "quotes would be part of the value: write it without them"
+    return None
 
 
 def positive_int(text: str) -> int:

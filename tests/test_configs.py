@@ -392,6 +392,42 @@ def test_a_missing_or_circular_flag_file_is_named_with_the_line_including_it(tmp
     assert parse(f"--flagfile={outer}", "--flagfile=").batch_size == 3
 
 
+def test_a_bad_line_of_a_flag_file_is_named_with_its_file_and_line(tmp_path, monkeypatch):
+    """absl names an unknown flag or a bad value without the file (of a chain of includes),
+    takes a line without a dash for a positional argument, and keeps a comment after a value
+    or quotes around it as part of the value."""
+    from keras_privacy.cli import FlagfileError, require_known_flags
+
+    monkeypatch.chdir(tmp_path)
+    flag_values = flags.FlagValues()
+    define_script_flags(flag_values)
+    inner = tmp_path / "inner.cfg"
+    (tmp_path / "outer.cfg").write_text("--minimax_epochs=2\n--flagfile=inner.cfg\n")
+    lines = {
+        "--bogus_flag=1": "Unknown command line flag 'bogus_flag'",
+        "--batch_size 4": "Unknown command line flag 'batch_size 4'. Did you mean: batch_size ?",
+        "--batch_size=abc": "flag --batch_size=abc: invalid literal for int() with base 10",
+    }
+    for line, message in lines.items():
+        inner.write_text(f"# a comment\n\n{line}\n")
+        # Named as found: next to outer.cfg, given relative to the working directory.
+        with pytest.raises(SystemExit, match=f"^error: {re.escape(f'inner.cfg:3: {message}')}"):
+            require_known_flags(flag_values, ["train.py", "--flagfile=outer.cfg", "--verbose"])
+    misread = {
+        "batch_size=4": "not a flag: a flag file holds one --name=value a line",
+        "--run_dir=runs/x   # the first": "a comment goes on a line of its own",
+        "--run_dir='runs/x'": "quotes would be part of the value: write it without them",
+    }
+    for line, message in misread.items():
+        inner.write_text(f"{line}\n")
+        expected = f"inner.cfg:1: {line!r}: {message}"
+        with pytest.raises(FlagfileError, match=f"^{re.escape(expected)}"):
+            parse("--flagfile=outer.cfg")
+    inner.write_text("--batch_size=4\n--run_dir=runs/a#1\n")
+    require_known_flags(flag_values, ["train.py", "--flagfile=outer.cfg", "--bogus_on_the_line"])
+    assert parse("--flagfile=outer.cfg").run_dir == "runs/a#1"
+
+
 def test_a_linked_config_finds_its_includes_next_to_its_target(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "mine.cfg").symlink_to(CONFIGS[0].parent / "synthetic.cfg")
