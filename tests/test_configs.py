@@ -88,6 +88,9 @@ def test_the_synthetic_benchmark_version_and_style_are_checked():
         parse("--synthetic_version=5", "--synthetic_style=night").validate()
     with pytest.raises(ValueError, match="--synthetic_version=3: 4 or 5"):
         parse("--synthetic_version=3").validate()
+    # An unset shell variable (--synthetic_dir=$DATA) would name the working directory.
+    with pytest.raises(ValueError, match="^--synthetic_dir is empty: name the folder"):
+        parse("--synthetic_dir=").validate()
 
 
 @pytest.mark.parametrize(

@@ -255,9 +255,16 @@ def validate_data(config: DataSettings) -> None:
 
 
 def validate_synthetic(config: DataSettings) -> None:
-    """<synthetic_version> is 4 (no style) or 5 with one of the benchmark's styles."""
+    """<synthetic_dir> names a folder (an empty one is the working directory, where an unset
+    shell variable left it); <synthetic_version> is 4 (no style) or 5 with one of the
+    benchmark's styles."""
     from keras_privacy.data import synthetic
 
+    if not config.synthetic_dir:
+        raise SettingError(
+            "<synthetic_dir> is empty: name the folder of the built-in benchmark (default "
+            "data/synthetic)"
+        )
     if config.synthetic_version not in (synthetic.VERSION, 5):
         raise SettingError(f"<synthetic_version>={config.synthetic_version}: 4 or 5")
     if config.synthetic_version == synthetic.VERSION and config.synthetic_style:
