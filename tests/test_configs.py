@@ -93,6 +93,39 @@ def test_the_synthetic_benchmark_version_and_style_are_checked():
         parse("--synthetic_dir=").validate()
 
 
+def test_files_or_a_split_the_built_in_benchmark_does_not_read_are_refused():
+    with pytest.raises(
+        ValueError,
+        match=r"^--action_dataset=synthetic does not read --action_annotations or --action_root "
+        r"\(the built-in benchmark is in --synthetic_dir\): set --action_dataset to ucf101 or "
+        "hmdb51 to train on those files, or leave them out$",
+    ):
+        parse("--action_annotations=ucf101/splits", "--action_root=ucf101/videos").validate()
+    with pytest.raises(ValueError, match="read --privacy_root .* set --privacy_dataset to vispr "):
+        parse("--privacy_root=vispr").validate()
+    with pytest.raises(ValueError, match="^--action_split=2: the built-in benchmark has one split"):
+        parse("--action_split=2").validate()
+    # An evaluation on UCF101 names its own files (validate_evaluation), and reads this split.
+    parse(
+        "--action_split=2",
+        "--eval_protocol=cross_dataset",
+        "--eval_action_dataset=ucf101",
+        "--eval_action_annotations=ucf101/splits",
+        "--eval_action_root=ucf101/videos",
+    ).validate()
+
+
+@pytest.mark.parametrize("dataset", ["synthetic", "ucf101", "hmdb51"])
+@pytest.mark.parametrize("split", [0, 4])
+def test_an_action_split_outside_one_to_three_is_named(dataset, split):
+    files = () if dataset == "synthetic" else ("--action_annotations=s", "--action_root=v")
+    with pytest.raises(
+        ValueError, match=f"^--action_split={split}: UCF101 and HMDB51 have splits 1, 2 and 3$"
+    ):
+        parse(f"--action_dataset={dataset}", *files, f"--action_split={split}").validate()
+    parse(f"--action_dataset={dataset}", *files, "--action_split=1").validate()
+
+
 @pytest.mark.parametrize(
     "flag", ["--identity_lr=inf", "--privacy_lr=nan", "--privacy_weight=-inf", "--eval_lr=inf"]
 )
