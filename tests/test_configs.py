@@ -208,6 +208,14 @@ def test_seeds_run_one_config_per_seed_in_its_own_folder():
         parse("--seeds=2", "--anonymizer_path=a.keras").validate()
 
 
+def test_a_seed_outside_numpys_range_is_named():
+    parse("--seed=4294967294", "--seeds=2").validate()
+    with pytest.raises(ValueError, match=r"^--seed=-1: the seeds must lie in 0 \.\. 4294967295 "):
+        parse("--seed=-1").validate()
+    with pytest.raises(ValueError, match=r"^--seed=4294967295 \(with --seeds=2, 4294967296 the"):
+        parse("--seed=4294967295", "--seeds=2").validate()
+
+
 def test_seeds_read_a_named_anonymizer_of_the_run_from_each_seeds_folder():
     """A NAME=PATH in the run folder (the variant configs' own row) is each seed's own file;
     one elsewhere would be one file for every seed, so it is refused."""
