@@ -610,11 +610,18 @@ def _require_the_runs_settings(config: ExperimentConfig, run_dir: Path) -> None:
     go on with the other setting from the kept weights, or, where nothing is left to train,
     save the kept models under the new settings' name. A phase's epoch count may change
     where that phase is not behind the checkpoint: a longer minimax extends a finished run.
-    Settings a version before this one did not record are not compared."""
+    Settings a version before this one did not record are not compared; a checkpoint whose
+    `config.json` is missing or damaged is refused (every version wrote one)."""
     state = checkpoint.latest_checkpoint(run_dir)
     recorded = run_dir / "config.json"
-    if state is None or not recorded.is_file():
+    if state is None:
         return
+    if not recorded.is_file():
+        raise checkpoint.CheckpointError(
+            f"{recorded} is missing beside the checkpoint ({state['phase']} epoch "
+            f"{state['epoch']}): the settings the run started with are unknown; restore it, or "
+            "start again in a new --run_dir"
+        )
     try:
         kept = json.loads(recorded.read_text())
     except json.JSONDecodeError as error:

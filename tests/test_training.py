@@ -740,6 +740,13 @@ def test_a_damaged_pointer_or_config_of_the_run_is_named(tmp_path):
     with pytest.raises(checkpoint.CheckpointError) as raised:
         training._require_the_runs_settings(ExperimentConfig(), tmp_path)
     assert str(raised.value).startswith(f"{tmp_path / 'config.json'} is not valid JSON (")
+    (tmp_path / "config.json").unlink()
+    with pytest.raises(checkpoint.CheckpointError) as raised:
+        training._require_the_runs_settings(ExperimentConfig(), tmp_path)
+    assert str(raised.value) == (
+        f"{tmp_path / 'config.json'} is missing beside the checkpoint (identity epoch 1): the "
+        "settings the run started with are unknown; restore it, or start again in a new --run_dir"
+    )
 
 
 @pytest.mark.parametrize(
