@@ -4,8 +4,9 @@
 The same code, seed and data give repeatable numbers on one machine but not across machines
 (the quick start's seed 0 gave two different reports, each repeatable, on two machines of one
 workplace), so a training run writes this next to its `config.json` (`environment.json`, of
-its latest start) and an evaluation into its `report.json`: a figure that differs from
-someone else's can then be told apart from a change of code.
+its latest start, with its earlier starts' under `earlier_starts`) and an evaluation into its
+`report.json`: a figure that differs from someone else's can then be told apart from a change
+of code.
 """
 
 from __future__ import annotations

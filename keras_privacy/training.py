@@ -610,11 +610,18 @@ def _require_the_runs_settings(config: ExperimentConfig, run_dir: Path) -> None:
     go on with the other setting from the kept weights, or, where nothing is left to train,
     save the kept models under the new settings' name. A phase's epoch count may change
     where that phase is not behind the checkpoint: a longer minimax extends a finished run.
-    Settings a version before this one did not record are not compared."""
+    Settings a version before this one did not record are not compared; a checkpoint whose
+    `config.json` is missing or damaged is refused (every version wrote one)."""
     state = checkpoint.latest_checkpoint(run_dir)
     recorded = run_dir / "config.json"
-    if state is None or not recorded.is_file():
+    if state is None:
         return
+    if not recorded.is_file():
+        raise checkpoint.CheckpointError(
+            f"{recorded} is missing beside the checkpoint ({state['phase']} epoch "
+            f"{state['epoch']}): the settings the run started with are unknown; restore it, or "
+            "start again in a new --run_dir"
+        )
     try:
         kept = json.loads(recorded.read_text())
     except json.JSONDecodeError as error:
@@ -649,6 +656,28 @@ def _require_the_runs_settings(config: ExperimentConfig, run_dir: Path) -> None:
         )
 
 
+def _environment_record(run_dir: Path) -> dict:
+    """What `environment.json` holds after this start: where it runs (`environment.describe`)
+    and the checkpoint it resumes from (`resumed_from`: phase and epoch; None for a fresh
+    start), with the records of the run's earlier starts, oldest first, under
+    `earlier_starts`: a resumed run's earlier epochs may have run on another machine or
+    backend."""
+    path = run_dir / "environment.json"
+    earlier = []
+    if path.is_file():
+        try:
+            kept = json.loads(path.read_text())
+        except json.JSONDecodeError as error:
+            raise checkpoint.CheckpointError(
+                f"{path} is not valid JSON ({error}): where the run's earlier starts ran is "
+                "unknown; restore it, or remove it to keep this start's record alone"
+            ) from error
+        earlier = [*kept.pop("earlier_starts", []), kept]
+    state = checkpoint.latest_checkpoint(run_dir)
+    resumed = None if state is None else {"phase": state["phase"], "epoch": state["epoch"]}
+    return {**environment.describe(), "resumed_from": resumed, "earlier_starts": earlier}
+
+
 def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callback]) -> TrainResult:
     run_dir = Path(config.run_dir)
     refuse_a_file(run_dir, "--run_dir")
@@ -658,9 +687,10 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
         print(note, flush=True)
     _require_the_runs_settings(config, run_dir)
     if chief:
+        record = _environment_record(run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "config.json").write_text(json.dumps(dataclasses.asdict(config), indent=1))
-        (run_dir / "environment.json").write_text(json.dumps(environment.describe(), indent=1))
+        (run_dir / "environment.json").write_text(json.dumps(record, indent=1))
     keras.utils.set_random_seed(config.seed)
 
     data = training_data(config)

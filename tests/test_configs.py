@@ -88,6 +88,42 @@ def test_the_synthetic_benchmark_version_and_style_are_checked():
         parse("--synthetic_version=5", "--synthetic_style=night").validate()
     with pytest.raises(ValueError, match="--synthetic_version=3: 4 or 5"):
         parse("--synthetic_version=3").validate()
+    # An unset shell variable (--synthetic_dir=$DATA) would name the working directory.
+    with pytest.raises(ValueError, match="^--synthetic_dir is empty: name the folder"):
+        parse("--synthetic_dir=").validate()
+
+
+def test_files_or_a_split_the_built_in_benchmark_does_not_read_are_refused():
+    with pytest.raises(
+        ValueError,
+        match=r"^--action_dataset=synthetic does not read --action_annotations or --action_root "
+        r"\(the built-in benchmark is in --synthetic_dir\): set --action_dataset to ucf101 or "
+        "hmdb51 to train on those files, or leave them out$",
+    ):
+        parse("--action_annotations=ucf101/splits", "--action_root=ucf101/videos").validate()
+    with pytest.raises(ValueError, match="read --privacy_root .* set --privacy_dataset to vispr "):
+        parse("--privacy_root=vispr").validate()
+    with pytest.raises(ValueError, match="^--action_split=2: the built-in benchmark has one split"):
+        parse("--action_split=2").validate()
+    # An evaluation on UCF101 names its own files (validate_evaluation), and reads this split.
+    parse(
+        "--action_split=2",
+        "--eval_protocol=cross_dataset",
+        "--eval_action_dataset=ucf101",
+        "--eval_action_annotations=ucf101/splits",
+        "--eval_action_root=ucf101/videos",
+    ).validate()
+
+
+@pytest.mark.parametrize("dataset", ["synthetic", "ucf101", "hmdb51"])
+@pytest.mark.parametrize("split", [0, 4])
+def test_an_action_split_outside_one_to_three_is_named(dataset, split):
+    files = () if dataset == "synthetic" else ("--action_annotations=s", "--action_root=v")
+    with pytest.raises(
+        ValueError, match=f"^--action_split={split}: UCF101 and HMDB51 have splits 1, 2 and 3$"
+    ):
+        parse(f"--action_dataset={dataset}", *files, f"--action_split={split}").validate()
+    parse(f"--action_dataset={dataset}", *files, "--action_split=1").validate()
 
 
 @pytest.mark.parametrize(
@@ -170,6 +206,14 @@ def test_seeds_run_one_config_per_seed_in_its_own_folder():
         parse("--seeds=0").validate()
     with pytest.raises(ValueError, match="--anonymizer_path"):
         parse("--seeds=2", "--anonymizer_path=a.keras").validate()
+
+
+def test_a_seed_outside_numpys_range_is_named():
+    parse("--seed=4294967294", "--seeds=2").validate()
+    with pytest.raises(ValueError, match=r"^--seed=-1: the seeds must lie in 0 \.\. 4294967295 "):
+        parse("--seed=-1").validate()
+    with pytest.raises(ValueError, match=r"^--seed=4294967295 \(with --seeds=2, 4294967296 the"):
+        parse("--seed=4294967295", "--seeds=2").validate()
 
 
 def test_seeds_read_a_named_anonymizer_of_the_run_from_each_seeds_folder():

@@ -467,3 +467,33 @@ def test_a_benchmark_of_another_style_is_rewritten_without_its_caches(tmp_path, 
     assert written == [(5, "dusk"), (5, "studio")] and not (tmp_path / "cache").exists()
     sources.synthetic_benchmark(tmp_path)
     assert written[-1] == (4, "") and (tmp_path / "VERSION").read_text() == "4\n"
+
+
+def test_the_benchmark_is_written_only_into_a_folder_of_its_own(bench, tmp_path, monkeypatch):
+    from keras_privacy.data import sources
+    from keras_privacy.spelling import SettingError
+
+    assert {path.name for path in bench.root.iterdir()} == synthetic.ENTRIES
+    written = []
+
+    def write(directory, seed, version, style):  # records the call; writes the marker only
+        written.append(directory)
+        Path(directory).mkdir(exist_ok=True)
+        (Path(directory) / "VERSION").write_text(f"{synthetic.version_tag(version, style)}\n")
+
+    monkeypatch.setattr(synthetic, "write_synthetic_benchmark", write)
+    # A folder of one's own (here a prepared cache, without a VERSION file) is left alone.
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "shard.tfrecord").write_text("hours of work")
+    (tmp_path / "notes.txt").write_text("")
+    with pytest.raises(SettingError, match=f"^--synthetic_dir={tmp_path} holds cache, notes.txt,"):
+        sources.synthetic_benchmark(tmp_path)
+    (tmp_path / "VERSION").write_text("1.2.3\n")  # another program's VERSION file
+    with pytest.raises(SettingError, match="holds notes.txt, which the built-in benchmark did"):
+        sources.synthetic_benchmark(tmp_path)
+    assert written == [] and (tmp_path / "cache" / "shard.tfrecord").is_file()
+    # An empty or new folder, and one of a stopped write (the generator's files alone).
+    sources.synthetic_benchmark(tmp_path / "new")
+    (tmp_path / "stopped" / "videos").mkdir(parents=True)
+    sources.synthetic_benchmark(tmp_path / "stopped")
+    assert written == [tmp_path / "new", tmp_path / "stopped"]

@@ -208,9 +208,9 @@ def test_full_run_writes_models_history_frames_and_logs(uninterrupted):
         Path(state["path"]).name
     ]
     assert json.loads((run_dir / "config.json").read_text()) == dataclasses.asdict(config)
-    assert json.loads((run_dir / "environment.json").read_text())["backend"] == (
-        keras.backend.backend()
-    )
+    record = json.loads((run_dir / "environment.json").read_text())
+    assert record["backend"] == keras.backend.backend()
+    assert (record["resumed_from"], record["earlier_starts"]) == (None, [])
 
 
 def test_a_kept_run_is_resumed_only_with_its_settings(uninterrupted, benchmark, tmp_path):
@@ -272,6 +272,12 @@ def test_run_killed_mid_epoch_resumes_to_the_same_end(uninterrupted, benchmark):
                 result.history[phase][name], values, rtol=1e-5, atol=1e-5, err_msg=phase + name
             )
 
+    # Where each start ran is kept, with the checkpoint it resumed from.
+    first = json.loads((uninterrupted["result"].run_dir / "environment.json").read_text())
+    record = json.loads((killed / "environment.json").read_text())
+    assert record["resumed_from"] == {"phase": "minimax", "epoch": 1}
+    assert first.pop("earlier_starts") == [] and record["earlier_starts"] == [first]
+
     # The resumed run ends where the uninterrupted one ends: all three models.
     for name, model in models.items():
         assert_same_weights(model, uninterrupted["models"][name], atol=1e-5)
@@ -286,6 +292,8 @@ def test_run_killed_mid_epoch_resumes_to_the_same_end(uninterrupted, benchmark):
     again, models = train_capturing_models(config, callbacks=[recorder])
     assert recorder.epochs == []
     assert again.history == result.history
+    starts = json.loads((killed / "environment.json").read_text())["earlier_starts"]
+    assert [start["resumed_from"] for start in starts] == [None, {"phase": "minimax", "epoch": 1}]
     for name, model in models.items():
         assert_same_weights(model, uninterrupted["models"][name], atol=1e-5)
 
@@ -740,6 +748,17 @@ def test_a_damaged_pointer_or_config_of_the_run_is_named(tmp_path):
     with pytest.raises(checkpoint.CheckpointError) as raised:
         training._require_the_runs_settings(ExperimentConfig(), tmp_path)
     assert str(raised.value).startswith(f"{tmp_path / 'config.json'} is not valid JSON (")
+    (tmp_path / "config.json").unlink()
+    with pytest.raises(checkpoint.CheckpointError) as raised:
+        training._require_the_runs_settings(ExperimentConfig(), tmp_path)
+    assert str(raised.value) == (
+        f"{tmp_path / 'config.json'} is missing beside the checkpoint (identity epoch 1): the "
+        "settings the run started with are unknown; restore it, or start again in a new --run_dir"
+    )
+    (tmp_path / "environment.json").write_text('{"python": "3.')
+    with pytest.raises(checkpoint.CheckpointError) as raised:
+        training._environment_record(tmp_path)
+    assert str(raised.value).startswith(f"{tmp_path / 'environment.json'} is not valid JSON (")
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import field
+from typing import TYPE_CHECKING
 
 from keras_privacy.config.setting import SettingError, at_least_one, described, one_of
 from keras_privacy.data.augment import (
@@ -17,6 +18,9 @@ from keras_privacy.data.augment import (
 )
 from keras_privacy.data.pipelines import PAIR_SAMPLERS
 from keras_privacy.data.sources import DatasetFiles
+
+if TYPE_CHECKING:
+    from keras_privacy.config import ExperimentConfig
 
 ACTION_DATASETS = ("synthetic", "ucf101", "hmdb51")
 SUPERVISED_AUGMENTATIONS = {
@@ -34,6 +38,9 @@ CONTRASTIVE_AUGMENTATIONS = {
 """The augmentation presets of the contrastive views of privacy images, by
 `--contrastive_augmentation`."""
 PRIVACY_DATASETS = ("synthetic", "vispr")
+SPLIT_DATASETS = ("ucf101", "hmdb51", "vp_ucf101", "vp_hmdb51")
+"""The datasets that read <action_split>: the official ones (the VP ones, their videos' split
+lists), of the training or the evaluation; the built-in benchmark has one split, 1."""
 
 
 @dataclasses.dataclass
@@ -251,13 +258,24 @@ def validate_data(config: DataSettings) -> None:
         raise SettingError(f"<erase_probability> must be in [0, 1], got {config.erase_probability}")
     if config.privacy_batch_size < 1:
         raise SettingError("<privacy_batch_size> must be at least 1")
+    if config.action_split not in (1, 2, 3):
+        raise SettingError(
+            f"<action_split>={config.action_split}: UCF101 and HMDB51 have splits 1, 2 and 3"
+        )
     validate_synthetic(config)
 
 
 def validate_synthetic(config: DataSettings) -> None:
-    """<synthetic_version> is 4 (no style) or 5 with one of the benchmark's styles."""
+    """<synthetic_dir> names a folder (an empty one is the working directory, where an unset
+    shell variable left it); <synthetic_version> is 4 (no style) or 5 with one of the
+    benchmark's styles."""
     from keras_privacy.data import synthetic
 
+    if not config.synthetic_dir:
+        raise SettingError(
+            "<synthetic_dir> is empty: name the folder of the built-in benchmark (default "
+            "data/synthetic)"
+        )
     if config.synthetic_version not in (synthetic.VERSION, 5):
         raise SettingError(f"<synthetic_version>={config.synthetic_version}: 4 or 5")
     if config.synthetic_version == synthetic.VERSION and config.synthetic_style:
@@ -271,10 +289,12 @@ def validate_synthetic(config: DataSettings) -> None:
         )
 
 
-def validate_dataset_files(config: DataSettings) -> None:
+def validate_dataset_files(config: ExperimentConfig) -> None:
     """Every dataset but the built-in one names its files: a prepared cache, or annotations
-    and a root folder."""
-    for kind in ("action", "privacy"):
+    and a root folder. The built-in one is in <synthetic_dir>: annotations or a root given with
+    it are refused (an evaluation on another dataset names its own), and so is a split other
+    than its one where no dataset of the evaluation reads <action_split> either."""
+    for kind, datasets in (("action", ACTION_DATASETS), ("privacy", PRIVACY_DATASETS)):
         dataset = getattr(config, f"{kind}_dataset")
         cache = getattr(config, f"{kind}_cache")
         annotations = getattr(config, f"{kind}_annotations")
@@ -284,3 +304,22 @@ def validate_dataset_files(config: DataSettings) -> None:
                 f"<{kind}_dataset>={dataset} needs <{kind}_cache>, or both "
                 f"<{kind}_annotations> and <{kind}_root>"
             )
+        unread = [
+            f"<{kind}_{name}>"
+            for name in ("annotations", "root")
+            if getattr(config, f"{kind}_{name}")
+        ]
+        if dataset == "synthetic" and unread:
+            raise SettingError(
+                f"<{kind}_dataset>=synthetic does not read {' or '.join(unread)} (the built-in "
+                f"benchmark is in <synthetic_dir>): set <{kind}_dataset> to "
+                f"{' or '.join(datasets[1:])} to train on those files, or leave "
+                f"{'them' if len(unread) > 1 else 'it'} out"
+            )
+    evaluation = config.evaluation_datasets()
+    readers = {config.action_dataset, evaluation.action_dataset, evaluation.privacy_dataset}
+    if config.action_split != 1 and not readers & set(SPLIT_DATASETS):
+        raise SettingError(
+            f"<action_split>={config.action_split}: the built-in benchmark has one split, 1, and "
+            "no other dataset of the run reads one"
+        )

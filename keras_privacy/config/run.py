@@ -9,6 +9,8 @@ from keras_privacy.config.setting import SettingError, at_least_one, described, 
 from keras_privacy.distribute import DISTRIBUTIONS, JIT_COMPILE, PRECISIONS
 
 METHODS = ("spact", "penalty", "vita", "meta")
+MAX_SEED = 2**32 - 1
+"""The largest seed NumPy's generators (`keras.utils.set_random_seed`) take."""
 
 
 @dataclasses.dataclass
@@ -117,3 +119,9 @@ def validate_run(config: RunSettings) -> None:
             "per-model masks that cannot be split across devices"
         )
     at_least_one(config, ("seeds",))
+    last = config.seed + config.seeds - 1
+    if config.seed < 0 or last > MAX_SEED:
+        seeds = f" (with <seeds>={config.seeds}, {last} the last)" if config.seeds > 1 else ""
+        raise SettingError(
+            f"<seed>={config.seed}{seeds}: the seeds must lie in 0 .. {MAX_SEED} (2**32 - 1)"
+        )

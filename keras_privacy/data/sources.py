@@ -36,16 +36,31 @@ def synthetic_benchmark(
     directory: str | Path, seed: int = 0, version: int = synthetic.VERSION, style: str = ""
 ) -> Path:
     """The synthetic benchmark of `version` (and `style`) in `directory`, written first if it
-    is not complete there or was written by another version or style of the generator (the
-    generator writes its `VERSION` file last, so the file marks a complete benchmark). A
-    rewritten benchmark's training caches are removed with it."""
+    is not complete there or was written by another version or style of the generator.
+
+    The generator deletes its `VERSION` file first and writes it last, so the file marks a
+    complete benchmark. The benchmark is written only into a folder that holds nothing but its
+    own files (`synthetic.ENTRIES`: none, or those of a stopped write) and, where `VERSION`
+    marks one written before, its training caches (`cache/`), which are removed with it. A
+    folder holding anything else is refused, naming <synthetic_dir>: it is not the
+    benchmark's, and its files (a cache of one's own) are left alone."""
     directory = Path(directory)
     marker = directory / "VERSION"
     expected = synthetic.version_tag(version, style)
-    if not (marker.is_file() and marker.read_text().strip() == expected):
-        logging.info("writing the synthetic benchmark %s to %s", expected, directory)
-        shutil.rmtree(directory / "cache", ignore_errors=True)
-        synthetic.write_synthetic_benchmark(directory, seed=seed, version=version, style=style)
+    if marker.is_file() and marker.read_text().strip() == expected:
+        return directory
+    ours = synthetic.ENTRIES | ({"cache"} if marker.is_file() else set())
+    held = sorted(p.name for p in directory.iterdir()) if directory.is_dir() else []
+    foreign = [name for name in held if name not in ours]
+    if foreign:
+        more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
+        raise SettingError(
+            f"<synthetic_dir>={directory} holds {', '.join(foreign[:3])}{more}, which the "
+            "built-in benchmark did not write: name an empty or new folder for it"
+        )
+    logging.info("writing the synthetic benchmark %s to %s", expected, directory)
+    shutil.rmtree(directory / "cache", ignore_errors=True)
+    synthetic.write_synthetic_benchmark(directory, seed=seed, version=version, style=style)
     return directory
 
 

@@ -69,6 +69,11 @@ _KIND_CODES = {"video": 1, "image": 2, "split": 3}
 VERSION = 4
 """Bumped whenever the written files change, so that an older benchmark on disk is rewritten."""
 
+ENTRIES = frozenset(
+    {"VERSION", "videos", "ucf_splits", "vispr", "vp_labels.csv", "person_boxes.json"}
+)
+"""What `write_synthetic_benchmark` writes into its folder."""
+
 
 @dataclasses.dataclass(frozen=True)
 class SyntheticPaths:
