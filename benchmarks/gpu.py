@@ -95,6 +95,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -104,6 +105,8 @@ METHODS = ("spact", "penalty", "vita", "meta")
 BATCHES_PER_STEP = {"spact": 2, "penalty": 2, "vita": 1, "meta": 1}
 """Batches one training step takes: a SPAct (penalty) step is a minimax iteration of two."""
 POLICIES = ("float32", "mixed_bfloat16")
+MIN_WORKER_SECONDS = 5.0
+"""Less time left than this (`--end`) and no worker is started: it could not even start JAX."""
 META_BRANCHES = frozenset({"anonymizer"})
 """The player meta's benchmark step updates: `build_trainer` sets T1 = T2 = 0, so Algorithm 1
 picks the meta update of f_A every step."""
@@ -757,13 +760,20 @@ def torch_peer(sizes: dict, clips: int, images: int, steps: int, bf16: bool, tim
 
 def largest_batch(policy: str, args: argparse.Namespace, measure) -> dict:
     """SPAct's paper batch doubled (clips and images alike) up to `--largest_batch` times, until
-    a step fails (runs out of memory); `measure(job)` times one step."""
+    a step runs out of memory (`stopped_at_clips`) or is not measured for another reason (no
+    time left, a compile cut short: `not_measured_at_clips`, which says nothing of the memory);
+    `measure(job)` times one step. Each row is printed as it comes."""
     fits, figures = None, {}
     for clips, images in larger_batches(args):
         result = measure(("spact", policy, clips, images, ""), steps=3)
-        if "error" in result:
+        print(json.dumps(result), flush=True)
+        if result.get("error") == "out of memory":
             figures["stopped_at_clips"] = clips
             figures["stopped_because"] = result
+            break
+        if "error" in result:
+            figures["not_measured_at_clips"] = clips
+            figures["not_measured_because"] = result
             break
         fits, largest = result, clips
     if fits:
@@ -784,14 +794,19 @@ def larger_batches(args: argparse.Namespace) -> list[tuple[int, int]]:
     return batches
 
 
-def compile_all(jobs: list[tuple], args: argparse.Namespace, cache: str) -> dict:
+def compile_all(
+    jobs: list[tuple], args: argparse.Namespace, cache: str, timeout: Callable[[], float]
+) -> dict:
     """Compile the step of every (method, policy, clips, images, variant flags) job into the
-    persistent `cache`, `--compile_first` processes at a time; each compile's figures, by
-    job."""
+    persistent `cache`, `--compile_first` processes at a time, each within `timeout()` seconds
+    as it starts; each compile's figures, by job."""
 
     def compile_one(job: tuple) -> dict:
+        limit = timeout()
+        if limit < MIN_WORKER_SECONDS:
+            return {"error": "not started: past --end"}
         worker = _worker_args(args, *job, steps=0) + ["--compile_only"]
-        return run_worker(worker, args.timeout, job_cache(cache, job), job_xla_flags(job))
+        return run_worker(worker, limit, job_cache(cache, job), job_xla_flags(job))
 
     with ThreadPoolExecutor(args.compile_first) as pool:
         return dict(zip(jobs, pool.map(compile_one, jobs)))
@@ -865,6 +880,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--deadline", type=float, default=0.0, help="start nothing after these seconds (0: none)"
+    )
+    parser.add_argument(
+        "--end",
+        type=float,
+        default=0.0,
+        help="end every compile and measurement by these seconds, each given at most the time "
+        "left, so that the report is printed before a command's limit (0: none)",
     )
     parser.add_argument(
         "--profile",
@@ -955,6 +977,12 @@ def main() -> None:
     def past_deadline() -> bool:
         return bool(args.deadline) and time.perf_counter() - start > args.deadline
 
+    def timeout() -> float:
+        """A worker's limit: --timeout, or less where --end leaves less."""
+        if not args.end:
+            return args.timeout
+        return min(args.timeout, args.end - (time.perf_counter() - start))
+
     report = {
         "batch": {"clips": args.clips, "images": args.images},
         "input": f"{sizes['frames']}x{sizes['size']}x{sizes['size']}",
@@ -973,7 +1001,7 @@ def main() -> None:
         cache_folder = tempfile.TemporaryDirectory(prefix="gpu_benchmark_cache_")
         cache = cache_folder.name
     if args.compile_first:
-        compiles = compile_all(jobs, args, cache)
+        compiles = compile_all(jobs, args, cache, timeout)
         print(json.dumps({"compiled": [[*job, r] for job, r in compiles.items()]}), flush=True)
 
     def measure(job: tuple, steps: int = args.steps, profile: bool = False) -> dict:
@@ -982,12 +1010,12 @@ def main() -> None:
         first = compiles.get(job, {})
         if "error" in first:
             result = {"error": f"compile: {first['error']}"}
-        elif past_deadline():
+        elif past_deadline() or timeout() < MIN_WORKER_SECONDS:
             result = {"error": f"not started: past the {args.deadline:.0f} s deadline"}
         else:
             result = with_gpu_in_use(
                 lambda: run_worker(
-                    _worker_args(args, *job, steps, profile), args.timeout, job_cache(cache, job),
+                    _worker_args(args, *job, steps, profile), timeout(), job_cache(cache, job),
                     job_xla_flags(job),
                 )
             )  # fmt: skip
@@ -1007,7 +1035,7 @@ def main() -> None:
     report["matmul"] = with_gpu_in_use(
         lambda: run_worker(
             ["--worker", "matmul"] + (["--small"] if args.small else []),
-            args.timeout,
+            timeout(),
             xla_flags=without_autotune_level(report["xla_flags"]),
         )
     )
@@ -1028,9 +1056,9 @@ def main() -> None:
     if not args.small and not args.no_torch and spact_policies:
         report["torch"] = []
         for bf16 in (False, True):
-            if past_deadline():
+            if past_deadline() or timeout() < MIN_WORKER_SECONDS:
                 break
-            result = torch_peer(sizes, args.clips, args.images, args.steps, bf16, args.timeout)
+            result = torch_peer(sizes, args.clips, args.images, args.steps, bf16, timeout())
             print(json.dumps(result), flush=True)
             report["torch"].append(result)
             ours = next(

@@ -11,8 +11,12 @@
 # EXTRA_XLA_FLAGS (unset: none) go before a mode's own XLA flags, e.g. a winning variant's for
 # `largest`: EXTRA_XLA_FLAGS=--xla_gpu_experimental_enable_fusion_autotuner=false
 #
-# Modes, in the order the next lease should run them (SECONDS: the command's own limit, default
-# 420; give the `run` call about 15 s more):
+# Modes (SECONDS: the command's own limit, default 420, at least 180 for the timed ones; give
+# the `run` call about 15 s more). Every compile and measurement ends 10 s before it (--end), so
+# the report is printed in time. A lease's 15 minutes hold the machine's start and two commands:
+# `meta 585`, then at once (the machine goes back after 30 s idle, its caches with it)
+# `meta $((budget_left_s - 45))` if that is at least 180; `variants` and `largest` in later
+# leases.
 #   meta        the eight-model meta step (its deciding pass and the meta update's program)
 #               compiled side by side three ways: XLA's defaults, without XLA's fusion
 #               autotuner (convolutions and matmuls still autotuned), and that under
@@ -20,9 +24,9 @@
 #               timed if its compile ends in time (compiles stop 120 s before the limit,
 #               leaving time to time the ones that ended; the same mode run again on the same
 #               machine resumes from the autotuning results they saved)
-#   variants    SPAct bf16 with XLA's defaults, NHWC convolution layouts, autotuning level 1
-#               and without the fusion autotuner, each compiled, timed and profiled (needs
-#               about 420 s)
+#   variants    SPAct bf16 with XLA's defaults, without the fusion autotuner, NHWC convolution
+#               layouts and autotuning level 1, each compiled, timed and profiled (needs about
+#               420 s; the traces stay in /tmp, their summaries are in the report)
 #   largest     SPAct bf16 at the paper's batch, 2x and 4x, compiled side by side, then timed
 #   meta_start  the eight-model meta step with XLA's default autotuning, started in its own
 #               session so that it outlives this command (its compile takes longer than one)
@@ -60,17 +64,18 @@ gpu_args() {
     local mode=$1 limit=$2
     local common="--steps 5 --no_torch --cache $CACHE/$mode"
     case $mode in
-        variants)
+        variants)  # traces under /tmp: $OUT brings back few files, none deep
             echo "--jobs spact:mixed_bfloat16 --compile_first 4 $common --largest_batch 0" \
-                "--profile $OUT/profile --timeout $((limit - 20)) --deadline $((limit - 60))" ;;
+                "--profile /tmp/gpu_lease_profile --timeout $((limit - 120))" \
+                "--deadline $((limit - 60)) --end $((limit - 10))" ;;
         meta)
             echo "--jobs meta:mixed_bfloat16 --compile_first 3 $common --largest_batch 0" \
-                "--timeout $((limit - 120)) --deadline $((limit - 50))" ;;
+                "--timeout $((limit - 120)) --deadline $((limit - 50)) --end $((limit - 10))" ;;
         meta_start)  # outlives the command: its compile and run may take 14 minutes
             echo "--jobs meta:mixed_bfloat16 $common --largest_batch 0 --timeout 840" ;;
         largest)
             echo "--jobs spact:mixed_bfloat16 --compile_first 3 $common --largest_batch 4" \
-                "--timeout $((limit - 20)) --deadline $((limit - 40))" ;;
+                "--timeout $((limit - 150)) --deadline $((limit - 60)) --end $((limit - 10))" ;;
         learning | learning_highest)
             echo "--learning_check gpu_check" ;;
         *) return 1 ;;
@@ -80,7 +85,7 @@ gpu_args() {
 # The XLA_FLAGS a mode adds, and its --variant_flags (separated by '|').
 mode_flags() {
     case $1 in
-        variants) echo "|$NHWC;$LEVEL1;$FUSION_AUTOTUNER_OFF" ;;
+        variants) echo "|$FUSION_AUTOTUNER_OFF;$NHWC;$LEVEL1" ;;  # the one meta hinges on first
         meta) echo "|$FUSION_AUTOTUNER_OFF;$LEVEL1 $FUSION_AUTOTUNER_OFF" ;;
         *) echo "|" ;;
     esac
@@ -134,6 +139,10 @@ if [[ $1 == --print ]]; then
     exit 0
 fi
 mode=$1 limit=${2:-420}
+if [[ $mode =~ ^(meta|variants|largest)$ ]] && ((limit < 180)); then
+    echo "$mode needs a limit of at least 180 s (its compiles stop 120 s before it), got $limit" >&2
+    exit 2
+fi
 if [[ $mode == _meta_background ]]; then
     install_wheels
     monitor > "${META_LOG%.jsonl}_monitor.jsonl" &

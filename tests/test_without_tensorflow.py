@@ -7,9 +7,11 @@ import importlib.util
 import json
 import math
 import os
+import re
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -109,6 +111,43 @@ def test_gpu_benchmark_smoke_run_without_tensorflow(tmp_path):
         report["largest_batch"]["float32"]["largest_clips_per_batch"]
         == 2 * report["batch"]["clips"]
     )
+
+
+@jax_only
+def test_gpu_benchmark_prints_its_report_by_its_end_whatever_a_measurement_takes(tmp_path):
+    """--end gives a started measurement only the time left, so a command's report comes
+    before its limit (a step of 100000 iterations would run for hours)."""
+    args = [
+        str(ROOT / "benchmarks" / "gpu.py"), "--small", "--jobs", "spact:float32",
+        "--steps", "100000", "--largest_batch", "0", "--timeout", "600", "--end", "20",
+    ]  # fmt: skip
+    started = time.perf_counter()
+    report = last_json(run_without_tensorflow(tmp_path, args, 120))
+    assert time.perf_counter() - started < 40
+    (row,) = report["steps"]
+    assert re.fullmatch(r"no result within \d+ s", row["error"])
+
+
+def test_largest_batch_is_one_that_ran_out_of_memory_not_one_left_untimed(capsys):
+    gpu = gpu_benchmark()
+    args = gpu_parser().parse_args(["--largest_batch", "8"])
+    args.clips, args.images = 24, 64  # the paper's, as main sets them
+    fits = {"clips_per_second": 50.0, "peak_gib": 30.0}
+    past = {"error": "not started: past the 380 s deadline"}
+    outcomes = iter([fits, past])
+    figures = gpu.largest_batch("float32", args, lambda job, steps: next(outcomes))
+    assert figures == {
+        "not_measured_at_clips": 4 * args.clips,
+        "not_measured_because": past,
+        "largest_clips_per_batch": 2 * args.clips,
+        "clips_per_second": 50.0,
+        "peak_gib": 30.0,
+    }
+    assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == [fits, past]
+    memory = {"error": "out of memory", "last_line": "RESOURCE_EXHAUSTED"}
+    outcomes = iter([memory])
+    figures = gpu.largest_batch("float32", args, lambda job, steps: next(outcomes))
+    assert figures == {"stopped_at_clips": 2 * args.clips, "stopped_because": memory}
 
 
 def test_gpu_benchmark_names_a_malformed_job():
@@ -393,13 +432,17 @@ def test_every_gpu_lease_mode_runs_a_gpu_benchmark_command_that_parses_within_it
             continue
         assert args.no_torch and args.steps >= 3
         if mode != "meta_start":
-            assert args.timeout < 585 and args.deadline < 585
+            # A started measurement gets only the time left (--end): the report comes in time.
+            assert args.deadline < args.end < 585
+            # Compiles end a minute before the deadline, leaving time to time them.
+            assert args.timeout + 60 <= args.deadline
         assert env["XLA_FLAGS"] == ""
     _, variants = lease_command("variants", 420)
     assert variants.variant_flags.split(";") == [
-        "--xla_gpu_force_conv_nhwc=true", level1, fusion_autotuner_off
+        fusion_autotuner_off, "--xla_gpu_force_conv_nhwc=true", level1
     ]  # fmt: skip
-    assert variants.profile and variants.compile_first == 4
+    assert variants.compile_first == 4
+    assert variants.profile.startswith("/tmp/")  # a device brings back few files, none deep
     _, meta_ways = lease_command("meta", 585)
     assert meta_ways.variant_flags.split(";") == [
         fusion_autotuner_off, f"{level1} {fusion_autotuner_off}"
@@ -419,6 +462,10 @@ def test_every_gpu_lease_mode_runs_a_gpu_benchmark_command_that_parses_within_it
 
 def test_gpu_lease_names_a_missing_wheel_and_an_unknown_mode(tmp_path):
     env = dict(os.environ, WHEEL_DIR=str(tmp_path), OUT=str(tmp_path / "out"))
+    lease = ["bash", str(LEASE), "meta", "150"]
+    done = subprocess.run(lease, env=env, capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "meta needs a limit of at least 180 s (its compiles stop 120 s before it)" in done.stderr
     (tmp_path / "namex-0.1.0-py3-none-any.whl").touch()
     done = subprocess.run(["bash", str(LEASE), "variants"], env=env, capture_output=True, text=True)
     assert done.returncode == 1
