@@ -134,7 +134,7 @@ def restore_optimizer(state: dict, optimizer: keras.optimizers.Optimizer) -> Non
     but its learning rates: they stay those it was built with (the run's flags, which a resume
     may change, e.g. lowered after a divergence; a per-epoch rule sets its own each epoch)."""
     rates = [
-        (variable, np.asarray(variable.value))
+        (variable, variable.numpy())
         for variable in optimizer.variables
         if variable.path.endswith("learning_rate")
     ]
@@ -172,7 +172,9 @@ def _damaged(path: Path, error: Exception) -> CheckpointError:
 
 
 def _save_values(path: Path, variables: Sequence[keras.Variable]) -> None:
-    np.savez(path, *[np.asarray(keras.ops.convert_to_numpy(v.value)) for v in variables])
+    """The values of `variables` in one `.npz` file, in order. Read by `numpy()`: NumPy cannot
+    convert the value of a variable mirrored by `tf.distribute` (a scalar optimizer step)."""
+    np.savez(path, *[np.asarray(v.numpy()) for v in variables])
 
 
 def _restore_values(path: Path, variables: Sequence[keras.Variable], what: str) -> None:

@@ -867,8 +867,14 @@ def global_epoch(phases: list[Phase], index: int, epoch: int) -> int:
 
 
 def _save_frames(anonymizer: keras.Model, clip: np.ndarray, run_dir: Path, phase: str, epoch: int):
-    """Save the raw and anonymized frames of the fixed clip side by side as one PNG."""
-    anonymized = np.asarray(anonymizer.predict(clip, verbose=0))
+    """Save the raw and anonymized frames of the fixed clip side by side as one PNG. The frames
+    are computed on this process alone, from host copies of the weights: under JAX's data
+    parallelism across processes `predict` lays its input out over every process's devices,
+    and the chief, which alone calls this, could not read the frames back."""
+    trainable = [variable.numpy() for variable in anonymizer.trainable_variables]
+    non_trainable = [variable.numpy() for variable in anonymizer.non_trainable_variables]
+    anonymized, _ = anonymizer.stateless_call(trainable, non_trainable, clip, training=False)
+    anonymized = keras.ops.convert_to_numpy(anonymized)
     strip = np.concatenate(
         [np.concatenate(list(clip), axis=1), np.concatenate(list(anonymized), axis=1)], axis=0
     )

@@ -5,6 +5,7 @@ script in a fresh process: `XLA_FLAGS=--xla_force_host_platform_device_count=4` 
 CPUs (`tf.config.set_logical_device_configuration`) on TensorFlow.
 """
 
+import dataclasses
 import json
 import os
 import socket
@@ -243,3 +244,34 @@ def _main(mode: str, *args: str) -> dict:
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     print(json.dumps(_main(*sys.argv[1:])))
+
+
+@pytest.mark.skipif(
+    os.environ.get("KERAS_BACKEND") != "tensorflow",
+    reason="TensorFlow's mirrored variables; JAX's data-parallel run: the two-process test",
+)
+def test_a_data_parallel_run_trains_through_train_and_keeps_its_checkpoints(benchmark, tmp_path):
+    """A whole run under `--distribution=data_parallel` (this machine's one device): every
+    epoch's checkpoint and frame strip are written (TensorFlow's mirrored scalar optimizer
+    variables failed NumPy's conversion at the first checkpoint), and it resumes from them."""
+    from tiny_models import tiny_config
+
+    from keras_privacy import checkpoint, training
+
+    config = tiny_config(
+        benchmark,
+        tmp_path,
+        distribution="data_parallel",
+        identity_epochs=1,
+        identity_warmup_epochs=0,
+        action_init_epochs=0,
+        privacy_init_epochs=0,
+        minimax_epochs=1,
+        steps_per_epoch=2,
+    )
+    result = training.train(config)
+    assert checkpoint.latest_checkpoint(result.run_dir)["phase"] == "minimax"
+    frames = sorted(path.name for path in (result.run_dir / "frames").iterdir())
+    assert frames == ["identity_epoch001.png", "minimax_epoch001.png"]
+    longer = dataclasses.replace(config, minimax_epochs=2)
+    assert training.train(longer).history["minimax"]
