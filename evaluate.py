@@ -47,11 +47,16 @@ def evaluate(config) -> None:
     """Evaluate every seed's run of `config` into its report, then summarise the seeds."""
     from keras_privacy import distribute
     from keras_privacy.evaluation import protocol
+    from keras_privacy.evaluation.anonymizations import require_one_training_setting
     from keras_privacy.evaluation.report import summarize_seeds
 
+    ignored = protocol.ignored_run_settings(config)
+    if ignored:
+        logging.warning(ignored)
     if config.compilation_cache:  # the fresh target models' training steps
         distribute.use_compilation_cache(config.compilation_cache)
     runs = config.seed_runs()
+    require_one_training_setting(runs)
     data = protocol.evaluation_data(config)
     methods = [protocol.methods_of(run) for run in runs]
     reports = {}

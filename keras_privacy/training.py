@@ -656,6 +656,21 @@ def _require_the_runs_settings(config: ExperimentConfig, run_dir: Path) -> None:
         )
 
 
+def _finished(config: ExperimentConfig, state: dict | None) -> bool:
+    """Whether the checkpoint `state` ends every phase of `config`: such a run trains nothing,
+    so its `config.json` stays as it is, a changed privacy weight or learning rate (resumable
+    settings) not recorded as the one it was trained with (the seeds of a `--seeds` run added
+    to later are compared on it, `anonymizations.require_one_training_setting`)."""
+    if state is None:
+        return False
+    order = list(PHASE_EPOCHS)
+    reached = order.index(state["phase"])
+    later = order[reached + 1 :]
+    return state["epoch"] >= getattr(config, PHASE_EPOCHS[state["phase"]]) and not any(
+        getattr(config, PHASE_EPOCHS[phase]) for phase in later
+    )
+
+
 def _environment_record(run_dir: Path) -> dict:
     """What `environment.json` holds after this start: where it runs (`environment.describe`)
     and the checkpoint it resumes from (`resumed_from`: phase and epoch; None for a fresh
@@ -689,7 +704,8 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
     if chief:
         record = _environment_record(run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / "config.json").write_text(json.dumps(dataclasses.asdict(config), indent=1))
+        if not _finished(config, checkpoint.latest_checkpoint(run_dir)):
+            (run_dir / "config.json").write_text(json.dumps(dataclasses.asdict(config), indent=1))
         (run_dir / "environment.json").write_text(json.dumps(record, indent=1))
     keras.utils.set_random_seed(config.seed)
 

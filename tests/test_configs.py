@@ -505,3 +505,38 @@ def test_an_unknown_backend_is_named_before_keras_is_imported(monkeypatch):
         script_argv(["evaluate.py"])
     monkeypatch.delenv("KERAS_BACKEND")
     assert script_argv(["evaluate.py"]) == ["evaluate.py"]  # tensorflow, Keras's default
+
+
+def test_process_flags_need_num_processes_and_a_port(tmp_path):
+    """--process_id / --coordinator_address only with --num_processes N > 1, a process_id of 0
+    or more, and a coordinator's host:port: each refused by name before any work."""
+
+    def refused(**settings) -> str:
+        with pytest.raises(SettingError) as raised:
+            ExperimentConfig(**settings).validate()
+        return str(raised.value)
+
+    assert refused(process_id=1).startswith("--process_id is read only with --num_processes N > 1")
+    assert "--coordinator_address is read only" in refused(coordinator_address="h:1")
+    assert "--num_processes is 0" in refused(
+        num_processes=0, process_id=7, distribution="data_parallel"
+    )
+    assert refused(process_id=-3) == "--process_id must be 0 or more, got -3"
+    parallel = dict(num_processes=2, distribution="data_parallel")
+    for address in ("localhost", "localhost:", ":1234", "h:0", "h:65536", "h:port"):
+        assert refused(coordinator_address=address, **parallel) == (
+            f"--coordinator_address={address} is not host:port (a port of 1 .. 65535) where "
+            "process 0 listens"
+        )
+    ExperimentConfig(coordinator_address="[::1]:1234", process_id=1, **parallel).validate()
+
+
+def test_a_compilation_cache_that_is_a_file_is_refused(tmp_path):
+    cache = tmp_path / "cache"
+    cache.write_text("")
+    with pytest.raises(SettingError) as raised:
+        ExperimentConfig(compilation_cache=str(cache)).validate()
+    assert str(raised.value) == (
+        f"{cache}: --compilation_cache names a file; name a folder (made if missing)"
+    )
+    ExperimentConfig(compilation_cache=str(tmp_path / "folder")).validate()

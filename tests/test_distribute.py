@@ -193,6 +193,30 @@ def test_config_names_bad_process_settings():
         ExperimentConfig(num_processes=2, distribution="data_parallel").validate()
 
 
+def test_num_processes_0_off_a_cluster_names_the_flag(monkeypatch):
+    """JAX's own message ("coordinator_address should be defined.") names neither the flag
+    nor the cause."""
+    import jax
+
+    from keras_privacy.backend.jax_distribution import join_processes
+
+    for name in ("SLURM_JOB_ID", "OMPI_MCA_orte_hnp_uri", "JOBSET_NAME"):
+        monkeypatch.delenv(name, raising=False)
+    collectives = jax.config.jax_cpu_collectives_implementation
+    try:
+        with pytest.raises(ValueError) as raised:
+            join_processes(0, 0, "")
+    finally:
+        jax.config.update("jax_cpu_collectives_implementation", collectives)
+    assert str(raised.value).startswith(
+        "--num_processes=0 reads the job from the cluster's environment (SLURM, Open MPI, "
+        "Kubernetes' JobSet), and none was found ("
+    )
+    assert str(raised.value).endswith(
+        "give --num_processes, --process_id and --coordinator_address"
+    )
+
+
 @pytest.mark.skipif(os.environ["KERAS_BACKEND"] != "tensorflow", reason="TensorFlow's refusal")
 @pytest.mark.parametrize("num_processes", [0, 2])
 def test_tensorflow_refuses_training_across_processes_by_name(num_processes):

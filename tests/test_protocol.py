@@ -542,3 +542,33 @@ def test_a_learned_anonymizer_is_evaluated_with_the_settings_it_was_trained_with
     recorded.write_text("{")
     with pytest.raises(SettingError, match=f"^{re.escape(str(recorded))} is not valid JSON"):
         anonymizations.require_the_training_settings(config, config.anonymizer_path)
+
+
+def test_the_run_settings_the_evaluation_ignores_are_named(benchmark, tmp_path):
+    config = tiny_config(benchmark, tmp_path)
+    assert protocol.ignored_run_settings(config) is None
+    mixed = dataclasses.replace(
+        config, distribution="data_parallel", mixed_precision="mixed_bfloat16"
+    )
+    assert protocol.ignored_run_settings(mixed) == (
+        "--distribution=data_parallel, --mixed_precision=mixed_bfloat16 ignored: evaluate.py "
+        "trains its target models in float32 on one device, in this process alone (start it "
+        "once, not once per process)"
+    )
+
+
+def test_seed_runs_trained_with_another_privacy_weight_are_not_summarised(benchmark, tmp_path):
+    runs = tiny_config(benchmark, tmp_path, seeds=3).seed_runs()
+    for run, weight in zip(runs, (1.0, 1.0, 0.5)):
+        Path(run.run_dir).mkdir(parents=True)
+        recorded = dataclasses.asdict(run) | {"privacy_weight": weight}
+        (Path(run.run_dir) / "config.json").write_text(json.dumps(recorded))
+    anonymizations.require_one_training_setting(runs[:2])
+    with pytest.raises(SettingError) as raised:
+        anonymizations.require_one_training_setting(runs)
+    folders = [run.run_dir for run in runs]
+    assert str(raised.value) == (
+        f"the seed runs were trained with different --privacy_weight ({folders[0]}: 1.0, "
+        f"{folders[1]}: 1.0, {folders[2]}: 0.5): their summary would average both as one; "
+        "train every seed with one value, or evaluate them apart"
+    )

@@ -249,6 +249,17 @@ def test_a_kept_run_is_resumed_only_with_its_settings(uninterrupted, benchmark, 
     )
 
 
+def test_a_finished_run_keeps_the_settings_it_was_trained_with(uninterrupted, benchmark, tmp_path):
+    """Nothing is trained: a changed privacy weight (a resumable setting, as a `--seeds` run
+    added to later may give) is not recorded as the run's."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(Path(uninterrupted["config"].run_dir), run_dir)
+    kept = (run_dir / "config.json").read_text()
+    with contextlib.redirect_stdout(io.StringIO()):
+        training.train(tiny_config(benchmark, run_dir, privacy_weight=0.5))
+    assert (run_dir / "config.json").read_text() == kept
+
+
 def test_run_killed_mid_epoch_resumes_to_the_same_end(uninterrupted, benchmark):
     killed = uninterrupted["killed"]
     assert killed.is_dir(), "no snapshot was taken in the middle of minimax epoch 2"

@@ -17,10 +17,18 @@ if TYPE_CHECKING:
 
 def join_processes(num_processes: int, process_id: int, coordinator_address: str) -> int:
     """Join process `process_id` of `num_processes` (0: all three from the cluster's
-    environment) to one JAX job, CPU devices exchanging through Gloo; the number of processes."""
+    environment) to one JAX job, CPU devices exchanging through Gloo; the number of processes.
+    With 0 and no cluster found, a ValueError naming `--num_processes` (JAX's names neither)."""
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
     if num_processes == 0:
-        jax.distributed.initialize()
+        try:
+            jax.distributed.initialize()
+        except ValueError as error:
+            raise ValueError(
+                "--num_processes=0 reads the job from the cluster's environment (SLURM, Open MPI, "
+                f"Kubernetes' JobSet), and none was found ({error}): give --num_processes, "
+                "--process_id and --coordinator_address"
+            ) from error
     else:
         jax.distributed.initialize(coordinator_address, num_processes, process_id)
     return jax.process_count()

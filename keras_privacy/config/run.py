@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import field
 
+from keras_privacy.cli import refuse_a_file
 from keras_privacy.config.setting import SettingError, at_least_one, described, one_of
 from keras_privacy.distribute import DISTRIBUTIONS, JIT_COMPILE, PRECISIONS
 
@@ -96,6 +97,20 @@ def validate_run(config: RunSettings) -> None:
     one_of("distribution", config.distribution, DISTRIBUTIONS)
     one_of("mixed_precision", config.mixed_precision, PRECISIONS)
     one_of("jit_compile", str(config.jit_compile).lower(), JIT_COMPILE)
+    if config.compilation_cache:
+        try:
+            refuse_a_file(config.compilation_cache, "<compilation_cache>")
+        except NotADirectoryError as error:
+            raise SettingError(str(error)) from None
+    if config.process_id < 0:
+        raise SettingError(f"<process_id> must be 0 or more, got {config.process_id}")
+    if config.num_processes in (0, 1) and (config.process_id or config.coordinator_address):
+        given = "<process_id>" if config.process_id else "<coordinator_address>"
+        raise SettingError(
+            f"{given} is read only with <num_processes> N > 1, and <num_processes> is "
+            f"{config.num_processes} (1: this process alone; 0: the cluster's environment gives "
+            "all three): give <num_processes>"
+        )
     if config.num_processes != 1:
         if config.distribution != "data_parallel":
             raise SettingError(
@@ -112,6 +127,12 @@ def validate_run(config: RunSettings) -> None:
             raise SettingError(
                 f"<num_processes>={config.num_processes} needs <coordinator_address> "
                 "(host:port of process 0)"
+            )
+        host, _, port = config.coordinator_address.rpartition(":")
+        if config.num_processes > 1 and not (host and port.isdigit() and 0 < int(port) < 65536):
+            raise SettingError(
+                f"<coordinator_address>={config.coordinator_address} is not host:port (a port "
+                "of 1 .. 65535) where process 0 listens"
             )
     if config.distribution == "data_parallel" and config.method == "meta":
         raise SettingError(

@@ -7,7 +7,7 @@ import dataclasses
 import hashlib
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import keras
@@ -15,6 +15,7 @@ import numpy as np
 
 from keras_privacy.config import LEARNED_NAME_SETTINGS, ExperimentConfig, SettingError
 from keras_privacy.config.evaluation import LEARNED, eval_methods, learned_path
+from keras_privacy.config.schedule import LEARNING_RATES
 from keras_privacy.data.cache import FrameTransform
 from keras_privacy.evaluation.baselines import (
     BASELINES,
@@ -179,6 +180,32 @@ def require_the_training_settings(config: ExperimentConfig, path: str) -> None:
             f"{path} was trained with {listed} ({recorded}): evaluate it with the settings it "
             "was trained with"
         )
+
+
+SEED_SETTINGS = ("privacy_weight", *LEARNING_RATES)
+"""The settings that a resumed run may change (`training.RESUMABLE_SETTINGS`) that change what
+is trained: the only ones in which the seed runs of one `--seeds` run can differ."""
+
+
+def require_one_training_setting(runs: Sequence[ExperimentConfig]) -> None:
+    """Raise SettingError naming each of `SEED_SETTINGS` in which the seed runs' `config.json`
+    differ, and the run folders: their summary would average two settings as one. Training
+    leaves a finished run's `config.json` as it is, so a seed added later with another privacy
+    weight or learning rate differs from the earlier ones. Runs without one are not compared."""
+    kept = {}
+    for run in runs:
+        recorded = Path(run.run_dir) / "config.json"
+        if recorded.is_file():
+            kept[run.run_dir] = json.loads(recorded.read_text(encoding="utf-8"))
+    for name in SEED_SETTINGS:
+        values = {folder: settings.get(name) for folder, settings in kept.items()}
+        if len(set(values.values())) > 1:
+            listed = ", ".join(f"{folder}: {value}" for folder, value in values.items())
+            raise SettingError(
+                f"the seed runs were trained with different <{name}> ({listed}): their summary "
+                "would average both as one; train every seed with one value, or evaluate them "
+                "apart"
+            )
 
 
 def methods_of(config: ExperimentConfig) -> list[Anonymization]:

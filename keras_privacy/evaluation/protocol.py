@@ -97,10 +97,38 @@ from keras_privacy.evaluation.targets import (
     train_privacy_target,
     with_anonymizer,
 )
+from keras_privacy.spelling import spell
 
-__all__ = ["evaluate", "evaluation_data", "methods_of", "report_dir"]
+__all__ = ["evaluate", "evaluation_data", "ignored_run_settings", "methods_of", "report_dir"]
 """A run of the protocol: `evaluate(config, evaluation_data(config), methods_of(config),
 report_dir(config))`; the steps live in `datasets`, `anonymizations` and `targets`."""
+
+
+IGNORED_RUN_SETTINGS = {
+    "distribution": "none",
+    "mixed_precision": "float32",
+    "num_processes": 1,
+    "process_id": 0,
+    "coordinator_address": "",
+}
+"""`train.py`'s settings that the evaluation ignores, with their defaults."""
+
+
+def ignored_run_settings(config: ExperimentConfig) -> str | None:
+    """A warning naming each of `IGNORED_RUN_SETTINGS` that `config` sets (None if none): the
+    evaluation trains its target models in float32 on one device, in this process alone. A
+    warning, not a refusal: `evaluate.py` takes the flag file of the training."""
+    given = [
+        f"<{name}>={getattr(config, name)}"
+        for name, default in IGNORED_RUN_SETTINGS.items()
+        if getattr(config, name) != default
+    ]
+    if not given:
+        return None
+    return spell(
+        f"{', '.join(given)} ignored: evaluate.py trains its target models in float32 on one "
+        "device, in this process alone (start it once, not once per process)"
+    )
 
 
 def evaluate(
