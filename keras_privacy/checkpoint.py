@@ -34,6 +34,25 @@ class NonFiniteWeightsError(CheckpointError):
     """Variables to be saved hold a NaN or an infinity; the previous checkpoint stays."""
 
 
+def read_record(
+    path: str | os.PathLike, consequence: str, error: type[Exception] = CheckpointError
+) -> dict | None:
+    """The JSON object a run keeps at `path` (its `config.json`, `environment.json`), or None
+    where there is no such file. A file that is not UTF-8 JSON holding one object raises `error`
+    naming the file, what is wrong with it and `consequence` (what is unknown without it, and
+    the remedy): every reader of a run's records reports a damaged one the same way."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as problem:
+        raise error(f"{path} is not valid JSON ({problem}): {consequence}") from problem
+    if not isinstance(record, dict):
+        raise error(f"{path} holds a {type(record).__name__}, not a JSON object: {consequence}")
+    return record
+
+
 def non_finite_variables(
     models: dict[str, keras.Model], optimizer: keras.optimizers.Optimizer | None = None
 ) -> list[str]:

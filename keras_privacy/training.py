@@ -613,22 +613,19 @@ def _require_the_runs_settings(config: ExperimentConfig, run_dir: Path) -> None:
     Settings a version before this one did not record are not compared; a checkpoint whose
     `config.json` is missing or damaged is refused (every version wrote one)."""
     state = checkpoint.latest_checkpoint(run_dir)
-    recorded = run_dir / "config.json"
     if state is None:
         return
-    if not recorded.is_file():
+    recorded = run_dir / "config.json"
+    unknown = (
+        "the settings the run started with are unknown; restore it, or start again in a new "
+        "--run_dir"
+    )
+    kept = checkpoint.read_record(recorded, unknown)
+    if kept is None:
         raise checkpoint.CheckpointError(
             f"{recorded} is missing beside the checkpoint ({state['phase']} epoch "
-            f"{state['epoch']}): the settings the run started with are unknown; restore it, or "
-            "start again in a new --run_dir"
+            f"{state['epoch']}): {unknown}"
         )
-    try:
-        kept = json.loads(recorded.read_text())
-    except json.JSONDecodeError as error:
-        raise checkpoint.CheckpointError(
-            f"{recorded} is not valid JSON ({error}): the settings the run started with are "
-            "unknown; restore it, or start again in a new --run_dir"
-        ) from error
     now = dataclasses.asdict(config)
     free = RESUMABLE_SETTINGS | {
         field.name
@@ -677,17 +674,12 @@ def _environment_record(run_dir: Path) -> dict:
     start), with the records of the run's earlier starts, oldest first, under
     `earlier_starts`: a resumed run's earlier epochs may have run on another machine or
     backend."""
-    path = run_dir / "environment.json"
-    earlier = []
-    if path.is_file():
-        try:
-            kept = json.loads(path.read_text())
-        except json.JSONDecodeError as error:
-            raise checkpoint.CheckpointError(
-                f"{path} is not valid JSON ({error}): where the run's earlier starts ran is "
-                "unknown; restore it, or remove it to keep this start's record alone"
-            ) from error
-        earlier = [*kept.pop("earlier_starts", []), kept]
+    kept = checkpoint.read_record(
+        run_dir / "environment.json",
+        "where the run's earlier starts ran is unknown; restore it, or remove it to keep this "
+        "start's record alone",
+    )
+    earlier = [] if kept is None else [*kept.pop("earlier_starts", []), kept]
     state = checkpoint.latest_checkpoint(run_dir)
     resumed = None if state is None else {"phase": state["phase"], "epoch": state["epoch"]}
     return {**environment.describe(), "resumed_from": resumed, "earlier_starts": earlier}

@@ -572,3 +572,11 @@ def test_seed_runs_trained_with_another_privacy_weight_are_not_summarised(benchm
         f"{folders[1]}: 1.0, {folders[2]}: 0.5): their summary would average both as one; "
         "train every seed with one value, or evaluate them apart"
     )
+    (Path(runs[2].run_dir) / "config.json").write_text('{"privacy_weight": ')
+    with pytest.raises(SettingError) as raised:
+        anonymizations.require_one_training_setting(runs)
+    assert str(raised.value).startswith(f"{folders[2]}/config.json is not valid JSON (")
+    assert str(raised.value).endswith(
+        "the settings this seed was trained with are unknown; restore it, or remove it to leave "
+        "the seed out of the comparison"
+    )

@@ -744,6 +744,23 @@ def test_a_run_dir_that_is_a_file_is_named(benchmark, tmp_path):
     assert (tmp_path / "run").read_text() == "notes"
 
 
+def test_a_runs_record_is_read_whole_or_named_with_its_problem(tmp_path):
+    record = tmp_path / "config.json"
+    assert checkpoint.read_record(record, "unknown") is None
+    record.write_text('{"seed": 3}')
+    assert checkpoint.read_record(record, "unknown") == {"seed": 3}
+    for content, problem in [
+        (b'{"seed": ', "is not valid JSON (Expecting value"),
+        (b'{"name": "\xff"}', "is not valid JSON ('utf-8' codec can't decode"),
+        (b"[1, 2]", "holds a list, not a JSON object"),
+    ]:
+        record.write_bytes(content)
+        with pytest.raises(SettingError) as raised:
+            checkpoint.read_record(record, "the settings are unknown", SettingError)
+        assert str(raised.value).startswith(f"{record} {problem}")
+        assert str(raised.value).endswith(": the settings are unknown")
+
+
 def test_a_damaged_pointer_or_config_of_the_run_is_named(tmp_path):
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     optimizer = keras.optimizers.Adam()

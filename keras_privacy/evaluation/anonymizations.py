@@ -13,6 +13,7 @@ from pathlib import Path
 import keras
 import numpy as np
 
+from keras_privacy.checkpoint import read_record
 from keras_privacy.config import LEARNED_NAME_SETTINGS, ExperimentConfig, SettingError
 from keras_privacy.config.evaluation import LEARNED, eval_methods, learned_path
 from keras_privacy.config.schedule import LEARNING_RATES
@@ -158,15 +159,14 @@ def require_the_training_settings(config: ExperimentConfig, path: str) -> None:
     row otherwise (`LEARNED_NAME_SETTINGS`) or that gave it frames of another `image_size`:
     its row would carry another method's name, or measure it at a size it never saw."""
     recorded = Path(path).parent / "config.json"
-    if not recorded.is_file():
+    kept = read_record(
+        recorded,
+        f"the settings {path} was trained with are unknown; restore it, or remove it to "
+        "evaluate the anonymizer as the flags say",
+        SettingError,
+    )
+    if kept is None:
         return
-    try:
-        kept = json.loads(recorded.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise SettingError(
-            f"{recorded} is not valid JSON ({error}): the settings {path} was trained with are "
-            "unknown; restore it, or remove it to evaluate the anonymizer as the flags say"
-        ) from error
     naming = {name: kept[name] for name in LEARNED_NAME_SETTINGS if name in kept}
     differ = []
     if dataclasses.replace(config, **naming).learned_name() != config.learned_name():
@@ -194,9 +194,14 @@ def require_one_training_setting(runs: Sequence[ExperimentConfig]) -> None:
     weight or learning rate differs from the earlier ones. Runs without one are not compared."""
     kept = {}
     for run in runs:
-        recorded = Path(run.run_dir) / "config.json"
-        if recorded.is_file():
-            kept[run.run_dir] = json.loads(recorded.read_text(encoding="utf-8"))
+        recorded = read_record(
+            Path(run.run_dir) / "config.json",
+            "the settings this seed was trained with are unknown; restore it, or remove it to "
+            "leave the seed out of the comparison",
+            SettingError,
+        )
+        if recorded is not None:
+            kept[run.run_dir] = recorded
     for name in SEED_SETTINGS:
         values = {folder: settings.get(name) for folder, settings in kept.items()}
         if len(set(values.values())) > 1:
