@@ -730,8 +730,12 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
         jit_compile, why = distribute.choose_jit_compile(
             config.jit_compile, trainer.groups().values()
         )
-        print(f"phase {phase.name}: XLA {'on' if jit_compile else 'off'} ({why})", flush=True)
         trainer.compile(phase.optimizers(), jit_compile=jit_compile)
+        if jit_compile and not trainer.jit_compile:
+            why += "; XLA cannot compile a TensorFlow data-parallel step"
+        print(
+            f"phase {phase.name}: XLA {'on' if trainer.jit_compile else 'off'} ({why})", flush=True
+        )
         # Groups the trainer owns (RotNet's head, MoCo's momentum state) live in its checkpoints.
         owned = {
             group: model

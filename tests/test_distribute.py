@@ -268,10 +268,13 @@ if __name__ == "__main__":
     os.environ.get("KERAS_BACKEND") != "tensorflow",
     reason="TensorFlow's mirrored variables; JAX's data-parallel run: the two-process test",
 )
-def test_a_data_parallel_run_trains_through_train_and_keeps_its_checkpoints(benchmark, tmp_path):
+def test_a_data_parallel_run_trains_through_train_and_keeps_its_checkpoints(
+    benchmark, tmp_path, capsys
+):
     """A whole run under `--distribution=data_parallel` (this machine's one device): every
     epoch's checkpoint and frame strip are written (TensorFlow's mirrored scalar optimizer
-    variables failed NumPy's conversion at the first checkpoint), and it resumes from them."""
+    variables failed NumPy's conversion at the first checkpoint), and it resumes from them.
+    Its log says XLA is off, as it is under a mirrored strategy, even where asked for."""
     from tiny_models import tiny_config
 
     from keras_privacy import checkpoint, training
@@ -286,10 +289,19 @@ def test_a_data_parallel_run_trains_through_train_and_keeps_its_checkpoints(benc
         privacy_init_epochs=0,
         minimax_epochs=1,
         steps_per_epoch=2,
+        jit_compile="auto",
     )
     result = training.train(config)
     assert checkpoint.latest_checkpoint(result.run_dir)["phase"] == "minimax"
     frames = sorted(path.name for path in (result.run_dir / "frames").iterdir())
     assert frames == ["identity_epoch001.png", "minimax_epoch001.png"]
-    longer = dataclasses.replace(config, minimax_epochs=2)
-    assert training.train(longer).history["minimax"]
+    assert "phase minimax: XLA off (auto: TensorFlow graph without XLA under data parallelism)" in (
+        capsys.readouterr().out
+    )
+    longer = dataclasses.replace(config, minimax_epochs=2, jit_compile="true")
+    with pytest.warns(UserWarning, match="XLA compilation is off for data-parallel training"):
+        assert training.train(longer).history["minimax"]
+    assert (
+        "phase minimax: XLA off (--jit_compile=true; XLA cannot compile a TensorFlow "
+        "data-parallel step)"
+    ) in capsys.readouterr().out

@@ -71,7 +71,10 @@ def auto_jit_compile(models: Iterable[keras.Model]) -> tuple[bool, str]:
     """XLA on a GPU; on a CPU, XLA unless a model holds a 3-D convolution: XLA:CPU runs those
     several times slower than TensorFlow's graph with oneDNN (SPAct's step at the paper's sizes:
     about 80 s against 18.8 s on 2 cores, `benchmarks/train_step.py`), while the 2-D
-    convolutions of the synthetic benchmark's models are faster under XLA."""
+    convolutions of the synthetic benchmark's models are faster under XLA. Never under a
+    `tf.distribute` strategy: XLA cannot compile its replica step (`TensorFlowStep`)."""
+    if tf.distribute.has_strategy():
+        return False, "auto: TensorFlow graph without XLA under data parallelism"
     if tf.config.list_logical_devices("GPU"):
         return True, "auto: XLA on a TensorFlow GPU"
     conv3d = [model.name for model in models if _has_conv3d(model)]

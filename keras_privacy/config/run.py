@@ -46,7 +46,8 @@ class RunSettings:
         metadata=described(
             "auto | true | false: XLA-compile the training steps. auto: XLA on JAX and on a "
             "TensorFlow GPU; on a TensorFlow CPU, XLA unless a trained model has 3-D "
-            "convolutions (XLA:CPU runs those several times slower than TensorFlow's graph).",
+            "convolutions (XLA:CPU runs those several times slower than TensorFlow's graph). "
+            "TensorFlow's data-parallel step runs without XLA, whatever the setting.",
             "run",
         ),
     )
