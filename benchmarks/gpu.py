@@ -56,6 +56,9 @@ Per method and dtype policy (`float32`, `mixed_bfloat16`), at the paper's batch 
 a persistent compilation cache (`jax_compilation_cache_dir`) that the timed runs, one at a time,
 then load: the compiles (minutes each, on the CPU) overlap, the timings do not. Each row then
 gives `first_compile_seconds` (the concurrent compile) beside `compile_seconds` (the load).
+`compile_loaded_from_cache` (and `first_compile_loaded_from_cache`) says where every program of
+a step came from the persistent cache, as after an earlier command with the same `--cache`:
+such a "compile" took the seconds of a load.
 Run one benchmark at a time on a GPU: compiles autotuning their convolutions beside a timed
 step can take most of the GPU's memory (134 of an H200's 139 GiB, 2026-11-28).
 `--deadline S` starts no measurement after S seconds and still prints the report, so a run
@@ -335,6 +338,12 @@ def measure_step(
     )
     batch = jax.device_put(batch)
     figures = {"method": method, "dtype_policy": policy, "clips": clips}
+    cache_hits = []
+    jax.monitoring.register_event_listener(
+        lambda event, **_: (
+            cache_hits.append(event) if event == "/jax/compilation_cache/cache_hits" else None
+        )
+    )
     start = time.perf_counter()
     lowered = lowered_programs(trainer, state, batch)
     if lower_only:
@@ -346,6 +355,8 @@ def measure_step(
         return figures
     programs = [program.compile() for program in lowered]
     figures["compile_seconds"] = round(time.perf_counter() - start, 1)
+    # A program found in the persistent cache is loaded, not compiled: minutes become seconds.
+    figures["compile_loaded_from_cache"] = len(cache_hits) == len(programs)
     plans = [planned_gib(program) for program in programs]
     if None not in plans:
         figures["planned_gib"] = max(plans)
@@ -1026,6 +1037,7 @@ def main() -> None:
             result["attack_models"] = len(sizes["attack_models"])
         if "compile_seconds" in first:
             result["first_compile_seconds"] = first["compile_seconds"]
+            result["first_compile_loaded_from_cache"] = first["compile_loaded_from_cache"]
         if "planned_gib" in first:
             result.setdefault("planned_gib", first["planned_gib"])
         return result

@@ -87,6 +87,7 @@ def test_gpu_benchmark_smoke_run_without_tensorflow(tmp_path):
         str(ROOT / "benchmarks" / "gpu.py"), "--small", "--jobs", "spact:float32,meta:float32",
         "--steps", "1", "--largest_batch", "2", "--attack_models", "2",
         "--cache", str(tmp_path / "cache"), "--profile", str(tmp_path / "profile"),
+        "--compile_first", "1",
     ]  # fmt: skip
     report = last_json(run_without_tensorflow(tmp_path, args, 900))
     # The steps' compiles and their autotuning results stay for a later command to load.
@@ -97,6 +98,9 @@ def test_gpu_benchmark_smoke_run_without_tensorflow(tmp_path):
     assert set(steps) == {"spact", "meta"}
     for row in steps.values():
         assert "error" not in row, row
+        # Compiled first into the empty cache, then loaded from it by the timed run.
+        assert row["first_compile_loaded_from_cache"] is False, row
+        assert row["compile_loaded_from_cache"] is True, row
         assert row["seconds_per_step"] > 0 and row["clips_per_second"] > 0
         assert all(math.isfinite(v) for v in row["logs"].values())
         profile = row["profile"]  # the profiled steps, summarised
