@@ -78,7 +78,7 @@ def anonymize_video(
 
     `anonymizer` is a Keras model or a frame function (`keras_privacy.runtimes`).
     `stream_options` go to `keras_privacy.streaming.transcode` (keep_audio, policy,
-    queue_size, input_format, input_options, output_format). Raises VideoDecodeError naming
+    queue_size, input_format, input_options, output_format, on_open). Raises VideoDecodeError naming
     `in_path` when it cannot be read; a file `out_path` is then left untouched. An `out_path`
     that is `in_path` raises ValueError: the raw video would be overwritten as it is read.
     """
@@ -243,7 +243,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="FFmpeg demuxer option, repeatable: video_size=640x480, rtsp_transport=tcp",
+        help="FFmpeg demuxer option, repeatable: video_size=640x480, rtsp_transport=tcp "
+        "(FFmpeg ignores a key it does not know, without a word)",
     )
     parser.add_argument("--output_format", default=None, help="FFmpeg muxer, e.g. mpegts, flv")
     parser.add_argument("--no_progress", action="store_true", help="no progress bar")
@@ -313,6 +314,7 @@ def _anonymize(args: argparse.Namespace) -> int:
         "input_format": args.input_format,
         "input_options": dict(option.split("=", 1) for option in args.input_option),
         "output_format": args.output_format,
+        "on_open": lambda line: print(line, file=sys.stderr),
     }
     if folder:
         result = anonymize_folder(anonymizer, args.input, args.output, **options)

@@ -122,6 +122,13 @@ def open_source(
     return open_container(text, input_format, options)
 
 
+def describe_source(video: av.VideoStream, rate: Fraction) -> str:
+    """A video stream as a log line shows it: codec, size and frame rate, e.g. ``h264 640x480
+    at 25 frames/s``."""
+    context = video.codec_context
+    return f"{context.name} {context.width}x{context.height} at {float(rate):.4g} frames/s"
+
+
 class FrameQueue:
     """Decoded video frames (at most `size`; `policy` when full) and audio packets (never
     dropped, not counted), handed from the reader thread to the model in arrival order."""
@@ -382,12 +389,15 @@ def transcode(
     output_format: str | None = None,
     input_options: dict[str, str] | None = None,
     on_batch: Callable[[int], object] | None = None,
+    on_open: Callable[[str], object] | None = None,
 ) -> StreamStats:
     """Anonymize `source` into `output` as the module's docstring says; returns the stats.
 
     `policy` is ``"wait"`` or ``"drop"`` (default: wait for a regular file, drop for a live
     source). `on_batch(number of frames)` is called after each batch is encoded (a progress
-    bar). Raises VideoDecodeError naming the source when it cannot be read.
+    bar); `on_open(line)` once the source is open, with its name, codec, size and rate
+    (`describe_source`), which input options may have set. Raises VideoDecodeError naming
+    the source when it cannot be read.
     """
     source_name = os.fspath(source)
     policy = policy or (DROP if is_live(source_name) else WAIT)
@@ -397,6 +407,8 @@ def transcode(
     video.thread_type = "AUTO"
     audio = container.streams.audio[0] if keep_audio and container.streams.audio else None
     rate = video.average_rate or video.guessed_rate or Fraction(25)
+    if on_open is not None:
+        on_open(f"{source_name}: {describe_source(video, rate)}")
     target = Path(output)
     atomic = _is_file_output(output)
     written = target.with_name(f".{target.stem}.partial{target.suffix}") if atomic else output

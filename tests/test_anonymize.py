@@ -60,6 +60,7 @@ def test_folder_names_the_corrupt_video_and_writes_the_others(
     stderr = capsys.readouterr().err
     assert "1 video(s) failed" in stderr and str(videos / "broken.avi") in stderr
     assert f"{out / 'pool.mp4'}: 32 frames anonymized, 0 dropped" in stderr
+    assert f"{videos / 'pool.mp4'}: h264 340x256 at 30 frames/s" in stderr
     assert sorted(os.listdir(out)) == ["pool.mp4"]
     info = probe_video(out / "pool.mp4")
     assert (info.num_frames, info.height, info.width) == (32, 256, 340)
@@ -166,6 +167,7 @@ def test_the_command_line_hands_its_streaming_options_to_the_video_anonymizer(
     argv += ["--queue_size", "5", "--input_format", "v4l2", "--output_format", "mpegts"]
     argv += ["--input_option", "video_size=640x480", "--input_option", "framerate=30"]
     assert main(argv) == 0
+    assert callable(handed.pop("on_open"))  # prints the opened source's line
     assert handed == {
         "source": "in.mp4",
         "output": str(tmp_path / "out.ts"),  # as given: a URL must keep its "//"

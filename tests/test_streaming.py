@@ -143,6 +143,25 @@ def test_audio_is_copied_bit_identical_and_rotation_kept(model_path, tmp_path, c
     assert _audio_packets(silent) == []
 
 
+def test_input_options_reach_the_demuxer_and_the_opened_source_is_described(tmp_path):
+    """Raw frames have no header: their size, pixel format and rate come from the input
+    options alone, and the line `on_open` gets says what was opened."""
+    source = tmp_path / "frames.rgb"
+    source.write_bytes(np.stack([_pattern(i) for i in range(5)]).tobytes())
+    options = {"video_size": f"{WIDTH}x{HEIGHT}", "pixel_format": "rgb24", "framerate": "12"}
+    opened = []
+    out = tmp_path / "out.mp4"
+    stats = transcode(
+        _invert, source, out, input_format="rawvideo", input_options=options,
+        on_open=opened.append,
+    )  # fmt: skip
+    assert opened == [f"{source}: rawvideo {WIDTH}x{HEIGHT} at 12 frames/s"]
+    assert stats.frames_written == 5
+    written = _frames(out).astype(int)
+    expected = np.stack([255 - _pattern(i) for i in range(5)]).astype(int)
+    assert np.abs(written - expected).mean() < 3
+
+
 def test_audio_the_container_cannot_take_is_named(tmp_path):
     """AAC does not go into MPEG-PS with mpeg4 here: the error names the output asked for (not
     its temporary twin) and the codecs."""
