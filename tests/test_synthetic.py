@@ -489,8 +489,13 @@ def test_the_benchmark_is_written_only_into_a_folder_of_its_own(bench, tmp_path,
     with pytest.raises(SettingError, match=f"^--synthetic_dir={tmp_path} holds cache, notes.txt,"):
         sources.synthetic_benchmark(tmp_path)
     (tmp_path / "VERSION").write_text("1.2.3\n")  # another program's VERSION file
-    with pytest.raises(SettingError, match="holds notes.txt, which the built-in benchmark did"):
+    with pytest.raises(SettingError, match="holds VERSION, cache, notes.txt, which the built-in"):
         sources.synthetic_benchmark(tmp_path)
+    (tmp_path / "notes.txt").unlink()  # its VERSION beside its cache alone: still not ours
+    with pytest.raises(SettingError, match="holds VERSION, cache, which the built-in benchmark"):
+        sources.synthetic_benchmark(tmp_path)
+    assert synthetic.is_version_tag("4") and synthetic.is_version_tag("5 dusk\n")
+    assert not synthetic.is_version_tag("5 night") and not synthetic.is_version_tag("v2")
     assert written == [] and (tmp_path / "cache" / "shard.tfrecord").is_file()
     # An empty or new folder, and one of a stopped write (the generator's files alone).
     sources.synthetic_benchmark(tmp_path / "new")

@@ -41,15 +41,19 @@ def synthetic_benchmark(
     The generator deletes its `VERSION` file first and writes it last, so the file marks a
     complete benchmark. The benchmark is written only into a folder that holds nothing but its
     own files (`synthetic.ENTRIES`: none, or those of a stopped write) and, where `VERSION`
-    marks one written before, its training caches (`cache/`), which are removed with it. A
-    folder holding anything else is refused, naming <synthetic_dir>: it is not the
-    benchmark's, and its files (a cache of one's own) are left alone."""
+    marks one written before (it holds a tag of the generator's, `synthetic.is_version_tag`),
+    its training caches (`cache/`), which are removed with it. A folder holding anything else
+    is refused, naming <synthetic_dir>: it is not the benchmark's, and its files (a cache of
+    one's own) are left alone."""
     directory = Path(directory)
     marker = directory / "VERSION"
     expected = synthetic.version_tag(version, style)
-    if marker.is_file() and marker.read_text().strip() == expected:
+    tag = marker.read_text(errors="replace").strip() if marker.is_file() else None
+    if tag == expected:
         return directory
-    ours = synthetic.ENTRIES | ({"cache"} if marker.is_file() else set())
+    ours = synthetic.ENTRIES
+    if tag is not None:
+        ours = ours | {"cache"} if synthetic.is_version_tag(tag) else ours - {"VERSION"}
     held = sorted(p.name for p in directory.iterdir()) if directory.is_dir() else []
     foreign = [name for name in held if name not in ours]
     if foreign:

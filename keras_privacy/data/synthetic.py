@@ -303,6 +303,13 @@ def version_tag(version: int, style: str) -> str:
     return str(version) if version == VERSION else f"{version} {style}"
 
 
+def is_version_tag(text: str) -> bool:
+    """Whether `text` (a `VERSION` file's content) is a tag `version_tag` writes, of any
+    version: a number, with a style after it from version 5 on."""
+    version, _, style = text.strip().partition(" ")
+    return version.isdigit() and (style in STYLES if style else int(version) <= VERSION)
+
+
 def _style(name: str) -> Style:
     if name not in STYLES:
         raise ValueError(f"unknown synthetic style {name!r}: choose from {', '.join(STYLES)}")
