@@ -58,6 +58,7 @@ trainers' f_T takes one action label a clip.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
@@ -306,9 +307,19 @@ def _target_results(
                 config, seen.privacy_train, len(names), method.model, name, test_epochs
             )
             record = epoch_tests_record(test_epochs, "privacy")
-        scores = test_privacy_target(config, model, seen.privacy_test, names) | record
-        attacker = with_anonymizer(attacker, method.model, False)
-        scores |= test_privacy_target(config, attacker, seen.privacy_test, names, "raw_attacker")
+        tested = test_privacy_target(config, model, seen.privacy_test, names)
+        scores = tested | record
+        if raw:
+            # The raw attacker is the model just tested: its scores, not a second test pass.
+            scores |= {
+                "raw_attacker" + key.removeprefix("privacy"): copy.deepcopy(value)
+                for key, value in tested.items()
+            }
+        else:
+            attacker = with_anonymizer(attacker, method.model, False)
+            scores |= test_privacy_target(
+                config, attacker, seen.privacy_test, names, "raw_attacker"
+            )
         if index == 0:
             result |= scores
         for key in ("privacy_cmap", "privacy_f1", "raw_attacker_cmap", "raw_attacker_f1"):
