@@ -985,14 +985,20 @@ def main() -> None:
 
     start = time.perf_counter()
 
-    def past_deadline() -> bool:
-        return bool(args.deadline) and time.perf_counter() - start > args.deadline
-
     def timeout() -> float:
         """A worker's limit: --timeout, or less where --end leaves less."""
         if not args.end:
             return args.timeout
         return min(args.timeout, args.end - (time.perf_counter() - start))
+
+    def why_not_started() -> str | None:
+        """Why no further worker starts (past --deadline, or too little left before --end);
+        None while one may."""
+        if args.deadline and time.perf_counter() - start > args.deadline:
+            return f"not started: past the {args.deadline:.0f} s deadline"
+        if timeout() < MIN_WORKER_SECONDS:
+            return f"not started: less than {MIN_WORKER_SECONDS:.0f} s left before --end"
+        return None
 
     report = {
         "batch": {"clips": args.clips, "images": args.images},
@@ -1021,8 +1027,8 @@ def main() -> None:
         first = compiles.get(job, {})
         if "error" in first:
             result = {"error": f"compile: {first['error']}"}
-        elif past_deadline() or timeout() < MIN_WORKER_SECONDS:
-            result = {"error": f"not started: past the {args.deadline:.0f} s deadline"}
+        elif reason := why_not_started():
+            result = {"error": reason}
         else:
             result = with_gpu_in_use(
                 lambda: run_worker(
@@ -1068,7 +1074,7 @@ def main() -> None:
     if not args.small and not args.no_torch and spact_policies:
         report["torch"] = []
         for bf16 in (False, True):
-            if past_deadline() or timeout() < MIN_WORKER_SECONDS:
+            if why_not_started():
                 break
             result = torch_peer(sizes, args.clips, args.images, args.steps, bf16, timeout())
             print(json.dumps(result), flush=True)

@@ -132,6 +132,25 @@ def test_gpu_benchmark_prints_its_report_by_its_end_whatever_a_measurement_takes
     assert re.fullmatch(r"no result within \d+ s", row["error"])
 
 
+def test_a_measurement_with_no_time_left_before_end_is_not_started_and_says_so(monkeypatch, capsys):
+    gpu = gpu_benchmark()
+    started = []
+
+    def fake_worker(args, timeout, cache=None, xla_flags=None):
+        started.append(args[1])
+        return {"bfloat16_matmul_tflops": 100.0}
+
+    monkeypatch.setattr(gpu, "run_worker", fake_worker)
+    monkeypatch.setattr(gpu, "gpu_in_use", lambda: None)
+    argv = ["gpu.py", "--small", "--jobs", "spact:float32", "--largest_batch", "0", "--end", "3"]
+    monkeypatch.setattr(sys, "argv", argv)
+    gpu.main()
+    report = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert started == ["matmul"]  # the step's worker is never started
+    (row,) = report["steps"]
+    assert row["error"] == "not started: less than 5 s left before --end"
+
+
 def test_largest_batch_is_one_that_ran_out_of_memory_not_one_left_untimed(capsys):
     gpu = gpu_benchmark()
     args = gpu_parser().parse_args(["--largest_batch", "8"])

@@ -52,8 +52,10 @@ def synthetic_benchmark(
     if tag == expected:
         return directory
     ours = synthetic.ENTRIES
-    if tag is not None:
-        ours = ours | {"cache"} if synthetic.is_version_tag(tag) else ours - {"VERSION"}
+    if tag is not None and synthetic.is_version_tag(tag):
+        ours = ours | {"cache"}  # a benchmark written before: its training caches go with it
+    elif tag is not None:
+        ours = ours - {"VERSION"}  # another program's VERSION file
     held = sorted(p.name for p in directory.iterdir()) if directory.is_dir() else []
     foreign = [name for name in held if name not in ours]
     if foreign:
