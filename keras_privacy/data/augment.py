@@ -264,8 +264,9 @@ def centre_box(
 def crop_and_resize(clip: Tensor, box: Tensor, size: int) -> Tensor:
     """Cut the same normalised box out of every frame and resize it to size x size (bilinear);
     a box with x1 > x2 gives the mirrored crop, what lies outside the frame is black. float32
-    in [0, 1] out."""
-    frames = tf.shape(clip)[0]
+    in [0, 1] out. A static frame count keeps the box count static, which Grappler's cost model
+    needs (an unknown one logged an error for every traced crop)."""
+    frames = clip.shape[0] if clip.shape[0] is not None else tf.shape(clip)[0]
     boxes = tf.tile(box[None], [frames, 1])
     resized = tf.image.crop_and_resize(clip, boxes, tf.range(frames), [size, size])
     return resized / 255.0 if clip.dtype == tf.uint8 else resized
