@@ -6,7 +6,9 @@ trainer that restarts models (VITA's budget models), the weights they go back to
 (`restart_snapshot.npz`, `StatelessTrainer.restart_snapshot`). The file
 `<run_dir>/checkpoints/latest.json` names the newest complete folder; it is replaced atomically
 only once that folder is fully written, so a kill at any moment leaves the previous checkpoint
-intact. Older folders are deleted after the pointer moves.
+intact. Older folders are deleted after the pointer moves. Each complete folder also holds the
+pointer's content (`state.json`, written last): a run whose `latest.json` was lost is refused
+with the folder to resume from, not started again over its checkpoint.
 
 A checkpoint is only ever written from finite variables (`save_checkpoint` refuses others, see
 `non_finite_variables`), so the checkpoint a diverged run keeps is always one to resume from.
@@ -24,6 +26,9 @@ from pathlib import Path
 
 import keras
 import numpy as np
+
+STATE_FILE = "state.json"
+"""In each complete checkpoint folder: the content `latest.json` had when it pointed there."""
 
 
 class CheckpointError(RuntimeError):
@@ -99,9 +104,10 @@ def save_checkpoint(
         _save_values(folder / "optimizer.npz", optimizer.variables)
     if restart_snapshot:
         _save_values(folder / "restart_snapshot.npz", restart_snapshot)
-    state = {"phase": phase, "epoch": epoch, "folder": folder.name, "history": history}
+    state = json.dumps({"phase": phase, "epoch": epoch, "folder": folder.name, "history": history})
+    (folder / STATE_FILE).write_text(state)
     temporary = root / "latest.json.tmp"
-    temporary.write_text(json.dumps(state, indent=1))
+    temporary.write_text(state)
     os.replace(temporary, root / "latest.json")
     for old in root.iterdir():
         if old.is_dir() and old.name != folder.name:
@@ -110,17 +116,33 @@ def save_checkpoint(
 
 
 def latest_checkpoint(run_dir: str | os.PathLike) -> dict | None:
-    """The state written by the last `save_checkpoint` of this run, or None for a new run."""
-    pointer = Path(run_dir) / "checkpoints" / "latest.json"
-    if not pointer.exists():
-        return None
-    try:
-        state = json.loads(pointer.read_text())
-    except json.JSONDecodeError as error:
-        raise CheckpointError(f"{pointer} is not valid JSON ({error})") from error
-    if not isinstance(state, dict) or not isinstance(state.get("folder"), str):
-        raise CheckpointError(f'{pointer} names no checkpoint folder (no "folder" entry)')
-    state["path"] = str(pointer.parent / state["folder"])
+    """The state written by the last `save_checkpoint` of this run, or None for a new run.
+
+    Raises CheckpointError naming the file and the remedy where `latest.json` is damaged or
+    names a folder that is gone, and where it is missing beside complete checkpoints (a new
+    run would delete them)."""
+    root = Path(run_dir) / "checkpoints"
+    pointer = root / "latest.json"
+    remedy = f"remove {root} to train the run again, or use a new --run_dir"
+    if not pointer.is_file():
+        complete = sorted(root.glob(f"*/{STATE_FILE}"))
+        if complete:
+            newest = max(complete, key=lambda path: path.stat().st_mtime)
+            raise CheckpointError(
+                f"{pointer} is missing, but {root} holds complete checkpoints "
+                f"({', '.join(path.parent.name for path in complete)}): copy {newest} to "
+                f"{pointer} to resume from {newest.parent.name}, or {remedy}"
+            )
+        return None  # no checkpoint, or only a first one cut short before it was complete
+    state = read_record(pointer, remedy)
+    if not isinstance(state.get("folder"), str):
+        raise CheckpointError(f'{pointer} names no checkpoint folder (no "folder" entry): {remedy}')
+    folder = root / state["folder"]
+    if not folder.is_dir():
+        raise CheckpointError(
+            f"{pointer} names {state['folder']}, which is not in {root}: {remedy}"
+        )
+    state["path"] = str(folder)
     return state
 
 

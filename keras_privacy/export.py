@@ -88,6 +88,10 @@ def load_keras_anonymizer(path: str | os.PathLike) -> keras.Model:
     except (ValueError, TypeError) as error:  # TypeError: a class Keras cannot rebuild
         reason = str(error).strip().splitlines()[0].split(". ")[0].rstrip(".")
         raise ValueError(f"{path}: not loadable as a Keras anonymizer ({reason})") from error
+    except (OSError, zipfile.BadZipFile) as error:  # a member that does not read back
+        raise ValueError(
+            f"{path}: a damaged .keras archive ({error}): copy it again, or train it again"
+        ) from error
     _require_frames_to_frames(model, path)
     bad = non_finite_variables({"anonymizer": model})
     if bad:

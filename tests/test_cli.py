@@ -75,6 +75,7 @@ def models(tmp_path_factory):
     pooled = keras.layers.GlobalAveragePooling2D()(inputs)
     keras.Model(inputs, pooled).save(folder / "encoder.keras")
     (folder / "empty.keras").write_bytes(b"")
+    tiny_models.damaged_keras_file(folder / "tiny.keras", folder / "damaged.keras")
     from keras_privacy.methods.spact import SPAct
 
     trainer = SPAct(
@@ -95,6 +96,12 @@ def models(tmp_path_factory):
         ("out.mp4", "gone.keras", "{models}/gone.keras: no such anonymizer file"),
         ("out.mp4", "lambda.keras", "{models}/lambda.keras: not loadable as a Keras anonymizer ("),
         ("out.mp4", "empty.keras", "{models}/empty.keras: not a .keras archive (0 bytes: empty"),
+        (
+            "out.mp4",
+            "damaged.keras",
+            "{models}/damaged.keras: a damaged .keras archive (Bad CRC-32 for file "
+            "'model.weights.h5'): copy it again, or train it again",
+        ),
         (
             "out.mp4",
             "trainer.keras",

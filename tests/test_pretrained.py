@@ -5,6 +5,7 @@ from pathlib import Path
 import keras
 import numpy as np
 import pytest
+import tiny_models
 import torch  # a test dependency: a missing one fails here rather than skipping the tests
 import torch_reference as ref
 
@@ -145,6 +146,16 @@ def test_weight_flags_start_the_built_models(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "action.keras -> r3d_tiny:" in printed and "1 mismatched" in printed
     assert "trunk.keras -> privacy_encoder:" in printed and "new: " in printed
+
+
+def test_a_damaged_keras_weight_file_is_named(tmp_path):
+    small_r3d(5).save(tmp_path / "source.keras")
+    damaged = tiny_models.damaged_keras_file(tmp_path / "source.keras", tmp_path / "bad.keras")
+    with pytest.raises(WeightsError) as raised:
+        load_pretrained(small_r3d(5), damaged)
+    assert str(raised.value) == (
+        f"{damaged}: a damaged .keras archive (Bad CRC-32 for file 'model.weights.h5')"
+    )
 
 
 def test_weight_flags_name_a_missing_file_and_a_method_without_f_b(tmp_path):

@@ -456,6 +456,7 @@ def test_nan_loss_stops_the_run_and_keeps_the_last_checkpoint(benchmark, tmp_pat
         "anonymizer.weights.h5",
         "optimizer.npz",
         "privacy.weights.h5",
+        "state.json",
     ]
     run_dir = Path(config.run_dir)
     assert not (run_dir / "history.json").exists()
@@ -787,6 +788,40 @@ def test_a_damaged_pointer_or_config_of_the_run_is_named(tmp_path):
     with pytest.raises(checkpoint.CheckpointError) as raised:
         training._environment_record(tmp_path)
     assert str(raised.value).startswith(f"{tmp_path / 'environment.json'} is not valid JSON (")
+
+
+def test_a_lost_or_damaged_pointer_keeps_the_checkpoints(tmp_path):
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    root, pointer = tmp_path / "checkpoints", tmp_path / "checkpoints" / "latest.json"
+    remedy = f"remove {root} to train the run again, or use a new --run_dir"
+    # A first checkpoint cut short before it was complete: a new run, as before.
+    (root / "identity-0001").mkdir(parents=True)
+    assert checkpoint.latest_checkpoint(tmp_path) is None
+    checkpoint.save_checkpoint(tmp_path, "identity", 1, {"anonymizer": model}, None, {})
+    checkpoint.save_checkpoint(tmp_path, "identity", 2, {"anonymizer": model}, None, {"a": 1})
+    kept = checkpoint.latest_checkpoint(tmp_path)
+    assert (kept["epoch"], kept["history"]) == (2, {"a": 1})
+    saved = pointer.read_bytes()
+    pointer.unlink()  # a new run would delete identity-0002 at its first epoch
+    with pytest.raises(checkpoint.CheckpointError) as raised:
+        checkpoint.latest_checkpoint(tmp_path)
+    state = root / "identity-0002" / "state.json"
+    assert str(raised.value) == (
+        f"{pointer} is missing, but {root} holds complete checkpoints (identity-0002): copy "
+        f"{state} to {pointer} to resume from identity-0002, or {remedy}"
+    )
+    shutil.copy(state, pointer)  # the remedy it gives resumes the run
+    assert checkpoint.latest_checkpoint(tmp_path) == kept
+    pointer.write_bytes(b"\xd4\x00")
+    with pytest.raises(checkpoint.CheckpointError) as raised:
+        checkpoint.latest_checkpoint(tmp_path)
+    assert str(raised.value).startswith(f"{pointer} is not valid JSON ('utf-8' codec")
+    assert str(raised.value).endswith(remedy)
+    pointer.write_bytes(saved)
+    shutil.rmtree(root / "identity-0002")
+    with pytest.raises(checkpoint.CheckpointError) as raised:
+        checkpoint.latest_checkpoint(tmp_path)
+    assert str(raised.value) == f"{pointer} names identity-0002, which is not in {root}: {remedy}"
 
 
 @pytest.mark.parametrize(

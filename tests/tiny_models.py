@@ -1,5 +1,9 @@
 """Tiny hand-built f_A, f_T, f_B and batches for fast trainer tests."""
 
+import struct
+import zipfile
+from pathlib import Path
+
 import keras
 import numpy as np
 from keras import layers
@@ -344,3 +348,15 @@ class AdversaryHalfOnly(SPAct):
 
     def updates(self, data):
         return super().updates(data)[1:]
+
+
+def damaged_keras_file(path: Path, out: Path) -> Path:
+    """A copy of the `.keras` file at `path` at `out` whose zip directory is whole but whose
+    weights member has a byte flipped, so that reading it fails its CRC-32 check."""
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as archive:
+        member = archive.getinfo("model.weights.h5")
+    name_length, extra_length = struct.unpack_from("<HH", data, member.header_offset + 26)
+    data[member.header_offset + 30 + name_length + extra_length + member.compress_size // 2] ^= 1
+    out.write_bytes(bytes(data))
+    return out

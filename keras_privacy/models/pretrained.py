@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import zipfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -102,7 +103,10 @@ def load_pretrained(
     if path.suffix in TORCH_SUFFIXES:
         source = _torch_arrays(model, path, arch)
     elif path.suffix == ".keras":
-        saved = keras.saving.load_model(path, compile=False)
+        try:
+            saved = keras.saving.load_model(path, compile=False)
+        except (OSError, zipfile.BadZipFile) as error:  # a member that does not read back
+            raise WeightsError(f"{path}: a damaged .keras archive ({error})") from error
         source = {
             name: [np.asarray(v) for v in layer.weights]
             for name, layer in _leaf_layers(saved).items()
