@@ -63,6 +63,8 @@ def run_stopping_together(run: Callable[[], int]) -> int:
     if not jax.distributed.is_initialized():
         return run()
     client = _coordination_client()
+    if client is None:  # a JAX without the handle this reads: failures are left to JAX
+        return run()
     process, count = jax.process_index(), jax.process_count()
     watcher = threading.Thread(target=_stop_when_told, args=(client, process, count), daemon=True)
     watcher.start()
@@ -136,10 +138,11 @@ def _set_if_unset(client: Any, key: str, value: str) -> bool:
 def _coordination_client() -> Any:
     """The client of the job's coordination service, whose key-value store the processes
     share: JAX keeps it in `jax._src.distributed` (no public name), as JAX's own Gloo
-    collectives and compilation cache read it."""
+    collectives and compilation cache read it (there in 0.10.2 and 0.11.2); None where a JAX
+    keeps it elsewhere."""
     from jax._src import distributed
 
-    return distributed.global_state.client
+    return getattr(getattr(distributed, "global_state", None), "client", None)
 
 
 def _leave(status: int) -> NoReturn:
