@@ -52,7 +52,9 @@ def main(argv):
                 print(f"  {name}: {path}")
 
     log_file = Path(config.run_dir) / "error.log"
-    return run_command(train_every_seed, flags.FLAGS.verbose, log_file)
+    return distribute.run_stopping_together(
+        lambda: run_command(train_every_seed, flags.FLAGS.verbose, log_file)
+    )
 
 
 if __name__ == "__main__":

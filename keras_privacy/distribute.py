@@ -16,13 +16,14 @@ after which `data_parallel` spans the devices of every process. Each process fee
 part of each global batch (`process_shard`: process p of N keeps rows p * B / N .. (p + 1) *
 B / N of every batch; every process still decodes the whole batch), the step is one program
 over the global batch, and only process 0 (`is_chief`) writes checkpoints, images and
-models into the run folder, which every process must see (a shared file system).
+models into the run folder, which every process must see (a shared file system). A process
+that fails stops the others at once (`run_stopping_together`).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 import keras
@@ -55,6 +56,19 @@ def initialize_processes(
     if num_processes == 1:
         return 1
     return backend.distribution().join_processes(num_processes, process_id, coordinator_address)
+
+
+def run_stopping_together(run: Callable[[], int]) -> int:
+    """Run `run` (a command, its errors reported: `cli.run_command`) and return its exit status;
+    in a multi-process JAX job, a process that fails stops the others at once, each with a
+    message naming it, and leaves without waiting for them (`backend.jax_distribution`)."""
+    return backend.distribution().run_stopping_together(run)
+
+
+def uninterrupted_writes() -> contextlib.AbstractContextManager[None]:
+    """A scope for writing the run's files: a failure in another process of a multi-process
+    JAX job stops this one only once they are written whole."""
+    return backend.distribution().uninterrupted_writes()
 
 
 def is_chief() -> bool:

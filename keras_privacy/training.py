@@ -808,26 +808,26 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
             counts = ", ".join(f"{name} {n}" for name, n in trainer.update_counts().items())
             print(f"phase {phase.name}, epoch {epoch + 1}: updates so far: {counts}", flush=True)
             if chief:
-                checkpoint.save_checkpoint(
-                    run_dir,
-                    phase.name,
-                    epoch + 1,
-                    models | owned,
-                    trainer.optimizer,
-                    history,
-                    trainer.restart_snapshot,
-                )
-                _save_frames(models["anonymizer"], fixed_clip, run_dir, phase.name, epoch + 1)
+                with distribute.uninterrupted_writes():
+                    checkpoint.save_checkpoint(
+                        run_dir,
+                        phase.name,
+                        epoch + 1,
+                        models | owned,
+                        trainer.optimizer,
+                        history,
+                        trainer.restart_snapshot,
+                    )
+                    _save_frames(models["anonymizer"], fixed_clip, run_dir, phase.name, epoch + 1)
         warn_if_anonymizer_frozen(trainer, phase.name)
         state = checkpoint.latest_checkpoint(run_dir)
 
-    paths = {}
-    for name, model in models.items():
-        paths[name] = run_dir / MODEL_FILES.get(name, f"{name}.keras")
-        if chief:
-            model.save(paths[name])
+    paths = {name: run_dir / MODEL_FILES.get(name, f"{name}.keras") for name in models}
     if chief:
-        (run_dir / "history.json").write_text(json.dumps(history, indent=1))
+        with distribute.uninterrupted_writes():
+            for name, model in models.items():
+                model.save(paths[name])
+            (run_dir / "history.json").write_text(json.dumps(history, indent=1))
     return TrainResult(run_dir=run_dir, model_paths=paths, history=history)
 
 

@@ -11,6 +11,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -180,6 +181,43 @@ def test_two_processes_take_the_steps_of_one():
             np.testing.assert_allclose(one["logs"][key], result["logs"][key], rtol=1e-4)
 
 
+@pytest.mark.skipif(os.environ["KERAS_BACKEND"] != "jax", reason="multi-process training is JAX's")
+@pytest.mark.parametrize("failing", [1, 0])
+def test_a_failed_process_stops_the_other_at_once(failing):
+    """Two JAX processes on localhost take a step together, then process `failing` raises
+    (a damaged video) while the other waits in the next step's collective for its data: both
+    end with status 1 within seconds, the failed one with its error, the other naming it (left
+    to JAX, both waited at its exit barrier until its 5-minute timeout aborted them)."""
+    env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3")
+    port = str(_free_port())
+    workers = [
+        subprocess.Popen(
+            [sys.executable, __file__, "failing", str(index), port, str(failing)],
+            cwd=Path(__file__).parent,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for index in range(2)
+    ]
+    deadline = time.monotonic() + 60
+    errors = []
+    try:
+        for worker in workers:
+            errors.append(worker.communicate(timeout=deadline - time.monotonic())[1])
+    finally:
+        for worker in workers:
+            worker.kill()
+    assert [worker.returncode for worker in workers] == [1, 1], errors
+    other = 1 - failing
+    assert f"error: damaged video in process {failing}\n" in errors[failing]
+    assert (
+        f"error: process {failing} of 2 failed (its own output says why); process {other} "
+        "stops too\n"
+    ) in errors[other]
+
+
 def test_config_names_bad_process_settings():
     from keras_privacy.config import ExperimentConfig
 
@@ -225,7 +263,7 @@ def test_tensorflow_refuses_training_across_processes_by_name(num_processes):
 def _main(mode: str, *args: str) -> dict:
     if mode == "process":
         # One process of a two-process job: one CPU device, joined before JAX starts.
-        from keras_privacy.distribute import initialize_processes
+        from keras_privacy.distribute import initialize_processes, run_stopping_together
 
         index, count, port = args
         processes = initialize_processes(int(count), int(index), f"127.0.0.1:{port}")
@@ -234,7 +272,41 @@ def _main(mode: str, *args: str) -> dict:
 
         jax.config.update("jax_threefry_partitionable", False)
         keras.utils.set_random_seed(0)  # the same initial values in both processes
-        return spact_run("data_parallel", jit_compile=True) | {"processes": processes}
+        result = {"processes": processes}
+
+        def fit() -> int:
+            result.update(spact_run("data_parallel", jit_compile=True))
+            return 0
+
+        # As train.py runs: a process that ends well waits for the others at JAX's exit.
+        assert run_stopping_together(fit) == 0
+        return result
+    if mode == "failing":
+        # One process of a two-process job in which process `failing` raises after a step.
+        from keras_privacy.cli import run_command
+        from keras_privacy.distribute import initialize_processes, run_stopping_together
+
+        index, port, failing = (int(arg) for arg in args)
+        initialize_processes(2, index, f"127.0.0.1:{port}")
+        import jax
+        import jax.numpy as jnp
+
+        sharding = jax.sharding.NamedSharding(
+            jax.sharding.Mesh(np.array(jax.devices()), ("batch",)),
+            jax.sharding.PartitionSpec("batch"),
+        )
+
+        def step() -> float:
+            rows = np.full(4, index, np.float32)
+            return float(jax.jit(jnp.sum)(jax.make_array_from_process_local_data(sharding, rows)))
+
+        def command() -> None:
+            step()
+            if index == failing:
+                raise RuntimeError(f"damaged video in process {index}")
+            step()
+
+        return {"status": run_stopping_together(lambda: run_command(command))}
     import keras
 
     if keras.backend.backend() == "tensorflow":
@@ -249,8 +321,6 @@ def _main(mode: str, *args: str) -> dict:
 
         jax.config.update("jax_threefry_partitionable", False)  # as in conftest: faster init
     jit = keras.backend.backend() == "jax"
-    import time
-
     out = {}
     for d in ("none",) if mode == "single" else ("none", "data_parallel"):
         t = time.time()

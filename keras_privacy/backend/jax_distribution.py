@@ -4,9 +4,14 @@ program over the global batch, split by XLA) and `jax.distributed` for several p
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator
+import os
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterable, Iterator
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import jax
 import keras
@@ -32,6 +37,120 @@ def join_processes(num_processes: int, process_id: int, coordinator_address: str
     else:
         jax.distributed.initialize(coordinator_address, num_processes, process_id)
     return jax.process_count()
+
+
+STOP_KEY = "keras_privacy/stop/"
+"""+ a process index, in the job's key-value store: the index of the process whose failure
+stops that one, or "" once that one has ended (well, or alone in failing at the end)."""
+STOPPED_KEY = "keras_privacy/stopped/"
+"""+ a process index: set by a process as a failure elsewhere stops it."""
+STOPPED_WAIT_SECONDS = 10
+"""How long a failed process waits for the others to stop before it leaves."""
+_writing = threading.Lock()
+
+
+def run_stopping_together(run: Callable[[], int]) -> int:
+    """Run `run` (a command, its errors reported: `cli.run_command`); its exit status.
+
+    In a job of several processes, a process that fails (a non-zero status, or any exception,
+    whose traceback is printed) tells the others through the job's key-value store, waits up
+    to `STOPPED_WAIT_SECONDS` for them to stop and leaves. Each other process stops as soon as
+    it is told (`uninterrupted_writes` aside), with a message naming the failed one. Left to
+    JAX, the others would wait in a collective for the failed one's data, and it at JAX's exit
+    barrier for them, until the barrier's 5-minute timeout aborted them all. Only where every
+    other process has already ended well does it leave through that barrier, where they wait.
+    """
+    if not jax.distributed.is_initialized():
+        return run()
+    client = _coordination_client()
+    if client is None:  # a JAX without the handle this reads: failures are left to JAX
+        return run()
+    process, count = jax.process_index(), jax.process_count()
+    watcher = threading.Thread(target=_stop_when_told, args=(client, process, count), daemon=True)
+    watcher.start()
+    try:
+        status = run()
+    except BaseException:  # a bug, or any error under --verbose: its traceback, then leave
+        traceback.print_exc()
+        status = 1
+    if status:
+        _stop_the_others_and_leave(client, process, count, status)
+    _set_if_unset(client, f"{STOP_KEY}{process}", "")
+    watcher.join()  # it returns, or stops this process if another one failed first
+    return status
+
+
+@contextlib.contextmanager
+def uninterrupted_writes() -> Iterator[None]:
+    """While inside, a failure elsewhere waits to stop this process: the files being written
+    (a checkpoint, the models) are written whole."""
+    with _writing:
+        yield
+
+
+def _stop_when_told(client: Any, process: int, count: int) -> None:
+    """Wait until this process ends well (returns) or another one fails (stops this one)."""
+    try:
+        failed = client.blocking_key_value_get(f"{STOP_KEY}{process}", 2**62)  # ms: no end
+    except jax.errors.JaxRuntimeError:  # the coordinator is gone: JAX stops this process
+        return
+    if failed == "":
+        return
+    with _writing:
+        print(
+            f"error: process {failed} of {count} failed (its own output says why); "
+            f"process {process} stops too",
+            file=sys.stderr,
+        )
+        _set_if_unset(client, f"{STOPPED_KEY}{process}", "")
+        _leave(1)
+
+
+def _stop_the_others_and_leave(client: Any, process: int, count: int, status: int) -> None:
+    """Tell the other processes that this one failed, wait up to `STOPPED_WAIT_SECONDS` for
+    them to stop, then end this process with `status`. Returns, leaving nothing to stop,
+    where every other process has already ended well: they wait at JAX's exit barrier."""
+    others = [other for other in range(count) if other != process]
+    try:
+        stops = dict(client.key_value_dir_get(STOP_KEY))
+        if all(stops.get(f"{STOP_KEY}{other}") == "" for other in others):
+            return
+        told = [o for o in others if _set_if_unset(client, f"{STOP_KEY}{o}", str(process))]
+        deadline = time.monotonic() + STOPPED_WAIT_SECONDS
+        for other in told:
+            wait_ms = max(1, int(1000 * (deadline - time.monotonic())))
+            client.blocking_key_value_get(f"{STOPPED_KEY}{other}", wait_ms)
+    except jax.errors.JaxRuntimeError:  # not stopped in time, or the coordinator is gone
+        pass
+    _leave(status)
+
+
+def _set_if_unset(client: Any, key: str, value: str) -> bool:
+    """Set `key` of the job's key-value store to `value`; False where it was set already (or
+    the coordinator is gone)."""
+    try:
+        client.key_value_set(key, value)
+    except jax.errors.JaxRuntimeError:
+        return False
+    return True
+
+
+def _coordination_client() -> Any:
+    """The client of the job's coordination service, whose key-value store the processes
+    share: JAX keeps it in `jax._src.distributed` (no public name), as JAX's own Gloo
+    collectives and compilation cache read it (there in 0.10.2 and 0.11.2); None where a JAX
+    keeps it elsewhere."""
+    from jax._src import distributed
+
+    return getattr(getattr(distributed, "global_state", None), "client", None)
+
+
+def _leave(status: int) -> NoReturn:
+    """End this process with `status` once its output is out, without Python's exit: JAX's
+    exit barrier would wait for processes that a failure has stopped."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
 
 
 def use_compilation_cache(folder: str) -> None:

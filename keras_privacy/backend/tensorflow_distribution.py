@@ -4,7 +4,7 @@ replica, which `tensorflow_step` makes sum to the global step); one process only
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from types import ModuleType
 
 import keras
@@ -19,6 +19,16 @@ def join_processes(num_processes: int, process_id: int, coordinator_address: str
         f"<num_processes>={num_processes}: training across processes runs on JAX; "
         "this is tensorflow (use <backend>=jax)"
     )
+
+
+def run_stopping_together(run: Callable[[], int]) -> int:
+    """`run()`: a TensorFlow run is one process, with no other to stop."""
+    return run()
+
+
+def uninterrupted_writes() -> contextlib.AbstractContextManager[None]:
+    """Nothing to hold off: a TensorFlow run is one process."""
+    return contextlib.nullcontext()
 
 
 def use_compilation_cache(folder: str) -> None:
