@@ -387,14 +387,15 @@ def test_vispr_unknown_or_repeated_attribute_named(fixtures_dir):
 
 
 def _vispr_annotations(fixtures_dir, tmp_path, records):
-    """A VISPR folder with the real attributes.tsv and small generated lists and JSONs."""
+    """A VISPR folder with the real attributes.tsv and small generated lists and JSONs (one
+    safe image in a subset `records` does not give: an empty list is refused)."""
     folder = tmp_path / "vispr"
     folder.mkdir()
     tsv = (fixtures_dir / "vispr" / "attributes.tsv").read_bytes()
     (folder / "attributes.tsv").write_bytes(tsv)
     for subset in ("train", "val", "test"):
         lines = []
-        for image_id, labels in records.get(subset, {}).items():
+        for image_id, labels in records.get(subset, {f"{subset}_0": ["a0_safe"]}).items():
             relative = f"annotations/{subset}2017/{image_id}.json"
             lines.append(relative)
             json_path = folder / relative
@@ -455,6 +456,14 @@ def test_vispr_image_without_its_json_is_skipped_and_named_when_read_with_a_root
     assert train.missing == [
         f"{folder / 'annotations/train2017/2017_1.json'}: annotation JSON not found, image skipped"
     ]
+
+
+def test_an_empty_vispr_list_is_named(fixtures_dir, tmp_path):
+    folder = _vispr_annotations(fixtures_dir, tmp_path, {})
+    (folder / "test2017.txt").write_text("\r\n")
+    with pytest.raises(DatasetFormatError) as raised:
+        read_vispr(folder)
+    assert str(raised.value) == f"{folder / 'test2017.txt'}: lists no image (an empty file)"
 
 
 def test_a_cache_never_holds_an_example_without_its_privacy_labels(tmp_path):
