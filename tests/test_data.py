@@ -1181,6 +1181,19 @@ def test_a_prepare_of_other_settings_stopped_part_way_leaves_no_manifest(
     assert prepare_video_cache(split, out, short_side=24, num_shards=2, workers=1) == manifest
 
 
+def test_prepares_out_folder_given_as_a_cache_names_its_subsets(tmp_path):
+    for subset in ("test", "train"):
+        (tmp_path / "cache" / subset).mkdir(parents=True)
+        (tmp_path / "cache" / subset / "manifest.json").write_text("{}")
+    with pytest.raises(FileNotFoundError) as raised:
+        read_manifest(tmp_path / "cache")
+    assert str(raised.value) == (
+        f"{tmp_path / 'cache'}: no manifest.json, but its folders test, train each hold a "
+        "prepared subset (`prepare --out` writes one per subset): give the subset's folder, "
+        f"e.g. {tmp_path / 'cache' / 'train'}"
+    )
+
+
 def test_a_manifest_cut_short_or_edited_and_a_damaged_sidecar(tmp_path, video_split):
     split, _ = video_split
     out = tmp_path / "cache"
