@@ -5,6 +5,7 @@ inputs that must be broken or that cannot be redistributed are generated in tmp_
 """
 
 import concurrent.futures
+import dataclasses
 import json
 import os
 import re
@@ -879,7 +880,14 @@ def test_truncated_video_gives_frames_that_decode(tmp_path, fixtures_dir):
     path.write_bytes(data[: len(data) // 2])
     video = read_video(path)
     assert 0 < len(video) < 164 and video.shape[1:] == (240, 320, 3)
-    assert probe_video(path).num_frames == len(video)
+    info = probe_video(path)
+    assert (info.num_frames, info.declared_frames) == (len(video), 164)
+    assert info.seems_cut_short()
+    whole = probe_video(fixtures_dir / "videos" / "test.avi")
+    assert (whole.num_frames, whole.declared_frames) == (164, 164)
+    assert not whole.seems_cut_short()
+    # A header's count a few frames off (an edit list, an estimate) is no sign of a cut.
+    assert not dataclasses.replace(whole, num_frames=157).seems_cut_short()
 
 
 # ---------------------------------------------------------------- caches
