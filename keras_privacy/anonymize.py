@@ -80,13 +80,24 @@ def anonymize_video(
     `stream_options` go to `keras_privacy.streaming.transcode` (keep_audio, policy,
     queue_size, input_format, input_options, output_format, on_open). Raises VideoDecodeError naming
     `in_path` when it cannot be read; a file `out_path` is then left untouched. An `out_path`
-    that is `in_path` raises ValueError: the raw video would be overwritten as it is read.
+    that is `in_path` raises ValueError: the raw video would be overwritten as it is read. A
+    file that seems cut short (`VideoInfo.seems_cut_short`) gives the frames that decode, with
+    a warning on stderr naming it and both counts.
     """
     if _same_file(in_path, out_path):
         raise ValueError(f"{out_path}: the output is the input video; name another file")
     if isinstance(anonymizer, keras.Model):
         anonymizer = keras_frames(anonymizer, anonymizer_factor(anonymizer))
-    total = None if is_live(in_path) else probe_video(in_path).num_frames
+    total = None
+    if not is_live(in_path):
+        info = probe_video(in_path)
+        total = info.num_frames
+        if info.seems_cut_short():
+            print(
+                f"warning: {in_path}: the container declares {info.declared_frames} frames, "
+                f"{info.num_frames} decoded (the file seems cut short)",
+                file=sys.stderr,
+            )
     name = Path(in_path).name
     with tqdm(total=total, unit="frame", desc=name, disable=not show_progress) as progress:
         return transcode(

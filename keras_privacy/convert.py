@@ -168,10 +168,16 @@ def read_state_dict(path: str | os.PathLike, key: str | None = None) -> dict[str
     try:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # torch raises UnpicklingError, RuntimeError, EOFError, ...
+        detail = _torch_reason(error)
+        reason = f"{type(error).__name__}: {detail}" if detail else type(error).__name__
+        if not _starts_as_torch_save_writes(path):
+            raise ConversionError(
+                f"{path}: not a PyTorch checkpoint: it starts as neither a zip archive nor a "
+                f"pickle, the two formats torch.save writes ({reason})"
+            ) from None
         raise ConversionError(
             f"{path}: not readable as a PyTorch checkpoint with weights_only=True "
-            f"({type(error).__name__}: {_torch_reason(error)}); save the model's state_dict() "
-            "alone"
+            f"({reason}); save the model's state_dict() alone"
         ) from None
     tensors = _unwrap(checkpoint, key, path)
     return _strip_module({name: _to_numpy(value) for name, value in tensors.items()})
@@ -182,10 +188,21 @@ def _torch_reason(error: Exception) -> str:
     with weights_only=False (which would run the pickled code we refuse): the unpickler's reason
     when it gives one, else the first line of the message."""
     text = re.sub(r"\x1b\[[0-9;]*m", "", str(error))
-    found = re.search(r"WeightsUnpickler error: (.*?)(?: Please use|$)", text, re.MULTILINE)
+    # The reason follows on the same line ("Unsupported global: ...") or, for bytes that are
+    # no pickle, after blank lines ("Unsupported operand 110").
+    found = re.search(r"WeightsUnpickler error:\s*(.*?)(?: Please use|$)", text, re.MULTILINE)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     reason = found.group(1) if found else (lines[0] if lines else "")
     return reason.strip()[:300]
+
+
+def _starts_as_torch_save_writes(path: Path) -> bool:
+    """Whether the file begins as torch.save's output does: a zip archive (PyTorch 1.6 and
+    later) or a pickle of protocol 2 or later (the legacy format), so that a file of another
+    kind is called what it is rather than an unsafe checkpoint."""
+    with open(path, "rb") as file:
+        head = file.read(4)
+    return head == b"PK\x03\x04" or head[:1] == b"\x80"
 
 
 def _to_numpy(tensor) -> np.ndarray:

@@ -96,6 +96,25 @@ def test_single_corrupt_video_fails_with_its_name(model_path, tmp_path, capsys):
     assert not out.exists()
 
 
+def test_a_video_cut_short_is_anonymized_with_a_warning_naming_both_counts(
+    model_path, tmp_path, capsys
+):
+    rng = np.random.default_rng(0)
+    whole = tmp_path / "whole.avi"
+    write_video(whole, rng.integers(0, 256, (60, 32, 32, 3), dtype=np.uint8))
+    cut = tmp_path / "cut.avi"
+    cut.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
+    for source in (whole, cut):
+        out = tmp_path / f"out_{source.name}"
+        assert main([str(source), str(out), "--anonymizer", str(model_path), "--no_progress"]) == 0
+    err = capsys.readouterr().err
+    warnings = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        f"warning: {cut}: the container declares 60 frames, 29 decoded (the file seems cut short)"
+    ]
+    assert probe_video(tmp_path / "out_cut.avi").num_frames == 29
+
+
 def test_an_output_that_is_the_input_is_refused_and_the_raw_video_kept(
     fixtures_dir, model_path, tmp_path, capsys
 ):

@@ -246,6 +246,18 @@ def test_a_pickled_module_is_refused_without_running_it(tmp_path):
     assert "weights_only=False" not in str(e.value) and "\n" not in str(e.value)
 
 
+@pytest.mark.backend_independent
+def test_a_file_that_is_no_pytorch_checkpoint_is_called_so_with_the_unpicklers_reason(tmp_path):
+    path = tmp_path / "notes.pth"
+    path.write_text("not a pytorch checkpoint\n")
+    with pytest.raises(ConversionError) as e:
+        read_state_dict(path)
+    assert str(e.value) == (
+        f"{path}: not a PyTorch checkpoint: it starts as neither a zip archive nor a pickle, "
+        "the two formats torch.save writes (UnpicklingError: Unsupported operand 110)"
+    )
+
+
 def test_checkpoint_dict_needs_a_key_when_ambiguous(tmp_path):
     tensors, _ = small_resnet()
     tensors = {k: torch.from_numpy(v) for k, v in tensors.items()}

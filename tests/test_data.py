@@ -5,6 +5,7 @@ inputs that must be broken or that cannot be redistributed are generated in tmp_
 """
 
 import concurrent.futures
+import dataclasses
 import json
 import os
 import re
@@ -387,14 +388,15 @@ def test_vispr_unknown_or_repeated_attribute_named(fixtures_dir):
 
 
 def _vispr_annotations(fixtures_dir, tmp_path, records):
-    """A VISPR folder with the real attributes.tsv and small generated lists and JSONs."""
+    """A VISPR folder with the real attributes.tsv and small generated lists and JSONs (one
+    safe image in a subset `records` does not give: an empty list is refused)."""
     folder = tmp_path / "vispr"
     folder.mkdir()
     tsv = (fixtures_dir / "vispr" / "attributes.tsv").read_bytes()
     (folder / "attributes.tsv").write_bytes(tsv)
     for subset in ("train", "val", "test"):
         lines = []
-        for image_id, labels in records.get(subset, {}).items():
+        for image_id, labels in records.get(subset, {f"{subset}_0": ["a0_safe"]}).items():
             relative = f"annotations/{subset}2017/{image_id}.json"
             lines.append(relative)
             json_path = folder / relative
@@ -455,6 +457,14 @@ def test_vispr_image_without_its_json_is_skipped_and_named_when_read_with_a_root
     assert train.missing == [
         f"{folder / 'annotations/train2017/2017_1.json'}: annotation JSON not found, image skipped"
     ]
+
+
+def test_an_empty_vispr_list_is_named(fixtures_dir, tmp_path):
+    folder = _vispr_annotations(fixtures_dir, tmp_path, {})
+    (folder / "test2017.txt").write_text("\r\n")
+    with pytest.raises(DatasetFormatError) as raised:
+        read_vispr(folder)
+    assert str(raised.value) == f"{folder / 'test2017.txt'}: lists no image (an empty file)"
 
 
 def test_a_cache_never_holds_an_example_without_its_privacy_labels(tmp_path):
@@ -870,7 +880,14 @@ def test_truncated_video_gives_frames_that_decode(tmp_path, fixtures_dir):
     path.write_bytes(data[: len(data) // 2])
     video = read_video(path)
     assert 0 < len(video) < 164 and video.shape[1:] == (240, 320, 3)
-    assert probe_video(path).num_frames == len(video)
+    info = probe_video(path)
+    assert (info.num_frames, info.declared_frames) == (len(video), 164)
+    assert info.seems_cut_short()
+    whole = probe_video(fixtures_dir / "videos" / "test.avi")
+    assert (whole.num_frames, whole.declared_frames) == (164, 164)
+    assert not whole.seems_cut_short()
+    # A header's count a few frames off (an edit list, an estimate) is no sign of a cut.
+    assert not dataclasses.replace(whole, num_frames=157).seems_cut_short()
 
 
 # ---------------------------------------------------------------- caches
@@ -1170,6 +1187,19 @@ def test_a_prepare_of_other_settings_stopped_part_way_leaves_no_manifest(
     manifest = prepare_video_cache(split, out, short_side=24, num_shards=2, workers=1)
     assert read_manifest(out) == manifest
     assert prepare_video_cache(split, out, short_side=24, num_shards=2, workers=1) == manifest
+
+
+def test_prepares_out_folder_given_as_a_cache_names_its_subsets(tmp_path):
+    for subset in ("test", "train"):
+        (tmp_path / "cache" / subset).mkdir(parents=True)
+        (tmp_path / "cache" / subset / "manifest.json").write_text("{}")
+    with pytest.raises(FileNotFoundError) as raised:
+        read_manifest(tmp_path / "cache")
+    assert str(raised.value) == (
+        f"{tmp_path / 'cache'}: no manifest.json, but its folders test, train each hold a "
+        "prepared subset (`prepare --out` writes one per subset): give the subset's folder, "
+        f"e.g. {tmp_path / 'cache' / 'train'}"
+    )
 
 
 def test_a_manifest_cut_short_or_edited_and_a_damaged_sidecar(tmp_path, video_split):

@@ -96,6 +96,19 @@ def test_synthetic_then_prepare(tmp_path, capsys):
     assert "train: 600 cached" in capsys.readouterr().out
 
 
+def test_synthetic_refuses_a_folder_holding_other_data(tmp_path, capsys):
+    datasets = tmp_path / "datasets"
+    (datasets / "vispr").mkdir(parents=True)
+    (datasets / "vispr" / "test2017.txt").write_text("annotations/test2017/2017_1.json\n")
+    assert main(["synthetic", "--out", str(datasets)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: --out={datasets} holds vispr, which the built-in benchmark did not write: "
+        "name an empty or new folder for it\n"
+    )
+    assert [path.name for path in datasets.rglob("*")] == ["vispr", "test2017.txt"]
+    assert (datasets / "vispr" / "test2017.txt").read_text() == "annotations/test2017/2017_1.json\n"
+
+
 def test_synthetic_version_5_style_is_named(tmp_path, capsys):
     assert main(["synthetic", "--out", str(tmp_path), "--version", "5", "--style", "night"]) == 2
     assert "unknown synthetic style 'night'" in capsys.readouterr().err

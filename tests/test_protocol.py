@@ -17,6 +17,7 @@ from tiny_models import tiny_config
 from keras_privacy.config import SettingError
 from keras_privacy.data import pipelines
 from keras_privacy.data.cache import encode_jpeg, read_manifest, read_video_cache
+from keras_privacy.data.errors import DatasetFormatError
 from keras_privacy.data.examples import Example, Split
 from keras_privacy.data.video import read_video
 from keras_privacy.evaluation import (
@@ -466,6 +467,28 @@ def test_a_kept_attacker_of_other_attributes_or_of_damaged_files_is_refused(benc
     record.write_text('{"settings": {')
     with pytest.raises(ValueError, match=f"^{re.escape(str(record))}: not the record of "):
         kept_attacker(["s1_warm_actor", "s2_striped_actor"])
+
+
+def test_a_damaged_shard_of_the_evaluations_cache_is_named_with_what_to_do(benchmark, tmp_path):
+    """TensorFlow's DataLossError names no file: the shard is found and named, with the
+    remedy of a cache evaluate.py writes itself."""
+    config = tiny_config(benchmark, tmp_path, eval_methods="raw")
+    data = protocol.evaluation_data(config)
+    out = tmp_path / "evaluation"
+    cache = out / "cache" / "source"
+    datasets.cached_data(data, cache, config.frame_size, config.image_side())
+    (shard,) = (cache / "action_train").glob("*.tfrecord")
+    damaged = bytearray(shard.read_bytes())
+    damaged[len(damaged) // 2 : len(damaged) // 2 + 64] = bytes(64)  # a bad disk
+    shard.write_bytes(bytes(damaged))
+    with pytest.raises(DatasetFormatError) as raised:
+        protocol.evaluate(config, data, protocol.methods_of(config), out)
+    assert re.fullmatch(
+        rf"{re.escape(str(shard))}: the cache's shard does not read back \(corrupted record at "
+        r"\d+\); remove it and its .json beside it, then run evaluate.py again: it writes that "
+        "shard again and keeps the others",
+        str(raised.value),
+    )
 
 
 def test_a_baseline_row_of_other_boxes_is_stale(benchmark, tmp_path):

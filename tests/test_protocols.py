@@ -431,7 +431,8 @@ def write_vispr(folder, labels: dict[str, list[str]]):
     (folder / "annotations").mkdir(parents=True)
     (folder / "images").mkdir()
     (folder / "attributes.tsv").write_text("\n".join(rows) + "\n")
-    for subset, names in (("train", list(labels)), ("val", list(labels)[:1]), ("test", [])):
+    first = list(labels)[:1]
+    for subset, names in (("train", list(labels)), ("val", first), ("test", first)):
         (folder / f"{subset}2017.txt").write_text("".join(f"annotations/{n}.json\n" for n in names))
     for name, ids in labels.items():
         record = {"image_path": f"images/{name}.jpg", "labels": ids}

@@ -454,8 +454,10 @@ def test_a_benchmark_of_another_style_is_rewritten_without_its_caches(tmp_path, 
 
     written = []
 
-    def write(directory, seed, version, style):  # records the call; writes the marker only
+    def write(directory, seed, version, style):  # records the call; makes the folders, marker
         written.append((version, style))
+        for name in synthetic.FOLDERS:
+            (Path(directory) / name).mkdir(exist_ok=True)
         (Path(directory) / "VERSION").write_text(f"{synthetic.version_tag(version, style)}\n")
 
     monkeypatch.setattr(synthetic, "write_synthetic_benchmark", write)
@@ -496,9 +498,14 @@ def test_the_benchmark_is_written_only_into_a_folder_of_its_own(bench, tmp_path,
         sources.synthetic_benchmark(tmp_path)
     assert synthetic.is_version_tag("4") and synthetic.is_version_tag("5 dusk\n")
     assert not synthetic.is_version_tag("5 night") and not synthetic.is_version_tag("v2")
+    # A dataset's folder of a name the generator also writes, without the folders it makes first.
+    (tmp_path / "datasets" / "vispr").mkdir(parents=True)
+    with pytest.raises(SettingError, match="datasets holds vispr, which the built-in benchmark"):
+        sources.synthetic_benchmark(tmp_path / "datasets")
     assert written == [] and (tmp_path / "cache" / "shard.tfrecord").is_file()
     # An empty or new folder, and one of a stopped write (the generator's files alone).
     sources.synthetic_benchmark(tmp_path / "new")
-    (tmp_path / "stopped" / "videos").mkdir(parents=True)
+    for name in synthetic.FOLDERS:
+        (tmp_path / "stopped" / name).mkdir(parents=True)
     sources.synthetic_benchmark(tmp_path / "stopped")
     assert written == [tmp_path / "new", tmp_path / "stopped"]

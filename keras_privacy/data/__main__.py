@@ -35,8 +35,7 @@ from keras_privacy.data.cache import (
 )
 from keras_privacy.data.examples import Split
 from keras_privacy.data.hmdb51 import read_hmdb51
-from keras_privacy.data.sources import without_pa_hmdb51
-from keras_privacy.data.synthetic import write_synthetic_benchmark
+from keras_privacy.data.sources import without_pa_hmdb51, write_benchmark
 from keras_privacy.data.ucf101 import read_ucf101
 from keras_privacy.data.vispr import read_vispr
 
@@ -165,8 +164,8 @@ def _run(args: argparse.Namespace, unknown: Sequence[str]) -> int:
     if args.command == "arrays":
         return _arrays(args, unknown)
     if args.command == "synthetic":
-        paths = write_synthetic_benchmark(
-            args.out, seed=args.seed, version=args.version, style=args.style
+        paths = write_benchmark(
+            args.out, seed=args.seed, version=args.version, style=args.style, setting="out"
         )
         print(f"synthetic benchmark written to {paths.root}")
         return 0

@@ -436,10 +436,19 @@ MANIFEST_KEYS = ("format_version", "kind", "fingerprint", "shards", "class_names
 
 
 def read_manifest(cache_dir: str | os.PathLike) -> dict:
-    """The manifest of a prepared cache. Raises FileNotFoundError when it is not complete,
-    DatasetFormatError naming the file when it is not a manifest (cut short, edited)."""
+    """The manifest of a prepared cache. Raises FileNotFoundError when it is not complete (or
+    `cache_dir` is `prepare`'s --out, naming its subsets' caches), DatasetFormatError naming the
+    file when it is not a manifest (cut short, edited)."""
     path = Path(cache_dir) / MANIFEST
     if not path.is_file():
+        subsets = sorted(found.parent.name for found in Path(cache_dir).glob(f"*/{MANIFEST}"))
+        if subsets:
+            example = Path(cache_dir) / ("train" if "train" in subsets else subsets[0])
+            raise FileNotFoundError(
+                f"{cache_dir}: no {MANIFEST}, but its folders {', '.join(subsets)} each hold a "
+                f"prepared subset (`prepare --out` writes one per subset): give the subset's "
+                f"folder, e.g. {example}"
+            )
         raise FileNotFoundError(f"{cache_dir}: no {MANIFEST}; run `prepare` first")
     manifest = read_json(path)
     held = manifest if isinstance(manifest, dict) else {}

@@ -307,11 +307,14 @@ images by the library `prepare` decodes with."""
 
 
 @contextlib.contextmanager
-def damaged_shards_named(*sources: Source) -> Iterator[None]:
+def damaged_shards_named(
+    *sources: Source, rerun: str = "run `python -m keras_privacy.data prepare` as before"
+) -> Iterator[None]:
     """Name the damaged shard where reading `sources` fails mid-epoch: TensorFlow's
     DataLossError names no file (and a deleted shard raises its NotFoundError), so the caches
     among `sources` are read once more to find the shard (`cache.damaged_shard`), and a
-    DatasetFormatError names it and how to mend it."""
+    DatasetFormatError names it and how to mend it: remove it, then `rerun` the command that
+    wrote the cache."""
     try:
         yield
     except (tf.errors.DataLossError, tf.errors.NotFoundError) as error:
@@ -323,8 +326,8 @@ def damaged_shards_named(*sources: Source) -> Iterator[None]:
                 shard, reason = found
                 raise DatasetFormatError(
                     f"{shard}: the cache's shard does not read back ({reason}); remove it and "
-                    "its .json beside it, then run `python -m keras_privacy.data prepare` as "
-                    "before: it writes that shard again and keeps the others"
+                    f"its .json beside it, then {rerun}: it writes that shard again and keeps "
+                    "the others"
                 ) from error
         raise
 

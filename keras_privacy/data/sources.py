@@ -35,39 +35,60 @@ from keras_privacy.spelling import SettingError
 def synthetic_benchmark(
     directory: str | Path, seed: int = 0, version: int = synthetic.VERSION, style: str = ""
 ) -> Path:
-    """The synthetic benchmark of `version` (and `style`) in `directory`, written first if it
-    is not complete there or was written by another version or style of the generator.
-
-    The generator deletes its `VERSION` file first and writes it last, so the file marks a
-    complete benchmark. The benchmark is written only into a folder that holds nothing but its
-    own files (`synthetic.ENTRIES`: none, or those of a stopped write) and, where `VERSION`
-    marks one written before (it holds a tag of the generator's, `synthetic.is_version_tag`),
-    its training caches (`cache/`), which are removed with it. A folder holding anything else
-    is refused, naming <synthetic_dir>: it is not the benchmark's, and its files (a cache of
-    one's own) are left alone."""
+    """The synthetic benchmark of `version` (and `style`) in `directory`, written first
+    (`write_benchmark`) if it is not complete there or was written by another version or style
+    of the generator. The generator deletes its `VERSION` file first and writes it last, so the
+    file marks a complete benchmark."""
     directory = Path(directory)
-    marker = directory / "VERSION"
-    expected = synthetic.version_tag(version, style)
-    tag = marker.read_text(errors="replace").strip() if marker.is_file() else None
-    if tag == expected:
-        return directory
+    if _version_file(directory) != synthetic.version_tag(version, style):
+        write_benchmark(directory, seed, version, style)
+    return directory
+
+
+def write_benchmark(
+    directory: str | Path,
+    seed: int = 0,
+    version: int = synthetic.VERSION,
+    style: str = "",
+    setting: str = "synthetic_dir",
+) -> synthetic.SyntheticPaths:
+    """Write the synthetic benchmark into `directory`, only where the folder holds nothing but
+    its own files, so that no one's data is overwritten (train.py and `python -m
+    keras_privacy.data synthetic` alike).
+
+    Its own files: none, or those of a stopped write (`synthetic.ENTRIES`, among them every
+    folder of `synthetic.FOLDERS`, which a write makes first) and, where `VERSION` marks one
+    written before (it holds a tag of the generator's, `synthetic.is_version_tag`), its
+    training caches (`cache/`), which are removed with it. A folder holding anything else is
+    refused, naming `<setting>` (the option that gave the folder): it is not the benchmark's,
+    and its files (a cache of one's own, a dataset's `vispr/`) are left alone."""
+    directory = Path(directory)
+    tag = _version_file(directory)
     ours = synthetic.ENTRIES
     if tag is not None and synthetic.is_version_tag(tag):
         ours = ours | {"cache"}  # a benchmark written before: its training caches go with it
     elif tag is not None:
         ours = ours - {"VERSION"}  # another program's VERSION file
     held = sorted(p.name for p in directory.iterdir()) if directory.is_dir() else []
+    if not set(synthetic.FOLDERS) <= set(held):
+        ours = frozenset()  # not even the folders a write makes first: e.g. a real `vispr/`
     foreign = [name for name in held if name not in ours]
     if foreign:
         more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
         raise SettingError(
-            f"<synthetic_dir>={directory} holds {', '.join(foreign[:3])}{more}, which the "
+            f"<{setting}>={directory} holds {', '.join(foreign[:3])}{more}, which the "
             "built-in benchmark did not write: name an empty or new folder for it"
         )
+    expected = synthetic.version_tag(version, style)
     logging.info("writing the synthetic benchmark %s to %s", expected, directory)
     shutil.rmtree(directory / "cache", ignore_errors=True)
-    synthetic.write_synthetic_benchmark(directory, seed=seed, version=version, style=style)
-    return directory
+    return synthetic.write_synthetic_benchmark(directory, seed=seed, version=version, style=style)
+
+
+def _version_file(directory: Path) -> str | None:
+    """The text of `directory`'s `VERSION` file, stripped; None where there is none."""
+    marker = directory / "VERSION"
+    return marker.read_text(errors="replace").strip() if marker.is_file() else None
 
 
 @dataclasses.dataclass(frozen=True)

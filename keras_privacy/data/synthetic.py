@@ -74,6 +74,9 @@ ENTRIES = frozenset(
 )
 """What `write_synthetic_benchmark` writes into its folder."""
 
+FOLDERS = ("videos", "ucf_splits", "vispr")
+"""The folders `write_synthetic_benchmark` makes first, together, before it writes any file."""
+
 
 @dataclasses.dataclass(frozen=True)
 class SyntheticPaths:
@@ -641,8 +644,8 @@ def write_synthetic_benchmark(
         vp_labels=root / "vp_labels.csv",
         person_boxes=root / "person_boxes.json",
     )
-    for folder in (paths.videos, paths.ucf_splits, paths.vispr):
-        folder.mkdir(parents=True, exist_ok=True)
+    for name in FOLDERS:
+        (root / name).mkdir(parents=True, exist_ok=True)
     (root / "VERSION").unlink(missing_ok=True)  # written last: marks a complete benchmark
     boxes = _write_videos(paths, seed, size, num_frames, videos_per_class, fps, look)
     counts = dict(zip(("train", "val", "test"), num_images))

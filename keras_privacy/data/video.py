@@ -22,12 +22,24 @@ QUANTISER_CODECS = ("mpeg4", "mjpeg", "mpeg2video")
 
 @dataclasses.dataclass(frozen=True)
 class VideoInfo:
-    """Frame count, frame rate and frame size of a video's first video stream."""
+    """Frame count, frame rate and frame size of a video's first video stream, and the frame
+    count its container declares (0 where it declares none, as Matroska)."""
 
     num_frames: int
     fps: float
     height: int
     width: int
+    declared_frames: int = 0
+
+    def seems_cut_short(self) -> bool:
+        """Whether clearly fewer frames decode than the container declares: a file cut short
+        (a partial download or copy), whose missing end the reader skips without a word."""
+        # A whole file can decode a frame or two fewer than its header counts (an MP4 edit
+        # list, packed B-frames in an AVI, frames a decoder holds back at the end), and some
+        # muxers write an estimate; a cut file falls short by far more. So only a shortfall of
+        # more than 2 frames and 5 % of the declared count is called one.
+        shortfall = self.declared_frames - self.num_frames
+        return shortfall > max(2, 0.05 * self.declared_frames)
 
 
 def _open(path: str | os.PathLike) -> av.container.InputContainer:
@@ -128,7 +140,13 @@ def probe_video(path: str | os.PathLike) -> VideoInfo:
     count = declared if declared and packets == declared else sum(1 for _ in _decoded_frames(path))
     if count == 0:
         raise VideoDecodeError(f"{path}: contains no decodable frame (empty video)")
-    return VideoInfo(num_frames=int(count), fps=float(rate), height=height, width=width)
+    return VideoInfo(
+        num_frames=int(count),
+        fps=float(rate),
+        height=height,
+        width=width,
+        declared_frames=int(declared),
+    )
 
 
 def add_video_stream(

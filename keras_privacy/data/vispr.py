@@ -112,7 +112,7 @@ def read_vispr(
     result = {}
     for subset in SUBSETS:
         examples, missing = [], []
-        for _, line in read_lines(annotations_dir / f"{subset}2017.txt"):
+        for _, line in read_lines(annotations_dir / f"{subset}2017.txt", listing="image"):
             json_path = _find(line, annotations_dir, root)
             if json_path is None and root:
                 missing.append(

@@ -58,6 +58,7 @@ trainers' f_T takes one action label a clip.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import logging
@@ -71,12 +72,14 @@ import keras
 import numpy as np
 
 from keras_privacy.config import ExperimentConfig
+from keras_privacy.data import pipelines
 from keras_privacy.data.errors import VideoDecodeError
 from keras_privacy.data.examples import Split
 from keras_privacy.data.video import read_video
 from keras_privacy.evaluation.anonymizations import Anonymization, methods_of
 from keras_privacy.evaluation.baselines import FILE_BASELINES
 from keras_privacy.evaluation.datasets import (
+    SPLITS,
     EvaluationData,
     cached_data,
     evaluation_data,
@@ -153,10 +156,11 @@ def evaluate(
     record["examples"] = examples_used(source)
     report.set_evaluation(record)
     classes, names = len(data.class_names), data.attribute_names
-    attackers = {
-        name: _raw_attacker(config, source, names, out_dir, name, record["privacy_dataset"])
-        for name in config.eval_privacy_model_names()
-    }
+    with _damaged_shards_named(source):
+        attackers = {
+            name: _raw_attacker(config, source, names, out_dir, name, record["privacy_dataset"])
+            for name in config.eval_privacy_model_names()
+        }
     action_key = "action_cmap" if config.action_multilabel else "action_top1"
     for method in methods:
         if report.has(method.name):
@@ -181,7 +185,8 @@ def evaluate(
                 method,
                 frame_splits=video_frame_splits(config),
             )
-        result = _target_results(config, seen, method, attackers, classes, names)
+        with _damaged_shards_named(seen):
+            result = _target_results(config, seen, method, attackers, classes, names)
         if method.baseline in FILE_BASELINES:
             result["detector"] = method.detector_description()
             result["boxes"] = method.boxes_key()
@@ -207,6 +212,13 @@ def evaluate(
     report.plot_tradeoff()
     save_frame_strip(_frames_of_report(config, data, methods, report), out_dir / "frames.png")
     return report
+
+
+def _damaged_shards_named(cached: EvaluationData) -> contextlib.AbstractContextManager:
+    """`pipelines.damaged_shards_named` over the four caches of `cached`, which evaluate.py
+    wrote: run again, it writes a removed shard again."""
+    splits = (getattr(cached, name) for name in SPLITS)
+    return pipelines.damaged_shards_named(*splits, rerun="run evaluate.py again")
 
 
 def _stale_row(reported: dict, method: Anonymization) -> str | None:
