@@ -9,6 +9,7 @@ where an uninterrupted run ends. The trained models are saved as `.keras` files 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -416,6 +417,24 @@ def training_data(config: ExperimentConfig) -> sources.TrainingData:
     return data
 
 
+def _damaged_shards_named(
+    config: ExperimentConfig, data: sources.TrainingData
+) -> contextlib.AbstractContextManager:
+    """`pipelines.damaged_shards_named` over the training caches, each with the command that
+    writes its shard again: `prepare` for a cache the flags give, train.py itself for the one
+    it builds of the built-in benchmark."""
+    given = [
+        source
+        for source, role in ((data.videos, "action"), (data.images, "privacy"))
+        if config.dataset_files(role).cache
+    ]
+    built = [source for source in (data.videos, data.images) if source not in given]
+    stack = contextlib.ExitStack()
+    stack.enter_context(pipelines.damaged_shards_named(*given))
+    stack.enter_context(pipelines.damaged_shards_named(*built, rerun="run train.py again"))
+    return stack
+
+
 def check_paired_phase_lengths(config: ExperimentConfig, phases: list[Phase], steps: int) -> None:
     """Refuse, before any training, a paired phase of fewer than two batches an epoch: it takes
     its batches two a step, so one batch would be an epoch of no step at all."""
@@ -770,7 +789,7 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
             )
             guard = _FailOnNonFinite()
             logs_dir = run_dir / "logs" / phase.name
-            with pipelines.damaged_shards_named(data.videos, data.images):
+            with _damaged_shards_named(config, data):
                 logs = trainer.fit(
                     dataset,
                     initial_epoch=epoch,

@@ -24,6 +24,7 @@ import tiny_models
 from keras_privacy import checkpoint, training
 from keras_privacy.config import ExperimentConfig
 from keras_privacy.data.cache import prepare_image_cache, read_manifest
+from keras_privacy.data.errors import DatasetFormatError
 from keras_privacy.data.examples import Example, Split
 from keras_privacy.learning_rates import EpochRates
 from keras_privacy.methods.init import IdentityInit
@@ -788,6 +789,31 @@ def test_a_damaged_pointer_or_config_of_the_run_is_named(tmp_path):
     with pytest.raises(checkpoint.CheckpointError) as raised:
         training._environment_record(tmp_path)
     assert str(raised.value).startswith(f"{tmp_path / 'environment.json'} is not valid JSON (")
+
+
+def test_a_damaged_shard_of_the_benchmarks_own_cache_names_train_py_to_rewrite_it(
+    benchmark, tmp_path
+):
+    """The built-in benchmark's training cache is written by train.py, not by `prepare`."""
+    import tensorflow as tf
+
+    shutil.copytree(benchmark, tmp_path / "benchmark")
+    config = tiny_config(tmp_path / "benchmark", tmp_path / "run")
+    data = training.training_data(config)
+    shard = sorted(Path(data.videos).glob("*.tfrecord"))[0]
+    damaged = bytearray(shard.read_bytes())
+    damaged[len(damaged) // 2 : len(damaged) // 2 + 64] = bytes(64)  # a bad disk
+    shard.write_bytes(bytes(damaged))
+    with pytest.raises(DatasetFormatError) as raised:
+        with training._damaged_shards_named(config, data):
+            for _ in tf.data.TFRecordDataset(str(shard)):
+                pass
+    assert re.fullmatch(
+        rf"{re.escape(str(shard))}: the cache's shard does not read back \(corrupted record at "
+        r"\d+\); remove it and its .json beside it, then run train.py again: it writes that "
+        "shard again and keeps the others",
+        str(raised.value),
+    )
 
 
 def test_a_lost_or_damaged_pointer_keeps_the_checkpoints(tmp_path):
