@@ -44,8 +44,13 @@ STOP_KEY = "keras_privacy/stop/"
 stops that one, or "" once that one has ended (well, or alone in failing at the end)."""
 STOPPED_KEY = "keras_privacy/stopped/"
 """+ a process index: set by a process as a failure elsewhere stops it."""
+LEFT_KEY = "keras_privacy/left/"
+"""+ a process index: set by a process other than 0 as it leaves after a failure."""
 STOPPED_WAIT_SECONDS = 10
-"""How long a failed process waits for the others to stop before it leaves."""
+"""How long a failed process waits for the others to stop before it leaves (and process 0
+for the others to leave)."""
+LEAVE_GRACE_SECONDS = 1.0
+"""How long process 0 waits, once another process said it leaves, for it to be gone."""
 _writing = threading.Lock()
 
 
@@ -103,7 +108,7 @@ def _stop_when_told(client: Any, process: int, count: int) -> None:
             file=sys.stderr,
         )
         _set_if_unset(client, f"{STOPPED_KEY}{process}", "")
-        _leave(1)
+        _leave(client, process, count, 1)
 
 
 def _stop_the_others_and_leave(client: Any, process: int, count: int, status: int) -> None:
@@ -122,7 +127,7 @@ def _stop_the_others_and_leave(client: Any, process: int, count: int, status: in
             client.blocking_key_value_get(f"{STOPPED_KEY}{other}", wait_ms)
     except jax.errors.JaxRuntimeError:  # not stopped in time, or the coordinator is gone
         pass
-    _leave(status)
+    _leave(client, process, count, status)
 
 
 def _set_if_unset(client: Any, key: str, value: str) -> bool:
@@ -145,11 +150,24 @@ def _coordination_client() -> Any:
     return getattr(getattr(distributed, "global_state", None), "client", None)
 
 
-def _leave(status: int) -> NoReturn:
+def _leave(client: Any, process: int, count: int, status: int) -> NoReturn:
     """End this process with `status` once its output is out, without Python's exit: JAX's
-    exit barrier would wait for processes that a failure has stopped."""
+    exit barrier would wait for processes that a failure has stopped. Process 0 leaves last:
+    it hosts the coordination service, whose end makes JAX abort every process still
+    connected, so it waits (up to `STOPPED_WAIT_SECONDS`) for the others to say they leave."""
     sys.stdout.flush()
     sys.stderr.flush()
+    if process != 0:
+        _set_if_unset(client, f"{LEFT_KEY}{process}", "")
+        os._exit(status)
+    deadline = time.monotonic() + STOPPED_WAIT_SECONDS
+    for other in range(1, count):
+        wait_ms = max(1, int(1000 * (deadline - time.monotonic())))
+        try:
+            client.blocking_key_value_get(f"{LEFT_KEY}{other}", wait_ms)
+        except jax.errors.JaxRuntimeError:  # not in time: it is left to JAX
+            pass
+    time.sleep(LEAVE_GRACE_SECONDS)
     os._exit(status)
 
 
