@@ -22,7 +22,7 @@ import sys
 
 from absl import app, flags, logging
 
-from keras_privacy.cli import require_known_flags, run_command, script_argv
+from keras_privacy.cli import refuse_a_file, require_known_flags, run_command, script_argv
 
 ARGV = script_argv(sys.argv)  # flag files expanded; the backend set before Keras is imported
 
@@ -56,6 +56,8 @@ def evaluate(config) -> None:
     if config.compilation_cache:  # the fresh target models' training steps
         distribute.use_compilation_cache(config.compilation_cache)
     runs = config.seed_runs()
+    for run in runs:
+        refuse_a_file(protocol.report_dir(run), "--eval_dir" if run.eval_dir else "--run_dir")
     require_one_training_setting(runs)
     data = protocol.evaluation_data(config)
     methods = [protocol.methods_of(run) for run in runs]

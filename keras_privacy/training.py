@@ -614,13 +614,15 @@ RESUMABLE_SETTINGS = frozenset(
         "privacy_cache",
         "synthetic_dir",
         "privacy_weight",
+        "meta_alpha",
         *LEARNING_RATES,
     }
 )
 """Settings a resumed run may change: where the files are, how the steps are run, and the
-learning rates and privacy weight, which a restart after a diverged run lowers (its message
-says so), not what is trained. The evaluation's settings may change too, but for
-`eval_protocol`, which decides the training videos (`training_data`)."""
+learning rates (meta's inner step's `meta_alpha` too) and privacy weight, which a restart
+after a diverged run lowers (its message says so), not what is trained. The evaluation's
+settings may change too, but for `eval_protocol`, which decides the training videos
+(`training_data`)."""
 
 
 def _require_the_runs_settings(config: ExperimentConfig, run_dir: Path) -> None:
@@ -805,10 +807,13 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
                 ).history
             failure = guard.failure or _non_finite_weights(models | owned, trainer.optimizer)
             if failure:
+                rates = "the learning rates"
+                if config.method == "meta":
+                    rates += " (--meta_alpha too, the inner step's)"
                 raise TrainingDivergedError(
                     f"phase {phase.name}, epoch {epoch + 1}, {failure}; "
-                    f"{_kept_checkpoint(run_dir)}. Lower the learning rates or the privacy "
-                    "weight and restart."
+                    f"{_kept_checkpoint(run_dir)}. Lower {rates} or the privacy weight and "
+                    "restart."
                 )
             if group_rates is not None:
                 logs.update({f"{group}_learning_rate": [rate] for group in group_rates.groups})

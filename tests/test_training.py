@@ -816,6 +816,21 @@ def test_a_damaged_shard_of_the_benchmarks_own_cache_names_train_py_to_rewrite_i
     )
 
 
+def test_a_meta_run_resumes_with_a_lower_inner_step_rate(tmp_path):
+    """A diverged meta run's message names --meta_alpha among the rates to lower: its restart
+    with a lower one resumes the kept checkpoint."""
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    checkpoint.save_checkpoint(tmp_path, "privacy_init", 1, {"anonymizer": model}, None, {})
+    trained = ExperimentConfig(method="meta", meta_alpha=1e30)
+    (tmp_path / "config.json").write_text(json.dumps(dataclasses.asdict(trained)))
+    lowered = dataclasses.replace(trained, meta_alpha=5e-4)
+    training._require_the_runs_settings(lowered, tmp_path)
+    with pytest.raises(SettingError, match="--meta_fraction=0.6 "):  # what is trained: kept
+        training._require_the_runs_settings(
+            dataclasses.replace(trained, meta_fraction=0.25), tmp_path
+        )
+
+
 def test_a_lost_or_damaged_pointer_keeps_the_checkpoints(tmp_path):
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     root, pointer = tmp_path / "checkpoints", tmp_path / "checkpoints" / "latest.json"
@@ -877,6 +892,31 @@ def test_train_cli_names_a_nonsense_flag(tmp_path, config, flag, message):
     assert message in completed.stderr
     assert "Traceback" not in completed.stderr
     assert not run_dir.exists(), "the run started before the flags were checked"
+
+
+@pytest.mark.backend_independent
+def test_evaluate_cli_names_an_eval_dir_that_is_a_file(tmp_path):
+    (tmp_path / "notes").write_text("kept")
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "evaluate.py",
+            f"--flagfile={REPO / 'configs' / 'synthetic.cfg'}",
+            f"--run_dir={tmp_path / 'run'}",
+            f"--eval_dir={tmp_path / 'notes' / 'report'}",
+        ],
+        cwd=REPO,
+        env=os.environ | {"TF_CPP_MIN_LOG_LEVEL": "2"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert completed.returncode == 1
+    assert completed.stderr.splitlines()[-1] == (
+        f"error: {tmp_path / 'notes' / 'report'}: --eval_dir lies under the file "
+        f"{tmp_path / 'notes'}; name a folder (made if missing)"
+    )
+    assert (tmp_path / "notes").read_text() == "kept"
 
 
 @pytest.mark.parametrize("script", ["train.py", "evaluate.py"])
