@@ -255,7 +255,7 @@ def vp_privacy_splits(config: ExperimentConfig, frames_dir: Path) -> dict[str, S
         )
     except FileNotFoundError as error:
         raise FileNotFoundError(
-            f"{error} (the split lists of {evaluation.privacy_dataset}: <eval_vp_splits>, "
+            f"{error} (the split lists of {evaluation.privacy_dataset}: --eval_vp_splits, "
             "default the action dataset's annotations)"
         ) from error
     if config.eval_privacy_frames == 0:
