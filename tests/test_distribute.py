@@ -147,15 +147,13 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.mark.skipif(os.environ["KERAS_BACKEND"] != "jax", reason="multi-process training is JAX's")
-def test_two_processes_take_the_steps_of_one():
-    """Two JAX processes on localhost (one CPU device each, Gloo) fitting the same global
-    batches end with the weights of one process fitting them alone."""
+def _two_processes(arguments) -> list[subprocess.Popen]:
+    """Processes 0 and 1 of this file's script on JAX, with `arguments(index)`, their output
+    piped."""
     env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3")
-    port = str(_free_port())
-    workers = [
+    return [
         subprocess.Popen(
-            [sys.executable, __file__, "process", str(index), "2", port],
+            [sys.executable, __file__, *arguments(index)],
             cwd=Path(__file__).parent,
             env=env,
             stdout=subprocess.PIPE,
@@ -164,6 +162,14 @@ def test_two_processes_take_the_steps_of_one():
         )
         for index in range(2)
     ]
+
+
+@pytest.mark.skipif(os.environ["KERAS_BACKEND"] != "jax", reason="multi-process training is JAX's")
+def test_two_processes_take_the_steps_of_one():
+    """Two JAX processes on localhost (one CPU device each, Gloo) fitting the same global
+    batches end with the weights of one process fitting them alone."""
+    port = str(_free_port())
+    workers = _two_processes(lambda index: ["process", str(index), "2", port])
     results = []
     for worker in workers:
         out, err = worker.communicate(timeout=600)
@@ -188,19 +194,8 @@ def test_a_failed_process_stops_the_other_at_once(failing):
     (a damaged video) while the other waits in the next step's collective for its data: both
     end with status 1 within seconds, the failed one with its error, the other naming it (left
     to JAX, both waited at its exit barrier until its 5-minute timeout aborted them)."""
-    env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3")
     port = str(_free_port())
-    workers = [
-        subprocess.Popen(
-            [sys.executable, __file__, "failing", str(index), port, str(failing)],
-            cwd=Path(__file__).parent,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for index in range(2)
-    ]
+    workers = _two_processes(lambda index: ["failing", str(index), port, str(failing)])
     deadline = time.monotonic() + 60
     errors = []
     try:
