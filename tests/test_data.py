@@ -1123,6 +1123,31 @@ def test_image_cache(tmp_path):
         read_video_cache(out)
 
 
+def test_prepare_refuses_the_cache_of_another_dataset(tmp_path):
+    """A wrong --out would replace another dataset's cache; other settings of the same
+    dataset replace it as before."""
+    images = tmp_path / "images"
+    images.mkdir()
+    examples = []
+    for i in range(2):
+        assert cv2.imwrite(str(images / f"{i}.jpg"), np.full((16, 16, 3), 40 * i, np.uint8))
+        examples.append(Example(str(images / f"{i}.jpg"), privacy=(i, 1, 0)))
+    split = Split(examples, attribute_names=list(VISPR1[:3]))
+    out = tmp_path / "cache" / "train"
+    vispr = {"dataset": "vispr", "subset": "train"}
+    kept = prepare_image_cache(split, out, short_side=8, source=vispr)
+    shards = {p: p.read_bytes() for p in out.glob("*.tfrecord")}
+    with pytest.raises(DatasetFormatError) as raised:
+        prepare_image_cache(split, out, short_side=8, source={"dataset": "synthetic"})
+    assert str(raised.value) == (
+        f"{out} holds a cache of vispr (its manifest.json), not of synthetic: give another "
+        "--out, or remove it to cache there"
+    )
+    assert read_manifest(out) == kept
+    assert {p: p.read_bytes() for p in out.glob("*.tfrecord")} == shards
+    assert prepare_image_cache(split, out, short_side=12, source=vispr)["short_side"] == 12
+
+
 def test_vp_labels_csv_with_byte_order_mark(tmp_path):
     # Spreadsheet programs save "CSV UTF-8" with a BOM before the header.
     path = tmp_path / "labels.csv"

@@ -195,19 +195,29 @@ def _complete(path: Path, fingerprint: str) -> dict | None:
     return info if isinstance(info, dict) and info.get("fingerprint") == fingerprint else None
 
 
-def _drop_other_manifest(out: Path, fingerprint: str) -> None:
+def _drop_other_manifest(out: Path, fingerprint: str, source: dict | None) -> None:
     """Remove a manifest of other settings (or an unreadable one) before any shard is
     rewritten: a prepare stopped part way then leaves a folder that reads as unprepared, not
     as the old cache with some shards of the new one (labels of other attributes, videos of
-    another split)."""
+    another split). A cache of another dataset is refused by name instead: it is not this
+    cache's to replace (a wrong --out would lose it)."""
     path = out / MANIFEST
     if not path.exists():
         return
     try:
-        kept = json.loads(path.read_text()).get("fingerprint")
+        kept = json.loads(path.read_text())
+        kept_fingerprint = kept.get("fingerprint")
     except (OSError, ValueError, AttributeError):
-        kept = None
-    if kept != fingerprint:
+        kept, kept_fingerprint = {}, None
+    kept_source = kept.get("source")
+    kept_dataset = kept_source.get("dataset") if isinstance(kept_source, dict) else None
+    dataset = (source or {}).get("dataset")
+    if kept_dataset and dataset and kept_dataset != dataset:
+        raise DatasetFormatError(
+            f"{out} holds a cache of {kept_dataset} (its {MANIFEST}), not of {dataset}: give "
+            "another --out, or remove it to cache there"
+        )
+    if kept_fingerprint != fingerprint:
         path.unlink()
 
 
@@ -275,7 +285,7 @@ def _prepare(
     num_shards = max(1, min(num_shards, len(split)))
     transform_key = "" if transform is None else transform.key
     fingerprint = _fingerprint(kind, split, short_side, jpeg_quality, num_shards, transform_key)
-    _drop_other_manifest(out, fingerprint)
+    _drop_other_manifest(out, fingerprint, source)
     # Split lists are sorted by class: shards of a fixed random order, so that a shuffle
     # window over a few interleaved shards still sees every class (records keep their index).
     order = np.random.default_rng(SHARD_ORDER_SEED).permutation(len(split))
