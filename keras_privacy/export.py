@@ -70,6 +70,10 @@ def load_keras_anonymizer(path: str | os.PathLike) -> keras.Model:
     not finite, whose frames would be NaN)."""
     import keras_privacy.models  # noqa: F401
 
+    if os.path.isdir(path):
+        raise IsADirectoryError(
+            f"{path}: a folder (a SavedModel export?), not a .keras file: give the .keras file"
+        )
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path}: no such anonymizer file (a .keras file)")
     if os.fspath(path).endswith(".keras") and not zipfile.is_zipfile(path):

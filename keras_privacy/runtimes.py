@@ -114,6 +114,10 @@ def onnx_frames(path: str | os.PathLike, device: str | None = None) -> FrameFunc
     FileNotFoundError or ValueError naming the file, or the device ONNX Runtime lacks."""
     import onnxruntime
 
+    if os.path.isdir(path):
+        raise IsADirectoryError(
+            f"{path}: a folder, not an .onnx file: give the file (an export's anonymizer.onnx)"
+        )
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path}: no such ONNX anonymizer file")
     available = onnxruntime.get_available_providers()

@@ -94,6 +94,7 @@ def models(tmp_path_factory):
             "{tmp}/no_such_folder: the output folder does not",
         ),
         ("out.mp4", "gone.keras", "{models}/gone.keras: no such anonymizer file"),
+        ("out.mp4", "", "{models}: a folder (a SavedModel export?), not a .keras file: give"),
         ("out.mp4", "lambda.keras", "{models}/lambda.keras: not loadable as a Keras anonymizer ("),
         ("out.mp4", "empty.keras", "{models}/empty.keras: not a .keras archive (0 bytes: empty"),
         (

@@ -367,6 +367,8 @@ def test_onnx_runtime_matches_keras_and_runs_the_cli(model_path, tmp_path, capsy
     with pytest.raises(ValueError, match="plain.keras: not an ONNX file"):
         model.save(tmp_path / "plain.keras")
         onnx_frames(tmp_path / "plain.keras")
+    with pytest.raises(IsADirectoryError, match=f"^{tmp_path}: a folder, not an .onnx file"):
+        onnx_frames(tmp_path)
 
 
 def test_stream_output_into_a_fifo(tmp_path):

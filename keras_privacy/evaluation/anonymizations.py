@@ -114,7 +114,7 @@ class _OneCallAtATime:
 def load_anonymizer(path: str | Path, name: str | None = None) -> Anonymization:
     """A learned anonymizer saved as `.keras`, frozen."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise FileNotFoundError(f"{path}: no saved anonymizer there (train one, or fix the path)")
     model = load_keras_anonymizer(path)
     model.trainable = False
