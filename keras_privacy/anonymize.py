@@ -55,7 +55,14 @@ from keras_privacy.data.video import QUANTISER_CODECS, probe_video
 from keras_privacy.evaluation.faces import DEFACE_THRESHOLD, FILLS, FaceAnonymizer
 from keras_privacy.export import anonymizer_factor, load_keras_anonymizer
 from keras_privacy.runtimes import RUNTIMES, keras_frames, onnx_frames, scaled
-from keras_privacy.streaming import POLICIES, FrameFunction, StreamStats, is_live, transcode
+from keras_privacy.streaming import (
+    OPEN_TIMEOUT_SECONDS,
+    POLICIES,
+    FrameFunction,
+    StreamStats,
+    is_live,
+    transcode,
+)
 
 VIDEO_EXTENSIONS = (".avi", ".mp4", ".mkv", ".mov", ".m4v", ".mpg", ".mpeg", ".webm", ".wmv")
 FAILURES = (VideoDecodeError, av.error.FFmpegError, OSError, ValueError)
@@ -257,12 +264,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="FFmpeg demuxer option, repeatable: video_size=640x480, rtsp_transport=tcp "
         "(FFmpeg ignores a key it does not know, without a word)",
     )
+    parser.add_argument(
+        "--open_timeout",
+        type=float,
+        default=OPEN_TIMEOUT_SECONDS,
+        help="seconds a network source (a URL) may take to send what opening it needs before "
+        "it is given up (0: no limit)",
+    )
     parser.add_argument("--output_format", default=None, help="FFmpeg muxer, e.g. mpegts, flv")
     parser.add_argument("--no_progress", action="store_true", help="no progress bar")
     parser.add_argument("--verbose", action="store_true", help="the traceback of an error too")
     args = parser.parse_args(argv)
     if not 0 < args.scale <= 1:
         parser.error("--scale must be in (0, 1]")
+    if not 0 <= args.open_timeout < float("inf"):
+        parser.error(
+            f"--open_timeout must be a number of seconds, 0 for no limit; got {args.open_timeout}"
+        )
     codec_error = _codec_error(args.codec)
     if codec_error:
         parser.error(codec_error)
@@ -326,6 +344,7 @@ def _anonymize(args: argparse.Namespace) -> int:
         "input_options": dict(option.split("=", 1) for option in args.input_option),
         "output_format": args.output_format,
         "on_open": lambda line: print(line, file=sys.stderr),
+        "open_timeout": args.open_timeout,
     }
     if folder:
         result = anonymize_folder(anonymizer, args.input, args.output, **options)
@@ -343,6 +362,9 @@ def _anonymize(args: argparse.Namespace) -> int:
     except FAILURES as error:
         print(f"FAILED {_reason(args.input, error)}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # Ctrl-C before reading began (a source slow to open)
+        print(f"{args.input}: interrupted before the first frame; nothing written", file=sys.stderr)
+        return 130
     print(summary_line(target, stats), file=sys.stderr)
     return 130 if stats.interrupted else 0
 

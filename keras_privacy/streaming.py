@@ -67,6 +67,9 @@ standard rates, whose ticks then stamp the frames (29.97 is 30000/1001 within it
 REORDER_DEPTH = 4
 """Frames the writer holds so that their timestamps can be put in order: an AVI with B-frames
 gives its frames in display order but their timestamps in decoding order (1, 2, 4, 3, ...)."""
+OPEN_TIMEOUT_SECONDS = 30.0
+"""How long a network source may take to send what opening it needs (`open_source`): a silent
+camera or a wrong address would otherwise block the open for ever."""
 
 FrameFunction = Callable[[np.ndarray], np.ndarray]
 """uint8 frames (N, H, W, 3) -> anonymized uint8 frames (N, H, W, 3)."""
@@ -108,9 +111,12 @@ def open_source(
     source: str | os.PathLike,
     input_format: str | None = None,
     options: dict[str, str] | None = None,
+    open_timeout: float | None = OPEN_TIMEOUT_SECONDS,
 ) -> av.container.InputContainer:
     """Open `source` with PyAV (`input_format`, e.g. ``v4l2`` for a webcam, ``mpegts`` for a
-    pipe, and demuxer `options`, as FFmpeg's ``-f`` and ``-option value``).
+    pipe, and demuxer `options`, as FFmpeg's ``-f`` and ``-option value``). A network source
+    (a URL) that sends nothing to open within `open_timeout` seconds (None or 0: no limit) is
+    given up. Ctrl-C interrupts the open (FFmpeg's blocking read does not see it).
 
     Raises VideoDecodeError naming the source when it cannot be opened or has no video stream.
     """
@@ -119,7 +125,30 @@ def open_source(
         raise VideoDecodeError(f"{text}: empty file (0 bytes)")
     if is_live(text) and "://" not in text and ":" not in text and not os.path.exists(text):
         raise VideoDecodeError(f"{text}: no such file, device or pipe")
-    return open_container(text, input_format, options)
+    network = "://" in text and not text.startswith("file:")
+    timeout = open_timeout if network else None
+    return _interruptible(lambda: open_container(text, input_format, options, timeout))
+
+
+def _interruptible(call: Callable[[], object]):
+    """`call()` run on a daemon thread while this one waits in short steps, so that Ctrl-C
+    (seen by Python on its main thread only, between steps) ends the wait; its result, or
+    its exception re-raised."""
+    outcome: dict = {}
+
+    def run() -> None:
+        try:
+            outcome["result"] = call()
+        except BaseException as error:  # handed to the waiting thread
+            outcome["error"] = error
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(0.1)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
 
 
 def describe_source(video: av.VideoStream, rate: Fraction) -> str:
@@ -390,19 +419,21 @@ def transcode(
     input_options: dict[str, str] | None = None,
     on_batch: Callable[[int], object] | None = None,
     on_open: Callable[[str], object] | None = None,
+    open_timeout: float | None = OPEN_TIMEOUT_SECONDS,
 ) -> StreamStats:
     """Anonymize `source` into `output` as the module's docstring says; returns the stats.
 
     `policy` is ``"wait"`` or ``"drop"`` (default: wait for a regular file, drop for a live
     source). `on_batch(number of frames)` is called after each batch is encoded (a progress
     bar); `on_open(line)` once the source is open, with its name, codec, size and rate
-    (`describe_source`), which input options may have set. Raises VideoDecodeError naming
-    the source when it cannot be read.
+    (`describe_source`), which input options may have set. A network source that sends
+    nothing to open within `open_timeout` seconds is given up (`open_source`). Raises
+    VideoDecodeError naming the source when it cannot be read.
     """
     source_name = os.fspath(source)
     policy = policy or (DROP if is_live(source_name) else WAIT)
     queue = FrameQueue(queue_size, policy)
-    container = open_source(source_name, input_format, input_options)
+    container = open_source(source_name, input_format, input_options, open_timeout)
     video = container.streams.video[0]
     video.thread_type = "AUTO"
     audio = container.streams.audio[0] if keep_audio and container.streams.audio else None

@@ -4,6 +4,8 @@ Ctrl-C, --scale and --device, and the ONNX runtime."""
 
 import os
 import re
+import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -103,6 +105,54 @@ def model_path(tmp_path_factory):
     keras.utils.set_random_seed(5)
     build_anonymizer("unet_tiny").save(path)
     return path
+
+
+def _silent_udp_source() -> str:
+    """The URL of a free UDP port on localhost, which nothing sends to."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"udp://127.0.0.1:{probe.getsockname()[1]}"
+
+
+def test_a_silent_network_source_is_given_up_after_the_open_timeout(model_path, tmp_path, capsys):
+    url = _silent_udp_source()
+    started = time.monotonic()
+    args = [url, str(tmp_path / "out.mp4"), "--anonymizer", str(model_path)]
+    args += ["--input_format", "mpegts", "--open_timeout", "1", "--no_progress"]
+    assert main(args) == 1
+    assert time.monotonic() - started < 30
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"FAILED {url}: sent nothing to open within 1 s (a silent source, or a wrong address "
+        "or port)"
+    )
+    assert not any(tmp_path.iterdir())
+
+
+_OPEN_UNTIL_INTERRUPTED = """
+import sys
+from keras_privacy.streaming import open_source
+print("opening", flush=True)
+try:
+    open_source(sys.argv[1], "mpegts", open_timeout=None)
+except KeyboardInterrupt:
+    sys.exit(130)
+"""
+
+
+def test_ctrl_c_interrupts_a_source_that_never_opens():
+    """FFmpeg's blocking read does not see Ctrl-C: the open waits on another thread."""
+    opener = subprocess.Popen(
+        [sys.executable, "-c", _OPEN_UNTIL_INTERRUPTED, _silent_udp_source()],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert opener.stdout.readline() == "opening\n"
+        time.sleep(1.0)
+        opener.send_signal(signal.SIGINT)
+        assert opener.wait(timeout=20) == 130
+    finally:
+        opener.kill()
 
 
 def test_live_fifo_source_keeps_every_frame_and_its_timestamp(tmp_path):

@@ -52,13 +52,24 @@ def _open(path: str | os.PathLike) -> av.container.InputContainer:
 
 
 def open_container(
-    name: str, input_format: str | None = None, options: dict[str, str] | None = None
+    name: str,
+    input_format: str | None = None,
+    options: dict[str, str] | None = None,
+    open_timeout: float | None = None,
 ) -> av.container.InputContainer:
     """Open the file, device, URL or pipe `name` with PyAV (FFmpeg's ``-f`` `input_format` and
-    demuxer `options`); raises VideoDecodeError naming it when it cannot be opened or has no
-    video stream."""
+    demuxer `options`); raises VideoDecodeError naming it when it cannot be opened, has no
+    video stream, or (with `open_timeout`, in seconds) sends nothing to open in that time."""
+    timeout = (open_timeout, None) if open_timeout else None
     try:
-        container = av.open(name, format=input_format, options=options or {})
+        container = av.open(name, format=input_format, options=options or {}, timeout=timeout)
+    except av.error.ExitError as error:  # PyAV's timeout interrupts FFmpeg's blocking reads
+        if not open_timeout:
+            raise VideoDecodeError(f"{name}: cannot be opened as a video ({error})") from error
+        raise VideoDecodeError(
+            f"{name}: sent nothing to open within {open_timeout:g} s (a silent source, or a "
+            "wrong address or port)"
+        ) from error
     except (av.error.FFmpegError, OSError, ValueError) as error:
         raise VideoDecodeError(f"{name}: cannot be opened as a video ({error})") from error
     if not container.streams.video:
