@@ -129,8 +129,11 @@ def test_a_silent_network_source_is_given_up_after_the_open_timeout(model_path, 
 
 
 _OPEN_UNTIL_INTERRUPTED = """
+import signal
 import sys
 from keras_privacy.streaming import open_source
+# A terminal's Ctrl-C: the test runner's worker may hand down SIGINT ignored.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 print("opening", flush=True)
 try:
     open_source(sys.argv[1], "mpegts", open_timeout=None)
