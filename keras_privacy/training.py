@@ -423,12 +423,9 @@ def _damaged_shards_named(
     """`pipelines.damaged_shards_named` over the training caches, each with the command that
     writes its shard again: `prepare` for a cache the flags give, train.py itself for the one
     it builds of the built-in benchmark."""
-    given = [
-        source
-        for source, role in ((data.videos, "action"), (data.images, "privacy"))
-        if config.dataset_files(role).cache
-    ]
-    built = [source for source in (data.videos, data.images) if source not in given]
+    given, built = [], []
+    for source, role in ((data.videos, "action"), (data.images, "privacy")):
+        (given if config.dataset_files(role).cache else built).append(source)
     stack = contextlib.ExitStack()
     stack.enter_context(pipelines.damaged_shards_named(*given))
     stack.enter_context(pipelines.damaged_shards_named(*built, rerun="run train.py again"))

@@ -118,16 +118,25 @@ def _stop_the_others_and_leave(client: Any, process: int, count: int, status: in
     others = [other for other in range(count) if other != process]
     try:
         stops = dict(client.key_value_dir_get(STOP_KEY))
-        if all(stops.get(f"{STOP_KEY}{other}") == "" for other in others):
-            return
-        told = [o for o in others if _set_if_unset(client, f"{STOP_KEY}{o}", str(process))]
-        deadline = time.monotonic() + STOPPED_WAIT_SECONDS
-        for other in told:
-            wait_ms = max(1, int(1000 * (deadline - time.monotonic())))
-            client.blocking_key_value_get(f"{STOPPED_KEY}{other}", wait_ms)
-    except jax.errors.JaxRuntimeError:  # not stopped in time, or the coordinator is gone
-        pass
+    except jax.errors.JaxRuntimeError:  # the coordinator is gone: no one to tell
+        _leave(client, process, count, status)
+    if all(stops.get(f"{STOP_KEY}{other}") == "" for other in others):
+        return
+    told = [o for o in others if _set_if_unset(client, f"{STOP_KEY}{o}", str(process))]
+    _wait_for_keys(client, [f"{STOPPED_KEY}{other}" for other in told], STOPPED_WAIT_SECONDS)
     _leave(client, process, count, status)
+
+
+def _wait_for_keys(client: Any, keys: list[str], seconds: float) -> None:
+    """Wait until every one of `keys` is set in the job's key-value store, for `seconds` in
+    all at most; a key not set in time (or a coordinator gone) is waited for no longer."""
+    deadline = time.monotonic() + seconds
+    for key in keys:
+        wait_ms = max(1, int(1000 * (deadline - time.monotonic())))
+        try:
+            client.blocking_key_value_get(key, wait_ms)
+        except jax.errors.JaxRuntimeError:
+            pass
 
 
 def _set_if_unset(client: Any, key: str, value: str) -> bool:
@@ -160,13 +169,9 @@ def _leave(client: Any, process: int, count: int, status: int) -> NoReturn:
     if process != 0:
         _set_if_unset(client, f"{LEFT_KEY}{process}", "")
         os._exit(status)
-    deadline = time.monotonic() + STOPPED_WAIT_SECONDS
-    for other in range(1, count):
-        wait_ms = max(1, int(1000 * (deadline - time.monotonic())))
-        try:
-            client.blocking_key_value_get(f"{LEFT_KEY}{other}", wait_ms)
-        except jax.errors.JaxRuntimeError:  # not in time: it is left to JAX
-            pass
+    _wait_for_keys(
+        client, [f"{LEFT_KEY}{other}" for other in range(1, count)], STOPPED_WAIT_SECONDS
+    )
     time.sleep(LEAVE_GRACE_SECONDS)
     os._exit(status)
 

@@ -63,14 +63,12 @@ def open_container(
     timeout = (open_timeout, None) if open_timeout else None
     try:
         container = av.open(name, format=input_format, options=options or {}, timeout=timeout)
-    except av.error.ExitError as error:  # PyAV's timeout interrupts FFmpeg's blocking reads
-        if not open_timeout:
-            raise VideoDecodeError(f"{name}: cannot be opened as a video ({error})") from error
-        raise VideoDecodeError(
-            f"{name}: sent nothing to open within {open_timeout:g} s (a silent source, or a "
-            "wrong address or port)"
-        ) from error
     except (av.error.FFmpegError, OSError, ValueError) as error:
+        if open_timeout and isinstance(error, av.error.ExitError):  # PyAV's timeout fired
+            raise VideoDecodeError(
+                f"{name}: sent nothing to open within {open_timeout:g} s (a silent source, or "
+                "a wrong address or port)"
+            ) from error
         raise VideoDecodeError(f"{name}: cannot be opened as a video ({error})") from error
     if not container.streams.video:
         container.close()
