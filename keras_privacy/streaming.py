@@ -62,6 +62,7 @@ WAIT, DROP = "wait", "drop"
 POLICIES = (WAIT, DROP)
 MAX_MPEG4_TIME_BASE_DENOMINATOR = 65535  # MPEG-4 Part 2 cannot express finer time bases
 STANDARD_RATE_TOLERANCE = 0.001
+IMAGE_MUXERS = ("image2", "image2pipe")  # FFmpeg's still-image writers (.png, .jpg, .bmp, ...)
 """How far (relative) a source's frame rate may be from the nearest of an MPEG-2 encoder's
 standard rates, whose ticks then stamp the frames (29.97 is 30000/1001 within it)."""
 REORDER_DEPTH = 4
@@ -282,6 +283,11 @@ class _Writer:
         except (av.error.FFmpegError, OSError, ValueError) as error:
             hint = "" if self.output_format else " (give its format: --output_format, e.g. mpegts)"
             raise ValueError(f"{self.name}: cannot be written ({error}){hint}") from error
+        if self.container.format.name in IMAGE_MUXERS:
+            self.release()
+            raise ValueError(
+                f"{self.name}: an image file, not a video; name a video file (.mp4, .mkv, .avi)"
+            )
         try:
             self.video = add_video_stream(
                 self.container, self.codec, self.quality, self.rate, frame.height, frame.width
@@ -295,12 +301,12 @@ class _Writer:
         self.video.codec_context.time_base = self._time_base(frame)
         if frame.rotation:
             self.video.set_display_rotation(frame.rotation)
-        if self.audio_template is not None:
-            self.audio = self.container.add_stream_from_template(self.audio_template)
         try:
+            if self.audio_template is not None:
+                self.audio = self.container.add_stream_from_template(self.audio_template)
             self.container.start_encoding()
         except (av.error.FFmpegError, ValueError) as error:
-            audio_codec = self.audio_template.codec_context.name if self.audio else None
+            audio_codec = self.audio_template and self.audio_template.codec_context.name
             self.release()
             if audio_codec is None:
                 raise ValueError(
@@ -364,7 +370,14 @@ class _Writer:
         image = av.VideoFrame.from_ndarray(np.pad(pixels, pad + ((0, 0),), "edge"), "rgb24")
         image.pts, image.time_base = pts, self.video.codec_context.time_base
         for packet in self.video.encode(image):
+            self._mux(packet)
+
+    def _mux(self, packet: av.Packet) -> None:
+        """Write `packet`; an error names the file asked for, not its temporary twin."""
+        try:
             self.container.mux(packet)
+        except av.error.FFmpegError as error:
+            raise ValueError(f"{self.name}: cannot be written ({error.strerror})") from error
 
     def write_audio(self, packet: av.Packet) -> None:
         """Copy an audio packet (bytes unchanged) into the output."""
@@ -372,7 +385,7 @@ class _Writer:
             self.pending_audio.append(packet)
             return
         packet.stream = self.audio
-        self.container.mux(packet)
+        self._mux(packet)
 
     def close(self) -> None:
         """Flush the encoder and close the container (its trailer makes the file playable)."""
@@ -382,7 +395,7 @@ class _Writer:
             while self.held:
                 self._encode(self.held.popleft(), heapq.heappop(self.stamps))
             for packet in self.video.encode():
-                self.container.mux(packet)
+                self._mux(packet)
         finally:
             self.release()
 

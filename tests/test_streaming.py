@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 from fractions import Fraction
 
 import av
@@ -17,6 +18,7 @@ import keras
 import numpy as np
 import pytest
 
+from keras_privacy import streaming
 from keras_privacy.anonymize import main
 from keras_privacy.data.video import probe_video, read_video, write_video
 from keras_privacy.export import export_onnx
@@ -225,6 +227,41 @@ def test_audio_the_container_cannot_take_is_named(tmp_path):
     with pytest.raises(ValueError, match=message):
         transcode(_invert, source, out, codec="mpeg4")
     assert os.listdir(tmp_path) == ["in.mkv"]  # no partial file left
+
+
+@pytest.mark.parametrize("name, audio", [("out.png", True), ("out.jpg", False)])
+def test_an_image_output_is_refused_by_its_name(tmp_path, name, audio):
+    """FFmpeg writes .png or .jpg as still images: refused, naming the file asked for (its
+    audio stream failed with no name, its frames with the temporary twin's)."""
+    source = tmp_path / "in.mkv"
+    _write_source(source, 4, audio=audio)
+    out = tmp_path / name
+    message = f"^{re.escape(str(out))}: an image file, not a video; name a video file"
+    with pytest.raises(ValueError, match=message):
+        transcode(_invert, source, out)
+    assert os.listdir(tmp_path) == ["in.mkv"]
+
+
+def test_a_write_error_names_the_output_asked_for(tmp_path):
+    """An error writing a packet (a full disk) names the output, not its temporary twin."""
+
+    class FullDisk:
+        def mux(self, packet):
+            raise av.error.OSError(
+                28, "No space left on device", str(tmp_path / ".out.partial.mp4")
+            )
+
+        def close(self):
+            pass
+
+    writer = streaming._Writer(
+        tmp_path / ".out.partial.mp4", None, "mpeg4", 2, Fraction(25), None, "out.mp4"
+    )
+    writer.container = FullDisk()
+    with pytest.raises(
+        ValueError, match=r"^out\.mp4: cannot be written \(No space left on device\)$"
+    ):
+        writer.write_audio(types.SimpleNamespace())  # a packet
 
 
 @pytest.mark.parametrize(
