@@ -27,7 +27,8 @@ polymorphic shapes ``(batch, f*height, f*width, 3)``, lowered for every platform
 H and W multiples of the factor, which the file's metadata holds as ``downsampling_factor``),
 converted by tf2onnx from the TensorFlow graph. Keras' own JAX route needs jax2onnx (which
 brings flax, orbax and tensorstore); since a `.keras` file is the same on either backend, the
-JAX backend converts it in a TensorFlow-backend subprocess instead.
+JAX backend converts it in a TensorFlow-backend subprocess instead. An export into a folder
+that an earlier export wrote removes the earlier ONNX or TFLite model it does not rewrite.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ LOWERING_PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
 ONNX_FACTOR_KEY = "downsampling_factor"
 """The metadata key of an exported ONNX anonymizer that holds its down-sampling factor."""
 SIGNATURES = ("serve", "serve_uint8", "serve_aligned")
+EXTRA_FILES = ("anonymizer.onnx", "anonymizer.tflite")  # --onnx, --tflite: in OUT
 
 
 def _tf():
@@ -350,13 +352,24 @@ def _export(args: argparse.Namespace) -> int:
         f"SavedModel written to {out_dir} (backend {keras.backend.backend()}, down-sampling "
         f"factor {factor}); signatures: {', '.join(SIGNATURES)}, serving_default = serve"
     )
+    onnx_path, tflite_path = (os.path.join(out_dir, name) for name in EXTRA_FILES)
     if args.onnx:
-        path = export_onnx(model, os.path.join(out_dir, "anonymizer.onnx"), factor)
+        path = export_onnx(model, onnx_path, factor)
         print(f"ONNX model written to {path} (H and W multiples of {factor})")
     if args.tflite:
-        path = export_tflite(model, out_dir, os.path.join(out_dir, "anonymizer.tflite"))
+        path = export_tflite(model, out_dir, tflite_path)
         print(f"TFLite model written to {path}")
+    _remove_stale_extras(out_dir, {onnx_path: args.onnx, tflite_path: args.tflite})
     return 0
+
+
+def _remove_stale_extras(out_dir: str, written: dict[str, bool]) -> None:
+    """Remove an earlier export's ONNX or TFLite model that this export did not rewrite: it
+    would sit beside the new SavedModel as if it were the same anonymizer."""
+    for path, rewritten in written.items():
+        if not rewritten and os.path.isfile(path):
+            os.remove(path)
+            print(f"removed {path}: an earlier export's, not of this anonymizer")
 
 
 if __name__ == "__main__":

@@ -147,7 +147,8 @@ def test_onnx_export_matches_keras(exported, tmp_path):
 
 def test_tflite_through_the_command_line(exported, tmp_path, capsys):
     """`--tflite` writes OUT/anonymizer.tflite on either backend (JAX's through a TensorFlow-
-    backend export in a subprocess), serving the Keras model's output."""
+    backend export in a subprocess), serving the Keras model's output; an export without it
+    into the same folder removes it."""
     import tensorflow as tf
 
     model, _ = exported
@@ -161,6 +162,11 @@ def test_tflite_through_the_command_line(exported, tmp_path, capsys):
     frames = _frames(seed=2)["float_16x24"]
     output = next(iter(interpreter.get_signature_runner("serving_default")(frames=frames).values()))
     np.testing.assert_allclose(output, _expected(model, frames), atol=1e-5)
+    # Exported again into the same folder without --tflite: the earlier model is not left
+    # beside the new SavedModel as if it were its.
+    assert main(["--anonymizer", str(keras_file), "--out", str(out)]) == 0
+    assert not (out / "anonymizer.tflite").exists()
+    assert f"removed {out / 'anonymizer.tflite'}: an earlier export's" in capsys.readouterr().out
 
 
 def test_platforms_are_checked_and_one_platform_serves_on_the_cpu(exported, tmp_path, capsys):
