@@ -14,7 +14,8 @@ frame rate and the frame size (an odd size is padded by one pixel: yuv420p needs
 Frame sizes that are not multiples of the UNet's down-sampling factor are edge-padded before
 the model and cropped back after it.
 
-A folder IN_DIR gives every video in it (by extension) the same name in OUT_DIR. A video that
+A folder IN_DIR gives every video in it and its subfolders (by extension; links to folders
+are not followed) the same path in OUT_DIR, which may lie inside IN_DIR. A video that
 cannot be read is named on stderr and skipped; the others are still written, and the command
 exits with status 1 listing the failures. Each output is written under a temporary name and
 renamed when complete, so a failure never leaves a partial video behind. A bad anonymizer
@@ -129,13 +130,20 @@ def _reason(path: str | os.PathLike, error: Exception) -> str:
     return str(error) if str(error).startswith(str(path)) else f"{path}: {error}"
 
 
-def list_videos(folder: str | os.PathLike) -> list[Path]:
-    """The video files directly in `folder` (by extension, any case), sorted by name."""
-    return sorted(
-        path
-        for path in Path(folder).iterdir()
-        if path.is_file() and path.suffix.lower() in VIDEO_EXTENSIONS
-    )
+def list_videos(folder: str | os.PathLike, skip: str | os.PathLike | None = None) -> list[Path]:
+    """The video files in `folder` and its subfolders (by extension, any case; a dataset keeps
+    one folder per class), sorted by path. Links to folders are not followed, and the folder
+    `skip` (the output folder, which may lie inside) is left out."""
+    skipped = os.path.realpath(skip) if skip is not None else None
+    videos = []
+    for root, folders, files in os.walk(folder):
+        folders[:] = [name for name in folders if os.path.realpath(Path(root, name)) != skipped]
+        videos += [
+            Path(root, name)
+            for name in files
+            if Path(name).suffix.lower() in VIDEO_EXTENSIONS and Path(root, name).is_file()
+        ]
+    return sorted(videos)
 
 
 @dataclasses.dataclass
@@ -154,12 +162,15 @@ def anonymize_folder(
     out_dir: str | os.PathLike,
     **kwargs,
 ) -> FolderResult:
-    """Anonymize every video of `in_dir` into `out_dir` under the same name, printing each
-    one's summary line; a video that fails is named and the others are still tried, and
-    Ctrl-C stops after closing the video it interrupted. `kwargs` go to `anonymize_video`."""
-    videos = list_videos(in_dir)
+    """Anonymize every video of `in_dir` and its subfolders into `out_dir` under the same
+    relative path, printing each one's summary line; a video that fails is named and the
+    others are still tried, and Ctrl-C stops after closing the video it interrupted. `kwargs`
+    go to `anonymize_video`."""
+    videos = list_videos(in_dir, skip=out_dir)
     if not videos:
-        raise ValueError(f"{in_dir}: no video file ({', '.join(VIDEO_EXTENSIONS)})")
+        raise ValueError(
+            f"{in_dir}: no video file ({', '.join(VIDEO_EXTENSIONS)}), in it or its subfolders"
+        )
     if _same_file(in_dir, out_dir):
         raise ValueError(
             f"{out_dir}: the output folder is the input folder, whose videos would be "
@@ -169,7 +180,8 @@ def anonymize_folder(
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     result = FolderResult()
     for path in videos:
-        output = Path(out_dir) / path.name
+        output = Path(out_dir) / path.relative_to(in_dir)
+        output.parent.mkdir(parents=True, exist_ok=True)
         try:
             stats = anonymize_video(anonymizer, path, output, **kwargs)
         except FAILURES as error:

@@ -87,6 +87,36 @@ def test_ctrl_c_in_a_folder_stops_after_closing_that_video(model_path, tmp_path,
     assert started == ["a.mp4"]
 
 
+def test_a_folder_of_class_folders_keeps_its_tree_and_skips_the_output_inside_it(
+    model_path, tmp_path, monkeypatch, capsys
+):
+    """A dataset keeps a folder per class: every video below the input is written under the
+    same relative path; an output folder inside the input (a rerun) is not read as input."""
+    videos = tmp_path / "in"
+    for name in ("Archery/v_Archery_g01_c01.avi", "Biking/v_Biking_g01_c01.avi", "top.mp4"):
+        (videos / name).parent.mkdir(parents=True, exist_ok=True)
+        (videos / name).write_bytes(b"")
+    (videos / "Biking" / "notes.txt").write_text("not a video: ignored")
+    out = videos / "anonymized"
+    (out / "Archery").mkdir(parents=True)
+    (out / "Archery" / "v_Archery_g01_c01.avi").write_bytes(b"")  # an earlier run's output
+    written = []
+
+    def fake_video(anonymizer, source, output, **kwargs):
+        written.append((Path(source).relative_to(videos), Path(output).relative_to(out)))
+        assert Path(output).parent.is_dir()
+        return StreamStats(frames_written=1)
+
+    monkeypatch.setattr(anonymize, "anonymize_video", fake_video)
+    assert main([str(videos), str(out), "--anonymizer", str(model_path), "--no_progress"]) == 0
+    expected = [Path("Archery/v_Archery_g01_c01.avi"), Path("Biking/v_Biking_g01_c01.avi")]
+    assert written == [(path, path) for path in [*expected, Path("top.mp4")]]
+    empty = tmp_path / "empty"
+    (empty / "sub").mkdir(parents=True)
+    assert main([str(empty), str(tmp_path / "o"), "--anonymizer", str(model_path)]) == 1
+    assert f"{empty}: no video file (" in capsys.readouterr().err
+
+
 def test_single_corrupt_video_fails_with_its_name(model_path, tmp_path, capsys):
     source = tmp_path / "broken.mp4"
     source.write_bytes(b"")
