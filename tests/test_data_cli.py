@@ -268,6 +268,18 @@ def test_arrays_start_from_a_finished_runs_models(benchmark, tmp_path, capsys):
         saved = keras.saving.load_model(started / name, compile=False).get_weights()
         for expected, actual in zip(weights, saved, strict=True):
             np.testing.assert_array_equal(actual, expected)
+    other = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])  # other settings
+    other.save(run / MODEL_FILES["action"])
+    assert main([*args, "--out", str(tmp_path / "other"), "--models_from", str(run), *flags]) == 2
+    assert (
+        f"{run / MODEL_FILES['action']}: a model of other settings than this export's "
+        "(2 weights against"
+    ) in capsys.readouterr().err
+    (run / MODEL_FILES["action"]).write_bytes(b"not a zip")
+    assert main([*args, "--out", str(tmp_path / "other"), "--models_from", str(run), *flags]) == 2
+    assert f"{run / MODEL_FILES['action']}: not a readable .keras model" in (
+        capsys.readouterr().err
+    )
     (run / MODEL_FILES["action"]).unlink()
     assert main([*args, "--out", str(tmp_path / "broken"), "--models_from", str(run), *flags]) == 2
     assert f"{run / MODEL_FILES['action']}: no trained model to start from" in (

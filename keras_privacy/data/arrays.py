@@ -17,6 +17,7 @@ reference losses and on a GPU to compare with them.
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -54,10 +55,7 @@ def export_minimax_arrays(
     models = training.build_models(config, len(data.class_names), len(data.attribute_names))
     if models_from:
         for name in EXPORTED_MODELS:
-            path = Path(models_from) / training.MODEL_FILES[name]
-            if not path.is_file():
-                raise FileNotFoundError(f"{path}: no trained model to start from")
-            models[name].set_weights(keras.saving.load_model(path, compile=False).get_weights())
+            _start_from(models[name], Path(models_from) / training.MODEL_FILES[name])
     steps = config.steps_per_epoch or data.steps_per_epoch
     phases = training.training_phases(config, models, steps)
     training.check_paired_phase_lengths(config, phases, steps)
@@ -97,3 +95,22 @@ def export_minimax_arrays(
     }
     (out / "minimax.json").write_text(json.dumps(settings, indent=1))
     return settings
+
+
+def _start_from(model: keras.Model, path: Path) -> None:
+    """Give `model` the weights of the saved model at `path`, a run's model of the same
+    settings; a missing or damaged file, or a model of other settings, is named."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no trained model to start from")
+    try:
+        saved = keras.saving.load_model(path, compile=False)
+    except (OSError, ValueError, zipfile.BadZipFile) as error:
+        raise SettingError(f"{path}: not a readable .keras model ({error})") from error
+    shapes = [tuple(weight.shape) for weight in model.weights]
+    if [tuple(weight.shape) for weight in saved.weights] != shapes:
+        raise SettingError(
+            f"{path}: a model of other settings than this export's ({len(saved.weights)} "
+            f"weights against {len(shapes)}, or of other shapes); give the flags its run was "
+            f"trained with (its config.json)"
+        )
+    model.set_weights(saved.get_weights())
