@@ -712,6 +712,7 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
         print(note, flush=True)
     _require_the_runs_settings(config, run_dir)
     if chief:
+        warn_if_one_attack_model(config)
         record = _environment_record(run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         if not _finished(config, checkpoint.latest_checkpoint(run_dir)):
@@ -891,6 +892,24 @@ def warn_if_anonymizer_frozen(trainer: StatelessTrainer, phase: str) -> bool:
         "<action_threshold> / <adversary_threshold>; lower them for these models"
     )
     logging.warning(message, phase)
+    return True
+
+
+def warn_if_one_attack_model(config: ExperimentConfig) -> bool:
+    """Warn (and return True) when meta generalisation has a single training attack model: its
+    model splits, every other meta update, then test on the model they trained on, so nothing
+    teaches f_A to resist attack models it has not met (the papers' configs name eight)."""
+    if config.method != "meta" or len(config.adversary_model_names()) > 1:
+        return False
+    logging.warning(
+        spell(
+            "<adversary_models>=%s names one attack model: meta's model splits (every other "
+            "meta update) will test on the model they train on, so f_A learns no "
+            "generalisation to other attack models; name several (configs/*_meta.cfg name "
+            "eight)"
+        ),
+        config.adversary_models,
+    )
     return True
 
 

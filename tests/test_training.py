@@ -1061,6 +1061,21 @@ def test_a_vita_minimax_of_budget_only_steps_is_refused_before_training(benchmar
     assert not (tmp_path / "run" / "checkpoints").exists()
 
 
+def test_meta_with_one_attack_model_is_warned_of(caplog):
+    """Meta's model splits need two attack models at least; with one they test on the model
+    they train on, which the run reports (the method still runs: its attribute splits hold)."""
+    with caplog.at_level("WARNING"):
+        assert training.warn_if_one_attack_model(
+            ExperimentConfig(method="meta", adversary_models="resnet_tiny")
+        )
+    assert (
+        "--adversary_models=resnet_tiny names one attack model: meta's model splits" in caplog.text
+    )
+    several = ExperimentConfig(method="meta", adversary_models="resnet_tiny,resnet_tiny")
+    assert not training.warn_if_one_attack_model(several)
+    assert not training.warn_if_one_attack_model(ExperimentConfig(method="vita"))
+
+
 def test_a_gated_anonymizer_that_never_updated_is_reported(caplog):
 
     trainer = SPAct(
