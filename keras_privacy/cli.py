@@ -66,8 +66,9 @@ def expand_flagfiles(argv: Sequence[str]) -> list[str]:
     config's includes are found from any directory, then (as absl reads it) in the working
     directory. A flag file's line that is not one flag, as absl would misread it, raises
     FlagfileError naming the file and line: a line without a leading dash (absl takes it for
-    a positional argument), a comment after a value, or a value in quotes (absl keeps both as
-    part of the value)."""
+    a positional argument), a comment after a value, a value in quotes (absl keeps both as
+    part of the value), or a flag the same file has set already (an included file's may be
+    set again: the including file's wins)."""
     return [argument for argument, _ in _expanded(argv)]
 
 
@@ -133,7 +134,7 @@ def _flagfile_arguments(name: str, chain: list[tuple[Path, int]]) -> list[tuple[
     except (OSError, RuntimeError, UnicodeDecodeError) as error:
         problem = "no such file" if isinstance(error, FileNotFoundError) else error
         raise FlagfileError(f"{name}: cannot read this flag file{named_by}: {problem}") from None
-    result = []
+    result, set_at = [], {}
     # Lines end at \n, \r\n or \r only, as absl's readlines() ends them.
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     for number, line in enumerate(lines, 1):
@@ -146,8 +147,21 @@ def _flagfile_arguments(name: str, chain: list[tuple[Path, int]]) -> list[tuple[
         problem = _misread_line(line)
         if problem:
             raise FlagfileError(f"{path}:{number}: {line!r}: {problem}")
+        name = _flag_name(line)
+        if name in set_at:
+            raise FlagfileError(
+                f"{path}:{number}: {line!r}: --{name} is set again (first at line "
+                f"{set_at[name]}): a flag file sets a flag once, and absl would keep the last"
+            )
+        set_at[name] = number
         result.append((line, f"{path}:{number}"))
     return result
+
+
+def _flag_name(line: str) -> str:
+    """The flag a flag file's line sets: `--name=value`, `--name` or `--noname` (a boolean)."""
+    name = line.lstrip("-").partition("=")[0]
+    return name[2:] if "=" not in line and name.startswith("no") else name
 
 
 def _misread_line(line: str) -> str | None:

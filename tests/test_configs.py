@@ -438,8 +438,8 @@ def test_a_missing_or_circular_flag_file_is_named_with_the_line_including_it(tmp
 
 def test_a_bad_line_of_a_flag_file_is_named_with_its_file_and_line(tmp_path, monkeypatch):
     """absl names an unknown flag or a bad value without the file (of a chain of includes),
-    takes a line without a dash for a positional argument, and keeps a comment after a value
-    or quotes around it as part of the value."""
+    takes a line without a dash for a positional argument, keeps a comment after a value or
+    quotes around it as part of the value, and the last of a flag set twice in one file."""
     from keras_privacy.cli import FlagfileError, require_known_flags
 
     monkeypatch.chdir(tmp_path)
@@ -465,6 +465,17 @@ def test_a_bad_line_of_a_flag_file_is_named_with_its_file_and_line(tmp_path, mon
     for line, message in misread.items():
         inner.write_text(f"{line}\n")
         expected = f"inner.cfg:1: {line!r}: {message}"
+        with pytest.raises(FlagfileError, match=f"^{re.escape(expected)}"):
+            parse("--flagfile=outer.cfg")
+    # A flag set twice in one file: absl keeps the last without a word. An included file's
+    # flag (outer.cfg's --minimax_epochs) may be set again by the file that includes it.
+    twice = {
+        "--batch_size=4\n--minimax_epochs=3\n--batch_size=8\n": (3, "--batch_size=8", "batch_size"),
+        "--mixed_precision\n\n--nomixed_precision\n": (3, "--nomixed_precision", "mixed_precision"),
+    }  # fmt: skip
+    for text, (number, line, name) in twice.items():
+        inner.write_text(text)
+        expected = f"inner.cfg:{number}: {line!r}: --{name} is set again (first at line 1)"
         with pytest.raises(FlagfileError, match=f"^{re.escape(expected)}"):
             parse("--flagfile=outer.cfg")
     inner.write_text("--batch_size=4\n--run_dir=runs/a#1\n")
