@@ -562,6 +562,11 @@ def test_vp_labels_train_and_test_the_privacy_model_on_frames_of_their_videos(be
     where = f"in {benchmark / 'ucf_splits'} is both under {benchmark / 'videos'} and labelled in "
     with pytest.raises(FileNotFoundError, match=re.escape(f"{where}{labels_file}")):
         protocol.evaluation_data(config)
+    # Split lists that are not there are named with the flag that sets them.
+    no_lists = dataclasses.replace(config, eval_vp_splits=str(tmp_path / "no_lists"))
+    message = "(the split lists of vp_ucf101: --eval_vp_splits, default the action dataset's"
+    with pytest.raises(FileNotFoundError, match=re.escape(message)):
+        protocol.evaluation_data(no_lists)
 
 
 def test_vp_test_frames_against_an_f_b_trained_on_vispr(benchmark, tmp_path):
