@@ -204,6 +204,17 @@ def test_with_a_crop_both_sides_of_a_pair_come_from_one_anonymized_image():
         assert np.array_equal(np.asarray(first), np.asarray(second)) == same
 
 
+def test_the_adversary_loss_is_taken_on_the_augmented_sides():
+    data = tiny_models.batch(np.random.default_rng(0))
+    trainer = make_trainer(adversary_crop=0.5)
+    values = trainer.current_values()
+    _, (first, second), _ = trainer._anonymize(values, data, False)
+    augmented_loss, _ = trainer._privacy_term(values, first, second, False)
+    unaugmented_loss, _ = trainer._adversary_term(values, first, second, False)
+    # Both sides are one image before the augmentations, two different views after them.
+    assert abs(float(augmented_loss) - float(unaugmented_loss)) > 1e-3
+
+
 def test_jitter_reaches_the_anonymizer_gradient_and_the_seed_state_is_saved(tmp_path):
     trainer = make_trainer()
     trainer.fit(tiny_models.paired_dataset(2), epochs=1, verbose=0)
