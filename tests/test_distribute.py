@@ -365,7 +365,12 @@ def test_a_data_parallel_run_trains_through_train_and_keeps_its_checkpoints(
     )
     longer = dataclasses.replace(config, minimax_epochs=2, jit_compile="true")
     with pytest.warns(UserWarning, match="XLA compilation is off for data-parallel training"):
-        assert training.train(longer).history["minimax"]
+        resumed = training.train(longer)
+    record = json.loads((result.run_dir / "environment.json").read_text())
+    assert record["resumed_from"] == {"phase": "minimax", "epoch": 1}
+    for name, values in result.history["minimax"].items():
+        assert resumed.history["minimax"][name][:1] == values and len(values) == 1, name
+        assert len(resumed.history["minimax"][name]) == 2, name
     assert (
         "phase minimax: XLA off (--jit_compile=true; XLA cannot compile a TensorFlow "
         "data-parallel step)"
