@@ -111,6 +111,7 @@ def test_ensemble_trainer_config_round_trips():
     trainer = make_trainer(encoders(2))
     restored = SPAct.from_config(trainer.get_config())
     assert list(restored.groups()) == list(trainer.groups())
+    assert restored.get_config() == trainer.get_config()
 
 
 def test_config_splits_and_checks_the_backbones():

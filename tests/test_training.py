@@ -256,9 +256,19 @@ def test_a_finished_run_keeps_the_settings_it_was_trained_with(uninterrupted, be
     run_dir = tmp_path / "run"
     shutil.copytree(Path(uninterrupted["config"].run_dir), run_dir)
     kept = (run_dir / "config.json").read_text()
+    history, checkpoints = (run_dir / "history.json").read_text(), checkpoint_files(run_dir)
+    assert checkpoints
     with contextlib.redirect_stdout(io.StringIO()):
         training.train(tiny_config(benchmark, run_dir, privacy_weight=0.5))
     assert (run_dir / "config.json").read_text() == kept
+    assert (run_dir / "history.json").read_text() == history
+    assert checkpoint_files(run_dir) == checkpoints
+
+
+def checkpoint_files(run_dir: Path) -> dict[str, int]:
+    """The run's checkpoint files by path, with their modification times."""
+    folder = run_dir / "checkpoints"
+    return {str(p.relative_to(folder)): p.stat().st_mtime_ns for p in folder.rglob("*")}
 
 
 def test_run_killed_mid_epoch_resumes_to_the_same_end(uninterrupted, benchmark):
@@ -585,11 +595,13 @@ def test_a_cache_prepared_from_another_subset_split_or_attributes_is_refused(ben
         privacy_cache=str(tmp_path / "vispr" / "train"),
         privacy_attributes="all",
     )
-    assert training.training_data(tiny_config(benchmark, tmp_path / "run", **caches))
     every = ",".join(ATTRIBUTE_IDS)
-    assert training.training_data(
-        tiny_config(benchmark, tmp_path / "run", **(caches | {"privacy_attributes": every}))
-    )
+    for attributes in ("all", every):
+        config = tiny_config(
+            benchmark, tmp_path / "run", **(caches | {"privacy_attributes": attributes})
+        )
+        data = training.training_data(config)
+        assert data.attribute_names == list(ATTRIBUTE_IDS), attributes
     for change, message in [
         (
             {"action_cache": str(tmp_path / "ucf" / "test")},
