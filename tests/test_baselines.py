@@ -153,9 +153,11 @@ def test_hog_upscales_small_frames_and_maps_boxes_back():
     np.testing.assert_array_equal(boxes, [[50, 25, 82, 89]])
 
 
-def test_hog_on_the_real_frame_returns_int_boxes(clip):
+def test_hog_on_the_real_frame_returns_an_empty_int_array_of_boxes(clip):
+    # A head filling the frame is no whole-body pedestrian for OpenCV's HOG: no box, in the
+    # (0, 4) int32 shape the blackening reads (the face detector covers this clip).
     boxes = HogPeopleDetector().detect(clip[0])
-    assert boxes.dtype == np.int32 and boxes.shape[1:] == (4,)
+    assert boxes.dtype == np.int32 and boxes.shape == (0, 4)
 
 
 def test_non_max_suppression():

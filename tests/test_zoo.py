@@ -217,14 +217,21 @@ def test_new_anonymizers_make_frames_and_reload(tmp_path, name, factor):
     np.testing.assert_allclose(np.asarray(reloaded(frames)), out, atol=1e-6)
 
 
-@pytest.mark.parametrize("name", ["unetpp_tiny", "vita_tiny"])
-def test_new_anonymizers_export_with_padding(tmp_path, name):
+@pytest.mark.parametrize("name, factor", [("unetpp_tiny", 8), ("vita_tiny", 4)])
+def test_new_anonymizers_export_with_padding(tmp_path, name, factor):
     tf = pytest.importorskip("tensorflow")
     model = registry.build_anonymizer(name)
     export_anonymizer(model, tmp_path / name, platforms=("cpu",))
     served = tf.saved_model.load(str(tmp_path / name))
     frames = np.random.default_rng(3).random((1, 19, 27, 3), dtype="float32")
-    assert served.serve(tf.constant(frames)).shape == frames.shape
+    # Edge-padded at the bottom and right to the anonymizer's multiple, run, cropped back.
+    height, width = -(-19 // factor) * factor, -(-27 // factor) * factor
+    padded = np.pad(frames, ((0, 0), (0, height - 19), (0, width - 27), (0, 0)), mode="edge")
+    np.testing.assert_allclose(
+        served.serve(tf.constant(frames)).numpy(),
+        np.asarray(model(padded, training=False))[:, :19, :27],
+        atol=1e-5,
+    )
     aligned = frames[:, :16, :24]
     np.testing.assert_allclose(
         served.serve(tf.constant(aligned)).numpy(),
