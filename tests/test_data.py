@@ -1052,10 +1052,15 @@ def test_video_cache_rebuilt_when_a_source_file_is_rewritten(tmp_path, video_spl
     split, _ = video_split
     out = tmp_path / "cache"
     first = prepare_video_cache(split, out, short_side=32, num_shards=2, workers=1)
+    written = {s["file"]: (out / s["file"]).stat().st_mtime_ns for s in first["shards"]}
     source = Path(split.examples[0].path)
     os.utime(source, ns=(source.stat().st_atime_ns, source.stat().st_mtime_ns + 10**9))
     again = prepare_video_cache(split, out, short_side=32, num_shards=2, workers=1)
     assert again["fingerprint"] != first["fingerprint"]
+    rewritten = {s["file"]: (out / s["file"]).stat().st_mtime_ns for s in again["shards"]}
+    assert rewritten.keys() == written.keys()
+    assert all(rewritten[name] > written[name] for name in written)
+    assert verify_cache(out)["ok"]
 
 
 def test_verify_cache_detects_damage(tmp_path, video_split):
