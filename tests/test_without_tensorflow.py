@@ -321,11 +321,28 @@ def test_gpu_benchmark_counts_a_programs_distinct_convolutions():
     }
 
 
-def test_gpu_benchmark_times_its_matmul_peak_with_autotuning():
+def test_gpu_benchmark_times_its_matmul_peak_with_autotuning(monkeypatch, capsys, tmp_path):
+    """The run's XLA flags turn autotuning off; the matmul peak is timed without that flag, the
+    steps with the run's flags (None: the environment's, unchanged)."""
     gpu = gpu_benchmark()
-    flags = "--xla_gpu_autotune_level=0 --xla_dump_to=/tmp/dump"
-    assert gpu.without_autotune_level(flags) == "--xla_dump_to=/tmp/dump"
-    assert gpu.without_autotune_level("") == ""
+    monkeypatch.setenv("XLA_FLAGS", "--xla_gpu_autotune_level=0 --xla_dump_to=/tmp/dump")
+    flags_by_worker = {}
+
+    def fake_worker(args, timeout, cache=None, xla_flags=None):
+        flags_by_worker.setdefault(args[1], []).append(xla_flags)
+        if args[1] == "matmul":
+            return {"bfloat16_matmul_tflops": 100.0}
+        return {"seconds_per_step": 1.0, "model_tflops_per_second": 10.0}
+
+    monkeypatch.setattr(gpu, "run_worker", fake_worker)
+    monkeypatch.setattr(gpu, "gpu_in_use", lambda: None)
+    argv = ["gpu.py", "--small", "--jobs", "spact:mixed_bfloat16", "--largest_batch", "0"]
+    monkeypatch.setattr(sys, "argv", argv + ["--compile_first", "1", "--cache", str(tmp_path)])
+    gpu.main()
+    assert flags_by_worker["matmul"] == ["--xla_dump_to=/tmp/dump"]
+    assert flags_by_worker["spact"] == [None, None]  # compiled first, then timed
+    report = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert report["steps"][0]["fraction_of_bf16_matmul_peak"] == 0.1
 
 
 def test_gpu_benchmark_measures_variant_flags_against_the_default_step(
