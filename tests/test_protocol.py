@@ -300,8 +300,15 @@ def test_saved_anonymizers_of_several_methods_share_one_report(benchmark, tmp_pa
         eval_methods=f"learned,meta={path},raw",
         anonymizer_path=path,
     )
-    assert [m.name for m in protocol.methods_of(config)] == ["vita", "meta", "raw"]
-    assert protocol.methods_of(config)[1].model is not None
+    methods = protocol.methods_of(config)
+    assert [m.name for m in methods] == ["vita", "meta", "raw"]
+    frames = np.random.default_rng(0).random((1, 16, 16, 3), dtype="float32")
+    saved = keras.saving.load_model(path, compile=False)
+    for method in methods[:2]:
+        np.testing.assert_allclose(
+            np.asarray(method.model(frames)), np.asarray(saved(frames)), atol=1e-6
+        )
+    assert methods[2].model is None
     cropped = tiny_config(
         benchmark, tmp_path, eval_methods="learned", anonymizer_path=path, adversary_crop=0.25
     )

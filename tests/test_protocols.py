@@ -607,7 +607,7 @@ def test_vp_test_frames_against_an_f_b_trained_on_vispr(benchmark, tmp_path):
 
 
 def test_pa_hmdb51_protocol_trains_without_its_videos_and_tests_action_on_them(
-    benchmark, fixtures_dir, tmp_path
+    benchmark, fixtures_dir, tmp_path, capsys
 ):
     """The pa_hmdb51 protocol (SPAct's Sec. 5.3): HMDB51 split 1 (the real split files)
     without the PA-HMDB51 videos for f_A and f'_T; action top-1 and privacy both on the
@@ -670,9 +670,12 @@ def test_pa_hmdb51_protocol_trains_without_its_videos_and_tests_action_on_them(
     leave_out = ["--leave_out", str(annotations)]
     # A --leave_out folder without the annotations (a typo, an empty copy) leaves nothing out,
     # which the cache's record would hide: refused by name.
+    capsys.readouterr()
     for wrong in (tmp_path / "typo", tmp_path / "evaluation"):
         assert data_cli.main([*prepare, "--out", str(tmp_path / "x"), "--leave_out", str(wrong)])
         assert not (tmp_path / "x" / "train" / "manifest.json").exists()
+        message = f"{wrong}: no PA-HMDB51 '<action>.json' files, so no video would be left out"
+        assert message in capsys.readouterr().err
     assert data_cli.main([*prepare, "--out", str(tmp_path / "without"), *leave_out]) == 0
     cached.action_cache = str(tmp_path / "without" / "train")
     assert read_manifest(training_data(cached).videos)["num_records"] == 1
