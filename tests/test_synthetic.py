@@ -509,3 +509,19 @@ def test_the_benchmark_is_written_only_into_a_folder_of_its_own(bench, tmp_path,
         (tmp_path / "stopped" / name).mkdir(parents=True)
     sources.synthetic_benchmark(tmp_path / "stopped")
     assert written == [tmp_path / "new", tmp_path / "stopped"]
+
+
+def test_the_readmes_styles_picture_is_what_its_script_draws():
+    import importlib.util
+
+    import cv2
+
+    repo = Path(__file__).resolve().parents[1]
+    script = repo / "scripts" / "synthetic_styles_figure.py"
+    spec = importlib.util.spec_from_file_location("synthetic_styles_figure", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    picture = module.styles_figure()
+    assert picture.shape == (3 * 80 + 2 * 4, 6 * 80 + 5 * 4, 3)
+    committed = cv2.imread(str(repo / "docs" / "images" / "synthetic_v5_styles.png"))[..., ::-1]
+    np.testing.assert_array_equal(committed, picture)
