@@ -172,6 +172,7 @@ def test_convert_names_a_missing_checkpoint_in_one_line_or_with_its_traceback(tm
         convert.main([*args, "--verbose"])
 
 
+@pytest.mark.backend_independent  # the command's message; test_training stops a NaN run on JAX
 def test_train_py_reports_a_diverged_run_in_one_line(benchmark, tmp_path):
     """train.py's NaN stop: one line naming the kept checkpoint, the traceback in error.log."""
     settings = {

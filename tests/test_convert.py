@@ -325,6 +325,7 @@ def test_cli_converts_the_authors_saved_f_t_and_lists_the_feature_head(
     )
 
 
+@pytest.mark.backend_independent  # the command's files; resnet18's CLI converts on both
 def test_cli_writes_a_simclr_encoder_behind_its_input_normalisation(tmp_path):
     """SPAct's f_B checkpoint (fb_model_state_dict: ResNet-50 trunk `0.*`, head `1.fc1`,
     `1.fc2`) -> a .keras privacy encoder that normalises [0, 1] images by ImageNet's

@@ -128,6 +128,7 @@ def test_config_splits_and_checks_the_backbones():
         ).validate()
 
 
+@pytest.mark.backend_independent  # the run's files; the ensemble's JAX steps are tested above
 def test_ensemble_trains_through_train_and_saves_every_member(benchmark, tmp_path):
     from keras_privacy import checkpoint, training
 

@@ -317,6 +317,8 @@ def test_a_torchvision_resnet18_starts_the_unetpp_encoder(tmp_path):
     )
 
 
+# Backend-independent: weight files and configs; the penalty's JAX step trains in test_training.
+@pytest.mark.backend_independent
 def test_a_penalty_run_trains_from_normalised_weight_files(benchmark, tmp_path, capsys):
     """The penalty configs' start on the tiny benchmark: f_T and f_B from `.keras` files behind
     Kinetics-400 / ImageNet normalisation, no privacy init; the minimax trains and the saved

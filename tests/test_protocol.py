@@ -39,6 +39,8 @@ def saved_anonymizer(tmp_path) -> str:
     return str(path)
 
 
+# Backend-independent: the protocol's bookkeeping (test_target_schedule trains on JAX).
+@pytest.mark.backend_independent
 def test_evaluate_learned_and_baselines_then_resume(benchmark, tmp_path, monkeypatch):
     config = tiny_config(
         benchmark,
@@ -155,6 +157,7 @@ def test_a_box_file_lacking_a_file_of_the_evaluation_is_refused_before_any_work(
     assert not out.exists()
 
 
+@pytest.mark.backend_independent  # the protocol's bookkeeping
 def test_interrupted_evaluation_keeps_finished_methods(benchmark, tmp_path, monkeypatch):
     boxes = str(benchmark / "person_boxes.json")
     config = tiny_config(

@@ -233,6 +233,7 @@ def test_synthetic_attribute_subsets_have_their_own_training_caches(benchmark, t
     assert labels == [expected[path] for path in paths]
 
 
+@pytest.mark.backend_independent  # the protocol's splits and report
 def test_novel_attributes_with_two_target_architectures(benchmark, tmp_path, monkeypatch):
     anonymizer = tmp_path / "anonymizer.keras"
     tiny_models.anonymizer().save(anonymizer)  # stands for f_A trained on TRAINED_ON

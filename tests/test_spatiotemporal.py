@@ -150,6 +150,7 @@ def test_config_names_a_privacy_backbone_that_is_not_an_action_model():
 
 
 # ----------------------------------------------------------------------------- through train()
+@pytest.mark.backend_independent  # the run's plumbing; the branch's JAX steps are tested above
 def test_branch_trains_through_train(benchmark, tmp_path):
     from keras_privacy import training
 

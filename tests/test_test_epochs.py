@@ -87,6 +87,8 @@ def test_test_epochs_parse_in_order_for_each_target():
     assert ExperimentConfig().eval_test_epoch_list("action") == []
 
 
+# Backend-independent: the target models' epoch records; test_target_schedule trains them on JAX.
+@pytest.mark.backend_independent
 def test_every_target_model_reports_its_best_test_epoch(benchmark, tmp_path):
     config = tiny_config(
         benchmark,

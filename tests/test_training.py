@@ -877,6 +877,7 @@ def test_a_lost_or_damaged_pointer_keeps_the_checkpoints(tmp_path):
     assert str(raised.value) == f"{pointer} names identity-0002, which is not in {root}: {remedy}"
 
 
+@pytest.mark.backend_independent  # flag checks, before any backend work
 @pytest.mark.parametrize(
     "config, flag, message",
     [

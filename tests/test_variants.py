@@ -197,6 +197,8 @@ def test_moco_state_is_fit_state_and_survives_save_and_load(tmp_path):
 
 
 # ----------------------------------------------------------------------- through train()
+# Backend-independent: the run's checkpoints; the variants' JAX steps and state are tested above.
+@pytest.mark.backend_independent
 def test_variant_trains_through_train_and_checkpoints_its_own_groups(benchmark, tmp_path):
     # One run covers the flags' wiring (MoCo with the triplet term, on a model built for T
     # frames); RotNet's head is checkpointed by the same code as MoCo's momentum group.

@@ -85,7 +85,7 @@ def test_every_trainer_fits_without_tensorflow(tmp_path):
 def test_gpu_benchmark_smoke_run_without_tensorflow(tmp_path):
     args = [
         str(ROOT / "benchmarks" / "gpu.py"), "--small", "--jobs", "spact:float32,meta:float32",
-        "--steps", "1", "--largest_batch", "2", "--attack_models", "2",
+        "--steps", "1", "--largest_batch", "0", "--attack_models", "2",
         "--cache", str(tmp_path / "cache"), "--profile", str(tmp_path / "profile"),
         "--compile_first", "1",
     ]  # fmt: skip
@@ -111,10 +111,8 @@ def test_gpu_benchmark_smoke_run_without_tensorflow(tmp_path):
     assert steps["spact"]["model_gflops_per_step"] > 0
     assert steps["meta"]["logs"]["meta_train_loss"] > 0
     assert steps["meta"]["attack_models"] == 2  # of the small sizes' three
-    assert (
-        report["largest_batch"]["float32"]["largest_clips_per_batch"]
-        == 2 * report["batch"]["clips"]
-    )
+    # The largest batch is a step's worker at other sizes: its search is tested with fakes below.
+    assert "largest_batch" not in report
 
 
 @jax_only
