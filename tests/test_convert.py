@@ -279,6 +279,9 @@ def test_cli_reports_a_wrong_head_and_a_bad_output_name(tmp_path, capsys):
     assert "write a .keras model or a .weights.h5 file" in capsys.readouterr().err
 
 
+# The command's reading of TeD-SPAD's file; unetpp's outputs are compared on both backends in
+# test_converted_model_gives_the_pytorch_outputs.
+@pytest.mark.backend_independent
 def test_cli_converts_a_ted_spad_unetpp_checkpoint_into_a_keras_model(tmp_path, capsys):
     """TeD-SPAD's f_A at full size, saved as their training saves it (DataParallel, under
     fa_model_state_dict, smp's unused encoder.layer4 included) -> a .keras anonymizer."""

@@ -317,7 +317,8 @@ def test_a_torchvision_resnet18_starts_the_unetpp_encoder(tmp_path):
     )
 
 
-# Backend-independent: weight files and configs; the penalty's JAX step trains in test_training.
+# Backend-independent: weight files and configs; the penalty's JAX step trains in
+# test_without_tensorflow. The penalty's run through `train()` on TensorFlow is this one.
 @pytest.mark.backend_independent
 def test_a_penalty_run_trains_from_normalised_weight_files(benchmark, tmp_path, capsys):
     """The penalty configs' start on the tiny benchmark: f_T and f_B from `.keras` files behind
@@ -360,6 +361,8 @@ def test_a_penalty_run_trains_from_normalised_weight_files(benchmark, tmp_path, 
     result = training.train(config)
     assert set(result.history) == {"minimax"}
     assert all(math.isfinite(v) for values in result.history["minimax"].values() for v in values)
+    assert result.history["minimax"]["penalty"][0] > 0  # the penalty reached the run's step
+    assert set(result.model_paths) == {"anonymizer", "action", "privacy"}
     saved = {
         name: keras.saving.load_model(path, compile=False)
         for name, path in result.model_paths.items()

@@ -44,8 +44,11 @@ def iterations(trainer, group):
     return int(trainer.group_optimizer(group).iterations)
 
 
-# Without XLA, TensorFlow runs the skipped updates inside real conditionals (`tf.cond`).
-@pytest.mark.parametrize("jit_compile", ["auto", False])
+# Without XLA, TensorFlow runs the skipped updates inside real conditionals (`tf.cond`). JAX
+# without jit (op by op: 42 s here) runs its conditionals in test_engine.
+@pytest.mark.parametrize(
+    "jit_compile", ["auto", pytest.param(False, marks=pytest.mark.backend_independent)]
+)
 def test_validation_loop_runs_f_T_until_the_threshold_at_most_the_bound(jit_compile):
     trainer = make_vita(
         jit_compile=jit_compile, action_threshold=1.0, action_max_updates=2, budget_updates=1
@@ -421,6 +424,9 @@ def budget_logits(model, images, batch_statistics):
     return keras.ops.convert_to_numpy(logits)
 
 
+# What the budget terms compute is the method's backend-independent code (Keras ops): these
+# three run on the TensorFlow run only; the JAX step's decisions and updates are tested above.
+@pytest.mark.backend_independent
 @pytest.mark.parametrize("batch_statistics", [True, False])
 def test_anonymizer_budget_term_sees_the_anonymized_clip_frames(batch_statistics):
     trainer = make_vita(
@@ -442,6 +448,7 @@ def test_anonymizer_budget_term_sees_the_anonymized_clip_frames(batch_statistics
     assert history["anonymizer_budget_term"][0] == pytest.approx(expected, rel=1e-4)
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize("budget_loss", ["max_bce", "entropy"])
 def test_the_f_A_update_of_a_clip_budget_term_never_reads_the_images(budget_loss):
     # Only the f_A update runs (no f_T update, budget updates gated off); two batches that
@@ -461,6 +468,7 @@ def test_the_f_A_update_of_a_clip_budget_term_never_reads_the_images(budget_loss
         np.testing.assert_allclose(first, second, rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.backend_independent
 def test_image_max_bce_keeps_the_earlier_form():
     trainer = make_vita(budget_loss="image_max_bce", action_threshold=-1.0, budget_updates=1)
     data = next(iter(tiny_models.vita_dataset(1).batch(1).as_numpy_iterator()))

@@ -143,6 +143,7 @@ def test_slim_conv2d_same_is_the_stride_1_output_subsampled():
         )
 
 
+@pytest.mark.backend_independent  # the layers' settings, the same on either backend
 def test_inception_keeps_slims_quirks():
     v1 = registry.build_image_backbone("inception_v1", input_shape=(64, 64, 3))
     # The "5x5" branch of slim's Inception-V1 is a 3x3 convolution.
