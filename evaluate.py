@@ -62,9 +62,10 @@ def evaluate(config) -> None:
     data = protocol.evaluation_data(config)
     methods = [protocol.methods_of(run) for run in runs]
     reports = {}
+    cache_dir = protocol.report_dir(config) / "cache"  # the seeds share the decoded data
     for run, run_methods in zip(runs, methods, strict=True):
         out_dir = protocol.report_dir(run)
-        reports[run.seed] = protocol.evaluate(run, data, run_methods, out_dir)
+        reports[run.seed] = protocol.evaluate(run, data, run_methods, out_dir, cache_dir)
         print(reports[run.seed].markdown())
         print(f"report, trade-off plot and frames in {out_dir}")
     if config.seeds > 1:

@@ -11,10 +11,15 @@ from keras import ops
 from keras_privacy.types import Tensor
 
 
-def _l2_normalized(x):
-    """The rows of `x` (N, D) as float32 unit vectors (a zero row stays zero)."""
+def l2_normalized(x: Tensor) -> Tensor:
+    """The rows of `x` (N, D) as float32 unit vectors.
+
+    The norm is clamped below by 1e-12 through the squared norm, as PyTorch's `F.normalize`, so
+    a zero row stays zero and its gradient is finite on every backend (the derivative of `sqrt`
+    at 0 would make it NaN on JAX).
+    """
     x = ops.cast(x, "float32")
-    return x / ops.maximum(ops.norm(x, axis=1, keepdims=True), 1e-12)
+    return x * ops.rsqrt(ops.maximum(ops.sum(ops.square(x), axis=1, keepdims=True), 1e-24))
 
 
 def nt_xent(z1: Tensor, z2: Tensor, temperature: float = 0.1) -> Tensor:
@@ -33,7 +38,7 @@ def nt_xent(z1: Tensor, z2: Tensor, temperature: float = 0.1) -> Tensor:
     Returns:
         The scalar mean loss.
     """
-    z = _l2_normalized(ops.concatenate([z1, z2], axis=0))
+    z = l2_normalized(ops.concatenate([z1, z2], axis=0))
     n2 = ops.shape(z)[0]
     n = n2 // 2
     logits = ops.matmul(z, ops.transpose(z)) / temperature
@@ -137,7 +142,7 @@ def info_nce(queries: Tensor, keys: Tensor, queue: Tensor, temperature: float = 
 
     Returns the scalar mean of -log softmax of the positive among [positive, K negatives].
     """
-    queries, keys, queue = _l2_normalized(queries), _l2_normalized(keys), _l2_normalized(queue)
+    queries, keys, queue = l2_normalized(queries), l2_normalized(keys), l2_normalized(queue)
     positive = ops.sum(queries * keys, axis=1, keepdims=True)
     logits = ops.concatenate([positive, ops.matmul(queries, ops.transpose(queue))], axis=1)
     logits = logits / temperature

@@ -59,6 +59,26 @@ def test_info_nce_matches_numpy_reference(temperature):
     assert shuffled != pytest.approx(got, rel=1e-2)
 
 
+@pytest.mark.parametrize("loss", ["nt_xent", "info_nce"])
+def test_an_all_zero_embedding_gets_a_finite_gradient(loss):
+    from keras_privacy.backend import value_and_gradient
+
+    rng = np.random.default_rng(4)
+    z1, z2 = rng.normal(size=(3, 5)).astype("float32"), rng.normal(size=(3, 5)).astype("float32")
+    z1[1] = 0.0  # e.g. a ReLU projection that is dead for one clip
+    queue = rng.normal(size=(4, 5)).astype("float32")
+
+    def value(params):
+        if loss == "nt_xent":
+            return losses.nt_xent(params[0], z2, 0.1)
+        return losses.info_nce(params[0], z2, queue, 0.1)
+
+    got, (gradient,) = value_and_gradient(value, [ops.convert_to_tensor(z1)])
+    assert np.isfinite(float(got))
+    # finite (1 / 1e-12 along the row, as PyTorch's F.normalize), not NaN
+    assert np.all(np.isfinite(ops.convert_to_numpy(gradient)))
+
+
 def test_masked_binary_cross_entropy_ignores_masked_entries():
     labels = np.array([[1, 0], [0, 1]], "float32")
     logits = np.array([[2.0, -1.0], [0.5, 3.0]], "float32")
@@ -80,6 +100,14 @@ def test_rms_penalty_is_zero_below_budget_and_hinged_above():
     y = np.full((2, 4, 4, 3), 0.2, "float32")
     assert float(losses.rms_penalty(x, y, 0.3)) == pytest.approx(0.0)
     assert float(losses.rms_penalty(x, y, 0.1)) == pytest.approx(0.1, rel=1e-4)
+
+
+def test_rms_penalty_hinges_each_clip_not_the_batch():
+    x = np.zeros((2, 4, 4, 3), "float32")
+    y = x.copy()
+    y[0] = 0.6  # one clip changed strongly, the other untouched
+    # per clip: (max(0, 0.6 - 0.3) + 0) / 2 = 0.15; one RMS over the batch would give ~0.124
+    assert float(losses.rms_penalty(x, y, 0.3)) == pytest.approx(0.15, rel=1e-4)
 
 
 def test_accuracy_and_cross_entropy():

@@ -108,7 +108,7 @@ def test_threshold_schedule_picks_the_player_of_algorithm_1(thresholds, updated)
     }
     batch = tiny_models.meta_batch()
     dataset = tf.data.Dataset.from_tensors(batch)
-    trainer.fit(dataset, epochs=1, verbose=0)
+    history = trainer.fit(dataset, epochs=1, verbose=0).history
     changed = {
         g
         for g, m in trainer.groups().items()
@@ -120,6 +120,10 @@ def test_threshold_schedule_picks_the_player_of_algorithm_1(thresholds, updated)
     assert changed == updated
     for group in trainer.groups():
         assert int(trainer.group_optimizer(group).iterations) == (group in updated)
+    # the logs say which player updated, so a 0 loss of a player that did not reads as such
+    assert history["action_updates"] == [float("action" in updated)]
+    assert history["attack_updates"] == [sum(g.startswith("attack") for g in updated)]
+    assert history["meta_updates"] == [float("anonymizer" in updated)]
 
 
 def test_the_action_and_attack_updates_anonymize_only_what_they_read():

@@ -211,6 +211,16 @@ def test_interrupted_evaluation_keeps_finished_methods(benchmark, tmp_path, monk
     assert images["short_side"] == 44 and images["transform"].startswith("blacken at 44, boxes ")
     assert read_manifest(out / "cache" / "source" / "privacy_train")["short_side"] == 44
 
+    # Another seed's report reads the same cache (nothing in it depends on the seed): its shards
+    # are written once.
+    shards = [path for path in (out / "cache").rglob("*") if path.name != "manifest.json"]
+    kept = {path: path.stat().st_mtime_ns for path in shards if path.is_file()}
+    other_seed = tmp_path / "seed_2"
+    protocol.evaluate(config, data, protocol.methods_of(config), other_seed, out / "cache")
+    assert Report(other_seed).methods == ["raw", "blacken"]
+    assert not (other_seed / "cache").exists()
+    assert kept == {path: path.stat().st_mtime_ns for path in kept}
+
 
 def test_files_lost_by_the_evaluation_are_named_counted_and_reported(benchmark, tmp_path, caplog):
     """A test video missing and another that does not decode: the evaluation goes on with

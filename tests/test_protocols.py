@@ -492,6 +492,8 @@ def test_cross_dataset_on_pa_hmdb51_labels_vispr_and_its_frames_alike(
     record = protocol.evaluation_record(config, data)
     assert record["protocol"] == "cross_dataset"
     assert record["privacy_dataset"]["name"] == "pa_hmdb51"
+    # a corrected labels file would give another digest: its rows are not resumed
+    assert len(record["privacy_dataset"]["labels_sha256"]) == 64
     assert record["privacy_dataset"].get("labels", "merged") == labels
     assert record["attribute_names"] == data.attribute_names
 

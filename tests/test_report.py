@@ -89,6 +89,24 @@ def test_results_of_another_evaluation_never_join_a_report(tmp_path):
     assert "at a probability of 0.6225 (--eval_f1_threshold;" in other.markdown()
 
 
+def test_another_split_or_labels_file_never_joins_a_report(tmp_path):
+    def record(split=None, digest=None):
+        action = {"name": "ucf101", "root": "/data/ucf101", **({"split": split} if split else {})}
+        privacy = {"name": "vispr", **({"labels_sha256": digest} if digest else {})}
+        return {"protocol": "known", "action_dataset": action, "privacy_dataset": privacy}
+
+    _filled_report(tmp_path).set_evaluation(record(digest="a"))
+    with pytest.raises(ValueError, match=r"its action_dataset.split differ\): choose another"):
+        Report(tmp_path).set_evaluation(record(split=2, digest="a"))
+    with pytest.raises(ValueError, match=r"its privacy_dataset.labels_sha256 differ\)"):
+        Report(tmp_path).set_evaluation(record(digest="b"))
+    # moved files are the same dataset; a report written before the digest was kept compares
+    Report(tmp_path).set_evaluation({**record(digest="a"), "action_dataset": {"name": "ucf101"}})
+    (tmp_path / "older").mkdir()
+    _filled_report(tmp_path / "older").set_evaluation(record())
+    Report(tmp_path / "older").set_evaluation(record(digest="a"))
+
+
 def test_markdown_table_has_every_method_and_relative_drops(tmp_path):
     rows = _filled_report(tmp_path).markdown().splitlines()
     cells = [row.strip("| ").split(" | ") for row in rows[2:5]]

@@ -372,6 +372,8 @@ def test_batch_gate_keeps_one_update_gated_on_the_training_batch():
     assert iterations(gated, "action") == 2
     assert history["action_updates"][0] == 1
     assert iterations(gated, "budget_0") == 0
+    # the gate measures no validation accuracy, so none is logged (a 0 would read as one)
+    assert "action_validation_accuracy" not in history
 
 
 def test_budget_term_helpers():

@@ -18,6 +18,7 @@ from keras_privacy.config import (
     ExperimentConfig,
     SettingError,
 )
+from keras_privacy.config.data import SPLIT_DATASETS
 from keras_privacy.config.evaluation import vp_split_lists
 from keras_privacy.data import pa_hmdb51, phvu, pipelines, sources, vp_labels
 from keras_privacy.data.cache import MANIFEST, failure_line, prepare_cache, read_manifest
@@ -343,6 +344,11 @@ def evaluation_record(config: ExperimentConfig, data: EvaluationData) -> dict:
                 "root": getattr(evaluation, f"{kind}_root"),
             }
         )
+    # Kept only where not the first split, so that earlier reports compare with runs alike.
+    if evaluation.action_dataset in SPLIT_DATASETS and evaluation.action_split != 1:
+        datasets["action_dataset"]["split"] = evaluation.action_split
+    if evaluation.privacy_dataset != "synthetic":
+        datasets["privacy_dataset"]["labels_sha256"] = _labels_digest(data)
     if config.eval_protocol == "pa_hmdb51":
         datasets["action_dataset"] |= {
             "trained_on": "HMDB51 training split without the PA-HMDB51 videos",
@@ -357,7 +363,6 @@ def evaluation_record(config: ExperimentConfig, data: EvaluationData) -> dict:
             "split": evaluation.action_split,
             "trained_on": trained_on,
             "tested_on": "frames of the test split's videos, labelled by their video",
-            "labels_sha256": _labels_digest(data),
         }
     if evaluation.privacy_dataset == "pa_hmdb51":
         datasets["privacy_dataset"] |= {

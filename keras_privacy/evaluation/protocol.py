@@ -62,6 +62,7 @@ import contextlib
 import copy
 import json
 import logging
+import operator
 import os
 import zipfile
 from collections.abc import Callable, Sequence
@@ -89,7 +90,7 @@ from keras_privacy.evaluation.datasets import (
     require_test_positives,
     video_frame_splits,
 )
-from keras_privacy.evaluation.report import RAW_METHOD, Report, save_frame_strip
+from keras_privacy.evaluation.report import RAW_METHOD, Report, comparable, save_frame_strip
 from keras_privacy.evaluation.targets import (
     action_test_epochs,
     epoch_tests_record,
@@ -140,19 +141,23 @@ def evaluate(
     data: EvaluationData,
     methods: Sequence[Anonymization],
     out_dir: str | Path,
+    cache_dir: str | Path | None = None,
 ) -> Report:
     """Evaluate every method not yet in `out_dir/report.json`, writing the report after each
     one, then the trade-off plot and the strip of anonymized frames. A learned method whose
     row was measured on another anonymizer file (retrained since) is evaluated again. A report
     of another protocol or other labels in `out_dir` raises ValueError (its rows would not
-    compare)."""
+    compare). The decoded data and the file baselines' videos are cached in `cache_dir`
+    (default `out_dir/cache`): nothing in them depends on the seed, so the seeds of one
+    evaluation share one."""
     _require_boxes(methods, data)
     require_test_positives(data)
     out_dir = Path(out_dir)
+    cache_dir = out_dir / "cache" if cache_dir is None else Path(cache_dir)
     report = Report(out_dir)
     record = evaluation_record(config, data)
     report.set_evaluation(record)
-    source = cached_data(data, out_dir / "cache" / "source", config.frame_size, config.image_side())
+    source = cached_data(data, cache_dir / "source", config.frame_size, config.image_side())
     record["examples"] = examples_used(source)
     report.set_evaluation(record)
     classes, names = len(data.class_names), data.attribute_names
@@ -179,7 +184,7 @@ def evaluate(
         if method.baseline in FILE_BASELINES:
             seen = cached_data(
                 data,
-                out_dir / "cache" / method.name,
+                cache_dir / method.name,
                 config.frame_size,
                 config.image_side(),
                 method,
@@ -370,7 +375,9 @@ def _raw_attacker(
         kept = record.pop("settings", None)
         if kept is None:
             logging.warning("%s: its settings were not recorded; it is reused as it is", path)
-        elif differ := sorted(key for key in settings if kept.get(key) != settings[key]):
+        elif differ := sorted(
+            key for key in settings if operator.ne(*comparable(kept.get(key), settings[key]))
+        ):
             raise ValueError(
                 f"{path} was trained with other settings (its {', '.join(differ)} differ): {remedy}"
             )

@@ -41,6 +41,7 @@ _RAW_ATTACKER = "raw_attacker_cmap"
 """The extra result that the summary of seeds averages too: the raw-trained attacker's cMAP."""
 _COMPARED = (
     "protocol",
+    "action_dataset",
     "class_names",
     "attribute_names",
     "test_epochs",
@@ -52,16 +53,24 @@ _COMPARED = (
 folders aside: `_WHERE`)."""
 _WHERE = ("root", "annotations")
 """Where a dataset's files are: a moved dataset is the same dataset."""
+_RECORDED_LATER = ("labels_sha256",)
+"""A dataset's record entries that earlier versions did not write for every dataset: compared
+only where both records have them, so that earlier reports and attackers stay usable."""
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "p", "h")
 """Point markers of the trade-off plot: with 10 colours, every (colour, marker) pair differs
 for the first 110 methods."""
 
 
-def _without_where(value: Any) -> Any:
-    """A record value without a dataset's folders (`_WHERE`)."""
-    if isinstance(value, dict):
-        return {key: item for key, item in value.items() if key not in _WHERE}
-    return value
+def comparable(kept: Any, new: Any) -> tuple[Any, Any]:
+    """Two record values as they are compared: without a dataset's folders (`_WHERE`), and
+    without the entries of `_RECORDED_LATER` that only one of them has."""
+    if not (isinstance(kept, dict) and isinstance(new, dict)):
+        return kept, new
+    left_out = set(_WHERE) | {key for key in _RECORDED_LATER if (key in kept) != (key in new)}
+    return (
+        {key: item for key, item in kept.items() if key not in left_out},
+        {key: item for key, item in new.items() if key not in left_out},
+    )
 
 
 def _differences(name: str, kept: Any, new: Any) -> list[str]:
@@ -121,7 +130,7 @@ class Report:
                 name
                 for key in _COMPARED
                 for name in _differences(
-                    key, _without_where(self._evaluation.get(key)), _without_where(record.get(key))
+                    key, *comparable(self._evaluation.get(key), record.get(key))
                 )
             ]
             if differ:

@@ -44,7 +44,9 @@ computes the others and discards them on a CPU under XLA, where a conditional wo
 convolutions' gradients (see `trainer`). A player's logs are means over the steps that updated it:
 `action_loss` over the f_T updates, `attack_loss` over the steps where an attack model updated
 (the last one that did), the meta losses and `attribute_split` (1 for an attribute split, 0 for
-a model split) over the meta updates."""
+a model split) over the meta updates. A player that never updated in an epoch logs 0 there, so
+every step also logs how often each player updated: `action_updates` and `meta_updates` (the
+share of steps), `attack_updates` (attack models updated per step)."""
 
 from __future__ import annotations
 
@@ -178,6 +180,9 @@ class MetaGeneralization(StatelessTrainer):
         "meta_train_loss",
         "meta_test_loss",
         "attribute_split",
+        "action_updates",
+        "attack_updates",
+        "meta_updates",
     )
 
     def __init__(
@@ -269,6 +274,19 @@ class MetaGeneralization(StatelessTrainer):
             )
         )
         return updates
+
+    def step_logs(self, logs: Mapping[str, Tensor]) -> dict:
+        action_ready = logs["measured_action_accuracy"] >= self.action_threshold
+        attacks_ready = logs["measured_attack_accuracies"] >= self.attack_threshold
+        return {
+            "action_updates": ops.cast(ops.logical_not(action_ready), "float32"),
+            "attack_updates": ops.sum(
+                ops.cast(ops.logical_and(action_ready, ops.logical_not(attacks_ready)), "float32")
+            ),
+            "meta_updates": ops.cast(
+                ops.logical_and(action_ready, ops.all(attacks_ready)), "float32"
+            ),
+        }
 
     def _anonymize(self, values, data, training=False, recompute=False):
         """f_A on the clips' frames and the privacy images together (one BatchNorm batch):

@@ -362,7 +362,7 @@ class SPAct(StatelessTrainer):
         loss = losses.info_nce(queries, keys, queue, self.temperature)
         new_state = {"privacy": state}
         if training:
-            keys = keys / ops.maximum(ops.norm(keys, axis=1, keepdims=True), 1e-12)
+            keys = losses.l2_normalized(keys)
             # Every replica of a data-parallel step enqueues the keys of the global batch.
             new_state["momentum"] = self.momentum.enqueue(momentum_state, gather_replicas(keys))
         return loss, new_state

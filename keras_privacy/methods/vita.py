@@ -226,6 +226,9 @@ class VITA(StatelessTrainer):
         self.budget_pretrain_updates = budget_pretrain_updates
         self.penalty_weight = penalty_weight
         self.penalty_budget = penalty_budget
+        if action_schedule == "batch_gate":
+            # the gate reads the training batch's accuracy: no validation accuracy is measured
+            self._stop_logging("action_validation_accuracy")
 
     def groups(self) -> dict[str, keras.Model]:
         groups = {"anonymizer": self.anonymizer, "action": self.action_model}

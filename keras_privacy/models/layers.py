@@ -130,7 +130,7 @@ class L2Normalize(keras.layers.Layer):
     """Scale each row to unit L2 norm along the last axis (the SimCLR projection output).
 
     As PyTorch's `F.normalize(eps=1e-12)`, with the norm clamped below by `epsilon` through the
-    squared norm, so the gradient of an all-zero row is zero rather than NaN.
+    squared norm, so the gradient of an all-zero row is finite rather than NaN.
     """
 
     def __init__(self, epsilon: float = 1e-12, **kwargs):
