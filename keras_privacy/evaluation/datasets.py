@@ -347,8 +347,6 @@ def evaluation_record(config: ExperimentConfig, data: EvaluationData) -> dict:
     # Kept only where not the first split, so that earlier reports compare with runs alike.
     if evaluation.action_dataset in SPLIT_DATASETS and evaluation.action_split != 1:
         datasets["action_dataset"]["split"] = evaluation.action_split
-    if evaluation.privacy_dataset != "synthetic":
-        datasets["privacy_dataset"]["labels_sha256"] = _labels_digest(data)
     if config.eval_protocol == "pa_hmdb51":
         datasets["action_dataset"] |= {
             "trained_on": "HMDB51 training split without the PA-HMDB51 videos",
@@ -376,6 +374,8 @@ def evaluation_record(config: ExperimentConfig, data: EvaluationData) -> dict:
                 "trained_on": f"VISPR-1 of {config.privacy_annotations}, "
                 f"as PA-HMDB51's {config.eval_pa_hmdb51_labels} columns",
             }
+    if evaluation.privacy_dataset != "synthetic":
+        datasets["privacy_dataset"]["labels_sha256"] = _labels_digest(data)
     # Kept only where set, so that reports written before them compare with runs without them.
     image_side = {"privacy_image_side": side} if (side := config.privacy_image_side) else {}
     test_epochs = {
