@@ -335,6 +335,8 @@ def test_vispr_lists_counted_without_jsons(fixtures_dir):
     assert train.examples[0].privacy == ()  # unknown: the JSON is not redistributable
     assert len(train.missing) == 10000
     assert "2017_10001018.json" in train.missing[0] and "not found" in train.missing[0]
+    # An empty root is no root: the JSONs are looked for under the annotations alone.
+    assert read_vispr(fixtures_dir / "vispr", root="")["train"].missing == train.missing
 
 
 def test_vispr_attribute_vocabulary(fixtures_dir):
@@ -872,6 +874,25 @@ def test_a_video_whose_frame_size_changes_is_named(tmp_path):
     message = r"joined.ts: frame 4 is 40x24, the earlier frames 32x32 \(the frame size changes"
     with pytest.raises(VideoDecodeError, match=message):
         read_video(joined)
+
+
+def test_a_cut_short_video_is_cached_with_a_warning_naming_it(tmp_path, fixtures_dir, caplog):
+    data = (fixtures_dir / "videos" / "test.avi").read_bytes()
+    path = tmp_path / "half.avi"
+    path.write_bytes(data[: len(data) // 2])
+    split = Split([Example(str(path), 0, ())], class_names=["a"])
+    with caplog.at_level("WARNING"):
+        manifest = prepare_video_cache(split, tmp_path / "cache", short_side=32, workers=1)
+    assert manifest["num_records"] == 1 and manifest["failures"] == []
+    decoded = len(read_video(path))
+    assert f"{path}: the container declares 164 frames, {decoded} decoded (the file seems cut " in (
+        caplog.text
+    )
+    caplog.clear()
+    whole = Split([Example(str(fixtures_dir / "videos" / "test.avi"), 0, ())], class_names=["a"])
+    with caplog.at_level("WARNING"):
+        prepare_video_cache(whole, tmp_path / "whole", short_side=32, workers=1)
+    assert "cut short" not in caplog.text
 
 
 def test_truncated_video_gives_frames_that_decode(tmp_path, fixtures_dir):

@@ -21,6 +21,7 @@ import concurrent.futures
 import dataclasses
 import hashlib
 import json
+import logging
 import os
 import re
 import uuid
@@ -36,7 +37,7 @@ from keras_privacy.data.errors import DatasetFormatError, VideoDecodeError
 from keras_privacy.data.examples import Example, Split
 from keras_privacy.data.images import read_image
 from keras_privacy.data.tensorflow_runtime import tf
-from keras_privacy.data.video import iter_video_frames
+from keras_privacy.data.video import VideoInfo, declared_frame_count, iter_video_frames
 from keras_privacy.types import Tensor
 
 MANIFEST = "manifest.json"
@@ -107,7 +108,8 @@ def video_record(
     transform: FrameTransform | None = None,
 ) -> bytes:
     """The serialized SequenceExample of one video (changed by `transform` first, if given);
-    raises VideoDecodeError when it fails."""
+    raises VideoDecodeError when it fails. A file that seems cut short (a partial download) is
+    cached with the frames that decode, and a warning naming it and both counts."""
     decoded = iter_video_frames(example.path)
     if transform is not None:
         clip = list(decoded)
@@ -119,6 +121,15 @@ def video_record(
         frames.append(encode_jpeg(frame, quality))
     if not frames:
         raise VideoDecodeError(f"{example.path}: contains no decodable frame")
+    declared = declared_frame_count(example.path)
+    if VideoInfo(len(frames), 0.0, height, width, declared).seems_cut_short():
+        logging.warning(
+            "%s: the container declares %d frames, %d decoded (the file seems cut short); "
+            "cached with the frames that decode",
+            example.path,
+            declared,
+            len(frames),
+        )
     context = _context(example, index, height, width)
     context["num_frames"] = _int64([len(frames)])
     record = tf.train.SequenceExample(

@@ -128,6 +128,18 @@ def read_video(path: str | os.PathLike, max_frames: int | None = None) -> np.nda
     return np.stack(frames)
 
 
+def declared_frame_count(path: str | os.PathLike) -> int:
+    """The frame count the container of `path` declares (0 where it declares none), read from
+    its header alone."""
+    container = _open(path)
+    try:
+        return int(container.streams.video[0].frames)
+    except av.error.FFmpegError as error:
+        raise VideoDecodeError(f"{path}: reading the container failed ({error})") from error
+    finally:
+        container.close()
+
+
 def probe_video(path: str | os.PathLike) -> VideoInfo:
     """Frame count, frame rate and size of `path`.
 

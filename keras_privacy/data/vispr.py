@@ -135,9 +135,10 @@ def read_vispr(
 
 
 def _find(relative: str, *folders: str | os.PathLike | None) -> str | None:
-    """The first on-disk match of `relative` under the given folders (None ones skipped)."""
+    """The first on-disk match of `relative` under the given folders (None or "" ones, no
+    folder given, skipped)."""
     for folder in folders:
-        if folder is not None:
+        if folder:
             path, exists = resolve(folder, relative)
             if exists:
                 return path
