@@ -1669,8 +1669,10 @@ SETTINGS: tuple[Setting, ...] = (
         META,
         "",
         "minus the masked BCE of the attack models against the true labels, times gamma",
-        "ours: the attack models' loss maximised (VITA's gamma of 0.5 weights another term, "
-        "BCE against all ones)",
+        "ours: the attack models' loss maximised, as SPAct's f_A maximises its adversary's "
+        "NT-Xent (L_T - w_B L_B); unlike NT-Xent, the BCE has no upper bound, but Algorithm 1's "
+        "T2 retrains every attack model that falls below 95 % before f_A moves again (VITA's "
+        "gamma of 0.5 weights another term, BCE against all ones)",
     ),
     Setting(
         "meta",
