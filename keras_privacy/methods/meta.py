@@ -240,13 +240,12 @@ class MetaGeneralization(StatelessTrainer):
         return self.action_model(ops.reshape(frames, ops.shape(clips)), training=training)
 
     def updates(self, data: Mapping[str, Tensor]) -> list[Update]:
-        T1, T2 = self.action_threshold, self.attack_threshold
         updates = [
             Update((), lambda values: self._measure(values, data)),
             Update(
                 ("action",),
                 lambda values: self._action_loss(values, data),
-                condition=lambda logs: logs["measured_action_accuracy"] < T1,
+                condition=self._action_updates,
                 branch="action",
             ),
         ]
@@ -255,10 +254,7 @@ class MetaGeneralization(StatelessTrainer):
                 Update(
                     (group,),
                     lambda values, group=group: self._attack_loss(values, data, group),
-                    condition=lambda logs, i=i: (
-                        (logs["measured_action_accuracy"] >= T1)
-                        & (logs["measured_attack_accuracies"][i] < T2)
-                    ),
+                    condition=lambda logs, i=i: self._attack_updates(logs, i),
                     branch="attack",
                 )
             )
@@ -266,26 +262,34 @@ class MetaGeneralization(StatelessTrainer):
             Update(
                 ("anonymizer",),
                 lambda values: self._meta_loss(values, data),
-                condition=lambda logs: (
-                    (logs["measured_action_accuracy"] >= T1)
-                    & (ops.min(logs["measured_attack_accuracies"]) >= T2)
-                ),
+                condition=self._meta_updates,
                 branch="anonymizer",
             )
         )
         return updates
 
+    def _action_updates(self, logs):
+        """Whether f_T updates, from the accuracies measured before any update: below T1."""
+        return logs["measured_action_accuracy"] < self.action_threshold
+
+    def _attack_updates(self, logs, i: int):
+        """Whether attack model `i` updates: f_T at T1 or above, the model below T2."""
+        return (logs["measured_action_accuracy"] >= self.action_threshold) & (
+            logs["measured_attack_accuracies"][i] < self.attack_threshold
+        )
+
+    def _meta_updates(self, logs):
+        """Whether f_A makes its meta update: f_T at T1 or above, every attack model at T2."""
+        return (logs["measured_action_accuracy"] >= self.action_threshold) & (
+            ops.min(logs["measured_attack_accuracies"]) >= self.attack_threshold
+        )
+
     def step_logs(self, logs: Mapping[str, Tensor]) -> dict:
-        action_ready = logs["measured_action_accuracy"] >= self.action_threshold
-        attacks_ready = logs["measured_attack_accuracies"] >= self.attack_threshold
+        attacks = [self._attack_updates(logs, i) for i in range(len(self.attack_groups))]
         return {
-            "action_updates": ops.cast(ops.logical_not(action_ready), "float32"),
-            "attack_updates": ops.sum(
-                ops.cast(ops.logical_and(action_ready, ops.logical_not(attacks_ready)), "float32")
-            ),
-            "meta_updates": ops.cast(
-                ops.logical_and(action_ready, ops.all(attacks_ready)), "float32"
-            ),
+            "action_updates": ops.cast(self._action_updates(logs), "float32"),
+            "attack_updates": ops.sum(ops.cast(ops.stack(attacks), "float32")),
+            "meta_updates": ops.cast(self._meta_updates(logs), "float32"),
         }
 
     def _anonymize(self, values, data, training=False, recompute=False):
