@@ -37,7 +37,7 @@ from keras_privacy.data.errors import DatasetFormatError, VideoDecodeError
 from keras_privacy.data.examples import Example, Split
 from keras_privacy.data.images import read_image
 from keras_privacy.data.tensorflow_runtime import tf
-from keras_privacy.data.video import VideoInfo, declared_frame_count, iter_video_frames
+from keras_privacy.data.video import declared_frame_count, iter_video_frames, seems_cut_short
 from keras_privacy.types import Tensor
 
 MANIFEST = "manifest.json"
@@ -122,7 +122,7 @@ def video_record(
     if not frames:
         raise VideoDecodeError(f"{example.path}: contains no decodable frame")
     declared = declared_frame_count(example.path)
-    if VideoInfo(len(frames), 0.0, height, width, declared).seems_cut_short():
+    if seems_cut_short(len(frames), declared):
         logging.warning(
             "%s: the container declares %d frames, %d decoded (the file seems cut short); "
             "cached with the frames that decode",

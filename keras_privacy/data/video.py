@@ -32,14 +32,19 @@ class VideoInfo:
     declared_frames: int = 0
 
     def seems_cut_short(self) -> bool:
-        """Whether clearly fewer frames decode than the container declares: a file cut short
-        (a partial download or copy), whose missing end the reader skips without a word."""
-        # A whole file can decode a frame or two fewer than its header counts (an MP4 edit
-        # list, packed B-frames in an AVI, frames a decoder holds back at the end), and some
-        # muxers write an estimate; a cut file falls short by far more. So only a shortfall of
-        # more than 2 frames and 5 % of the declared count is called one.
-        shortfall = self.declared_frames - self.num_frames
-        return shortfall > max(2, 0.05 * self.declared_frames)
+        """Whether clearly fewer frames decode than the container declares
+        (`seems_cut_short`)."""
+        return seems_cut_short(self.num_frames, self.declared_frames)
+
+
+def seems_cut_short(decoded: int, declared: int) -> bool:
+    """Whether `decoded` frames are clearly fewer than the `declared` ones: a file cut short
+    (a partial download or copy), whose missing end the reader skips without a word."""
+    # A whole file can decode a frame or two fewer than its header counts (an MP4 edit list,
+    # packed B-frames in an AVI, frames a decoder holds back at the end), and some muxers
+    # write an estimate; a cut file falls short by far more. So only a shortfall of more than
+    # 2 frames and 5 % of the declared count is called one.
+    return declared - decoded > max(2, 0.05 * declared)
 
 
 def _open(path: str | os.PathLike) -> av.container.InputContainer:
