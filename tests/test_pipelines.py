@@ -8,6 +8,7 @@ holds. Building a pipeline traces its functions (about a second), so tests share
 
 import collections
 import dataclasses
+import re
 
 import cv2
 import numpy as np
@@ -571,6 +572,17 @@ def test_wrong_sources_raise(data):
         pipelines.action_eval_dataset(Split([]))
     with pytest.raises(FileNotFoundError):
         pipelines.action_eval_dataset(data["root"] / "nothing")
+
+
+def test_examples_without_a_label_per_attribute_raise(data):
+    # A file-based split whose example lacks its privacy labels is refused, naming the file,
+    # rather than trained on as negative for every attribute.
+    images = data["images"]
+    unlabelled = dataclasses.replace(images.examples[1], privacy=())
+    split = dataclasses.replace(images, examples=[images.examples[0], unlabelled])
+    message = rf"1 of 2 examples .*\(3\).*{re.escape(unlabelled.path)}: 0 labels"
+    with pytest.raises(ValueError, match=message):
+        pipelines.privacy_labelled_dataset(split, 2, SIZE, training=False)
 
 
 # ---------------------------------------------------------------------------- broken files

@@ -207,8 +207,15 @@ class _Files:
         self.kind = kind
         self.paths = tf.constant([e.path for e in split.examples])
         self.labels = tf.constant([e.label for e in split.examples], tf.int32)
-        width = max(len(e.privacy) for e in split.examples)
-        privacy = [e.privacy if len(e.privacy) == width else (0,) * width for e in split.examples]
+        width = len(split.attribute_names)
+        wrong = [e for e in split.examples if len(e.privacy) != width]
+        if wrong:
+            raise ValueError(
+                f"{len(wrong)} of {len(split.examples)} examples do not have one privacy label "
+                f"per attribute of the split ({width}), e.g. {wrong[0].path}: "
+                f"{len(wrong[0].privacy)} labels (is its annotation missing?)"
+            )
+        privacy = [e.privacy for e in split.examples]
         self.privacy = tf.constant(np.array(privacy, np.float32).reshape(len(privacy), width))
         actions = [e.actions for e in split.examples]
         self.actions = tf.constant(np.array(actions, np.float32)) if any(actions) else None
