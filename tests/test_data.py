@@ -1069,19 +1069,48 @@ def test_two_writers_prepare_one_cache_at_once(tmp_path, video_split):
     assert not list(out.glob("*.tmp"))
 
 
-def test_video_cache_rebuilt_when_a_source_file_is_rewritten(tmp_path, video_split):
+def _shard_of(out: Path, path: str) -> str:
+    """The shard file that holds the record of source file `path`."""
+    for shard in read_manifest(out)["shards"]:
+        for serialized in tf.data.TFRecordDataset(str(out / shard["file"])):
+            context, _ = tf.io.parse_single_sequence_example(
+                serialized, {"path": tf.io.FixedLenFeature([], tf.string)}
+            )
+            if context["path"].numpy().decode() == path:
+                return shard["file"]
+    raise AssertionError(f"{path} is in no shard")
+
+
+def test_a_source_file_rewritten_in_place_rewrites_its_shard_only(tmp_path, video_split):
+    # A re-downloaded video of a large dataset costs its own shard, not the whole cache.
     split, _ = video_split
     out = tmp_path / "cache"
     first = prepare_video_cache(split, out, short_side=32, num_shards=2, workers=1)
-    written = {s["file"]: (out / s["file"]).stat().st_mtime_ns for s in first["shards"]}
+    for shard in first["shards"]:
+        os.utime(out / shard["file"], ns=(1, 1))  # an old mtime, so a rewrite would be visible
     source = Path(split.examples[0].path)
     os.utime(source, ns=(source.stat().st_atime_ns, source.stat().st_mtime_ns + 10**9))
     again = prepare_video_cache(split, out, short_side=32, num_shards=2, workers=1)
     assert again["fingerprint"] != first["fingerprint"]
-    rewritten = {s["file"]: (out / s["file"]).stat().st_mtime_ns for s in again["shards"]}
-    assert rewritten.keys() == written.keys()
-    assert all(rewritten[name] > written[name] for name in written)
+    assert again["shards"] == first["shards"]
+    rewritten = {s["file"] for s in again["shards"] if (out / s["file"]).stat().st_mtime_ns > 1}
+    assert rewritten == {_shard_of(out, str(source))}
     assert verify_cache(out)["ok"]
+
+
+def test_shards_written_with_the_whole_cache_fingerprint_are_kept(tmp_path, video_split):
+    # Sidecars carried the whole cache's fingerprint before each shard had its own: a cache
+    # prepared then, prepared again with the same settings and files, is not rewritten.
+    split, _ = video_split
+    out = tmp_path / "cache"
+    manifest = prepare_video_cache(split, out, short_side=32, num_shards=2, workers=1)
+    for shard in manifest["shards"]:
+        sidecar = out / shard["file"].replace(".tfrecord", ".json")
+        info = json.loads(sidecar.read_text())
+        sidecar.write_text(json.dumps({**info, "fingerprint": manifest["fingerprint"]}))
+        os.utime(out / shard["file"], ns=(1, 1))
+    assert prepare_video_cache(split, out, short_side=32, num_shards=2, workers=1) == manifest
+    assert all((out / s["file"]).stat().st_mtime_ns == 1 for s in manifest["shards"])
 
 
 def test_verify_cache_detects_damage(tmp_path, video_split):
@@ -1269,9 +1298,10 @@ def test_a_manifest_cut_short_or_edited_and_a_damaged_sidecar(tmp_path, video_sp
     ):
         read_manifest(out)
     sidecar = out / manifest["shards"][0]["file"].replace(".tfrecord", ".json")
+    written = json.loads(sidecar.read_text())
     sidecar.write_text('{"fingerprint": ')  # cut short: its shard is written again
     assert prepare_video_cache(split, out, short_side=32, num_shards=2, workers=1) == manifest
-    assert json.loads(sidecar.read_text())["fingerprint"] == manifest["fingerprint"]
+    assert json.loads(sidecar.read_text()) == written
 
 
 def test_a_damaged_or_missing_shard_is_named(tmp_path, video_split):

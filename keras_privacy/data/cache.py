@@ -9,8 +9,9 @@ A `FrameTransform` (an evaluation's people baseline) changes each decoded video 
 it is resized and stored, so that anonymized data is cached straight from the source files.
 
 Preparation is resumable: each shard is written under a temporary name and renamed when it is
-complete, with a small JSON sidecar (its count, failures and a fingerprint of the split and
-settings); a restart skips every complete shard with the same fingerprint. A file that fails to
+complete, with a small JSON sidecar (its count, failures and a fingerprint of the settings and
+of its own files); a restart skips every complete shard whose fingerprint is unchanged, so a
+source file rewritten in place (a re-download) rewrites its shard only. A file that fails to
 decode, or an example without one privacy label per attribute of its split (a record that
 would not parse back), is skipped and named (file and reason) in the manifest, never fatal.
 """
@@ -170,19 +171,32 @@ def _file_version(path: str) -> list[int]:
     return [status.st_size, status.st_mtime_ns]
 
 
-def _fingerprint(
-    kind: str, split: Split, short_side: int | None, quality: int, shards: int, transform_key: str
-):
-    """A digest of everything that determines a shard's content: settings, the transform's
-    key, and each file's path, labels, size and modification time."""
-    digest = hashlib.sha256()
-    settings = [FORMAT_VERSION, kind, short_side, quality, shards, transform_key]
-    digest.update(json.dumps(settings).encode())
+def _settings(kind: str, short_side: int | None, quality: int, shards: int, transform_key: str):
+    return [FORMAT_VERSION, kind, short_side, quality, shards, transform_key]
+
+
+def _example_record(example: Example) -> list:
+    record = [example.path, example.label, list(example.privacy), _file_version(example.path)]
+    if example.actions:
+        record.append(list(example.actions))
+    return record
+
+
+def _fingerprint(settings: list, split: Split) -> str:
+    """The cache's digest: its settings and each file's path, labels, size and modification
+    time, in split order (the manifest's: a prepare of anything else replaces the manifest)."""
+    digest = hashlib.sha256(json.dumps(settings).encode())
     for example in split.examples:
-        record = [example.path, example.label, list(example.privacy), _file_version(example.path)]
-        if example.actions:
-            record.append(list(example.actions))
-        digest.update(json.dumps(record).encode())
+        digest.update(json.dumps(_example_record(example)).encode())
+    return digest.hexdigest()[:16]
+
+
+def _shard_fingerprint(settings: list, items: list[tuple[int, Example]]) -> str:
+    """One shard's digest, of the settings and of its own files and their indices only, so
+    that a source file rewritten in place (a re-download) rewrites its shard and no other."""
+    digest = hashlib.sha256(json.dumps(["shard", *settings]).encode())
+    for index, example in items:
+        digest.update(json.dumps([index, *_example_record(example)]).encode())
     return digest.hexdigest()[:16]
 
 
@@ -194,8 +208,9 @@ def _sidecar(path: Path) -> Path:
     return path.with_suffix(".json")
 
 
-def _complete(path: Path, fingerprint: str) -> dict | None:
-    """The sidecar of a finished shard written with `fingerprint`, else None (a damaged
+def _complete(path: Path, fingerprints: set[str]) -> dict | None:
+    """The sidecar of a finished shard written with one of `fingerprints` (its own, or the
+    whole cache's, which sidecars carried before they had their own), else None (a damaged
     sidecar too: the shard is written again)."""
     if not path.exists() or not _sidecar(path).exists():
         return None
@@ -203,7 +218,7 @@ def _complete(path: Path, fingerprint: str) -> dict | None:
         info = json.loads(_sidecar(path).read_text())
     except (OSError, ValueError):
         return None
-    return info if isinstance(info, dict) and info.get("fingerprint") == fingerprint else None
+    return info if isinstance(info, dict) and info.get("fingerprint") in fingerprints else None
 
 
 def _drop_other_manifest(out: Path, fingerprint: str, source: dict | None) -> None:
@@ -295,21 +310,24 @@ def _prepare(
     num_shards = num_shards or max(1, -(-len(split) // EXAMPLES_PER_SHARD))
     num_shards = max(1, min(num_shards, len(split)))
     transform_key = "" if transform is None else transform.key
-    fingerprint = _fingerprint(kind, split, short_side, jpeg_quality, num_shards, transform_key)
+    settings = _settings(kind, short_side, jpeg_quality, num_shards, transform_key)
+    fingerprint = _fingerprint(settings, split)
     _drop_other_manifest(out, fingerprint, source)
     # Split lists are sorted by class: shards of a fixed random order, so that a shuffle
     # window over a few interleaved shards still sees every class (records keep their index).
+    # The order depends on the split's length only: a file rewritten in place stays in its shard.
     order = np.random.default_rng(SHARD_ORDER_SEED).permutation(len(split))
     chunks = np.array_split(order, num_shards)
     shards = []
     with tqdm(total=len(split), desc=f"caching {kind}s", unit=kind) as bar:
         for shard, chunk in enumerate(chunks):
             path = out / _shard_name(shard, num_shards)
-            info = _complete(path, fingerprint)
+            items = [(int(i), split.examples[i]) for i in chunk]
+            shard_fingerprint = _shard_fingerprint(settings, items)
+            info = _complete(path, {shard_fingerprint, fingerprint})
             if info is None:
-                items = [(int(i), split.examples[i]) for i in chunk]
                 records = _encode_all(encode, items, workers or os.cpu_count() or 1)
-                info = _write_shard(path, _progress(records, bar), fingerprint)
+                info = _write_shard(path, _progress(records, bar), shard_fingerprint)
             else:
                 bar.update(len(chunk))
             shards.append({"file": path.name, **info})
