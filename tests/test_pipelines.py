@@ -628,6 +628,25 @@ def test_broken_videos_are_skipped(data, tmp_path, caplog, monkeypatch):
     assert "left out of every epoch" in skipped[0]
 
 
+def test_a_cut_short_video_is_read_with_one_warning_naming_it(tmp_path, fixtures_dir, caplog):
+    # As `prepare` warns of it: a partial download gives its frames that decode, and the
+    # warning comes once however often the file is decoded again (here, never kept).
+    data = (fixtures_dir / "videos" / "test.avi").read_bytes()
+    cut = tmp_path / "half.avi"
+    cut.write_bytes(data[: len(data) // 2])
+    whole = str(fixtures_dir / "videos" / "test.avi").encode()
+    decoded_videos = pipelines.DecodedVideos(capacity_bytes=0)
+    with caplog.at_level("WARNING"):
+        frames = [decoded_videos(str(cut).encode()) for _ in range(3)]
+        assert len(decoded_videos(whole)) == 164
+    assert 0 < len(frames[0]) < 164
+    warnings = [r.getMessage() for r in caplog.records if "cut short" in r.getMessage()]
+    assert warnings == [
+        f"{cut}: the container declares 164 frames, {len(frames[0])} decoded (the file seems "
+        "cut short); read with the frames that decode"
+    ]
+
+
 def test_broken_image_is_skipped(data, tmp_path):
     broken = tmp_path / "broken.jpg"
     broken.write_bytes(b"\xff\xd8 not really a jpeg")
