@@ -50,9 +50,12 @@ def evaluate(config) -> None:
     from keras_privacy.evaluation.anonymizations import require_one_training_setting
     from keras_privacy.evaluation.report import summarize_seeds
 
-    ignored = protocol.ignored_run_settings(config)
-    if ignored:
-        logging.warning(ignored)
+    for warning in (
+        protocol.ignored_run_settings(config),
+        protocol.settings_without_effect(config),
+    ):
+        if warning:
+            logging.warning(warning)
     if config.compilation_cache:  # the fresh target models' training steps
         distribute.use_compilation_cache(config.compilation_cache)
     runs = config.seed_runs()

@@ -600,6 +600,39 @@ def test_the_run_settings_the_evaluation_ignores_are_named(benchmark, tmp_path):
     )
 
 
+def test_evaluation_settings_the_rest_leaves_unread_are_named(benchmark, tmp_path):
+    config = tiny_config(benchmark, tmp_path)
+    assert protocol.settings_without_effect(config) is None
+    unread = dataclasses.replace(
+        config, face_threshold=0.5, eval_lr_patience=2, eval_privacy_frames=3
+    )
+    assert protocol.settings_without_effect(unread) == (
+        "evaluation settings without effect here: --face_threshold=0.5: --eval_methods has no "
+        "face baseline (face_blacken, face_blur, face_pixelate); --eval_lr_patience=2: no "
+        "target model's learning rate drops on a plateau (every drop is 1); "
+        "--eval_privacy_frames=3: f'_B is tested on synthetic's images, not on frames of videos"
+    )
+    # Where the rest reads them, they are not named.
+    read = dataclasses.replace(
+        unread, eval_methods="learned,face_blur", eval_privacy_lr_drop=5, eval_privacy_frames=5
+    )
+    assert protocol.settings_without_effect(read) is None
+    cosine = dataclasses.replace(config, eval_action_schedule="cosine", eval_action_lr_drop=5)
+    assert protocol.settings_without_effect(cosine) == (
+        "evaluation settings without effect here: --eval_action_lr_drop=5: "
+        "--eval_action_schedule=cosine has no plateau"
+    )
+
+
+@pytest.mark.parametrize(
+    "path", sorted((Path(__file__).parents[1] / "configs").glob("*.cfg")), ids=lambda p: p.stem
+)
+def test_the_shipped_configs_set_no_evaluation_setting_without_effect(path):
+    from keras_privacy.flags import parse_config
+
+    assert protocol.settings_without_effect(parse_config([f"--flagfile={path}"])) is None
+
+
 def test_seed_runs_trained_with_another_privacy_weight_are_not_summarised(benchmark, tmp_path):
     runs = tiny_config(benchmark, tmp_path, seeds=3).seed_runs()
     for run, weight in zip(runs, (1.0, 1.0, 0.5)):

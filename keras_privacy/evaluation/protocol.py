@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import json
 import logging
 import operator
@@ -72,13 +73,14 @@ import cv2
 import keras
 import numpy as np
 
-from keras_privacy.config import ExperimentConfig
+from keras_privacy.config import FRAME_DATASETS, VP_VIDEOS, ExperimentConfig
+from keras_privacy.config.evaluation import eval_methods
 from keras_privacy.data import pipelines
 from keras_privacy.data.errors import VideoDecodeError
 from keras_privacy.data.examples import Split
 from keras_privacy.data.video import read_video
 from keras_privacy.evaluation.anonymizations import Anonymization, methods_of
-from keras_privacy.evaluation.baselines import FILE_BASELINES
+from keras_privacy.evaluation.baselines import FACE_BASELINES, FILE_BASELINES
 from keras_privacy.evaluation.datasets import (
     SPLITS,
     EvaluationData,
@@ -104,7 +106,14 @@ from keras_privacy.evaluation.targets import (
 )
 from keras_privacy.spelling import spell
 
-__all__ = ["evaluate", "evaluation_data", "ignored_run_settings", "methods_of", "report_dir"]
+__all__ = [
+    "evaluate",
+    "evaluation_data",
+    "ignored_run_settings",
+    "methods_of",
+    "report_dir",
+    "settings_without_effect",
+]
 """A run of the protocol: `evaluate(config, evaluation_data(config), methods_of(config),
 report_dir(config))`; the steps live in `datasets`, `anonymizations` and `targets`."""
 
@@ -134,6 +143,50 @@ def ignored_run_settings(config: ExperimentConfig) -> str | None:
         f"{', '.join(given)} ignored: evaluate.py trains its target models in float32 on one "
         "device, in this process alone (start it once, not once per process)"
     )
+
+
+def settings_without_effect(config: ExperimentConfig) -> str | None:
+    """A warning naming each evaluation setting that `config` sets (to a non-default value)
+    where the rest of it leaves the setting unread (None if none), and why: a misspelt or
+    misread flag file shows. A warning, not a refusal: one flag file serves the evaluations of
+    several protocols and methods."""
+    privacy_dataset = config.evaluation_datasets().privacy_dataset
+    cosine = config.eval_action_schedule == "cosine"
+    plateaus = [config.eval_lr_drop_of("privacy")] + (
+        [] if cosine else [config.eval_lr_drop_of("action")]
+    )
+    unread = {
+        "face_threshold": (
+            not FACE_BASELINES & {name for name, _ in eval_methods(config)},
+            f"<eval_methods> has no face baseline ({', '.join(sorted(FACE_BASELINES))})",
+        ),
+        "eval_lr_patience": (
+            all(drop == 1 for drop in plateaus),
+            "no target model's learning rate drops on a plateau (every drop is 1)",
+        ),
+        "eval_action_lr_drop": (cosine, "<eval_action_schedule>=cosine has no plateau"),
+        "eval_privacy_frames": (
+            privacy_dataset not in FRAME_DATASETS,
+            f"f'_B is tested on {privacy_dataset}'s images, not on frames of videos",
+        ),
+        "eval_vp_splits": (
+            privacy_dataset not in VP_VIDEOS,
+            f"the evaluation's privacy dataset is {privacy_dataset}, not VP-UCF101 or VP-HMDB51",
+        ),
+        "eval_vp_privacy_training": (
+            privacy_dataset not in VP_VIDEOS,
+            f"the evaluation's privacy dataset is {privacy_dataset}, not VP-UCF101 or VP-HMDB51",
+        ),
+    }
+    defaults = {field.name: field.default for field in dataclasses.fields(config)}
+    given = [
+        f"<{name}>={getattr(config, name)}: {why}"
+        for name, (is_unread, why) in unread.items()
+        if is_unread and getattr(config, name) != defaults[name]
+    ]
+    if not given:
+        return None
+    return spell("evaluation settings without effect here: " + "; ".join(given))
 
 
 def evaluate(
