@@ -29,7 +29,7 @@ from keras_privacy.data.cache import (
 from keras_privacy.data.errors import DatasetFormatError, VideoDecodeError
 from keras_privacy.data.examples import Example, Split
 from keras_privacy.data.hmdb51 import read_hmdb51
-from keras_privacy.data.pa_hmdb51 import PA_HMDB51_ATTRIBUTES, read_pa_hmdb51
+from keras_privacy.data.pa_hmdb51 import PA_HMDB51_ATTRIBUTES, read_frame_ranges, read_pa_hmdb51
 from keras_privacy.data.ucf101 import read_class_index, read_ucf101
 from keras_privacy.data.video import iter_video_frames, probe_video, read_video, write_video
 from keras_privacy.data.vispr import (
@@ -534,40 +534,44 @@ def test_pa_hmdb51_reader(tmp_path):
     (annotations / "brush_hair.json").write_text(
         json.dumps(
             {
-                "a#1.avi": _pa_record(face=2, gender=[1, 2], skin=[0, 3]),
-                "b.avi": _pa_record(face=0, gender=[0], nudity=1, relationship=1),
+                "a#1_brush_hair_0.avi": _pa_record(face=2, gender=[1, 2], skin=[0, 3]),
+                "b_brush_hair_0.avi": _pa_record(face=0, gender=[0], nudity=1, relationship=1),
             }
         )
     )
-    (annotations / "cartwheel.json").write_text(json.dumps({"c.avi": _pa_record(gender=[0])}))
+    (annotations / "cartwheel.json").write_text(
+        json.dumps({"c_cartwheel_0.avi": _pa_record(gender=[0])})
+    )
     test = read_pa_hmdb51(annotations)["test"]
     assert test.class_names == ["brush_hair", "cartwheel"]
     assert test.attribute_names == list(PA_HMDB51_ATTRIBUTES)
     assert PA_HMDB51_ATTRIBUTES == ("gender", "face", "nudity", "skin_color", "relationship")
     by_path = {e.path: (e.label, e.privacy) for e in test.examples}
     assert by_path == {
-        "brush_hair/a#1.avi": (0, (1, 1, 0, 1, 0)),
-        "brush_hair/b.avi": (0, (0, 0, 1, 0, 1)),
-        "cartwheel/c.avi": (1, (0, 1, 0, 0, 0)),
+        "brush_hair/a#1_brush_hair_0.avi": (0, (1, 1, 0, 1, 0)),
+        "brush_hair/b_brush_hair_0.avi": (0, (0, 0, 1, 0, 1)),
+        "cartwheel/c_cartwheel_0.avi": (1, (0, 1, 0, 0, 0)),
     }
     # With a root, videos not on disk are listed as missing.
     (tmp_path / "videos" / "cartwheel").mkdir(parents=True)
-    (tmp_path / "videos" / "cartwheel" / "c.avi").write_bytes(b"x")
+    (tmp_path / "videos" / "cartwheel" / "c_cartwheel_0.avi").write_bytes(b"x")
     test = read_pa_hmdb51(annotations, root=tmp_path / "videos")["test"]
-    assert [e.path for e in test.examples] == [str(tmp_path / "videos" / "cartwheel" / "c.avi")]
+    assert [e.path for e in test.examples] == [
+        str(tmp_path / "videos" / "cartwheel" / "c_cartwheel_0.avi")
+    ]
     assert len(test.missing) == 2
 
 
 @pytest.mark.parametrize(
     "content",
     [
-        '{"a.avi": {"face": [[0, 1, 1]]',  # truncated JSON
-        json.dumps(["a.avi"]),
-        json.dumps({"a.avi": "face"}),
-        json.dumps({"a.avi": {**_pa_record(), "face": [[0, 10, "yes"]]}}),
-        json.dumps({"a.avi": {**_pa_record(), "nudity": [[0, 10]]}}),
-        json.dumps({"a.avi": {**_pa_record(), "gender": [[0, 10, [1, True]]]}}),
-        json.dumps({"a.avi": {k: v for k, v in _pa_record().items() if k != "skin_color"}}),
+        '{"a_kiss_0.avi": {"face": [[0, 1, 1]]',  # truncated JSON
+        json.dumps(["a_kiss_0.avi"]),
+        json.dumps({"a_kiss_0.avi": "face"}),
+        json.dumps({"a_kiss_0.avi": {**_pa_record(), "face": [[0, 10, "yes"]]}}),
+        json.dumps({"a_kiss_0.avi": {**_pa_record(), "nudity": [[0, 10]]}}),
+        json.dumps({"a_kiss_0.avi": {**_pa_record(), "gender": [[0, 10, [1, True]]]}}),
+        json.dumps({"a_kiss_0.avi": {k: v for k, v in _pa_record().items() if k != "skin_color"}}),
     ],
 )
 def test_pa_hmdb51_malformed_names_file(tmp_path, content):
@@ -591,23 +595,39 @@ def test_pa_hmdb51_backward_range_or_out_of_range_value_names_file_video_attribu
     tmp_path, attribute, ranges, problem
 ):
     path = tmp_path / "kiss.json"
-    path.write_text(json.dumps({"a.avi": {**_pa_record(), attribute: ranges}}))
+    path.write_text(json.dumps({"a_kiss_0.avi": {**_pa_record(), attribute: ranges}}))
     with pytest.raises(DatasetFormatError) as raised:
         read_pa_hmdb51(tmp_path)
-    assert str(raised.value) == f"{path}: video 'a.avi': attribute {attribute!r}: {problem}"
+    assert str(raised.value) == f"{path}: video 'a_kiss_0.avi': attribute {attribute!r}: {problem}"
 
 
 def test_pa_hmdb51_video_given_twice_is_refused_and_unknown_keys_are_named(tmp_path, caplog):
     path = tmp_path / "kiss.json"
     record = json.dumps(_pa_record())
-    path.write_text(f'{{"a.avi": {record}, "a.avi": {record}}}')
-    with pytest.raises(DatasetFormatError, match=re.escape(f"{path}: 'a.avi' given twice")):
+    path.write_text(f'{{"a_kiss_0.avi": {record}, "a_kiss_0.avi": {record}}}')
+    with pytest.raises(DatasetFormatError, match=re.escape(f"{path}: 'a_kiss_0.avi' given twice")):
         read_pa_hmdb51(tmp_path)
-    path.write_text(json.dumps({"a.avi": {**_pa_record(), "age": [[0, 20, 5]]}}))
+    path.write_text(json.dumps({"a_kiss_0.avi": {**_pa_record(), "age": [[0, 20, 5]]}}))
     with caplog.at_level("WARNING"):
         test = read_pa_hmdb51(tmp_path)["test"]
     assert test.examples[0].privacy == (1, 1, 0, 0, 0)
     assert f"{path}: ignoring the keys 'age', which are not PA-HMDB51 attributes" in caplog.text
+
+
+def test_pa_hmdb51_videos_listed_under_another_action_are_refused(tmp_path):
+    # As in Privacy-AdversarialLearning's raw_pa_hmdb51_annos/dive.json, whose climb_stairs
+    # videos would otherwise be labelled dive.
+    path = tmp_path / "dive.json"
+    videos = ["BIG_FISH_dive_f_nm_np1_fr_med_1.avi", "BIG_FISH_climb_stairs_f_nm_np1_fr_med_1.avi"]
+    path.write_text(json.dumps({video: _pa_record() for video in videos}))
+    with pytest.raises(DatasetFormatError) as raised:
+        read_pa_hmdb51(tmp_path)
+    assert str(raised.value).startswith(
+        f"{path}: 1 of its 2 videos are not of action 'dive' (their names lack '_dive_'), e.g. "
+        "'BIG_FISH_climb_stairs_f_nm_np1_fr_med_1.avi': a copy with videos under the wrong action"
+    )
+    with pytest.raises(DatasetFormatError, match="not of action 'dive'"):
+        read_frame_ranges(tmp_path)
 
 
 def test_pa_hmdb51_no_files(tmp_path):

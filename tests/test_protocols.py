@@ -316,7 +316,7 @@ def write_pa_hmdb51(tmp_path, fixtures_dir):
     """PA-HMDB51 annotations of two real fixture videos and one missing video, in its format."""
     ranges = {
         "brush_hair": {
-            "test.avi": dict(
+            "test_brush_hair_0.avi": dict(
                 gender=[[0, 163, [1, 2]]],
                 face=[[0, 80, 0], [81, 163, 2]],
                 nudity=[[0, 163, 0]],
@@ -325,14 +325,14 @@ def write_pa_hmdb51(tmp_path, fixtures_dir):
             )
         },
         "dive": {
-            "part_0.mp4": dict(
+            "part_dive_0.mp4": dict(
                 gender=[[0, 31, 0]],
                 face=[[0, 31, 0]],
                 nudity=[[0, 31, 1]],
                 skin_color=[[0, 31, [0, 3]]],
                 relationship=[[0, 31, 1]],
             ),
-            "gone.avi": dict(
+            "gone_dive_0.avi": dict(
                 gender=[[0, 9, 1]], face=[[0, 9, 1]], nudity=[], skin_color=[], relationship=[]
             ),
         },
@@ -343,8 +343,9 @@ def write_pa_hmdb51(tmp_path, fixtures_dir):
         (annotations / f"{action}.json").write_text(json.dumps(videos))
         (root / action).mkdir(parents=True)
         for video in videos:
-            if video != "gone.avi":
-                os.symlink(fixtures_dir / "videos" / video, root / action / video)
+            if video != "gone_dive_0.avi":
+                fixture = "test.avi" if action == "brush_hair" else "part_0.mp4"
+                os.symlink(fixtures_dir / "videos" / fixture, root / action / video)
     return annotations, root
 
 
@@ -356,7 +357,7 @@ def test_pa_hmdb51_videos_become_labelled_frames(fixtures_dir, tmp_path):
     assert [e.privacy for e in images.examples] == [(1, 0, 0, 1, 0)] + [(1, 1, 0, 1, 0)] * 2 + [
         (0, 0, 1, 1, 1)
     ] * 3
-    assert len(images.missing) == 1 and "gone.avi" in images.missing[0]
+    assert len(images.missing) == 1 and "gone_dive_0.avi" in images.missing[0]
     frames = [cv2.imread(e.path) for e in images.examples[:3]]
     assert frames[0].shape == (240, 320, 3)  # test.avi, a real UCF101 clip
     assert not np.array_equal(frames[0], frames[2])  # equidistant frames, not one frame thrice
@@ -365,7 +366,9 @@ def test_pa_hmdb51_videos_become_labelled_frames(fixtures_dir, tmp_path):
     assert subset.attribute_names == ["face", "gender"]
     assert [e.privacy for e in subset.examples] == [(0, 1)] + [(1, 1)] * 2 + [(0, 0)] * 3
 
-    with pytest.raises(FileNotFoundError, match="none of the 3 annotated videos.*test.avi"):
+    with pytest.raises(
+        FileNotFoundError, match="none of the 3 annotated videos.*test_brush_hair_0.avi"
+    ):
         pa_hmdb51.privacy_images(annotations, tmp_path / "nowhere", tmp_path / "frames", 3)
 
 

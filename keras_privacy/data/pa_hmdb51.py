@@ -171,6 +171,7 @@ def _read_action_file(path: Path) -> dict[str, Ranges]:
     videos = read_json(path, unique_keys=True)
     if not isinstance(videos, dict):
         raise DatasetFormatError(f"{path}: expected an object mapping video names to annotations")
+    _require_videos_of_the_action(path, list(videos))
     labels = {}
     unknown = set()
     for video, record in videos.items():
@@ -188,6 +189,22 @@ def _read_action_file(path: Path) -> dict[str, Ranges]:
             ", ".join(PA_HMDB51_ATTRIBUTES),
         )
     return labels
+
+
+def _require_videos_of_the_action(path: Path, videos: list[str]) -> None:
+    """Refuse an `<action>.json` that lists videos of another action: every HMDB51 video's
+    name holds its action (`..._<action>_...`, all 6766 of the split lists), as do the 515 of
+    the official release, but the copy in VITA-Group's Privacy-AdversarialLearning
+    (`raw_pa_hmdb51_annos/`) lists 76 under a wrong action, which would label them so."""
+    action = path.stem
+    foreign = [video for video in videos if f"_{action}_" not in video]
+    if foreign:
+        raise DatasetFormatError(
+            f"{path}: {len(foreign)} of its {len(videos)} videos are not of action {action!r} "
+            f"(their names lack '_{action}_'), e.g. {foreign[0]!r}: a copy with videos under "
+            "the wrong action (as Privacy-AdversarialLearning's raw_pa_hmdb51_annos/); use the "
+            "PrivacyAttributes/ folder of the official PA-HMDB51 release"
+        )
 
 
 def _ranges(ranges, path: Path, video: str, name: str) -> list[tuple[int, int, tuple[int, ...]]]:
