@@ -155,6 +155,10 @@ def settings_without_effect(config: ExperimentConfig) -> str | None:
     plateaus = [config.eval_lr_drop_of("privacy")] + (
         [] if cosine else [config.eval_lr_drop_of("action")]
     )
+    not_vp = (
+        privacy_dataset not in VP_VIDEOS,
+        f"the evaluation's privacy dataset is {privacy_dataset}, not VP-UCF101 or VP-HMDB51",
+    )
     unread = {
         "face_threshold": (
             not FACE_BASELINES & {name for name, _ in eval_methods(config)},
@@ -169,14 +173,8 @@ def settings_without_effect(config: ExperimentConfig) -> str | None:
             privacy_dataset not in FRAME_DATASETS,
             f"f'_B is tested on {privacy_dataset}'s images, not on frames of videos",
         ),
-        "eval_vp_splits": (
-            privacy_dataset not in VP_VIDEOS,
-            f"the evaluation's privacy dataset is {privacy_dataset}, not VP-UCF101 or VP-HMDB51",
-        ),
-        "eval_vp_privacy_training": (
-            privacy_dataset not in VP_VIDEOS,
-            f"the evaluation's privacy dataset is {privacy_dataset}, not VP-UCF101 or VP-HMDB51",
-        ),
+        "eval_vp_splits": not_vp,
+        "eval_vp_privacy_training": not_vp,
     }
     defaults = {field.name: field.default for field in dataclasses.fields(config)}
     given = [
