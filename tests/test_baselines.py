@@ -222,6 +222,12 @@ def test_boxes_from_file(tmp_path):
         ('{"a.avi": [[0, 1, 2]]}', ": 'a.avi': expected a list of"),
         ('{"a.avi": [[1, 2, 3, 4]', ":1: invalid JSON"),
         ("[[1, 2, 3, 4]]", ": expected a JSON object"),
+        # [x, y, w, h] boxes would mask nothing: inverted corners are refused.
+        ('{"a.avi": [[30, 13, 16, 35]]}', ": 'a.avi': box [30.0, 13.0, 16.0, 35.0] has x2 < x1"),
+        ('{"a.avi": [[0, 30, 13, 36, 8]]}', ": 'a.avi': box [30.0, 13.0, 36.0, 8.0] has x2 < x1"),
+        ('{"a.avi": [[0, 1, NaN, 3, 4]]}', ": 'a.avi': [0.0, 1.0, nan, 3.0, 4.0] holds a value"),
+        ('{"a.avi": [[-1, 1, 2, 3, 4]]}', ": 'a.avi': [-1.0, 1.0, 2.0, 3.0, 4.0]: the frame -1"),
+        ('{"a.avi": [[1.5, 1, 2, 3, 4]]}', ": 'a.avi': [1.5, 1.0, 2.0, 3.0, 4.0]: the frame 1.5"),
     ],
 )
 def test_boxes_from_file_names_the_file_and_the_entry_it_cannot_read(tmp_path, content, message):

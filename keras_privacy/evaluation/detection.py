@@ -324,12 +324,32 @@ def _parse_entries(where: str, entries) -> tuple[np.ndarray | None, dict[int, np
         return np.zeros((0, 4), np.int32), {}
     if array.ndim != 2 or array.shape[1] not in (4, 5):
         raise ValueError(expected)
+    _check_boxes(where, array)
     if array.shape[1] == 4:
         return np.rint(array).astype(np.int32), {}
     per_frame: dict[int, list] = {}
     for row in array:
         per_frame.setdefault(int(row[0]), []).append(row[1:])
     return None, {index: np.rint(boxes).astype(np.int32) for index, boxes in per_frame.items()}
+
+
+def _check_boxes(where: str, rows: np.ndarray) -> None:
+    """Refuse a row with a value that is not a finite number, a frame index that is not a
+    whole number from 0, or a box whose corners are inverted ([x, y, w, h] boxes of a box
+    writer of another convention, which would mask nothing or the wrong pixels)."""
+    for row in rows:
+        if not np.all(np.isfinite(row)):
+            raise ValueError(f"{where}: {row.tolist()} holds a value that is not a finite number")
+        if len(row) == 5 and not (row[0] >= 0 and row[0] == int(row[0])):
+            raise ValueError(
+                f"{where}: {row.tolist()}: the frame {row[0]:g} is not an index from 0"
+            )
+        x1, y1, x2, y2 = row[-4:]
+        if x2 < x1 or y2 < y1:
+            raise ValueError(
+                f"{where}: box {row[-4:].tolist()} has x2 < x1 or y2 < y1 (boxes are "
+                "[x1, y1, x2, y2] corners, not [x, y, width, height])"
+            )
 
 
 def _load_cascade(name: str) -> cv2.CascadeClassifier:
