@@ -1317,6 +1317,19 @@ def test_a_manifest_cut_short_or_edited_and_a_damaged_sidecar(tmp_path, video_sp
         DatasetFormatError, match=r"manifest.json: not a manifest of `prepare` \(no shards\)"
     ):
         read_manifest(out)
+    # A key a reader indexes, missing or of another type, is named: not a KeyError or a bare
+    # int() error later.
+    edited = {k: v for k, v in manifest.items() if k not in ("num_records", "attribute_names")}
+    (out / "manifest.json").write_text(json.dumps({**edited, "num_examples": "24 videos"}))
+    with pytest.raises(DatasetFormatError) as raised:
+        read_manifest(out)
+    assert str(raised.value) == (
+        f"{out / 'manifest.json'}: not a manifest of `prepare` (no num_records, attribute_names; "
+        "num_examples is '24 videos', not a whole number); prepare the cache again"
+    )
+    (out / "manifest.json").write_text(json.dumps({**manifest, "shards": [{"file": "s"}]}))
+    with pytest.raises(DatasetFormatError, match="shards is .* not a list of"):
+        read_manifest(out)
     sidecar = out / manifest["shards"][0]["file"].replace(".tfrecord", ".json")
     written = json.loads(sidecar.read_text())
     sidecar.write_text('{"fingerprint": ')  # cut short: its shard is written again

@@ -25,6 +25,7 @@ import json
 import logging
 import os
 import re
+import reprlib
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -470,8 +471,37 @@ def failure_line(failure: dict) -> str:
     return reason if reason.startswith(path) else f"{path}: {reason}"
 
 
-MANIFEST_KEYS = ("format_version", "kind", "fingerprint", "shards", "class_names")
-"""Keys every manifest `prepare` writes holds (`read_manifest` checks them)."""
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _is_names(value) -> bool:
+    return isinstance(value, list) and all(isinstance(name, str) for name in value)
+
+
+def _is_shards(value) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(shard, dict)
+        and isinstance(shard.get("file"), str)
+        and _is_count(shard.get("count"))
+        for shard in value
+    )
+
+
+MANIFEST_FIELDS = {
+    "format_version": (_is_count, "a whole number"),
+    "kind": (lambda value: value in ("video", "image"), "video or image"),
+    "fingerprint": (lambda value: isinstance(value, str), "a string"),
+    "num_examples": (_is_count, "a whole number"),
+    "num_records": (_is_count, "a whole number"),
+    "class_names": (_is_names, "a list of names"),
+    "attribute_names": (_is_names, "a list of names"),
+    "shards": (_is_shards, 'a list of {"file": name, "count": whole number}'),
+    "failures": (lambda value: isinstance(value, list), "a list"),
+    "missing": (lambda value: isinstance(value, list), "a list"),
+}
+"""The keys every manifest `prepare` writes holds, each with its check and what it must be
+(`read_manifest` checks them all: the readers index them without a second look)."""
 
 
 def read_manifest(cache_dir: str | os.PathLike) -> dict:
@@ -491,11 +521,16 @@ def read_manifest(cache_dir: str | os.PathLike) -> dict:
         raise FileNotFoundError(f"{cache_dir}: no {MANIFEST}; run `prepare` first")
     manifest = read_json(path)
     held = manifest if isinstance(manifest, dict) else {}
-    lacking = [key for key in MANIFEST_KEYS if key not in held]
-    if lacking:
+    lacking = [key for key in MANIFEST_FIELDS if key not in held]
+    wrong = [
+        f"{key} is {reprlib.repr(held[key])}, not {what}"
+        for key, (is_valid, what) in MANIFEST_FIELDS.items()
+        if key in held and not is_valid(held[key])
+    ]
+    if lacking or wrong:
+        problems = ([f"no {', '.join(lacking)}"] if lacking else []) + wrong
         raise DatasetFormatError(
-            f"{path}: not a manifest of `prepare` (no {', '.join(lacking)}); prepare the cache "
-            "again"
+            f"{path}: not a manifest of `prepare` ({'; '.join(problems)}); prepare the cache again"
         )
     return manifest
 
