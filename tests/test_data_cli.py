@@ -197,6 +197,23 @@ def test_a_cache_that_does_not_read_back_fails_prepare(benchmark, tmp_path, caps
     assert f"error: {tmp_path / 'cache' / 'train'}: the cache does not read back" in err
 
 
+def test_prepare_over_a_damaged_shard_names_it_and_what_to_do(benchmark, tmp_path, capsys):
+    # Its sidecar still matches, so the shard is kept: the error says how to have it rewritten,
+    # in TensorFlow's words without its op and device names.
+    folder = _vispr_copy(benchmark, tmp_path)
+    assert _prepare(folder, tmp_path / "cache") == 0
+    shard = next((tmp_path / "cache" / "train").glob("shard-*.tfrecord"))
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2 : len(data) // 2 + 64] = bytes(64)
+    shard.write_bytes(bytes(data))
+    capsys.readouterr()
+    assert _prepare(folder, tmp_path / "cache") == 1
+    err = capsys.readouterr().err
+    assert f"{shard.name}: unreadable after " in err and "corrupted record at" in err
+    assert "remove each shard named and the .json beside it, and run this prepare again" in err
+    assert "{{" not in err and "Op:" not in err
+
+
 def test_stats_reads_the_split_asked_for(fixtures_dir, tmp_path, capsys):
     """`--split 2` reads trainlist02 / testlist02; a split whose lists are absent is named, and
     a split number that is not official is a usage error."""

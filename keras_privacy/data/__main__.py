@@ -231,7 +231,11 @@ def _cache_problem(out: str, manifest: dict) -> str:
         return "no example could be cached, so the subset is empty"
     report = verify_cache(out)
     if not report["ok"]:
-        return f"the cache does not read back: {'; '.join(report['errors'][:SHOWN])}"
+        return (
+            f"the cache does not read back: {'; '.join(report['errors'][:SHOWN])}: remove each "
+            "shard named and the .json beside it, and run this prepare again, which writes "
+            "those shards alone"
+        )
     return ""
 
 

@@ -549,9 +549,14 @@ def damaged_shard(cache_dir: str | os.PathLike) -> tuple[str, str] | None:
         try:
             tf.data.TFRecordDataset(path).reduce(0, lambda count, _: count + 1)
         except tf.errors.OpError as error:
-            reason = error.message.strip().splitlines()[-1]
-            return path, re.sub(r"\{\{.*?\}\}|\[Op:.*$", "", reason).strip()
+            return path, _reason(error)
     return None
+
+
+def _reason(error: tf.errors.OpError) -> str:
+    """TensorFlow's reason for a failed read, without its op and device names."""
+    reason = error.message.strip().splitlines()[-1]
+    return re.sub(r"\{\{.*?\}\}|\[Op:.*$", "", reason).strip()
 
 
 def _context_spec(num_attributes: int, num_actions: int = 0) -> dict:
@@ -650,7 +655,9 @@ def verify_cache(cache_dir: str | os.PathLike) -> dict:
                 if problem:
                     errors.append(f"{shard['file']} record {count}: {problem}")
                 count += 1
-        except (tf.errors.OpError, OSError) as error:
+        except tf.errors.OpError as error:
+            errors.append(f"{shard['file']}: unreadable after {count} records ({_reason(error)})")
+        except OSError as error:
             errors.append(f"{shard['file']}: unreadable after {count} records ({error})")
         if count != shard["count"]:
             errors.append(f"{shard['file']}: {count} records, the manifest says {shard['count']}")
