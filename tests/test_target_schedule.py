@@ -140,6 +140,28 @@ def test_a_target_model_whose_loss_turns_nan_is_refused_by_name(benchmark, tmp_p
         protocol.train_privacy_target(config, data.privacy_train, len(data.attribute_names), None)
 
 
+def test_a_divergence_after_finished_methods_says_a_lower_rate_needs_a_new_report(tmp_path):
+    # The finished rows were trained at the rate that diverged: a lower one in the same folder
+    # is refused as another evaluation, so the advice names the new folder it needs.
+    from keras_privacy.evaluation.report import Report
+
+    report = Report(tmp_path)
+    diverged = TargetDivergedError("f: the target model diverged; lower --eval_lr (now 1)")
+    with pytest.raises(TargetDivergedError) as raised:
+        with protocol._divergence_explained(report):
+            raise diverged
+    assert raised.value is diverged
+    report.add("raw", 0.5, 0.6, 0.7)
+    with pytest.raises(TargetDivergedError) as raised:
+        with protocol._divergence_explained(report):
+            raise diverged
+    assert str(raised.value) == (
+        "f: the target model diverged; lower --eval_lr (now 1) and evaluate again in a new "
+        f"--eval_dir: {tmp_path / 'report.json'} holds raw, trained at this rate, and rows of "
+        "another rate would not compare"
+    )
+
+
 def test_fit_trains_at_the_rates_the_schedule_sets():
     # One SGD step an epoch on y = 2x from w = 0, MSE: the gradient is -2 x (y - w x).
     x = np.array([[1.0]], "float32")

@@ -66,7 +66,7 @@ import logging
 import operator
 import os
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import cv2
@@ -94,6 +94,7 @@ from keras_privacy.evaluation.datasets import (
 )
 from keras_privacy.evaluation.report import RAW_METHOD, Report, comparable, save_frame_strip
 from keras_privacy.evaluation.targets import (
+    TargetDivergedError,
     action_test_epochs,
     epoch_tests_record,
     privacy_target_settings,
@@ -212,7 +213,7 @@ def evaluate(
     record["examples"] = examples_used(source)
     report.set_evaluation(record)
     classes, names = len(data.class_names), data.attribute_names
-    with _damaged_shards_named(source):
+    with _damaged_shards_named(source), _divergence_explained(report):
         attackers = {
             name: _raw_attacker(config, source, names, out_dir, name, record["privacy_dataset"])
             for name in config.eval_privacy_model_names()
@@ -241,7 +242,7 @@ def evaluate(
                 method,
                 frame_splits=video_frame_splits(config),
             )
-        with _damaged_shards_named(seen):
+        with _damaged_shards_named(seen), _divergence_explained(report):
             result = _target_results(config, seen, method, attackers, classes, names)
         if method.baseline in FILE_BASELINES:
             result["detector"] = method.detector_description()
@@ -268,6 +269,25 @@ def evaluate(
     report.plot_tradeoff()
     save_frame_strip(_frames_of_report(config, data, methods, report), out_dir / "frames.png")
     return report
+
+
+@contextlib.contextmanager
+def _divergence_explained(report: Report) -> Iterator[None]:
+    """A target model's divergence, told that a lower rate needs another report folder when
+    `report` holds finished rows: they were measured at the rate that diverged, and rows of
+    two rates would not compare (`Report.set_evaluation` refuses the lower one there)."""
+    try:
+        yield
+    except TargetDivergedError as error:
+        if not report.methods:
+            raise
+        raise TargetDivergedError(
+            spell(
+                f"{error} and evaluate again in a new <eval_dir>: "
+                f"{report.out_dir / 'report.json'} holds {', '.join(report.methods)}, trained "
+                "at this rate, and rows of another rate would not compare"
+            )
+        ) from error
 
 
 def _damaged_shards_named(cached: EvaluationData) -> contextlib.AbstractContextManager:
