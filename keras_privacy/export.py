@@ -45,6 +45,7 @@ import keras
 from keras_privacy import backend
 from keras_privacy.checkpoint import non_finite_variables
 from keras_privacy.cli import refuse_a_file, run_command
+from keras_privacy.optional import ONNX_INSTALL, import_optional
 from keras_privacy.types import Tensor
 
 PLATFORMS = ("cpu", "cuda")
@@ -279,6 +280,13 @@ def export_tflite(model: keras.Model, saved_model_dir: str | os.PathLike, out_pa
     return os.fspath(out_path)
 
 
+def require_onnx_export():
+    """The `onnx` module, once both ONNX export's packages (onnx, tf2onnx) are found to be
+    installed; MissingDependencyError naming the one missing otherwise."""
+    import_optional("tf2onnx", "ONNX export", ONNX_INSTALL)
+    return import_optional("onnx", "ONNX export", ONNX_INSTALL)
+
+
 def export_onnx(model: keras.Model, out_path: str | os.PathLike, factor: int | None = None) -> str:
     """Write `model` as an ONNX file at `out_path` (dynamic N, H, W; input ``frames``) with its
     down-sampling factor in the metadata, in float32 (`float32_copy`); returns the path. Needs
@@ -287,8 +295,7 @@ def export_onnx(model: keras.Model, out_path: str | os.PathLike, factor: int | N
     On the TensorFlow backend Keras converts it with tf2onnx; on JAX the model is saved to a
     temporary `.keras` file and converted by a TensorFlow-backend subprocess.
     """
-    import onnx
-
+    onnx = require_onnx_export()
     factor = factor or anonymizer_factor(model)
     out_path = os.fspath(out_path)
     backend.export().write_onnx(float32_copy(model), out_path)
@@ -346,30 +353,34 @@ def _export(args: argparse.Namespace) -> int:
     """The CLI's work once its arguments are parsed."""
     refuse_a_file(args.out)
     model = load_keras_anonymizer(args.anonymizer)
+    if args.onnx:
+        require_onnx_export()
     factor = anonymizer_factor(model)
+    onnx_path, tflite_path = (os.path.join(args.out, name) for name in EXTRA_FILES)
+    _remove_earlier_extras({onnx_path: args.onnx, tflite_path: args.tflite})
     out_dir = export_anonymizer(model, args.out, platforms=args.platforms)
     print(
         f"SavedModel written to {out_dir} (backend {keras.backend.backend()}, down-sampling "
         f"factor {factor}); signatures: {', '.join(SIGNATURES)}, serving_default = serve"
     )
-    onnx_path, tflite_path = (os.path.join(out_dir, name) for name in EXTRA_FILES)
     if args.onnx:
         path = export_onnx(model, onnx_path, factor)
         print(f"ONNX model written to {path} (H and W multiples of {factor})")
     if args.tflite:
         path = export_tflite(model, out_dir, tflite_path)
         print(f"TFLite model written to {path}")
-    _remove_stale_extras(out_dir, {onnx_path: args.onnx, tflite_path: args.tflite})
     return 0
 
 
-def _remove_stale_extras(out_dir: str, written: dict[str, bool]) -> None:
-    """Remove an earlier export's ONNX or TFLite model that this export did not rewrite: it
-    would sit beside the new SavedModel as if it were the same anonymizer."""
-    for path, rewritten in written.items():
-        if not rewritten and os.path.isfile(path):
+def _remove_earlier_extras(asked: dict[str, bool]) -> None:
+    """Remove an earlier export's ONNX and TFLite models before anything is written: one not
+    asked for again, or whose conversion then fails, would sit beside the new SavedModel as
+    if it were the same anonymizer."""
+    for path, rewritten in asked.items():
+        if os.path.isfile(path):
             os.remove(path)
-            print(f"removed {path}: an earlier export's, not of this anonymizer")
+            if not rewritten:
+                print(f"removed {path}: an earlier export's, not of this anonymizer")
 
 
 if __name__ == "__main__":

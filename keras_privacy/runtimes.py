@@ -21,6 +21,7 @@ import numpy as np
 
 from keras_privacy.data.frames import frames_as_uint8
 from keras_privacy.export import ONNX_FACTOR_KEY
+from keras_privacy.optional import ONNX_INSTALL, import_optional
 from keras_privacy.spelling import SettingError
 from keras_privacy.streaming import FrameFunction
 
@@ -93,7 +94,7 @@ def keras_frames(model: keras.Model, factor: int, device: str | None = None) -> 
 
 def onnx_factor(path: str | os.PathLike) -> int:
     """The down-sampling factor stored in the metadata of an exported `.onnx` anonymizer."""
-    import onnx
+    onnx = import_optional("onnx", "the ONNX runtime", ONNX_INSTALL)
 
     try:
         model = onnx.load(os.fspath(path), load_external_data=False)
@@ -112,8 +113,7 @@ def onnx_frames(path: str | os.PathLike, device: str | None = None) -> FrameFunc
     """The `.onnx` anonymizer at `path` as a frame function on ONNX Runtime (``cpu``: the CPU
     provider; ``gpu``: CUDA's; None: CUDA's when installed, else the CPU's). Raises
     FileNotFoundError or ValueError naming the file, or the device ONNX Runtime lacks."""
-    import onnxruntime
-
+    onnxruntime = import_optional("onnxruntime", "the ONNX runtime", ONNX_INSTALL)
     if os.path.isdir(path):
         raise IsADirectoryError(
             f"{path}: a folder, not an .onnx file: give the file (an export's anonymizer.onnx)"

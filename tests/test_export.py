@@ -169,6 +169,45 @@ def test_tflite_through_the_command_line(exported, tmp_path, capsys):
     assert f"removed {out / 'anonymizer.tflite'}: an earlier export's" in capsys.readouterr().out
 
 
+def test_an_export_that_fails_leaves_no_earlier_anonymizers_extras(
+    exported, tmp_path, capsys, monkeypatch
+):
+    """A missing ONNX package is named before anything is written; a conversion that fails
+    after the SavedModel leaves no earlier export's ONNX or TFLite model beside it."""
+    import keras_privacy.export as export
+    from keras_privacy.optional import MissingDependencyError
+
+    model, _ = exported
+    keras_file = tmp_path / "anonymizer.keras"
+    model.save(keras_file)
+    out = tmp_path / "saved_model"
+    assert main(["--anonymizer", str(keras_file), "--out", str(out)]) == 0
+    earlier = {name: out / name for name in ("anonymizer.onnx", "anonymizer.tflite")}
+    for path in earlier.values():
+        path.write_bytes(b"an earlier anonymizer")
+    saved = (out / "saved_model.pb").stat().st_mtime_ns
+    capsys.readouterr()
+
+    def tf2onnx_missing(module, purpose, install):
+        raise MissingDependencyError(f"{purpose} needs {module}: {install}")
+
+    monkeypatch.setattr(export, "import_optional", tf2onnx_missing)
+    assert main(["--anonymizer", str(keras_file), "--out", str(out), "--onnx"]) == 1
+    assert capsys.readouterr().err == (
+        'error: ONNX export needs tf2onnx: pip install -e ".[onnx]"\n'
+    )
+    assert (out / "saved_model.pb").stat().st_mtime_ns == saved
+    assert all(path.read_bytes() == b"an earlier anonymizer" for path in earlier.values())
+
+    def conversion_fails(*args):
+        raise RuntimeError("the converter failed")
+
+    monkeypatch.setattr(export, "export_tflite", conversion_fails)
+    assert main(["--anonymizer", str(keras_file), "--out", str(out), "--tflite"]) == 1
+    assert "error: the converter failed" in capsys.readouterr().err
+    assert not any(path.exists() for path in earlier.values())
+
+
 def test_platforms_are_checked_and_one_platform_serves_on_the_cpu(exported, tmp_path, capsys):
     """`--platforms cpu` gives a SavedModel that serves the Keras model's output here (on JAX
     lowered for the CPU alone); an unknown platform is a usage error naming it."""

