@@ -41,6 +41,7 @@ import zipfile
 from collections.abc import Iterator, Sequence
 
 import keras
+import numpy as np
 
 from keras_privacy import backend
 from keras_privacy.checkpoint import non_finite_variables
@@ -135,6 +136,16 @@ def _require_frames_to_frames(model: keras.Model, path: str | os.PathLike) -> No
         raise ValueError(
             f"{path}: not an anonymizer: it maps {shapes[0]} to {shapes[1]}, not (N, H, W, 3) "
             "frames to frames"
+        )
+    # Free sizes say nothing of the output's size: one probe at twice the factor does.
+    factor = anonymizer_factor(model)
+    probe = np.zeros([1, *(dim or 2 * factor for dim in shapes[0][1:3]), 3], "float32")
+    output_size = tuple(keras.ops.shape(model(probe, training=False))[1:3])
+    if output_size != probe.shape[1:3]:
+        size, out = probe.shape[1:3], output_size
+        raise ValueError(
+            f"{path}: not an anonymizer: it maps {size[0]} x {size[1]} frames to "
+            f"{out[0]} x {out[1]}, not to frames of their own size"
         )
 
 

@@ -40,8 +40,15 @@ def _pad(frames: np.ndarray, factor: int) -> np.ndarray:
 
 
 def _to_uint8(outputs: np.ndarray, height: int, width: int) -> np.ndarray:
-    """Model outputs in [0, 1], cropped to (height, width), as uint8."""
-    return frames_as_uint8(np.asarray(outputs)[:, :height, :width])
+    """Model outputs in [0, 1], cropped to (height, width), as uint8; ValueError for outputs
+    smaller than that (a model that changes the frame size)."""
+    outputs = np.asarray(outputs)
+    if outputs.shape[1] < height or outputs.shape[2] < width:
+        raise ValueError(
+            f"the anonymizer gave {outputs.shape[1]} x {outputs.shape[2]} frames for "
+            f"{height} x {width} ones: not an anonymizer of frames to frames of their size"
+        )
+    return frames_as_uint8(outputs[:, :height, :width])
 
 
 def _device_kind(device: str | None) -> str | None:

@@ -74,6 +74,9 @@ def models(tmp_path_factory):
     keras.Model(inputs, keras.layers.Lambda(lambda x: x * 2)(inputs)).save(folder / "lambda.keras")
     pooled = keras.layers.GlobalAveragePooling2D()(inputs)
     keras.Model(inputs, pooled).save(folder / "encoder.keras")
+    frames = keras.Input((None, None, 3))
+    halved = keras.layers.AveragePooling2D(2)(frames)
+    keras.Model(frames, keras.layers.Conv2D(3, 1)(halved)).save(folder / "halving.keras")
     (folder / "empty.keras").write_bytes(b"")
     tiny_models.damaged_keras_file(folder / "tiny.keras", folder / "damaged.keras")
     from keras_privacy.methods.spact import SPAct
@@ -112,6 +115,12 @@ def models(tmp_path_factory):
             "out.mp4",
             "encoder.keras",
             "{models}/encoder.keras: not an anonymizer: it maps (None, 8, 8, 3) to (None, 3), not",
+        ),
+        (
+            "out.mp4",
+            "halving.keras",
+            "{models}/halving.keras: not an anonymizer: it maps 4 x 4 frames to 2 x 2, not to "
+            "frames of their own size",
         ),
     ],
 )

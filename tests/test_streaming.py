@@ -411,6 +411,16 @@ def test_scale_runs_the_model_smaller_and_restores_the_size():
         scaled(record, 1.5)
 
 
+def test_a_model_that_shrinks_the_frames_is_refused_not_padded():
+    # A model built in Python (never checked by the loader) whose output is smaller than its
+    # input: the frame function names both sizes rather than pad the output to the frame's.
+    frames = keras.Input((None, None, 3))
+    halving = keras.Model(frames, keras.layers.AveragePooling2D(2)(frames))
+    anonymize = keras_frames(halving, factor=2)
+    with pytest.raises(ValueError, match="gave 4 x 6 frames for 8 x 12 ones"):
+        anonymize(np.zeros((1, 8, 12, 3), np.uint8))
+
+
 def test_cli_scale_device_and_bad_device(model_path, tmp_path, capsys):
     source = tmp_path / "in.mp4"
     _write_source(source, 6)
