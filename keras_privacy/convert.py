@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from keras_privacy.cli import positive_int, run_command
+from keras_privacy.cli import positive_int, refuse_a_file, run_command
 
 if TYPE_CHECKING:
     import keras
@@ -154,6 +154,8 @@ def read_state_dict(path: str | os.PathLike, key: str | None = None) -> dict[str
     file as NumPy arrays, unwrapped from a nested checkpoint (`key`, or the one dict of
     tensors in it) and without DataParallel's "module." prefix."""
     path = Path(path)
+    if path.is_dir():
+        raise ConversionError(f"{path}: a folder, not a checkpoint file")
     if not path.is_file():
         raise ConversionError(f"{path}: no such file")
     if path.suffix == ".safetensors":
@@ -573,6 +575,7 @@ def convert(
         statistics = None
     else:
         raise ConversionError(f"--out {out}: write a .keras model or a .weights.h5 file")
+    refuse_a_file(Path(out).parent, f"the folder of --out {out}")
     state_dict = read_state_dict(path, key)
     model = build_for_state_dict(arch, state_dict, num_classes)
     load_torch_weights(model, state_dict, arch, source=os.fspath(path))

@@ -277,6 +277,16 @@ def test_cli_reports_a_wrong_head_and_a_bad_output_name(tmp_path, capsys):
     assert "fc.weight has 3 classes" in capsys.readouterr().err
     assert main([str(path), "--arch", "resnet18", "--out", str(tmp_path / "out.h5")]) == 1
     assert "write a .keras model or a .weights.h5 file" in capsys.readouterr().err
+    # An output under a file is named before the checkpoint is read; a folder is no checkpoint.
+    (tmp_path / "notes.txt").write_text("")
+    under_a_file = str(tmp_path / "notes.txt" / "out.weights.h5")
+    assert main([str(path), "--arch", "resnet18", "--out", under_a_file]) == 1
+    assert capsys.readouterr().err == (
+        f"error: {tmp_path / 'notes.txt'}: the folder of --out {under_a_file} names a file; "
+        "name a folder (made if missing)\n"
+    )
+    assert main([str(tmp_path), "--arch", "resnet18", "--out", out]) == 1
+    assert capsys.readouterr().err == f"error: {tmp_path}: a folder, not a checkpoint file\n"
 
 
 # The command's reading of TeD-SPAD's file; unetpp's outputs are compared on both backends in
