@@ -381,7 +381,9 @@ def _anonymize(args: argparse.Namespace) -> int:
     try:
         stats = anonymize_video(anonymizer, args.input, target, **options)
     except FAILURES as error:
-        print(f"FAILED {_reason(args.input, error)}", file=sys.stderr)
+        if args.verbose:
+            raise
+        print(f"error: {_reason(args.input, error)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:  # Ctrl-C before reading began (a source slow to open)
         print(f"{args.input}: interrupted before the first frame; nothing written", file=sys.stderr)

@@ -3,6 +3,7 @@ the traceback only under --verbose (or in the run's error.log)."""
 
 import importlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import tiny_models
 
 from keras_privacy import anonymize, export
 from keras_privacy.cli import run_command
+from keras_privacy.data.errors import VideoDecodeError
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -132,6 +134,19 @@ def test_anonymize_names_the_missing_output_folder_or_the_bad_model(
     err = capsys.readouterr().err
     assert err.startswith("error: " + message.format(tmp=tmp_path, models=models))
     assert len(err.splitlines()) == 1
+
+
+def test_anonymize_names_a_video_it_cannot_read_and_shows_the_traceback_with_verbose(
+    models, tmp_path, capsys
+):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a video")
+    args = [str(notes), str(tmp_path / "out.mp4"), "--anonymizer", str(models / "tiny.keras")]
+    assert anonymize.main([*args, "--no_progress"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {notes}: ") and len(err.splitlines()) == 1
+    with pytest.raises(VideoDecodeError, match=re.escape(f"{notes}: cannot be opened")):
+        anonymize.main([*args, "--no_progress", "--verbose"])  # its traceback, as every error's
 
 
 def test_anonymize_names_an_output_folder_that_is_a_file(fixtures_dir, models, tmp_path, capsys):

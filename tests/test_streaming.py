@@ -124,7 +124,7 @@ def test_a_silent_network_source_is_given_up_after_the_open_timeout(model_path, 
     assert main(args) == 1
     assert time.monotonic() - started < 30
     assert capsys.readouterr().err.splitlines()[-1] == (
-        f"FAILED {url}: sent nothing to open within 1 s (a silent source, or a wrong address "
+        f"error: {url}: sent nothing to open within 1 s (a silent source, or a wrong address "
         "or port)"
     )
     assert not any(tmp_path.iterdir())
