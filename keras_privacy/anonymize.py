@@ -160,7 +160,7 @@ def anonymize_folder(
     anonymizer: keras.Model | FrameFunction,
     in_dir: str | os.PathLike,
     out_dir: str | os.PathLike,
-    **kwargs,
+    **kwargs: Any,
 ) -> FolderResult:
     """Anonymize every video of `in_dir` and its subfolders into `out_dir` under the same
     relative path, printing each one's summary line; a video that fails is named and the

@@ -39,6 +39,7 @@ import os
 import sys
 import zipfile
 from collections.abc import Iterator, Sequence
+from types import ModuleType
 
 import keras
 import numpy as np
@@ -291,7 +292,7 @@ def export_tflite(model: keras.Model, saved_model_dir: str | os.PathLike, out_pa
     return os.fspath(out_path)
 
 
-def require_onnx_export():
+def require_onnx_export() -> ModuleType:
     """The `onnx` module, once both ONNX export's packages (onnx, tf2onnx) are found to be
     installed; MissingDependencyError naming the one missing otherwise."""
     import_optional("tf2onnx", "ONNX export", ONNX_INSTALL)

@@ -7,6 +7,8 @@ import math
 
 import keras
 
+from keras_privacy.types import Tensor
+
 
 @keras.saving.register_keras_serializable(package="keras_privacy")
 class LinearWarmup(keras.optimizers.schedules.LearningRateSchedule):
@@ -16,7 +18,7 @@ class LinearWarmup(keras.optimizers.schedules.LearningRateSchedule):
         self.target = target
         self.warmup_steps = warmup_steps
 
-    def __call__(self, step):
+    def __call__(self, step: Tensor) -> Tensor:
         fraction = (keras.ops.cast(step, "float32") + 1.0) / max(self.warmup_steps, 1)
         return self.target * keras.ops.minimum(fraction, 1.0)
 

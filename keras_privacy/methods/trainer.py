@@ -262,7 +262,7 @@ class StatelessTrainer(keras.Model):
         ]
 
     @property
-    def metrics(self):
+    def metrics(self) -> list[keras.metrics.Metric]:
         return list(self._trackers.values())
 
     def group_optimizer(self, group: str) -> keras.optimizers.Optimizer:

@@ -5,6 +5,7 @@ SPAct's variant of R3D-18, and R3D-50 (the bottleneck 3D ResNet-50 of Hara et al
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import keras
 from keras import layers
@@ -111,7 +112,7 @@ def r3d_18(
     return keras.Model(inputs, x, name=name)
 
 
-def r3d_18_spact(num_classes: int = 400, name: str = "r3d_18_spact", **kwargs) -> keras.Model:
+def r3d_18_spact(num_classes: int = 400, name: str = "r3d_18_spact", **kwargs: Any) -> keras.Model:
     """SPAct's f_T: R3D-18 whose last stage keeps the temporal resolution.
 
     As in SPAct's official code, layer4's first convolution has stride (1, 2, 2), dilation
@@ -127,7 +128,7 @@ def r3d_18_spact(num_classes: int = 400, name: str = "r3d_18_spact", **kwargs) -
     )
 
 
-def mc3_18(num_classes: int = 400, name: str = "mc3_18", **kwargs) -> keras.Model:
+def mc3_18(num_classes: int = 400, name: str = "mc3_18", **kwargs: Any) -> keras.Model:
     """torchvision's `video.mc3_18` (Tran et al.'s mixed convolutions): R3D-18 whose first stage
     convolves 3x3x3 and whose later stages convolve 1x3x3 only, their shortcuts striding
     (1, 2, 2). At the defaults it has torchvision's 11,695,440 parameters."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import Any
 
 import keras
 
@@ -44,8 +45,6 @@ ACTION_MODELS: dict[str, Callable[..., keras.Model]] = {
         stem_width=8,
         name="r3d_tiny",
     ),
-    # A (2+1)D CNN built from 2-D convolutions, ~20x faster than r3d_tiny on a CPU: the
-    # synthetic benchmark's f_T. Needs a fixed input_shape.
     # Small variants of the above (1/8 width, one block per stage) for tests and CPU runs.
     "r2plus1d_tiny": functools.partial(
         r2plus1d.r2plus1d_18,
@@ -65,6 +64,8 @@ ACTION_MODELS: dict[str, Callable[..., keras.Model]] = {
     "c3d_tiny": functools.partial(
         c3d.c3d, widths=(8, 16, 32, 64, 64), fc_width=64, flatten=False, name="c3d_tiny"
     ),
+    # A (2+1)D CNN built from 2-D convolutions, ~20x faster than r3d_tiny on a CPU: the
+    # synthetic benchmark's f_T. Needs a fixed input_shape.
     "factorized_tiny": functools.partial(factorized.factorized_cnn, name="factorized_tiny"),
     # The same with frame differences at the input: learns motion in a few epochs.
     "factorized_tiny_diff": functools.partial(
@@ -179,17 +180,17 @@ def _lookup(registry: dict, kind: str, name: str) -> Callable[..., keras.Model]:
     return registry[name]
 
 
-def build_action_model(name: str, num_classes: int, **kwargs) -> keras.Model:
+def build_action_model(name: str, num_classes: int, **kwargs: Any) -> keras.Model:
     """The action model registered as `name`, with a `num_classes`-way head."""
     return _lookup(ACTION_MODELS, "action model", name)(num_classes=num_classes, **kwargs)
 
 
-def build_image_backbone(name: str, **kwargs) -> keras.Model:
+def build_image_backbone(name: str, **kwargs: Any) -> keras.Model:
     """The image model registered as `name`, pooled features out (or logits with num_classes)."""
     return _lookup(IMAGE_MODELS, "image model", name)(**kwargs)
 
 
-def build_anonymizer(name: str, **kwargs) -> keras.Model:
+def build_anonymizer(name: str, **kwargs: Any) -> keras.Model:
     """The anonymizer registered as `name`."""
     return _lookup(ANONYMIZERS, "anonymizer", name)(**kwargs)
 

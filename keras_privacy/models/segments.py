@@ -33,7 +33,9 @@ class Segment:
     layout: tuple[tuple[bool, int], ...]
     """Per output: (True, i) for `model`'s output i, (False, j) for input j passed through."""
 
-    def __call__(self, trainable: list, non_trainable: list, inputs: list, training: bool):
+    def __call__(
+        self, trainable: list, non_trainable: list, inputs: list, training: bool
+    ) -> tuple[list, list]:
         """The segment's outputs (a list) on `inputs` and its new non-trainable values,
         statelessly, from its own slices of the model's trainable and non-trainable values."""
         computed, new_non_trainable = self.model.stateless_call(
