@@ -300,9 +300,29 @@ if __name__ == "__main__":
 
 
 def _named_trainer(method: str, name: str) -> keras.Model:
+    from keras_privacy.methods import init
     from keras_privacy.methods.spact import SPAct
     from keras_privacy.methods.vita import VITA
 
+    anonymizer = tiny_models.anonymizer()
+    phases = {
+        "identity_init": lambda: init.IdentityInit(anonymizer, name=name),
+        "action_init": lambda: init.ActionInit(anonymizer, tiny_models.action_model(), name=name),
+        "privacy_init": lambda: init.PrivacyInit(
+            anonymizer,
+            [tiny_models.privacy_encoder(), tiny_models.privacy_encoder()],
+            temperature=0.2,
+            contrastive_views="both",
+            name=name,
+        ),
+        "supervised_privacy_init": lambda: init.SupervisedPrivacyInit(
+            anonymizer,
+            {"adversary_1": tiny_models.budget_model(), "adversary_0": tiny_models.budget_model()},
+            name=name,
+        ),
+    }
+    if method in phases:
+        return phases[method]()
     if method == "meta":
         return tiny_models.meta_trainer(name=name)
     models = (tiny_models.anonymizer(), tiny_models.action_model())
@@ -311,7 +331,18 @@ def _named_trainer(method: str, name: str) -> keras.Model:
     return SPAct(*models, tiny_models.privacy_encoder(), name=name)
 
 
-@pytest.mark.parametrize("method", ["spact", "vita", "meta"])
+@pytest.mark.parametrize(
+    "method",
+    [
+        "spact",
+        "vita",
+        "meta",
+        "identity_init",
+        "action_init",
+        "privacy_init",
+        "supervised_privacy_init",
+    ],
+)
 def test_a_trainers_config_rebuilds_it_named_and_is_left_as_it_was(method):
     trainer = _named_trainer(method, "my_run")
     config = trainer.get_config()
@@ -320,3 +351,5 @@ def test_a_trainers_config_rebuilds_it_named_and_is_left_as_it_was(method):
     assert config == kept  # Keras' deserializing empties what it reads: a copy is read
     assert restored.name == "my_run"
     assert restored.get_config() == config
+    assert keras.saving.get_registered_name(type(trainer)).startswith("keras_privacy>")
+    assert list(restored.groups()) == list(trainer.groups())

@@ -30,10 +30,16 @@ from keras_privacy.methods.steps import (
     privacy_group_names,
     privacy_loss,
 )
-from keras_privacy.methods.trainer import StatelessTrainer, Update
+from keras_privacy.methods.trainer import (
+    StatelessTrainer,
+    Update,
+    deserialize_models,
+    serialize_models,
+)
 from keras_privacy.types import Tensor
 
 
+@keras.saving.register_keras_serializable(package="keras_privacy")
 class IdentityInit(StatelessTrainer):
     """Train f_A to reproduce its input (L1), on the privacy views and two frames per clip."""
 
@@ -46,6 +52,13 @@ class IdentityInit(StatelessTrainer):
     def groups(self) -> dict[str, keras.Model]:
         return {"anonymizer": self.anonymizer}
 
+    def get_config(self) -> dict:
+        return {"name": self.name, "anonymizer": serialize_models(self.anonymizer)}
+
+    @classmethod
+    def from_config(cls, config: dict) -> IdentityInit:
+        return cls(**deserialize_models(config, "anonymizer"))
+
     def updates(self, data: Mapping[str, Tensor]) -> list[Update]:
         return [Update(("anonymizer",), lambda values: self._loss(values, data))]
 
@@ -56,6 +69,7 @@ class IdentityInit(StatelessTrainer):
         return loss, {"logs": {"reconstruction_loss": loss}, "non_trainable": {"anonymizer": state}}
 
 
+@keras.saving.register_keras_serializable(package="keras_privacy")
 class ActionInit(StatelessTrainer):
     """Train f_T on clips anonymized by the frozen f_A (cross-entropy)."""
 
@@ -68,6 +82,17 @@ class ActionInit(StatelessTrainer):
 
     def groups(self) -> dict[str, keras.Model]:
         return {"anonymizer": self.anonymizer, "action": self.action_model}
+
+    def get_config(self) -> dict:
+        return {
+            "name": self.name,
+            "anonymizer": serialize_models(self.anonymizer),
+            "action_model": serialize_models(self.action_model),
+        }
+
+    @classmethod
+    def from_config(cls, config: dict) -> ActionInit:
+        return cls(**deserialize_models(config, "anonymizer", "action_model"))
 
     def updates(self, data: Mapping[str, Tensor]) -> list[Update]:
         return [Update(("action",), lambda values: self._loss(values, data))]
@@ -88,6 +113,7 @@ class ActionInit(StatelessTrainer):
         }
 
 
+@keras.saving.register_keras_serializable(package="keras_privacy")
 class PrivacyInit(StatelessTrainer):
     """Train f_B with NT-Xent on the positive pairs of `contrastive_views` (image views, frame
     pairs or both, as the minimax) anonymized by the frozen f_A.
@@ -122,6 +148,21 @@ class PrivacyInit(StatelessTrainer):
             **dict(zip(self.privacy_groups, self.privacy_encoders)),
         }
 
+    def get_config(self) -> dict:
+        encoders = self.privacy_encoders
+        return {
+            "name": self.name,
+            "anonymizer": serialize_models(self.anonymizer),
+            "privacy_encoder": serialize_models(encoders[0] if len(encoders) == 1 else encoders),
+            "temperature": self.temperature,
+            "clip_pairs": self.clip_pairs,
+            "contrastive_views": self.contrastive_views,
+        }
+
+    @classmethod
+    def from_config(cls, config: dict) -> PrivacyInit:
+        return cls(**deserialize_models(config, "anonymizer", "privacy_encoder"))
+
     def updates(self, data: Mapping[str, Tensor]) -> list[Update]:
         return [Update(self.privacy_groups, lambda values: self._loss(values, data))]
 
@@ -150,6 +191,7 @@ class PrivacyInit(StatelessTrainer):
         return anonymized[:num], anonymized[num:]
 
 
+@keras.saving.register_keras_serializable(package="keras_privacy")
 class SupervisedPrivacyInit(StatelessTrainer):
     """Train each adversary on the privacy labels of images anonymized by the frozen f_A.
 
@@ -167,6 +209,25 @@ class SupervisedPrivacyInit(StatelessTrainer):
 
     def groups(self) -> dict[str, keras.Model]:
         return {"anonymizer": self.anonymizer, **self.adversaries}
+
+    def get_config(self) -> dict:
+        return {
+            "name": self.name,
+            "anonymizer": serialize_models(self.anonymizer),
+            "adversaries": {
+                name: serialize_models(model) for name, model in self.adversaries.items()
+            },
+        }
+
+    @classmethod
+    def from_config(cls, config: dict) -> SupervisedPrivacyInit:
+        names = list(config["adversaries"])
+        rebuilt = deserialize_models(
+            {**config, "adversaries": [config["adversaries"][name] for name in names]},
+            "anonymizer",
+            "adversaries",
+        )
+        return cls(**{**rebuilt, "adversaries": dict(zip(names, rebuilt["adversaries"]))})
 
     def privacy_classifiers(self) -> dict[str, keras.Model]:
         return dict(self.adversaries)
