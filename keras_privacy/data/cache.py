@@ -22,7 +22,6 @@ import concurrent.futures
 import dataclasses
 import hashlib
 import json
-import logging
 import os
 import re
 import reprlib
@@ -39,7 +38,7 @@ from keras_privacy.data.errors import DatasetFormatError, VideoDecodeError
 from keras_privacy.data.examples import Example, Split
 from keras_privacy.data.images import read_image
 from keras_privacy.data.tensorflow_runtime import tf
-from keras_privacy.data.video import declared_frame_count, iter_video_frames, seems_cut_short
+from keras_privacy.data.video import iter_video_frames, warn_if_cut_short
 from keras_privacy.types import Tensor
 
 MANIFEST = "manifest.json"
@@ -123,15 +122,7 @@ def video_record(
         frames.append(encode_jpeg(frame, quality))
     if not frames:
         raise VideoDecodeError(f"{example.path}: contains no decodable frame")
-    declared = declared_frame_count(example.path)
-    if seems_cut_short(len(frames), declared):
-        logging.warning(
-            "%s: the container declares %d frames, %d decoded (the file seems cut short); "
-            "cached with the frames that decode",
-            example.path,
-            declared,
-            len(frames),
-        )
+    warn_if_cut_short(example.path, len(frames), "cached with the frames that decode")
     context = _context(example, index, height, width)
     context["num_frames"] = _int64([len(frames)])
     record = tf.train.SequenceExample(

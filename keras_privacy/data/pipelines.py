@@ -38,7 +38,7 @@ from keras_privacy.data.errors import DatasetFormatError
 from keras_privacy.data.examples import Split
 from keras_privacy.data.images import read_image
 from keras_privacy.data.tensorflow_runtime import tf
-from keras_privacy.data.video import declared_frame_count, read_video, seems_cut_short
+from keras_privacy.data.video import read_video, warn_if_cut_short
 from keras_privacy.types import Tensor
 
 PAIR_SAMPLERS = ("random", "near", "far")
@@ -255,13 +255,13 @@ class _Files:
 class DecodedVideos:
     """A thread-safe LRU cache of decoded videos holding at most `capacity_bytes` of frames.
     A file that seems cut short (a partial download) gives the frames that decode, and one
-    warning naming it and both counts, as `prepare` gives."""
+    warning naming it and both counts, as `prepare` gives; each file's header is read once."""
 
     def __init__(self, capacity_bytes: int):
         self.capacity_bytes = capacity_bytes
         self._frames: collections.OrderedDict[bytes, np.ndarray] = collections.OrderedDict()
         self._bytes = 0
-        self._cut_short: set[bytes] = set()
+        self._checked: set[bytes] = set()
         self._lock = threading.Lock()
 
     def __call__(self, path: bytes) -> np.ndarray:
@@ -270,7 +270,7 @@ class DecodedVideos:
                 self._frames.move_to_end(path)
                 return self._frames[path]
         frames = read_video(path.decode())
-        self._warn_if_cut_short(path, len(frames))
+        self._warn_once_if_cut_short(path, len(frames))
         with self._lock:
             if path not in self._frames and frames.nbytes <= self.capacity_bytes:
                 self._frames[path] = frames
@@ -279,21 +279,14 @@ class DecodedVideos:
                     self._bytes -= self._frames.popitem(last=False)[1].nbytes
         return frames
 
-    def _warn_if_cut_short(self, path: bytes, decoded: int) -> None:
-        declared = declared_frame_count(path.decode())
-        if not seems_cut_short(decoded, declared):
-            return
+    def _warn_once_if_cut_short(self, path: bytes, decoded: int) -> None:
+        """`warn_if_cut_short` the first time `path` is decoded, not each time the LRU lets
+        it go and it is decoded again."""
         with self._lock:
-            if path in self._cut_short:
+            if path in self._checked:
                 return
-            self._cut_short.add(path)
-        logging.warning(
-            "%s: the container declares %d frames, %d decoded (the file seems cut short); "
-            "read with the frames that decode",
-            path.decode(),
-            declared,
-            decoded,
-        )
+            self._checked.add(path)
+        warn_if_cut_short(path.decode(), decoded, "read with the frames that decode")
 
 
 class _Skipping:

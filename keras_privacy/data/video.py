@@ -7,6 +7,7 @@ Every failure to read a video (missing, empty, corrupt, no decodable frame) rais
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 from collections.abc import Iterable, Iterator
 from fractions import Fraction
@@ -143,6 +144,21 @@ def declared_frame_count(path: str | os.PathLike) -> int:
         raise VideoDecodeError(f"{path}: reading the container failed ({error})") from error
     finally:
         container.close()
+
+
+def warn_if_cut_short(path: str | os.PathLike, decoded: int, outcome: str) -> None:
+    """Log a warning naming `path` and both counts where its container declares clearly more
+    frames than the `decoded` ones (`seems_cut_short`); `outcome` says what is done with the
+    frames that decode. Reads the container's header only."""
+    declared = declared_frame_count(path)
+    if seems_cut_short(decoded, declared):
+        logging.warning(
+            "%s: the container declares %d frames, %d decoded (the file seems cut short); %s",
+            os.fspath(path),
+            declared,
+            decoded,
+            outcome,
+        )
 
 
 def probe_video(path: str | os.PathLike) -> VideoInfo:
