@@ -21,7 +21,7 @@ from keras import ops
 
 from keras_privacy import losses
 from keras_privacy.methods.steps import (
-    action_logits,
+    action_update_loss,
     anonymize_batch,
     anonymize_clip_pairs,
     as_encoders,
@@ -100,17 +100,14 @@ class ActionInit(StatelessTrainer):
     def _loss(self, values, batch):
         clips_only = {"clips": batch["clips"]}
         anon_frames, _, _ = anonymize_batch(self, values, clips_only, training=False)
-        logits, state = action_logits(
-            self, values, ops.stop_gradient(anon_frames), ops.shape(batch["clips"])[1], True
+        loss, logs, state = action_update_loss(
+            self,
+            values,
+            ops.stop_gradient(anon_frames),
+            ops.shape(batch["clips"])[1],
+            batch["labels"],
         )
-        loss = losses.softmax_cross_entropy(batch["labels"], logits)
-        return loss, {
-            "logs": {
-                "action_loss": loss,
-                "action_accuracy": losses.accuracy(batch["labels"], logits),
-            },
-            "non_trainable": {"action": state},
-        }
+        return loss, {"logs": logs, "non_trainable": {"action": state}}
 
 
 @keras.saving.register_keras_serializable(package="keras_privacy")

@@ -58,7 +58,12 @@ from keras import ops
 
 from keras_privacy import losses
 from keras_privacy.backend import checkpoint, hessian_vector_product, value_and_gradient
-from keras_privacy.methods.steps import action_logits, fold_time, multilabel_accuracy
+from keras_privacy.methods.steps import (
+    action_logits,
+    action_update_loss,
+    fold_time,
+    multilabel_accuracy,
+)
 from keras_privacy.methods.trainer import (
     GroupValues,
     StatelessTrainer,
@@ -333,17 +338,14 @@ class MetaGeneralization(StatelessTrainer):
 
     def _action_loss(self, values, data):
         anon_frames = self._anonymized(values, fold_time(data["clips"]))
-        logits, state = action_logits(
-            self, values, ops.stop_gradient(anon_frames), ops.shape(data["clips"])[1], True
+        loss, logs, state = action_update_loss(
+            self,
+            values,
+            ops.stop_gradient(anon_frames),
+            ops.shape(data["clips"])[1],
+            data["labels"],
         )
-        loss = losses.softmax_cross_entropy(data["labels"], logits)
-        return loss, {
-            "logs": {
-                "action_loss": loss,
-                "action_accuracy": losses.accuracy(data["labels"], logits),
-            },
-            "non_trainable": {"action": state},
-        }
+        return loss, {"logs": logs, "non_trainable": {"action": state}}
 
     def _attack_loss(self, values, data, group):
         anon_images = self._anonymized(values, data["images"])

@@ -194,6 +194,23 @@ def action_logits(
     return trainer.run("action", values, clips, training=training)
 
 
+def action_update_loss(
+    trainer: StatelessTrainer,
+    values: GroupValues,
+    anon_frames: Tensor,
+    clip_length: int,
+    labels: Tensor,
+) -> tuple[Tensor, dict[str, Tensor], list]:
+    """The loss of an f_T update: cross-entropy of f_T's logits (training mode) on the
+    anonymized frames, which the caller stops the gradient of where f_A stays fixed.
+
+    Returns (the loss, its logs `action_loss` and `action_accuracy`, f_T's new non-trainable
+    values)."""
+    logits, state = action_logits(trainer, values, anon_frames, clip_length, training=True)
+    loss = losses.softmax_cross_entropy(labels, logits)
+    return loss, {"action_loss": loss, "action_accuracy": losses.accuracy(labels, logits)}, state
+
+
 def multilabel_accuracy(labels: Tensor, logits: Tensor) -> Tensor:
     """Fraction of (example, attribute) entries whose thresholded prediction equals the label."""
     predicted = ops.cast(logits > 0, "float32")

@@ -72,7 +72,12 @@ import keras
 from keras import ops
 
 from keras_privacy import losses
-from keras_privacy.methods.steps import action_logits, fold_time, multilabel_accuracy
+from keras_privacy.methods.steps import (
+    action_logits,
+    action_update_loss,
+    fold_time,
+    multilabel_accuracy,
+)
 from keras_privacy.methods.trainer import (
     GroupValues,
     StatelessTrainer,
@@ -464,17 +469,14 @@ class VITA(StatelessTrainer):
         )
         if not self.action_moves_anonymizer:
             anon_frames = ops.stop_gradient(anon_frames)
-        logits, action_state = action_logits(self, values, anon_frames, ops.shape(clips)[1], True)
-        loss = losses.softmax_cross_entropy(labels, logits)
+        loss, logs, action_state = action_update_loss(
+            self, values, anon_frames, ops.shape(clips)[1], labels
+        )
         non_trainable = {"action": action_state}
         if self.action_moves_anonymizer:
             non_trainable["anonymizer"] = state
         return loss, {
-            "logs": {
-                "action_loss": loss,
-                "action_accuracy": losses.accuracy(labels, logits),
-                f"action_update_{index}": ops.ones(()),
-            },
+            "logs": {**logs, f"action_update_{index}": ops.ones(())},
             "non_trainable": non_trainable,
         }
 
