@@ -39,6 +39,12 @@ _VITA = "VITA adversarial_training/adv_training/"
 _TED = "TeD-SPAD "
 _PEN = "Penalty code "
 
+_MINIMAX_LR = (
+    "not stated for the minimax (supp. C.3 gives every network a base 1e-3, to 1/10 on a loss "
+    "plateau); the authors' code: 1e-4 (Adam, constant)"
+)
+_AS_THE_CODE = "the authors' code's"
+
 
 @dataclass(frozen=True)
 class Setting:
@@ -209,11 +215,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "spact",
         "L_B views",
-        "two augmented views of each privacy image only",
-        _S_ANON + "train_ssl_minimax2.py:75",
+        "two frames of the same anonymized clip, picked by a temporal sampler; the authors' "
+        "code: two augmented views of each privacy image only",
+        "SPAct Sec. 3.2.2, Fig. 3, Table 4; " + _S_ANON + "train_ssl_minimax2.py:75",
         SPACT,
         "contrastive_views",
         "images",
+        "the authors' code (the code the reported numbers came from; `--contrastive_views="
+        "frames` or `both` gives the paper's frame pairs)",
     ),
     # SPAct: models.
     Setting(
@@ -247,7 +256,16 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     # SPAct: initialisation.
     Setting(
-        "spact", "f_A identity epochs", "100", "SPAct supp. C.4", SPACT, "identity_epochs", "100"
+        "spact",
+        "f_A identity epochs",
+        "100",
+        "SPAct supp. C.4; " + _S_ANON + "train_ssl_minimax2.py:392",
+        SPACT,
+        "identity_epochs",
+        "100",
+        "same as the paper; the f_A the authors' minimax loads is the checkpoint their identity "
+        "run saved at epoch 20, its best validation loss by then (recon1/"
+        "model_20_bestAcc_0.0100.pth; train_recon.py:259-266 names the files by epoch)",
     ),
     Setting(
         "spact",
@@ -282,7 +300,15 @@ SETTINGS: tuple[Setting, ...] = (
         "larger",
     ),
     Setting(
-        "spact", "f_T init epochs", "150", "SPAct supp. C.4", SPACT, "action_init_epochs", "150"
+        "spact",
+        "f_T init epochs",
+        "150",
+        "SPAct supp. C.4; " + _S_ANON + "train_ssl_minimax2.py:396",
+        SPACT,
+        "action_init_epochs",
+        "150",
+        "same as the paper; the f_T the authors' minimax loads is named after epoch 50 "
+        "(model_50_bestAcc_0.6262.pth; the f_T initialisation's code is not released)",
     ),
     Setting(
         "spact",
@@ -297,10 +323,12 @@ SETTINGS: tuple[Setting, ...] = (
         "spact",
         "f_B init epochs (NT-Xent)",
         "400",
-        "SPAct supp. C.4",
+        "SPAct supp. C.4; " + _S_ANON + "train_ssl_minimax2.py:398",
         SPACT,
         "privacy_init_epochs",
         "400",
+        "same as the paper; the f_B the authors' minimax loads is named after epoch 160 "
+        "(SSL_unet_recon/model_160.pth; the f_B initialisation's code is not released)",
     ),
     Setting(
         "spact",
@@ -489,29 +517,32 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "spact",
         "f_A learning rate",
-        "1e-4 (Adam, constant)",
-        _S_ANON + "parameters_SSL.py:6, 38",
+        _MINIMAX_LR,
+        "SPAct supp. C.3; " + _S_ANON + "parameters_SSL.py:6, 38",
         SPACT,
         "anonymizer_lr",
         "1e-4",
+        _AS_THE_CODE,
     ),
     Setting(
         "spact",
         "f_T learning rate",
-        "1e-4 (Adam, constant)",
-        _S_ANON + "parameters_SSL.py:6, 40",
+        _MINIMAX_LR,
+        "SPAct supp. C.3; " + _S_ANON + "parameters_SSL.py:6, 40",
         SPACT,
         "action_lr",
         "1e-4",
+        _AS_THE_CODE,
     ),
     Setting(
         "spact",
         "f_B learning rate",
-        "1e-4 (Adam, constant)",
-        _S_ANON + "parameters_SSL.py:6, 39",
+        _MINIMAX_LR,
+        "SPAct supp. C.3; " + _S_ANON + "parameters_SSL.py:6, 39",
         SPACT,
         "privacy_lr",
         "1e-4",
+        _AS_THE_CODE,
     ),
     Setting(
         "spact",
@@ -952,6 +983,17 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "vita",
+        "f_T and budget-model initialisation learning-rate drop",
+        "none: the budget models' 1,000 updates at a constant 1e-3",
+        "VITA adversarial_training/pre_training/pretrain_flags.py:12, 25",
+        VITA,
+        "init_lr_drop",
+        "10",
+        "ours: SPAct's initialisations, their drop included (to 1/10 after each epoch without a "
+        "new lowest loss, SPAct supp. C.3); before 2026-12-04 constant, unlike the SPAct configs",
+    ),
+    Setting(
+        "vita",
         "target privacy models' start and images",
         "the authors' two-fold evaluation restores ImageNet checkpoints for 8 of its 10 "
         "architectures (all but MobileNet-V1 0.5 and 0.25) and trains on VISPR's training, "
@@ -1285,10 +1327,14 @@ SETTINGS: tuple[Setting, ...] = (
         "penalty",
         "f_B training before the minimax",
         "none: the SimCLR weights are used as they are",
-        "Penalty Sec. 4.2, Algorithm 1",
+        "Penalty Sec. 4.2, Algorithm 1; " + _PEN + "anonymization_training/"
+        "params_anonymization.py:13; aux_code/model_loaders.py:126-135",
         PENALTY,
         "privacy_init_epochs",
         "0",
+        "same as the paper; the authors' code loads f_B from fb_ssl.pth, a checkpoint under "
+        "the key its own training scripts save (fb_model_state_dict), so it may hold an f_B "
+        "already trained further; the file is not released",
     ),
     Setting(
         "penalty",
@@ -1460,10 +1506,11 @@ SETTINGS: tuple[Setting, ...] = (
         "penalty",
         "target action model epochs",
         "100",
-        "Penalty Sec. 4.2",
+        "Penalty Sec. 4.2; " + _PEN + "action_training/params_anonymized_action.py:35",
         PENALTY,
         "eval_action_epochs",
         "100",
+        "same as the paper; the authors' code runs 50",
     ),
     Setting(
         "penalty",
@@ -1867,6 +1914,18 @@ SETTINGS: tuple[Setting, ...] = (
         "action_lr",
         "1e-4",
         "not stated anywhere we can read: the SPAct config's 1e-4 (--privacy_lr too)",
+    ),
+    Setting(
+        "meta",
+        "f_T and attack-model initialisation learning-rate drop",
+        "not stated (no public code; the main paper is not held here)",
+        "Meta supp.",
+        META,
+        "init_lr_drop",
+        "10",
+        "not stated anywhere we can read: SPAct's initialisations, their drop included (to 1/10 "
+        "after each epoch without a new lowest loss); before 2026-12-04 constant, unlike the "
+        "SPAct configs",
     ),
     Setting(
         "meta",
