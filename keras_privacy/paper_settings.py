@@ -707,6 +707,18 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "vita",
+        "f_T",
+        "C3D, from Sports-1M weights",
+        "VITA modules/targetNet.py:12-17; common_flags.py:16; adversarial_training/pre_training/"
+        "pretrain_fTfd.py:304",
+        VITA,
+        "action_model",
+        "r3d_18_spact",
+        "SPAct's R3D-18, as SPAct supp. C.6 compared VITA (the exact same model architectures "
+        "as SPAct's)",
+    ),
+    Setting(
+        "vita",
         "gamma",
         "0.5",
         _VITA + "adv_flags.py:21; adv_training.py:81",
