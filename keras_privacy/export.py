@@ -47,6 +47,7 @@ import numpy as np
 from keras_privacy import backend
 from keras_privacy.checkpoint import non_finite_variables
 from keras_privacy.cli import refuse_a_file, run_command
+from keras_privacy.methods.trainer import StatelessTrainer
 from keras_privacy.optional import ONNX_INSTALL, import_optional
 from keras_privacy.types import Tensor
 
@@ -88,10 +89,7 @@ def load_keras_anonymizer(path: str | os.PathLike) -> keras.Model:
         )
     saved_class = _saved_class_name(path)
     if saved_class in TRAINER_CLASSES:
-        raise ValueError(
-            f"{path}: a saved {saved_class} trainer, not an anonymizer: save its anonymizer "
-            "alone (trainer.anonymizer.save(...); train.py writes anonymizer.keras)"
-        )
+        raise _a_trainer(path, saved_class)
     try:
         model = keras.saving.load_model(os.fspath(path), compile=False)
     except (ValueError, TypeError) as error:  # TypeError: a class Keras cannot rebuild
@@ -101,6 +99,8 @@ def load_keras_anonymizer(path: str | os.PathLike) -> keras.Model:
         raise ValueError(
             f"{path}: a damaged .keras archive ({error}): copy it again, or train it again"
         ) from error
+    if isinstance(model, StatelessTrainer):  # one of the user's own, registered
+        raise _a_trainer(path, type(model).__name__)
     _require_frames_to_frames(model, path)
     bad = non_finite_variables({"anonymizer": model})
     if bad:
@@ -111,8 +111,24 @@ def load_keras_anonymizer(path: str | os.PathLike) -> keras.Model:
     return model
 
 
-TRAINER_CLASSES = ("SPAct", "VITA", "MetaGeneralization")
+TRAINER_CLASSES = (
+    "SPAct",
+    "VITA",
+    "MetaGeneralization",
+    "IdentityInit",
+    "ActionInit",
+    "PrivacyInit",
+    "SupervisedPrivacyInit",
+)
 """The trainers a `.keras` file may hold (`model.save` of a trainer) in place of an anonymizer."""
+
+
+def _a_trainer(path: str | os.PathLike, class_name: str) -> ValueError:
+    """The refusal of a saved trainer given in place of its anonymizer."""
+    return ValueError(
+        f"{path}: a saved {class_name} trainer, not an anonymizer: save its anonymizer alone "
+        "(trainer.anonymizer.save(...); train.py writes anonymizer.keras)"
+    )
 
 
 def _saved_class_name(path: str | os.PathLike) -> str | None:

@@ -16,6 +16,7 @@ import tiny_models
 from keras_privacy import anonymize, export
 from keras_privacy.cli import run_command
 from keras_privacy.data.errors import VideoDecodeError
+from keras_privacy.methods.spact import SPAct
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -67,6 +68,11 @@ def test_a_bug_keeps_its_traceback():
         run_command(bug)
 
 
+@keras.saving.register_keras_serializable(package="test_cli")
+class MyMinimax(SPAct):
+    """A user's own trainer, registered: `load_keras_anonymizer` loads it, then refuses it."""
+
+
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
     """A tiny anonymizer, and a model with a Lambda layer (Python code that loading would run)."""
@@ -81,12 +87,12 @@ def models(tmp_path_factory):
     keras.Model(frames, keras.layers.Conv2D(3, 1)(halved)).save(folder / "halving.keras")
     (folder / "empty.keras").write_bytes(b"")
     tiny_models.damaged_keras_file(folder / "tiny.keras", folder / "damaged.keras")
-    from keras_privacy.methods.spact import SPAct
+    submodels = (tiny_models.anonymizer, tiny_models.action_model, tiny_models.privacy_encoder)
+    SPAct(*(build() for build in submodels)).save(folder / "trainer.keras")
+    MyMinimax(*(build() for build in submodels)).save(folder / "my_minimax.keras")
+    from keras_privacy.methods.init import IdentityInit
 
-    trainer = SPAct(
-        tiny_models.anonymizer(), tiny_models.action_model(), tiny_models.privacy_encoder()
-    )
-    trainer.save(folder / "trainer.keras")
+    IdentityInit(tiny_models.anonymizer()).save(folder / "identity_init.keras")
     return folder
 
 
@@ -112,6 +118,16 @@ def models(tmp_path_factory):
             "out.mp4",
             "trainer.keras",
             "{models}/trainer.keras: a saved SPAct trainer, not an anonymizer: save its anonymizer",
+        ),
+        (
+            "out.mp4",
+            "my_minimax.keras",
+            "{models}/my_minimax.keras: a saved MyMinimax trainer, not an anonymizer",
+        ),
+        (
+            "out.mp4",
+            "identity_init.keras",
+            "{models}/identity_init.keras: a saved IdentityInit trainer, not an anonymizer",
         ),
         (
             "out.mp4",

@@ -79,6 +79,35 @@ def test_an_empty_split_list_is_named_as_empty():
         require_examples(Split([]), "action_annotations")
 
 
+def test_a_split_with_every_file_missing_points_at_the_root():
+    from keras_privacy.config import SettingError
+    from keras_privacy.data.sources import require_examples
+
+    missing = Split([], missing=["hmdb51/brush_hair/a.avi: file not found"])
+    with pytest.raises(SettingError) as raised:
+        require_examples(missing, "action_annotations")
+    assert str(raised.value) == (
+        "--action_annotations: the split has no example on disk (1 listed files missing, e.g. "
+        "hmdb51/brush_hair/a.avi: file not found): is --action_root the folder that holds the "
+        "files as the list names them?"
+    )
+
+
+def test_pa_hmdb51_labelling_every_training_video_is_refused_naming_the_annotations(tmp_path):
+    from keras_privacy.config import SettingError
+    from keras_privacy.data.sources import without_pa_hmdb51
+
+    unlabelled = {name: [] for name in PA_HMDB51_ATTRIBUTES}
+    (tmp_path / "brush_hair.json").write_text(json.dumps({"a_brush_hair_b.avi": unlabelled}))
+    train = Split([Example("brush_hair/a_brush_hair_b.avi", 0)], class_names=["brush_hair"])
+    with pytest.raises(SettingError) as raised:
+        without_pa_hmdb51(train, tmp_path)
+    assert str(raised.value) == (
+        f"{tmp_path}: PA-HMDB51 labels all 1 videos of the HMDB51 training split on disk, so "
+        "none is left to train on once they are left out"
+    )
+
+
 def test_ucf101_split1_counts_without_root(ucf101_lists):
     splits = read_ucf101(ucf101_lists, split=1)
     assert set(splits) == {"train", "test"}

@@ -147,6 +147,27 @@ def test_saved_trainer_and_anonymizer_reload_to_the_same_outputs(tmp_path):
     np.testing.assert_allclose(anonymizer(clips[0]), trainer.anonymizer(clips[0]), atol=1e-5)
 
 
+def test_an_initialisation_phase_saved_whole_reloads_in_a_fresh_python(tmp_path):
+    """`import keras_privacy.methods` registers the initialisation phases' trainers too."""
+    identity = IdentityInit(tiny_models.anonymizer())
+    identity.compile({"anonymizer": keras.optimizers.Adam(1e-3)})
+    identity.fit(tiny_models.single_dataset(1), epochs=1, verbose=0)
+    identity.save(tmp_path / "identity.keras")
+    code = (
+        "import sys, keras, keras_privacy.models, keras_privacy.methods; "
+        "trainer = keras.saving.load_model(sys.argv[1]); "
+        "print(type(trainer).__name__, trainer.update_counts())"
+    )
+    output = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "identity.keras")],
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert output.strip().splitlines()[-1] == "IdentityInit {'anonymizer': 1}"
+
+
 def test_a_failed_first_fit_keeps_the_weights_of_the_models_it_shares():
     """On JAX, Keras' fit empties the variables while it runs and, where its first step fails,
     never fills them again: the anonymizer an earlier phase trained would be lost."""

@@ -352,6 +352,31 @@ def test_a_resumed_run_restarts_the_budget_models_to_the_weights_of_the_phase_st
     np.testing.assert_array_equal(older.restart_snapshot[kernel].numpy(), trained[0])
 
 
+def test_a_saved_trainer_reloads_compiled_and_fits_on_as_the_original(tmp_path):
+    """`trainer.save` keeps the optimizers (VITA's extra `anonymizer_by_action` too), their
+    state and the restart's initial weights: the reloaded trainer's next steps, across a
+    restart, are the original's."""
+    trainer = make_vita(**RESTARTING)
+    trainer.fit(tiny_models.vita_dataset(3), epochs=1, verbose=0)
+    trainer.save(tmp_path / "vita.keras")
+    reloaded = keras.saving.load_model(tmp_path / "vita.keras")
+    assert reloaded.compiled
+    assert reloaded.update_counts() == trainer.update_counts()
+    more = tiny_models.vita_dataset(3, seed=1)  # its first step is step 4, a restart
+    trainer.fit(more, epochs=1, verbose=0)
+    reloaded.fit(more, epochs=1, verbose=0)
+    assert reloaded.update_counts() == trainer.update_counts()
+    for name in trainer.update_counts():
+        for kept, original in zip(
+            velocities(reloaded.group_optimizer(name)),
+            velocities(trainer.group_optimizer(name)),
+            strict=True,
+        ):
+            np.testing.assert_allclose(kept, original, rtol=1e-5, atol=1e-9)
+    for kept, original in zip(reloaded.weights, trainer.weights, strict=True):
+        np.testing.assert_allclose(kept.numpy(), original.numpy(), atol=1e-6, err_msg=kept.path)
+
+
 def test_batch_gate_keeps_one_update_gated_on_the_training_batch():
     trainer = make_vita(
         action_schedule="batch_gate", action_threshold=-1.0, budget_threshold=2.0, budget_updates=1

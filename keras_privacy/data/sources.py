@@ -141,6 +141,11 @@ def without_pa_hmdb51(train: Split, annotations: str | Path) -> Split:
             f"{annotations}: no PA-HMDB51 '<action>.json' files, so no video would be left out"
         )
     kept = [e for e in train.examples if _class_and_name(e.path) not in annotated]
+    if train.examples and not kept:
+        raise SettingError(
+            f"{annotations}: PA-HMDB51 labels all {len(train)} videos of the HMDB51 training "
+            "split on disk, so none is left to train on once they are left out"
+        )
     logging.info("HMDB51 training split: %d PA-HMDB51 videos left out", len(train) - len(kept))
     return dataclasses.replace(train, examples=kept)
 
@@ -392,9 +397,11 @@ def require_examples(source: pipelines.Source, flag: str) -> None:
     if isinstance(source, Split):
         if not source.missing:
             raise SettingError(f"<{flag}>: the split lists no example (is its list empty?)")
+        root_flag = flag.replace("annotations", "root")
         raise SettingError(
             f"<{flag}>: the split has no example on disk ({len(source.missing)} listed files "
-            f"missing, e.g. {source.missing[0]})"
+            f"missing, e.g. {source.missing[0]}): is <{root_flag}> the folder that holds the "
+            "files as the list names them?"
         )
     manifest = read_manifest(source)
     failures = manifest["failures"]

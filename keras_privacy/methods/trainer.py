@@ -261,6 +261,29 @@ class StatelessTrainer(keras.Model):
             for i, v in enumerate(self.groups()[group].weights)
         ]
 
+    def get_compile_config(self) -> dict:
+        """The group optimizers' configs, which `trainer.save` writes beside their state, so
+        that `keras.saving.load_model` returns the trainer compiled and its optimizers' state
+        restored ({} before `compile`)."""
+        if not self.compiled:
+            return {}
+        return {
+            "optimizers": {
+                name: keras.optimizers.serialize(optimizer)
+                for name, optimizer in self._group_optimizers.items()
+            }
+        }
+
+    def compile_from_config(self, config: dict) -> None:
+        """`compile` with the optimizers of `get_compile_config` (Keras then loads their
+        state)."""
+        self.compile(
+            {
+                name: keras.optimizers.deserialize(optimizer)
+                for name, optimizer in config["optimizers"].items()
+            }
+        )
+
     @property
     def metrics(self) -> list[keras.metrics.Metric]:
         return list(self._trackers.values())
