@@ -163,6 +163,19 @@ def test_ucf101_root_resolves_case_insensitively(ucf101_lists, tmp_path):
     assert len(test.missing) == 3783 - 2
 
 
+def test_a_root_one_folder_too_deep_finds_nothing(tmp_path):
+    """The case-insensitive search keeps every folder of the listed path: a root given one
+    folder too deep does not find `images/train2017/x.jpg` as `train2017/x.jpg`."""
+    from keras_privacy.data.annotations import resolve
+
+    (tmp_path / "images" / "train2017").mkdir(parents=True)
+    (tmp_path / "images" / "train2017" / "x.jpg").write_bytes(b"x")
+    deep = tmp_path / "images"
+    assert resolve(deep, "images/train2017/x.jpg") == (f"{deep}/images/train2017/x.jpg", False)
+    assert resolve(tmp_path, "Images/Train2017/X.JPG")[1] is False  # one folder's case only
+    assert resolve(tmp_path, "images/Train2017/X.JPG") == (str(deep / "train2017" / "x.jpg"), True)
+
+
 def test_ucf101_bad_split_number(ucf101_lists):
     with pytest.raises(ValueError, match="4"):
         read_ucf101(ucf101_lists, split=4)

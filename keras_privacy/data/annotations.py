@@ -80,8 +80,9 @@ def resolve(root: str | os.PathLike | None, relative: str) -> tuple[str, bool]:
     """The on-disk path of `relative` under `root` and whether it exists.
 
     When the exact path is missing, a case-insensitive match is looked for in its folder (UCF101
-    names `HandstandPushups` files `v_HandStandPushups_*`). Without a root the relative path
-    is returned as it is and counted as present.
+    names `HandstandPushups` files `v_HandStandPushups_*`), and for its folder in the folder's
+    own parent (a class folder of another case). Without a root the relative path is returned
+    as it is and counted as present.
     """
     if not root:
         return relative, True
@@ -90,16 +91,18 @@ def resolve(root: str | os.PathLike | None, relative: str) -> tuple[str, bool]:
         return str(path), True
     folder = path.parent
     if not folder.is_dir():
-        for candidate in Path(root).iterdir() if Path(root).is_dir() else []:
-            if candidate.name.lower() == folder.name.lower() and candidate.is_dir():
-                folder = candidate
-                break
-        else:
+        folder = _named_alike(folder.parent, folder.name)
+        if folder is None or not folder.is_dir():
             return str(path), False
-    for candidate in folder.iterdir():
-        if candidate.name.lower() == path.name.lower():
-            return str(candidate), True
-    return str(path), False
+    found = _named_alike(folder, path.name)
+    return (str(found), True) if found is not None else (str(path), False)
+
+
+def _named_alike(folder: Path, name: str) -> Path | None:
+    """The entry of `folder` whose name is `name` in any case (None if none, or no folder)."""
+    if not folder.is_dir():
+        return None
+    return next((entry for entry in folder.iterdir() if entry.name.lower() == name.lower()), None)
 
 
 def named_subset(
