@@ -228,8 +228,7 @@ class StatelessTrainer(keras.Model):
         # The MultiOptimizer holds the state of the optimizers its map's `values()` lists: the
         # extra optimizers (`optimizer_groups`) own no variable, so they are listed there (their
         # state is then carried by `fit` on JAX and saved in checkpoints); the group optimizers
-        # join in the order it meets them. A function, not an object, so that saving the
-        # trainer serialises the compile config as before.
+        # join in the order it meets them.
         select.values = lambda: list(extra_optimizers)
         multi = keras.optimizers.MultiOptimizer(select)
         # The step scales the loss itself (Keras would wrap the MultiOptimizer instead).
@@ -275,8 +274,8 @@ class StatelessTrainer(keras.Model):
         }
 
     def compile_from_config(self, config: dict) -> None:
-        """`compile` with the optimizers of `get_compile_config` (Keras then loads their
-        state)."""
+        """`compile` with the optimizers of `get_compile_config` and the default `jit_compile`
+        (Keras then loads the optimizers' state)."""
         self.compile(
             {
                 name: keras.optimizers.deserialize(optimizer)
