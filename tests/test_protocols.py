@@ -609,7 +609,10 @@ def test_vp_test_frames_against_an_f_b_trained_on_vispr(benchmark, tmp_path):
     assert record["trained_on"] == f"VISPR-1 of {vispr}, merged"
     report = Report(tmp_path / "report")
     report.set_evaluation(protocol.evaluation_record(config, data))
-    assert "Privacy test images: the middle frame of each video" in report.markdown()
+    assert (
+        "Privacy test images: the middle frame of each video (--eval_privacy_frames). f'_B and "
+        f"the raw-trained attacker trained on VISPR-1 of {vispr}, merged." in report.markdown()
+    )
 
 
 def test_pa_hmdb51_protocol_trains_without_its_videos_and_tests_action_on_them(

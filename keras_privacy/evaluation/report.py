@@ -306,10 +306,11 @@ class Report:
             taken = {0: "every frame", 1: "the middle frame"}.get(
                 frames, f"{frames} equidistant frames"
             )
-            images = (
-                "images" if privacy.get("trained_on", "").startswith("frames") else "test images"
-            )
+            trained_on = privacy.get("trained_on", "")
+            images = "images" if trained_on.startswith("frames") else "test images"
             note += f" Privacy {images}: {taken} of each video (--eval_privacy_frames)."
+            if trained_on and images == "test images":
+                note += f" f'_B and the raw-trained attacker trained on {trained_on}."
         if "privacy_image_side" in record:
             note += (
                 f" Privacy images cached at a short side of {record['privacy_image_side']} px "
