@@ -127,6 +127,23 @@ def test_markdown_table_has_every_method_and_relative_drops(tmp_path):
     assert (tmp_path / "report.md").read_text().startswith(rows[0])
 
 
+def test_markdown_shows_the_raw_trained_attacker_with_its_drops_from_raw(tmp_path):
+    report = Report(tmp_path)
+    raw = {"raw_attacker_cmap": 0.8, "raw_attacker_f1": 0.5}
+    report.add("raw", 0.6, 0.8, 0.5, extra=raw | {"raw_attacker_cmap_interval": [0.7, 0.9]})
+    report.add("spact", 0.6, 0.7, 0.4, extra={"raw_attacker_cmap": 0.4, "raw_attacker_f1": 0.55})
+    report.add("blacken", 0.3, 0.6, 0.4)  # written before the attacker was recorded: no row
+    text = report.markdown()
+    assert "The raw-trained attacker (the first target privacy architecture" in text
+    rows = text.split("on each method's test images:\n\n")[1].split("\n\n")[0].splitlines()
+    assert rows[0] == "| Method | cMAP (%) ↓ | ↓ vs raw | F1 ↓ | ↓ vs raw |"
+    assert rows[2:] == [
+        "| raw | 80.00 [70.00, 90.00] | – | 0.500 | – |",
+        "| spact | 40.00 | ↓50% | 0.550 | ↑10% |",
+    ]
+    assert "raw-trained attacker" not in Report(tmp_path / "none").markdown()
+
+
 def test_markdown_without_raw_row_has_no_drops(tmp_path):
     report = Report(tmp_path)
     report.add("spact", 0.6, 0.4, 0.25)

@@ -223,6 +223,7 @@ class Report:
             "\n".join(lines),
             note,
             self._skipped_note(),
+            self._raw_attacker_table(),
             self._architecture_table(),
             self._detector_note(),
             self._evaluation_note(),
@@ -249,6 +250,36 @@ class Report:
         return (
             "Privacy cMAP and F1 leave out the attributes with no positive test image: "
             f"{left_out}. Their means are over the other attributes."
+        )
+
+    def _raw_attacker_table(self) -> str:
+        """The raw-trained attacker (a privacy model trained on raw images, SPAct supp. D.1 and
+        its Table 2) on each method's anonymized test images: its cMAP and F1 with their
+        intervals and drops from raw ('' where no row recorded it)."""
+        rows = {
+            method: result.extra
+            for method, result in self._results.items()
+            if _RAW_ATTACKER in result.extra
+        }
+        if not rows:
+            return ""
+        raw = rows.get(RAW_METHOD)
+        header = ["Method", "cMAP (%) ↓", "↓ vs raw", "F1 ↓", "↓ vs raw"]
+        lines = [_table_row(header), _table_row(["---"] + ["---:"] * (len(header) - 1))]
+        for method, extra in rows.items():
+            cells = [method]
+            for key, scale, digits in ((_RAW_ATTACKER, 100, 2), ("raw_attacker_f1", 1, 3)):
+                value = extra.get(key)
+                if value is None:
+                    cells += ["–", "–"]
+                    continue
+                cells.append(_format_value(value, extra.get(f"{key}_interval"), scale, digits))
+                no_drop = raw is None or method == RAW_METHOD or raw.get(key) is None
+                cells.append("–" if no_drop else _format_drop(value, raw[key]))
+            lines.append(_table_row(cells))
+        return (
+            "The raw-trained attacker (the first target privacy architecture, trained on raw "
+            "images) on each method's test images:\n\n" + "\n".join(lines)
         )
 
     def _architecture_table(self) -> str:
