@@ -283,6 +283,7 @@ def test_summary_of_seeds_gives_mean_and_sample_std(tmp_path):
         "| 0.600 [0.600, 0.600] ± 0.000 | – | 90.00 [90.00, 90.00] ± 0.00 | – | – |" in markdown
     )
     assert "| spact | 1 | 70.00 | 20.00 | 0.100 [0.000, 0.500] |" in markdown
+    assert "± t · std / √N, t = 4.30 for 3 seeds, 12.71 for 2 seeds: wide for few" in markdown
     image = matplotlib.image.imread(tmp_path / "summary_tradeoff.png")
     assert image.shape[:2] == (450, 750)
     assert image[..., :3].std() > 0.01  # something is drawn

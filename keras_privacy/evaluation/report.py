@@ -537,6 +537,15 @@ def _summary_markdown(
         "mean cMAP (– : on the frontier). Per seed, "
         "[low, high] is the 95 % bootstrap interval over the test videos / images."
     )
+    counts = sorted({len(entry["seeds"]) for entry in summary.values()} - {1}, reverse=True)
+    if counts:
+        factors = ", ".join(
+            f"{scipy.stats.t.ppf(0.975, count - 1):.2f} for {count} seeds" for count in counts
+        )
+        note += (
+            f" The interval of the mean is ± t · std / √N, t = {factors}: wide for few seeds, "
+            "it may reach past 0 or 100 %."
+        )
     return "\n\n".join(["\n".join(lines), note, "Per seed:", "\n".join(rows)]) + "\n"
 
 
