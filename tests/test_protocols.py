@@ -526,6 +526,12 @@ def test_vp_labels_train_and_test_the_privacy_model_on_frames_of_their_videos(be
         eval_dir=str(tmp_path / "evaluation"),
     )
     config = tiny_config(benchmark, tmp_path, eval_methods="raw", **vp)
+    gone = dataclasses.replace(config, eval_privacy_annotations=str(tmp_path / "gone.csv"))
+    with pytest.raises(FileNotFoundError) as raised:
+        protocol.evaluation_data(gone)
+    assert str(raised.value) == (
+        f"{tmp_path / 'gone.csv'}: no such vp_ucf101 labels file (--eval_privacy_annotations)"
+    )
     # Both privacy splits are video frames: a people baseline blurs them at a video's scale.
     assert datasets.video_frame_splits(config) == ("privacy_train", "privacy_test")
     data = protocol.evaluation_data(config)

@@ -241,6 +241,11 @@ def vp_privacy_splits(config: ExperimentConfig, frames_dir: Path) -> dict[str, S
     Videos without labels or not on disk are left out, and the first is named in a warning."""
     evaluation = config.evaluation_datasets()
     names = vp_labels.vp_attribute_subset(evaluation.privacy_attributes)
+    if not Path(evaluation.privacy_annotations).is_file():
+        raise FileNotFoundError(
+            f"{evaluation.privacy_annotations}: no such {evaluation.privacy_dataset} labels file "
+            "(--eval_privacy_annotations)"
+        )
     labels = vp_labels.read_vp_labels(
         evaluation.privacy_annotations, names, vp_labels.VP_ATTRIBUTES
     )
