@@ -34,7 +34,6 @@ that an earlier export wrote removes the earlier ONNX or TFLite model it does no
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import zipfile
@@ -69,11 +68,13 @@ def _tf():
 
 
 def load_keras_anonymizer(path: str | os.PathLike) -> keras.Model:
-    """Load a `.keras` anonymizer; importing keras_privacy.models registers its custom layers.
+    """Load a `.keras` anonymizer; importing keras_privacy.models registers its custom layers,
+    keras_privacy.methods the trainers, so that a trainer given in its place is named as one.
 
     Raises FileNotFoundError or ValueError naming `path` and the problem (Keras' own reason,
     e.g. its refusal of a Lambda layer, whose Python code loading would run; weights that are
     not finite, whose frames would be NaN)."""
+    import keras_privacy.methods  # noqa: F401
     import keras_privacy.models  # noqa: F401
 
     if os.path.isdir(path):
@@ -87,9 +88,6 @@ def load_keras_anonymizer(path: str | os.PathLike) -> keras.Model:
             f"{path}: not a .keras archive ({os.path.getsize(path)} bytes: empty, cut short, "
             "or another kind of file)"
         )
-    saved_class = _saved_class_name(path)
-    if saved_class in TRAINER_CLASSES:
-        raise _a_trainer(path, saved_class)
     try:
         model = keras.saving.load_model(os.fspath(path), compile=False)
     except (ValueError, TypeError) as error:  # TypeError: a class Keras cannot rebuild
@@ -99,8 +97,11 @@ def load_keras_anonymizer(path: str | os.PathLike) -> keras.Model:
         raise ValueError(
             f"{path}: a damaged .keras archive ({error}): copy it again, or train it again"
         ) from error
-    if isinstance(model, StatelessTrainer):  # one of the user's own, registered
-        raise _a_trainer(path, type(model).__name__)
+    if isinstance(model, StatelessTrainer):
+        raise ValueError(
+            f"{path}: a saved {type(model).__name__} trainer, not an anonymizer: save its "
+            "anonymizer alone (trainer.anonymizer.save(...); train.py writes anonymizer.keras)"
+        )
     _require_frames_to_frames(model, path)
     bad = non_finite_variables({"anonymizer": model})
     if bad:
@@ -109,36 +110,6 @@ def load_keras_anonymizer(path: str | os.PathLike) -> keras.Model:
             "diverged model, whose frames would be NaN (written as black)"
         )
     return model
-
-
-TRAINER_CLASSES = (
-    "SPAct",
-    "VITA",
-    "MetaGeneralization",
-    "IdentityInit",
-    "ActionInit",
-    "PrivacyInit",
-    "SupervisedPrivacyInit",
-)
-"""The trainers a `.keras` file may hold (`model.save` of a trainer) in place of an anonymizer."""
-
-
-def _a_trainer(path: str | os.PathLike, class_name: str) -> ValueError:
-    """The refusal of a saved trainer given in place of its anonymizer."""
-    return ValueError(
-        f"{path}: a saved {class_name} trainer, not an anonymizer: save its anonymizer alone "
-        "(trainer.anonymizer.save(...); train.py writes anonymizer.keras)"
-    )
-
-
-def _saved_class_name(path: str | os.PathLike) -> str | None:
-    """The class of the model in a `.keras` archive (its config.json), or None where it has
-    none to read (Keras then says what is wrong)."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            return json.loads(archive.read("config.json")).get("class_name")
-    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
-        return None
 
 
 def _require_frames_to_frames(model: keras.Model, path: str | os.PathLike) -> None:
