@@ -100,14 +100,9 @@ class ActionInit(StatelessTrainer):
     def _loss(self, values, batch):
         clips_only = {"clips": batch["clips"]}
         anon_frames, _, _ = anonymize_batch(self, values, clips_only, training=False)
-        loss, logs, state = action_update_loss(
-            self,
-            values,
-            ops.stop_gradient(anon_frames),
-            ops.shape(batch["clips"])[1],
-            batch["labels"],
-        )
-        return loss, {"logs": logs, "non_trainable": {"action": state}}
+        clip_length = ops.shape(batch["clips"])[1]
+        frozen = ops.stop_gradient(anon_frames)
+        return action_update_loss(self, values, frozen, clip_length, batch["labels"])
 
 
 @keras.saving.register_keras_serializable(package="keras_privacy")

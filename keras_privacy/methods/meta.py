@@ -338,14 +338,9 @@ class MetaGeneralization(StatelessTrainer):
 
     def _action_loss(self, values, data):
         anon_frames = self._anonymized(values, fold_time(data["clips"]))
-        loss, logs, state = action_update_loss(
-            self,
-            values,
-            ops.stop_gradient(anon_frames),
-            ops.shape(data["clips"])[1],
-            data["labels"],
-        )
-        return loss, {"logs": logs, "non_trainable": {"action": state}}
+        clip_length = ops.shape(data["clips"])[1]
+        frozen = ops.stop_gradient(anon_frames)
+        return action_update_loss(self, values, frozen, clip_length, data["labels"])
 
     def _attack_loss(self, values, data, group):
         anon_images = self._anonymized(values, data["images"])

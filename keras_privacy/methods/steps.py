@@ -200,15 +200,16 @@ def action_update_loss(
     anon_frames: Tensor,
     clip_length: int,
     labels: Tensor,
-) -> tuple[Tensor, dict[str, Tensor], list]:
+) -> tuple[Tensor, dict]:
     """The loss of an f_T update: cross-entropy of f_T's logits (training mode) on the
     anonymized frames, which the caller stops the gradient of where f_A stays fixed.
 
-    Returns (the loss, its logs `action_loss` and `action_accuracy`, f_T's new non-trainable
-    values)."""
+    Returns (the loss, the aux of an `Update`'s loss: logs `action_loss` and
+    `action_accuracy`, f_T's new non-trainable values)."""
     logits, state = action_logits(trainer, values, anon_frames, clip_length, training=True)
     loss = losses.softmax_cross_entropy(labels, logits)
-    return loss, {"action_loss": loss, "action_accuracy": losses.accuracy(labels, logits)}, state
+    logs = {"action_loss": loss, "action_accuracy": losses.accuracy(labels, logits)}
+    return loss, {"logs": logs, "non_trainable": {"action": state}}
 
 
 def multilabel_accuracy(labels: Tensor, logits: Tensor) -> Tensor:

@@ -469,16 +469,11 @@ class VITA(StatelessTrainer):
         )
         if not self.action_moves_anonymizer:
             anon_frames = ops.stop_gradient(anon_frames)
-        loss, logs, action_state = action_update_loss(
-            self, values, anon_frames, ops.shape(clips)[1], labels
-        )
-        non_trainable = {"action": action_state}
+        loss, aux = action_update_loss(self, values, anon_frames, ops.shape(clips)[1], labels)
+        aux["logs"][f"action_update_{index}"] = ops.ones(())
         if self.action_moves_anonymizer:
-            non_trainable["anonymizer"] = state
-        return loss, {
-            "logs": {**logs, f"action_update_{index}": ops.ones(())},
-            "non_trainable": non_trainable,
-        }
+            aux["non_trainable"]["anonymizer"] = state
+        return loss, aux
 
     def _validation_accuracy(self, values, data, index: int):
         """f_T's accuracy on f_A's held-out clips of the `index`-th check (inference mode);
