@@ -238,6 +238,34 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("spact", "f_B", "ResNet-50", "SPAct Sec. 5.2", SPACT, "privacy_backbone", "resnet50"),
     Setting(
         "spact",
+        "f_T initial weights",
+        "not stated for the main results (supp. D.2 adds Kinetics-400 starts for target models "
+        "only); the authors' code: --kin_pretrained off by default, so the minimax loads their "
+        "f_T initialisation's model_50 into an R3D-18 built without weights (that run's start "
+        "is not released), not torchvision's Kinetics-400 weights",
+        "SPAct supp. C.4, D.2; " + _S_ANON + "train_ssl_minimax2.py:393-396, 603; "
+        "model.py:105-106, 137-138",
+        SPACT,
+        "action_weights",
+        "",
+        "same as the authors' default: random weights (no file), then the f_T initialisation",
+    ),
+    Setting(
+        "spact",
+        "f_B initial weights",
+        "not stated (supp. C.4: NT-Xent for 400 epochs); the authors' code builds torchvision's "
+        "ResNet-50 without weights, its lines that load VISSL's SimCLR ImageNet checkpoint "
+        "commented out, then loads their NT-Xent run's model_160.pth, whose start is not released",
+        "SPAct supp. C.4; " + _S_ANON + "model.py:17-31, 78-83; train_ssl_minimax2.py:398",
+        SPACT,
+        "privacy_weights",
+        "",
+        "same as the code at the cited commit: random weights (no file), then the NT-Xent "
+        "initialisation; `--privacy_weights=weights/simclr_resnet50_imagenet.keras` starts from "
+        "the commented-out SimCLR checkpoint, as the penalty config does",
+    ),
+    Setting(
+        "spact",
         "projection hidden width",
         "2048",
         "SPAct supp. C.1",
@@ -1332,8 +1360,9 @@ SETTINGS: tuple[Setting, ...] = (
         "privacy_weights",
         "weights/simclr_resnet50_imagenet.keras",
         "our choice of checkpoint: VISSL's SimCLR ResNet-50 (800 epochs, projection head "
-        "included), the one SPAct's code loads; our model normalises its input by ImageNet's "
-        "mean / std, where TeD-SPAD's code feeds [0, 1]",
+        "included), the one named in SPAct's code (its loading lines commented out, model.py:"
+        "18-29); our model normalises its input by ImageNet's mean / std, where TeD-SPAD's "
+        "code feeds [0, 1]",
     ),
     Setting(
         "penalty",

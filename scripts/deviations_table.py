@@ -22,7 +22,9 @@ START, END = "<!-- settings:start -->", "<!-- settings:end -->"
 
 
 def _ours(flag: str, ours: str) -> str:
-    return f"`--{flag}={ours}`" if flag else f"no flag: {ours}"
+    if not flag:
+        return f"no flag: {ours}"
+    return f"`--{flag}={ours}`" if ours else f"`--{flag}` unset"
 
 
 def settings_tables(settings=None, methods=None) -> str:
