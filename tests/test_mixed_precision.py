@@ -155,3 +155,17 @@ def test_models_under_mixed_policy_output_float32_and_reload(precision, tmp_path
     reloaded = keras.saving.load_model(tmp_path / "anonymizer.keras")
     assert reloaded.layers[1].compute_dtype == precision.split("_")[1]
     np.testing.assert_allclose(np.asarray(reloaded(frames)), expected, atol=1e-6)
+
+
+def test_a_float16_trainer_reloaded_under_float32_keeps_its_loss_scale_and_state(tmp_path):
+    """The loss scale follows the models' float16 layers, not the policy at load time: a
+    trainer saved under `mixed_float16` and loaded in a fresh float32 session still scales its
+    losses, and its optimizers' state (loss scale included) loads whole."""
+    _, _, trainer = spact_steps("mixed_float16")
+    trainer.save(tmp_path / "spact.keras")
+    assert keras.config.dtype_policy().name == "float32"
+    reloaded = keras.saving.load_model(tmp_path / "spact.keras")
+    assert any(v.path.endswith("loss_scale") for v in reloaded.optimizer.variables)
+    for kept, saved in zip(reloaded.optimizer.variables, trainer.optimizer.variables, strict=True):
+        assert kept.name == saved.name
+        np.testing.assert_array_equal(kept.numpy(), saved.numpy(), err_msg=saved.path)

@@ -34,19 +34,20 @@ global batch on JAX; on TensorFlow a replica step whose gradients, logs and Batc
 sum to the global step (`keras_privacy.backend.tensorflow_step`). So both backends take the
 step one device takes on the same global batch.
 
-Under the `mixed_float16` policy every update's loss is multiplied by a dynamic loss scale before
-differentiation and the gradients divided by it; an update whose gradients are not finite is
-skipped and the scale halved, and the scale doubles after `LOSS_SCALE_GROWTH_STEPS` finite
-updates in a row: the rule of `keras.optimizers.LossScaleOptimizer`, which `MultiOptimizer` does
-not accept inside it. The scale lives with the MultiOptimizer's own variables, and only there
-(`DynamicLossScale`), so `fit` carries it and checkpoints save it.
+When a model computes in float16 (built under the `mixed_float16` policy) every update's loss
+is multiplied by a dynamic loss scale before differentiation and the gradients divided by it; an
+update whose gradients are not finite is skipped and the scale halved, and the scale doubles
+after `LOSS_SCALE_GROWTH_STEPS` finite updates in a row: the rule of
+`keras.optimizers.LossScaleOptimizer`, which `MultiOptimizer` does not accept inside it. The
+scale lives with the MultiOptimizer's own variables, and only there (`DynamicLossScale`), so
+`fit` carries it and checkpoints save it.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import keras
@@ -240,7 +241,7 @@ class StatelessTrainer(keras.Model):
             if name in optimizers:
                 optimizers[name].build(self.groups()[group].trainable_variables)
         self._loss_scale = None
-        if keras.config.dtype_policy().name == "mixed_float16":
+        if computes_in_float16(self.groups().values()):
             self._loss_scale = DynamicLossScale(
                 scale=multi.add_variable(
                     (),
@@ -485,6 +486,19 @@ class StatelessTrainer(keras.Model):
             if candidate is variable:
                 return i
         raise RuntimeError(f"{variable.path} is not among the MultiOptimizer's variables")
+
+
+def computes_in_float16(models: Iterable[keras.Model]) -> bool:
+    """Whether a layer of `models` computes in float16: their gradients need a loss scale.
+    Read from the layers, which keep the policy they were built under (a trainer saved under
+    `mixed_float16` and loaded under float32 still needs the scale, and its saved state has it)."""
+
+    def layers(layer: keras.layers.Layer) -> Iterator[keras.layers.Layer]:
+        yield layer
+        for inner in getattr(layer, "layers", ()):
+            yield from layers(inner)
+
+    return any(layer.compute_dtype == "float16" for model in models for layer in layers(model))
 
 
 def all_finite(grads: Mapping[str, list]) -> Tensor:
