@@ -2,6 +2,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import keras
@@ -145,6 +146,22 @@ def test_saved_trainer_and_anonymizer_reload_to_the_same_outputs(tmp_path):
     np.testing.assert_allclose(reloaded(clips), trainer(clips), atol=1e-5)
     anonymizer = keras.saving.load_model(tmp_path / "anonymizer.keras")
     np.testing.assert_allclose(anonymizer(clips[0]), trainer.anonymizer(clips[0]), atol=1e-5)
+
+
+def test_a_trainer_saved_before_compile_reloads_built_with_its_weights(tmp_path):
+    """A trainer is built as soon as it holds its (built) models: saving one before `compile`
+    raises no "not yet built" warning, and it reloads uncompiled with the same weights."""
+    trainer = SPAct(
+        tiny_models.anonymizer(), tiny_models.action_model(), tiny_models.privacy_encoder()
+    )
+    assert trainer.built
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        trainer.save(tmp_path / "trainer.keras")
+    reloaded = keras.saving.load_model(tmp_path / "trainer.keras")
+    assert reloaded.built and not reloaded.compiled
+    for kept, original in zip(reloaded.weights, trainer.weights, strict=True):
+        np.testing.assert_array_equal(kept.numpy(), original.numpy())
 
 
 def test_an_initialisation_phase_saved_whole_reloads_in_a_fresh_python(tmp_path):

@@ -151,6 +151,7 @@ class StatelessTrainer(keras.Model):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
+        self.built = True  # its sub-models are built Functional models: nothing to build
         self._trackers = {name: keras.metrics.Mean(name=name) for name in self.log_names}
         self._group_optimizers: dict[str, keras.optimizers.Optimizer] = {}
         self.step_count = None
@@ -234,7 +235,6 @@ class StatelessTrainer(keras.Model):
         multi = keras.optimizers.MultiOptimizer(select)
         # The step scales the loss itself (Keras would wrap the MultiOptimizer instead).
         super().compile(optimizer=multi, auto_scale_loss=False, **kwargs)
-        self.built = True  # every sub-model is a built Functional model
         # Built here: the step never calls `self.optimizer.apply`, and fit needs it built.
         multi.build(self.trainable_variables)
         for name, group in extras.items():
