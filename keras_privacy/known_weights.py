@@ -39,7 +39,8 @@ KNOWN_WEIGHTS: tuple[KnownWeights, ...] = (
         "f_B: SimCLR ResNet-50 trained on ImageNet, projection head 2048-2048-128 included; "
         "normalises by ImageNet's mean / std",
         f"VISSL's SimCLR ResNet-50, 800 epochs ({_VISSL_SIMCLR}), the checkpoint SPAct's code "
-        "loads (anonymization_training/model.py:17-67); penalty paper Sec. 4.2",
+        "names (anonymization_training/model.py:17-67, its reading commented out); penalty "
+        "paper Sec. 4.2",
         "python -m keras_privacy.convert model_final_checkpoint_phase799.torch --arch "
         "simclr_resnet50 --normalization imagenet --out weights/simclr_resnet50_imagenet.keras",
         ("privacy_weights",),

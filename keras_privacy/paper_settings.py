@@ -253,16 +253,17 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "spact",
         "f_B initial weights",
-        "not stated (supp. C.4: NT-Xent for 400 epochs); the authors' code builds torchvision's "
-        "ResNet-50 without weights, its lines that load VISSL's SimCLR ImageNet checkpoint "
-        "commented out, then loads their NT-Xent run's model_160.pth, whose start is not released",
-        "SPAct supp. C.4; " + _S_ANON + "model.py:17-31, 78-83; train_ssl_minimax2.py:398",
+        "not stated (supp. C.4: NT-Xent for 400 epochs); the authors' minimax loads their "
+        "NT-Xent run's model_160.pth (that run's start is not released) into a ResNet-50 and "
+        "MLP whose reading of VISSL's SimCLR ImageNet checkpoint is commented out for the trunk "
+        "(and for the file itself, so the head's reading, left in, stops on an undefined name)",
+        "SPAct supp. C.4; " + _S_ANON + "model.py:17-31, 60-66, 78-83; train_ssl_minimax2.py:398",
         SPACT,
         "privacy_weights",
         "",
-        "same as the code at the cited commit: random weights (no file), then the NT-Xent "
-        "initialisation; `--privacy_weights=weights/simclr_resnet50_imagenet.keras` starts from "
-        "the commented-out SimCLR checkpoint, as the penalty config does",
+        "ours: random weights (no file), then the NT-Xent initialisation, as the trunk the "
+        "code builds; `--privacy_weights=weights/simclr_resnet50_imagenet.keras` starts from "
+        "the SimCLR checkpoint the code names, as the penalty config does",
     ),
     Setting(
         "spact",
@@ -1360,9 +1361,9 @@ SETTINGS: tuple[Setting, ...] = (
         "privacy_weights",
         "weights/simclr_resnet50_imagenet.keras",
         "our choice of checkpoint: VISSL's SimCLR ResNet-50 (800 epochs, projection head "
-        "included), the one named in SPAct's code (its loading lines commented out, model.py:"
-        "18-29); our model normalises its input by ImageNet's mean / std, where TeD-SPAD's "
-        "code feeds [0, 1]",
+        "included), the one SPAct's code names (its reading commented out: SPAct "
+        "anonymization_training/model.py:18-29); our model normalises its input by ImageNet's "
+        "mean / std, where TeD-SPAD's code feeds [0, 1]",
     ),
     Setting(
         "penalty",
