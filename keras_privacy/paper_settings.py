@@ -1043,9 +1043,9 @@ SETTINGS: tuple[Setting, ...] = (
         VITA,
         "",
         "from scratch, on VISPR's training split",
-        "ours: SPAct supp. C.6 evaluated VITA with SPAct's fresh target models; one "
-        "--eval_privacy_weights file serves every target architecture, so per-architecture "
-        "ImageNet starts have no flag yet",
+        "ours: SPAct supp. C.6 evaluated VITA with SPAct's fresh target models; "
+        "--eval_privacy_weights takes one file per --eval_privacy_model, but `convert` reads "
+        "PyTorch checkpoints, not the TF-slim ImageNet checkpoints of VITA's architectures",
     ),
     Setting(
         "vita",

@@ -245,3 +245,52 @@ def test_a_frozen_batchnorm_target_keeps_its_weight_files_batchnorm(benchmark, t
         assert not same_weights(heads, layer_weights(model, keras.layers.Dense))
     with pytest.raises(SettingError, match="--eval_action_frozen_batchnorm keeps the BatchNorm"):
         tiny_models.tiny_config(benchmark, tmp_path, eval_action_frozen_batchnorm=True)
+
+
+def test_each_target_privacy_model_starts_from_its_own_listed_file(benchmark, tmp_path):
+    """`--eval_privacy_weights` as a list: one file per `--eval_privacy_model`, in order, an
+    empty entry from scratch (SPAct supp. D.3: each architecture from its own ImageNet file)."""
+    config = tiny_models.tiny_config(benchmark, tmp_path)
+    data = protocol.evaluation_data(config)
+    attributes = len(data.attribute_names)
+    models = ["resnet_tiny_small_images", "resnet_tiny"]
+    start = registry.build_image_backbone(
+        models[1], input_shape=(config.image_size, config.image_size, 3)
+    )
+    path = tmp_path / "start.keras"
+    start.save(path)
+    kernels = layer_weights(start, keras.layers.Conv2D)
+    run = tiny_models.tiny_config(
+        benchmark,
+        tmp_path,
+        eval_privacy_model=",".join(models),
+        eval_privacy_weights=f",{path}",
+        eval_privacy_lr=1e-20,  # the kernels stay where they started
+    )
+    assert [run.eval_weights("privacy", name) for name in models] == ["", str(path)]
+    for name, started in zip(models, (False, True)):
+        model = protocol.train_privacy_target(run, data.privacy_train, attributes, None, name)
+        assert same_weights(kernels, layer_weights(model, keras.layers.Conv2D)) == started, name
+
+    with pytest.raises(SettingError, match=r"lists 3 files for the 2 models of --eval_privacy"):
+        tiny_models.tiny_config(
+            benchmark,
+            tmp_path,
+            eval_privacy_model=",".join(models),
+            eval_privacy_weights=f"{path},{path},",
+        )
+    with pytest.raises(SettingError, match=r"--eval_action_weights=.*missing.keras: no such"):
+        tiny_models.tiny_config(
+            benchmark,
+            tmp_path,
+            eval_action_model="factorized_tiny,r3d_tiny",
+            eval_action_weights=f"{tmp_path / 'missing.keras'},",
+        )
+    with pytest.raises(SettingError, match="name one for r3d_tiny, or set"):
+        tiny_models.tiny_config(
+            benchmark,
+            tmp_path,
+            eval_action_model="factorized_tiny,r3d_tiny",
+            eval_action_weights=f"{path},",
+            eval_action_frozen_batchnorm=True,
+        )

@@ -102,7 +102,9 @@ class EvaluationSettings:
         default="",
         metadata=described(
             "Start every target action model f'_T from this weight file (as "
-            "<action_weights>; a PyTorch checkpoint of <eval_action_model>'s architecture).",
+            "<action_weights>; a PyTorch checkpoint of <eval_action_model>'s architecture), or "
+            "each from its own: a comma-separated list, one per <eval_action_model> in order "
+            "(an empty entry: from scratch).",
             "eval",
         ),
     )
@@ -118,7 +120,9 @@ class EvaluationSettings:
         default="",
         metadata=described(
             "Start every target privacy model f'_B from this weight file (as "
-            "<action_weights>; a PyTorch checkpoint of <eval_privacy_model>'s architecture).",
+            "<action_weights>; a PyTorch checkpoint of <eval_privacy_model>'s architecture), or "
+            "each from its own: a comma-separated list, one per <eval_privacy_model> in order "
+            "(an empty entry: from scratch).",
             "eval",
         ),
     )
@@ -420,11 +424,23 @@ def validate_evaluation(config: ExperimentConfig) -> None:
         raise SettingError(f"<eval_lr> must be positive, got {config.eval_lr}")
     if not 0 < config.eval_action_crop <= 1:
         raise SettingError(f"<eval_action_crop> must be in (0, 1], got {config.eval_action_crop}")
-    if config.eval_action_frozen_batchnorm and not config.eval_action_weights:
+    for target in ("action", "privacy"):
+        listed = getattr(config, f"eval_{target}_weights").split(",")
+        models = getattr(config, f"eval_{target}_model_names")()
+        if len(listed) > 1 and len(listed) != len(models):
+            raise SettingError(
+                f"<eval_{target}_weights> lists {len(listed)} files for the {len(models)} "
+                f"models of <eval_{target}_model> ({', '.join(models)}): give one per model, in "
+                "its order (an empty entry: that model from scratch), or one file for all"
+            )
+    unstarted = [
+        name for name in config.eval_action_model_names() if not config.eval_weights("action", name)
+    ]
+    if config.eval_action_frozen_batchnorm and unstarted:
         raise SettingError(
             "<eval_action_frozen_batchnorm> keeps the BatchNorm of <eval_action_weights>' file: "
-            "name one, or set <eval_action_frozen_batchnorm>=false to train f'_T from scratch "
-            "(a freshly built BatchNorm is the identity)"
+            f"name one for {', '.join(unstarted)}, or set <eval_action_frozen_batchnorm>=false "
+            "to train f'_T from scratch (a freshly built BatchNorm is the identity)"
         )
     not_negative(
         config,

@@ -83,11 +83,13 @@ class ModelSettings:
 
 
 def validate_weight_files(config: ExperimentConfig) -> None:
-    """Every weight file named exists; SPAct's `privacy_weights` start one encoder only."""
+    """Every weight file named exists (each of a target models' list); SPAct's
+    `privacy_weights` start one encoder only."""
     for name in WEIGHT_FLAGS:
-        path = getattr(config, name)
-        if path and not Path(path).is_file():
-            raise SettingError(missing_weights_message(name, path))
+        value = getattr(config, name)
+        for path in names(value) if name.startswith("eval_") else [value]:
+            if path and not Path(path).is_file():
+                raise SettingError(missing_weights_message(name, path))
     if config.privacy_weights and len(config.privacy_backbone_names()) > 1:
         raise SettingError(
             "<privacy_weights> starts SPAct's one privacy encoder f_B; an ensemble of "

@@ -204,15 +204,14 @@ def train_action_target(
     cross-entropy on (anonymized) training clips; with `test_epochs` (`action_test_epochs`)
     it ends with the weights of its best test score."""
     c = config
+    model_name = model_name or c.eval_action_model_names()[0]
     keras.utils.set_random_seed(c.seed)
     target = registry.build_action_model(
-        model_name or c.eval_action_model_names()[0],
+        model_name,
         num_classes=num_classes,
         input_shape=(c.clip_length, c.image_size, c.image_size, 3),
     )
-    target = pretrained.start_from_weights(
-        target, c.eval_action_weights, model_name or c.eval_action_model_names()[0]
-    )
+    target = pretrained.start_from_weights(target, c.eval_weights("action", model_name), model_name)
     if c.eval_action_frozen_batchnorm:
         freeze_batchnorm(target)
     model = with_anonymizer(target, anonymizer, clips=True)
@@ -408,14 +407,14 @@ def train_privacy_target(
     trained with multi-label BCE on (anonymized) training images; with `test_epochs`
     (`privacy_test_epochs`) it ends with the weights of its best test cMAP."""
     c = config
+    model_name = model_name or c.eval_privacy_model_names()[0]
     keras.utils.set_random_seed(c.seed)
     backbone = registry.build_image_backbone(
-        model_name or c.eval_privacy_model_names()[0],
-        input_shape=(c.image_size, c.image_size, 3),
+        model_name, input_shape=(c.image_size, c.image_size, 3)
     )
     target = privacy_classifier(backbone, num_attributes)
     target = pretrained.start_from_weights(
-        target, c.eval_privacy_weights, model_name or c.eval_privacy_model_names()[0]
+        target, c.eval_weights("privacy", model_name), model_name
     )
     model = with_anonymizer(target, anonymizer, clips=False)
     model.compile(
