@@ -967,12 +967,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "vita",
         "target privacy model learning rate",
-        "not stated; the authors' two-fold evaluation: 1e-4 (Adam), constant",
-        "VITA two_fold_evaluation/eval_2fold.py:82, 104-105",
+        "not stated; the authors' two-fold evaluation: 1e-4 (Adam), constant, from ImageNet, "
+        "400-1000 steps; SPAct supp. C.6 evaluated VITA with SPAct's protocol: 1e-3, to 1/10 "
+        "on a loss plateau",
+        "VITA two_fold_evaluation/eval_2fold.py:82, 104-105, 171; SPAct supp. C.3, C.6",
         VITA,
         "eval_privacy_lr",
-        "1e-4",
-        "same (--eval_privacy_lr_drop=1: constant)",
+        "0",
+        "SPAct's (0: --eval_lr=1e-3, dropped on a plateau), as this f'_B's start, images and "
+        "epochs are SPAct's, so that the VITA and SPAct reports test one attacker; before "
+        "2026-12-04 the two-fold evaluation's 1e-4, constant, on SPAct's from-scratch f'_B",
     ),
     Setting(
         "vita",
