@@ -689,14 +689,15 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "spact",
-        "cMAP over attributes without a positive test image",
-        "not stated; the authors' validation averages sklearn's per-attribute AP over every "
-        "attribute (one without a positive counts as 0)",
-        _S_ANON + "train_ssl_minimax2.py:260",
+        "cMAP and F1 over attributes without a positive test image",
+        "not stated; the authors' validation averages sklearn's per-attribute AP and F1 over "
+        "every attribute (one without a positive counts as 0 in each)",
+        _S_ANON + "train_ssl_minimax2.py:251, 260-262",
         SPACT,
         "",
-        "the mean over the attributes with a positive test image; the report lists those left out",
-        "ours: an AP without a positive is undefined, so it is left out and named (none on "
+        "the means over the attributes with a positive test image; the report lists those left out",
+        "ours: an AP without a positive is undefined, so it is left out and named, from F1 too "
+        "(both metrics average the same attributes; none on "
         "VISPR-1's test split; it matters for small or novel attribute sets and in bootstrap "
         "resamples)",
     ),

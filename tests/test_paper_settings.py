@@ -29,7 +29,7 @@ WITHOUT_FLAG = {
     ("spact", "f_A identity data"),
     ("penalty", "f_A identity data"),
     ("spact", "frames' channel order"),
-    ("spact", "cMAP over attributes without a positive test image"),
+    ("spact", "cMAP and F1 over attributes without a positive test image"),
     ("vita", "budget models' training images"),
     ("vita", "initialisation"),
     ("vita", "checkpoints evaluated"),
