@@ -199,8 +199,11 @@ def anonymize_folder(
 
 def summary_line(output: str | os.PathLike, stats: StreamStats) -> str:
     """One anonymized video's last line: frames written, dropped and scaled to the first
-    frame's size, audio packets, speed, and whether Ctrl-C stopped it."""
+    frame's size, undecodable packets skipped, audio packets, speed, and whether Ctrl-C stopped
+    it."""
     scaled = f", {stats.frames_scaled} scaled to the first's size" if stats.frames_scaled else ""
+    if stats.packets_skipped:
+        scaled += f", {stats.packets_skipped} undecodable video packets skipped"
     stopped = ""
     if stats.interrupted:
         stopped = (

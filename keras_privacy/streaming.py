@@ -7,14 +7,22 @@ opens: a path, a URL with `output_format`, e.g. ``mpegts`` or ``flv``, or ``pipe
 
 What is carried through:
 
-* Timestamps: every frame keeps its source time (its pts in seconds, re-expressed in the
-  encoder's time base), so the output plays at the source's frame rate, variable rates and gaps
-  included. The stream's nominal rate is the source's average (or guessed) rate.
+* Timestamps: every frame keeps its source time from the first frame on (its pts in seconds
+  less the first frame's, re-expressed in the encoder's time base), so the output starts at 0,
+  as FFmpeg's command line makes it, and plays at the source's frame rate, variable rates and
+  gaps included (a camera stream stamped from hours ago starts at once). The stream's nominal
+  rate is the source's average (or guessed) rate.
 * Audio: the first audio stream's packets are copied unchanged (no re-encoding: the bytes are
-  the source's), unless `keep_audio=False`. The output container must accept the codec (AAC
-  in MP4, anything in Matroska); a container that does not is an error naming both.
+  the source's), moved in time with the video, unless `keep_audio=False`. The output container
+  must accept the codec (AAC in MP4, anything in Matroska); a container that does not is an
+  error naming both. A container of a constant frame rate (AVI, MPEG-PS) leaves out the audio
+  before the first frame: its muxer would move every stream later, and with it the first frame.
 * Rotation: the display matrix of the source's frames (a phone video's rotation) is written to
-  the output stream, so players turn it the same way.
+  the output stream, so players turn it the same way, where the container records one (MP4,
+  MOV, Matroska); elsewhere (AVI, MPEG-TS) a warning says that players will not turn it.
+* Damaged packets: a packet that does not decode is skipped with a warning naming the source
+  and its time, as FFmpeg's command line does, and counted (`StreamStats.packets_skipped`);
+  `MAX_UNDECODABLE_IN_A_ROW` in a row end the run with an error naming the source.
 * Size: the output keeps the size of the first frame; frames of another size (a camera that
   switches its resolution, pieces of two streams joined) are scaled to it, with a warning.
 
@@ -45,6 +53,7 @@ import dataclasses
 import heapq
 import logging
 import os
+import secrets
 import stat
 import threading
 import time
@@ -61,13 +70,18 @@ from keras_privacy.data.video import add_video_stream, open_container
 WAIT, DROP = "wait", "drop"
 POLICIES = (WAIT, DROP)
 MAX_MPEG4_TIME_BASE_DENOMINATOR = 65535  # MPEG-4 Part 2 cannot express finer time bases
-STANDARD_RATE_TOLERANCE = 0.001
 IMAGE_MUXERS = ("image2", "image2pipe")  # FFmpeg's still-image writers (.png, .jpg, .bmp, ...)
+STANDARD_RATE_TOLERANCE = 0.001
 """How far (relative) a source's frame rate may be from the nearest of an MPEG-2 encoder's
 standard rates, whose ticks then stamp the frames (29.97 is 30000/1001 within it)."""
 REORDER_DEPTH = 4
 """Frames the writer holds so that their timestamps can be put in order: an AVI with B-frames
 gives its frames in display order but their timestamps in decoding order (1, 2, 4, 3, ...)."""
+MAX_UNDECODABLE_IN_A_ROW = 50
+"""Video packets in a row that do not decode after which a source is given up: a damaged
+packet is skipped, a stream that has stopped decoding for good is an error."""
+ROTATION_MUXERS = ("mov", "mp4", "3gp", "3g2", "ipod", "ismv", "f4v", "psp", "matroska", "webm")
+"""FFmpeg's muxers that record a video stream's display rotation."""
 OPEN_TIMEOUT_SECONDS = 30.0
 """How long a network source may take to send what opening it needs (`open_source`): a silent
 camera or a wrong address would otherwise block the open for ever."""
@@ -79,12 +93,13 @@ FrameFunction = Callable[[np.ndarray], np.ndarray]
 @dataclasses.dataclass
 class StreamStats:
     """What one `transcode` did: frames read, written, dropped and scaled to the first frame's
-    size, audio packets copied, time."""
+    size, video packets skipped as undecodable, audio packets copied, time."""
 
     frames_read: int = 0
     frames_written: int = 0
     frames_dropped: int = 0
     frames_scaled: int = 0
+    packets_skipped: int = 0
     audio_packets: int = 0
     seconds: float = 0.0
     interrupted: bool = False
@@ -103,7 +118,7 @@ def is_live(source: str | os.PathLike) -> bool:
 def _is_file_output(output: str | os.PathLike) -> bool:
     """True when `output` is a path to write atomically (not a URL, pipe, FIFO or device)."""
     text = os.fspath(output)
-    if "://" in text or text.startswith("pipe:") or text == "-":
+    if "://" in text or text.startswith("pipe:"):
         return False
     return not os.path.exists(text) or stat.S_ISREG(os.stat(text).st_mode)
 
@@ -170,6 +185,7 @@ class FrameQueue:
             raise ValueError(f"queue policy must be one of {POLICIES}, got {policy!r}")
         self.size, self.policy = size, policy
         self.dropped = 0
+        self.skipped_packets = 0
         self._items: collections.deque = collections.deque()
         self._frames = 0
         self._closed = False
@@ -177,10 +193,13 @@ class FrameQueue:
         self._condition = threading.Condition()
 
     def put_frame(self, frame: av.VideoFrame, stop: threading.Event) -> None:
-        """Add a frame; when full, wait (until there is room or `stop`) or drop the oldest."""
+        """Add a frame; when full, wait (until there is room or `stop`: then the frame is not
+        added, as reading has ended) or drop the oldest."""
         with self._condition:
             while self._frames >= self.size and self.policy == WAIT and not stop.is_set():
                 self._condition.wait(0.1)
+            if self._frames >= self.size and self.policy == WAIT:
+                return
             if self._frames >= self.size:
                 oldest = next(i for i, item in enumerate(self._items) if item[0] == "video")
                 del self._items[oldest]
@@ -233,10 +252,12 @@ def _read(
     name: str,
 ) -> None:
     """The reader thread: demux and decode into `queue` until the end or `stop`; closes the
-    queue, passing on a decoding error naming `name`. The container stays open: the writer
-    copies the audio stream's parameters from it."""
+    queue, passing on a reading error naming `name`. A video packet that does not decode is
+    skipped, with a warning the first time, and counted; `MAX_UNDECODABLE_IN_A_ROW` in a row
+    are an error. The container stays open: the writer copies the audio stream's parameters
+    from it."""
     video = container.streams.video[0]
-    error = None
+    error, in_a_row = None, 0
     try:
         for packet in container.demux([video] + ([audio] if audio else [])):
             if stop.is_set():
@@ -245,12 +266,36 @@ def _read(
                 if packet.size:
                     queue.put_audio(packet)
                 continue
-            for frame in packet.decode():
+            try:
+                frames = packet.decode()
+            except av.error.FFmpegError as failure:
+                queue.skipped_packets += 1
+                in_a_row += 1
+                if in_a_row >= MAX_UNDECODABLE_IN_A_ROW:
+                    raise
+                if queue.skipped_packets == 1:
+                    logging.warning(
+                        "%s: a video packet at %s does not decode (%s): skipped, as every "
+                        "such packet (counted in the summary)",
+                        name,
+                        _packet_time(packet),
+                        failure,
+                    )
+                continue
+            in_a_row = 0
+            for frame in frames:
                 queue.put_frame(frame, stop)
     except av.error.FFmpegError as failure:
         error = VideoDecodeError(f"{name}: decoding failed ({failure})")
     finally:
         queue.close(error)
+
+
+def _packet_time(packet: av.Packet) -> str:
+    """A packet's time as a log line shows it ("12.34 s", or "an unknown time")."""
+    if packet.pts is None or packet.time_base is None:
+        return "an unknown time"
+    return f"{float(packet.pts * packet.time_base):.2f} s"
 
 
 class _Writer:
@@ -272,9 +317,12 @@ class _Writer:
         self.codec, self.quality, self.rate, self.audio_template = codec, quality, rate, audio
         self.container = self.video = self.audio = None
         self.pending_audio: list[av.Packet] = []
+        self.audio_packets = 0  # copied into the output
         self.held: collections.deque = collections.deque()  # pixels waiting for a timestamp
         self.stamps: list[int] = []  # a heap of the held frames' timestamps
         self.last_pts = self.last_stamp = -1
+        self.origin = Fraction(0)  # the first frame's source time, in seconds: the output's 0
+        self.constant_rate = False  # a container without variable frame rates (AVI, MPEG-PS)
 
     def _open(self, frame: av.VideoFrame) -> None:
         """Open the container with a video stream of `frame`'s size (even) and rotation."""
@@ -298,9 +346,23 @@ class _Writer:
                 f"{self.name}: cannot hold video {self.codec} ({error}); choose another codec "
                 "(--codec) or container (.mkv takes any)"
             ) from error
+        flags = av.format.Flags(self.container.format.flags)
+        self.constant_rate = not flags & (
+            av.format.Flags.variable_fps | av.format.Flags.no_timestamps
+        )
+        if frame.pts is not None and frame.time_base is not None:
+            self.origin = frame.pts * frame.time_base
         self.video.codec_context.time_base = self._time_base(frame)
         if frame.rotation:
             self.video.set_display_rotation(frame.rotation)
+            if self.container.format.name not in ROTATION_MUXERS:
+                logging.warning(
+                    "%s: the source is rotated by %g degrees, which %s cannot record: players "
+                    "will show it unturned (an .mp4 or .mkv output keeps the rotation)",
+                    self.name,
+                    frame.rotation,
+                    self.container.format.long_name or self.container.format.name,
+                )
         try:
             if self.audio_template is not None:
                 self.audio = self.container.add_stream_from_template(self.audio_template)
@@ -317,9 +379,9 @@ class _Writer:
                 f"{self.name}: cannot write video {self.codec} with audio {audio_codec} "
                 f"({error}); choose another container (.mkv takes any) or drop the audio"
             ) from error
-        for packet in self.pending_audio:
+        pending, self.pending_audio = self.pending_audio, []
+        for packet in pending:
             self.write_audio(packet)
-        self.pending_audio = []
 
     def _time_base(self, frame: av.VideoFrame) -> Fraction:
         """The source's time base, so that every frame keeps its timestamp; a millisecond where
@@ -338,8 +400,7 @@ class _Writer:
                     "codec (--codec)"
                 )
             return 1 / Fraction(nearest)
-        flags = av.format.Flags(self.container.format.flags)
-        if not flags & (av.format.Flags.variable_fps | av.format.Flags.no_timestamps):
+        if self.constant_rate:
             return 1 / self.rate
         time_base = frame.time_base or 1 / self.rate
         if time_base.denominator > MAX_MPEG4_TIME_BASE_DENOMINATOR:
@@ -347,15 +408,16 @@ class _Writer:
         return time_base
 
     def write_frame(self, source: av.VideoFrame, pixels: np.ndarray) -> None:
-        """Encode `pixels` (H, W, 3 uint8) with `source`'s timestamp. The frames come in display
-        order; their timestamps are sorted over a window of REORDER_DEPTH frames."""
+        """Encode `pixels` (H, W, 3 uint8) with `source`'s timestamp, from the first frame's.
+        The frames come in display order; their timestamps are sorted over a window of
+        REORDER_DEPTH frames."""
         if self.container is None:
             self._open(source)
         time_base = self.video.codec_context.time_base
         if source.pts is None or source.time_base is None:
             stamp = self.last_stamp + 1
         else:
-            stamp = round(source.pts * source.time_base / time_base)
+            stamp = round((source.pts * source.time_base - self.origin) / time_base)
         self.last_stamp = stamp
         heapq.heappush(self.stamps, stamp)
         self.held.append(pixels)
@@ -380,12 +442,23 @@ class _Writer:
             raise ValueError(f"{self.name}: cannot be written ({error.strerror})") from error
 
     def write_audio(self, packet: av.Packet) -> None:
-        """Copy an audio packet (bytes unchanged) into the output."""
+        """Copy an audio packet (bytes unchanged) into the output, moved in time as the video
+        (kept until the first frame opens the output), and count it; one before the first
+        frame is left out in a container of a constant frame rate."""
         if self.container is None:
             self.pending_audio.append(packet)
             return
+        if packet.time_base is not None:
+            shift = round(self.origin / packet.time_base)
+            if packet.pts is not None:
+                if self.constant_rate and packet.pts < shift:
+                    return
+                packet.pts -= shift
+            if packet.dts is not None:
+                packet.dts -= shift
         packet.stream = self.audio
         self._mux(packet)
+        self.audio_packets += 1
 
     def close(self) -> None:
         """Flush the encoder and close the container (its trailer makes the file playable)."""
@@ -443,7 +516,9 @@ def transcode(
     nothing to open within `open_timeout` seconds is given up (`open_source`). Raises
     VideoDecodeError naming the source when it cannot be read.
     """
-    source_name = os.fspath(source)
+    # "-" is the standard input or output, as on FFmpeg's command line (PyAV: a file "-").
+    source_name = "pipe:0" if os.fspath(source) == "-" else os.fspath(source)
+    output = "pipe:1" if os.fspath(output) == "-" else output
     policy = policy or (DROP if is_live(source_name) else WAIT)
     queue = FrameQueue(queue_size, policy)
     container = open_source(source_name, input_format, input_options, open_timeout)
@@ -455,7 +530,9 @@ def transcode(
         on_open(f"{source_name}: {describe_source(video, rate)}")
     target = Path(output)
     atomic = _is_file_output(output)
-    written = target.with_name(f".{target.stem}.partial{target.suffix}") if atomic else output
+    # A name of its own, so that two runs writing one output never write into one file.
+    own = f".{target.stem}.{os.getpid()}-{secrets.token_hex(4)}.partial{target.suffix}"
+    written = target.with_name(own) if atomic else output
     writer = _Writer(written, output_format, codec, quality, rate, audio, os.fspath(output))
     stats, stop = StreamStats(), threading.Event()
     reader = threading.Thread(
@@ -481,7 +558,6 @@ def transcode(
                 kind, payload = item
                 if kind == "audio":
                     writer.write_audio(payload)
-                    stats.audio_packets += 1
                     continue
                 stats.frames_read += 1
                 size = (payload.width, payload.height)
@@ -507,6 +583,8 @@ def transcode(
         stop.set()
         reader.join(timeout=5)
         stats.frames_dropped = queue.dropped
+        stats.packets_skipped = queue.skipped_packets
+        stats.audio_packets = writer.audio_packets
         if not (stats.interrupted and stats.frames_written == 0):  # else nothing to keep
             writer.close()
             if atomic:

@@ -20,6 +20,7 @@ import pytest
 
 from keras_privacy import streaming
 from keras_privacy.anonymize import main
+from keras_privacy.data.errors import VideoDecodeError
 from keras_privacy.data.video import probe_video, read_video, write_video
 from keras_privacy.export import export_onnx
 from keras_privacy.models.registry import build_anonymizer
@@ -41,9 +42,11 @@ def _pattern(index: int) -> np.ndarray:
     return frame
 
 
-def _write_source(target, frames: int, container_format=None, audio=False, rotation=0) -> None:
-    """Write `frames` pattern frames at FPS (mpeg4), with a 16 kHz AAC tone when `audio`, and a
-    display rotation; `target` is a path or a FIFO."""
+def _write_source(
+    target, frames: int, container_format=None, audio=False, rotation=0, start=0
+) -> None:
+    """Write `frames` pattern frames at FPS (mpeg4), the first stamped `start` seconds in, with
+    a 16 kHz AAC tone when `audio`, and a display rotation; `target` is a path or a FIFO."""
     container = av.open(os.fspath(target), "w", format=container_format)
     video = container.add_stream("mpeg4", rate=FPS)
     video.height, video.width, video.pix_fmt = HEIGHT, WIDTH, "yuv420p"
@@ -53,16 +56,16 @@ def _write_source(target, frames: int, container_format=None, audio=False, rotat
     sound = container.add_stream("aac", rate=16000, layout="mono") if audio else None
     for index in range(frames):
         image = av.VideoFrame.from_ndarray(_pattern(index), format="rgb24")
-        image.pts, image.time_base = index, Fraction(1, FPS)
+        image.pts, image.time_base = start * FPS + index, Fraction(1, FPS)
         for packet in video.encode(image):
             container.mux(packet)
     if sound is not None:
-        seconds = frames / FPS
+        seconds, first = frames / FPS, start * 16000
         samples = np.sin(np.arange(int(16000 * seconds)) * 2 * np.pi * 440 / 16000)
         for start in range(0, samples.size, 1024):
             chunk = samples[None, start : start + 1024].astype("float32")
             frame = av.AudioFrame.from_ndarray(chunk, format="fltp", layout="mono")
-            frame.sample_rate, frame.pts = 16000, start
+            frame.sample_rate, frame.pts = 16000, first + start
             for packet in sound.encode(frame):
                 container.mux(packet)
         for packet in sound.encode():
@@ -261,7 +264,7 @@ def test_a_write_error_names_the_output_asked_for(tmp_path):
     with pytest.raises(
         ValueError, match=r"^out\.mp4: cannot be written \(No space left on device\)$"
     ):
-        writer.write_audio(types.SimpleNamespace())  # a packet
+        writer.write_audio(types.SimpleNamespace(time_base=None))  # a packet
 
 
 @pytest.mark.parametrize(
@@ -336,6 +339,13 @@ def test_queue_drops_the_oldest_frame_or_waits():
     assert queue.dropped == 2
     assert [p for kind, p in items if kind == "video"] == [2, 3, 4]
     assert [p for kind, p in items if kind == "audio"] == [f"audio {i}" for i in range(5)]
+
+    stopped = threading.Event()
+    stopped.set()
+    full = FrameQueue(1, WAIT)
+    full.put_frame(0, stop)
+    full.put_frame(1, stopped)  # Ctrl-C while the reader waits: reading ends, nothing dropped
+    assert (full.frames_waiting, full.dropped) == (1, 0)
 
     waiting = FrameQueue(2, WAIT)
     waiting.put_frame(0, stop)
@@ -488,3 +498,106 @@ def test_stream_output_into_a_fifo(tmp_path):
     expected = np.stack([255 - _pattern(i) for i in range(8)]).astype(int)
     assert len(frames) == 8 and np.abs(np.stack(frames).astype(int) - expected).mean() < 3
     assert os.listdir(stream) == ["out.ts"]  # written in place, no partial file beside it
+
+
+@pytest.mark.parametrize("name", ["out.avi", "out.mkv", "out.mp4"])
+def test_the_output_starts_at_its_first_frame(tmp_path, name):
+    """A camera stream (MPEG-TS) stamped from 100 s on: the output starts at 0, its frames FPS
+    apart, and an AVI declares the frames it holds (it declared 1,012 for 12, the first frame
+    shown for 100 s)."""
+    source = tmp_path / "camera.ts"
+    _write_source(source, 12, "mpegts", start=100)
+    assert _frame_times(source)[0] >= 100
+    out = tmp_path / name
+    assert transcode(_invert, source, out).frames_written == 12
+    np.testing.assert_allclose(_frame_times(out), np.arange(12) / FPS, atol=2e-3)
+    if name.endswith(".avi"):
+        assert probe_video(out).declared_frames == 12
+
+
+def test_an_avi_from_a_source_with_audio_keeps_its_first_frame_at_0(fixtures_dir, tmp_path):
+    """AVI's muxer moves every stream later to make the earliest timestamp 0: AAC's priming
+    packet (before the first frame) moved the first frame to the second tick, and the real
+    AVI's first frame (stamped 0.04 s) was shown as two; both now start at 0, declaring
+    their frames."""
+    with_audio = tmp_path / "phone.mp4"
+    _write_source(with_audio, 20, audio=True)
+    for source, frames in ((with_audio, 20), (fixtures_dir / "videos" / "test.avi", 164)):
+        out = tmp_path / f"{source.stem}.avi"
+        stats = transcode(_invert, source, out)
+        assert stats.frames_written == frames
+        rate = float(probe_video(out).fps)
+        np.testing.assert_allclose(_frame_times(out)[:3], np.arange(3) / rate, atol=1e-3)
+        assert probe_video(out).declared_frames == frames
+    copied = _audio_packets(tmp_path / "phone.avi")
+    assert len(copied) > 10 and set(copied) <= set(_audio_packets(with_audio))
+
+
+def test_a_damaged_packet_is_skipped_not_the_whole_output(fixtures_dir, tmp_path, caplog):
+    """20 kB of noise in the middle of a real H.264 clip: the packets that no longer decode
+    are skipped, with one warning naming the source, and counted; the other frames are written
+    (before, the decoding error discarded every frame already anonymized)."""
+    data = bytearray((fixtures_dir / "videos" / "part_0.mp4").read_bytes())
+    middle = len(data) // 2
+    noise = np.random.default_rng(0).integers(0, 256, 20000, dtype=np.uint8)
+    data[middle : middle + noise.size] = noise.tobytes()
+    source = tmp_path / "damaged.mp4"
+    source.write_bytes(bytes(data))
+    out = tmp_path / "out.mp4"
+    stats = transcode(_invert, source, out)
+    assert stats.packets_skipped > 0 and stats.frames_written >= 20
+    assert stats.frames_written + stats.packets_skipped == 32
+    assert len(_frame_times(out)) == stats.frames_written
+    assert caplog.text.count("does not decode") == 1
+    assert f"{source}: a video packet at " in caplog.text
+
+
+def test_a_source_that_stops_decoding_is_an_error_naming_it(fixtures_dir, tmp_path, monkeypatch):
+    data = bytearray((fixtures_dir / "videos" / "part_0.mp4").read_bytes())
+    middle = len(data) // 2
+    noise = np.random.default_rng(0).integers(0, 256, 20000, dtype=np.uint8)
+    data[middle : middle + noise.size] = noise.tobytes()
+    source = tmp_path / "damaged.mp4"
+    source.write_bytes(bytes(data))
+    monkeypatch.setattr(streaming, "MAX_UNDECODABLE_IN_A_ROW", 2)
+    with pytest.raises(VideoDecodeError, match=rf"^{re.escape(str(source))}: decoding failed"):
+        transcode(_invert, source, tmp_path / "out.mp4")
+    assert sorted(os.listdir(tmp_path)) == ["damaged.mp4"]
+
+
+def test_a_rotation_the_container_cannot_record_is_warned_of(tmp_path, caplog):
+    source = tmp_path / "phone.mp4"
+    _write_source(source, 3, rotation=90)
+    transcode(_invert, source, tmp_path / "out.mp4")
+    assert "rotated" not in caplog.text
+    transcode(_invert, source, tmp_path / "out.avi")
+    assert f"{tmp_path / 'out.avi'}: the source is rotated by 90 degrees" in caplog.text
+
+
+def test_each_run_writes_under_a_temporary_name_of_its_own(tmp_path):
+    """Two runs writing one output never share a temporary file (a shared one was renamed
+    under the other run, which then failed, leaving an unreadable output)."""
+    source = tmp_path / "in.mp4"
+    _write_source(source, 2)
+    names = []
+
+    def listing(frames):  # the second frame's call: the output opened at the first
+        names.extend(n for n in os.listdir(tmp_path) if n.endswith(".partial.mp4"))
+        return _invert(frames)
+
+    for _ in range(2):
+        transcode(listing, source, tmp_path / "out.mp4", batch_size=1)
+    assert len(names) == 2 and names[0] != names[1]
+    assert all(name.startswith(".out.") for name in names)
+    assert sorted(os.listdir(tmp_path)) == ["in.mp4", "out.mp4"]
+
+
+def test_a_dash_output_is_the_standard_output(model_path, tmp_path, capfdbinary, monkeypatch):
+    source = tmp_path / "in.mp4"
+    _write_source(source, 4)
+    monkeypatch.chdir(tmp_path)
+    args = [str(source), "-", "--output_format", "mpegts", "--anonymizer", str(model_path)]
+    assert main(args + ["--no_progress"]) == 0
+    written = capfdbinary.readouterr().out
+    assert written[:1] == b"\x47" and len(written) > 1000  # MPEG-TS packets (sync byte 0x47)
+    assert sorted(os.listdir(tmp_path)) == ["in.mp4"]  # no file named "-"
