@@ -40,7 +40,13 @@ def main(argv):
 
     logging.set_verbosity(logging.INFO)
     log_file = protocol.report_dir(config) / "error.log"
-    return run_command(lambda: evaluate(config), flags.FLAGS.verbose, log_file)
+    return run_command(
+        lambda: evaluate(config),
+        flags.FLAGS.verbose,
+        log_file,
+        interrupted="interrupted (Ctrl-C): report.json keeps the methods finished; the same "
+        "command goes on from them",
+    )
 
 
 def evaluate(config) -> None:

@@ -53,7 +53,13 @@ def main(argv):
 
     log_file = Path(config.run_dir) / "error.log"
     return distribute.run_stopping_together(
-        lambda: run_command(train_every_seed, flags.FLAGS.verbose, log_file)
+        lambda: run_command(
+            train_every_seed,
+            flags.FLAGS.verbose,
+            log_file,
+            interrupted="interrupted (Ctrl-C): the checkpoints are kept; the same command "
+            "resumes from the last",
+        )
     )
 
 

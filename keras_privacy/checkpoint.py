@@ -84,9 +84,12 @@ def save_checkpoint(
     restart_snapshot: Sequence[keras.Variable] = (),
 ) -> Path:
     """Write the checkpoint after `epoch` epochs of `phase` and point `latest.json` at it,
-    with the trainer's `restart_snapshot` where it has one.
+    with the trainer's `restart_snapshot` where it has one; its files reach the disk before
+    `latest.json` names it.
 
-    Raises NonFiniteWeightsError, writing nothing, when a variable is not finite."""
+    Raises NonFiniteWeightsError, writing nothing, when a variable is not finite, and
+    CheckpointError naming the file where one cannot be written (a full disk): the partial
+    folder is removed, the last checkpoint kept."""
     bad = non_finite_variables(models, optimizer)
     if bad:
         raise NonFiniteWeightsError(
@@ -95,24 +98,50 @@ def save_checkpoint(
         )
     root = Path(run_dir) / "checkpoints"
     folder = root / f"{phase}-{epoch:04d}"
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
-    for name, model in models.items():
-        model.save_weights(folder / f"{name}.weights.h5")
-    if optimizer is not None:
-        _save_values(folder / "optimizer.npz", optimizer.variables)
-    if restart_snapshot:
-        _save_values(folder / "restart_snapshot.npz", restart_snapshot)
     state = json.dumps({"phase": phase, "epoch": epoch, "folder": folder.name, "history": history})
-    (folder / STATE_FILE).write_text(state)
-    temporary = root / "latest.json.tmp"
-    temporary.write_text(state)
+    try:
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)
+        for name, model in models.items():
+            model.save_weights(folder / f"{name}.weights.h5")
+        if optimizer is not None:
+            _save_values(folder / "optimizer.npz", optimizer.variables)
+        if restart_snapshot:
+            _save_values(folder / "restart_snapshot.npz", restart_snapshot)
+        (folder / STATE_FILE).write_text(state)
+        for written in (*folder.iterdir(), folder):
+            _sync(written)
+        temporary = root / "latest.json.tmp"
+        temporary.write_text(state)
+        _sync(temporary)
+    except OSError as error:
+        shutil.rmtree(folder, ignore_errors=True)
+        kept = "no checkpoint before it"
+        try:
+            last = json.loads((root / "latest.json").read_text())["folder"]
+            kept = f"the last one, {root / last}, is kept"
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        raise CheckpointError(
+            f"{error.filename or folder}: cannot be written ({error.strerror or error}); {kept}"
+        ) from error
     os.replace(temporary, root / "latest.json")
+    _sync(root)
     for old in root.iterdir():
         if old.is_dir() and old.name != folder.name:
             shutil.rmtree(old)
     return folder
+
+
+def _sync(path: Path) -> None:
+    """Flush a written file (or a folder's entries) to the disk: a checkpoint is complete on
+    the disk before `latest.json` names it, so that a power cut leaves the previous one."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 def latest_checkpoint(run_dir: str | os.PathLike) -> dict | None:

@@ -28,6 +28,8 @@ from typing import Any
 
 BACKENDS = ("tensorflow", "jax")
 """The Keras backends the library runs on (`--backend`, KERAS_BACKEND)."""
+INTERRUPTED = 130
+"""The exit status of a command stopped by Ctrl-C (128 + SIGINT, as a shell reports it)."""
 USER_ERRORS = (ValueError, OSError, RuntimeError)
 """What bad input raises here: ValueError (DatasetFormatError, ConversionError, Keras' refusal
 of a model), OSError (FileNotFoundError) and RuntimeError (CheckpointError,
@@ -218,10 +220,11 @@ def run_command(
     verbose: bool = False,
     log_file: str | os.PathLike | None = None,
     status: int = 1,
+    interrupted: str = "interrupted (Ctrl-C)",
 ) -> int:
     """Run `command` and return its exit status (None counts as 0); a user error becomes one
-    message on stderr and exit status `status`, or propagates with its traceback when
-    `verbose`.
+    message on stderr and exit status `status`, Ctrl-C the line `interrupted` (what was kept)
+    and status `INTERRUPTED`; either propagates with its traceback when `verbose`.
 
     The traceback is appended to `log_file` when its folder exists (a run folder that the
     command created), and the message says where."""
@@ -232,11 +235,25 @@ def run_command(
             raise
         message = f"error: {str(error) or type(error).__name__}"
         if log_file is not None and Path(log_file).parent.is_dir():
-            with open(log_file, "a", encoding="utf-8") as log:
-                traceback.print_exc(file=log)
-            message += f" (traceback in {log_file})"
+            message += _log_traceback(log_file)
         print(message, file=sys.stderr)
+    except KeyboardInterrupt:
+        if verbose:
+            raise
+        print(interrupted, file=sys.stderr)
+        status = INTERRUPTED
     # The failed command's objects (held by the error's frames until now) are freed while the
     # interpreter is whole: a tf.data iterator freed at its shutdown can hang the exit.
     gc.collect()
     return status
+
+
+def _log_traceback(log_file: str | os.PathLike) -> str:
+    """Append the exception being handled to `log_file`; what the message then says of it
+    (where it is, or why it could not be written: a full disk)."""
+    try:
+        with open(log_file, "a", encoding="utf-8") as log:
+            traceback.print_exc(file=log)
+    except OSError as error:
+        return f" (traceback not written to {log_file}: {error.strerror or error})"
+    return f" (traceback in {log_file})"

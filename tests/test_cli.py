@@ -60,6 +60,32 @@ def test_a_count_below_one_or_not_whole_is_a_usage_error(module, argv, value, me
     assert f": {message}" in capsys.readouterr().err
 
 
+def test_ctrl_c_is_one_line_and_status_130(tmp_path, capsys):
+    def interrupted():
+        raise KeyboardInterrupt
+
+    assert run_command(interrupted, log_file=tmp_path / "error.log", interrupted="kept") == 130
+    assert capsys.readouterr().err == "kept\n"
+    assert not (tmp_path / "error.log").exists()  # no traceback: nothing went wrong
+    with pytest.raises(KeyboardInterrupt):
+        run_command(interrupted, verbose=True)
+
+
+def test_a_log_that_cannot_be_written_still_gives_the_error(tmp_path, capsys):
+    """A full disk fails the log too: the error is still the one line, saying so."""
+
+    def broken():
+        raise OSError(28, "No space left on device")
+
+    log = tmp_path / "error.log"
+    log.mkdir()  # opening it to append fails
+    assert run_command(broken, log_file=log) == 1
+    assert capsys.readouterr().err == (
+        "error: [Errno 28] No space left on device (traceback not written to "
+        f"{log}: Is a directory)\n"
+    )
+
+
 def test_a_bug_keeps_its_traceback():
     def bug():
         return {}["missing key"]

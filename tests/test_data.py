@@ -511,6 +511,23 @@ def test_an_empty_vispr_list_is_named(fixtures_dir, tmp_path):
     assert str(raised.value) == f"{folder / 'test2017.txt'}: lists no image (an empty file)"
 
 
+@pytest.mark.parametrize("again_in", ["train", "test"])
+def test_a_vispr_image_listed_twice_is_refused_with_both_lines(fixtures_dir, tmp_path, again_in):
+    """A repeated line (an image trained on twice) or an image in two lists (a test image
+    trained on) is refused, as UCF101's and HMDB51's lists are (the real lists hold neither:
+    `test_vispr_lists_counted_without_jsons` reads them)."""
+    folder = _vispr_annotations(fixtures_dir, tmp_path, {})
+    listed = folder / f"{again_in}2017.txt"
+    with listed.open("a") as lines:
+        lines.write("annotations/train2017/train_0.json\r\n")
+    with pytest.raises(DatasetFormatError) as raised:
+        read_vispr(folder)
+    assert str(raised.value) == (
+        f"{listed}:2: 'annotations/train2017/train_0.json' is listed again "
+        f"(first at {folder / 'train2017.txt'}:1)"
+    )
+
+
 def test_a_cache_never_holds_an_example_without_its_privacy_labels(tmp_path):
     image = tmp_path / "a.png"
     assert cv2.imwrite(str(image), np.zeros((8, 8, 3), np.uint8))

@@ -722,6 +722,29 @@ def test_a_checkpoint_is_never_written_from_non_finite_weights(tmp_path):
     assert [p.name for p in (tmp_path / "checkpoints").iterdir() if p.is_dir()] == ["identity-0001"]
 
 
+def test_a_checkpoint_that_cannot_be_written_is_named_and_the_last_one_kept(tmp_path, monkeypatch):
+    """A full disk while the optimizer's state is written: the error names the file, the
+    partial folder is removed (its space freed), and `latest.json` still names the last one."""
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    optimizer = keras.optimizers.Adam()
+    optimizer.build(model.trainable_variables)
+    checkpoint.save_checkpoint(tmp_path, "identity", 1, {"anonymizer": model}, optimizer, {})
+
+    def full_disk(path, *arrays):
+        raise OSError(28, "No space left on device", str(path))
+
+    monkeypatch.setattr(checkpoint.np, "savez", full_disk)
+    with pytest.raises(checkpoint.CheckpointError) as raised:
+        checkpoint.save_checkpoint(tmp_path, "identity", 2, {"anonymizer": model}, optimizer, {})
+    root = tmp_path / "checkpoints"
+    assert str(raised.value) == (
+        f"{root / 'identity-0002' / 'optimizer.npz'}: cannot be written (No space left on "
+        f"device); the last one, {root / 'identity-0001'}, is kept"
+    )
+    assert checkpoint.latest_checkpoint(tmp_path)["epoch"] == 1
+    assert [p.name for p in root.iterdir() if p.is_dir()] == ["identity-0001"]
+
+
 def test_a_checkpoint_holding_non_finite_weights_is_refused_by_name(tmp_path):
     # What a version that saved diverged runs left behind: the restart says what to do.
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])

@@ -61,9 +61,9 @@ def read_csv_rows(path: str | os.PathLike) -> list[list[str]]:
 
 
 class ListedOnce:
-    """Refuses a video that a dataset's split lists name twice, in one list or in both train
-    and test: a repeated line would weight a clip twice, an overlap would test on training
-    videos. Names are compared case-insensitively, as `resolve` finds files."""
+    """Refuses a video (or image) that a dataset's split lists name twice, in one list or in
+    two: a repeated line would weight a clip twice, an overlap would test on training videos.
+    Names are compared case-insensitively, as `resolve` finds files."""
 
     def __init__(self) -> None:
         self._first_line: dict[str, str] = {}

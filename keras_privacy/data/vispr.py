@@ -6,7 +6,13 @@ import os
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
-from keras_privacy.data.annotations import named_subset, read_json, read_lines, resolve
+from keras_privacy.data.annotations import (
+    ListedOnce,
+    named_subset,
+    read_json,
+    read_lines,
+    resolve,
+)
 from keras_privacy.data.errors import DatasetFormatError
 from keras_privacy.data.examples import Example, Split
 
@@ -102,17 +108,20 @@ def read_vispr(
     conventional path `images/<subset>/<id>.jpg`. With `root`, images are `root/<image_path>`,
     and an image without its JSON or not on disk is listed in `missing` instead of returned,
     so every example of a split read with a root has its labels.
-    A malformed JSON or an attribute id not in attributes.tsv raises `DatasetFormatError`.
+    A malformed JSON, an attribute id not in attributes.tsv, or a JSON listed twice (in one
+    list, or in two: a test image trained on) raises `DatasetFormatError`.
     """
     annotations_dir = Path(annotations_dir)
     tsv = annotations_dir / "attributes.tsv"
     vocabulary = read_attribute_vocabulary(tsv)
     chosen = attribute_subset(attributes, vocabulary, source=str(tsv))
     known = set(vocabulary)
-    result = {}
+    result, listed = {}, ListedOnce()
     for subset in SUBSETS:
         examples, missing = [], []
-        for _, line in read_lines(annotations_dir / f"{subset}2017.txt", listing="image"):
+        list_path = annotations_dir / f"{subset}2017.txt"
+        for number, line in read_lines(list_path, listing="image"):
+            listed.check(line, f"{list_path}:{number}")
             json_path = _find(line, annotations_dir, root)
             if json_path is None and root:
                 missing.append(
