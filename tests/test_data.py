@@ -200,6 +200,7 @@ def _ucf101_copy(fixtures_dir, tmp_path, train_lines):
         ("ApplyEyeMakeup/v_ApplyEyeMakeup_g08_c02.avi 1 2", 2),
         ("ApplyEyeMakeup/v_ApplyEyeMakeup_g08_c02.avi \u00b9", 2),  # a digit int() refuses
         ("ApplyEyeMakeup/v_ApplyEyeMakeup_g08_c02.avi,1", 2),  # a list saved as CSV
+        ("ApplyEyeMakeup/../Archery/v_Archery_g01_c01.avi 1", 2),  # labelled by the first folder
     ],
 )
 def test_ucf101_malformed_line_names_file_and_line(fixtures_dir, tmp_path, bad_line, line_number):
@@ -525,6 +526,17 @@ def test_a_vispr_image_listed_twice_is_refused_with_both_lines(fixtures_dir, tmp
     assert str(raised.value) == (
         f"{listed}:2: 'annotations/train2017/train_0.json' is listed again "
         f"(first at {folder / 'train2017.txt'}:1)"
+    )
+
+
+def test_a_vispr_list_line_of_more_than_one_path_is_refused(fixtures_dir, tmp_path):
+    folder = _vispr_annotations(fixtures_dir, tmp_path, {})
+    listed = folder / "val2017.txt"
+    listed.write_text("annotations/val2017/val_0.json 1\n")
+    with pytest.raises(DatasetFormatError) as raised:
+        read_vispr(folder)
+    assert str(raised.value) == (
+        f"{listed}:1: expected one annotation JSON path, got 'annotations/val2017/val_0.json 1'"
     )
 
 

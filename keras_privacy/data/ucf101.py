@@ -60,6 +60,11 @@ def read_ucf101(
                     f"by a space, got {line!r}"
                 )
             folder = relative.split("/")[0]
+            if relative.count("/") > 1:
+                raise DatasetFormatError(
+                    f"{list_path}:{number}: expected 'Class/video.avi', a class folder and a file "
+                    f"in it, got {relative!r}"
+                )
             if "/" not in relative or folder.lower() not in by_lower_name:
                 raise DatasetFormatError(
                     f"{list_path}:{number}: {relative!r} is not in a class folder of classInd.txt"

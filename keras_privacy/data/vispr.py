@@ -121,6 +121,10 @@ def read_vispr(
         examples, missing = [], []
         list_path = annotations_dir / f"{subset}2017.txt"
         for number, line in read_lines(list_path, listing="image"):
+            if len(line.split()) != 1:
+                raise DatasetFormatError(
+                    f"{list_path}:{number}: expected one annotation JSON path, got {line!r}"
+                )
             listed.check(line, f"{list_path}:{number}")
             json_path = _find(line, annotations_dir, root)
             if json_path is None and root:
