@@ -428,17 +428,23 @@ def test_vispr_labels_merge_onto_pa_hmdb51_attributes():
 
 
 def write_vispr(folder, labels: dict[str, list[str]]):
-    """A tiny VISPR in its format: every image in the train split, one in val and test."""
+    """A tiny VISPR in its format: every image in the train split, a copy of the first (its
+    labels, another name: the lists are disjoint) in val and in test."""
     vocabulary = ["a0_safe", *VISPR1]
     rows = ["idx\tattribute_id\tgroup\tdescription"]
     rows += [f"{i}\t{name}\tg\td" for i, name in enumerate(vocabulary)]
     (folder / "annotations").mkdir(parents=True)
     (folder / "images").mkdir()
     (folder / "attributes.tsv").write_text("\n".join(rows) + "\n")
-    first = list(labels)[:1]
-    for subset, names in (("train", list(labels)), ("val", first), ("test", first)):
+    first, first_labels = next(iter(labels.items()))
+    copies = {f"{first}_{subset}": first_labels for subset in ("val", "test")}
+    for subset, names in (
+        ("train", list(labels)),
+        ("val", [f"{first}_val"]),
+        ("test", [f"{first}_test"]),
+    ):
         (folder / f"{subset}2017.txt").write_text("".join(f"annotations/{n}.json\n" for n in names))
-    for name, ids in labels.items():
+    for name, ids in (labels | copies).items():
         record = {"image_path": f"images/{name}.jpg", "labels": ids}
         (folder / "annotations" / f"{name}.json").write_text(json.dumps(record))
         cv2.imwrite(str(folder / "images" / f"{name}.jpg"), np.full((20, 20, 3), 90, np.uint8))
