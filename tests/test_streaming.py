@@ -533,16 +533,22 @@ def test_an_avi_from_a_source_with_audio_keeps_its_first_frame_at_0(fixtures_dir
     assert len(copied) > 10 and set(copied) <= set(_audio_packets(with_audio))
 
 
-def test_a_damaged_packet_is_skipped_not_the_whole_output(fixtures_dir, tmp_path, caplog):
-    """20 kB of noise in the middle of a real H.264 clip: the packets that no longer decode
-    are skipped, with one warning naming the source, and counted; the other frames are written
-    (before, the decoding error discarded every frame already anonymized)."""
+def _damaged_copy(fixtures_dir, tmp_path):
+    """The real 32-frame H.264 clip with 20 kB of noise in its middle (a few packets)."""
     data = bytearray((fixtures_dir / "videos" / "part_0.mp4").read_bytes())
     middle = len(data) // 2
     noise = np.random.default_rng(0).integers(0, 256, 20000, dtype=np.uint8)
     data[middle : middle + noise.size] = noise.tobytes()
     source = tmp_path / "damaged.mp4"
     source.write_bytes(bytes(data))
+    return source
+
+
+def test_a_damaged_packet_is_skipped_not_the_whole_output(fixtures_dir, tmp_path, caplog):
+    """20 kB of noise in the middle of a real H.264 clip: the packets that no longer decode
+    are skipped, with one warning naming the source, and counted; the other frames are written
+    (before, the decoding error discarded every frame already anonymized)."""
+    source = _damaged_copy(fixtures_dir, tmp_path)
     out = tmp_path / "out.mp4"
     stats = transcode(_invert, source, out)
     assert stats.packets_skipped > 0 and stats.frames_written >= 20
@@ -553,12 +559,7 @@ def test_a_damaged_packet_is_skipped_not_the_whole_output(fixtures_dir, tmp_path
 
 
 def test_a_source_that_stops_decoding_is_an_error_naming_it(fixtures_dir, tmp_path, monkeypatch):
-    data = bytearray((fixtures_dir / "videos" / "part_0.mp4").read_bytes())
-    middle = len(data) // 2
-    noise = np.random.default_rng(0).integers(0, 256, 20000, dtype=np.uint8)
-    data[middle : middle + noise.size] = noise.tobytes()
-    source = tmp_path / "damaged.mp4"
-    source.write_bytes(bytes(data))
+    source = _damaged_copy(fixtures_dir, tmp_path)
     monkeypatch.setattr(streaming, "MAX_UNDECODABLE_IN_A_ROW", 2)
     with pytest.raises(VideoDecodeError, match=rf"^{re.escape(str(source))}: decoding failed"):
         transcode(_invert, source, tmp_path / "out.mp4")
