@@ -379,6 +379,11 @@ def _anonymize(args: argparse.Namespace) -> int:
         if result.interrupted:
             return 130
         return 1 if result.failures else 0
+    if local_output and output.is_dir() and is_live(args.input):
+        raise ValueError(
+            f"{output}: a folder, and the source {args.input} (not a file) has no name to write "
+            "under in it: name the output file"
+        )
     # A URL stays a string: a Path would fold its "//" (udp://host -> udp:/host).
     target = output / Path(args.input).name if local_output and output.is_dir() else args.output
     try:

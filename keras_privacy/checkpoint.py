@@ -127,7 +127,13 @@ def save_checkpoint(
             f"{error.filename or folder}: cannot be written ({error.strerror or error}); {kept}"
         ) from error
     os.replace(temporary, root / "latest.json")
-    _sync(root)
+    try:
+        _sync(root)
+    except OSError as error:
+        raise CheckpointError(
+            f"{root}: cannot be flushed to the disk ({error.strerror or error}); "
+            f"{root / 'latest.json'} names {folder.name}, written whole"
+        ) from error
     for old in root.iterdir():
         if old.is_dir() and old.name != folder.name:
             shutil.rmtree(old)
@@ -135,9 +141,12 @@ def save_checkpoint(
 
 
 def _sync(path: Path) -> None:
-    """Flush a written file (or a folder's entries) to the disk: a checkpoint is complete on
-    the disk before `latest.json` names it, so that a power cut leaves the previous one."""
-    descriptor = os.open(path, os.O_RDONLY)
+    """Flush a written file (or a folder's entries, where the system opens folders: POSIX) to
+    the disk: a checkpoint is complete on the disk before `latest.json` names it, so that a
+    power cut leaves the previous one."""
+    if path.is_dir() and not hasattr(os, "O_DIRECTORY"):
+        return
+    descriptor = os.open(path, os.O_RDONLY if path.is_dir() else os.O_RDWR)
     try:
         os.fsync(descriptor)
     finally:

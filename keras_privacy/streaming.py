@@ -15,8 +15,9 @@ What is carried through:
 * Audio: the first audio stream's packets are copied unchanged (no re-encoding: the bytes are
   the source's), moved in time with the video, unless `keep_audio=False`. The output container
   must accept the codec (AAC in MP4, anything in Matroska); a container that does not is an
-  error naming both. A container of a constant frame rate (AVI, MPEG-PS) leaves out the audio
-  before the first frame: its muxer would move every stream later, and with it the first frame.
+  error naming both. Audio before the first frame (AAC's priming packet) is kept where the
+  container takes negative timestamps (MP4, MOV) and left out elsewhere (Matroska, MPEG-TS,
+  AVI): their muxers would move every stream later, and with it the first frame.
 * Rotation: the display matrix of the source's frames (a phone video's rotation) is written to
   the output stream, so players turn it the same way, where the container records one (MP4,
   MOV, Matroska); elsewhere (AVI, MPEG-TS) a warning says that players will not turn it.
@@ -323,6 +324,7 @@ class _Writer:
         self.last_pts = self.last_stamp = -1
         self.origin = Fraction(0)  # the first frame's source time, in seconds: the output's 0
         self.constant_rate = False  # a container without variable frame rates (AVI, MPEG-PS)
+        self.negative_times = False  # a container that takes negative timestamps (MP4, MOV)
 
     def _open(self, frame: av.VideoFrame) -> None:
         """Open the container with a video stream of `frame`'s size (even) and rotation."""
@@ -350,6 +352,7 @@ class _Writer:
         self.constant_rate = not flags & (
             av.format.Flags.variable_fps | av.format.Flags.no_timestamps
         )
+        self.negative_times = bool(flags & av.format.Flags.ts_negative)
         if frame.pts is not None and frame.time_base is not None:
             self.origin = frame.pts * frame.time_base
         self.video.codec_context.time_base = self._time_base(frame)
@@ -444,14 +447,14 @@ class _Writer:
     def write_audio(self, packet: av.Packet) -> None:
         """Copy an audio packet (bytes unchanged) into the output, moved in time as the video
         (kept until the first frame opens the output), and count it; one before the first
-        frame is left out in a container of a constant frame rate."""
+        frame is left out where the container takes no negative timestamps."""
         if self.container is None:
             self.pending_audio.append(packet)
             return
         if packet.time_base is not None:
             shift = round(self.origin / packet.time_base)
             if packet.pts is not None:
-                if self.constant_rate and packet.pts < shift:
+                if packet.pts < shift and not self.negative_times:
                     return
                 packet.pts -= shift
             if packet.dts is not None:

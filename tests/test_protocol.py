@@ -489,6 +489,40 @@ def test_a_kept_attacker_of_other_attributes_or_of_damaged_files_is_refused(benc
         kept_attacker(["s1_warm_actor", "s2_striped_actor"])
 
 
+def test_a_kept_attacker_is_checked_against_its_own_weight_file(benchmark, tmp_path):
+    """With a list of target weight files, each raw-trained attacker records the file its own
+    model starts from: reordering the list refuses it, changing another model's entry does
+    not."""
+    first, second = tmp_path / "a.keras", tmp_path / "b.keras"
+    tiny_models.budget_model(num_attributes=2).save(first)
+    tiny_models.budget_model(num_attributes=2).save(second)
+    names = ["s1_warm_actor", "s2_striped_actor"]
+    out = tmp_path / "evaluation"
+    out.mkdir()
+
+    def config(models, weights):
+        return tiny_config(
+            benchmark, tmp_path, eval_privacy_model=models, eval_privacy_weights=weights
+        )
+
+    def kept_attacker(run):
+        return protocol._raw_attacker(run, None, names, out, "resnet_tiny", {"name": "s"})
+
+    trained = config("resnet_tiny,resnet_tiny_small_images", f"{first},{second}")
+    settings = {
+        "privacy_dataset": {"name": "s"},
+        "attribute_names": names,
+        **targets.privacy_target_settings(trained),
+        "weights": str(first),
+    }
+    (out / "raw_attacker_resnet_tiny.json").write_text(json.dumps({"settings": settings}))
+    tiny_models.budget_model(num_attributes=2).save(out / "raw_attacker_resnet_tiny.keras")
+    kept_attacker(trained)
+    kept_attacker(config("resnet_tiny,resnet_tiny_small_images", f"{first},"))
+    with pytest.raises(ValueError, match=r"other settings \(its weights differ\)"):
+        kept_attacker(config("resnet_tiny_small_images,resnet_tiny", f"{first},{second}"))
+
+
 def test_a_damaged_shard_of_the_evaluations_cache_is_named_with_what_to_do(benchmark, tmp_path):
     """TensorFlow's DataLossError names no file: the shard is found and named, with the
     remedy of a cache evaluate.py writes itself."""

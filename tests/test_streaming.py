@@ -515,22 +515,27 @@ def test_the_output_starts_at_its_first_frame(tmp_path, name):
         assert probe_video(out).declared_frames == 12
 
 
-def test_an_avi_from_a_source_with_audio_keeps_its_first_frame_at_0(fixtures_dir, tmp_path):
-    """AVI's muxer moves every stream later to make the earliest timestamp 0: AAC's priming
-    packet (before the first frame) moved the first frame to the second tick, and the real
-    AVI's first frame (stamped 0.04 s) was shown as two; both now start at 0, declaring
-    their frames."""
-    with_audio = tmp_path / "phone.mp4"
-    _write_source(with_audio, 20, audio=True)
-    for source, frames in ((with_audio, 20), (fixtures_dir / "videos" / "test.avi", 164)):
-        out = tmp_path / f"{source.stem}.avi"
-        stats = transcode(_invert, source, out)
-        assert stats.frames_written == frames
-        rate = float(probe_video(out).fps)
-        np.testing.assert_allclose(_frame_times(out)[:3], np.arange(3) / rate, atol=1e-3)
-        assert probe_video(out).declared_frames == frames
-    copied = _audio_packets(tmp_path / "phone.avi")
-    assert len(copied) > 10 and set(copied) <= set(_audio_packets(with_audio))
+@pytest.mark.parametrize("name", ["out.avi", "out.mkv", "out.ts"])
+def test_audio_before_the_first_frame_leaves_it_at_0(tmp_path, name):
+    """These muxers move every stream later to make the earliest timestamp 0: AAC's priming
+    packet (before the first frame) moved the first frame later (AVI: to the second tick,
+    declaring an empty frame); it is left out there, and the frames start at 0."""
+    source = tmp_path / "phone.mp4"
+    _write_source(source, 20, audio=True)
+    out = tmp_path / name
+    assert transcode(_invert, source, out).frames_written == 20
+    np.testing.assert_allclose(_frame_times(out)[:3], np.arange(3) / FPS, atol=1e-3)
+    assert len(_audio_packets(out)) > 10  # the rest of the audio (MPEG-TS adds ADTS headers)
+    if name.endswith(".avi"):
+        assert probe_video(out).declared_frames == 20
+
+
+def test_a_real_avi_stamped_from_its_second_tick_starts_at_0(fixtures_dir, tmp_path):
+    """The real test.avi's first frame is stamped 0.04 s: its AVI copy showed it twice."""
+    out = tmp_path / "out.avi"
+    assert transcode(_invert, fixtures_dir / "videos" / "test.avi", out).frames_written == 164
+    np.testing.assert_allclose(_frame_times(out)[:3], np.arange(3) / 25, atol=1e-3)
+    assert probe_video(out).declared_frames == 164
 
 
 def _damaged_copy(fixtures_dir, tmp_path):
@@ -602,3 +607,13 @@ def test_a_dash_output_is_the_standard_output(model_path, tmp_path, capfdbinary,
     written = capfdbinary.readouterr().out
     assert written[:1] == b"\x47" and len(written) > 1000  # MPEG-TS packets (sync byte 0x47)
     assert sorted(os.listdir(tmp_path)) == ["in.mp4"]  # no file named "-"
+
+
+def test_a_stream_source_into_a_folder_asks_for_a_file_name(model_path, tmp_path, capsys):
+    args = ["-", str(tmp_path), "--input_format", "mpegts", "--anonymizer", str(model_path)]
+    assert main(args) == 1
+    assert capsys.readouterr().err == (
+        f"error: {tmp_path}: a folder, and the source - (not a file) has no name to write under "
+        "in it: name the output file\n"
+    )
+    assert os.listdir(tmp_path) == []

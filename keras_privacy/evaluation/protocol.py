@@ -440,6 +440,7 @@ def _raw_attacker(
         "privacy_dataset": dataset,
         "attribute_names": list(names),
         **privacy_target_settings(config),
+        "weights": config.eval_weights("privacy", model_name),  # this attacker's own start
     }
     if path.is_file():
         record = _attacker_record(record_path, path, remedy)
