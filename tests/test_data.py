@@ -108,6 +108,27 @@ def test_pa_hmdb51_labelling_every_training_video_is_refused_naming_the_annotati
     )
 
 
+def test_pa_hmdb51_leave_out_matches_names_in_any_case_and_names_empty_files(tmp_path):
+    """A test video named in another case is found on disk (`resolve`), so it is left out of
+    training too; annotation files that label no video are named as such."""
+    from keras_privacy.data.sources import without_pa_hmdb51
+
+    unlabelled = {name: [] for name in PA_HMDB51_ATTRIBUTES}
+    (tmp_path / "brush_hair.json").write_text(json.dumps({"A_brush_hair_B.avi": unlabelled}))
+    train = Split(
+        [Example("brush_hair/a_brush_hair_b.avi", 0), Example("brush_hair/c.avi", 0)],
+        class_names=["brush_hair"],
+    )
+    assert [e.path for e in without_pa_hmdb51(train, tmp_path).examples] == ["brush_hair/c.avi"]
+    (tmp_path / "brush_hair.json").write_text("{}")
+    with pytest.raises(DatasetFormatError) as raised:
+        without_pa_hmdb51(train, tmp_path)
+    assert str(raised.value) == (
+        f"{tmp_path}: its PA-HMDB51 '<action>.json' files label no video, so no video would be "
+        "left out"
+    )
+
+
 def test_ucf101_split1_counts_without_root(ucf101_lists):
     splits = read_ucf101(ucf101_lists, split=1)
     assert set(splits) == {"train", "test"}
@@ -763,6 +784,7 @@ def test_vp_labels_csv_and_json_agree(tmp_path):
         ("a.json", '{"v.avi": [1, 0, 1, 0, -1]}', ": video 'v.avi'"),
         ("a.json", '{"v.avi": {"face": 1}}', ": video 'v.avi'"),
         ("a.json", "[1, 2]", ":"),
+        ("a.json", '{"v.avi": [1, 0, 1, 0, 0], "v.avi": [0, 0, 0, 0, 0]}', ": 'v.avi' given twice"),
     ],
 )
 def test_vp_labels_malformed_names_file(tmp_path, name, content, where):

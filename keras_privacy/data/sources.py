@@ -22,6 +22,7 @@ from keras_privacy.data.cache import (
     prepare_cache,
     read_manifest,
 )
+from keras_privacy.data.errors import DatasetFormatError
 from keras_privacy.data.examples import Split
 from keras_privacy.data.hmdb51 import read_hmdb51
 from keras_privacy.data.images import read_image
@@ -135,12 +136,18 @@ def without_pa_hmdb51(train: Split, annotations: str | Path) -> Split:
     """The HMDB51 training split `train` without the videos that the PA-HMDB51 annotation
     folder `annotations` labels (the `pa_hmdb51` protocol tests on them); a folder without
     its files raises FileNotFoundError: no video would be left out."""
-    annotated = set(pa_hmdb51.read_frame_ranges(annotations))
-    if not annotated:
+    if not any(Path(annotations).glob("*.json")):
         raise FileNotFoundError(
             f"{annotations}: no PA-HMDB51 '<action>.json' files, so no video would be left out"
         )
-    kept = [e for e in train.examples if _class_and_name(e.path) not in annotated]
+    # Names compared in any case, as the test videos are found on disk (`resolve`).
+    annotated = {name.lower() for name in pa_hmdb51.read_frame_ranges(annotations)}
+    if not annotated:
+        raise DatasetFormatError(
+            f"{annotations}: its PA-HMDB51 '<action>.json' files label no video, so no video "
+            "would be left out"
+        )
+    kept = [e for e in train.examples if _class_and_name(e.path).lower() not in annotated]
     if train.examples and not kept:
         raise SettingError(
             f"{annotations}: PA-HMDB51 labels all {len(train)} videos of the HMDB51 training "

@@ -167,7 +167,7 @@ def _add_once(labels: dict, video: str, values: tuple[int, ...], where: str) -> 
 def _read_json(
     path: Path, names: tuple[str, ...], list_columns: ListColumns
 ) -> dict[str, tuple[int, ...]]:
-    records = read_json(path)
+    records = read_json(path, unique_keys=True)
     if not isinstance(records, dict):
         raise DatasetFormatError(f"{path}: expected an object mapping video names to labels")
     labels = {}
