@@ -202,8 +202,11 @@ def summary_line(output: str | os.PathLike, stats: StreamStats) -> str:
     frame's size, undecodable packets skipped, audio packets, speed, and whether Ctrl-C stopped
     it."""
     scaled = f", {stats.frames_scaled} scaled to the first's size" if stats.frames_scaled else ""
-    if stats.packets_skipped:
-        scaled += f", {stats.packets_skipped} undecodable video packets skipped"
+    skipped = (
+        f", {stats.packets_skipped} undecodable video packets skipped"
+        if stats.packets_skipped
+        else ""
+    )
     stopped = ""
     if stats.interrupted:
         stopped = (
@@ -213,7 +216,7 @@ def summary_line(output: str | os.PathLike, stats: StreamStats) -> str:
         )
     return (
         f"{output}: {stats.frames_written} frames anonymized, {stats.frames_dropped} dropped"
-        f"{scaled}, {stats.audio_packets} audio packets copied; "
+        f"{scaled}{skipped}, {stats.audio_packets} audio packets copied; "
         f"{stats.frames_per_second:.1f} frames/s{stopped}"
     )
 

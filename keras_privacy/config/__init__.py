@@ -186,15 +186,19 @@ class ExperimentConfig(
         of `privacy_backbone`)."""
         return names(self.eval_privacy_model) or self.privacy_backbone_names()[:1]
 
-    def eval_weights(self, target: str, model_name: str) -> str:
-        """The weight file the `target` ("action" or "privacy") model `model_name` starts from
-        ("": from scratch): `eval_<target>_weights`, one file for every model of
-        `eval_<target>_model`, or a comma-separated list with one entry per model, in order."""
+    def eval_weight_files(self, target: str) -> list[str]:
+        """The weight files of `eval_<target>_weights` (`target`: "action" or "privacy"), one
+        entry per model of `eval_<target>_model` in order where it is a comma-separated list
+        ("": from scratch); one file without a comma starts every model."""
         text = getattr(self, f"eval_{target}_weights")
         if "," not in text:
-            return text.strip()
+            return [text.strip()] * len(getattr(self, f"eval_{target}_model_names")())
+        return [entry.strip() for entry in text.split(",")]
+
+    def eval_weights(self, target: str, model_name: str) -> str:
+        """The weight file the `target` model `model_name` starts from ("": from scratch)."""
         models = getattr(self, f"eval_{target}_model_names")()
-        return [entry.strip() for entry in text.split(",")][models.index(model_name)]
+        return self.eval_weight_files(target)[models.index(model_name)]
 
     def eval_test_epoch_list(self, target: str) -> list[int]:
         """The epochs (from 1) after which the `target` ("action" or "privacy") model is also

@@ -425,17 +425,16 @@ def validate_evaluation(config: ExperimentConfig) -> None:
     if not 0 < config.eval_action_crop <= 1:
         raise SettingError(f"<eval_action_crop> must be in (0, 1], got {config.eval_action_crop}")
     for target in ("action", "privacy"):
-        listed = getattr(config, f"eval_{target}_weights").split(",")
+        listed = config.eval_weight_files(target)
         models = getattr(config, f"eval_{target}_model_names")()
-        if len(listed) > 1 and len(listed) != len(models):
+        if len(listed) != len(models):
             raise SettingError(
                 f"<eval_{target}_weights> lists {len(listed)} files for the {len(models)} "
                 f"models of <eval_{target}_model> ({', '.join(models)}): give one per model, in "
                 "its order (an empty entry: that model from scratch), or one file for all"
             )
-    unstarted = [
-        name for name in config.eval_action_model_names() if not config.eval_weights("action", name)
-    ]
+    models = config.eval_action_model_names()
+    unstarted = [name for name, path in zip(models, config.eval_weight_files("action")) if not path]
     if config.eval_action_frozen_batchnorm and unstarted:
         raise SettingError(
             "<eval_action_frozen_batchnorm> keeps the BatchNorm of <eval_action_weights>' file: "
