@@ -29,6 +29,9 @@ import numpy as np
 
 STATE_FILE = "state.json"
 """In each complete checkpoint folder: the content `latest.json` had when it pointed there."""
+SAVED_MODELS_FILE = "saved_models.json"
+"""In a run folder: the checkpoint (phase, epoch) whose weights train.py last saved as the run's
+models (`anonymizer.keras`, ...), written after them."""
 
 
 class CheckpointError(RuntimeError):
@@ -182,6 +185,44 @@ def latest_checkpoint(run_dir: str | os.PathLike) -> dict | None:
         )
     state["path"] = str(folder)
     return state
+
+
+def record_saved_models(run_dir: str | os.PathLike, state: dict | None) -> None:
+    """Record, once the run's models are saved in `run_dir`, the checkpoint `state` they hold
+    the weights of (None: a run of no epoch), so that `saved_models_behind` can tell them from
+    the models of a run that trained on and stopped before saving them."""
+    kept = None if state is None else {key: state[key] for key in ("phase", "epoch", "folder")}
+    (Path(run_dir) / SAVED_MODELS_FILE).write_text(json.dumps({"checkpoint": kept}, indent=1))
+
+
+def saved_models_behind(run_dir: str | os.PathLike) -> str | None:
+    """Why the models saved in `run_dir` are not the run's latest weights (its training went on
+    past them, or stopped before it saved any), or None where they are, or where that cannot be
+    told (a run folder without checkpoints, or saved by a version that kept no record)."""
+    run_dir = Path(run_dir)
+    try:
+        state = latest_checkpoint(run_dir)
+    except CheckpointError:
+        return None  # the models may be fine; the checkpoint matters to train.py, not here
+    if state is None:
+        return None
+    reached = f"{state['phase']} epoch {state['epoch']}"
+    record = read_record(run_dir / SAVED_MODELS_FILE, "remove it: train.py writes it again")
+    if record is None:
+        if any(run_dir.glob("*.keras")):
+            return None  # saved by a version before the record
+        return (
+            f"the run in {run_dir} stopped at {reached} (its latest checkpoint) before saving "
+            "its models"
+        )
+    saved = record.get("checkpoint") or {}
+    if saved.get("folder") == state["folder"]:
+        return None
+    return (
+        f"the run in {run_dir} saved its models at {saved.get('phase')} epoch "
+        f"{saved.get('epoch')}, then trained on to {reached} (its latest checkpoint) and "
+        "stopped before saving them again"
+    )
 
 
 def restore_models(state: dict, models: dict[str, keras.Model]) -> None:

@@ -850,6 +850,7 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
             for name, model in models.items():
                 model.save(paths[name])
             (run_dir / "history.json").write_text(json.dumps(history, indent=1))
+            checkpoint.record_saved_models(run_dir, state)
     return TrainResult(run_dir=run_dir, model_paths=paths, history=history)
 
 

@@ -26,6 +26,7 @@ from keras_privacy.config import ExperimentConfig
 from keras_privacy.data.cache import prepare_image_cache, read_manifest
 from keras_privacy.data.errors import DatasetFormatError
 from keras_privacy.data.examples import Example, Split
+from keras_privacy.evaluation.anonymizations import load_anonymizer
 from keras_privacy.learning_rates import EpochRates
 from keras_privacy.methods.init import IdentityInit
 from keras_privacy.methods.spact import SPAct
@@ -263,6 +264,54 @@ def test_a_finished_run_keeps_the_settings_it_was_trained_with(uninterrupted, be
     assert (run_dir / "config.json").read_text() == kept
     assert (run_dir / "history.json").read_text() == history
     assert checkpoint_files(run_dir) == checkpoints
+
+
+def full_disk(*args, **kwargs):
+    raise OSError(28, "No space left on device")
+
+
+def test_the_models_of_a_run_that_trained_on_past_them_are_not_evaluated(
+    uninterrupted, benchmark, tmp_path, monkeypatch
+):
+    """A run that checkpoints an epoch and stops before saving its models (killed, a full disk)
+    keeps the models of an earlier finish, or none: evaluate.py would score an earlier model
+    under the config.json of the longer run. Finishing the run saves them and clears it."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(Path(uninterrupted["config"].run_dir), run_dir)
+    path = run_dir / "anonymizer.keras"
+    assert checkpoint.saved_models_behind(run_dir) is None
+    load_anonymizer(path)
+    longer = tiny_config(benchmark, run_dir, minimax_epochs=3)
+    monkeypatch.setattr(keras.Model, "save", full_disk)
+    with contextlib.redirect_stdout(io.StringIO()), pytest.raises(OSError):
+        training.train(longer)
+    assert checkpoint.latest_checkpoint(run_dir)["epoch"] == 3
+    with pytest.raises(checkpoint.CheckpointError) as raised:
+        load_anonymizer(path)
+    assert str(raised.value) == (
+        f"{path}: the run in {run_dir} saved its models at minimax epoch 2, then trained on to "
+        "minimax epoch 3 (its latest checkpoint) and stopped before saving them again; finish "
+        "it with train.py and the same flags (it resumes from that checkpoint), or evaluate a "
+        "copy kept elsewhere"
+    )
+    monkeypatch.undo()
+    with contextlib.redirect_stdout(io.StringIO()):
+        training.train(longer)
+    assert checkpoint.saved_models_behind(run_dir) is None
+    load_anonymizer(path)
+
+    # A first run stopped before it saved any model is named as such.
+    first = tmp_path / "first"
+    epochs = dict(action_init_epochs=0, privacy_init_epochs=0, minimax_epochs=0)
+    monkeypatch.setattr(keras.Model, "save", full_disk)
+    with contextlib.redirect_stdout(io.StringIO()), pytest.raises(OSError):
+        training.train(tiny_config(benchmark, first, **epochs))
+    assert checkpoint.saved_models_behind(first) == (
+        f"the run in {first} stopped at identity epoch 1 (its latest checkpoint) before saving "
+        "its models"
+    )
+    with pytest.raises(checkpoint.CheckpointError, match="before saving its models; finish it"):
+        load_anonymizer(first / "anonymizer.keras")
 
 
 def checkpoint_files(run_dir: Path) -> dict[str, int]:

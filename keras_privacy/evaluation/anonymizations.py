@@ -13,7 +13,7 @@ from pathlib import Path
 import keras
 import numpy as np
 
-from keras_privacy.checkpoint import read_record
+from keras_privacy.checkpoint import CheckpointError, read_record, saved_models_behind
 from keras_privacy.config import LEARNED_NAME_SETTINGS, ExperimentConfig, SettingError
 from keras_privacy.config.evaluation import LEARNED, eval_methods, learned_path
 from keras_privacy.config.schedule import LEARNING_RATES
@@ -112,8 +112,17 @@ class _OneCallAtATime:
 
 
 def load_anonymizer(path: str | Path, name: str | None = None) -> Anonymization:
-    """A learned anonymizer saved as `.keras`, frozen."""
+    """A learned anonymizer saved as `.keras`, frozen. Refused where train.py saved it in a run
+    whose training went on past it and stopped (killed while extending a finished run): the
+    run's config.json then describes the longer run, and its row would be scored on the
+    earlier model under it."""
     path = Path(path)
+    behind = saved_models_behind(path.parent)
+    if behind:
+        raise CheckpointError(
+            f"{path}: {behind}; finish it with train.py and the same flags (it resumes from "
+            "that checkpoint), or evaluate a copy kept elsewhere"
+        )
     if not path.exists():
         raise FileNotFoundError(f"{path}: no saved anonymizer there (train one, or fix the path)")
     model = load_keras_anonymizer(path)
