@@ -231,5 +231,18 @@ def test_frame_images_carry_the_privacy_labels(tmp_path):
     assert [e.privacy for e in every.examples] == [(t, 0) for t in range(8)] * 2
     means = [cv2.imread(e.path)[..., 0].mean() for e in every.examples[:8]]
     assert means == pytest.approx([10 * t for t in range(8)], abs=2)
+    # Only the frames `frames_of` gives (PA-HMDB51's labelled ones); a video with none is missing.
+    first = train.examples[0].path
+    labelled = frame_images(
+        train,
+        tmp_path / "frames",
+        2,
+        lambda path, frame: (frame, 0),
+        lambda path, num_frames: [3, 4, 5, 6] if path == first else [],
+    )
+    assert [e.privacy for e in labelled.examples] == [(4, 0), (6, 0)]
+    means = [cv2.imread(e.path)[..., 0].mean() for e in labelled.examples]
+    assert means == pytest.approx([40, 60], abs=2)
+    assert any(m.endswith("v2.mp4: none of its 8 frames is labelled") for m in labelled.missing)
     with pytest.raises(ValueError, match="0 .every frame. or more, got -1"):
         frame_images(train, tmp_path / "frames", -1)

@@ -376,22 +376,44 @@ def test_pa_hmdb51_labels_each_frame_by_its_own_index():
     ranges = {
         "face": [(0, 195, (2,)), (196, 258, (0,))],  # complete face, then invisible
         "gender": [(0, 99, (0,)), (100, 258, (1, 2))],  # unidentifiable, then a man and a woman
-        "nudity": [(0, 150, (1,))],  # partial, and no range after frame 150
+        "nudity": [(0, 150, (1,)), (151, 258, (0,))],  # partial, then none
         "skin_color": [(0, 258, (0, 3))],
-        "relationship": [],
+        "relationship": [(0, 258, (0,))],
     }
     assert pa_hmdb51.labels_at(ranges, 100) == (1, 1, 1, 1, 0)
     assert pa_hmdb51.labels_at(ranges, 200) == (1, 0, 0, 1, 0)
     assert pa_hmdb51.labels_at(ranges, 50, ["face", "gender"]) == (1, 0)
 
 
+def test_pa_hmdb51_frames_no_range_holds_are_unlabelled_and_overlaps_read_as_the_viewer_does():
+    """As the release's viewer (GUI/Reviewer.py) shows them: "N/A" where no range of an
+    attribute holds the frame (14 of its 515 videos start their ranges at frames 1 to 13), the
+    first range holding it where two overlap (its hug.json has one such frame)."""
+    ranges = {
+        "face": [(5, 11, (1,)), (11, 29, (2,))],  # partial, complete: both hold frame 11
+        "gender": [(2, 29, (1,))],
+        "nudity": [(2, 29, (0,))],
+        "skin_color": [(2, 29, (1,))],
+        "relationship": [(0, 25, (0,))],
+    }
+    assert pa_hmdb51.labelled_frames(ranges, 40) == list(range(5, 26))
+    assert pa_hmdb51.labelled_frames(ranges, 40, ["gender", "nudity"]) == list(range(2, 30))
+    assert pa_hmdb51.labelled_frames(ranges, 20, ["gender"]) == list(range(2, 20))
+    partial, complete = "a10_face_partial", "a9_face_complete"
+    assert pa_hmdb51.labels_at(ranges, 11, [partial, complete], "vispr1") == (1, 0)
+    assert pa_hmdb51.labels_at(ranges, 12, [partial, complete], "vispr1") == (0, 1)
+    with pytest.raises(ValueError, match="frame 3 has no face label"):
+        pa_hmdb51.labels_at(ranges, 3)
+    assert pa_hmdb51.labels_at(ranges, 3, ["gender"]) == (1,)
+
+
 def test_pa_hmdb51_frames_over_spacts_vispr1_columns_keep_the_two_faces_apart():
     ranges = {
         "face": [(0, 99, (1,)), (100, 199, (2, 1)), (200, 258, (2,))],
         "gender": [(0, 258, (0,))],
-        "nudity": [(0, 150, (2,))],
+        "nudity": [(0, 150, (2,)), (151, 258, (0,))],
         "skin_color": [(0, 258, (0, 3))],
-        "relationship": [(120, 258, (1,))],
+        "relationship": [(0, 119, (0,)), (120, 258, (1,))],
     }
     assert pa_hmdb51.attribute_subset("all", "vispr1") == list(VISPR1[:6])
     # The flag's choices, kept by the settings without importing the data readers (PyAV).
@@ -648,7 +670,13 @@ def test_pa_hmdb51_protocol_trains_without_its_videos_and_tests_action_on_them(
         os.symlink(fixtures_dir / "videos" / source, hmdb / action / video)
     annotations = tmp_path / "PrivacyAttributes"
     annotations.mkdir()
-    face = dict(gender=[[0, 163, 1]], face=[[0, 80, 2]], nudity=[], skin_color=[], relationship=[])
+    face = dict(
+        gender=[[0, 163, 1]],
+        face=[[0, 80, 2], [81, 163, 0]],
+        nudity=[[0, 163, 0]],
+        skin_color=[[0, 163, 0]],
+        relationship=[[0, 163, 0]],
+    )
     (annotations / "brush_hair.json").write_text(json.dumps({in_pa: face}))
     (annotations / "dive.json").write_text(json.dumps({dive: face}))
     vispr = tmp_path / "vispr"

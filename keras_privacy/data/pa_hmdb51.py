@@ -4,8 +4,10 @@ Each attribute of a video is a list of inclusive frame ranges `[start, end, valu
 an int or a list of ints (one per person): gender 0 unidentifiable, 1 male, 2 female; face 0
 invisible, 1 partial, 2 complete; skin colour 0 unidentifiable, 1 white, 2 yellow, 3 black;
 nudity 0 none, 1 partial, 2 semi; relationship 0 unidentifiable, 1 identifiable. An attribute is
-present in a frame when a range holding that frame has a value (or a person's value) > 0, so 0
-and frames outside every range are negatives (`labels_at`).
+present in a frame when the first range holding that frame has a value (or a person's value)
+> 0, as the release's viewer (`GUI/Reviewer.py`) reads them; a frame no range of an attribute
+holds is unlabelled (the viewer shows "N/A": 14 of the release's 515 videos start their ranges
+at frames 1 to 13) and is never a test image (`labelled_frames`).
 
 Its cross-dataset evaluation (`--eval_privacy_dataset=pa_hmdb51`): the target privacy model
 trains on VISPR relabelled by `vispr_as_pa_hmdb51` and is tested on `privacy_images`, frames
@@ -146,23 +148,45 @@ def read_frame_ranges(annotations_dir: str | os.PathLike) -> dict[str, Ranges]:
     }
 
 
+def _columns(names: Sequence[str] | None, scheme: str) -> list[Column]:
+    columns = label_columns(scheme)
+    return [columns[name] for name in (columns if names is None else names)]
+
+
+def _values_at(ranges: Ranges, attribute: str, frame: int) -> tuple[int, ...] | None:
+    """The values of the first range of `attribute` holding `frame` (where two overlap, the
+    release's viewer shows the first), or None where none holds it."""
+    return next((values for start, end, values in ranges[attribute] if start <= frame <= end), None)
+
+
 def labels_at(
     ranges: Ranges, frame: int, names: Sequence[str] | None = None, scheme: str = "merged"
 ) -> tuple[int, ...]:
     """The binary labels of frame `frame` over the columns `names` of `scheme` (default all):
-    1 where a range holding the frame gives the column's attribute one of its values (for one
-    of its people), else 0 (also outside every range)."""
-    columns = label_columns(scheme)
-    chosen = [columns[name] for name in (columns if names is None else names)]
-    return tuple(
-        int(
-            any(
-                start <= frame <= end and any(v in column.values for v in values)
-                for start, end, values in ranges[column.attribute]
-            )
-        )
-        for column in chosen
-    )
+    1 where the first range holding the frame gives the column's attribute one of its values
+    (for one of its people), else 0. Raises ValueError for a frame that an attribute the
+    columns read leaves unlabelled (`labelled_frames`)."""
+    labels = []
+    for column in _columns(names, scheme):
+        values = _values_at(ranges, column.attribute, frame)
+        if values is None:
+            raise ValueError(f"frame {frame} has no {column.attribute} label (no range holds it)")
+        labels.append(int(any(v in column.values for v in values)))
+    return tuple(labels)
+
+
+def labelled_frames(
+    ranges: Ranges, num_frames: int, names: Sequence[str] | None = None, scheme: str = "merged"
+) -> list[int]:
+    """The frames below `num_frames` that a range of every attribute the columns `names` of
+    `scheme` read holds: the frames `labels_at` labels, the only ones tested (VITA's test
+    frames are those with an annotation)."""
+    attributes = {column.attribute for column in _columns(names, scheme)}
+    return [
+        frame
+        for frame in range(num_frames)
+        if all(_values_at(ranges, attribute, frame) is not None for attribute in attributes)
+    ]
 
 
 def _read_action_file(path: Path) -> dict[str, Ranges]:
@@ -267,9 +291,10 @@ def privacy_images(
     scheme: str = "merged",
 ) -> Split:
     """PA-HMDB51's labelled videos as privacy test images: `frames_per_video` equidistant
-    frames of every video on disk (0: every frame), written as PNG under `out_dir` (kept if
-    already there), each with the labels of its own frame index over the columns `attributes`
-    of `scheme` (`labels_at`, `attribute_subset`).
+    frames of the labelled frames of every video on disk (0: every labelled frame;
+    `labelled_frames`), written as PNG under `out_dir` (kept if already there), each with the
+    labels of its own frame index over the columns `attributes` of `scheme` (`labels_at`,
+    `attribute_subset`). A video with no labelled frame is listed in the split's `missing`.
 
     Raises FileNotFoundError naming missing videos when none of the annotated ones is on disk
     (the others are listed in the split's `missing`)."""
@@ -288,8 +313,11 @@ def privacy_images(
     def frame_labels(path: str, frame: int) -> tuple[int, ...]:
         return labels_at(ranges[path], frame, names, scheme)
 
+    def frames_of(path: str, num_frames: int) -> list[int]:
+        return labelled_frames(ranges[path], num_frames, names, scheme)
+
     columns = dataclasses.replace(split, attribute_names=names)
-    return frame_images(columns, out_dir, frames_per_video, frame_labels)
+    return frame_images(columns, out_dir, frames_per_video, frame_labels, frames_of)
 
 
 def vispr_as_pa_hmdb51(split: Split, attributes: str = "all", scheme: str = "merged") -> Split:

@@ -226,14 +226,16 @@ def frame_images(
     out_dir: str | os.PathLike,
     frames_per_video: int = 1,
     frame_labels: Callable[[str, int], tuple[int, ...]] | None = None,
+    frames_of: Callable[[str, int], Sequence[int]] | None = None,
 ) -> Split:
     """An image split of `frames_per_video` equidistant frames of every video of `split`
     (centres of equal segments; 0: every frame, VITA's PA-HMDB51 test), written as PNG under
-    `out_dir` (kept if already there; the
-    name holds the frame count, so frames of another count are never taken for these), each
-    with its video's privacy labels, or `frame_labels(video path, frame index)` when given
-    (frame-level annotations). Undecodable videos are skipped and listed in `missing`.
-    `frame_source` gives the video of a frame from its file name."""
+    `out_dir` (kept if already there; the name holds the frame's index, so another frame is
+    never taken for it), each with its video's privacy labels, or
+    `frame_labels(video path, frame index)` when given (frame-level annotations). With
+    `frames_of(video path, frame count)`, the frames are taken among those it gives (the
+    labelled ones); a video it gives none of is listed in `missing`, as are undecodable
+    videos. `frame_source` gives the video of a frame from its file name."""
     if frames_per_video < 0:
         raise ValueError(
             f"frames_per_video must be 0 (every frame) or more, got {frames_per_video}"
@@ -244,17 +246,22 @@ def frame_images(
     for index, example in enumerate(split.examples):
         try:
             num_frames = probe_video(example.path).num_frames
-            count = frames_per_video or num_frames
-            targets = [
-                out_dir / f"{index:06d}_{Path(example.path).stem}{FRAME_MARK}{k}of{count}.png"
-                for k in range(count)
-            ]
+            candidates = (
+                range(num_frames) if frames_of is None else frames_of(example.path, num_frames)
+            )
+            if not candidates:
+                missing.append(f"{example.path}: none of its {num_frames} frames is labelled")
+                continue
+            count = frames_per_video or len(candidates)
+            picks = ((np.arange(count) + 0.5) * len(candidates) / count).astype(int)
+            positions = [int(candidates[pick]) for pick in picks]
+            stem = f"{index:06d}_{Path(example.path).stem}{FRAME_MARK}"
+            targets = [out_dir / f"{stem}{position}.png" for position in positions]
             frames = None if all(t.exists() for t in targets) else read_video(example.path)
         except VideoDecodeError as error:
             logging.warning("skipping %s", error)
             missing.append(str(error))
             continue
-        positions = ((np.arange(count) + 0.5) * num_frames / count).astype(int)
         if frames is not None:
             for target, position in zip(targets, positions):
                 frame = frames[min(position, len(frames) - 1)]
@@ -262,7 +269,7 @@ def frame_images(
         for target, position in zip(targets, positions):
             privacy = example.privacy
             if frame_labels is not None:
-                privacy = frame_labels(example.path, int(position))
+                privacy = frame_labels(example.path, position)
             examples.append(Example(path=str(target), privacy=privacy))
     return dataclasses.replace(split, examples=examples, class_names=[], missing=missing)
 
