@@ -13,10 +13,10 @@
 #
 # Modes (SECONDS: the command's own limit, default 420, at least 180 for the timed ones; give
 # the `run` call about 15 s more). Every compile and measurement ends 10 s before it (--end), so
-# the report is printed in time. A lease's 15 minutes hold the machine's start and two commands:
-# `meta 585`, then at once (the machine goes back after 30 s idle, its caches with it)
-# `meta $((budget_left_s - 45))` if that is at least 180; `variants` and `largest` in later
-# leases.
+# the report is printed in time. A lease's 15 minutes hold the machine's start, one command of
+# 585 s and, at once (the machine goes back after 30 s idle, its caches with it), one of
+# $((budget_left_s - 45)) s. The meta step was timed on 2026-12-04 (`meta 585`); the next lease
+# runs `largest 585`, a later one `variants`.
 #   meta        the eight-model meta step (its deciding pass and the meta update's program)
 #               without XLA's fusion autotuner, under autotuning level 1 (convolutions and
 #               matmuls still autotuned, without buffer initialisation or correctness checks):
