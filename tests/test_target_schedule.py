@@ -11,6 +11,7 @@ import pytest
 from keras_privacy.config import ExperimentConfig, SettingError
 from keras_privacy.evaluation import protocol
 from keras_privacy.evaluation.targets import (
+    DivergenceCheck,
     EpochLearningRate,
     TargetDivergedError,
     learning_rate_schedule,
@@ -138,6 +139,32 @@ def test_a_target_model_whose_loss_turns_nan_is_refused_by_name(benchmark, tmp_p
         match=r"the training loss became nan in epoch 1: .* lower --eval_privacy_lr \(now 1e\+30\)",
     ):
         protocol.train_privacy_target(config, data.privacy_train, len(data.attribute_names), None)
+
+
+def run_check(losses: list[float]) -> None:
+    """A DivergenceCheck shown one training whose epochs end at `losses`."""
+    check = DivergenceCheck("eval_privacy_lr", 0.5)
+    check.set_model(keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)], name="f"))
+    check.on_train_begin()
+    for epoch, loss in enumerate(losses):
+        check.on_epoch_end(epoch, {"loss": loss})
+    check.on_train_end()
+
+
+def test_a_training_loss_that_ends_above_its_first_epochs_is_warned_of(caplog):
+    """Finite but exploding (`--eval_privacy_lr=1e12`): scored, with a warning naming it."""
+    with caplog.at_level("WARNING"):
+        run_check([0.7, 0.5, 0.6])  # noisy, but below where it began: no warning
+        run_check([0.7])
+        assert not caplog.records
+        run_check([0.7, 3e9, 8e10])
+    assert [record.getMessage() for record in caplog.records] == [
+        "f: the training loss rose from 0.7 (epoch 1) to 8e+10 (epoch 3): the target model may "
+        "have diverged, and its scores are reported as they are; a lower --eval_privacy_lr "
+        "(now 0.5) may train it"
+    ]
+    with pytest.raises(TargetDivergedError, match="f: the training loss became inf in epoch 2"):
+        run_check([0.7, float("inf")])
 
 
 def test_a_divergence_after_finished_methods_says_a_lower_rate_needs_a_new_report(tmp_path):

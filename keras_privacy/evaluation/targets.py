@@ -70,23 +70,43 @@ class TargetDivergedError(RuntimeError):
     so it is neither tested nor kept."""
 
 
-class NonFiniteLossStops(keras.callbacks.Callback):
+class DivergenceCheck(keras.callbacks.Callback):
     """Raises TargetDivergedError at the end of an epoch whose mean loss is not finite (a NaN
     in any batch makes the mean NaN), naming the model, the epoch and the learning-rate flag
-    `flag` with its value `rate`: the model is never tested or saved."""
+    `flag` with its value `rate`: the model is never tested or saved. A training that ends
+    with a mean loss above its first epoch's, finite, is warned of: such a model may have
+    diverged without a NaN, and its scores are reported, as its training ended."""
 
     def __init__(self, flag: str, rate: float):
         super().__init__()
         self.flag = flag
         self.rate = rate
+        self.losses: list[float] = []
+
+    def on_train_begin(self, logs: dict | None = None) -> None:
+        self.losses = []
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         loss = (logs or {}).get("loss")
-        if loss is not None and not np.isfinite(loss):
+        if loss is None:
+            return
+        if not np.isfinite(loss):
             raise TargetDivergedError(
                 spell(
                     f"{self.model.name}: the training loss became {loss} in epoch {epoch + 1}: "
                     f"the target model diverged; lower <{self.flag}> (now {self.rate:g})"
+                )
+            )
+        self.losses.append(float(loss))
+
+    def on_train_end(self, logs: dict | None = None) -> None:
+        if len(self.losses) > 1 and self.losses[-1] > self.losses[0]:
+            logging.warning(
+                spell(
+                    f"{self.model.name}: the training loss rose from {self.losses[0]:.4g} "
+                    f"(epoch 1) to {self.losses[-1]:.4g} (epoch {len(self.losses)}): the "
+                    f"target model may have diverged, and its scores are reported as they are; "
+                    f"a lower <{self.flag}> (now {self.rate:g}) may train it"
                 )
             )
 
@@ -98,7 +118,7 @@ def target_callbacks(
     (before the schedule reads the loss), its learning rate per epoch, its test epochs."""
     flag = f"eval_{target}_lr" if getattr(config, f"eval_{target}_lr") else "eval_lr"
     return [
-        NonFiniteLossStops(flag, config.eval_learning_rate(target)),
+        DivergenceCheck(flag, config.eval_learning_rate(target)),
         learning_rate_schedule(config, target),
         *([test_epochs] if test_epochs else []),
     ]
