@@ -1481,12 +1481,19 @@ SETTINGS: tuple[Setting, ...] = (
         "penalty term",
         "max(0, RMS(x - f_A(x)) - B) (Eq. 4); the authors' code: one RMS over the whole batch, "
         "taken with .item(): a constant, with no gradient",
-        "Penalty Eq. 4; " + _PEN + "anonymization_training/train_anonymizer_balance.py:150-156",
+        "Penalty Eq. 4, Sec. 3.2; "
+        + _PEN
+        + "anonymization_training/train_anonymizer_balance.py:150-156, 175, 432",
         PENALTY,
         "",
         "Eq. 4 per clip, differentiable, averaged over the batch's clips",
         "ours: the term reaches f_A's gradient (in their code it never does, so their f_A "
-        "loss is SPAct's); per clip, so one clip's change is not diluted by the batch's",
+        "loss is SPAct's); per clip, so one clip's change is not diluted by the batch's. The "
+        "released script cannot have made the tables as it stands: it stops at params.B.item() "
+        "(B is a float) and reads a params.temporal_loss its parameter file lacks, and Table 3's "
+        "lambda changes the accuracy that a term without gradient could not. Sec. 3.2 also "
+        "writes the term as RMS(X - f_T(f_A(X))) - B, which compares a clip with f_T's logits; "
+        "Eq. 4 is the one the code computes",
     ),
     Setting(
         "penalty",
@@ -1522,6 +1529,33 @@ SETTINGS: tuple[Setting, ...] = (
         "eval_action_frozen_batchnorm",
         "true",
         "same as the authors' code",
+    ),
+    Setting(
+        "penalty",
+        "target action model dropout",
+        "not stated; the authors' f'_T (their I3D, dropout 0.5 before its head) trains with "
+        "it in epoch 1 only: their training epoch never sets f'_T back to training mode (for "
+        "the I3D it only freezes BatchNorm) after the test after epoch 1 put it in eval mode",
+        _PEN + "action_training/train_anonymized_action.py:44-48, 104-106; "
+        "params_anonymized_action.py:37; aux_code/models/large_i3d.py:148",
+        PENALTY,
+        "",
+        "dropout 0.5 in every epoch",
+        "ours: the model's dropout in every training epoch, as the I3D trains; theirs is a "
+        "by-product of switching modes for the test, in a script that cannot run as released "
+        "(its loss is never computed with loss='ce', train_anonymized_action.py:71-72)",
+    ),
+    Setting(
+        "penalty",
+        "HMDB51 evaluation protocol",
+        "PA-HMDB: f'_T and f'_B both tested on its videos",
+        "Penalty Sec. 4.3.1",
+        ("hmdb_vispr_penalty",),
+        "eval_protocol",
+        "same",
+        "ours: HMDB51's and VISPR-1's test sets, as SPAct's hmdb_vispr (its row says why); "
+        "--eval_protocol=pa_hmdb51 with --eval_privacy_dataset=pa_hmdb51 and its two paths is "
+        "the paper's",
     ),
     Setting(
         "penalty",

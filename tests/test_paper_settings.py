@@ -40,6 +40,7 @@ WITHOUT_FLAG = {
     ("meta", "privacy term"),
     ("meta", "mixed samples' sets"),
     ("penalty", "clips into f_A"),
+    ("penalty", "target action model dropout"),
     ("penalty", "frames' channel order"),
     ("penalty", "f_A output"),
     ("penalty", "penalty term"),
