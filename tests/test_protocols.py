@@ -711,8 +711,8 @@ def test_pa_hmdb51_protocol_trains_without_its_videos_and_tests_action_on_them(
         training_data(cached)
     assert str(raised.value) == (
         f"--action_cache={tmp_path / 'all' / 'train'}: prepared from hmdb51, split 1, train, but "
-        "the run reads hmdb51, split 1, train, PA-HMDB51 videos left out (the PA-HMDB51 videos, "
-        "which the pa_hmdb51 protocol tests on, must be left out: `prepare --leave_out` the "
+        "the run reads hmdb51, split 1, train, PA-HMDB51 videos left out (2) (the PA-HMDB51 "
+        "videos, which the pa_hmdb51 protocol tests on, must be left out: `prepare --leave_out` the "
         "folder of --eval_privacy_annotations); give the cache of that, or prepare it (`python "
         "-m keras_privacy.data prepare`)"
     )
@@ -728,6 +728,24 @@ def test_pa_hmdb51_protocol_trains_without_its_videos_and_tests_action_on_them(
     assert data_cli.main([*prepare, "--out", str(tmp_path / "without"), *leave_out]) == 0
     cached.action_cache = str(tmp_path / "without" / "train")
     assert read_manifest(training_data(cached).videos)["num_records"] == 1
+    # A cache that left out another PA-HMDB51 folder's videos (the VITA repository's copy, a
+    # subset) holds videos that this run's folder labels: refused, naming one.
+    other = tmp_path / "other_annotations"
+    other.mkdir()
+    (other / "dive.json").write_text(json.dumps({dive: face}))
+    other_prepare = [*prepare, "--out", str(tmp_path / "other"), "--leave_out", str(other)]
+    assert data_cli.main(other_prepare) == 0
+    other_cache = dataclasses.replace(config, action_cache=str(tmp_path / "other" / "train"))
+    with pytest.raises(SettingError, match="PA-HMDB51 videos left out \\(1\\), but the run"):
+        training_data(other_cache)
+    with pytest.raises(SettingError) as raised:
+        training_data(other_cache)
+    assert str(raised.value).endswith(
+        "(it left out the videos of another PA-HMDB51 folder: --eval_privacy_annotations labels 1 "
+        f"it did not leave out, e.g. brush_hair/{in_pa.lower()}, which the pa_hmdb51 protocol "
+        "tests on: `prepare --leave_out` that folder); give the cache of that, or prepare it "
+        "(`python -m keras_privacy.data prepare`)"
+    )
     tested = [(os.path.basename(e.path), e.label) for e in data.action_test.examples]
     assert tested == [(in_pa, 0), (dive, data.class_names.index("dive"))]
     # The action test carries no privacy labels, nor attribute names: its cache reads back.

@@ -35,7 +35,7 @@ from keras_privacy.data.cache import (
 )
 from keras_privacy.data.examples import Split
 from keras_privacy.data.hmdb51 import read_hmdb51
-from keras_privacy.data.sources import without_pa_hmdb51, write_benchmark
+from keras_privacy.data.sources import pa_hmdb51_videos, without_pa_hmdb51, write_benchmark
 from keras_privacy.data.ucf101 import read_ucf101
 from keras_privacy.data.vispr import read_vispr
 
@@ -193,7 +193,7 @@ def _run(args: argparse.Namespace, unknown: Sequence[str]) -> int:
         if args.dataset in VIDEO_DATASETS:
             source["split"] = args.split
         if args.leave_out and name == "train":
-            source["pa_hmdb51_left_out"] = True
+            source["pa_hmdb51_left_out"] = sorted(pa_hmdb51_videos(args.leave_out))
         manifest = prepare(
             split, out, short_side=args.short_side, workers=args.workers, source=source
         )

@@ -132,6 +132,19 @@ def action_splits(files: DatasetFiles, leave_out: str | Path = "") -> dict[str, 
     return splits
 
 
+def pa_hmdb51_videos(annotations: str | Path) -> set[str]:
+    """The "<action>/<video>" names, lower case, of the videos that the PA-HMDB51 annotation
+    folder `annotations` labels: compared in any case, as the test videos are found on disk
+    (`resolve`). A folder that labels none raises: no video would be left out."""
+    annotated = {name.lower() for name in pa_hmdb51.read_frame_ranges(annotations)}
+    if not annotated:
+        raise DatasetFormatError(
+            f"{annotations}: its PA-HMDB51 '<action>.json' files label no video, so no video "
+            "would be left out"
+        )
+    return annotated
+
+
 def without_pa_hmdb51(train: Split, annotations: str | Path) -> Split:
     """The HMDB51 training split `train` without the videos that the PA-HMDB51 annotation
     folder `annotations` labels (the `pa_hmdb51` protocol tests on them); a folder without
@@ -140,13 +153,7 @@ def without_pa_hmdb51(train: Split, annotations: str | Path) -> Split:
         raise FileNotFoundError(
             f"{annotations}: no PA-HMDB51 '<action>.json' files, so no video would be left out"
         )
-    # Names compared in any case, as the test videos are found on disk (`resolve`).
-    annotated = {name.lower() for name in pa_hmdb51.read_frame_ranges(annotations)}
-    if not annotated:
-        raise DatasetFormatError(
-            f"{annotations}: its PA-HMDB51 '<action>.json' files label no video, so no video "
-            "would be left out"
-        )
+    annotated = pa_hmdb51_videos(annotations)
     kept = [e for e in train.examples if _class_and_name(e.path).lower() not in annotated]
     if train.examples and not kept:
         raise SettingError(
@@ -381,7 +388,7 @@ def training_data(
     if actions.cache:
         expected = {"dataset": actions.name, "split": actions.split, "subset": "train"}
         if leave_out:
-            expected["pa_hmdb51_left_out"] = True
+            expected["pa_hmdb51_left_out"] = sorted(pa_hmdb51_videos(leave_out))
         require_cache_source(actions.cache, expected, "action_cache")
     if privacy.cache and privacy.name == "vispr":
         expected = {"dataset": "vispr", "subset": "train"}
@@ -433,20 +440,39 @@ def require_cache_source(cache: str | Path, expected: dict, flag: str) -> None:
         if not expected.get("pa_hmdb51_left_out"):
             return
         source = {}
-    differ = [key for key in expected if source.get(key) != expected[key]]
+    differ = [key for key in expected if not _as_recorded(key, source.get(key), expected[key])]
     if not differ:
         return
-    left_out = (
-        " (the PA-HMDB51 videos, which the pa_hmdb51 protocol tests on, must be left out: "
-        "`prepare --leave_out` the folder of <eval_privacy_annotations>)"
-        if "pa_hmdb51_left_out" in differ
-        else ""
-    )
+    left_out = ""
+    if "pa_hmdb51_left_out" in differ:
+        left_out = (
+            " (the PA-HMDB51 videos, which the pa_hmdb51 protocol tests on, must be left out: "
+            "`prepare --leave_out` the folder of <eval_privacy_annotations>)"
+        )
+        recorded = source.get("pa_hmdb51_left_out")
+        if isinstance(recorded, list):
+            kept = sorted(set(expected["pa_hmdb51_left_out"]) - set(recorded))
+            left_out = (
+                f" (it left out the videos of another PA-HMDB51 folder: <eval_privacy_annotations> "
+                f"labels {len(kept)} it did not leave out, e.g. {kept[0]}, which the pa_hmdb51 "
+                "protocol tests on: `prepare --leave_out` that folder)"
+            )
     raise SettingError(
         f"<{flag}>={cache}: prepared from {_described(source)}, but the run reads "
         f"{_described(expected)}{left_out}; give the cache of that, or prepare it "
         "(`python -m keras_privacy.data prepare`)"
     )
+
+
+def _as_recorded(key: str, recorded, expected) -> bool:
+    """Whether a cache's recorded `key` is what the run reads. For the PA-HMDB51 videos left
+    out: every video the run's annotations label is among the recorded ones (`True`, from a
+    version that kept no names, cannot be checked further)."""
+    if key != "pa_hmdb51_left_out":
+        return recorded == expected
+    if recorded is True:
+        return True
+    return isinstance(recorded, list) and set(expected) <= set(recorded)
 
 
 def _described(source: dict) -> str:
@@ -457,8 +483,12 @@ def _described(source: dict) -> str:
     if "split" in source:
         words.append(f"split {source['split']}")
     words.append(str(source.get("subset", "?")))
-    if source.get("pa_hmdb51_left_out"):
-        words.append("PA-HMDB51 videos left out")
+    left_out = source.get("pa_hmdb51_left_out")
+    if left_out:
+        words.append(
+            "PA-HMDB51 videos left out"
+            + (f" ({len(left_out)})" if isinstance(left_out, list) else "")
+        )
     return ", ".join(words)
 
 
