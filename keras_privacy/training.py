@@ -733,6 +733,12 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
     if state is not None:
         checkpoint.restore_models(state, models)
         history = state["history"]
+        left = "nothing is left to train" if _finished(config, state) else "going on from there"
+        print(
+            f"resuming {run_dir} from its checkpoint after {state['phase']} epoch "
+            f"{state['epoch']}: {left}",
+            flush=True,
+        )
     fixed_clip = data.fixed_clip()
 
     for index, phase in enumerate(phases):

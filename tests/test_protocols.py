@@ -712,8 +712,8 @@ def test_pa_hmdb51_protocol_trains_without_its_videos_and_tests_action_on_them(
     assert str(raised.value) == (
         f"--action_cache={tmp_path / 'all' / 'train'}: prepared from hmdb51, split 1, train, but "
         "the run reads hmdb51, split 1, train, PA-HMDB51 videos left out (2) (the PA-HMDB51 "
-        "videos, which the pa_hmdb51 protocol tests on, must be left out: `prepare --leave_out` the "
-        "folder of --eval_privacy_annotations); give the cache of that, or prepare it (`python "
+        "videos, which the pa_hmdb51 protocol tests on, must be left out: `prepare --leave_out` "
+        "the folder of --eval_privacy_annotations); give the cache of that, or prepare it (`python "
         "-m keras_privacy.data prepare`)"
     )
     leave_out = ["--leave_out", str(annotations)]

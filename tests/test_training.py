@@ -320,7 +320,7 @@ def checkpoint_files(run_dir: Path) -> dict[str, int]:
     return {str(p.relative_to(folder)): p.stat().st_mtime_ns for p in folder.rglob("*")}
 
 
-def test_run_killed_mid_epoch_resumes_to_the_same_end(uninterrupted, benchmark):
+def test_run_killed_mid_epoch_resumes_to_the_same_end(uninterrupted, benchmark, capsys):
     killed = uninterrupted["killed"]
     assert killed.is_dir(), "no snapshot was taken in the middle of minimax epoch 2"
     # What the kill left: the checkpoint after minimax epoch 1, no saved models.
@@ -334,6 +334,8 @@ def test_run_killed_mid_epoch_resumes_to_the_same_end(uninterrupted, benchmark):
 
     # Only the unfinished epoch was trained again; finished phases were not redone.
     assert recorder.epochs == [("SPAct", 1)]
+    resumed = f"resuming {killed} from its checkpoint after minimax epoch 1: going on from there"
+    assert resumed in capsys.readouterr().out
     expected = uninterrupted["result"].history
     assert list(result.history) == list(expected)
     for phase, logs in expected.items():
@@ -363,6 +365,8 @@ def test_run_killed_mid_epoch_resumes_to_the_same_end(uninterrupted, benchmark):
     again, models = train_capturing_models(config, callbacks=[recorder])
     assert recorder.epochs == []
     assert again.history == result.history
+    finished = f"resuming {killed} from its checkpoint after minimax epoch 2: nothing is left"
+    assert finished in capsys.readouterr().out
     starts = json.loads((killed / "environment.json").read_text())["earlier_starts"]
     assert [start["resumed_from"] for start in starts] == [None, {"phase": "minimax", "epoch": 1}]
     for name, model in models.items():
