@@ -332,24 +332,39 @@ def test_hmdb51_missing_files_reported(fixtures_dir, tmp_path):
 
 def test_hmdb51_malformed_line(tmp_path):
     path = tmp_path / "brush_hair_test_split1.txt"
-    path.write_text("a.avi 1 \nb.avi 2 \nc.avi 7 \n")
+    path.write_text("a_brush_hair_0.avi 1 \nb_brush_hair_0.avi 2 \nc_brush_hair_0.avi 7 \n")
     with pytest.raises(DatasetFormatError, match=re.escape(f"{path}:3:")):
         read_hmdb51(tmp_path)
 
 
 def test_hmdb51_line_with_an_extra_field_is_refused(tmp_path):
     path = tmp_path / "brush_hair_test_split1.txt"
-    path.write_text("a.avi 1 \nd.avi 2 1\n")
+    path.write_text("a_brush_hair_0.avi 1 \nd_brush_hair_0.avi 2 1\n")
     with pytest.raises(DatasetFormatError, match=re.escape(f"{path}:2: expected")):
         read_hmdb51(tmp_path)
 
 
 def test_hmdb51_a_video_on_two_lines_is_refused_with_both(tmp_path):
     path = tmp_path / "brush_hair_test_split1.txt"
-    path.write_text("a.avi 1 \nb.avi 2 \na.avi 2 \n")
+    path.write_text("a_brush_hair_0.avi 1 \nb_brush_hair_0.avi 2 \na_brush_hair_0.avi 2 \n")
     with pytest.raises(DatasetFormatError) as raised:
         read_hmdb51(tmp_path)
-    assert str(raised.value) == f"{path}:3: 'brush_hair/a.avi' is listed again (first at {path}:1)"
+    assert str(raised.value) == (
+        f"{path}:3: 'brush_hair/a_brush_hair_0.avi' is listed again (first at {path}:1)"
+    )
+
+
+def test_hmdb51_a_video_of_another_class_is_refused_by_line(tmp_path):
+    """Every HMDB51 video's name holds its class: a line pasted into another class's file
+    would train and test the video under the wrong label, or go missing in silence."""
+    path = tmp_path / "catch_test_split1.txt"
+    path.write_text("a_catch_0.avi 1 \nApril_09_brush_hair_u_nm_np1_ba_goo_0.avi 1 \n")
+    with pytest.raises(DatasetFormatError) as raised:
+        read_hmdb51(tmp_path)
+    assert str(raised.value) == (
+        f"{path}:2: April_09_brush_hair_u_nm_np1_ba_goo_0.avi is not a catch video: its name "
+        "lacks '_catch_', which every HMDB51 video's name holds (a line of another class's file?)"
+    )
 
 
 def test_hmdb51_class_without_this_splits_file_is_refused(tmp_path):
@@ -358,14 +373,14 @@ def test_hmdb51_class_without_this_splits_file_is_refused(tmp_path):
         "brush_hair_test_split2.txt",
         "wave_test_split2.txt",
     ):
-        (tmp_path / name).write_text("a.avi 1 \n")
+        (tmp_path / name).write_text(f"a_{name.split('_test')[0]}_0.avi 1 \n")
     with pytest.raises(DatasetFormatError, match="no wave_test_split1.txt, though wave"):
         read_hmdb51(tmp_path, split=1)
     assert read_hmdb51(tmp_path, split=2)["train"].class_names == ["brush_hair", "wave"]
 
 
 def test_an_empty_split_file_or_class_index_is_named(fixtures_dir, tmp_path):
-    (tmp_path / "brush_hair_test_split1.txt").write_text("a.avi 1 \n")
+    (tmp_path / "brush_hair_test_split1.txt").write_text("a_brush_hair_0.avi 1 \n")
     (tmp_path / "wave_test_split1.txt").write_text("")
     with pytest.raises(DatasetFormatError, match="wave_test_split1.txt: lists no video"):
         read_hmdb51(tmp_path)

@@ -24,7 +24,9 @@ def read_hmdb51(
     Each line of `<class>_test_splitN.txt` is `video.avi N` (1 = train, 2 = test, 0 = unused;
     names may contain `#`, never a space). Class names are sorted alphabetically (`climb` before
     `climb_stairs`), the usual HMDB51 label order. A video on two lines of a class's file is
-    refused. With `root`, videos are
+    refused, as is one whose name lacks `_<class>_`: every one of the 6766 videos of the
+    official lists holds its class in its name, so such a line was copied from another class's
+    file (its video would be missing under this class's folder). With `root`, videos are
     `root/<class>/<video>` and files not on disk are listed in `Split.missing`.
     """
     if split not in (1, 2, 3):
@@ -42,6 +44,11 @@ def read_hmdb51(
                     f"{path}:{number}: expected 'video.avi 0|1|2', got {line!r}"
                 )
             video, code = fields
+            if f"_{name}_" not in video:
+                raise DatasetFormatError(
+                    f"{path}:{number}: {video} is not a {name} video: its name lacks '_{name}_', "
+                    "which every HMDB51 video's name holds (a line of another class's file?)"
+                )
             listed.check(f"{name}/{video}", f"{path}:{number}")
             if code == "0":
                 continue
