@@ -255,7 +255,15 @@ def test_files_lost_by_the_evaluation_are_named_counted_and_reported(benchmark, 
     assert data.action_test.examples[0].path == str(tested[1])
     clip = protocol._example_frames(config, data, [])["raw"]
     first_good = next(e.path for e in data.action_test.examples if Path(e.path) != tested[1])
-    np.testing.assert_array_equal(clip, read_video(first_good, max_frames=len(clip)))
+    decoded = read_video(first_good, max_frames=len(clip))
+    np.testing.assert_array_equal(clip, protocol.centred_square(decoded, config.image_size))
+    # Every row in the one view the target models see: a model's and a file baseline's too.
+    methods = [anonymizations.baseline_anonymization(n) for n in ("downsample_2x", "blur_strong")]
+    shown = protocol._example_frames(config, data, methods)
+    assert {name: rows.shape for name, rows in shown.items()} == dict.fromkeys(
+        ("raw", "downsample_2x", "blur_strong"),
+        (len(clip), config.image_size, config.image_size, 3),
+    )
     # A split left with no example is refused before any training, naming its manifest.
     for example in data.privacy_test.examples:
         Path(example.path).unlink()
@@ -266,6 +274,19 @@ def test_files_lost_by_the_evaluation_are_named_counted_and_reported(benchmark, 
     message = f"privacy_test: no example to evaluate (0 listed files missing, {lost} failed"
     with pytest.raises(ValueError, match=re.escape(message) + f".*{re.escape(str(manifest))}"):
         datasets.examples_used(emptied)
+
+
+def test_the_frame_strips_view_is_the_centred_square_of_each_frame():
+    clip = np.zeros((2, 40, 60, 3), np.uint8)
+    clip[:, :, 10:50] = 200  # the centred 40 x 40 square
+    clip[:, 10:30, 20:40] = 50
+    view = protocol.centred_square(clip, 20)
+    assert view.shape == (2, 20, 20, 3)
+    np.testing.assert_array_equal(view[:, 0, 0], 200)  # no border of the wider frame
+    np.testing.assert_array_equal(view[:, 10, 10], 50)  # its centre, halved
+    np.testing.assert_array_equal(
+        protocol.centred_square(clip.transpose(0, 2, 1, 3), 20).shape, (2, 20, 20, 3)
+    )
 
 
 def decoded_jpeg(jpeg: bytes) -> np.ndarray:

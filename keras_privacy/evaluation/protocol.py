@@ -492,7 +492,10 @@ def _example_frames(
     methods: Sequence[Anonymization],
 ) -> dict[str, np.ndarray]:
     """The first test clip that decodes as each method shows it (an undecodable test video,
-    left out of the scores, is passed over)."""
+    left out of the scores, is passed over), every row in one view: the centred square of each
+    frame at `image_size`, the side the target models see. A model (learned, down-sampling)
+    anonymizes that view; a baseline applied to the files anonymizes the decoded frames, then
+    is cut to it."""
     for source in data.action_test.examples:
         try:
             clip = read_video(source.path, max_frames=config.clip_length * config.clip_stride)
@@ -501,14 +504,22 @@ def _example_frames(
             logging.warning("frames.png: %s; taking the next test video", error)
     else:
         raise VideoDecodeError(f"no test video of {len(data.action_test)} decodes")
-    frames = {"raw": clip}
+    view = centred_square(clip, config.image_size)
+    frames = {"raw": view}
     for method in methods:
         if method.model is not None:
-            size = (config.image_size, config.image_size)
-            resized = np.stack([cv2.resize(f, size, interpolation=cv2.INTER_AREA) for f in clip])
-            anonymized = method.model(keras.ops.convert_to_tensor(resized / 255.0, "float32"))
+            anonymized = method.model(keras.ops.convert_to_tensor(view / 255.0, "float32"))
             frames[method.name] = keras.ops.convert_to_numpy(anonymized)
         elif method.baseline is not None:
             anonymize = method.clip_fn(Path(source.path).name, config.frame_size, "video")
-            frames[method.name] = anonymize(clip)
+            frames[method.name] = centred_square(anonymize(clip), config.image_size)
     return frames
+
+
+def centred_square(clip: np.ndarray, side: int) -> np.ndarray:
+    """The centred square of each frame of `clip` (T, H, W, 3), resized to `side` x `side`."""
+    height, width = clip.shape[1:3]
+    short = min(height, width)
+    top, left = (height - short) // 2, (width - short) // 2
+    square = clip[:, top : top + short, left : left + short]
+    return np.stack([cv2.resize(f, (side, side), interpolation=cv2.INTER_AREA) for f in square])
