@@ -9,7 +9,7 @@
 #   bash benchmarks/gpu_lease.sh --print MODE        # the gpu.py command a mode runs
 #
 # EXTRA_XLA_FLAGS (unset: none) go before a mode's own XLA flags, e.g. a winning variant's for
-# `largest`: EXTRA_XLA_FLAGS=--xla_gpu_experimental_enable_fusion_autotuner=false
+# `variants`: EXTRA_XLA_FLAGS=--xla_gpu_force_conv_nhwc=true
 #
 # Modes (SECONDS: the command's own limit, default 420, at least 180 for the timed ones; give
 # the `run` call about 15 s more). Every compile and measurement ends 10 s before it (--end), so
@@ -27,7 +27,9 @@
 #   variants    SPAct bf16 with XLA's defaults, without the fusion autotuner, NHWC convolution
 #               layouts and autotuning level 1, each compiled, timed and profiled (needs about
 #               420 s; the traces stay in /tmp, their summaries are in the report)
-#   largest     SPAct bf16 at the paper's batch, 2x and 4x, compiled side by side, then timed
+#   largest     SPAct bf16 at the paper's batch, 2x and 4x, compiled side by side, then timed,
+#               with meta's flags (level 1, no fusion autotuner): at 4x the batch, XLA's
+#               defaults did not compile and run within 280 s (2026-12-04), the GPU autotuning
 #   meta_start  the eight-model meta step with XLA's default autotuning, started in its own
 #               session so that it outlives this command (its compile takes longer than one)
 #   meta_wait   waits for meta_start's report (same machine, a later command)
@@ -86,7 +88,7 @@ gpu_args() {
 mode_flags() {
     case $1 in
         variants) echo "|$FUSION_AUTOTUNER_OFF;$NHWC;$LEVEL1" ;;  # the one meta hinges on first
-        meta) echo "$LEVEL1 $FUSION_AUTOTUNER_OFF|" ;;
+        meta | largest) echo "$LEVEL1 $FUSION_AUTOTUNER_OFF|" ;;
         *) echo "|" ;;
     esac
 }
