@@ -195,6 +195,16 @@ def record_saved_models(run_dir: str | os.PathLike, state: dict | None) -> None:
     (Path(run_dir) / SAVED_MODELS_FILE).write_text(json.dumps({"checkpoint": kept}, indent=1))
 
 
+def mark_saved_models_behind(run_dir: str | os.PathLike) -> None:
+    """Record, before a run with saved models trains on (a finished run extended), that they
+    are about to fall behind its weights: a kill before its next checkpoint leaves the
+    checkpoint they hold as the latest, but `config.json` already describes the longer run."""
+    path = Path(run_dir) / SAVED_MODELS_FILE
+    record = read_record(path, "remove it: train.py writes it again")
+    if record is not None:
+        path.write_text(json.dumps({**record, "training_on": True}, indent=1))
+
+
 def saved_models_behind(run_dir: str | os.PathLike) -> str | None:
     """Why the models saved in `run_dir` are not the run's latest weights (its training went on
     past them, or stopped before it saved any), or None where they are, or where that cannot be
@@ -216,12 +226,12 @@ def saved_models_behind(run_dir: str | os.PathLike) -> str | None:
             "its models"
         )
     saved = record.get("checkpoint") or {}
-    if saved.get("folder") == state["folder"]:
+    if saved.get("folder") == state["folder"] and not record.get("training_on"):
         return None
+    at = f"{saved['phase']} epoch {saved['epoch']}" if saved else "the start (no epoch)"
     return (
-        f"the run in {run_dir} saved its models at {saved.get('phase')} epoch "
-        f"{saved.get('epoch')}, then trained on to {reached} (its latest checkpoint) and "
-        "stopped before saving them again"
+        f"the run in {run_dir} saved its models at {at}, then trained on (its latest "
+        f"checkpoint: {reached}) and stopped before saving them again"
     )
 
 

@@ -716,6 +716,7 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
         record = _environment_record(run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         if not _finished(config, checkpoint.latest_checkpoint(run_dir)):
+            checkpoint.mark_saved_models_behind(run_dir)
             (run_dir / "config.json").write_text(json.dumps(dataclasses.asdict(config), indent=1))
         (run_dir / "environment.json").write_text(json.dumps(record, indent=1))
     keras.utils.set_random_seed(config.seed)

@@ -6,7 +6,7 @@ import cv2
 import numpy as np
 import pytest
 
-from keras_privacy.data.images import read_image
+from keras_privacy.data.images import jpeg_cut_short, read_image
 
 
 @pytest.fixture
@@ -26,17 +26,37 @@ def test_an_image_reads_as_rgb(tmp_path, jpeg_bytes, caplog):
     assert not caplog.records
 
 
-def test_a_jpeg_cut_short_is_read_with_a_warning_that_names_it(tmp_path, jpeg_bytes, caplog):
-    """libjpeg's own warning ("Premature end of JPEG file") names no file."""
+def test_a_jpeg_cut_short_is_read_with_a_warning_that_names_it_once(tmp_path, jpeg_bytes, caplog):
+    """libjpeg's own warning ("Premature end of JPEG file") names no file. Training from the
+    files reads an image each time it is drawn: one warning."""
     path = tmp_path / "cut.jpg"
     path.write_bytes(jpeg_bytes[: len(jpeg_bytes) // 2])
     with caplog.at_level(logging.WARNING):
         rgb = read_image(path)
+        read_image(path)
     assert rgb.shape == (48, 64, 3)
     assert [record.getMessage() for record in caplog.records] == [
         f"{path}: a JPEG without its end marker, probably cut short: its missing part decodes "
         "as grey"
     ]
+
+
+def test_data_after_the_end_marker_and_a_thumbnails_marker_are_not_a_cut(tmp_path, jpeg_bytes):
+    """A motion photo appends its video after the image; EXIF holds a thumbnail, with its own
+    end marker, before the image's scan."""
+    appended = tmp_path / "motion.jpg"
+    appended.write_bytes(jpeg_bytes + b"\0" * 4096)
+    assert not jpeg_cut_short(appended)
+    thumbnail = cv2.imencode(".jpg", np.zeros((8, 8, 3), np.uint8))[1].tobytes()
+    exif = b"Exif\0\0" + thumbnail
+    app1 = b"\xff\xe1" + (len(exif) + 2).to_bytes(2, "big") + exif
+    with_thumbnail = jpeg_bytes[:2] + app1 + jpeg_bytes[2:]
+    (tmp_path / "exif.jpg").write_bytes(with_thumbnail)
+    assert not jpeg_cut_short(tmp_path / "exif.jpg")
+    (tmp_path / "exif_cut.jpg").write_bytes(with_thumbnail[: len(with_thumbnail) - 200])
+    assert jpeg_cut_short(tmp_path / "exif_cut.jpg")
+    (tmp_path / "image.png").write_bytes(cv2.imencode(".png", np.zeros((4, 4, 3), np.uint8))[1])
+    assert not jpeg_cut_short(tmp_path / "image.png")
 
 
 @pytest.mark.parametrize("content", [None, b"", b"not an image"])

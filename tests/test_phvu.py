@@ -241,6 +241,9 @@ def test_frame_images_carry_the_privacy_labels(tmp_path):
         lambda path, num_frames: [3, 4, 5, 6] if path == first else [],
     )
     assert [e.privacy for e in labelled.examples] == [(4, 0), (6, 0)]
+    # Fewer labelled frames than asked for: each of them once, not one twice.
+    few = frame_images(train, tmp_path / "frames", 3, None, lambda path, n: [5, 6])
+    assert [e.path.rsplit(".frame", 1)[1] for e in few.examples] == ["5.png", "6.png"] * 2
     means = [cv2.imread(e.path)[..., 0].mean() for e in labelled.examples]
     assert means == pytest.approx([40, 60], abs=2)
     assert any(m.endswith("v2.mp4: none of its 8 frames is labelled") for m in labelled.missing)

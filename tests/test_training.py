@@ -266,6 +266,13 @@ def test_a_finished_run_keeps_the_settings_it_was_trained_with(uninterrupted, be
     assert checkpoint_files(run_dir) == checkpoints
 
 
+class InterruptAtFirstBatch(keras.callbacks.Callback):
+    """Ctrl-C after the first training step."""
+
+    def on_train_batch_end(self, batch, logs=None):
+        raise KeyboardInterrupt
+
+
 def full_disk(*args, **kwargs):
     raise OSError(28, "No space left on device")
 
@@ -282,18 +289,28 @@ def test_the_models_of_a_run_that_trained_on_past_them_are_not_evaluated(
     assert checkpoint.saved_models_behind(run_dir) is None
     load_anonymizer(path)
     longer = tiny_config(benchmark, run_dir, minimax_epochs=3)
+    # Killed in its first new epoch: the latest checkpoint is still the one the models hold,
+    # but config.json already asks for three epochs.
+    with contextlib.redirect_stdout(io.StringIO()), pytest.raises(KeyboardInterrupt):
+        training.train(longer, callbacks=[InterruptAtFirstBatch()])
+    assert checkpoint.latest_checkpoint(run_dir)["epoch"] == 2
+    with pytest.raises(checkpoint.CheckpointError) as raised:
+        load_anonymizer(path)
+    assert str(raised.value) == (
+        f"{path}: the run in {run_dir} saved its models at minimax epoch 2, then trained on (its "
+        "latest checkpoint: minimax epoch 2) and stopped before saving them again; finish it "
+        "with train.py and the same flags (it resumes from that checkpoint), or evaluate a copy "
+        "kept elsewhere"
+    )
+    # Killed after its epoch's checkpoint, before the models are saved (here: a full disk).
     monkeypatch.setattr(keras.Model, "save", full_disk)
     with contextlib.redirect_stdout(io.StringIO()), pytest.raises(OSError):
         training.train(longer)
     assert checkpoint.latest_checkpoint(run_dir)["epoch"] == 3
-    with pytest.raises(checkpoint.CheckpointError) as raised:
+    with pytest.raises(
+        checkpoint.CheckpointError, match="trained on .its latest checkpoint: minimax epoch 3"
+    ):
         load_anonymizer(path)
-    assert str(raised.value) == (
-        f"{path}: the run in {run_dir} saved its models at minimax epoch 2, then trained on to "
-        "minimax epoch 3 (its latest checkpoint) and stopped before saving them again; finish "
-        "it with train.py and the same flags (it resumes from that checkpoint), or evaluate a "
-        "copy kept elsewhere"
-    )
     monkeypatch.undo()
     with contextlib.redirect_stdout(io.StringIO()):
         training.train(longer)

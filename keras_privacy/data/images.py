@@ -4,25 +4,32 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 
 import cv2
 import numpy as np
 
-JPEG_START, JPEG_END = b"\xff\xd8", b"\xff\xd9"
-JPEG_TAIL = 1024
-"""Bytes at a JPEG's end searched for its end marker (some writers append a few after it)."""
+JPEG_START, JPEG_END, START_OF_SCAN = b"\xff\xd8", b"\xff\xd9", 0xDA
+STANDALONE_MARKERS = {0x01, *range(0xD0, 0xD8)}
+"""JPEG markers without a length field (TEM, RST0-7)."""
+
+_checked: set[str] = set()
+_checked_lock = threading.Lock()
 
 
 def read_image(path: str | os.PathLike) -> np.ndarray:
     """The (H, W, 3) uint8 RGB image in `path` (an animation's first frame, without alpha);
     raises ValueError naming the file when it is missing, empty or not a decodable image. A JPEG
     cut short still decodes (libjpeg fills its missing part in grey, with a warning of its own
-    that names no file): a warning names it."""
+    that names no file): a warning names it, the first time the file is read."""
     path = os.fspath(path)
     bgr = cv2.imread(path, cv2.IMREAD_COLOR)
     if bgr is None:
         raise ValueError(f"{path}: unreadable image")
-    if _cut_short_jpeg(path):
+    with _checked_lock:
+        first = path not in _checked
+        _checked.add(path)
+    if first and jpeg_cut_short(path):
         logging.warning(
             "%s: a JPEG without its end marker, probably cut short: its missing part decodes "
             "as grey",
@@ -31,10 +38,35 @@ def read_image(path: str | os.PathLike) -> np.ndarray:
     return np.ascontiguousarray(bgr[..., ::-1])
 
 
-def _cut_short_jpeg(path: str) -> bool:
-    """Whether `path` starts as a JPEG and has no end marker in its last bytes."""
+def jpeg_cut_short(path: str | os.PathLike) -> bool:
+    """Whether `path` is a JPEG whose image data has no end marker after its first scan. Data
+    after the marker (a motion photo's video, padding) is allowed, and a thumbnail's marker in
+    the metadata before the scan does not count."""
     with open(path, "rb") as file:
-        if file.read(2) != JPEG_START:
-            return False
-        file.seek(max(file.seek(0, os.SEEK_END) - JPEG_TAIL, 0))
-        return JPEG_END not in file.read()
+        data = file.read()
+    if not data.startswith(JPEG_START):
+        return False
+    scan = _first_scan(data)
+    return scan is None or JPEG_END not in data[scan:]
+
+
+def _first_scan(data: bytes) -> int | None:
+    """Where the entropy-coded data of a JPEG's first scan starts: after the segments before
+    it (metadata, tables, frame header), skipped by their lengths; None where they run past
+    the end or break the format."""
+    position = len(JPEG_START)
+    while position + 4 <= len(data):
+        if data[position] != 0xFF:
+            return None
+        marker = data[position + 1]
+        if marker == 0xFF:  # fill byte
+            position += 1
+            continue
+        if marker in STANDALONE_MARKERS:
+            position += 2
+            continue
+        end = position + 2 + int.from_bytes(data[position + 2 : position + 4], "big")
+        if marker == START_OF_SCAN:
+            return end
+        position = end
+    return None

@@ -180,7 +180,8 @@ def labelled_frames(
 ) -> list[int]:
     """The frames below `num_frames` that a range of every attribute the columns `names` of
     `scheme` read holds: the frames `labels_at` labels, the only ones tested (VITA's test
-    frames are those with an annotation)."""
+    frames are those with an annotation). An attribute with no range leaves every frame
+    unlabelled; the release's 2575 lists of ranges hold at least one each."""
     attributes = {column.attribute for column in _columns(names, scheme)}
     return [
         frame

@@ -235,7 +235,8 @@ def frame_images(
     `frame_labels(video path, frame index)` when given (frame-level annotations). With
     `frames_of(video path, frame count)`, the frames are taken among those it gives (the
     labelled ones); a video it gives none of is listed in `missing`, as are undecodable
-    videos. `frame_source` gives the video of a frame from its file name."""
+    videos. A video of fewer frames than `frames_per_video` gives each of them once.
+    `frame_source` gives the video of a frame from its file name."""
     if frames_per_video < 0:
         raise ValueError(
             f"frames_per_video must be 0 (every frame) or more, got {frames_per_video}"
@@ -254,7 +255,7 @@ def frame_images(
                 continue
             count = frames_per_video or len(candidates)
             picks = ((np.arange(count) + 0.5) * len(candidates) / count).astype(int)
-            positions = [int(candidates[pick]) for pick in picks]
+            positions = sorted({int(candidates[pick]) for pick in picks})  # each frame once
             stem = f"{index:06d}_{Path(example.path).stem}{FRAME_MARK}"
             targets = [out_dir / f"{stem}{position}.png" for position in positions]
             frames = None if all(t.exists() for t in targets) else read_video(example.path)

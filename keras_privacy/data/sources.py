@@ -135,7 +135,12 @@ def action_splits(files: DatasetFiles, leave_out: str | Path = "") -> dict[str, 
 def pa_hmdb51_videos(annotations: str | Path) -> set[str]:
     """The "<action>/<video>" names, lower case, of the videos that the PA-HMDB51 annotation
     folder `annotations` labels: compared in any case, as the test videos are found on disk
-    (`resolve`). A folder that labels none raises: no video would be left out."""
+    (`resolve`). A folder without its files (a typo, an empty copy), or whose files label
+    none, raises: no video would be left out."""
+    if not any(Path(annotations).glob("*.json")):
+        raise FileNotFoundError(
+            f"{annotations}: no PA-HMDB51 '<action>.json' files, so no video would be left out"
+        )
     annotated = {name.lower() for name in pa_hmdb51.read_frame_ranges(annotations)}
     if not annotated:
         raise DatasetFormatError(
@@ -149,10 +154,6 @@ def without_pa_hmdb51(train: Split, annotations: str | Path) -> Split:
     """The HMDB51 training split `train` without the videos that the PA-HMDB51 annotation
     folder `annotations` labels (the `pa_hmdb51` protocol tests on them); a folder without
     its files raises FileNotFoundError: no video would be left out."""
-    if not any(Path(annotations).glob("*.json")):
-        raise FileNotFoundError(
-            f"{annotations}: no PA-HMDB51 '<action>.json' files, so no video would be left out"
-        )
     annotated = pa_hmdb51_videos(annotations)
     kept = [e for e in train.examples if _class_and_name(e.path).lower() not in annotated]
     if train.examples and not kept:

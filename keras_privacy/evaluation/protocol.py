@@ -492,10 +492,11 @@ def _example_frames(
     methods: Sequence[Anonymization],
 ) -> dict[str, np.ndarray]:
     """The first test clip that decodes as each method shows it (an undecodable test video,
-    left out of the scores, is passed over), every row in one view: the centred square of each
-    frame at `image_size`, the side the target models see. A model (learned, down-sampling)
-    anonymizes that view; a baseline applied to the files anonymizes the decoded frames, then
-    is cut to it."""
+    left out of the scores, is passed over), every row in one view: the action test clips' crop
+    (`--eval_action_crop` of the centre, square or keeping the frame's aspect as the config's
+    augmentation does) at `image_size`, what the target action models see. A model (learned,
+    down-sampling) anonymizes that view; a baseline applied to the files anonymizes the decoded
+    frames, then is cut to it."""
     for source in data.action_test.examples:
         try:
             clip = read_video(source.path, max_frames=config.clip_length * config.clip_stride)
@@ -504,22 +505,33 @@ def _example_frames(
             logging.warning("frames.png: %s; taking the next test video", error)
     else:
         raise VideoDecodeError(f"no test video of {len(data.action_test)} decodes")
-    view = centred_square(clip, config.image_size)
-    frames = {"raw": view}
+    keeps_aspect = config.action_augmentation().crop_keeps_aspect
+
+    def view(frames: np.ndarray) -> np.ndarray:
+        return centred_crop(frames, config.image_size, config.eval_action_crop, keeps_aspect)
+
+    frames = {"raw": view(clip)}
     for method in methods:
         if method.model is not None:
-            anonymized = method.model(keras.ops.convert_to_tensor(view / 255.0, "float32"))
+            anonymized = method.model(keras.ops.convert_to_tensor(view(clip) / 255.0, "float32"))
             frames[method.name] = keras.ops.convert_to_numpy(anonymized)
         elif method.baseline is not None:
             anonymize = method.clip_fn(Path(source.path).name, config.frame_size, "video")
-            frames[method.name] = centred_square(anonymize(clip), config.image_size)
+            frames[method.name] = view(anonymize(clip))
     return frames
 
 
-def centred_square(clip: np.ndarray, side: int) -> np.ndarray:
-    """The centred square of each frame of `clip` (T, H, W, 3), resized to `side` x `side`."""
+def centred_crop(
+    clip: np.ndarray, side: int, fraction: float = 1.0, keeps_aspect: bool = False
+) -> np.ndarray:
+    """The centred square of `fraction` of the short side of each frame of `clip` (T, H, W, 3)
+    (with `keeps_aspect`, `fraction` of the height and of the width), resized to `side` x
+    `side`: `augment.centre_box`'s crop, in NumPy."""
     height, width = clip.shape[1:3]
-    short = min(height, width)
-    top, left = (height - short) // 2, (width - short) // 2
-    square = clip[:, top : top + short, left : left + short]
-    return np.stack([cv2.resize(f, (side, side), interpolation=cv2.INTER_AREA) for f in square])
+    if keeps_aspect:
+        crop_h, crop_w = round(fraction * height), round(fraction * width)
+    else:
+        crop_h = crop_w = round(fraction * min(height, width))
+    top, left = (height - crop_h) // 2, (width - crop_w) // 2
+    crop = clip[:, top : top + crop_h, left : left + crop_w]
+    return np.stack([cv2.resize(f, (side, side), interpolation=cv2.INTER_AREA) for f in crop])
