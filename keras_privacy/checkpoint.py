@@ -32,6 +32,8 @@ STATE_FILE = "state.json"
 SAVED_MODELS_FILE = "saved_models.json"
 """In a run folder: the checkpoint (phase, epoch) whose weights train.py last saved as the run's
 models (`anonymizer.keras`, ...), written after them."""
+_SAVED_MODELS_DAMAGED = "remove it: train.py writes it again"
+"""What to do with a damaged SAVED_MODELS_FILE."""
 
 
 class CheckpointError(RuntimeError):
@@ -200,7 +202,7 @@ def mark_saved_models_behind(run_dir: str | os.PathLike) -> None:
     are about to fall behind its weights: a kill before its next checkpoint leaves the
     checkpoint they hold as the latest, but `config.json` already describes the longer run."""
     path = Path(run_dir) / SAVED_MODELS_FILE
-    record = read_record(path, "remove it: train.py writes it again")
+    record = read_record(path, _SAVED_MODELS_DAMAGED)
     if record is not None:
         path.write_text(json.dumps({**record, "training_on": True}, indent=1))
 
@@ -217,7 +219,7 @@ def saved_models_behind(run_dir: str | os.PathLike) -> str | None:
     if state is None:
         return None
     reached = f"{state['phase']} epoch {state['epoch']}"
-    record = read_record(run_dir / SAVED_MODELS_FILE, "remove it: train.py writes it again")
+    record = read_record(run_dir / SAVED_MODELS_FILE, _SAVED_MODELS_DAMAGED)
     if record is None:
         if any(run_dir.glob("*.keras")):
             return None  # saved by a version before the record

@@ -16,6 +16,7 @@ from tiny_models import tiny_config
 
 from keras_privacy.config import SettingError
 from keras_privacy.data import pipelines
+from keras_privacy.data.augment import evaluation_clip
 from keras_privacy.data.cache import encode_jpeg, read_manifest, read_video_cache
 from keras_privacy.data.errors import DatasetFormatError
 from keras_privacy.data.examples import Example, Split
@@ -256,7 +257,7 @@ def test_files_lost_by_the_evaluation_are_named_counted_and_reported(benchmark, 
     clip = protocol._example_frames(config, data, [])["raw"]
     first_good = next(e.path for e in data.action_test.examples if Path(e.path) != tested[1])
     decoded = read_video(first_good, max_frames=len(clip))
-    np.testing.assert_array_equal(clip, protocol.centred_crop(decoded, config.image_size))
+    np.testing.assert_array_equal(clip, evaluation_clip(decoded, config.image_size).numpy())
     # Every row in the one view the target models see: a model's and a file baseline's too.
     methods = [anonymizations.baseline_anonymization(n) for n in ("downsample_2x", "blur_strong")]
     shown = protocol._example_frames(config, data, methods)
@@ -276,21 +277,18 @@ def test_files_lost_by_the_evaluation_are_named_counted_and_reported(benchmark, 
         datasets.examples_used(emptied)
 
 
-def test_the_frame_strips_view_is_the_action_test_crop():
-    clip = np.zeros((2, 40, 60, 3), np.uint8)
-    clip[:, :, 10:50] = 200  # the centred 40 x 40 square
-    clip[:, 10:30, 20:40] = 50
-    view = protocol.centred_crop(clip, 20)
-    assert view.shape == (2, 20, 20, 3)
-    np.testing.assert_array_equal(view[:, 0, 0], 200)  # no border of the wider frame
-    np.testing.assert_array_equal(view[:, 10, 10], 50)  # its centre, halved
-    assert protocol.centred_crop(clip.transpose(0, 2, 1, 3), 20).shape == (2, 20, 20, 3)
-    # A square of half the short side; the penalty configs' view keeps the frame's aspect: the
-    # centre half of the height and of the width, wider than the square.
-    np.testing.assert_array_equal(protocol.centred_crop(clip, 10, 0.5), 50)
-    wide = protocol.centred_crop(clip, 10, 0.5, keeps_aspect=True)
-    np.testing.assert_array_equal(wide[:, :, 0], 200)
-    np.testing.assert_array_equal(wide[:, :, 2:8], 50)
+def test_the_frame_strips_view_is_the_action_test_crop(benchmark, tmp_path):
+    """The strip's rows are cut as the action test clips are: the config's crop fraction, and
+    the frame's aspect kept under the penalty configs' augmentation."""
+    config = tiny_config(
+        benchmark, tmp_path, eval_action_crop=0.5, supervised_augmentation="penalty"
+    )
+    assert config.action_augmentation().crop_keeps_aspect
+    data = protocol.evaluation_data(config)
+    frames = protocol._example_frames(config, data, [])
+    decoded = read_video(data.action_test.examples[0].path, max_frames=len(frames["raw"]))
+    expected = evaluation_clip(decoded, config.image_size, 0.5, keeps_aspect=True).numpy()
+    np.testing.assert_array_equal(frames["raw"], expected)
 
 
 def decoded_jpeg(jpeg: bytes) -> np.ndarray:

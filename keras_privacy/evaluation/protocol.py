@@ -69,13 +69,12 @@ import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-import cv2
 import keras
 import numpy as np
 
 from keras_privacy.config import FRAME_DATASETS, VP_VIDEOS, ExperimentConfig
 from keras_privacy.config.evaluation import eval_methods
-from keras_privacy.data import pipelines
+from keras_privacy.data import augment, pipelines
 from keras_privacy.data.errors import VideoDecodeError
 from keras_privacy.data.examples import Split
 from keras_privacy.data.video import read_video
@@ -508,30 +507,16 @@ def _example_frames(
     keeps_aspect = config.action_augmentation().crop_keeps_aspect
 
     def view(frames: np.ndarray) -> np.ndarray:
-        return centred_crop(frames, config.image_size, config.eval_action_crop, keeps_aspect)
+        """Float32 in [0, 1], as the test pipeline crops and resizes its clips."""
+        size, fraction = config.image_size, config.eval_action_crop
+        return augment.evaluation_clip(frames, size, fraction, keeps_aspect).numpy()
 
     frames = {"raw": view(clip)}
     for method in methods:
         if method.model is not None:
-            anonymized = method.model(keras.ops.convert_to_tensor(view(clip) / 255.0, "float32"))
+            anonymized = method.model(keras.ops.convert_to_tensor(frames["raw"]))
             frames[method.name] = keras.ops.convert_to_numpy(anonymized)
         elif method.baseline is not None:
             anonymize = method.clip_fn(Path(source.path).name, config.frame_size, "video")
             frames[method.name] = view(anonymize(clip))
     return frames
-
-
-def centred_crop(
-    clip: np.ndarray, side: int, fraction: float = 1.0, keeps_aspect: bool = False
-) -> np.ndarray:
-    """The centred square of `fraction` of the short side of each frame of `clip` (T, H, W, 3)
-    (with `keeps_aspect`, `fraction` of the height and of the width), resized to `side` x
-    `side`: `augment.centre_box`'s crop, in NumPy."""
-    height, width = clip.shape[1:3]
-    if keeps_aspect:
-        crop_h, crop_w = round(fraction * height), round(fraction * width)
-    else:
-        crop_h = crop_w = round(fraction * min(height, width))
-    top, left = (height - crop_h) // 2, (width - crop_w) // 2
-    crop = clip[:, top : top + crop_h, left : left + crop_w]
-    return np.stack([cv2.resize(f, (side, side), interpolation=cv2.INTER_AREA) for f in crop])
