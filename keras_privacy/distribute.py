@@ -12,27 +12,24 @@ the models are built; the losses cast to float32 and `mixed_float16` adds dynami
 
 Training across processes (JAX only, `--num_processes`): every process runs `train.py` with the
 same flags; `initialize_processes` joins them into one JAX job (`jax.distributed.initialize`),
-after which `data_parallel` spans the devices of every process. Each process feeds its own
-part of each global batch (`process_shard`: process p of N keeps rows p * B / N .. (p + 1) *
-B / N of every batch; every process still decodes the whole batch), the step is one program
-over the global batch, and only process 0 (`is_chief`) writes checkpoints, images and
-models into the run folder, which every process must see (a shared file system). A process
-that fails stops the others at once (`run_stopping_together`).
+after which `data_parallel` spans the devices of every process. Each process decodes and
+feeds only its own part of each global batch (`process_position`, given to the input
+pipelines: process p of N takes rows p * B / N .. (p + 1) * B / N of every batch), the step
+is one program over the global batch, and only process 0 (`is_chief`) writes checkpoints,
+images and models into the run folder, which every process must see (a shared file system).
+A process that fails stops the others at once (`run_stopping_together`).
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import TypeVar
 
 import keras
 
 from keras_privacy import backend
 from keras_privacy.spelling import SettingError, spell
-
-if TYPE_CHECKING:
-    import tensorflow as tf
 
 DISTRIBUTIONS = ("none", "data_parallel")
 """Values of `--distribution`."""
@@ -40,6 +37,7 @@ PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 """Values of `--mixed_precision` (Keras dtype policy names)."""
 JIT_COMPILE = ("auto", "true", "false")
 """Values of `--jit_compile`."""
+Result = TypeVar("Result")
 
 
 def initialize_processes(
@@ -71,16 +69,23 @@ def uninterrupted_writes() -> contextlib.AbstractContextManager[None]:
     return backend.distribution().uninterrupted_writes()
 
 
+def chief_first(run: Callable[[], Result]) -> Result:
+    """`run()`, in a multi-process JAX job first in process 0 and then in the others, so that
+    files that `run` writes when they are missing (the built-in benchmark and its caches) are
+    written by process 0 alone and found by the others."""
+    return backend.distribution().chief_first(run)
+
+
 def is_chief() -> bool:
     """Whether this process writes the run's files: always, except in processes 1, 2, ... of a
     multi-process JAX job."""
     return backend.distribution().is_chief()
 
 
-def process_shard(dataset: tf.data.Dataset) -> tf.data.Dataset:
-    """This process's rows of every global batch of a `tf.data.Dataset` (batch axis first) in a
-    multi-process JAX job; the dataset itself otherwise."""
-    return backend.distribution().process_shard(dataset)
+def process_position() -> tuple[int, int]:
+    """(this process's index, the number of processes): (0, 1) except in a multi-process JAX
+    job, whose processes each read their own rows of every global batch."""
+    return backend.distribution().process_position()
 
 
 def data_parallel_devices() -> list[str]:

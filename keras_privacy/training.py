@@ -482,15 +482,20 @@ def phase_dataset(
     steps: int,
     num_models: int,
     meta_fraction: float,
+    process: tuple[int, int] = (0, 1),
 ) -> tf.data.Dataset:
     """The batches of `phase` for the run's `epoch` (a distinct seed per epoch); meta's carry
-    the epoch's splits, `meta_fraction` of the attributes and models in the support sets."""
+    the epoch's splits, `meta_fraction` of the attributes and models in the support sets. In
+    a job of several processes, `process` = (index, count): this process's rows of each
+    global batch (`TrainingData.dataset`)."""
     if phase.batches == "contrastive":
-        return data.dataset(epoch=epoch, steps=steps)
+        return data.dataset(epoch=epoch, steps=steps, process=process)
     if phase.batches == "views":
-        return data.dataset(epoch=epoch, steps=steps, with_clips=False)
+        return data.dataset(epoch=epoch, steps=steps, with_clips=False, process=process)
     if phase.batches == "paired":
-        return pair_batches(data.dataset(epoch=epoch, steps=steps))
+        return pair_batches(data.dataset(epoch=epoch, steps=steps, process=process))
+    if phase.batches == "meta" and process[1] > 1:
+        raise ValueError("meta's per-step splits are not batch-shaped: one process only")
     labelled = data.dataset(
         epoch=epoch,
         steps=steps,
@@ -498,6 +503,7 @@ def phase_dataset(
         privacy_batches=phase.privacy_batches,
         validation=phase.validation,
         action_batches=phase.action_batches,
+        process=process,
     )
     if phase.batches == "labelled":
         return labelled
@@ -721,7 +727,8 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
         (run_dir / "environment.json").write_text(json.dumps(record, indent=1))
     keras.utils.set_random_seed(config.seed)
 
-    data = training_data(config)
+    # Process 0 writes the built-in benchmark and its caches where they are missing.
+    data = distribute.chief_first(lambda: training_data(config))
     models = build_models(config, len(data.class_names), len(data.attribute_names))
     steps = config.steps_per_epoch or data.steps_per_epoch
     phases = training_phases(config, models, steps)
@@ -784,15 +791,14 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
                 rate = group_rates.rates.rate_at(epoch)
                 for group in group_rates.groups:
                     trainer.group_optimizer(group).learning_rate = rate
-            dataset = distribute.process_shard(
-                phase_dataset(
-                    phase,
-                    data,
-                    global_epoch(phases, index, epoch),
-                    phase.steps_per_epoch or steps,
-                    len(models) - 2,
-                    config.meta_fraction,
-                )
+            dataset = phase_dataset(
+                phase,
+                data,
+                global_epoch(phases, index, epoch),
+                phase.steps_per_epoch or steps,
+                len(models) - 2,
+                config.meta_fraction,
+                distribute.process_position(),
             )
             guard = _FailOnNonFinite()
             logs_dir = run_dir / "logs" / phase.name

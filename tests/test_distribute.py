@@ -28,15 +28,21 @@ def spact_run(distribution: str, jit_compile: bool, pairs: int = 2) -> dict:
     import tiny_models
 
     from keras_privacy.data.pairs import pair_batches
-    from keras_privacy.distribute import process_shard, training_scope
+    from keras_privacy.distribute import process_position, training_scope
     from keras_privacy.methods.spact import SPAct
 
     rng = np.random.default_rng(0)
     batches = [tiny_models.batch(rng, clips=16, images=8) for _ in range(2 * pairs)]
-    stacked = {key: np.stack([b[key] for b in batches]) for key in batches[0]}
+    index, count = process_position()  # this process's rows of each global batch, as training's
+
+    def rows(values: np.ndarray) -> np.ndarray:
+        share = values.shape[1] // count
+        return values[:, index * share : (index + 1) * share]
+
+    stacked = {key: rows(np.stack([b[key] for b in batches])) for key in batches[0]}
     import tensorflow as tf
 
-    dataset = process_shard(pair_batches(tf.data.Dataset.from_tensor_slices(stacked)))
+    dataset = pair_batches(tf.data.Dataset.from_tensor_slices(stacked))
     with training_scope(distribution) as replicas:
         models = [
             tiny_models.anonymizer(),
@@ -213,6 +219,21 @@ def test_a_failed_process_stops_the_other_at_once(failing):
     ) in errors[other]
 
 
+@pytest.mark.skipif(os.environ["KERAS_BACKEND"] != "jax", reason="multi-process training is JAX's")
+def test_process_0_writes_first_and_the_others_find_its_files(tmp_path):
+    """`chief_first`: process 1 runs only once process 0's run has written its file (the
+    built-in benchmark and its caches, which two processes would otherwise write at once)."""
+    port = str(_free_port())
+    workers = _two_processes(lambda index: ["chief_first", str(index), port, str(tmp_path)])
+    results = []
+    for worker in workers:
+        out, err = worker.communicate(timeout=120)
+        assert worker.returncode == 0, err[-3000:]
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    assert results == [{"found": False}, {"found": True}]
+    assert (tmp_path / "written").read_text() == "by process 0"
+
+
 def test_config_names_bad_process_settings():
     from keras_privacy.config import ExperimentConfig
 
@@ -276,6 +297,21 @@ def _main(mode: str, *args: str) -> dict:
         # As train.py runs: a process that ends well waits for the others at JAX's exit.
         assert run_stopping_together(fit) == 0
         return result
+    if mode == "chief_first":
+        from keras_privacy.distribute import chief_first, initialize_processes
+
+        index, port, folder = args
+        initialize_processes(2, int(index), f"127.0.0.1:{port}")
+        written = Path(folder) / "written"
+
+        def write_once() -> bool:
+            found = written.exists()
+            if not found:
+                time.sleep(2)  # a slow write: process 1 would find nothing yet
+                written.write_text(f"by process {index}")
+            return found
+
+        return {"found": chief_first(write_once)}
     if mode == "failing":
         # One process of a two-process job in which process `failing` raises after a step.
         from keras_privacy.cli import run_command

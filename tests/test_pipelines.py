@@ -392,6 +392,100 @@ def test_action_train_batches_and_seed(data, source):
     assert not np.allclose(first[0]["clips"], other[0]["clips"])
 
 
+def _put_together(per_process: list[list[dict]], parts: tuple[int, ...]) -> list[dict]:
+    """The global batches of the processes' batches: each run of `parts` (global sizes)
+    put together from the processes' slices of it, in process order."""
+    count = len(per_process)
+    together = []
+    for batches in zip(*per_process):
+        batch = {}
+        for key in batches[0]:
+            runs, start = [], 0
+            for size in parts:
+                share = size // count
+                runs += [b[key][start : start + share] for b in batches]
+                start += share
+            batch[key] = np.concatenate(runs)
+        together.append(batch)
+    return together
+
+
+def _assert_same_batches(first: list[dict], second: list[dict]):
+    assert len(first) == len(second) > 0
+    for a, b in zip(first, second):
+        assert a.keys() == b.keys()
+        for key in a:
+            np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+
+
+@_both("video")
+@pytest.mark.parametrize("hold_out", [0, 3])
+def test_each_process_decodes_only_its_rows_of_every_global_batch(
+    data, source, hold_out, monkeypatch
+):
+    # Two processes' batches of 2, put together, are the global batches of 4 one process reads,
+    # each half (the step's clips, then the action batch after them) split between them; each
+    # process decodes only its own videos.
+    decoded = collections.Counter()
+    read = pipelines._read_video
+
+    def counting(path):
+        decoded[path] += 1
+        return read(path)
+
+    monkeypatch.setattr(pipelines, "_read_video", counting)
+
+    def batches(process):
+        decoded.clear()
+        dataset = pipelines.action_train_dataset(
+            data[source],
+            4,
+            CLIP,
+            STRIDE,
+            SIZE,
+            seed=5,
+            epochs=EPOCHS,
+            hold_out=hold_out,
+            process=process,
+            batch_parts=(2, 2),
+        )
+        return _numpy(dataset), sum(decoded.values())
+
+    alone, decoded_alone = batches((0, 1))
+    halves = [batches((index, 2)) for index in range(2)]
+    _assert_same_batches(_put_together([h[0] for h in halves], (2, 2)), alone)
+    assert [len(h[0][0]["labels"]) for h in halves] == [2, 2]
+    if source == "videos":
+        videos = 3 if hold_out else 5
+        assert decoded_alone == EPOCHS * videos  # every epoch's videos, the last batch whole
+        assert [h[1] for h in halves] == [len(alone) * 2, len(alone) * 2]
+    with pytest.raises(ValueError, match="a global batch of 3 cannot be split over 2 processes"):
+        pipelines.action_train_dataset(data[source], 3, CLIP, STRIDE, SIZE, process=(0, 2))
+    with pytest.raises(ValueError, match=r"batch_parts \(2, 1\) do not add up to the batch of 4"):
+        pipelines.action_train_dataset(data[source], 4, CLIP, STRIDE, SIZE, batch_parts=(2, 1))
+
+
+@_both("image")
+def test_each_process_reads_its_rows_of_every_privacy_batch(data, source):
+    def pairs(process):
+        return _numpy(
+            pipelines.privacy_pair_dataset(data[source], 2, SIZE, seed=1, epochs=2, process=process)
+        )
+
+    def labelled(process):
+        dataset = pipelines.privacy_labelled_dataset(
+            data[source], 2, SIZE, training=True, seed=1, epochs=2, process=process
+        )
+        return _numpy(dataset)
+
+    for read in (pairs, labelled):
+        alone = read((0, 1))
+        assert len(alone) == 5
+        _assert_same_batches(_put_together([read((0, 2)), read((1, 2))], (2,)), alone)
+    with pytest.raises(ValueError, match="evaluation batches are read whole, in one process"):
+        pipelines.privacy_labelled_dataset(data[source], 2, SIZE, training=False, process=(1, 2))
+
+
 # ---------------------------------------------------------------------------- action evaluation
 
 

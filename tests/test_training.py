@@ -1152,6 +1152,40 @@ def test_vitas_fresh_f_T_batches_are_read_with_each_step(benchmark, tmp_path):
         assert (distances + np.eye(len(clips)) > 0).all()  # twenty different clips
 
 
+@pytest.mark.parametrize("method", ["spact", "vita"])
+def test_processes_read_their_rows_of_every_phase_batch(benchmark, tmp_path, method):
+    # Two processes of a multi-process job read batches whose rows, each key's put together
+    # in process order, are the batches one process reads: the global batch that
+    # data-parallel training splits over their devices (VITA's: with its fresh f_T batches
+    # and held-out clips; SPAct's: its minimax pairs and f_B's image views).
+    supervised = dict(SUPERVISED, action_max_updates=2, action_fresh_clips=True)
+    config = tiny_config(
+        benchmark,
+        tmp_path,
+        method=method,
+        contrastive_views="images",
+        **(dict(supervised, action_validation_every=2) if method == "vita" else {}),
+    )
+    data = training.training_data(config)
+    models = training.build_models(config, len(data.class_names), len(data.attribute_names))
+    phases = {p.name: p for p in training.training_phases(config, models, 4)}
+    read = ["minimax"] + (["privacy_init"] if method == "spact" else [])
+
+    def batches(name, process):
+        dataset = training.phase_dataset(phases[name], data, 1, 4, 2, 0.6, process)
+        return list(dataset.as_numpy_iterator())
+
+    for name in read:
+        alone, halves = batches(name, (0, 1)), [batches(name, (index, 2)) for index in range(2)]
+        assert len(alone) == len(halves[0]) == len(halves[1]) >= 2  # SPAct's: pairs of steps
+        for whole, first, second in zip(alone, *halves):
+            assert whole.keys() == first.keys() == second.keys()
+            for key in whole:
+                assert len(first[key]) == len(whole[key]) // 2, (name, key)
+                together = np.concatenate([first[key], second[key]])
+                np.testing.assert_array_equal(together, whole[key], err_msg=f"{name} {key}")
+
+
 def test_a_vita_minimax_of_budget_only_steps_is_refused_before_training(benchmark, tmp_path):
     # 2 epochs of 4 steps, all inside the 16 / 2 = 8 steps that train the budget models alone:
     # f_A would never move, and the run would save it as learned.

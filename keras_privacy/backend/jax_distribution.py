@@ -4,6 +4,7 @@ program over the global batch, split by XLA) and `jax.distributed` for several p
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import sys
 import threading
@@ -11,13 +12,10 @@ import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import jax
 import keras
-
-if TYPE_CHECKING:
-    import tensorflow as tf
 
 
 def join_processes(num_processes: int, process_id: int, coordinator_address: str) -> int:
@@ -44,6 +42,8 @@ STOP_KEY = "keras_privacy/stop/"
 stops that one, or "" once that one has ended (well, or alone in failing at the end)."""
 STOPPED_KEY = "keras_privacy/stopped/"
 """+ a process index: set by a process as a failure elsewhere stops it."""
+CHIEF_DONE_KEY = "keras_privacy/chief_done/"
+"""+ the number of the `chief_first` call: set by process 0 once its part is done."""
 LEFT_KEY = "keras_privacy/left/"
 """+ a process index: set by a process other than 0 as it leaves after a failure."""
 STOPPED_WAIT_SECONDS = 10
@@ -52,6 +52,8 @@ for the others to leave)."""
 LEAVE_GRACE_SECONDS = 1.0
 """How long process 0 waits, once another process said it leaves, for it to be gone."""
 _writing = threading.Lock()
+_chief_first_calls = itertools.count()
+Result = TypeVar("Result")
 
 
 def run_stopping_together(run: Callable[[], int]) -> int:
@@ -188,27 +190,37 @@ def use_compilation_cache(folder: str) -> None:
     compilation_cache.reset_cache()
 
 
+def chief_first(run: Callable[[], Result]) -> Result:
+    """`run()` in process 0 first, then in the other processes at once, each returning its own
+    result: what process 0 writes (the built-in benchmark, its caches) the others then find
+    written, rather than writing the same files beside it. A failure of process 0 stops the
+    waiting ones (`run_stopping_together`)."""
+    if jax.process_count() == 1:
+        return run()
+    key = f"{CHIEF_DONE_KEY}{next(_chief_first_calls)}"
+    client = _coordination_client()
+    if client is None:  # a JAX without the handle: a collective over every device instead
+        from jax.experimental import multihost_utils
+
+        result = run() if is_chief() else None
+        multihost_utils.sync_global_devices(key)
+        return result if is_chief() else run()
+    if is_chief():
+        result = run()
+        client.key_value_set(key, "")
+        return result
+    client.blocking_key_value_get(key, 2**62)  # ms: no end; a failure stops this process
+    return run()
+
+
 def is_chief() -> bool:
     """Whether this is process 0 of the JAX job (the only process of a single-process one)."""
     return jax.process_index() == 0
 
 
-def process_shard(dataset: tf.data.Dataset) -> tf.data.Dataset:
-    """This process's rows of every global batch of a `tf.data.Dataset`: process p of N keeps
-    rows p * B / N .. (p + 1) * B / N; the dataset itself in a single-process job."""
-    count, index = jax.process_count(), jax.process_index()
-    if count == 1:
-        return dataset
-    import tensorflow as tf
-
-    def rows(batch):
-        def part(tensor):
-            size = tf.shape(tensor)[0] // count
-            return tensor[index * size : (index + 1) * size]
-
-        return tf.nest.map_structure(part, batch)
-
-    return dataset.map(rows)
+def process_position() -> tuple[int, int]:
+    """(this process's index, the number of processes) of the JAX job: (0, 1) alone."""
+    return jax.process_index(), jax.process_count()
 
 
 def keep_input_pipelines_off_the_gpus(tf: ModuleType) -> tuple[int, str]:
@@ -242,8 +254,8 @@ def data_parallel() -> Iterator[int]:
     number of devices and puts the previous distribution back on exit."""
     devices = data_parallel_devices()
     previous = keras.distribution.distribution()
-    # Batches are sharded by `process_shard` (Keras' own sharding of a tf.data pipeline cannot
-    # see the batch size of paired batches).
+    # Each process reads its own rows of every batch (`TrainingData.dataset`'s `process`;
+    # Keras' own sharding of a tf.data pipeline cannot see the batch size of paired batches).
     keras.distribution.set_distribution(
         keras.distribution.DataParallel(devices=devices, auto_shard_dataset=False)
     )

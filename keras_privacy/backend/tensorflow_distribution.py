@@ -6,11 +6,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from types import ModuleType
+from typing import TypeVar
 
 import keras
 import tensorflow as tf
 
 from keras_privacy.spelling import SettingError
+
+Result = TypeVar("Result")
 
 
 def join_processes(num_processes: int, process_id: int, coordinator_address: str) -> int:
@@ -40,14 +43,19 @@ def use_compilation_cache(folder: str) -> None:
     )
 
 
+def chief_first(run: Callable[[], Result]) -> Result:
+    """`run()`: a TensorFlow run is one process."""
+    return run()
+
+
 def is_chief() -> bool:
     """Always: a TensorFlow run is one process."""
     return True
 
 
-def process_shard(dataset: tf.data.Dataset) -> tf.data.Dataset:
-    """`dataset` itself: one process feeds every replica."""
-    return dataset
+def process_position() -> tuple[int, int]:
+    """(0, 1): one process feeds every replica."""
+    return 0, 1
 
 
 def keep_input_pipelines_off_the_gpus(tf: ModuleType) -> tuple[int, str]:

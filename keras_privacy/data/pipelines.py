@@ -10,6 +10,10 @@ decode is skipped with a warning naming it. Decoded videos are kept in a bounded
 cache (`DecodedVideos`, 1 GiB by default), so later epochs over a small split of files skip
 decoding; large datasets should use a prepared cache.
 
+In a job of several processes (`process`), every process reads the same items in the same
+order and decodes and augments only its own rows of each global batch (`_process_rows`), the
+rows that data-parallel training places on its devices.
+
 Clips shorter than their span (clip_length - 1) * stride + 1 LOOP: index i is taken modulo the
 number of frames (no blank or frozen padding frames).
 """
@@ -21,7 +25,7 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -189,13 +193,18 @@ class _Cache:
             records = _window_shuffle(records, window, epoch_seed)
         return records.map(lambda record: {"serialized": record, "epoch": epoch})
 
-    def load(self, item) -> dict:
-        """A parsed record: video frames stay JPEG strings; images are decoded."""
+    def parse(self, item) -> dict:
+        """A parsed record, its frames or image still JPEG strings."""
         if self.kind == "video":
             return parse_video_record(item["serialized"], self.num_attributes, self.num_actions)
-        record = parse_image_record(item["serialized"], self.num_attributes)
-        record["image"] = tf.io.decode_jpeg(record["image"], channels=3)
-        return record
+        return parse_image_record(item["serialized"], self.num_attributes)
+
+    def decode(self, record: dict) -> dict:
+        """A parsed record with its image decoded; video frames stay JPEG strings, of which a
+        clip decodes only its own (`take_frames`)."""
+        if self.kind == "video":
+            return record
+        return record | {"image": tf.io.decode_jpeg(record["image"], channels=3)}
 
 
 class _Files:
@@ -387,14 +396,66 @@ def _prefetched(dataset: tf.data.Dataset) -> tf.data.Dataset:
     return dataset.prefetch(AUTOTUNE).with_options(options)
 
 
-def _loaded(items: tf.data.Dataset, source: _Cache | _Files) -> tf.data.Dataset:
-    """The records of `items` with their epoch, decoded in parallel and in order; a file that
-    fails to decode is left out (`_Skipping` reads it as empty and warns once)."""
-    records = _map(items, lambda item: {**source.load(item), "epoch": item["epoch"]})
+def _loaded(
+    items: tf.data.Dataset,
+    source: _Cache | _Files,
+    kept=None,
+    rows=None,
+) -> tf.data.Dataset:
+    """The records of `items` with their epoch, decoded in parallel and in order: those whose
+    index passes `kept` (when given), then of those the ones `rows` keeps (a function of the
+    dataset, when given: this process's rows), decoded last. A file that fails to decode is
+    left out (`_Skipping` reads it as empty and warns once)."""
     if isinstance(source, _Files):
+        if kept is not None:  # decide before decoding the file
+            items = items.filter(lambda item: kept(item["index"]))
+        if rows is not None:
+            items = rows(items)
+        records = _map(items, lambda item: {**source.load(item), "epoch": item["epoch"]})
         content = "frames" if source.kind == "video" else "image"
-        records = records.filter(lambda record: tf.size(record[content]) > 0)
-    return records
+        return records.filter(lambda record: tf.size(record[content]) > 0)
+    records = _map(items, lambda item: {**source.parse(item), "epoch": item["epoch"]})
+    if kept is not None:
+        records = records.filter(lambda record: kept(record["index"]))
+    if rows is not None:
+        records = rows(records)
+    return _map(records, source.decode)
+
+
+def _process_rows(
+    global_parts: tuple[int, ...], process: tuple[int, int]
+) -> tuple[int, Callable[[tf.data.Dataset], tf.data.Dataset] | None]:
+    """This process's batch size and its filter of the examples (None: every example) in a
+    job of `count` processes, `process` = (index, count). The global batch is made of
+    `global_parts`, consecutive runs of examples (a step's clips, then VITA's extra action
+    batches), and process `index` keeps the index-th of `count` equal slices of each run: the
+    slices that data-parallel training puts on its devices, so that the processes' batches,
+    each run put together in process order, are the global batch one process would read."""
+    index, count = process
+    if count == 1:
+        return sum(global_parts), None
+    for size in global_parts:
+        if size % count:
+            raise ValueError(
+                f"a global batch of {size} cannot be split over {count} processes: make the "
+                f"batch sizes multiples of {count}"
+            )
+    mask = np.zeros(sum(global_parts), bool)
+    start = 0
+    for size in global_parts:
+        share = size // count
+        mask[start + index * share : start + (index + 1) * share] = True
+        start += size
+    mine = tf.constant(mask)
+
+    def rows(dataset: tf.data.Dataset) -> tf.data.Dataset:
+        return (
+            dataset.enumerate()
+            .filter(lambda position, _: mine[position % len(mask)])
+            .map(lambda _, element: element)
+        )
+
+    return int(mask.sum()), rows
 
 
 def _map(dataset: tf.data.Dataset, function) -> tf.data.Dataset:
@@ -418,6 +479,8 @@ def action_train_dataset(
     second_clip: bool = False,
     hold_out: int = 0,
     held_out: bool = False,
+    process: tuple[int, int] = (0, 1),
+    batch_parts: tuple[int, ...] = (),
 ) -> tf.data.Dataset:
     """Shuffled, augmented training clips of `epochs` passes (None: endless), last partial
     batch dropped: {"clips" float32 (B, T, size, size, 3) in [0, 1], "labels" int32 (B,),
@@ -438,7 +501,12 @@ def action_train_dataset(
 
     With `config=None` the clips are not augmented: each is the evaluation view, the centred
     square of the short side resized (VITA's validation clips, centre-cropped and undistorted:
-    PA-HMDB51-VISPR-exp/input_data.py:12-13, utils.py:153-160)."""
+    PA-HMDB51-VISPR-exp/input_data.py:12-13, utils.py:153-160).
+
+    `batch_size` is the global batch. In a job of several processes, `process` = (index,
+    count), each batch is this process's rows of it (`_process_rows`, over `batch_parts`, runs
+    of the batch such as a step's clips and the action batches after them; default one run),
+    and only those clips are decoded."""
     videos = _source(source, "video")
 
     def view(frames, augment_seed):
@@ -476,14 +544,12 @@ def action_train_dataset(
             element["actions"] = record["actions"]
         return element
 
-    items = _items(videos, seed, epochs)
-    if hold_out and isinstance(videos, _Files):  # decide before decoding the video
-        items = items.filter(lambda item: kept(item["index"]))
-    records = _loaded(items, videos)
-    if hold_out and isinstance(videos, _Cache):
-        records = records.filter(lambda record: kept(record["index"]))
+    if batch_parts and sum(batch_parts) != batch_size:
+        raise ValueError(f"batch_parts {batch_parts} do not add up to the batch of {batch_size}")
+    local_size, rows = _process_rows(batch_parts or (batch_size,), process)
+    records = _loaded(_items(videos, seed, epochs), videos, kept if hold_out else None, rows)
     dataset = _map(records, make)
-    return _prefetched(dataset.batch(batch_size, drop_remainder=True))
+    return _prefetched(dataset.batch(local_size, drop_remainder=True))
 
 
 def action_eval_dataset(
@@ -528,10 +594,13 @@ def privacy_pair_dataset(
     seed: int = 0,
     config: augment.AugmentConfig = augment.CONTRASTIVE,
     epochs: int | None = None,
+    process: tuple[int, int] = (0, 1),
 ) -> tf.data.Dataset:
     """Batches of two independently augmented views of each image: {"views" float32
     (B, 2, size, size, 3)}; endless by default (each pass in a new seeded order). With
-    `config.views_share_corner`, the second view's crop starts at the first's corner."""
+    `config.views_share_corner`, the second view's crop starts at the first's corner. In a
+    job of several processes (`process`, as `action_train_dataset`'s), this process's rows of
+    each global batch of `batch_size`."""
     images = _source(source, "image")
 
     def make(record):
@@ -545,8 +614,9 @@ def privacy_pair_dataset(
         views = [augment.augment_clip(image, s, size, config, corner)[0] for s in seeds]
         return {"views": tf.ensure_shape(tf.stack(views), [2, size, size, 3])}
 
-    dataset = _map(_loaded(_items(images, seed, epochs), images), make)
-    return _prefetched(dataset.batch(batch_size, drop_remainder=True))
+    local_size, rows = _process_rows((batch_size,), process)
+    dataset = _map(_loaded(_items(images, seed, epochs), images, rows=rows), make)
+    return _prefetched(dataset.batch(local_size, drop_remainder=True))
 
 
 def privacy_labelled_dataset(
@@ -557,11 +627,16 @@ def privacy_labelled_dataset(
     seed: int = 0,
     config: augment.AugmentConfig = augment.SUPERVISED,
     epochs: int | None = 1,
+    process: tuple[int, int] = (0, 1),
 ) -> tf.data.Dataset:
     """Batches of {"images" float32 (B, size, size, 3), "privacy" float32 (B, A)}: shuffled,
     augmented and without the last partial batch for training; else centre-cropped, in order,
-    every image once, with each image's source file ("path", a string)."""
+    every image once, with each image's source file ("path", a string). In a job of several
+    processes (`process`, as `action_train_dataset`'s; training only), this process's rows of
+    each global batch of `batch_size`."""
     images = _source(source, "image")
+    if process[1] > 1 and not training:
+        raise ValueError("evaluation batches are read whole, in one process")
 
     def make(record):
         image = record["image"][None]
@@ -577,8 +652,9 @@ def privacy_labelled_dataset(
         return element if training else element | {"path": record["path"]}
 
     items = _items(images, seed, epochs) if training else _items(images, None, 1)
-    dataset = _map(_loaded(items, images), make)
-    return _prefetched(dataset.batch(batch_size, drop_remainder=training))
+    local_size, rows = _process_rows((batch_size,), process)
+    dataset = _map(_loaded(items, images, rows=rows), make)
+    return _prefetched(dataset.batch(local_size, drop_remainder=training))
 
 
 def minimax_dataset(action: tf.data.Dataset, privacy: tf.data.Dataset) -> tf.data.Dataset:

@@ -271,6 +271,7 @@ class TrainingData:
         validation: bool = False,
         action_batches: int = 0,
         with_clips: bool = True,
+        process: tuple[int, int] = (0, 1),
     ) -> tf.data.Dataset:
         """`steps` batches of the minimax format for `epoch` (seeded by seed and epoch).
 
@@ -285,14 +286,19 @@ class TrainingData:
         `action_labels` (VITA's f_T updates, a batch each), the clips that follow the step's
         own in the shuffled order; and K batches of held-out clips (its accuracy checks, a
         batch each). Without `with_clips`, the privacy batches alone: no video is read (f_B's
-        initialisation on image views)."""
+        initialisation on image views).
+
+        In a job of several processes, `process` = (index, count), every batch holds this
+        process's rows of the global batch, and of the K action batches, and only those are
+        decoded: put together in process order, the processes' batches are the batches a
+        single process reads."""
         c = self.batching
         seed = c.seed * 1000 + epoch
 
-        def clips(held_out: bool, batch_size: int):
+        def clips(held_out: bool, batch_parts: tuple[int, ...]):
             return pipelines.action_train_dataset(
                 self.videos,
-                batch_size,
+                sum(batch_parts),
                 c.clip_length,
                 c.clip_stride,
                 c.image_size,
@@ -303,6 +309,8 @@ class TrainingData:
                 second_clip=c.second_clip,
                 hold_out=self.hold_out,
                 held_out=held_out,
+                process=process,
+                batch_parts=batch_parts,
             )
 
         if labelled:
@@ -314,6 +322,7 @@ class TrainingData:
                 seed=seed,
                 config=c.image_augmentation,
                 epochs=None,
+                process=process,
             )
         else:
             privacy = pipelines.privacy_pair_dataset(
@@ -322,19 +331,20 @@ class TrainingData:
                 c.image_size,
                 seed=seed,
                 config=c.view_augmentation,
+                process=process,
             )
         # The sources are endless, but their flat_map leaves the length unknown: say it, so
         # that Keras stops after the last step instead of reading on and warning that the
         # input ran out (the minimax's pairs of batches then count steps // 2).
         if not with_clips:
             return privacy.take(steps).apply(tf.data.experimental.assert_cardinality(steps))
-        action = clips(held_out=False, batch_size=c.batch_size * (1 + action_batches))
+        action = clips(held_out=False, batch_parts=(c.batch_size, c.batch_size * action_batches))
         if action_batches:
-            action = action.map(lambda b: split_action_batches(b, c.batch_size))
+            action = action.map(lambda b: split_action_batches(b, c.batch_size // process[1]))
         if validation:
             if not self.hold_out:
                 raise ValueError("validation clips need a held-out split (Batching.hold_out)")
-            held = clips(held_out=True, batch_size=c.batch_size * max(1, action_batches)).map(
+            held = clips(held_out=True, batch_parts=(c.batch_size * max(1, action_batches),)).map(
                 lambda b: {"validation_clips": b["clips"], "validation_labels": b["labels"]}
             )
             action = tf.data.Dataset.zip(action, held).map(lambda a, v: {**a, **v})
