@@ -1016,11 +1016,16 @@ def test_a_cut_short_video_is_cached_with_a_warning_naming_it(tmp_path, fixtures
     assert f"{path}: the container declares 164 frames, {decoded} decoded (the file seems cut " in (
         caplog.text
     )
+    reason = f"the container declares 164 frames, {decoded} decoded"
+    assert manifest["cut_short"] == [{"path": str(path), "reason": reason}]
     caplog.clear()
+    again = prepare_video_cache(split, tmp_path / "cache", short_side=32, workers=1)
+    assert again["cut_short"] == manifest["cut_short"]  # kept in the shard's sidecar
+    assert "cut short" not in caplog.text  # the shard was not written again
     whole = Split([Example(str(fixtures_dir / "videos" / "test.avi"), 0, ())], class_names=["a"])
     with caplog.at_level("WARNING"):
-        prepare_video_cache(whole, tmp_path / "whole", short_side=32, workers=1)
-    assert "cut short" not in caplog.text
+        kept_whole = prepare_video_cache(whole, tmp_path / "whole", short_side=32, workers=1)
+    assert "cut short" not in caplog.text and kept_whole["cut_short"] == []
 
 
 def test_truncated_video_gives_frames_that_decode(tmp_path, fixtures_dir):

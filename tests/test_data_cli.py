@@ -164,6 +164,22 @@ def test_an_image_whose_json_is_missing_is_named_and_left_out_of_the_cache(
     assert all(len(r["privacy"]) == labels for r in read_image_cache(tmp_path / "cache" / "train"))
 
 
+def test_the_summary_counts_and_names_the_images_cached_cut_short(benchmark, tmp_path, capsys):
+    # Their warnings scroll by inside the progress line: the summary counts them after it.
+    folder = _vispr_copy(benchmark, tmp_path)
+    cut = sorted((folder / "images" / "train2017").iterdir())[0]
+    data = cut.read_bytes()
+    cut.write_bytes(data[: len(data) * 2 // 3])
+    assert _prepare(folder, tmp_path / "cache") == 0
+    out, err = capsys.readouterr()
+    assert "train: 12 cached (1 cut short, as much as decodes), 0 failed, 0 missing" in out
+    assert "val: 2 cached, 0 failed, 0 missing" in out
+    reason = "a JPEG without its end marker, probably cut short"
+    assert f"train: cut short (1):\n  {cut}: {reason}\n" in err
+    cut_short = read_manifest(tmp_path / "cache" / "train")["cut_short"]
+    assert cut_short == [{"path": str(cut), "reason": reason}]
+
+
 def test_a_subset_whose_every_file_failed_is_an_error_naming_them(benchmark, tmp_path, capsys):
     folder = _vispr_copy(benchmark, tmp_path)
     broken = sorted((folder / "images" / "test2017").iterdir())

@@ -197,10 +197,13 @@ def _run(args: argparse.Namespace, unknown: Sequence[str]) -> int:
         manifest = prepare(
             split, out, short_side=args.short_side, workers=args.workers, source=source
         )
+        cut_short = manifest["cut_short"]
         print(
-            f"{name}: {manifest['num_records']} cached, {len(manifest['failures'])} failed, "
-            f"{len(manifest['missing'])} missing"
+            f"{name}: {manifest['num_records']} cached"
+            + (f" ({len(cut_short)} cut short, as much as decodes)" if cut_short else "")
+            + f", {len(manifest['failures'])} failed, {len(manifest['missing'])} missing"
         )
+        _print_some(f"{name}: cut short", [failure_line(f) for f in cut_short])
         _print_some(f"{name}: failed", [failure_line(f) for f in manifest["failures"]])
         _print_some(f"{name}: missing", manifest["missing"])
         problem = _cache_problem(out, manifest)

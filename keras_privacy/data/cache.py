@@ -28,6 +28,7 @@ import reprlib
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import cv2
 import numpy as np
@@ -36,7 +37,7 @@ from tqdm import tqdm
 from keras_privacy.data.annotations import read_json
 from keras_privacy.data.errors import DatasetFormatError, VideoDecodeError
 from keras_privacy.data.examples import Example, Split
-from keras_privacy.data.images import read_image
+from keras_privacy.data.images import JPEG_CUT_SHORT, jpeg_cut_short, read_image
 from keras_privacy.data.tensorflow_runtime import tf
 from keras_privacy.data.video import iter_video_frames, warn_if_cut_short
 from keras_privacy.types import Tensor
@@ -101,13 +102,21 @@ def _context(example: Example, index: int, height: int, width: int) -> dict:
     return context
 
 
+class Encoded(NamedTuple):
+    """One file's serialized record, and why it seems cut short ("" where it does not): its
+    record then holds what decodes, and `prepare`'s summary names it."""
+
+    record: bytes
+    cut_short: str = ""
+
+
 def video_record(
     example: Example,
     index: int,
     short_side: int | None,
     quality: int,
     transform: FrameTransform | None = None,
-) -> bytes:
+) -> Encoded:
     """The serialized SequenceExample of one video (changed by `transform` first, if given);
     raises VideoDecodeError when it fails. A file that seems cut short (a partial download) is
     cached with the frames that decode, and a warning naming it and both counts."""
@@ -122,7 +131,7 @@ def video_record(
         frames.append(encode_jpeg(frame, quality))
     if not frames:
         raise VideoDecodeError(f"{example.path}: contains no decodable frame")
-    warn_if_cut_short(example.path, len(frames), "cached with the frames that decode")
+    cut_short = warn_if_cut_short(example.path, len(frames), "cached with the frames that decode")
     context = _context(example, index, height, width)
     context["num_frames"] = _int64([len(frames)])
     record = tf.train.SequenceExample(
@@ -131,7 +140,7 @@ def video_record(
             feature_list={"frames": tf.train.FeatureList(feature=[_bytes([f]) for f in frames])}
         ),
     )
-    return record.SerializeToString()
+    return Encoded(record.SerializeToString(), cut_short)
 
 
 def image_record(
@@ -140,17 +149,20 @@ def image_record(
     short_side: int | None,
     quality: int,
     transform: FrameTransform | None = None,
-) -> bytes:
+) -> Encoded:
     """The serialized Example of one image (changed by `transform` first, if given); raises
-    ValueError when it is unreadable."""
+    ValueError when it is unreadable. A JPEG cut short is cached as it decodes (its missing
+    part grey), with a warning naming it."""
     rgb = read_image(example.path)
+    cut_short = JPEG_CUT_SHORT if jpeg_cut_short(example.path) else ""
     if transform is not None:
         rgb = transform.apply(example.path, rgb[None])[0]
     image = resize_short_side(rgb, short_side)
     height, width = image.shape[:2]
     features = _context(example, index, height, width)
     features["image"] = _bytes([encode_jpeg(image, quality)])
-    return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
+    record = tf.train.Example(features=tf.train.Features(feature=features))
+    return Encoded(record.SerializeToString(), cut_short)
 
 
 def _file_version(path: str) -> list[int]:
@@ -245,20 +257,24 @@ def _temporary_next_to(path: Path) -> Path:
     return path.with_name(f"{path.name}.{uuid.uuid4().hex}.tmp")
 
 
-def _write_shard(path: Path, records: Iterator[tuple[Example, bytes | str]], fingerprint: str):
-    """Write `records` ((example, serialized record or failure reason)) to `path` atomically:
+def _write_shard(path: Path, records: Iterator[tuple[Example, Encoded | str]], fingerprint: str):
+    """Write `records` ((example, encoded record or failure reason)) to `path` atomically:
     a temporary file, then (after removing any older shard, so a crash in between never pairs an
-    old shard with a new sidecar) its sidecar, then the rename that marks the shard complete."""
+    old shard with a new sidecar) its sidecar, then the rename that marks the shard complete.
+    The sidecar names the files that failed and those cached cut short."""
     temporary = _temporary_next_to(path)
-    count, failures = 0, []
+    count, failures, cut_short = 0, [], []
     with tf.io.TFRecordWriter(str(temporary)) as writer:
-        for example, record in records:
-            if isinstance(record, bytes):
-                writer.write(record)
-                count += 1
-            else:
-                failures.append({"path": example.path, "reason": record})
+        for example, encoded in records:
+            if isinstance(encoded, str):
+                failures.append({"path": example.path, "reason": encoded})
+                continue
+            writer.write(encoded.record)
+            count += 1
+            if encoded.cut_short:
+                cut_short.append({"path": example.path, "reason": encoded.cut_short})
     info = {"fingerprint": fingerprint, "count": count, "failures": failures}
+    info["cut_short"] = cut_short
     sidecar_tmp = _temporary_next_to(_sidecar(path))
     sidecar_tmp.write_text(json.dumps(info))
     path.unlink(missing_ok=True)
@@ -268,12 +284,12 @@ def _write_shard(path: Path, records: Iterator[tuple[Example, bytes | str]], fin
 
 
 def _encode_all(
-    encode: Callable[[Example, int], bytes], examples: list[tuple[int, Example]], workers: int
-) -> Iterator[tuple[Example, bytes | str]]:
+    encode: Callable[[Example, int], Encoded], examples: list[tuple[int, Example]], workers: int
+) -> Iterator[tuple[Example, Encoded | str]]:
     """Encode examples in order on `workers` threads (decoders release the GIL); a decoding
     failure becomes its reason string."""
 
-    def one(item: tuple[int, Example]) -> tuple[Example, bytes | str]:
+    def one(item: tuple[int, Example]) -> tuple[Example, Encoded | str]:
         index, example = item
         try:
             return example, encode(example, index)
@@ -286,7 +302,7 @@ def _encode_all(
 
 def _prepare(
     kind: str,
-    encode: Callable[[Example, int], bytes],
+    encode: Callable[[Example, int], Encoded],
     split: Split,
     out_dir: str | os.PathLike,
     short_side: int | None,
@@ -337,6 +353,7 @@ def _prepare(
         "num_actions": len(split.class_names) if any(e.actions for e in split.examples) else 0,
         "shards": [{"file": s["file"], "count": s["count"]} for s in shards],
         "failures": [f for s in shards for f in s["failures"]],
+        "cut_short": [f for s in shards for f in s.get("cut_short", [])],
         "missing": list(split.missing),
         **({"source": source} if source is not None else {}),
     }
@@ -347,12 +364,12 @@ def _prepare(
 
 
 def _with_label_check(
-    encode: Callable[[Example, int], bytes], num_attributes: int
-) -> Callable[[Example, int], bytes]:
+    encode: Callable[[Example, int], Encoded], num_attributes: int
+) -> Callable[[Example, int], Encoded]:
     """`encode`, refusing (as a decoding failure) an example whose privacy labels do not match
     the split's attributes: its record would not parse with the manifest's attribute count."""
 
-    def checked(example: Example, index: int) -> bytes:
+    def checked(example: Example, index: int) -> Encoded:
         if len(example.privacy) != num_attributes:
             raise ValueError(
                 f"{example.path}: {len(example.privacy)} privacy labels for the split's "
@@ -393,10 +410,11 @@ def prepare_video_cache(
             attributes), kept in the manifest for training to check (default: not recorded).
 
     Returns:
-        The manifest: counts, shards, and `failures` (path and reason of skipped videos).
+        The manifest: counts, shards, `failures` (path and reason of skipped videos) and
+        `cut_short` (path and reason of videos cached with the frames that decode).
     """
 
-    def encode(example: Example, index: int) -> bytes:
+    def encode(example: Example, index: int) -> Encoded:
         return video_record(example, index, short_side, jpeg_quality, transform)
 
     return _prepare(
@@ -425,7 +443,7 @@ def prepare_image_cache(
 ) -> dict:
     """Store every image of `split` once into `out_dir`, like `prepare_video_cache`."""
 
-    def encode(example: Example, index: int) -> bytes:
+    def encode(example: Example, index: int) -> Encoded:
         return image_record(example, index, short_side, jpeg_quality, transform)
 
     return _prepare(

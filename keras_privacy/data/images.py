@@ -13,6 +13,7 @@ JPEG_START, JPEG_END, START_OF_SCAN = b"\xff\xd8", b"\xff\xd9", 0xDA
 STANDALONE_MARKERS = {0x01, *range(0xD0, 0xD8)}
 """JPEG markers without a length field (TEM, RST0-7)."""
 
+JPEG_CUT_SHORT = "a JPEG without its end marker, probably cut short"
 _checked: set[str] = set()
 _checked_lock = threading.Lock()
 
@@ -30,11 +31,7 @@ def read_image(path: str | os.PathLike) -> np.ndarray:
         first = path not in _checked
         _checked.add(path)
     if first and jpeg_cut_short(path):
-        logging.warning(
-            "%s: a JPEG without its end marker, probably cut short: its missing part decodes "
-            "as grey",
-            path,
-        )
+        logging.warning("%s: %s: its missing part decodes as grey", path, JPEG_CUT_SHORT)
     return np.ascontiguousarray(bgr[..., ::-1])
 
 

@@ -146,19 +146,17 @@ def declared_frame_count(path: str | os.PathLike) -> int:
         container.close()
 
 
-def warn_if_cut_short(path: str | os.PathLike, decoded: int, outcome: str) -> None:
+def warn_if_cut_short(path: str | os.PathLike, decoded: int, outcome: str) -> str:
     """Log a warning naming `path` and both counts where its container declares clearly more
     frames than the `decoded` ones (`seems_cut_short`); `outcome` says what is done with the
-    frames that decode. Reads the container's header only."""
+    frames that decode. Returns why the file seems cut short ("" where it does not). Reads
+    the container's header only."""
     declared = declared_frame_count(path)
-    if seems_cut_short(decoded, declared):
-        logging.warning(
-            "%s: the container declares %d frames, %d decoded (the file seems cut short); %s",
-            os.fspath(path),
-            declared,
-            decoded,
-            outcome,
-        )
+    if not seems_cut_short(decoded, declared):
+        return ""
+    reason = f"the container declares {declared} frames, {decoded} decoded"
+    logging.warning("%s: %s (the file seems cut short); %s", os.fspath(path), reason, outcome)
+    return reason
 
 
 def probe_video(path: str | os.PathLike) -> VideoInfo:
