@@ -52,7 +52,7 @@ from tqdm import tqdm
 
 from keras_privacy.cli import positive_int, refuse_a_file, run_command
 from keras_privacy.data.errors import VideoDecodeError
-from keras_privacy.data.video import QUANTISER_CODECS, probe_video
+from keras_privacy.data.video import QUANTISER_CODECS, count_packets, seems_cut_short
 from keras_privacy.evaluation.faces import DEFACE_THRESHOLD, FILLS, FaceAnonymizer
 from keras_privacy.export import anonymizer_factor, load_keras_anonymizer
 from keras_privacy.runtimes import RUNTIMES, keras_frames, onnx_frames, scaled
@@ -89,26 +89,19 @@ def anonymize_video(
     queue_size, input_format, input_options, output_format, on_open). Raises VideoDecodeError naming
     `in_path` when it cannot be read; a file `out_path` is then left untouched. An `out_path`
     that is `in_path` raises ValueError: the raw video would be overwritten as it is read. A
-    file that seems cut short (`VideoInfo.seems_cut_short`) gives the frames that decode, with
-    a warning on stderr naming it and both counts.
+    file that seems cut short (`seems_cut_short`) gives the frames that decode, with a warning
+    on stderr, once they are written, naming it and both counts.
     """
     if _same_file(in_path, out_path):
         raise ValueError(f"{out_path}: the output is the input video; name another file")
     if isinstance(anonymizer, keras.Model):
         anonymizer = keras_frames(anonymizer, anonymizer_factor(anonymizer))
-    total = None
-    if not is_live(in_path):
-        info = probe_video(in_path)
-        total = info.num_frames
-        if info.seems_cut_short():
-            print(
-                f"warning: {in_path}: the container declares {info.declared_frames} frames, "
-                f"{info.num_frames} decoded (the file seems cut short)",
-                file=sys.stderr,
-            )
+    # A file's progress bar counts its packets (a demux; decoding it to count its frames
+    # would decode a Matroska file, which declares no count, twice).
+    declared, total = count_packets(in_path) if not is_live(in_path) else (0, None)
     name = Path(in_path).name
     with tqdm(total=total, unit="frame", desc=name, disable=not show_progress) as progress:
-        return transcode(
+        stats = transcode(
             anonymizer,
             in_path,
             out_path,
@@ -118,6 +111,13 @@ def anonymize_video(
             on_batch=progress.update,
             **stream_options,
         )
+    if not stats.interrupted and seems_cut_short(stats.frames_read, declared):
+        print(
+            f"warning: {in_path}: the container declares {declared} frames, "
+            f"{stats.frames_read} decoded (the file seems cut short)",
+            file=sys.stderr,
+        )
+    return stats
 
 
 def _same_file(first: str | os.PathLike, second: str | os.PathLike) -> bool:

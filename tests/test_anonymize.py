@@ -145,6 +145,27 @@ def test_a_video_cut_short_is_anonymized_with_a_warning_naming_both_counts(
     assert probe_video(tmp_path / "out_cut.avi").num_frames == 29
 
 
+def test_a_matroska_file_is_decoded_once(model_path, tmp_path, monkeypatch):
+    # Matroska declares no frame count: the progress bar counts packets (a demux) where it
+    # decoded the whole file first to count its frames.
+    rng = np.random.default_rng(1)
+    source = tmp_path / "camera.mkv"
+    write_video(source, rng.integers(0, 256, (12, 32, 32, 3), dtype=np.uint8))
+    assert probe_video(source).declared_frames == 0
+    from keras_privacy.data import video
+
+    def counted_by_decoding(path):
+        raise AssertionError(f"{path} decoded to count its frames")
+
+    monkeypatch.setattr(video, "_decoded_frames", counted_by_decoding)
+    out = tmp_path / "out.mkv"
+    model = load_keras_anonymizer(model_path)
+    stats = anonymize_video(model, source, out, show_progress=False)
+    assert stats.frames_read == stats.frames_written == 12
+    monkeypatch.undo()
+    assert probe_video(out).num_frames == 12
+
+
 def test_an_output_that_is_the_input_is_refused_and_the_raw_video_kept(
     fixtures_dir, model_path, tmp_path, capsys
 ):

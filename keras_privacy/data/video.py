@@ -159,6 +159,21 @@ def warn_if_cut_short(path: str | os.PathLike, decoded: int, outcome: str) -> st
     return reason
 
 
+def count_packets(path: str | os.PathLike) -> tuple[int, int]:
+    """The frames the container of `path` declares (0 where it declares none, as Matroska)
+    and the video packets it holds, about one a frame: a demux, no decoding."""
+    container = _open(path)
+    try:
+        stream = container.streams.video[0]
+        declared = stream.frames
+        packets = sum(1 for packet in container.demux(stream) if packet.size)
+    except av.error.FFmpegError as error:
+        raise VideoDecodeError(f"{path}: reading the container failed ({error})") from error
+    finally:
+        container.close()
+    return int(declared), packets
+
+
 def probe_video(path: str | os.PathLike) -> VideoInfo:
     """Frame count, frame rate and size of `path`.
 
