@@ -14,10 +14,12 @@ Training across processes (JAX only, `--num_processes`): every process runs `tra
 same flags; `initialize_processes` joins them into one JAX job (`jax.distributed.initialize`),
 after which `data_parallel` spans the devices of every process. Each process decodes and
 feeds only its own part of each global batch (`process_position`, given to the input
-pipelines: process p of N takes rows p * B / N .. (p + 1) * B / N of every batch), the step
-is one program over the global batch, and only process 0 (`is_chief`) writes checkpoints,
-images and models into the run folder, which every process must see (a shared file system).
-A process that fails stops the others at once (`run_stopping_together`).
+pipelines: process p of N takes rows p * B / N .. (p + 1) * B / N of every batch, or of each
+run of it, as VITA's step clips and extra action clips), the step is one program over the
+global batch, and only process 0 (`is_chief`) writes checkpoints, images and models into the
+run folder, which every process must see (a shared file system), and the built-in benchmark
+before the others read it (`chief_first`). A process that fails stops the others at once
+(`run_stopping_together`).
 """
 
 from __future__ import annotations

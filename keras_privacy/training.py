@@ -693,11 +693,11 @@ def _finished(config: ExperimentConfig, state: dict | None) -> bool:
 
 
 def _environment_record(run_dir: Path) -> dict:
-    """What `environment.json` holds after this start: where it runs (`environment.describe`)
-    and the checkpoint it resumes from (`resumed_from`: phase and epoch; None for a fresh
-    start), with the records of the run's earlier starts, oldest first, under
-    `earlier_starts`: a resumed run's earlier epochs may have run on another machine or
-    backend."""
+    """What `environment.json` holds after this start: where it runs (`environment.describe`),
+    when it started (`started`, UTC) and the checkpoint it resumes from (`resumed_from`: phase
+    and epoch; None for a fresh start), with the records of the run's earlier starts, oldest
+    first, under `earlier_starts`: a resumed run's earlier epochs may have run on another
+    machine or backend."""
     kept = checkpoint.read_record(
         run_dir / "environment.json",
         "where the run's earlier starts ran is unknown; restore it, or remove it to keep this "
@@ -706,7 +706,13 @@ def _environment_record(run_dir: Path) -> dict:
     earlier = [] if kept is None else [*kept.pop("earlier_starts", []), kept]
     state = checkpoint.latest_checkpoint(run_dir)
     resumed = None if state is None else {"phase": state["phase"], "epoch": state["epoch"]}
-    return {**environment.describe(), "resumed_from": resumed, "earlier_starts": earlier}
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return {
+        **environment.describe(),
+        "started": started,
+        "resumed_from": resumed,
+        "earlier_starts": earlier,
+    }
 
 
 def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callback]) -> TrainResult:

@@ -1019,8 +1019,11 @@ def test_a_cut_short_video_is_cached_with_a_warning_naming_it(tmp_path, fixtures
     reason = f"the container declares 164 frames, {decoded} decoded"
     assert manifest["cut_short"] == [{"path": str(path), "reason": reason}]
     caplog.clear()
+    written = (tmp_path / "cache" / "manifest.json").stat()
     again = prepare_video_cache(split, tmp_path / "cache", short_side=32, workers=1)
     assert again["cut_short"] == manifest["cut_short"]  # kept in the shard's sidecar
+    kept = (tmp_path / "cache" / "manifest.json").stat()  # the same manifest: not written again
+    assert (kept.st_ino, kept.st_mtime_ns) == (written.st_ino, written.st_mtime_ns)
     assert "cut short" not in caplog.text  # the shard was not written again
     whole = Split([Example(str(fixtures_dir / "videos" / "test.avi"), 0, ())], class_names=["a"])
     with caplog.at_level("WARNING"):

@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import cv2
@@ -213,6 +214,7 @@ def test_full_run_writes_models_history_frames_and_logs(uninterrupted):
     record = json.loads((run_dir / "environment.json").read_text())
     assert record["backend"] == keras.backend.backend()
     assert (record["resumed_from"], record["earlier_starts"]) == (None, [])
+    assert time.strptime(record["started"], "%Y-%m-%dT%H:%M:%SZ")
 
 
 def test_a_kept_run_is_resumed_only_with_its_settings(uninterrupted, benchmark, tmp_path):
@@ -366,7 +368,10 @@ def test_run_killed_mid_epoch_resumes_to_the_same_end(uninterrupted, benchmark, 
     first = json.loads((uninterrupted["result"].run_dir / "environment.json").read_text())
     record = json.loads((killed / "environment.json").read_text())
     assert record["resumed_from"] == {"phase": "minimax", "epoch": 1}
-    assert first.pop("earlier_starts") == [] and record["earlier_starts"] == [first]
+    assert first.pop("earlier_starts") == [] and len(record["earlier_starts"]) == 1
+    earlier = record["earlier_starts"][0]
+    assert earlier["started"] <= record["started"]  # the killed start's own time
+    assert {**earlier, "started": first["started"]} == first  # the same machine otherwise
 
     # The resumed run ends where the uninterrupted one ends: all three models.
     for name, model in models.items():

@@ -194,7 +194,8 @@ def chief_first(run: Callable[[], Result]) -> Result:
     """`run()` in process 0 first, then in the other processes at once, each returning its own
     result: what process 0 writes (the built-in benchmark, its caches) the others then find
     written, rather than writing the same files beside it. A failure of process 0 stops the
-    waiting ones (`run_stopping_together`)."""
+    waiting ones (`run_stopping_together`); where this JAX keeps no coordination client, they
+    wait in a collective instead, until JAX's own timeout."""
     if jax.process_count() == 1:
         return run()
     key = f"{CHIEF_DONE_KEY}{next(_chief_first_calls)}"
@@ -209,8 +210,20 @@ def chief_first(run: Callable[[], Result]) -> Result:
         result = run()
         client.key_value_set(key, "")
         return result
-    client.blocking_key_value_get(key, 2**62)  # ms: no end; a failure stops this process
+    _wait_for_key(client, key)
     return run()
+
+
+def _wait_for_key(client: Any, key: str) -> None:
+    """Wait, as long as it takes, until `key` is set in the job's key-value store: a second at
+    a time, so that Ctrl-C (which Python handles between calls) still stops this process."""
+    while True:
+        try:
+            client.blocking_key_value_get(key, 1000)
+            return
+        except jax.errors.JaxRuntimeError as error:
+            if "DEADLINE_EXCEEDED" not in str(error):
+                raise
 
 
 def is_chief() -> bool:

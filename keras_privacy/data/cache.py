@@ -251,6 +251,14 @@ def _drop_other_manifest(out: Path, fingerprint: str, source: dict | None) -> No
         path.unlink()
 
 
+def _read_text(path: Path) -> str | None:
+    """The text of `path`; None where it cannot be read."""
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def _temporary_next_to(path: Path) -> Path:
     """A name beside `path` that no other writer uses: two processes (or threads) preparing the
     same cache at once each write their own file, and the last rename wins with equal content."""
@@ -357,9 +365,11 @@ def _prepare(
         "missing": list(split.missing),
         **({"source": source} if source is not None else {}),
     }
-    temporary = _temporary_next_to(out / MANIFEST)
-    temporary.write_text(json.dumps(manifest, indent=1))
-    os.replace(temporary, out / MANIFEST)
+    text = json.dumps(manifest, indent=1)
+    if _read_text(out / MANIFEST) != text:  # a finished cache's is left as it is, unwritten
+        temporary = _temporary_next_to(out / MANIFEST)
+        temporary.write_text(text)
+        os.replace(temporary, out / MANIFEST)
     return manifest
 
 

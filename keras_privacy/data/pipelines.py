@@ -399,8 +399,8 @@ def _prefetched(dataset: tf.data.Dataset) -> tf.data.Dataset:
 def _loaded(
     items: tf.data.Dataset,
     source: _Cache | _Files,
-    kept=None,
-    rows=None,
+    kept: Callable[[Tensor], Tensor] | None = None,
+    rows: Callable[[tf.data.Dataset], tf.data.Dataset] | None = None,
 ) -> tf.data.Dataset:
     """The records of `items` with their epoch, decoded in parallel and in order: those whose
     index passes `kept` (when given), then of those the ones `rows` keeps (a function of the
@@ -423,17 +423,26 @@ def _loaded(
 
 
 def _process_rows(
-    global_parts: tuple[int, ...], process: tuple[int, int]
+    global_parts: tuple[int, ...], process: tuple[int, int], epochs: int | None
 ) -> tuple[int, Callable[[tf.data.Dataset], tf.data.Dataset] | None]:
     """This process's batch size and its filter of the examples (None: every example) in a
     job of `count` processes, `process` = (index, count). The global batch is made of
     `global_parts`, consecutive runs of examples (a step's clips, then VITA's extra action
     batches), and process `index` keeps the index-th of `count` equal slices of each run: the
     slices that data-parallel training puts on its devices, so that the processes' batches,
-    each run put together in process order, are the global batch one process would read."""
+    each run put together in process order, are the global batch one process would read.
+
+    Only an endless dataset (`epochs` None, which training cuts to its steps) is split: the
+    last, partial global batch of a finite one would leave its processes with different
+    numbers of batches, and a step that some of them never reach."""
     index, count = process
     if count == 1:
         return sum(global_parts), None
+    if epochs is not None:
+        raise ValueError(
+            f"a dataset of {epochs} epochs cannot be split over {count} processes: each "
+            "process reads an endless one (epochs=None), cut to the same number of steps"
+        )
     for size in global_parts:
         if size % count:
             raise ValueError(
@@ -546,7 +555,7 @@ def action_train_dataset(
 
     if batch_parts and sum(batch_parts) != batch_size:
         raise ValueError(f"batch_parts {batch_parts} do not add up to the batch of {batch_size}")
-    local_size, rows = _process_rows(batch_parts or (batch_size,), process)
+    local_size, rows = _process_rows(batch_parts or (batch_size,), process, epochs)
     records = _loaded(_items(videos, seed, epochs), videos, kept if hold_out else None, rows)
     dataset = _map(records, make)
     return _prefetched(dataset.batch(local_size, drop_remainder=True))
@@ -614,7 +623,7 @@ def privacy_pair_dataset(
         views = [augment.augment_clip(image, s, size, config, corner)[0] for s in seeds]
         return {"views": tf.ensure_shape(tf.stack(views), [2, size, size, 3])}
 
-    local_size, rows = _process_rows((batch_size,), process)
+    local_size, rows = _process_rows((batch_size,), process, epochs)
     dataset = _map(_loaded(_items(images, seed, epochs), images, rows=rows), make)
     return _prefetched(dataset.batch(local_size, drop_remainder=True))
 
@@ -652,7 +661,7 @@ def privacy_labelled_dataset(
         return element if training else element | {"path": record["path"]}
 
     items = _items(images, seed, epochs) if training else _items(images, None, 1)
-    local_size, rows = _process_rows((batch_size,), process)
+    local_size, rows = _process_rows((batch_size,), process, epochs)
     dataset = _map(_loaded(items, images, rows=rows), make)
     return _prefetched(dataset.batch(local_size, drop_remainder=training))
 
