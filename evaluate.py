@@ -68,8 +68,9 @@ def evaluate(config) -> None:
     for run in runs:
         refuse_a_file(protocol.report_dir(run), "--eval_dir" if run.eval_dir else "--run_dir")
     require_one_training_setting(runs)
-    data = protocol.evaluation_data(config)
+    # The methods first: their settings are checked before any frame of a test set is written.
     methods = [protocol.methods_of(run) for run in runs]
+    data = protocol.evaluation_data(config)
     reports = {}
     cache_dir = protocol.report_dir(config) / "cache"  # the seeds share the decoded data
     for run, run_methods in zip(runs, methods, strict=True):

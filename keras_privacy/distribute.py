@@ -50,7 +50,7 @@ def initialize_processes(
 
     `num_processes` 1 does nothing; N > 1 joins process `process_id` of N whose process 0
     listens at `coordinator_address` (host:port); 0 reads all three from the cluster's
-    environment (SLURM, Open MPI, Kubernetes' JobSet and the others `jax.distributed` knows).
+    environment (SLURM, Open MPI, Kubernetes with jax[k8s], the others `jax.distributed` knows).
     CPU devices exchange their data through Gloo. TensorFlow refuses N != 1.
     """
     if num_processes == 1:

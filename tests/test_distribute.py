@@ -260,7 +260,7 @@ def test_num_processes_0_off_a_cluster_names_the_flag():
     message = done.stderr.strip().splitlines()[-1]
     assert message.startswith(
         "ValueError: --num_processes=0 reads the job from the cluster's environment (SLURM, "
-        "Open MPI, Kubernetes' JobSet), and none was found ("
+        "Open MPI, Kubernetes with jax[k8s]), and none was found ("
     )
     assert message.endswith("give --num_processes, --process_id and --coordinator_address")
 

@@ -508,8 +508,11 @@ def test_a_kept_attacker_of_other_attributes_or_of_damaged_files_is_refused(benc
     with pytest.raises(ValueError, match=f"^{re.escape(str(path))}: not a readable Keras model"):
         kept_attacker(["s1_warm_actor", "s2_striped_actor"])
     record.write_text('{"settings": {')
-    with pytest.raises(ValueError, match=f"^{re.escape(str(record))}: not the record of "):
+    with pytest.raises(ValueError, match=f"^{re.escape(str(record))}: not the record of ") as error:
         kept_attacker(["s1_warm_actor", "s2_striped_actor"])
+    # Both files go: the model alone, without its record, would be reused unchecked.
+    remedy = f"remove {path.name} and {record.name} to train it again"
+    assert str(error.value).endswith(remedy)
 
 
 def test_a_kept_attacker_is_checked_against_its_own_weight_file(benchmark, tmp_path):
@@ -595,11 +598,16 @@ def test_a_damaged_strip_of_frames_is_named_and_left_out(benchmark, tmp_path, ca
     damaged.parent.mkdir(parents=True)
     np.save(damaged, np.zeros((4, 8, 8, 3), np.uint8))
     damaged.write_bytes(damaged.read_bytes()[:-20])
+    empty = damaged.with_name("vita.npy")  # np.load raises EOFError on an empty file
+    empty.write_bytes(b"")
+    report.add("vita", 0.5, 0.5, 0.5)
     with caplog.at_level("WARNING"):
         frames = protocol._frames_of_report(config, data, [], report)
     assert list(frames) == ["raw"]
-    assert f"{damaged}: unreadable (" in caplog.text and "left out of frames.png" in caplog.text
-    assert sorted(p.name for p in damaged.parent.iterdir()) == ["raw.npy", "spact.npy"]
+    for path in (damaged, empty):
+        assert f"{path}: unreadable (" in caplog.text, path
+    assert "left out of frames.png" in caplog.text
+    assert sorted(p.name for p in damaged.parent.iterdir()) == ["raw.npy", "spact.npy", "vita.npy"]
 
 
 def test_privacy_test_labels_without_a_positive_are_named_before_any_training(caplog):

@@ -29,7 +29,7 @@ def join_processes(num_processes: int, process_id: int, coordinator_address: str
         except ValueError as error:
             raise ValueError(
                 "--num_processes=0 reads the job from the cluster's environment (SLURM, Open MPI, "
-                f"Kubernetes' JobSet), and none was found ({error}): give --num_processes, "
+                f"Kubernetes with jax[k8s]), and none was found ({error}): give --num_processes, "
                 "--process_id and --coordinator_address"
             ) from error
     else:

@@ -341,7 +341,7 @@ def _frames_of_report(
             continue
         try:
             frames[name] = np.load(path)
-        except (OSError, ValueError) as error:
+        except (OSError, ValueError, EOFError) as error:  # EOFError: an empty or cut file
             logging.warning("%s: unreadable (%s), left out of frames.png; remove it", path, error)
     return frames
 
@@ -432,7 +432,9 @@ def _raw_attacker(
     it."""
     path = out_dir / f"raw_attacker_{model_name}.keras"
     record_path = path.with_suffix(".json")
-    remedy = "choose another --eval_dir, or remove it to train it again"
+    remedy = (
+        f"choose another --eval_dir, or remove {path.name} and {record_path.name} to train it again"
+    )
     # Its folders are left out, as the report leaves them out: a moved dataset is the same.
     dataset = {k: v for k, v in privacy_dataset.items() if k not in ("root", "annotations")}
     settings = {
