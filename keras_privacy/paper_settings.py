@@ -1883,11 +1883,12 @@ SETTINGS: tuple[Setting, ...] = (
         "eval_privacy_frames",
         "5",
         "ours: 5 equidistant frames of each video's labelled frames (each video weighs alike "
-        "in the AP; every frame of the 515 videos would be about 60,000 test images), each the "
-        "centred square of the frame resized to 112, as the VISPR test images; each labelled "
-        "by its own frame index, as VITA's; a frame no range of an attribute holds is never "
-        "tested (the release's viewer shows it as N/A; 14 videos start their ranges at frames "
-        "1 to 13); --eval_privacy_frames=0 takes every labelled frame, as VITA's code",
+        "in the AP; every labelled frame of the 515 videos would be about 52,000 test "
+        "images), each the centred square of the frame resized to 112, as the VISPR test "
+        "images; each labelled by its own frame index, as VITA's; a frame no range of an "
+        "attribute holds is never tested (the release's viewer shows it as N/A; 14 videos "
+        "start all their ranges at frames 1 to 13, one more its nudity ranges at frame 1); "
+        "--eval_privacy_frames=0 takes every labelled frame, as VITA's code",
     ),
     Setting(
         "spact",

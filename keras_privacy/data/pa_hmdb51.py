@@ -6,8 +6,9 @@ invisible, 1 partial, 2 complete; skin colour 0 unidentifiable, 1 white, 2 yello
 nudity 0 none, 1 partial, 2 semi; relationship 0 unidentifiable, 1 identifiable. An attribute is
 present in a frame when the first range holding that frame has a value (or a person's value)
 > 0, as the release's viewer (`GUI/Reviewer.py`) reads them; a frame no range of an attribute
-holds is unlabelled (the viewer shows "N/A": 14 of the release's 515 videos start their ranges
-at frames 1 to 13) and is never a test image (`labelled_frames`).
+holds is unlabelled (the viewer shows "N/A": 14 of the release's 515 videos start all their
+ranges at frames 1 to 13, one more its nudity ranges at frame 1) and is never a test image
+(`labelled_frames`).
 
 Its cross-dataset evaluation (`--eval_privacy_dataset=pa_hmdb51`): the target privacy model
 trains on VISPR relabelled by `vispr_as_pa_hmdb51` and is tested on `privacy_images`, frames
