@@ -8,6 +8,7 @@ CPUs (`tf.config.set_logical_device_configuration`) on TensorFlow.
 import dataclasses
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -67,10 +68,10 @@ def spact_run(distribution: str, jit_compile: bool, pairs: int = 2) -> dict:
         }
 
 
-def _run_script(backend: str, *args: str) -> dict:
+def _run_script(backend: str, *args: str, devices: int = DEVICES) -> dict:
     env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3")
     env["XLA_FLAGS"] = (
-        f"{env.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={DEVICES}"
+        f"{env.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={devices}"
     )
     done = subprocess.run(
         [sys.executable, __file__, *args],
@@ -194,6 +195,31 @@ def test_two_processes_take_the_steps_of_one():
 
 
 @pytest.mark.skipif(os.environ["KERAS_BACKEND"] != "jax", reason="multi-process training is JAX's")
+def test_two_processes_train_a_run_as_one_process_on_two_devices(benchmark, tmp_path):
+    """`training.train` in two JAX processes, from a copy of the benchmark without its caches:
+    process 0 writes the caches while process 1 waits, each decodes its own rows, and the
+    run's losses are those of one process on two devices (the same global batches)."""
+    data = tmp_path / "benchmark"
+    shutil.copytree(benchmark, data, ignore=shutil.ignore_patterns("cache"))
+    port = str(_free_port())
+    run_dir = tmp_path / "two"
+    workers = _two_processes(lambda index: ["train", str(data), str(run_dir), str(index), port])
+    results = []
+    for worker in workers:
+        out, err = worker.communicate(timeout=600)
+        assert worker.returncode == 0, err[-3000:]
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    one = _run_script("jax", "train", str(data), str(tmp_path / "one"), "0", "", devices=2)
+    assert [r["devices"] for r in results] == [2, 2] and one["devices"] == 2
+    for result in results:
+        assert result["history"].keys() == one["history"].keys() == {"minimax"}
+        for key, values in one["history"]["minimax"].items():
+            np.testing.assert_allclose(result["history"]["minimax"][key], values, rtol=1e-4)
+    assert "anonymizer.keras" in results[0]["written"]
+    assert results[0]["written"] == one["written"]  # process 0's files: those of a lone run
+
+
+@pytest.mark.skipif(os.environ["KERAS_BACKEND"] != "jax", reason="multi-process training is JAX's")
 @pytest.mark.parametrize("failing", [1, 0])
 def test_a_failed_process_stops_the_other_at_once(failing):
     """Two JAX processes on localhost take a step together, then process `failing` raises
@@ -296,6 +322,45 @@ def _main(mode: str, *args: str) -> dict:
 
         # As train.py runs: a process that ends well waits for the others at JAX's exit.
         assert run_stopping_together(fit) == 0
+        return result
+    if mode == "train":
+        # A short SPAct run of the tiny benchmark at `data`, data-parallel over two devices:
+        # one process of a two-process job (one CPU device each; `port` its coordinator's), or
+        # one process alone on 2 virtual CPU devices (`port` empty).
+        from keras_privacy.distribute import initialize_processes, is_chief, run_stopping_together
+
+        data, run_dir, index, port = args
+        if port:
+            initialize_processes(2, int(index), f"127.0.0.1:{port}")
+        import jax
+        import tiny_models
+
+        from keras_privacy import training
+
+        jax.config.update("jax_threefry_partitionable", False)
+        config = tiny_models.tiny_config(
+            data,
+            Path(run_dir).parent,
+            run_dir=run_dir,
+            distribution="data_parallel",
+            identity_epochs=0,
+            identity_warmup_epochs=0,
+            action_init_epochs=0,
+            privacy_init_epochs=0,
+            minimax_epochs=1,
+            steps_per_epoch=4,
+        )
+        result = {"devices": len(jax.devices())}
+
+        def train() -> int:
+            history = training.train(config).history
+            result["history"] = history
+            result["written"] = (
+                sorted(p.name for p in Path(run_dir).iterdir()) if is_chief() else []
+            )
+            return 0
+
+        assert run_stopping_together(train) == 0
         return result
     if mode == "chief_first":
         from keras_privacy.distribute import chief_first, initialize_processes
