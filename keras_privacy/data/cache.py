@@ -37,7 +37,7 @@ from tqdm import tqdm
 from keras_privacy.data.annotations import read_json
 from keras_privacy.data.errors import DatasetFormatError, VideoDecodeError
 from keras_privacy.data.examples import Example, Split
-from keras_privacy.data.images import JPEG_CUT_SHORT, jpeg_cut_short, read_image
+from keras_privacy.data.images import JPEG_CUT_SHORT, read_image_and_cut
 from keras_privacy.data.tensorflow_runtime import tf
 from keras_privacy.data.video import iter_video_frames, warn_if_cut_short
 from keras_privacy.types import Tensor
@@ -153,8 +153,8 @@ def image_record(
     """The serialized Example of one image (changed by `transform` first, if given); raises
     ValueError when it is unreadable. A JPEG cut short is cached as it decodes (its missing
     part grey), with a warning naming it."""
-    rgb = read_image(example.path)
-    cut_short = JPEG_CUT_SHORT if jpeg_cut_short(example.path) else ""
+    rgb, cut = read_image_and_cut(example.path)
+    cut_short = JPEG_CUT_SHORT if cut else ""
     if transform is not None:
         rgb = transform.apply(example.path, rgb[None])[0]
     image = resize_short_side(rgb, short_side)
@@ -281,8 +281,12 @@ def _write_shard(path: Path, records: Iterator[tuple[Example, Encoded | str]], f
             count += 1
             if encoded.cut_short:
                 cut_short.append({"path": example.path, "reason": encoded.cut_short})
-    info = {"fingerprint": fingerprint, "count": count, "failures": failures}
-    info["cut_short"] = cut_short
+    info = {
+        "fingerprint": fingerprint,
+        "count": count,
+        "failures": failures,
+        "cut_short": cut_short,
+    }
     sidecar_tmp = _temporary_next_to(_sidecar(path))
     sidecar_tmp.write_text(json.dumps(info))
     path.unlink(missing_ok=True)

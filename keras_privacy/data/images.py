@@ -14,8 +14,9 @@ STANDALONE_MARKERS = {0x01, *range(0xD0, 0xD8)}
 """JPEG markers without a length field (TEM, RST0-7)."""
 
 JPEG_CUT_SHORT = "a JPEG without its end marker, probably cut short"
-_checked: set[str] = set()
-_checked_lock = threading.Lock()
+_cut_short: dict[str, bool] = {}
+"""Whether each file read so far is a JPEG cut short: checked the first time it is read."""
+_cut_short_lock = threading.Lock()
 
 
 def read_image(path: str | os.PathLike) -> np.ndarray:
@@ -23,16 +24,26 @@ def read_image(path: str | os.PathLike) -> np.ndarray:
     raises ValueError naming the file when it is missing, empty or not a decodable image. A JPEG
     cut short still decodes (libjpeg fills its missing part in grey, with a warning of its own
     that names no file): a warning names it, the first time the file is read."""
+    return read_image_and_cut(path)[0]
+
+
+def read_image_and_cut(path: str | os.PathLike) -> tuple[np.ndarray, bool]:
+    """`read_image`'s image, and whether the file is a JPEG cut short (`jpeg_cut_short`, run
+    once per file: a later read of it takes the first one's answer)."""
     path = os.fspath(path)
     bgr = cv2.imread(path, cv2.IMREAD_COLOR)
     if bgr is None:
         raise ValueError(f"{path}: unreadable image")
-    with _checked_lock:
-        first = path not in _checked
-        _checked.add(path)
-    if first and jpeg_cut_short(path):
-        logging.warning("%s: %s: its missing part decodes as grey", path, JPEG_CUT_SHORT)
-    return np.ascontiguousarray(bgr[..., ::-1])
+    with _cut_short_lock:
+        cut = _cut_short.get(path)
+    if cut is None:
+        cut = jpeg_cut_short(path)
+        with _cut_short_lock:
+            first = path not in _cut_short
+            _cut_short.setdefault(path, cut)
+        if cut and first:
+            logging.warning("%s: %s: its missing part decodes as grey", path, JPEG_CUT_SHORT)
+    return np.ascontiguousarray(bgr[..., ::-1]), cut
 
 
 def jpeg_cut_short(path: str | os.PathLike) -> bool:
