@@ -431,13 +431,15 @@ LEASE_MODES = ["meta", "variants", "largest", "meta_start", "learning", "learnin
 
 
 def lease_command(
-    mode: str, limit: int, extra_xla_flags: str = ""
+    mode: str, limit: int, extra_xla_flags: str = "", factor: str = ""
 ) -> tuple[dict, argparse.Namespace]:
     """The environment and the parsed gpu.py arguments of one `gpu_lease.sh` mode, with
-    `extra_xla_flags` as EXTRA_XLA_FLAGS."""
-    env = {k: v for k, v in os.environ.items() if k != "EXTRA_XLA_FLAGS"}
+    `extra_xla_flags` as EXTRA_XLA_FLAGS and `factor` as FACTOR."""
+    env = {k: v for k, v in os.environ.items() if k not in ("EXTRA_XLA_FLAGS", "FACTOR")}
     if extra_xla_flags:
         env["EXTRA_XLA_FLAGS"] = extra_xla_flags
+    if factor:
+        env["FACTOR"] = factor
     printed = subprocess.run(
         ["bash", str(LEASE), "--print", mode, str(limit)], env=env, capture_output=True, text=True
     )
@@ -488,8 +490,12 @@ def test_every_gpu_lease_mode_runs_a_gpu_benchmark_command_that_parses_within_it
     _, meta = lease_command("meta", 585)
     assert meta.jobs == "meta:mixed_bfloat16" and meta.variant_flags == ""
     assert meta.compile_first == 0 and meta.timeout >= meta.end
-    _, largest = lease_command("largest", 420)
-    assert largest.largest_batch == 4 and largest.jobs == "spact:mixed_bfloat16"
+    # One batch compiled alone (three side by side did not finish in 435 s on 2026-12-04).
+    _, largest = lease_command("largest", 585)
+    assert largest.jobs == "spact:mixed_bfloat16" and largest.compile_first == 1
+    assert (largest.clips, largest.images, largest.largest_batch) == (96, 256, 0)
+    _, largest = lease_command("largest", 585, factor="8")
+    assert (largest.clips, largest.images) == (192, 512)
     # A winning variant's flags reach a mode through EXTRA_XLA_FLAGS, before its own.
     env, _ = lease_command("variants", 420, "--xla_gpu_force_conv_nhwc=true")
     assert env["XLA_FLAGS"] == "--xla_gpu_force_conv_nhwc=true"
@@ -513,3 +519,9 @@ def test_gpu_lease_names_a_missing_wheel_and_an_unknown_mode(tmp_path):
         ["bash", str(LEASE), "--print", "fast"], capture_output=True, text=True
     )
     assert unknown.returncode == 2 and "unknown mode: fast" in unknown.stderr
+    env = dict(os.environ, FACTOR="0")
+    factor = subprocess.run(
+        ["bash", str(LEASE), "--print", "largest"], env=env, capture_output=True, text=True
+    )
+    assert factor.returncode == 2
+    assert "FACTOR must be a positive whole number, got '0'" in factor.stderr
