@@ -98,7 +98,11 @@ def anonymize_video(
         anonymizer = keras_frames(anonymizer, anonymizer_factor(anonymizer))
     # A file's progress bar counts its packets (a demux; decoding it to count its frames
     # would decode a Matroska file, which declares no count, twice).
-    declared, total = count_packets(in_path) if not is_live(in_path) else (0, None)
+    declared, total = (0, None)
+    if not is_live(in_path):
+        declared, total = count_packets(
+            in_path, stream_options.get("input_format"), stream_options.get("input_options")
+        )
     name = Path(in_path).name
     with tqdm(total=total, unit="frame", desc=name, disable=not show_progress) as progress:
         stats = transcode(

@@ -588,6 +588,11 @@ def transcode(
         stats.frames_dropped = queue.dropped
         stats.packets_skipped = queue.skipped_packets
         stats.audio_packets = writer.audio_packets
+        if stats.frames_read == 0 and not stats.interrupted:
+            raise VideoDecodeError(
+                f"{source_name}: no video frame decoded (an empty video, or one cut short "
+                "before its first frame)"
+            )
         if not (stats.interrupted and stats.frames_written == 0):  # else nothing to keep
             writer.close()
             if atomic:

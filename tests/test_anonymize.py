@@ -10,6 +10,7 @@ import pytest
 
 from keras_privacy import anonymize
 from keras_privacy.anonymize import anonymize_video, main
+from keras_privacy.data.errors import VideoDecodeError
 from keras_privacy.data.video import probe_video, read_video, write_video
 from keras_privacy.export import load_keras_anonymizer
 from keras_privacy.models.registry import build_anonymizer
@@ -143,6 +144,35 @@ def test_a_video_cut_short_is_anonymized_with_a_warning_naming_both_counts(
         f"warning: {cut}: the container declares 60 frames, 29 decoded (the file seems cut short)"
     ]
     assert probe_video(tmp_path / "out_cut.avi").num_frames == 29
+
+
+def test_a_video_cut_before_its_first_frame_is_named_as_the_input(
+    fixtures_dir, model_path, tmp_path
+):
+    data = (fixtures_dir / "videos" / "test.avi").read_bytes()
+    source = tmp_path / "headers_only.avi"
+    source.write_bytes(data[: data.index(b"movi") + 4])
+    out = tmp_path / "out.avi"
+    model = load_keras_anonymizer(model_path)
+    with pytest.raises(VideoDecodeError, match=f"^{source}: no video frame decoded"):
+        anonymize_video(model, source, out, show_progress=False)
+    assert sorted(os.listdir(tmp_path)) == ["headers_only.avi"]  # no output, no partial file
+
+
+def test_a_raw_stream_file_is_read_with_its_format_and_options(model_path, tmp_path):
+    # A raw stream has no header: its size and pixel format come as demuxer options, which
+    # the progress bar's packet count needs as much as the decoding.
+    frames = np.random.default_rng(2).integers(0, 256, (10, 32 * 32 * 3 // 2), dtype=np.uint8)
+    source = tmp_path / "camera.yuv"
+    source.write_bytes(frames.tobytes())
+    options = {"video_size": "32x32", "pixel_format": "yuv420p", "framerate": "10"}
+    model = load_keras_anonymizer(model_path)
+    stats = anonymize_video(
+        model, source, tmp_path / "out.mp4", show_progress=False, input_format="rawvideo",
+        input_options=options,
+    )  # fmt: skip
+    assert stats.frames_read == stats.frames_written == 10
+    assert probe_video(tmp_path / "out.mp4").num_frames == 10
 
 
 def test_a_matroska_file_is_decoded_once(model_path, tmp_path, monkeypatch):

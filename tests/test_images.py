@@ -6,7 +6,7 @@ import cv2
 import numpy as np
 import pytest
 
-from keras_privacy.data.images import jpeg_cut_short, read_image
+from keras_privacy.data.images import jpeg_cut_short, read_image, read_image_and_cut
 
 
 @pytest.fixture
@@ -57,6 +57,31 @@ def test_data_after_the_end_marker_and_a_thumbnails_marker_are_not_a_cut(tmp_pat
     assert jpeg_cut_short(tmp_path / "exif_cut.jpg")
     (tmp_path / "image.png").write_bytes(cv2.imencode(".png", np.zeros((4, 4, 3), np.uint8))[1])
     assert not jpeg_cut_short(tmp_path / "image.png")
+
+
+def test_stray_bytes_between_segments_are_no_cut(tmp_path, jpeg_bytes):
+    """libjpeg skips them to the next marker ("extraneous bytes before marker") and decodes the
+    whole image: common in scraped images."""
+    app0_end = 4 + int.from_bytes(jpeg_bytes[4:6], "big")
+    padded = tmp_path / "padded.jpg"
+    padded.write_bytes(jpeg_bytes[:app0_end] + b"\0\0" + jpeg_bytes[app0_end:])
+    whole = tmp_path / "whole.jpg"
+    whole.write_bytes(jpeg_bytes)
+    np.testing.assert_array_equal(cv2.imread(str(padded)), cv2.imread(str(whole)))
+    assert not jpeg_cut_short(padded)
+    (tmp_path / "padded_cut.jpg").write_bytes(padded.read_bytes()[: len(jpeg_bytes) // 2])
+    assert jpeg_cut_short(tmp_path / "padded_cut.jpg")
+
+
+def test_an_image_rewritten_whole_is_no_longer_cut_short(tmp_path, jpeg_bytes, caplog):
+    """The answer is kept per version of the file: a download completed in place is read anew."""
+    path = tmp_path / "download.jpg"
+    path.write_bytes(jpeg_bytes[: len(jpeg_bytes) // 2])
+    with caplog.at_level(logging.WARNING):
+        assert read_image_and_cut(path)[1]
+        path.write_bytes(jpeg_bytes)
+        assert not read_image_and_cut(path)[1]
+    assert len(caplog.records) == 1
 
 
 @pytest.mark.parametrize("content", [None, b"", b"not an image"])

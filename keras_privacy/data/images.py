@@ -14,8 +14,9 @@ STANDALONE_MARKERS = {0x01, *range(0xD0, 0xD8)}
 """JPEG markers without a length field (TEM, RST0-7)."""
 
 JPEG_CUT_SHORT = "a JPEG without its end marker, probably cut short"
-_cut_short: dict[str, bool] = {}
-"""Whether each file read so far is a JPEG cut short: checked the first time it is read."""
+_cut_short: dict[tuple[str, int, int], bool] = {}
+"""Whether each file read so far is a JPEG cut short, by path, size and modification time:
+checked the first time it is read, and again once it is rewritten."""
 _cut_short_lock = threading.Lock()
 
 
@@ -29,18 +30,20 @@ def read_image(path: str | os.PathLike) -> np.ndarray:
 
 def read_image_and_cut(path: str | os.PathLike) -> tuple[np.ndarray, bool]:
     """`read_image`'s image, and whether the file is a JPEG cut short (`jpeg_cut_short`, run
-    once per file: a later read of it takes the first one's answer)."""
+    once per version of a file: a later read of it unchanged takes the first one's answer)."""
     path = os.fspath(path)
     bgr = cv2.imread(path, cv2.IMREAD_COLOR)
     if bgr is None:
         raise ValueError(f"{path}: unreadable image")
+    stat = os.stat(path)
+    key = (path, stat.st_size, stat.st_mtime_ns)
     with _cut_short_lock:
-        cut = _cut_short.get(path)
+        cut = _cut_short.get(key)
     if cut is None:
         cut = jpeg_cut_short(path)
         with _cut_short_lock:
-            first = path not in _cut_short
-            _cut_short.setdefault(path, cut)
+            first = key not in _cut_short
+            _cut_short.setdefault(key, cut)
         if cut and first:
             logging.warning("%s: %s: its missing part decodes as grey", path, JPEG_CUT_SHORT)
     return np.ascontiguousarray(bgr[..., ::-1]), cut
@@ -60,12 +63,16 @@ def jpeg_cut_short(path: str | os.PathLike) -> bool:
 
 def _first_scan(data: bytes) -> int | None:
     """Where the entropy-coded data of a JPEG's first scan starts: after the segments before
-    it (metadata, tables, frame header), skipped by their lengths; None where they run past
-    the end or break the format."""
+    it (metadata, tables, frame header), skipped by their lengths, and stray bytes between
+    them skipped up to the next marker as libjpeg does ("extraneous bytes before marker");
+    None where they run past the end."""
     position = len(JPEG_START)
     while position + 4 <= len(data):
         if data[position] != 0xFF:
-            return None
+            position = data.find(b"\xff", position)
+            if position < 0:
+                return None
+            continue
         marker = data[position + 1]
         if marker == 0xFF:  # fill byte
             position += 1

@@ -32,11 +32,6 @@ class VideoInfo:
     width: int
     declared_frames: int = 0
 
-    def seems_cut_short(self) -> bool:
-        """Whether clearly fewer frames decode than the container declares
-        (`seems_cut_short`)."""
-        return seems_cut_short(self.num_frames, self.declared_frames)
-
 
 def seems_cut_short(decoded: int, declared: int) -> bool:
     """Whether `decoded` frames are clearly fewer than the `declared` ones: a file cut short
@@ -48,13 +43,16 @@ def seems_cut_short(decoded: int, declared: int) -> bool:
     return declared - decoded > max(2, 0.05 * declared)
 
 
-def _open(path: str | os.PathLike) -> av.container.InputContainer:
-    """Open `path` for reading, checking it is a non-empty file with a video stream."""
+def _open(
+    path: str | os.PathLike, input_format: str | None = None, options: dict[str, str] | None = None
+) -> av.container.InputContainer:
+    """Open `path` for reading (`open_container`), checking it is a non-empty file with a video
+    stream."""
     if not os.path.isfile(path):
         raise VideoDecodeError(f"{path}: no such file")
     if os.path.getsize(path) == 0:
         raise VideoDecodeError(f"{path}: empty file (0 bytes)")
-    return open_container(os.fspath(path))
+    return open_container(os.fspath(path), input_format, options)
 
 
 def open_container(
@@ -159,10 +157,13 @@ def warn_if_cut_short(path: str | os.PathLike, decoded: int, outcome: str) -> st
     return reason
 
 
-def count_packets(path: str | os.PathLike) -> tuple[int, int]:
+def count_packets(
+    path: str | os.PathLike, input_format: str | None = None, options: dict[str, str] | None = None
+) -> tuple[int, int]:
     """The frames the container of `path` declares (0 where it declares none, as Matroska)
-    and the video packets it holds, about one a frame: a demux, no decoding."""
-    container = _open(path)
+    and the video packets it holds, about one a frame: a demux, no decoding. `input_format`
+    and `options` open it as `open_container` does (a raw stream names its format and size)."""
+    container = _open(path, input_format, options)
     try:
         stream = container.streams.video[0]
         declared = stream.frames
