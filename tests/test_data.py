@@ -1030,6 +1030,17 @@ def test_a_cut_short_video_is_cached_with_a_warning_naming_it(tmp_path, fixtures
     kept = (tmp_path / "cache" / "manifest.json").stat()  # the same manifest: not written again
     assert (kept.st_ino, kept.st_mtime_ns) == (written.st_ino, written.st_mtime_ns)
     assert "cut short" not in caplog.text  # the shard was not written again
+    assert again["cut_short_unrecorded"] == []
+    # A shard kept from a prepare before sidecars listed them: its files are unknown, not none.
+    sidecar = tmp_path / "cache" / again["shards"][0]["file"].replace(".tfrecord", ".json")
+    sidecar.write_text(
+        json.dumps({k: v for k, v in json.loads(sidecar.read_text()).items() if k != "cut_short"})
+    )
+    older = prepare_video_cache(split, tmp_path / "cache", short_side=32, workers=1)
+    assert older["cut_short"] == [] and older["cut_short_unrecorded"] == [
+        again["shards"][0]["file"]
+    ]
+    assert "cut short" not in caplog.text  # kept, not written again
     whole = Split([Example(str(fixtures_dir / "videos" / "test.avi"), 0, ())], class_names=["a"])
     with caplog.at_level("WARNING"):
         kept_whole = prepare_video_cache(whole, tmp_path / "whole", short_side=32, workers=1)

@@ -178,6 +178,17 @@ def test_the_summary_counts_and_names_the_images_cached_cut_short(benchmark, tmp
     assert f"train: cut short (1):\n  {cut}: {reason}\n" in err
     cut_short = read_manifest(tmp_path / "cache" / "train")["cut_short"]
     assert cut_short == [{"path": str(cut), "reason": reason}]
+    # A shard kept from a prepare that did not list them: the summary says so, not "none".
+    for sidecar in (tmp_path / "cache" / "train").glob("shard-*.json"):
+        info = json.loads(sidecar.read_text())
+        sidecar.write_text(json.dumps({k: v for k, v in info.items() if k != "cut_short"}))
+    assert _prepare(folder, tmp_path / "cache") == 0
+    out, _ = capsys.readouterr()
+    assert "train: 12 cached, 0 failed, 0 missing" in out
+    assert (
+        "train: 1 of 1 shards were kept from a prepare that did not record the files it cached "
+        "cut short (prepare into a new --out to list them)"
+    ) in out
 
 
 def test_a_subset_whose_every_file_failed_is_an_error_naming_them(benchmark, tmp_path, capsys):

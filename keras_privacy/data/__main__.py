@@ -204,6 +204,12 @@ def _run(args: argparse.Namespace, unknown: Sequence[str]) -> int:
             + f", {len(manifest['failures'])} failed, {len(manifest['missing'])} missing"
         )
         _print_some(f"{name}: cut short", [failure_line(f) for f in cut_short])
+        if unrecorded := manifest["cut_short_unrecorded"]:
+            print(
+                f"{name}: {len(unrecorded)} of {len(manifest['shards'])} shards were kept from "
+                "a prepare that did not record the files it cached cut short (prepare into a "
+                "new --out to list them)"
+            )
         _print_some(f"{name}: failed", [failure_line(f) for f in manifest["failures"]])
         _print_some(f"{name}: missing", manifest["missing"])
         problem = _cache_problem(out, manifest)

@@ -366,6 +366,8 @@ def _prepare(
         "shards": [{"file": s["file"], "count": s["count"]} for s in shards],
         "failures": [f for s in shards for f in s["failures"]],
         "cut_short": [f for s in shards for f in s.get("cut_short", [])],
+        # Shards kept from before their sidecars listed the files cached cut short: unknown.
+        "cut_short_unrecorded": [s["file"] for s in shards if "cut_short" not in s],
         "missing": list(split.missing),
         **({"source": source} if source is not None else {}),
     }
@@ -424,8 +426,9 @@ def prepare_video_cache(
             attributes), kept in the manifest for training to check (default: not recorded).
 
     Returns:
-        The manifest: counts, shards, `failures` (path and reason of skipped videos) and
-        `cut_short` (path and reason of videos cached with the frames that decode).
+        The manifest: counts, shards, `failures` (path and reason of skipped videos),
+        `cut_short` (path and reason of videos cached with the frames that decode) and
+        `cut_short_unrecorded` (shards kept from a prepare before sidecars listed them).
     """
 
     def encode(example: Example, index: int) -> Encoded:
