@@ -27,6 +27,8 @@ from pathlib import Path
 import keras
 import numpy as np
 
+from keras_privacy.files import write_text_atomically
+
 STATE_FILE = "state.json"
 """In each complete checkpoint folder: the content `latest.json` had when it pointed there."""
 SAVED_MODELS_FILE = "saved_models.json"
@@ -194,7 +196,9 @@ def record_saved_models(run_dir: str | os.PathLike, state: dict | None) -> None:
     the weights of (None: a run of no epoch), so that `saved_models_behind` can tell them from
     the models of a run that trained on and stopped before saving them."""
     kept = None if state is None else {key: state[key] for key in ("phase", "epoch", "folder")}
-    (Path(run_dir) / SAVED_MODELS_FILE).write_text(json.dumps({"checkpoint": kept}, indent=1))
+    write_text_atomically(
+        Path(run_dir) / SAVED_MODELS_FILE, json.dumps({"checkpoint": kept}, indent=1)
+    )
 
 
 def mark_saved_models_behind(run_dir: str | os.PathLike) -> None:
@@ -204,7 +208,7 @@ def mark_saved_models_behind(run_dir: str | os.PathLike) -> None:
     path = Path(run_dir) / SAVED_MODELS_FILE
     record = read_record(path, _SAVED_MODELS_DAMAGED)
     if record is not None:
-        path.write_text(json.dumps({**record, "training_on": True}, indent=1))
+        write_text_atomically(path, json.dumps({**record, "training_on": True}, indent=1))
 
 
 def saved_models_behind(run_dir: str | os.PathLike) -> str | None:

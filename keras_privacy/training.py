@@ -28,6 +28,7 @@ from keras_privacy.config import ExperimentConfig
 from keras_privacy.config.schedule import LEARNING_RATES
 from keras_privacy.data import pipelines, sources
 from keras_privacy.data.pairs import pair_batches
+from keras_privacy.files import write_text_atomically
 from keras_privacy.learning_rates import EpochRates, LinearWarmup
 from keras_privacy.methods.init import (
     ActionInit,
@@ -729,8 +730,11 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
         run_dir.mkdir(parents=True, exist_ok=True)
         if not _finished(config, checkpoint.latest_checkpoint(run_dir)):
             checkpoint.mark_saved_models_behind(run_dir)
-            (run_dir / "config.json").write_text(json.dumps(dataclasses.asdict(config), indent=1))
-        (run_dir / "environment.json").write_text(json.dumps(record, indent=1))
+            # Atomic: the other processes of a run read it as this one writes it.
+            write_text_atomically(
+                run_dir / "config.json", json.dumps(dataclasses.asdict(config), indent=1)
+            )
+        write_text_atomically(run_dir / "environment.json", json.dumps(record, indent=1))
     keras.utils.set_random_seed(config.seed)
 
     # Process 0 writes the built-in benchmark and its caches where they are missing.
@@ -861,14 +865,15 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
                     )
                     _save_frames(models["anonymizer"], fixed_clip, run_dir, phase.name, epoch + 1)
         warn_if_anonymizer_frozen(trainer, phase.name)
-        state = checkpoint.latest_checkpoint(run_dir)
+        if chief:  # the others' state may lag: it only skips phases at a resume
+            state = checkpoint.latest_checkpoint(run_dir)
 
     paths = {name: run_dir / MODEL_FILES.get(name, f"{name}.keras") for name in models}
     if chief:
         with distribute.uninterrupted_writes():
             for name, model in models.items():
                 model.save(paths[name])
-            (run_dir / "history.json").write_text(json.dumps(history, indent=1))
+            write_text_atomically(run_dir / "history.json", json.dumps(history, indent=1))
             checkpoint.record_saved_models(run_dir, state)
     return TrainResult(run_dir=run_dir, model_paths=paths, history=history)
 

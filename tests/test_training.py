@@ -1191,6 +1191,26 @@ def test_processes_read_their_rows_of_every_phase_batch(benchmark, tmp_path, met
                 np.testing.assert_array_equal(together, whole[key], err_msg=f"{name} {key}")
 
 
+def test_a_process_other_than_the_first_reads_the_checkpoints_only_as_it_starts(
+    benchmark, tmp_path, monkeypatch
+):
+    # Process 0 writes a checkpoint at each epoch's end while the others train on: a read of
+    # the run folder mid-write (checkpoints without latest.json yet) stopped the whole job.
+    config = tiny_config(benchmark, tmp_path / "run", minimax_epochs=0, privacy_init_epochs=0)
+    recorder, epochs_at_reads = EpochRecorder(), []
+    read = checkpoint.latest_checkpoint
+
+    def recorded_read(run):
+        epochs_at_reads.append(len(recorder.epochs))
+        return read(run)
+
+    monkeypatch.setattr(checkpoint, "latest_checkpoint", recorded_read)
+    monkeypatch.setattr(training.distribute, "is_chief", lambda: False)
+    training.train(config, callbacks=[recorder])
+    assert len(recorder.epochs) == 2 and epochs_at_reads and set(epochs_at_reads) == {0}
+    assert not Path(config.run_dir).exists()  # the first process writes the run folder
+
+
 def test_a_vita_minimax_of_budget_only_steps_is_refused_before_training(benchmark, tmp_path):
     # 2 epochs of 4 steps, all inside the 16 / 2 = 8 steps that train the budget models alone:
     # f_A would never move, and the run would save it as learned.

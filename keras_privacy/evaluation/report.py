@@ -16,7 +16,6 @@ import dataclasses
 import json
 import math
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from matplotlib.figure import Figure
 
 from keras_privacy import environment
 from keras_privacy.evaluation.metrics import relative_drop
+from keras_privacy.files import write_text_atomically
 
 RAW_METHOD = "raw"
 _DPI = 100
@@ -197,8 +197,8 @@ class Report:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         payload = {name: _as_json(result) for name, result in self._results.items()}
         text = json.dumps({"evaluation": self._evaluation, "methods": payload}, indent=2)
-        _write_atomically(self.out_dir / _JSON_NAME, text)
-        _write_atomically(self.out_dir / _MARKDOWN_NAME, self.markdown())
+        write_text_atomically(self.out_dir / _JSON_NAME, text)
+        write_text_atomically(self.out_dir / _MARKDOWN_NAME, self.markdown())
 
     def markdown(self) -> str:
         """The results as a Markdown table like SPAct's Table 1, with relative drops from raw,
@@ -462,8 +462,8 @@ def summarize_seeds(reports: Mapping[int, Report], out_dir: str | os.PathLike) -
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     action_metric = next(iter(reports.values())).action_metric
-    _write_atomically(out_dir / _SUMMARY_JSON, json.dumps(payload, indent=2))
-    _write_atomically(
+    write_text_atomically(out_dir / _SUMMARY_JSON, json.dumps(payload, indent=2))
+    write_text_atomically(
         out_dir / _SUMMARY_MARKDOWN, _summary_markdown(reports, summary, action_metric)
     )
     plot_summary_tradeoff(summary, out_dir / _SUMMARY_PLOT, action_metric)
@@ -718,18 +718,3 @@ def _check_metrics(path: Path, name: str, result: MethodResult) -> None:
 def _is_finite_number(value: Any) -> bool:
     """Whether `value` is an int or float (not a bool) that is neither NaN nor infinite."""
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    """Write `text` to a temporary file next to `path`, then rename it over `path`: a reader
-    (or a crash) never sees a half-written file."""
-    with tempfile.NamedTemporaryFile(
-        "w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", delete=False
-    ) as file:
-        file.write(text)
-        temporary = file.name
-    try:
-        os.replace(temporary, path)
-    except OSError:
-        os.unlink(temporary)
-        raise
