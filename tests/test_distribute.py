@@ -291,6 +291,17 @@ def test_num_processes_0_off_a_cluster_names_the_flag():
     assert message.endswith("give --num_processes, --process_id and --coordinator_address")
 
 
+@pytest.mark.skipif(os.environ["KERAS_BACKEND"] != "jax", reason="JAX's multi-process jobs")
+def test_processes_with_unequal_devices_are_refused_by_their_counts():
+    # Each process reads an equal share of a batch; JAX would want a share per device.
+    from keras_privacy.backend.jax_distribution import check_equal_devices
+
+    check_equal_devices([0, 0, 1, 1])
+    check_equal_devices([0])
+    with pytest.raises(ValueError, match=r"\(process 0 has 2, process 1 has 1\): each one"):
+        check_equal_devices([0, 0, 1])
+
+
 @pytest.mark.skipif(os.environ["KERAS_BACKEND"] != "tensorflow", reason="TensorFlow's refusal")
 @pytest.mark.parametrize("num_processes", [0, 2])
 def test_tensorflow_refuses_training_across_processes_by_name(num_processes):

@@ -3,6 +3,7 @@ program over the global batch, split by XLA) and `jax.distributed` for several p
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import itertools
 import os
@@ -34,7 +35,22 @@ def join_processes(num_processes: int, process_id: int, coordinator_address: str
             ) from error
     else:
         jax.distributed.initialize(coordinator_address, num_processes, process_id)
+    check_equal_devices([device.process_index for device in jax.devices()])
     return jax.process_count()
+
+
+def check_equal_devices(process_of_each_device: list[int]) -> None:
+    """Raise ValueError unless every process of the job holds as many devices (given the
+    process index of each device): each process reads an equal share of every global batch,
+    where JAX would take a share in proportion to its devices, and fail with a shape error."""
+    counts = collections.Counter(process_of_each_device)
+    if len(set(counts.values())) > 1:
+        held = ", ".join(f"process {p} has {counts[p]}" for p in sorted(counts))
+        raise ValueError(
+            f"every process of a multi-process job needs as many devices ({held}): each one "
+            "reads an equal share of every batch; give each the same number of GPUs (e.g. "
+            "CUDA_VISIBLE_DEVICES)"
+        )
 
 
 STOP_KEY = "keras_privacy/stop/"
