@@ -27,12 +27,12 @@
 #   variants    SPAct bf16 with XLA's defaults, without the fusion autotuner, NHWC convolution
 #               layouts and autotuning level 1, each compiled, timed and profiled (needs about
 #               420 s; the traces stay in /tmp, their summaries are in the report)
-#   largest     SPAct bf16 at FACTOR (default 4) times the paper's batch (FACTOR x 24 clips,
-#               FACTOR x 64 image pairs), compiled alone, then timed, with meta's flags (level 1,
+#   largest     SPAct bf16 at LARGEST_FACTOR (default 4) times the paper's batch (24 clips
+#               and 64 image pairs times it), compiled alone, then timed, with meta's flags (level 1,
 #               no fusion autotuner). 1x and 2x are measured (2026-11-28, 2026-12-04); 1x, 2x and
 #               4x compiled side by side did not finish in 435 s (2026-12-04), nor 4x with XLA's
 #               defaults in 280 s, the GPU autotuning throughout. 4x is planned at about 60 GiB:
-#               if it runs, FACTOR=8 in a later lease (about 115 GiB) finds the largest batch
+#               if it runs, LARGEST_FACTOR=8 in a later lease (about 115 GiB) finds the largest batch
 #   meta_start  the eight-model meta step with XLA's default autotuning, started in its own
 #               session so that it outlives this command (its compile takes longer than one)
 #   meta_wait   waits for meta_start's report (same machine, a later command)
@@ -52,7 +52,7 @@ NHWC="--xla_gpu_force_conv_nhwc=true"
 # output is also checked against a reference, on freshly initialised buffers).
 LEVEL1="--xla_gpu_autotune_level=1"
 OUT=${OUT:-gpu_out}
-FACTOR=${FACTOR:-4}  # largest: the multiple of the paper's batch
+LARGEST_FACTOR=${LARGEST_FACTOR:-4}  # largest: the multiple of the paper's batch
 WHEEL_DIR=${WHEEL_DIR:-.whl}
 META_LOG=/tmp/gpu_lease_meta.jsonl
 # A mode's compilation cache, kept on the machine between the commands of a lease: the same
@@ -79,8 +79,9 @@ gpu_args() {
                 "--timeout $((limit - 10)) --deadline $((limit - 120)) --end $((limit - 10))" ;;
         meta_start)  # outlives the command: its compile and run may take 14 minutes
             echo "--jobs meta:mixed_bfloat16 $common --largest_batch 0 --timeout 840" ;;
-        largest)  # one batch, compiled alone: the paper's batch FACTOR times
-            echo "--jobs spact:mixed_bfloat16 --clips $((24 * FACTOR)) --images $((64 * FACTOR))" \
+        largest)  # one batch, compiled alone: the paper's, LARGEST_FACTOR times
+            echo "--jobs spact:mixed_bfloat16 --clips $((24 * LARGEST_FACTOR))" \
+                "--images $((64 * LARGEST_FACTOR))" \
                 "--compile_first 1 $common --largest_batch 0" \
                 "--timeout $((limit - 150)) --deadline $((limit - 60)) --end $((limit - 10))" ;;
         learning | learning_highest)
@@ -140,8 +141,10 @@ install_wheels() {
 }
 
 [[ $# -ge 1 ]] || usage
-if ! [[ $FACTOR =~ ^[1-9][0-9]*$ ]]; then
-    echo "FACTOR must be a positive whole number, got '$FACTOR'" >&2
+named_mode=$1
+[[ $1 == --print ]] && named_mode=${2:-}
+if [[ $named_mode == largest ]] && ! [[ $LARGEST_FACTOR =~ ^[1-9][0-9]*$ ]]; then
+    echo "LARGEST_FACTOR must be a positive whole number, got '$LARGEST_FACTOR'" >&2
     exit 2
 fi
 if [[ $1 == --print ]]; then

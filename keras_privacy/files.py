@@ -3,22 +3,26 @@
 from __future__ import annotations
 
 import os
-import tempfile
+import uuid
 from pathlib import Path
 
 
 def write_text_atomically(path: str | os.PathLike, text: str) -> None:
-    """Write `text` to a temporary file next to `path`, then rename it over `path`: a reader
-    (another process of a multi-process run, a later start after a kill) finds the old file or
-    the new one, never a truncated one."""
-    path = Path(path)
-    with tempfile.NamedTemporaryFile(
-        "w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", delete=False
-    ) as file:
-        file.write(text)
-        temporary = file.name
+    """Write `text` (UTF-8) to a temporary file next to `path`, flush it to the disk, then
+    rename it over `path`: a reader (another process of a multi-process run, a later start
+    after a kill or a power cut) finds the old file or the new one, never a part of one. The
+    file keeps the mode of the one it replaces (a new one: the umask's, as `open` gives);
+    through a link, the link's target is written."""
+    path = Path(os.path.realpath(path))
+    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     try:
+        with open(temporary, "x", encoding="utf-8") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        if path.exists():
+            os.chmod(temporary, path.stat().st_mode & 0o7777)
         os.replace(temporary, path)
-    except OSError:
-        os.unlink(temporary)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
         raise

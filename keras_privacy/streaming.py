@@ -21,8 +21,8 @@ What is carried through:
 * Rotation: the display matrix of the source's frames (a phone video's rotation) is written to
   the output stream, so players turn it the same way, where the container records one (MP4,
   MOV, Matroska); elsewhere (AVI, MPEG-TS) a warning says that players will not turn it.
-* Damaged packets: a packet that does not decode is skipped with a warning naming the source
-  and its time, as FFmpeg's command line does, and counted (`StreamStats.packets_skipped`);
+* Damaged packets: a packet that does not decode is skipped, as FFmpeg's command line does (the
+  first with a warning naming the source and its time), and counted (`StreamStats.packets_skipped`);
   `MAX_UNDECODABLE_IN_A_ROW` in a row end the run with an error naming the source.
 * Size: the output keeps the size of the first frame; frames of another size (a camera that
   switches its resolution, pieces of two streams joined) are scaled to it, with a warning.
@@ -590,8 +590,8 @@ def transcode(
         stats.audio_packets = writer.audio_packets
         if stats.frames_read == 0 and not stats.interrupted:
             raise VideoDecodeError(
-                f"{source_name}: no video frame decoded (an empty video, or one cut short "
-                "before its first frame)"
+                f"{source_name}: no video frame decoded (an empty video, one cut short before "
+                "its first frame, or a stream that closed before sending one)"
             )
         if not (stats.interrupted and stats.frames_written == 0):  # else nothing to keep
             writer.close()

@@ -9,18 +9,41 @@ from keras_privacy.files import write_text_atomically
 pytestmark = pytest.mark.backend_independent
 
 
-def test_a_file_is_replaced_whole_and_no_temporary_is_left(tmp_path):
+def test_a_file_is_replaced_whole_keeping_its_mode_and_no_temporary_is_left(tmp_path):
     path = tmp_path / "config.json"
     path.write_text("old")
+    path.chmod(0o640)
     inode = path.stat().st_ino
     write_text_atomically(path, "new")
     assert path.read_text() == "new" and os.listdir(tmp_path) == ["config.json"]
     assert path.stat().st_ino != inode  # a rename over it: a reader holds the old file or this
+    assert path.stat().st_mode & 0o777 == 0o640
 
 
-def test_a_failed_rename_leaves_the_old_file_and_no_temporary(tmp_path):
-    folder = tmp_path / "taken"
-    (folder / "inside").mkdir(parents=True)  # a folder in the file's place cannot be replaced
-    with pytest.raises(OSError):
-        write_text_atomically(folder, "text")
-    assert sorted(os.listdir(tmp_path)) == ["taken"]
+def test_a_new_file_has_the_umasks_mode_and_a_link_writes_its_target(tmp_path):
+    umask = os.umask(0o022)
+    try:
+        write_text_atomically(tmp_path / "new.json", "{}")
+    finally:
+        os.umask(umask)
+    assert (tmp_path / "new.json").stat().st_mode & 0o777 == 0o644  # readable by a colleague
+    (tmp_path / "link.json").symlink_to(tmp_path / "new.json")
+    write_text_atomically(tmp_path / "link.json", "[]")
+    assert (tmp_path / "link.json").is_symlink() and (tmp_path / "new.json").read_text() == "[]"
+
+
+@pytest.mark.parametrize("failure", ["rename", "write"])
+def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, failure):
+    if failure == "rename":
+        target = tmp_path / "taken"
+        (target / "inside").mkdir(parents=True)  # a folder in the file's place stays
+        text = "text"
+    else:
+        target = tmp_path / "config.json"
+        target.write_text("old")
+        text = "\ud800"  # a lone surrogate: not encodable as UTF-8
+    with pytest.raises((OSError, UnicodeEncodeError)):
+        write_text_atomically(target, text)
+    assert os.listdir(tmp_path) == [target.name]
+    if failure == "write":
+        assert target.read_text() == "old"

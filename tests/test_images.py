@@ -63,12 +63,13 @@ def test_stray_bytes_between_segments_are_no_cut(tmp_path, jpeg_bytes):
     """libjpeg skips them to the next marker ("extraneous bytes before marker") and decodes the
     whole image: common in scraped images."""
     app0_end = 4 + int.from_bytes(jpeg_bytes[4:6], "big")
-    padded = tmp_path / "padded.jpg"
-    padded.write_bytes(jpeg_bytes[:app0_end] + b"\0\0" + jpeg_bytes[app0_end:])
     whole = tmp_path / "whole.jpg"
     whole.write_bytes(jpeg_bytes)
-    np.testing.assert_array_equal(cv2.imread(str(padded)), cv2.imread(str(whole)))
-    assert not jpeg_cut_short(padded)
+    for stray in (b"\0\0", b"\xff\x00", b"abc\xff"):
+        padded = tmp_path / "padded.jpg"
+        padded.write_bytes(jpeg_bytes[:app0_end] + stray + jpeg_bytes[app0_end:])
+        np.testing.assert_array_equal(cv2.imread(str(padded)), cv2.imread(str(whole)))
+        assert not jpeg_cut_short(padded), stray
     (tmp_path / "padded_cut.jpg").write_bytes(padded.read_bytes()[: len(jpeg_bytes) // 2])
     assert jpeg_cut_short(tmp_path / "padded_cut.jpg")
 

@@ -434,12 +434,12 @@ def lease_command(
     mode: str, limit: int, extra_xla_flags: str = "", factor: str = ""
 ) -> tuple[dict, argparse.Namespace]:
     """The environment and the parsed gpu.py arguments of one `gpu_lease.sh` mode, with
-    `extra_xla_flags` as EXTRA_XLA_FLAGS and `factor` as FACTOR."""
-    env = {k: v for k, v in os.environ.items() if k not in ("EXTRA_XLA_FLAGS", "FACTOR")}
+    `extra_xla_flags` as EXTRA_XLA_FLAGS and `factor` as LARGEST_FACTOR."""
+    env = {k: v for k, v in os.environ.items() if k not in ("EXTRA_XLA_FLAGS", "LARGEST_FACTOR")}
     if extra_xla_flags:
         env["EXTRA_XLA_FLAGS"] = extra_xla_flags
     if factor:
-        env["FACTOR"] = factor
+        env["LARGEST_FACTOR"] = factor
     printed = subprocess.run(
         ["bash", str(LEASE), "--print", mode, str(limit)], env=env, capture_output=True, text=True
     )
@@ -519,9 +519,13 @@ def test_gpu_lease_names_a_missing_wheel_and_an_unknown_mode(tmp_path):
         ["bash", str(LEASE), "--print", "fast"], capture_output=True, text=True
     )
     assert unknown.returncode == 2 and "unknown mode: fast" in unknown.stderr
-    env = dict(os.environ, FACTOR="0")
+    env = dict(os.environ, LARGEST_FACTOR="0")
     factor = subprocess.run(
         ["bash", str(LEASE), "--print", "largest"], env=env, capture_output=True, text=True
     )
     assert factor.returncode == 2
-    assert "FACTOR must be a positive whole number, got '0'" in factor.stderr
+    assert "LARGEST_FACTOR must be a positive whole number, got '0'" in factor.stderr
+    other = subprocess.run(  # only `largest` reads it
+        ["bash", str(LEASE), "--print", "meta"], env=env, capture_output=True, text=True
+    )
+    assert other.returncode == 0

@@ -35,7 +35,6 @@ def join_processes(num_processes: int, process_id: int, coordinator_address: str
             ) from error
     else:
         jax.distributed.initialize(coordinator_address, num_processes, process_id)
-    check_equal_devices([device.process_index for device in jax.devices()])
     return jax.process_count()
 
 
@@ -281,6 +280,7 @@ def data_parallel_devices() -> list[str]:
 def data_parallel() -> Iterator[int]:
     """`keras.distribution.DataParallel` over `data_parallel_devices` while inside; yields the
     number of devices and puts the previous distribution back on exit."""
+    check_equal_devices([device.process_index for device in jax.devices()])
     devices = data_parallel_devices()
     previous = keras.distribution.distribution()
     # Each process reads its own rows of every batch (`TrainingData.dataset`'s `process`;

@@ -77,6 +77,9 @@ def _first_scan(data: bytes) -> int | None:
         if marker == 0xFF:  # fill byte
             position += 1
             continue
+        if marker == 0x00:  # a stuffed zero, no marker: libjpeg's search goes on past it
+            position += 2
+            continue
         if marker in STANDALONE_MARKERS:
             position += 2
             continue
