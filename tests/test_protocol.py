@@ -610,7 +610,7 @@ def test_a_damaged_strip_of_frames_is_named_and_left_out(benchmark, tmp_path, ca
     assert sorted(p.name for p in damaged.parent.iterdir()) == ["raw.npy", "spact.npy", "vita.npy"]
 
 
-def test_privacy_test_labels_without_a_positive_are_named_before_any_training(caplog):
+def test_privacy_test_labels_without_a_positive_or_a_negative_are_named_before_training(caplog):
     def data(labels):
         examples = [Example(f"{i}.jpg", privacy=tuple(row)) for i, row in enumerate(labels)]
         split = Split(examples, attribute_names=["face", "gender"])
@@ -619,6 +619,14 @@ def test_privacy_test_labels_without_a_positive_are_named_before_any_training(ca
     with caplog.at_level("WARNING"):
         datasets.require_test_positives(data([[0, 1], [0, 0]]))
     assert "privacy_test: no example is positive for face; cMAP and F1 leave it out" in caplog.text
+    assert "every example is positive" not in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        datasets.require_test_positives(data([[0, 1], [1, 1]]))
+    assert caplog.messages == [
+        "privacy_test: every example is positive for gender: its AP is 1 whatever the "
+        "anonymizer, in every method's cMAP alike (choose other attributes to leave it out)"
+    ]
     message = "privacy_test: none of its 2 examples is positive for face, gender: cMAP and F1"
     with pytest.raises(ValueError, match=re.escape(message)):
         datasets.require_test_positives(data([[0, 0], [0, 0]]))

@@ -756,6 +756,14 @@ def test_pa_hmdb51_protocol_trains_without_its_videos_and_tests_action_on_them(
     record = protocol.evaluation_record(config, data)
     assert record["protocol"] == "pa_hmdb51"
     assert record["action_dataset"]["tested_on"] == "PA-HMDB51 videos"
+    # Other videos (a download completed since, other lists) would give another digest.
+    assert len(record["action_dataset"]["videos_sha256"]) == 64
+    fewer = dataclasses.replace(
+        data,
+        action_test=dataclasses.replace(data.action_test, examples=data.action_test.examples[:1]),
+    )
+    other = protocol.evaluation_record(config, fewer)["action_dataset"]["videos_sha256"]
+    assert other != record["action_dataset"]["videos_sha256"]
     # A box file names source files; PA-HMDB51's test frames are written by evaluate.py.
     boxed = dataclasses.replace(
         config, eval_methods="raw,blacken", eval_boxes=str(benchmark / "person_boxes.json")

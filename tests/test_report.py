@@ -90,11 +90,17 @@ def test_results_of_another_evaluation_never_join_a_report(tmp_path):
 
 
 def test_another_split_or_labels_file_never_joins_a_report(tmp_path):
-    def record(split=None, digest=None):
+    def record(split=None, digest=None, videos=None):
         action = {"name": "ucf101", "root": "/data/ucf101", **({"split": split} if split else {})}
+        action |= {"videos_sha256": videos} if videos else {}
         privacy = {"name": "vispr", **({"labels_sha256": digest} if digest else {})}
         return {"protocol": "known", "action_dataset": action, "privacy_dataset": privacy}
 
+    (tmp_path / "videos").mkdir()
+    _filled_report(tmp_path / "videos").set_evaluation(record(digest="a", videos="v"))
+    # A partial download completed since: the finished rows were measured on other videos.
+    with pytest.raises(ValueError, match=r"its action_dataset.videos_sha256 differ\)"):
+        Report(tmp_path / "videos").set_evaluation(record(digest="a", videos="w"))
     _filled_report(tmp_path).set_evaluation(record(digest="a"))
     with pytest.raises(ValueError, match=r"its action_dataset.split differ\): choose another"):
         Report(tmp_path).set_evaluation(record(split=2, digest="a"))

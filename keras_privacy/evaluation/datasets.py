@@ -97,7 +97,9 @@ SPLITS = ("action_train", "action_test", "privacy_train", "privacy_test")
 def require_test_positives(data: EvaluationData) -> None:
     """Raise ValueError, before any training, where no privacy test example is positive for
     any attribute (cMAP and F1 are then undefined); warn naming the attributes without a
-    positive, which the metrics leave out (`metrics.privacy_cmap`)."""
+    positive, which the metrics leave out (`metrics.privacy_cmap`), and those without a
+    negative, whose AP is 1 whatever the scores (as in the authors' scikit-learn code, so
+    counted): they lift every method's cMAP alike and shrink its drop from raw."""
     split = data.privacy_test
     if not isinstance(split, Split) or not split.examples:
         return  # a prepared cache, or a split that examples_used refuses
@@ -116,6 +118,15 @@ def require_test_positives(data: EvaluationData) -> None:
         logging.warning(
             "privacy_test: no example is positive for %s; cMAP and F1 leave it out",
             ", ".join(without),
+        )
+    every = [
+        name for name, count in zip(split.attribute_names, positives) if count == len(labelled)
+    ]
+    if every:
+        logging.warning(
+            "privacy_test: every example is positive for %s: its AP is 1 whatever the "
+            "anonymizer, in every method's cMAP alike (choose other attributes to leave it out)",
+            ", ".join(every),
         )
 
 
@@ -316,6 +327,21 @@ def _vp_frames(
     return phvu.frame_images(labelled, frames_dir / name, config.eval_privacy_frames)
 
 
+def _videos_digest(data: EvaluationData) -> str | None:
+    """A SHA-256 of the action videos' names and labels in `data` (its splits of files; None
+    where they are caches), so that a report of other videos (a partial download completed
+    since, other split lists of the same classes) never mixes its rows with this one's."""
+    splits = [split for split in (data.action_train, data.action_test) if isinstance(split, Split)]
+    if not splits:
+        return None
+    labelled = [
+        [Path(example.path).name, example.label, list(example.actions)]
+        for split in splits
+        for example in split.examples
+    ]
+    return hashlib.sha256(json.dumps(labelled).encode()).hexdigest()
+
+
 def _labels_digest(data: EvaluationData) -> str:
     """A SHA-256 of the privacy images' names and labels in `data` (its splits of files), so
     that a report or raw-trained attacker of other labels (a corrected labels file, another
@@ -381,6 +407,8 @@ def evaluation_record(config: ExperimentConfig, data: EvaluationData) -> dict:
             }
     if evaluation.privacy_dataset != "synthetic":
         datasets["privacy_dataset"]["labels_sha256"] = _labels_digest(data)
+    if evaluation.action_dataset != "synthetic" and (videos := _videos_digest(data)):
+        datasets["action_dataset"]["videos_sha256"] = videos
     # Kept only where set, so that reports written before them compare with runs without them.
     image_side = {"privacy_image_side": side} if (side := config.privacy_image_side) else {}
     test_epochs = {

@@ -53,7 +53,7 @@ _COMPARED = (
 folders aside: `_WHERE`)."""
 _WHERE = ("root", "annotations")
 """Where a dataset's files are: a moved dataset is the same dataset."""
-_RECORDED_LATER = ("labels_sha256",)
+_RECORDED_LATER = ("labels_sha256", "videos_sha256")
 """A dataset's record entries that earlier versions did not write for every dataset: compared
 only where both records have them, so that earlier reports and attackers stay usable."""
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "p", "h")
