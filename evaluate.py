@@ -6,8 +6,9 @@
 For every method of --eval_methods a new action model is trained and tested on anonymized clips
 and a new privacy model on anonymized images (one of each per architecture of --eval_action_model
 and --eval_privacy_model), on the datasets of --eval_protocol; the report (report.json,
-report.md, tradeoff.png, frames.png) goes to --eval_dir (default run_dir/evaluation) and is
-rewritten after each method, so a restarted evaluation skips the methods it finished. With
+report.md, tradeoff.png, frames.png) goes to --eval_dir (default run_dir/evaluation), all but
+frames.png (drawn at the end) rewritten after each method, so a restarted evaluation skips the
+methods it finished. With
 --seeds=N, each seed's run (run_dir/seed_K) is evaluated into its own report (seed_K in the
 report folder) and summary.md / summary.json / summary_tradeoff.png in the report folder give
 the mean +- std across seeds and which methods dominate which. See the README for every

@@ -177,6 +177,7 @@ def test_interrupted_evaluation_keeps_finished_methods(benchmark, tmp_path, monk
     with pytest.raises(KeyboardInterrupt):
         protocol.evaluate(config, data, protocol.methods_of(config), out)
     assert list(json.loads((out / "report.json").read_text())["methods"]) == ["raw"]
+    assert (out / "tradeoff.png").is_file()  # drawn with the finished row
 
     monkeypatch.setattr(protocol, "cached_data", real_cached_data)
     trained = []

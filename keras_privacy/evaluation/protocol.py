@@ -265,6 +265,7 @@ def evaluate(
             extra=result,
             intervals=intervals,
         )
+        report.plot_tradeoff()  # with the rows so far: a later method's failure keeps it
     report.plot_tradeoff()
     save_frame_strip(_frames_of_report(config, data, methods, report), out_dir / "frames.png")
     return report
