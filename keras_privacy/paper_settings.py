@@ -698,8 +698,8 @@ SETTINGS: tuple[Setting, ...] = (
         "the means over the attributes with a positive test image; the report lists those left out",
         "ours: an AP without a positive is undefined, so it is left out and named, from F1 too "
         "(both metrics average the same attributes; none on "
-        "VISPR-1's test split; it matters for small or novel attribute sets and in bootstrap "
-        "resamples)",
+        "VISPR-1's test split; it matters for small or novel attribute sets; a bootstrap "
+        "resample lacking a positive of an averaged attribute is left out as undefined)",
     ),
     Setting(
         "spact",

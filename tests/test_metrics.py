@@ -186,15 +186,41 @@ def _numpy_bootstrap(metric, units, samples, seed):
     return np.percentile(values, [2.5, 97.5])
 
 
+def _on_the_estimates_attributes(metric, labels):
+    """`metric(rows)`, undefined (ValueError) on a resample of `rows` that lacks a positive of
+    an attribute the estimate on every row averages: each value is a mean of one set."""
+    averaged = labels.any(axis=0)
+
+    def value(rows):
+        if not labels[rows][:, averaged].any(axis=0).all():
+            raise ValueError("an averaged attribute has no positive in this resample")
+        return metric(rows)
+
+    return value
+
+
 def test_privacy_intervals_equal_a_numpy_bootstrap_with_the_same_seed():
     rng = np.random.default_rng(1)
     labels = (rng.random((40, 3)) < [0.4, 0.2, 0.03]).astype(np.int64)
-    labels[0, 2] = 1  # a rare attribute, absent from many resamples (skipped there)
+    labels[0, 2] = 1  # a rare attribute, absent from many resamples (undefined there)
+    labels[:, 1] = 0  # an attribute without a positive, left out of the estimate and of each
     probs = np.round(rng.random((40, 3)), 1)  # ties between images
-    expected = _numpy_bootstrap(lambda i: privacy_cmap(labels[i], probs[i]).value, 40, 300, 7)
+    cmap = _on_the_estimates_attributes(lambda i: privacy_cmap(labels[i], probs[i]).value, labels)
+    expected = _numpy_bootstrap(cmap, 40, 300, 7)
     np.testing.assert_allclose(cmap_interval(labels, probs, samples=300, seed=7), expected)
-    expected = _numpy_bootstrap(lambda i: privacy_f1(labels[i], probs[i]).value, 40, 300, 7)
+    f1 = _on_the_estimates_attributes(lambda i: privacy_f1(labels[i], probs[i]).value, labels)
+    expected = _numpy_bootstrap(f1, 40, 300, 7)
     np.testing.assert_allclose(privacy_f1_interval(labels, probs, samples=300, seed=7), expected)
+    # A rare attribute's low AP stays in every value: averaging fewer attributes where it is
+    # not drawn would be another metric, whose values reach far above the estimate.
+    rare = np.zeros((200, 2), np.int64)
+    rare[:40, 0] = 1
+    rare[150, 1] = 1
+    scores = np.where(rare == 1, 0.9, 0.1)
+    scores[150, 1] = 0.0  # its one positive ranked last: an AP near 0
+    estimate = privacy_cmap(rare, scores).value
+    low, high = cmap_interval(rare, scores, samples=200, seed=0)
+    assert low <= estimate <= high < estimate + 0.05
     # Resamples with no positive of any attribute are left out, not counted as 0.
     only = np.zeros((5, 1), np.int64)
     only[0] = 1

@@ -214,17 +214,21 @@ def cmap_interval(
 ) -> tuple[float, float]:
     """95 % bootstrap interval of `privacy_cmap` / `action_cmap` of (N, A) `labels` and
     `scores`, resampling rows (images, or videos after `video_scores`), or with `groups` (N,)
-    the groups of rows (`row_groups`: the frames of one video together)."""
+    the groups of rows (`row_groups`: the frames of one video together). Every resample
+    averages the attributes the estimate averages (those with a positive test example): one
+    that draws no positive of any of them is left out as undefined, rather than averaging
+    fewer attributes, which would be another metric (a rare attribute's low AP dropped)."""
     labels, scores = _checked(labels, scores)
     units, expand = _resampled_units(groups, len(labels))
+    averaged = np.flatnonzero(_averaged_attributes(labels))
 
     def cmap(counts: np.ndarray) -> np.ndarray:
         counts = expand(counts)
         per_attribute = [
             _weighted_average_precision(labels[:, column], scores[:, column], counts)
-            for column in range(labels.shape[1])
+            for column in averaged
         ]
-        return _nanmean(np.stack(per_attribute, axis=1))
+        return np.stack(per_attribute, axis=1).mean(axis=1)  # NaN where one is undefined
 
     return bootstrap_interval(cmap, units, samples, seed)
 
@@ -238,9 +242,11 @@ def privacy_f1_interval(
     groups: np.ndarray | None = None,
 ) -> tuple[float, float]:
     """95 % bootstrap interval of `privacy_f1` (arguments alike), resampling images, or with
-    `groups` (N,) the groups of images (`row_groups`)."""
+    `groups` (N,) the groups of images (`row_groups`), over the attributes the estimate
+    averages, as `cmap_interval`."""
     labels, probs = _checked(labels, probs)
-    predicted = probs >= threshold
+    averaged = _averaged_attributes(labels)
+    labels, predicted = labels[:, averaged], probs[:, averaged] >= threshold
     units, expand = _resampled_units(groups, len(labels))
 
     def f1(counts: np.ndarray) -> np.ndarray:
@@ -248,7 +254,7 @@ def privacy_f1_interval(
         true_positives = counts @ (labels & predicted)
         positives, predictions = counts @ labels, counts @ predicted
         scores = 2 * true_positives / np.maximum(positives + predictions, 1)
-        return _nanmean(np.where(positives > 0, scores, np.nan))
+        return np.where(positives > 0, scores, np.nan).mean(axis=1)
 
     return bootstrap_interval(f1, units, samples, seed)
 
@@ -293,12 +299,12 @@ def _weighted_average_precision(
         return np.sum(recall_steps * precision, axis=1) / positives
 
 
-def _nanmean(values: np.ndarray) -> np.ndarray:
-    """Mean of each row over its non-NaN entries; NaN for a row with none."""
-    defined = ~np.isnan(values)
-    total = np.where(defined, values, 0.0).sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return total / defined.sum(axis=1)
+def _averaged_attributes(labels: np.ndarray) -> np.ndarray:
+    """(A,) whether each attribute has a positive: those the metrics average."""
+    averaged = labels.any(axis=0)
+    if not averaged.any():
+        raise ValueError("no attribute has a positive example: the metric is undefined")
+    return averaged
 
 
 def _checked(labels, scores) -> tuple[np.ndarray, np.ndarray]:
