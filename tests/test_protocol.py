@@ -61,6 +61,7 @@ def test_evaluate_learned_and_baselines_then_resume(benchmark, tmp_path, monkeyp
         assert 0.0 <= result["privacy_cmap"] <= 1.0
         assert 0.0 <= result["extra"]["raw_attacker_cmap"] <= 1.0
         assert result["extra"]["action_test_videos"] == len(data.action_test)
+        assert result["extra"]["privacy_test_units"] == len(data.privacy_test)
         # Each headline metric has its 95 % bootstrap interval (the raw attacker's in extra).
         assert set(result["intervals"]) == {"action_top1", "privacy_cmap", "privacy_f1"}
         for low, high in [

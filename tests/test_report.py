@@ -252,7 +252,17 @@ def test_intervals_are_kept_in_json_and_shown_in_markdown(tmp_path):
     assert Report(tmp_path).get("raw").intervals == {"action_top1": [0.55, 0.65]}
     markdown = (tmp_path / "report.md").read_text()
     assert "| raw | 60.00 [55.00, 65.00] | – | 80.00 | – |" in markdown
-    assert "95 % bootstrap interval" in markdown
+    assert "95 % bootstrap interval over the test videos / images." in markdown
+    # The units an interval resamples are named where recorded: few give a rough interval.
+    counts = {"action_test_videos": 12, "privacy_test_units": 400}
+    report.add("raw", 0.6, 0.8, 0.5, extra=counts, intervals={"action_top1": (0.55, 0.65)})
+    assert (
+        "interval over the test videos / images (12 action test videos, 400 privacy test "
+        "units; under 30 units an interval is rough, too narrow or even a point)."
+    ) in report.markdown()
+    many = counts | {"action_test_videos": 3783}
+    report.add("raw", 0.6, 0.8, 0.5, extra=many, intervals={"action_top1": (0.55, 0.65)})
+    assert "images (3783 action test videos, 400 privacy test units)." in report.markdown()
     with pytest.raises(ValueError, match="unknown metrics: top5"):
         report.add("vita", 0.6, 0.4, 0.25, intervals={"top5": (0.1, 0.2)})
 

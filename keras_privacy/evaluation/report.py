@@ -37,6 +37,9 @@ _MARKDOWN_NAME = "report.md"
 _SUMMARY_JSON = "summary.json"
 _SUMMARY_MARKDOWN = "summary.md"
 _SUMMARY_PLOT = "summary_tradeoff.png"
+FEW_UNITS = 30
+"""Test units under which a bootstrap interval is rough (few distinct resamples; all correct
+videos give a point)."""
 _RAW_ATTACKER = "raw_attacker_cmap"
 """The extra result that the summary of seeds averages too: the raw-trained attacker's cMAP."""
 _COMPARED = (
@@ -218,7 +221,8 @@ class Report:
             lines.append(_table_row(cells))
         note = "↓ vs raw: relative drop from the raw-data row, (raw - value) / raw."
         if any(result.intervals for result in self._results.values()):
-            note += " [low, high]: 95 % bootstrap interval over the test videos / images."
+            note += " [low, high]: 95 % bootstrap interval over the test videos / images"
+            note += self._units_note() + "."
         parts = [
             "\n".join(lines),
             note,
@@ -229,6 +233,25 @@ class Report:
             self._evaluation_note(),
         ]
         return "\n\n".join(part for part in parts if part) + "\n"
+
+    def _units_note(self) -> str:
+        """How many test units the intervals resample, from the first row that recorded them
+        ('' where none did), and a caution where they are few."""
+        counts = next(
+            (
+                (extra["action_test_videos"], extra["privacy_test_units"])
+                for extra in (result.extra for result in self._results.values())
+                if "action_test_videos" in extra and "privacy_test_units" in extra
+            ),
+            None,
+        )
+        if counts is None:
+            return ""
+        videos, units = counts
+        note = f" ({videos} action test videos, {units} privacy test units"
+        if min(videos, units) < FEW_UNITS:
+            note += f"; under {FEW_UNITS} units an interval is rough, too narrow or even a point"
+        return note + ")"
 
     def _skipped_note(self) -> str:
         """The privacy attributes that cMAP and F1 leave out for having no positive test image

@@ -487,17 +487,18 @@ def test_privacy_target(
     probs, labels = np.concatenate(probs), np.concatenate(labels)
     cmap = metrics.privacy_cmap(labels, probs, names)
     f1 = metrics.privacy_f1(labels, probs, config.eval_f1_threshold, names)
+    # PA-HMDB51's test frames are resampled by video: frames of one video are not
+    # independent samples.
+    groups = metrics.row_groups([frame_source(path) for path in paths])
     result = {
         f"{prefix}_cmap": cmap.value,
         f"{prefix}_f1": f1.value,
         f"{prefix}_ap": cmap.per_attribute,
         f"{prefix}_skipped": list(cmap.skipped),
+        f"{prefix}_test_units": int(groups.max()) + 1,  # what an interval resamples
     }
     if config.eval_bootstrap and intervals:
-        # PA-HMDB51's test frames are resampled by video: frames of one video are not
-        # independent samples.
         samples, seed = config.eval_bootstrap, config.seed
-        groups = metrics.row_groups([frame_source(path) for path in paths])
         cmap_interval = metrics.cmap_interval(labels, probs, samples, seed, groups)
         f1_interval = metrics.privacy_f1_interval(
             labels, probs, config.eval_f1_threshold, samples, seed, groups
