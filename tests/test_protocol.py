@@ -634,6 +634,25 @@ def test_privacy_test_labels_without_a_positive_or_a_negative_are_named_before_t
         datasets.require_test_positives(data([[0, 0], [0, 0]]))
 
 
+def test_test_classes_without_a_training_video_are_named_before_any_training(caplog):
+    classes = ["dive", "golf", "run"]
+    train = Split([Example("a.avi", 0), Example("b.avi", 2)], class_names=classes)
+    test = Split(
+        [Example("c.avi", 1), Example("d.avi", 1), Example("e.avi", 0)], class_names=classes
+    )
+    images = Split([Example("0.jpg", privacy=(1,))], attribute_names=["face"])
+    with caplog.at_level("WARNING"):
+        datasets.warn_of_classes_never_trained(
+            datasets.EvaluationData(train, train, images, images)
+        )
+        assert not caplog.messages
+        datasets.warn_of_classes_never_trained(datasets.EvaluationData(train, test, images, images))
+    assert caplog.messages == [
+        "action_test: 2 test videos of 1 class without a training video (golf): every method's "
+        "action model counts them as wrong"
+    ]
+
+
 def test_a_learned_anonymizer_is_evaluated_with_the_settings_it_was_trained_with(
     benchmark, tmp_path
 ):

@@ -130,6 +130,28 @@ def require_test_positives(data: EvaluationData) -> None:
         )
 
 
+def warn_of_classes_never_trained(data: EvaluationData) -> None:
+    """Warn, before any training, naming the action classes of test videos that no training
+    video has (their files missing, or split lists of other classes): the target models
+    cannot learn them, so every such video counts as wrong, for every method alike."""
+    train, test = data.action_train, data.action_test
+    if not (isinstance(train, Split) and isinstance(test, Split)):
+        return  # prepared caches: their files were checked when they were prepared
+    trained = {example.label for example in train.examples}
+    untrained = [e.label for e in test.examples if e.label >= 0 and e.label not in trained]
+    if untrained:
+        names = [test.class_names[label] for label in sorted(set(untrained))]
+        classes = f"{len(names)} class" + ("es" if len(names) > 1 else "")
+        shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+        logging.warning(
+            "action_test: %d test videos of %s without a training video (%s): every method's "
+            "action model counts them as wrong",
+            len(untrained),
+            classes,
+            shown,
+        )
+
+
 def examples_used(cached: EvaluationData) -> dict[str, dict]:
     """Per split of `cached` (prepared caches): the examples the target models see (`used`),
     and how many listed files were not on disk (`missing`) or failed to decode (`failed`).

@@ -90,6 +90,7 @@ from keras_privacy.evaluation.datasets import (
     report_dir,
     require_test_positives,
     video_frame_splits,
+    warn_of_classes_never_trained,
 )
 from keras_privacy.evaluation.report import RAW_METHOD, Report, comparable, save_frame_strip
 from keras_privacy.evaluation.targets import (
@@ -194,8 +195,8 @@ def evaluate(
     out_dir: str | Path,
     cache_dir: str | Path | None = None,
 ) -> Report:
-    """Evaluate every method not yet in `out_dir/report.json`, writing the report after each
-    one, then the trade-off plot and the strip of anonymized frames. A learned method whose
+    """Evaluate every method not yet in `out_dir/report.json`, writing the report and its
+    trade-off plot after each one, then the strip of anonymized frames. A learned method whose
     row was measured on another anonymizer file (retrained since) is evaluated again. A report
     of another protocol or other labels in `out_dir` raises ValueError (its rows would not
     compare). The decoded data and the file baselines' videos are cached in `cache_dir`
@@ -203,6 +204,7 @@ def evaluate(
     evaluation share one."""
     _require_boxes(methods, data)
     require_test_positives(data)
+    warn_of_classes_never_trained(data)
     out_dir = Path(out_dir)
     cache_dir = out_dir / "cache" if cache_dir is None else Path(cache_dir)
     report = Report(out_dir)
