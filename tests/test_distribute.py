@@ -297,13 +297,13 @@ def test_num_processes_0_off_a_cluster_names_the_flag():
 def test_processes_with_unequal_devices_are_refused_by_their_counts():
     # Each process reads an equal share of a batch; JAX would want a share per device.
     from keras_privacy.backend import jax_distribution
-    from keras_privacy.backend.jax_distribution import check_equal_devices
+    from keras_privacy.backend.jax_distribution import _check_equal_devices
     from keras_privacy.distribute import training_scope
 
-    check_equal_devices([0, 0, 1, 1])
-    check_equal_devices([0])
+    _check_equal_devices([0, 0, 1, 1])
+    _check_equal_devices([0])
     with pytest.raises(ValueError, match=r"\(process 0 has 2, process 1 has 1\): each one"):
-        check_equal_devices([0, 0, 1])
+        _check_equal_devices([0, 0, 1])
     # Checked as data-parallel training starts: inside the command, its error one line.
     fake = [types.SimpleNamespace(process_index=index) for index in (0, 0, 1)]
     with mock.patch.object(jax_distribution.jax, "devices", lambda: fake):

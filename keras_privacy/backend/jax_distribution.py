@@ -38,7 +38,7 @@ def join_processes(num_processes: int, process_id: int, coordinator_address: str
     return jax.process_count()
 
 
-def check_equal_devices(process_of_each_device: list[int]) -> None:
+def _check_equal_devices(process_of_each_device: list[int]) -> None:
     """Raise ValueError unless every process of the job holds as many devices (given the
     process index of each device): each process reads an equal share of every global batch,
     where JAX would take a share in proportion to its devices, and fail with a shape error."""
@@ -280,7 +280,7 @@ def data_parallel_devices() -> list[str]:
 def data_parallel() -> Iterator[int]:
     """`keras.distribution.DataParallel` over `data_parallel_devices` while inside; yields the
     number of devices and puts the previous distribution back on exit."""
-    check_equal_devices([device.process_index for device in jax.devices()])
+    _check_equal_devices([device.process_index for device in jax.devices()])
     devices = data_parallel_devices()
     previous = keras.distribution.distribution()
     # Each process reads its own rows of every batch (`TrainingData.dataset`'s `process`;
