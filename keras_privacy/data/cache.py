@@ -40,6 +40,7 @@ from keras_privacy.data.examples import Example, Split
 from keras_privacy.data.images import JPEG_CUT_SHORT, read_image_and_cut
 from keras_privacy.data.tensorflow_runtime import tf
 from keras_privacy.data.video import iter_video_frames, warn_if_cut_short
+from keras_privacy.files import write_text_atomically
 from keras_privacy.types import Tensor
 
 MANIFEST = "manifest.json"
@@ -373,9 +374,7 @@ def _prepare(
     }
     text = json.dumps(manifest, indent=1)
     if _read_text(out / MANIFEST) != text:  # a finished cache's is left as it is, unwritten
-        temporary = _temporary_next_to(out / MANIFEST)
-        temporary.write_text(text)
-        os.replace(temporary, out / MANIFEST)
+        write_text_atomically(out / MANIFEST, text)
     return manifest
 
 
