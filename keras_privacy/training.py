@@ -811,6 +811,7 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
                 distribute.process_position(),
             )
             guard = _FailOnNonFinite()
+            counts_before = trainer.update_counts()
             logs_dir = run_dir / "logs" / phase.name
             with _damaged_shards_named(config, data):
                 logs = trainer.fit(
@@ -850,8 +851,11 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
                 history.setdefault(phase.name, {}).setdefault(name, []).extend(
                     float(v) for v in values
                 )
-            counts = ", ".join(f"{name} {n}" for name, n in trainer.update_counts().items())
+            counts_after = trainer.update_counts()
+            counts = ", ".join(f"{name} {n}" for name, n in counts_after.items())
             print(f"phase {phase.name}, epoch {epoch + 1}: updates so far: {counts}", flush=True)
+            for warning in trainer.epoch_warnings(counts_before, counts_after):
+                logging.warning("phase %s, epoch %d: %s", phase.name, epoch + 1, warning)
             if chief:
                 with distribute.uninterrupted_writes():
                     checkpoint.save_checkpoint(

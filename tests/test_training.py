@@ -31,6 +31,8 @@ from keras_privacy.evaluation.anonymizations import load_anonymizer
 from keras_privacy.learning_rates import EpochRates
 from keras_privacy.methods.init import IdentityInit
 from keras_privacy.methods.spact import SPAct
+from keras_privacy.methods.trainer import StatelessTrainer
+from keras_privacy.methods.vita import VITA
 from keras_privacy.spelling import SettingError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -1086,9 +1088,19 @@ SUPERVISED = {
         ("meta", SUPERVISED, "MetaGeneralization"),
     ],
 )
-def test_every_method_trains_through_train(benchmark, tmp_path, method, overrides, minimax_trainer):
+def test_every_method_trains_through_train(
+    benchmark, tmp_path, method, overrides, minimax_trainer, monkeypatch, caplog
+):
     # The identity and action phases are the same for every method (tested above), so they are
-    # skipped here.
+    # skipped here. Each epoch's warnings (test_vita has VITA's) are logged with the epoch.
+    seen = []
+
+    def epoch_warnings(trainer, before, after):
+        seen.append((type(trainer).__name__, before, after))
+        return [f"{type(trainer).__name__} says"]
+
+    for trainer_class in (StatelessTrainer, VITA):  # VITA has its own
+        monkeypatch.setattr(trainer_class, "epoch_warnings", epoch_warnings)
     config = tiny_config(
         benchmark,
         tmp_path / method,
@@ -1100,10 +1112,14 @@ def test_every_method_trains_through_train(benchmark, tmp_path, method, override
         **overrides,
     )
     recorder = EpochRecorder()
-    result, models = train_capturing_models(config, callbacks=[recorder])
+    with caplog.at_level("WARNING"):
+        result, models = train_capturing_models(config, callbacks=[recorder])
     supervised = method in ("vita", "meta")
     init = "SupervisedPrivacyInit" if supervised else "PrivacyInit"
     assert [name for name, _ in recorder.epochs] == [init, minimax_trainer]
+    assert [name for name, _, _ in seen] == [init, minimax_trainer]
+    assert seen[1][2] != seen[1][1]  # the update counts before and after the epoch
+    assert f"phase minimax, epoch 1: {minimax_trainer} says" in caplog.text
     expected = {"anonymizer", "action"} | (
         {"adversary_0", "adversary_1"} if supervised else {"privacy"}
     )

@@ -69,6 +69,23 @@ def test_validation_loop_runs_f_T_until_the_threshold_at_most_the_bound(jit_comp
     assert history["action_updates"][0] == 2
 
 
+@pytest.mark.parametrize("threshold", [2.0, -1.0])
+def test_an_epoch_whose_f_T_loop_always_ran_to_its_bound_is_warned_of(threshold):
+    # Threshold 2.0: never reached, every step makes both updates; -1.0: reached at once.
+    trainer = make_vita(action_threshold=threshold, action_max_updates=2, budget_updates=1)
+    before = trainer.update_counts()
+    trainer.fit(tiny_models.vita_dataset(2), epochs=1, verbose=0)
+    warnings = trainer.epoch_warnings(before, trainer.update_counts())
+    if threshold > 1:
+        assert len(warnings) == 1
+        assert "--action_threshold=2 in every one of the epoch's 2 minimax steps" in warnings[0]
+        assert "--action_max_updates=2 f_T updates, each also moving f_A" in warnings[0]
+    else:
+        assert warnings == []
+    # Before any minimax step (budget-only steps, or no epoch yet) there is nothing to say.
+    assert trainer.epoch_warnings(before, before) == []
+
+
 def predicted_classes(trainer, clips):
     return np.argmax(keras.ops.convert_to_numpy(trainer(clips)), axis=-1)
 

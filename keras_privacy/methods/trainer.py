@@ -186,6 +186,11 @@ class StatelessTrainer(keras.Model):
         """Logs derived from those of a whole step (VITA: how many f_T updates ran)."""
         return {}
 
+    def epoch_warnings(self, before: Mapping[str, int], after: Mapping[str, int]) -> list[str]:
+        """What the update counts of an epoch (`update_counts` before and after it) say the
+        user should know, one warning each (VITA: an f_T loop that always ran to its bound)."""
+        return []
+
     def restart_groups(self) -> tuple[tuple[str, ...], int]:
         """Groups put back to their initial weights every N steps, before the step's updates;
         N = 0 never restarts. Their optimizers' state goes on (moments, step count), as VITA's

@@ -85,6 +85,7 @@ from keras_privacy.methods.trainer import (
     deserialize_models,
     serialize_models,
 )
+from keras_privacy.spelling import spell
 from keras_privacy.types import Tensor
 
 BUDGET_LOSSES = ("max_bce", "entropy", "image_max_bce")
@@ -282,6 +283,31 @@ class VITA(StatelessTrainer):
             return {"action_updates": ran}
         ran = [logs[f"action_update_{i}"] for i in range(self.action_max_updates)]
         return {"action_updates": ops.sum(ops.stack(ran))}
+
+    def epoch_warnings(self, before: Mapping[str, int], after: Mapping[str, int]) -> list[str]:
+        """A warning where every minimax step of the epoch made all `action_max_updates` f_T
+        updates: f_T's held-out accuracy never reached `action_threshold`, so the loop ran to
+        its bound each time, and with `action_moves_anonymizer` each update moved f_A too. The
+        authors' 0.7 suits their f_T (C3D from Sports-1M weights); a weaker f_T never reaches
+        it, and the f_A steps that serve the action alone then outnumber the adversarial ones
+        `action_max_updates` to one."""
+        if self.action_schedule != "validation_loop":
+            return []
+        steps = after.get("anonymizer", 0) - before.get("anonymizer", 0)
+        updates = after.get("action", 0) - before.get("action", 0)
+        if steps == 0 or updates < self.action_max_updates * steps:
+            return []
+        return [
+            spell(
+                f"f_T's accuracy on the held-out clips stayed below <action_threshold>="
+                f"{self.action_threshold:g} in every one of the epoch's {steps} minimax steps: "
+                f"each made all <action_max_updates>={self.action_max_updates} f_T updates"
+                + (", each also moving f_A" if self.action_moves_anonymizer else "")
+                + "; an f_T that cannot reach the threshold (the authors' C3D from Sports-1M "
+                "weights did) keeps the loop at its bound: lower <action_threshold> towards "
+                "f_T's held-out accuracy after <action_init_epochs>, or keep it knowingly"
+            )
+        ]
 
     def _minimax_step(self):
         """Whether this step updates f_A and f_T (a boolean scalar), or None for every step:
