@@ -376,19 +376,11 @@ def _supervised_phases(config: ExperimentConfig, models: dict[str, keras.Model])
     return [init, minimax]
 
 
-def pa_hmdb51_left_out(config: ExperimentConfig) -> str:
-    """The PA-HMDB51 annotation folder whose videos f_A's HMDB51 training split leaves out: with
-    `eval_protocol=pa_hmdb51` (SPAct's Sec. 5.3) the evaluation tests on them. "" where f_A
-    trains on another action dataset (Table 2's UCF101 -> PA-HMDB), or under another protocol."""
-    if config.eval_protocol == "pa_hmdb51" and config.action_dataset == "hmdb51":
-        return config.evaluation_datasets().privacy_annotations
-    return ""
-
-
 def training_data(config: ExperimentConfig) -> sources.TrainingData:
     """The training splits of the config's datasets (their caches when given), cut into the
-    config's batches. The HMDB51 training split leaves out the videos of `pa_hmdb51_left_out`."""
-    leave_out = pa_hmdb51_left_out(config)
+    config's batches. The HMDB51 training split leaves out the videos of
+    `ExperimentConfig.pa_hmdb51_left_out`."""
+    leave_out = config.pa_hmdb51_left_out()
     hold_out = 0
     if config.method == "vita" and config.action_schedule == "validation_loop":
         hold_out = config.action_validation_every

@@ -15,7 +15,6 @@ import pytest
 import tiny_models
 from tiny_models import tiny_config
 
-from keras_privacy import training
 from keras_privacy.config import ExperimentConfig, SettingError
 from keras_privacy.config.evaluation import PA_HMDB51_LABELS
 from keras_privacy.data import __main__ as data_cli
@@ -25,7 +24,7 @@ from keras_privacy.data.examples import Example, Split
 from keras_privacy.data.sources import privacy_splits
 from keras_privacy.data.ucf101 import read_ucf101
 from keras_privacy.data.vispr import VISPR1
-from keras_privacy.evaluation import datasets, protocol
+from keras_privacy.evaluation import anonymizations, datasets, protocol
 from keras_privacy.evaluation.anonymizations import methods_of
 from keras_privacy.evaluation.report import Report
 from keras_privacy.training import training_data
@@ -770,7 +769,7 @@ def test_pa_hmdb51_protocol_trains_without_its_videos_and_tests_action_on_them(
     )
     with pytest.raises(SettingError, match="--eval_boxes with blacken on PA-HMDB51"):
         methods_of(boxed)
-    assert training.pa_hmdb51_left_out(config) == str(annotations)
+    assert config.pa_hmdb51_left_out() == str(annotations)
 
     # f_A trained on another action dataset (here the benchmark; SPAct's and the penalty paper's
     # Table 2 column UCF101 -> PA-HMDB): f'_T alone trains on HMDB51 without the PA-HMDB51
@@ -790,10 +789,66 @@ def test_pa_hmdb51_protocol_trains_without_its_videos_and_tests_action_on_them(
         eval_privacy_root=str(hmdb),
         eval_dir=str(tmp_path / "evaluation"),
     )
-    assert novel.action_dataset == "synthetic" and training.pa_hmdb51_left_out(novel) == ""
+    assert novel.action_dataset == "synthetic" and novel.pa_hmdb51_left_out() == ""
     data = protocol.evaluation_data(novel)
     assert [os.path.basename(e.path) for e in data.action_train.examples] == [kept]
     assert [(os.path.basename(e.path), e.label) for e in data.action_test.examples] == tested
+
+
+def test_an_anonymizer_trained_on_the_pa_hmdb51_test_videos_is_refused(tmp_path):
+    """PA-HMDB51's test videos are HMDB51 videos: an f_A trained on HMDB51 under another
+    protocol, or leaving out another folder's videos, trained on some; one trained on UCF101,
+    or leaving out those tested, did not."""
+    names = ("gender", "face", "nudity", "skin_color", "relationship")
+    ranges = {name: [[0, 9, 0]] for name in names}
+    annotations, subset = tmp_path / "PrivacyAttributes", tmp_path / "subset"
+    for folder, videos in (
+        (annotations, ["x_hug_a.avi", "x_hug_b.avi"]),
+        (subset, ["x_hug_a.avi"]),
+    ):
+        folder.mkdir()
+        (folder / "hug.json").write_text(json.dumps({video: ranges for video in videos}))
+    config = ExperimentConfig(
+        action_dataset="hmdb51",
+        eval_protocol="pa_hmdb51",
+        eval_privacy_dataset="pa_hmdb51",
+        eval_privacy_annotations=str(annotations),
+    )
+    run = tmp_path / "run"
+    run.mkdir()
+    path = str(run / "anonymizer.keras")
+    recorded = run / "config.json"
+    anonymizations.require_unseen_test_videos(config, path)  # no record: taken as it is
+
+    def trained(**settings):
+        recorded.write_text(json.dumps(dataclasses.asdict(config) | settings))
+
+    for unseen in ({}, {"action_dataset": "ucf101", "eval_protocol": "same"}):
+        trained(**unseen)
+        anonymizations.require_unseen_test_videos(config, path)
+    trained(eval_protocol="same")
+    with pytest.raises(SettingError) as raised:
+        anonymizations.require_unseen_test_videos(config, path)
+    assert str(raised.value) == (
+        f"{path} was trained on HMDB51 with --eval_protocol=same ({recorded}), its training "
+        "split holding the PA-HMDB51 videos this evaluation tests on: train it with "
+        f"--eval_protocol=pa_hmdb51 and --eval_privacy_annotations={annotations}, which leave "
+        "them out"
+    )
+    trained(eval_privacy_annotations=str(subset))
+    with pytest.raises(
+        SettingError, match=r"not 1 of those this evaluation tests on \(e.g. hug/x_hug_b"
+    ):
+        anonymizations.require_unseen_test_videos(config, path)
+    # Every saved anonymizer the evaluation names is checked, not only this run's.
+    named = dataclasses.replace(config, eval_methods=f"raw,other={path}")
+    with pytest.raises(SettingError, match="not 1 of those"):
+        methods_of(named)
+    trained(eval_privacy_annotations=str(tmp_path / "moved"))  # gone: taken as it is
+    anonymizations.require_unseen_test_videos(config, path)
+    elsewhere = dataclasses.replace(config, eval_protocol="same")
+    trained(eval_protocol="same")
+    anonymizations.require_unseen_test_videos(elsewhere, path)
 
 
 def test_report_tables_each_target_architecture(tmp_path):

@@ -223,6 +223,15 @@ class ExperimentConfig(
         training = self.batch_size if target == "action" else self.privacy_batch_size
         return getattr(self, f"eval_{target}_batch_size") or training
 
+    def pa_hmdb51_left_out(self) -> str:
+        """The PA-HMDB51 annotation folder whose videos f_A's HMDB51 training split leaves out:
+        with `eval_protocol=pa_hmdb51` (SPAct's Sec. 5.3) the evaluation tests on them. ""
+        where f_A trains on another action dataset (Table 2's UCF101 -> PA-HMDB), or under
+        another protocol."""
+        if self.eval_protocol == "pa_hmdb51" and self.action_dataset == "hmdb51":
+            return self.evaluation_datasets().privacy_annotations
+        return ""
+
     def evaluation_datasets(self) -> ExperimentConfig:
         """This config with the evaluation's datasets in place of the training ones: each
         `eval_<setting>` that is set replaces `<setting>`. PA-HMDB51's and VP's attributes

@@ -18,6 +18,7 @@ from keras_privacy.config import LEARNED_NAME_SETTINGS, ExperimentConfig, Settin
 from keras_privacy.config.evaluation import LEARNED, eval_methods, learned_path
 from keras_privacy.config.schedule import LEARNING_RATES
 from keras_privacy.data.cache import FrameTransform
+from keras_privacy.data.sources import pa_hmdb51_videos
 from keras_privacy.evaluation.baselines import (
     BASELINES,
     BLUR_REFERENCE_SIDE,
@@ -167,13 +168,7 @@ def require_the_training_settings(config: ExperimentConfig, path: str) -> None:
     that train.py wrote beside it, if any) was trained with settings that name its report
     row otherwise (`LEARNED_NAME_SETTINGS`) or that gave it frames of another `image_size`:
     its row would carry another method's name, or measure it at a size it never saw."""
-    recorded = Path(path).parent / "config.json"
-    kept = read_record(
-        recorded,
-        f"the settings {path} was trained with are unknown; restore it, or remove it to "
-        "evaluate the anonymizer as the flags say",
-        SettingError,
-    )
+    recorded, kept = _training_record(path)
     if kept is None:
         return
     naming = {name: kept[name] for name in LEARNED_NAME_SETTINGS if name in kept}
@@ -189,6 +184,53 @@ def require_the_training_settings(config: ExperimentConfig, path: str) -> None:
             f"{path} was trained with {listed} ({recorded}): evaluate it with the settings it "
             "was trained with"
         )
+
+
+def require_unseen_test_videos(config: ExperimentConfig, path: str) -> None:
+    """Raise SettingError where the anonymizer at `path` trained on videos this evaluation
+    tests on: PA-HMDB51's test videos (`eval_protocol=pa_hmdb51`) are HMDB51 videos, 286 of
+    the 515 in split 1's training list, which an f_A trained on HMDB51 leaves out only where
+    its run had that protocol and an annotation folder labelling them all
+    (`ExperimentConfig.pa_hmdb51_left_out`). Runs without a `config.json`, on another action
+    dataset, or whose left-out folder is gone are taken as they are."""
+    if config.eval_protocol != "pa_hmdb51":
+        return
+    recorded, kept = _training_record(path)
+    if kept is None or kept.get("action_dataset") != "hmdb51":
+        return
+    fields = {field.name for field in dataclasses.fields(config)}
+    trained = dataclasses.replace(config, **{name: kept[name] for name in fields & set(kept)})
+    left_out = trained.pa_hmdb51_left_out()
+    tested = config.evaluation_datasets().privacy_annotations
+    if not left_out:
+        raise SettingError(
+            f"{path} was trained on HMDB51 with <eval_protocol>={trained.eval_protocol} "
+            f"({recorded}), its training split holding the PA-HMDB51 videos this evaluation "
+            f"tests on: train it with <eval_protocol>=pa_hmdb51 and "
+            f"<eval_privacy_annotations>={tested}, which leave them out"
+        )
+    if not Path(left_out).is_dir():
+        return
+    seen = sorted(pa_hmdb51_videos(tested) - pa_hmdb51_videos(left_out))
+    if seen:
+        raise SettingError(
+            f"{path} was trained leaving out the videos of {left_out} ({recorded}), not "
+            f"{len(seen)} of those this evaluation tests on (e.g. {', '.join(seen[:3])}): "
+            "evaluate it with the annotations it left out, or train it leaving these out"
+        )
+
+
+def _training_record(path: str) -> tuple[Path, dict | None]:
+    """The `config.json` that train.py wrote beside the anonymizer at `path`, and its settings
+    (None where there is none)."""
+    recorded = Path(path).parent / "config.json"
+    kept = read_record(
+        recorded,
+        f"the settings {path} was trained with are unknown; restore it, or remove it to "
+        "evaluate the anonymizer as the flags say",
+        SettingError,
+    )
+    return recorded, kept
 
 
 SEED_SETTINGS = ("privacy_weight", *LEARNING_RATES)
@@ -232,6 +274,9 @@ def methods_of(config: ExperimentConfig) -> list[Anonymization]:
     boxes = BoxesFromFile(config.eval_boxes) if config.eval_boxes else None
     if LEARNED in (entry.strip() for entry in config.eval_methods.split(",")):
         require_the_training_settings(config, learned_path(config))
+    for _, path in eval_methods(config):
+        if path:
+            require_unseen_test_videos(config, path)
     return [
         load_anonymizer(path, name=name)
         if path
