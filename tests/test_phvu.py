@@ -1,5 +1,6 @@
 """P-HVU label files (CSV and JSON) and the multi-label action metric."""
 
+import dataclasses
 import json
 
 import cv2
@@ -10,7 +11,7 @@ import tiny_models
 from sklearn.metrics import average_precision_score
 
 from keras_privacy.config import ExperimentConfig
-from keras_privacy.data import pipelines
+from keras_privacy.data import phvu, pipelines
 from keras_privacy.data.cache import prepare_cache, read_video_cache
 from keras_privacy.data.errors import DatasetFormatError
 from keras_privacy.data.examples import Example, Split
@@ -249,3 +250,28 @@ def test_frame_images_carry_the_privacy_labels(tmp_path):
     assert any(m.endswith("v2.mp4: none of its 8 frames is labelled") for m in labelled.missing)
     with pytest.raises(ValueError, match="0 .every frame. or more, got -1"):
         frame_images(train, tmp_path / "frames", -1)
+
+
+def test_frame_labels_of_a_video_decoding_fewer_frames_than_counted_are_warned_of(
+    tmp_path, monkeypatch, caplog
+):
+    # A damaged packet mid-file: the frames after it decode one index early, so frame-level
+    # labels may fall a frame off; the video's own labels (no frame_labels) cannot.
+    (tmp_path / "a").mkdir()
+    write_video(tmp_path / "a" / "v1.mp4", [np.zeros((16, 16, 3), np.uint8)] * 8, 25, "ffv1")
+    split = Split([Example(str(tmp_path / "a" / "v1.mp4"), privacy=(1,))], attribute_names=["x"])
+    counted = phvu.probe_video
+
+    def one_more(path):
+        info = counted(path)
+        return dataclasses.replace(info, num_frames=info.num_frames + 1)
+
+    monkeypatch.setattr(phvu, "probe_video", one_more)
+    with caplog.at_level("WARNING"):
+        frame_images(split, tmp_path / "video_labels", 2)
+        assert not caplog.messages
+        frame_images(split, tmp_path / "frame_labels", 2, lambda path, frame: (frame % 2,))
+    assert caplog.messages == [
+        f"{tmp_path / 'a' / 'v1.mp4'}: 8 frames decoded where 9 were counted (a damaged file?): "
+        "its frame labels may fall on frames up to 1 away"
+    ]

@@ -264,6 +264,15 @@ def frame_images(
             missing.append(str(error))
             continue
         if frames is not None:
+            if frame_labels is not None and len(frames) != num_frames:
+                logging.warning(
+                    "%s: %d frames decoded where %d were counted (a damaged file?): its frame "
+                    "labels may fall on frames up to %d away",
+                    example.path,
+                    len(frames),
+                    num_frames,
+                    abs(num_frames - len(frames)),
+                )
             for target, position in zip(targets, positions):
                 frame = frames[min(position, len(frames) - 1)]
                 cv2.imwrite(str(target), np.ascontiguousarray(frame[..., ::-1]))

@@ -16,9 +16,10 @@ their first rows, in every metric and interval.
 
 Each metric has a 95 % interval by bootstrap over the test units (videos for action, images for
 privacy): `samples` resamples of the units with replacement, drawn by a seeded NumPy generator,
-the metric recomputed on each, then the 2.5th and 97.5th percentiles of the values. Within a
-resample the privacy metrics skip, as on the full set, every attribute with no positive among
-the drawn units; a resample with no positive at all has no value and is left out.
+the metric recomputed on each, then the 2.5th and 97.5th percentiles of the values. Each
+resample of a privacy metric averages the attributes the full set's value averages (those with
+a positive): a resample that draws no positive of one of them has no value and is left out,
+rather than averaged over fewer attributes.
 """
 
 from __future__ import annotations
