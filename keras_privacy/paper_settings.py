@@ -104,6 +104,19 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "spact",
+        "videos shorter than a clip",
+        "the clip from frame 0, its last index clamped to the video's last frame, then padded "
+        "with itself reversed; a video of 8 clip frames or fewer fails and leaves the batch",
+        _S_ANON + "dl_ft_nov.py:94-110, 151-154",
+        SPACT,
+        "short_videos",
+        "mirror",
+        "the clip turns back through its own frames (and forward again where it must), "
+        "without reading the video's last frame once more before turning; no clip is dropped; "
+        "test clips alike",
+    ),
+    Setting(
+        "spact",
         "decoded frames",
         "not stated in the paper; authors' code crops the original 320 x 240 frames",
         _S_ANON + "parameters_SSL.py:20-21",
@@ -1134,6 +1147,17 @@ SETTINGS: tuple[Setting, ...] = (
         "same as the paper (for the minimax and the target action models)",
     ),
     Setting("penalty", "frames per clip", "16", "Penalty Sec. 4.2", PENALTY, "clip_length", "16"),
+    Setting(
+        "penalty",
+        "videos shorter than a clip",
+        "the skip halved where 16 x 4 frames do not fit; a clip that still does not fit fails",
+        _PEN + "aux_code/ucf101_dl.py:74-81, 255-258; hmdb51_dl.py:86-92, 290-293",
+        PENALTY,
+        "short_videos",
+        "halve_stride",
+        "halved where the span, 15 x 4 + 1 = 61 frames, does not fit (theirs: 64); where even "
+        "half does not fit, the clip loops back to its first frame rather than fail",
+    ),
     Setting(
         "penalty",
         "colour jitter and crop",

@@ -391,6 +391,7 @@ def training_data(config: ExperimentConfig) -> sources.TrainingData:
         clip_length=config.clip_length,
         clip_stride=config.clip_stride,
         image_size=config.image_size,
+        short_videos=config.short_videos,
         pair_sampler=config.pair_sampler,
         augmentation=config.action_augmentation(),
         image_augmentation=config.image_augmentation(),

@@ -133,6 +133,50 @@ def test_clip_indices():
     np.testing.assert_array_equal(pipelines.clip_indices(5, 3, 2, starts), [[0, 2, 4], [2, 4, 1]])
 
 
+def test_clip_indices_of_short_videos_mirror_or_halve_the_stride():
+    # mirror: positions 0 .. m - 1 of the m that fit, then back and forth (SPAct's reversed pad)
+    np.testing.assert_array_equal(
+        pipelines.clip_indices(7, 8, 2, 0, "mirror"), [0, 2, 4, 6, 4, 2, 0, 2]
+    )
+    np.testing.assert_array_equal(pipelines.clip_indices(10, 4, 2, 3, "mirror"), [3, 5, 7, 9])
+    np.testing.assert_array_equal(pipelines.clip_indices(1, 3, 2, 0, "mirror"), [0, 0, 0])
+    starts = tf.constant([[0], [2]])
+    mirrored = pipelines.clip_indices(5, 3, 2, starts, "mirror")
+    np.testing.assert_array_equal(mirrored, [[0, 2, 4], [2, 4, 2]])
+    # halve_stride: half the stride (at least 1) only where the span does not fit
+    assert [int(pipelines.clip_stride(n, 16, 4, "halve_stride")) for n in (61, 60, 31)] == [4, 2, 2]
+    assert int(pipelines.clip_stride(3, 4, 1, "halve_stride")) == 1
+    assert int(pipelines.clip_stride(5, 16, 4, "mirror")) == 4
+    with pytest.raises(ValueError, match="short_videos='pad' is not one of"):
+        pipelines.clip_stride(5, 16, 4, "pad")
+
+
+@_both("video")
+def test_short_videos_give_the_clips_their_choice_says(data, source):
+    # Video 1 has 6 frames, video 3 has 3, both fewer than a clip's span of 7.
+    expected = {
+        "loop": {1: [0, 2, 4, 0], 3: [0, 2, 1, 0]},
+        "mirror": {1: [0, 2, 4, 2], 3: [0, 2, 0, 2]},
+        "halve_stride": {1: [0, 1, 2, 3], 3: [0, 1, 2, 0]},
+    }
+    for choice, frames in expected.items():
+        dataset = pipelines.action_eval_dataset(
+            data[source], 1, CLIP, STRIDE, SIZE, short_videos=choice
+        )
+        for element in _numpy(dataset):
+            video = int(element["video_index"])
+            if video in frames:
+                assert [t for _, t in _names(element["clips"][0])] == frames[video], choice
+    train = pipelines.action_train_dataset(
+        data[source], 1, CLIP, STRIDE, SIZE, config=NO_COLOUR, short_videos="mirror"
+    )
+    clips = [batch["clips"][0] for batch in _numpy(train)]
+    shortest = [clip for clip in clips if _names(clip)[0][0] == 3]
+    assert len(shortest) == 1 and [t for _, t in _names(shortest[0])] == [0, 2, 0, 2]
+    with pytest.raises(ValueError, match="short_videos='pad'"):
+        pipelines.action_eval_dataset(data[source], 1, CLIP, STRIDE, SIZE, short_videos="pad")
+
+
 def test_random_start_fits_the_clip():
     starts = {int(pipelines.random_start(tf.constant([s, 0]), 10, 4, 2)) for s in range(60)}
     assert starts == {0, 1, 2, 3}  # 10 - (4 - 1) * 2 = 4 starts fit

@@ -16,7 +16,7 @@ from keras_privacy.data.augment import (
     SUPERVISED_SPACT_CODE,
     AugmentConfig,
 )
-from keras_privacy.data.pipelines import PAIR_SAMPLERS
+from keras_privacy.data.pipelines import PAIR_SAMPLERS, SHORT_VIDEOS
 from keras_privacy.data.sources import DatasetFiles
 
 if TYPE_CHECKING:
@@ -117,6 +117,16 @@ class DataSettings:
     image_size: int = field(default=32, metadata=described("Input frame side after crop.", "data"))
     clip_length: int = field(default=8, metadata=described("Frames per clip (T).", "data"))
     clip_stride: int = field(default=2, metadata=described("Take every s-th frame.", "data"))
+    short_videos: str = field(
+        default="loop",
+        metadata=described(
+            "How a clip goes on in a video shorter than its span, (<clip_length> - 1) x "
+            "<clip_stride> + 1 frames, in training and test clips alike: loop (back to the first "
+            "frame) | mirror (back through the clip's frames in reverse: SPAct's loader) | "
+            "halve_stride (half the stride where that fits: the penalty authors' loaders).",
+            "data",
+        ),
+    )
     flip_probability: float = field(
         default=0.5,
         metadata=described(
@@ -227,6 +237,7 @@ def validate_data(config: DataSettings) -> None:
     one_of("action_dataset", config.action_dataset, ACTION_DATASETS)
     one_of("privacy_dataset", config.privacy_dataset, PRIVACY_DATASETS)
     one_of("pair_sampler", config.pair_sampler, PAIR_SAMPLERS)
+    one_of("short_videos", config.short_videos, SHORT_VIDEOS)
     one_of(
         "supervised_augmentation", config.supervised_augmentation, tuple(SUPERVISED_AUGMENTATIONS)
     )

@@ -14,8 +14,12 @@ In a job of several processes (`process`), every process reads the same items in
 order and decodes and augments only its own rows of each global batch (`_process_rows`), the
 rows that data-parallel training places on its devices.
 
-Clips shorter than their span (clip_length - 1) * stride + 1 LOOP: index i is taken modulo the
-number of frames (no blank or frozen padding frames).
+A video shorter than a clip's span, (clip_length - 1) * stride + 1 frames, gives a clip from its
+first frame that goes on as `short_videos` says (`SHORT_VIDEOS`): "loop" back to the first
+frame; "mirror", back through the clip's frames in reverse and forward again (SPAct's loader
+pads a short clip with itself reversed, dl_ft_nov.py:151-154); "halve_stride", half the stride
+(at least 1) where that fits, looping where even that does not (the penalty authors' loaders,
+aux_code/ucf101_dl.py:74-81, 255-258). No blank or frozen padding frames either way.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from keras_privacy.data.video import read_video, warn_if_cut_short
 from keras_privacy.types import Tensor
 
 PAIR_SAMPLERS = ("random", "near", "far")
+SHORT_VIDEOS = ("loop", "mirror", "halve_stride")
 NEAR_FRAMES = 8  # "near": fewer than 8 frames apart in the original video
 FAR_FRAMES = 64  # "far": more than 64 frames apart in the video, or as far as the video allows
 VIDEO_SHUFFLE_WINDOW = 256  # cached videos shuffled within windows of this many records
@@ -58,19 +63,44 @@ AUTOTUNE = tf.data.AUTOTUNE
 # ---------------------------------------------------------------------------- frame choice
 
 
-def clip_indices(num_frames: Tensor, clip_length: int, stride: int, start: Tensor) -> Tensor:
-    """Indices of `clip_length` frames every `stride`-th frame from `start`; a video shorter
-    than the clip's span loops back to its first frame."""
-    return (start + tf.range(clip_length) * stride) % tf.maximum(num_frames, 1)
+def clip_stride(
+    num_frames: Tensor, clip_length: int, stride: int, short_videos: str = "loop"
+) -> Tensor:
+    """The stride of a clip of a video of `num_frames`: `stride`, or with "halve_stride" half
+    of it (at least 1) where the clip's span does not fit in the video."""
+    if short_videos not in SHORT_VIDEOS:
+        raise ValueError(f"short_videos={short_videos!r} is not one of {SHORT_VIDEOS}")
+    if short_videos != "halve_stride":
+        return tf.constant(stride)
+    fits = num_frames >= (clip_length - 1) * stride + 1
+    return tf.where(fits, stride, max(stride // 2, 1))
 
 
-def random_start(seed: Tensor, num_frames: Tensor, clip_length: int, stride: int) -> Tensor:
+def clip_indices(
+    num_frames: Tensor, clip_length: int, stride: Tensor, start: Tensor, short_videos: str = "loop"
+) -> Tensor:
+    """Indices of `clip_length` frames every `stride`-th frame from `start`; where the video
+    ends first, the clip loops back to its first frame, or with "mirror" turns back through
+    its own frames (positions 0, 1, .., m - 1, m - 2, .., 0, 1, .. of the m that fit)."""
+    positions = tf.range(clip_length)
+    start, stride = tf.cast(start, tf.int32), tf.cast(stride, tf.int32)
+    if short_videos == "mirror":
+        fit = tf.maximum((num_frames - 1 - start) // stride + 1, 1)
+        period = tf.maximum(2 * (fit - 1), 1)
+        folded = positions % period
+        positions = tf.where(folded < fit, folded, period - folded)
+    return (start + positions * stride) % tf.maximum(num_frames, 1)
+
+
+def random_start(seed: Tensor, num_frames: Tensor, clip_length: int, stride: Tensor) -> Tensor:
     """A uniformly random start so that the clip fits when the video is long enough (else 0)."""
     last = tf.maximum(num_frames - (clip_length - 1) * stride, 1)
     return tf.random.stateless_uniform([], seed, 0, last, dtype=tf.int32)
 
 
-def equidistant_starts(num_frames: Tensor, num_clips: int, clip_length: int, stride: int) -> Tensor:
+def equidistant_starts(
+    num_frames: Tensor, num_clips: int, clip_length: int, stride: Tensor
+) -> Tensor:
     """`num_clips` starts spread evenly (linspace) from the first to the last that fits."""
     last = tf.maximum(num_frames - (clip_length - 1) * stride - 1, 0)
     spaced = tf.linspace(0.0, tf.cast(last, tf.float32), num_clips)
@@ -490,6 +520,7 @@ def action_train_dataset(
     held_out: bool = False,
     process: tuple[int, int] = (0, 1),
     batch_parts: tuple[int, ...] = (),
+    short_videos: str = "loop",
 ) -> tf.data.Dataset:
     """Shuffled, augmented training clips of `epochs` passes (None: endless), last partial
     batch dropped: {"clips" float32 (B, T, size, size, 3) in [0, 1], "labels" int32 (B,),
@@ -515,7 +546,9 @@ def action_train_dataset(
     `batch_size` is the global batch. In a job of several processes, `process` = (index,
     count), each batch is this process's rows of it (`_process_rows`, over `batch_parts`, runs
     of the batch such as a step's clips and the action batches after them; default one run),
-    and only those clips are decoded."""
+    and only those clips are decoded. A video shorter than a clip's span gives clips as
+    `short_videos` says (`SHORT_VIDEOS`, see the module docstring)."""
+    clip_stride(0, clip_length, stride, short_videos)  # an unknown choice fails here
     videos = _source(source, "video")
 
     def view(frames, augment_seed):
@@ -527,8 +560,10 @@ def action_train_dataset(
         return tf.equal(tf.cast(index, tf.int64) % hold_out == 0, held_out)
 
     def sample_clip(record, start_seed, augment_seed):
-        start = random_start(start_seed, record["num_frames"], clip_length, stride)
-        indices = clip_indices(record["num_frames"], clip_length, stride, start)
+        num_frames = record["num_frames"]
+        taken = clip_stride(num_frames, clip_length, stride, short_videos)
+        start = random_start(start_seed, num_frames, clip_length, taken)
+        indices = clip_indices(num_frames, clip_length, taken, start, short_videos)
         clip = view(take_frames(record["frames"], indices), augment_seed)
         return tf.ensure_shape(clip, [clip_length, size, size, 3])
 
@@ -569,18 +604,22 @@ def action_eval_dataset(
     size: int = 112,
     fraction: float = 1.0,
     keeps_aspect: bool = False,
+    short_videos: str = "loop",
 ) -> tf.data.Dataset:
     """Per video in source order, `num_clips` equidistant centre-cropped clips (the centred
     square of `fraction` of the short side; with `keeps_aspect`, `fraction` of the height and
     of the width): {"clips" float32 (K, T, size, size, 3), "label" int32, "video_index" int32},
-    and "actions" float32 (C,) multi-hot labels for a multi-label split (P-HVU)."""
+    and "actions" float32 (C,) multi-hot labels for a multi-label split (P-HVU). A video
+    shorter than a clip's span gives clips as `short_videos` says (`SHORT_VIDEOS`)."""
+    clip_stride(0, clip_length, stride, short_videos)  # an unknown choice fails here
     videos = _source(source, "video")
 
     def make(record):
-        starts = equidistant_starts(record["num_frames"], num_clips, clip_length, stride)
-        indices = tf.reshape(
-            clip_indices(record["num_frames"], clip_length, stride, starts[:, None]), [-1]
-        )
+        num_frames = record["num_frames"]
+        taken = clip_stride(num_frames, clip_length, stride, short_videos)
+        starts = equidistant_starts(num_frames, num_clips, clip_length, taken)
+        indices = clip_indices(num_frames, clip_length, taken, starts[:, None], short_videos)
+        indices = tf.reshape(indices, [-1])
         clips = augment.evaluation_clip(
             take_frames(record["frames"], indices), size, fraction, keeps_aspect
         )

@@ -230,6 +230,7 @@ class Batching:
     clip_length: int
     clip_stride: int
     image_size: int
+    short_videos: str
     pair_sampler: str
     augmentation: AugmentConfig
     image_augmentation: AugmentConfig = SUPERVISED
@@ -308,6 +309,7 @@ class TrainingData:
                 epochs=None,
                 second_clip=c.second_clip,
                 hold_out=self.hold_out,
+                short_videos=c.short_videos,
                 held_out=held_out,
                 process=process,
                 batch_parts=batch_parts,
@@ -358,7 +360,7 @@ class TrainingData:
         """The centre-cropped first clip of the first video, to watch the anonymization."""
         c = self.batching
         dataset = pipelines.action_eval_dataset(
-            self.videos, 1, c.clip_length, c.clip_stride, c.image_size
+            self.videos, 1, c.clip_length, c.clip_stride, c.image_size, short_videos=c.short_videos
         )
         return next(iter(dataset.take(1).as_numpy_iterator()))["clips"][0]
 

@@ -256,6 +256,7 @@ def train_action_target(
         seed=c.seed,
         config=c.action_augmentation(),
         epochs=None,
+        short_videos=c.short_videos,
     )
     if labels not in dataset.element_spec:
         raise SettingError(
@@ -287,6 +288,8 @@ def action_target_settings(config: ExperimentConfig) -> dict:
             "image_size": config.image_size,
             "clip_length": config.clip_length,
             "clip_stride": config.clip_stride,
+            # Kept only where not the default, so that reports written before it compare alike.
+            **({"short_videos": config.short_videos} if config.short_videos != "loop" else {}),
             "seed": config.seed,
             "epochs": config.eval_action_epochs,
             "steps_per_epoch": config.steps_per_epoch,
@@ -375,6 +378,7 @@ def test_action_target(
         c.image_size,
         c.eval_action_crop,
         keeps_aspect=c.action_augmentation().crop_keeps_aspect,
+        short_videos=c.short_videos,
     )
     probs, labels, videos = [], [], []
     for video in tqdm(dataset.as_numpy_iterator(), desc="testing f'_T", unit="video", leave=False):
