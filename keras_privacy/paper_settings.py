@@ -106,14 +106,14 @@ SETTINGS: tuple[Setting, ...] = (
         "spact",
         "videos shorter than a clip",
         "the clip from frame 0, its last index clamped to the video's last frame, then padded "
-        "with itself reversed; a video of 8 clip frames or fewer fails and leaves the batch",
-        _S_ANON + "dl_ft_nov.py:94-110, 151-154",
+        "with itself reversed; a video of 8 clip frames or fewer fails and leaves the batch "
+        "(test clips padded alike)",
+        _S_ANON + "dl_ft_nov.py:94-110, 151-154, 340",
         SPACT,
         "short_videos",
         "mirror",
         "the clip turns back through its own frames (and forward again where it must), "
-        "without reading the video's last frame once more before turning; no clip is dropped; "
-        "test clips alike",
+        "without reading the video's last frame once more before turning; no clip is dropped",
     ),
     Setting(
         "spact",
