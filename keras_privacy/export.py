@@ -379,7 +379,10 @@ def _remove_earlier_extras(asked: dict[str, bool]) -> None:
         if os.path.isfile(path):
             os.remove(path)
             if not rewritten:
-                print(f"removed {path}: an earlier export's, not of this anonymizer")
+                print(
+                    f"removed {path}: an earlier export's, not asked for this time (it may not "
+                    "be of this anonymizer)"
+                )
 
 
 if __name__ == "__main__":

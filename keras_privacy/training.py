@@ -538,7 +538,8 @@ class _FirstStepTime(keras.callbacks.Callback):
 
 
 class _FailOnNonFinite(keras.callbacks.Callback):
-    """Stop at the first batch whose logs hold a NaN or an infinity, and remember where."""
+    """Stop at the first batch whose logs hold a NaN or an infinity, and remember where (batches
+    counted from 1, as the epochs in its message)."""
 
     def __init__(self):
         super().__init__()
@@ -547,7 +548,7 @@ class _FailOnNonFinite(keras.callbacks.Callback):
     def on_train_batch_end(self, batch, logs=None):
         for name, value in (logs or {}).items():
             if not math.isfinite(float(value)):
-                self.failure = f"batch {batch}: {name} = {float(value)}"
+                self.failure = f"batch {batch + 1}: {name} = {float(value)}"
                 self.model.stop_training = True
                 return
 

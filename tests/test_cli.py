@@ -268,7 +268,7 @@ def test_train_py_reports_a_diverged_run_in_one_line(benchmark, tmp_path):
     checkpoint = tmp_path / "run" / "checkpoints" / "identity-0001"
     log = tmp_path / "run" / "error.log"
     assert completed.stderr.splitlines()[-1] == (
-        "error: phase identity, epoch 2, batch 0: reconstruction_loss = nan; the last "
+        "error: phase identity, epoch 2, batch 1: reconstruction_loss = nan; the last "
         f"checkpoint, {checkpoint} (every weight finite), is kept and a restart resumes from "
         "it. Lower the learning rates or the privacy weight and restart. "
         f"(traceback in {log})"

@@ -506,9 +506,12 @@ def test_a_kept_attacker_of_other_attributes_or_of_damaged_files_is_refused(benc
     assert model.output_shape == (None, 2) and kept == {}
     with pytest.raises(ValueError, match=r"other settings \(its attribute_names differ\)"):
         kept_attacker(["s4_outdoor_scene", "s5_object"])
-    path.write_bytes(path.read_bytes()[:100])  # a save cut short
-    with pytest.raises(ValueError, match=f"^{re.escape(str(path))}: not a readable Keras model"):
-        kept_attacker(["s1_warm_actor", "s2_striped_actor"])
+    saved = path.read_bytes()
+    for cut in (100, 0):  # a save cut short, an empty file
+        path.write_bytes(saved[:cut])
+        message = f"^{re.escape(str(path))}: not a .keras archive \\({cut} bytes: empty, cut short"
+        with pytest.raises(ValueError, match=message):
+            kept_attacker(["s1_warm_actor", "s2_striped_actor"])
     record.write_text('{"settings": {')
     with pytest.raises(ValueError, match=f"^{re.escape(str(record))}: not the record of ") as error:
         kept_attacker(["s1_warm_actor", "s2_striped_actor"])

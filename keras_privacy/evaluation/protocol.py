@@ -457,6 +457,11 @@ def _raw_attacker(
             raise ValueError(
                 f"{path} was trained with other settings (its {', '.join(differ)} differ): {remedy}"
             )
+        if not zipfile.is_zipfile(path):
+            raise ValueError(
+                f"{path}: not a .keras archive ({path.stat().st_size} bytes: empty, cut short, "
+                f"or another kind of file): {remedy}"
+            )
         try:
             return keras.saving.load_model(path, compile=False), record
         except (OSError, ValueError, zipfile.BadZipFile) as error:
