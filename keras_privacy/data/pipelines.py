@@ -63,13 +63,17 @@ AUTOTUNE = tf.data.AUTOTUNE
 # ---------------------------------------------------------------------------- frame choice
 
 
+def _require_short_videos(short_videos: str) -> None:
+    if short_videos not in SHORT_VIDEOS:
+        raise ValueError(f"short_videos={short_videos!r} is not one of {SHORT_VIDEOS}")
+
+
 def clip_stride(
     num_frames: Tensor, clip_length: int, stride: int, short_videos: str = "loop"
 ) -> Tensor:
     """The stride of a clip of a video of `num_frames`: `stride`, or with "halve_stride" half
     of it (at least 1) where the clip's span does not fit in the video."""
-    if short_videos not in SHORT_VIDEOS:
-        raise ValueError(f"short_videos={short_videos!r} is not one of {SHORT_VIDEOS}")
+    _require_short_videos(short_videos)
     if short_videos != "halve_stride":
         return tf.constant(stride)
     fits = num_frames >= (clip_length - 1) * stride + 1
@@ -548,7 +552,7 @@ def action_train_dataset(
     of the batch such as a step's clips and the action batches after them; default one run),
     and only those clips are decoded. A video shorter than a clip's span gives clips as
     `short_videos` says (`SHORT_VIDEOS`, see the module docstring)."""
-    clip_stride(0, clip_length, stride, short_videos)  # an unknown choice fails here
+    _require_short_videos(short_videos)
     videos = _source(source, "video")
 
     def view(frames, augment_seed):
@@ -611,7 +615,7 @@ def action_eval_dataset(
     of the width): {"clips" float32 (K, T, size, size, 3), "label" int32, "video_index" int32},
     and "actions" float32 (C,) multi-hot labels for a multi-label split (P-HVU). A video
     shorter than a clip's span gives clips as `short_videos` says (`SHORT_VIDEOS`)."""
-    clip_stride(0, clip_length, stride, short_videos)  # an unknown choice fails here
+    _require_short_videos(short_videos)
     videos = _source(source, "video")
 
     def make(record):
