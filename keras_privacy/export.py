@@ -46,6 +46,7 @@ import numpy as np
 from keras_privacy import backend
 from keras_privacy.checkpoint import non_finite_variables
 from keras_privacy.cli import refuse_a_file, run_command
+from keras_privacy.files import not_a_keras_archive
 from keras_privacy.methods.trainer import StatelessTrainer
 from keras_privacy.optional import ONNX_INSTALL, import_optional
 from keras_privacy.types import Tensor
@@ -83,11 +84,8 @@ def load_keras_anonymizer(path: str | os.PathLike) -> keras.Model:
         )
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path}: no such anonymizer file (a .keras file)")
-    if os.fspath(path).endswith(".keras") and not zipfile.is_zipfile(path):
-        raise ValueError(
-            f"{path}: not a .keras archive ({os.path.getsize(path)} bytes: empty, cut short, "
-            "or another kind of file)"
-        )
+    if os.fspath(path).endswith(".keras") and (problem := not_a_keras_archive(path)):
+        raise ValueError(f"{path}: {problem}")
     try:
         model = keras.saving.load_model(os.fspath(path), compile=False)
     except (ValueError, TypeError) as error:  # TypeError: a class Keras cannot rebuild

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import uuid
+import zipfile
 from pathlib import Path
 
 
@@ -26,3 +27,14 @@ def write_text_atomically(path: str | os.PathLike, text: str) -> None:
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
+
+
+def not_a_keras_archive(path: str | os.PathLike) -> str | None:
+    """Why the file at `path` cannot be a `.keras` archive (no zip: empty, cut short or another
+    kind of file), or None where it is a zip, whose members Keras then reads."""
+    if zipfile.is_zipfile(path):
+        return None
+    return (
+        f"not a .keras archive ({os.path.getsize(path)} bytes: empty, cut short, or another kind "
+        "of file)"
+    )

@@ -105,6 +105,7 @@ from keras_privacy.evaluation.targets import (
     train_privacy_target,
     with_anonymizer,
 )
+from keras_privacy.files import not_a_keras_archive
 from keras_privacy.spelling import spell
 
 __all__ = [
@@ -457,11 +458,8 @@ def _raw_attacker(
             raise ValueError(
                 f"{path} was trained with other settings (its {', '.join(differ)} differ): {remedy}"
             )
-        if not zipfile.is_zipfile(path):
-            raise ValueError(
-                f"{path}: not a .keras archive ({path.stat().st_size} bytes: empty, cut short, "
-                f"or another kind of file): {remedy}"
-            )
+        if problem := not_a_keras_archive(path):
+            raise ValueError(f"{path}: {problem}: {remedy}")
         try:
             return keras.saving.load_model(path, compile=False), record
         except (OSError, ValueError, zipfile.BadZipFile) as error:
