@@ -9,7 +9,7 @@ import pytest
 import tiny_models
 
 from keras_privacy.data.pairs import pair_arrays
-from keras_privacy.methods.batches import check_frames
+from keras_privacy.methods.batches import BatchList, check_frames
 from keras_privacy.methods.spact import SPAct
 
 
@@ -112,3 +112,50 @@ def test_a_trainers_fit_refuses_clips_of_another_length_than_its_action_model():
     assert int(trainer.group_optimizer("anonymizer").iterations) == 0
     trainer.fit(good, batch_size=2, verbose=0)
     assert int(trainer.group_optimizer("anonymizer").iterations) == 1
+
+
+def test_a_second_fit_with_clips_of_another_length_is_refused():
+    """TensorFlow relaxes a retraced step's changed dimension to unknown, so the trainer checks
+    the arrays' shapes before fitting too: a second fit is refused on either backend."""
+    trainer = SPAct(
+        tiny_models.anonymizer(),
+        built_for((4, 8, 8, 3), "r3d"),
+        tiny_models.privacy_encoder(),
+    )
+    trainer.compile({g: keras.optimizers.Adam(1e-2) for g in ("anonymizer", "action", "privacy")})
+    rng = np.random.default_rng(0)
+    good = pair_arrays(tiny_models.batch(rng, images=2), tiny_models.batch(rng, images=2))
+    trainer.fit(good, batch_size=2, verbose=0)
+    short = dict(good, clips=good["clips"][:, :, :3])
+    with pytest.raises(ValueError, match=r"holds clips of 3 x 8 x 8 x 3 .* 'r3d' was built for 4"):
+        trainer.fit(short, batch_size=2, verbose=0)
+    with pytest.raises(ValueError, match=r"holds clips of 3 x 8 x 8 x 3 .* 'r3d' was built for 4"):
+        trainer.fit(BatchList([short]), verbose=0)
+    assert int(trainer.group_optimizer("anonymizer").iterations) == 1
+
+
+@pytest.mark.parametrize(
+    "call, given",
+    [
+        (lambda trainer, batch: trainer.fit(batch["clips"], batch["labels"]), "fit's y"),
+        (lambda trainer, batch: trainer.fit(batch["clips"]), "fit's x as one array"),
+        (
+            lambda trainer, batch: trainer.fit(BatchList([(batch["clips"], batch["labels"])])),
+            "a tuple",
+        ),
+    ],
+)
+def test_batches_that_are_no_dict_are_refused_by_name(call, given):
+    trainer = SPAct(
+        tiny_models.anonymizer(), tiny_models.action_model(), tiny_models.privacy_encoder()
+    )
+    trainer.compile({g: keras.optimizers.Adam(1e-2) for g in ("anonymizer", "action", "privacy")})
+    rng = np.random.default_rng(0)
+    batch = pair_arrays(tiny_models.batch(rng, images=2), tiny_models.batch(rng, images=2))
+    with pytest.raises(
+        (TypeError, ValueError),
+        match=rf"SPAct takes each batch as one dict of named arrays, labels included .* "
+        rf"keras_privacy.methods.spact names them\), but was given {given}",
+    ):
+        call(trainer, batch)
+    assert int(trainer.group_optimizer("anonymizer").iterations) == 0

@@ -342,8 +342,17 @@ class StatelessTrainer(keras.Model):
     def step_updates(self, data: Mapping[str, Any]) -> Sequence[Update]:
         """`updates(data)`, once `data`'s frames are checked against the models
         (`batches.check_frames`): what the backends' steps call, when they are traced."""
+        if not isinstance(data, Mapping):
+            raise TypeError(self._batches_are_dicts(f"a {type(data).__name__}"))
         check_frames(type(self).__name__, data, self.groups(), self.paired_batches)
         return self.updates(data)
+
+    def _batches_are_dicts(self, given: str) -> str:
+        return (
+            f"{type(self).__name__} takes each batch as one dict of named arrays, labels "
+            f"included (clips, labels, ...: the docstring of {type(self).__module__} names "
+            f"them), but was given {given}"
+        )
 
     # ---------------------------------------------------------------------- fit and predict
     def fit(self, *args: Any, **kwargs: Any) -> keras.callbacks.History:
@@ -351,7 +360,13 @@ class StatelessTrainer(keras.Model):
         that fails leaves the models' weights as they were before it, on JAX too."""
         if kwargs.get("validation_data") is not None or kwargs.get("validation_split"):
             raise ValueError(self._no_evaluation("fit's validation_data / validation_split"))
-        self._check_arrays(args[0] if args else kwargs.get("x"))
+        if (args[1] if len(args) > 1 else kwargs.get("y")) is not None:
+            raise ValueError(self._batches_are_dicts("fit's y"))
+        x = args[0] if args else kwargs.get("x")
+        if isinstance(x, np.ndarray):
+            raise ValueError(self._batches_are_dicts("fit's x as one array"))
+        self._check_arrays(x)
+        self._check_frame_shapes(x)
         with backend.weights_kept_on_failure(self):
             return super().fit(*args, **kwargs)
 
@@ -377,6 +392,19 @@ class StatelessTrainer(keras.Model):
                 "batches instead, fit(keras_privacy.methods.batches.BatchList([batch, ...]))"
             )
         self._check_values(x, "")
+
+    def _check_frame_shapes(self, x: Any) -> None:
+        """`batches.check_frames` on the static shapes of `x` (arrays, every batch of a
+        `BatchList`, a `tf.data` dataset's element spec) before the step is traced: a step
+        traced again on TensorFlow relaxes a changed dimension to unknown, so a second fit
+        with clips of another length would pass its check there."""
+        if isinstance(x, BatchList):
+            batches = [batch for batch in x.batches if isinstance(batch, Mapping)]
+        else:
+            spec = getattr(x, "element_spec", x)
+            batches = [spec] if isinstance(spec, Mapping) else []
+        for batch in batches:
+            check_frames(type(self).__name__, batch, self.groups(), self.paired_batches)
 
     def _check_values(self, x: Mapping[str, Any], where: str) -> None:
         """`_check_arrays`' checks of the values of one mapping of arrays; `where` begins the
