@@ -24,6 +24,7 @@ import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
+import h5py
 import keras
 import numpy as np
 
@@ -201,14 +202,42 @@ def record_saved_models(run_dir: str | os.PathLike, state: dict | None) -> None:
     )
 
 
-def mark_saved_models_behind(run_dir: str | os.PathLike) -> None:
-    """Record, before a run with saved models trains on (a finished run extended), that they
-    are about to fall behind its weights: a kill before its next checkpoint leaves the
-    checkpoint they hold as the latest, but `config.json` already describes the longer run."""
+def mark_saved_models_behind(run_dir: str | os.PathLike, state: dict | None) -> None:
+    """Record, before a run with saved models trains on from the checkpoint `state` (a
+    finished run extended), that they are about to fall behind its weights: a kill before its
+    next checkpoint leaves the checkpoint they hold as the latest, but `config.json` already
+    describes the longer run. The checkpoint's files are read whole first: a damaged one
+    raises CheckpointError and marks nothing, so the saved models stay evaluable."""
     path = Path(run_dir) / SAVED_MODELS_FILE
     record = read_record(path, _SAVED_MODELS_DAMAGED)
-    if record is not None:
-        write_text_atomically(path, json.dumps({**record, "training_on": True}, indent=1))
+    if record is None:
+        return
+    if state is not None:
+        check_readable(state)
+    write_text_atomically(path, json.dumps({**record, "training_on": True}, indent=1))
+
+
+def check_readable(state: dict) -> None:
+    """Read every file of the checkpoint `state` whole, raising CheckpointError naming the
+    first that cannot be read (`_damaged`); whether they fit the models is `restore_*`'s."""
+    for path in sorted(Path(state["path"]).iterdir()):
+        try:
+            if path.name.endswith(".weights.h5"):
+                with h5py.File(path, "r") as file:
+                    file.visititems(_read_dataset)
+            elif path.suffix == ".npz":
+                with np.load(path) as saved:
+                    for name in saved.files:
+                        saved[name]
+        except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as error:
+            raise _damaged(path, error) from error
+
+
+def _read_dataset(name: str, item: object) -> None:
+    """Read an HDF5 dataset's values (for `h5py.Group.visititems`), so that a file cut short
+    fails here."""
+    if isinstance(item, h5py.Dataset):
+        item[()]
 
 
 def saved_models_behind(run_dir: str | os.PathLike) -> str | None:

@@ -722,8 +722,9 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
         warn_if_one_attack_model(config)
         record = _environment_record(run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
-        if not _finished(config, checkpoint.latest_checkpoint(run_dir)):
-            checkpoint.mark_saved_models_behind(run_dir)
+        latest = checkpoint.latest_checkpoint(run_dir)
+        if not _finished(config, latest):
+            checkpoint.mark_saved_models_behind(run_dir, latest)
             # Atomic: the other processes of a run read it as this one writes it.
             write_text_atomically(
                 run_dir / "config.json", json.dumps(dataclasses.asdict(config), indent=1)

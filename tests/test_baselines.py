@@ -237,6 +237,12 @@ def test_boxes_from_file_names_the_file_and_the_entry_it_cannot_read(tmp_path, c
         BoxesFromFile(path)
 
 
+def test_boxes_from_a_missing_file_name_the_flag(tmp_path):
+    path = tmp_path / "boxes.json"
+    with pytest.raises(FileNotFoundError, match=re.escape(f"{path} (--eval_boxes): no such box")):
+        BoxesFromFile(path)
+
+
 def test_downsample_4x_reaches_the_target_model_at_its_input_scale(tmp_path):
     """A 1000 x 800 image goes through the evaluation's cache (short side 128) and view (112 x
     112): the target model behind `downsample_4x` sees exactly that view area-resized to 28 x 28

@@ -270,6 +270,24 @@ def test_a_finished_run_keeps_the_settings_it_was_trained_with(uninterrupted, be
     assert checkpoint_files(run_dir) == checkpoints
 
 
+def test_a_finished_run_extended_from_a_damaged_checkpoint_keeps_its_models_evaluable(
+    uninterrupted, benchmark, tmp_path
+):
+    """The checkpoint is read whole before the run's records say it trains on: a damaged one
+    is named, and config.json and the saved models stay those of the finished run."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(Path(uninterrupted["config"].run_dir), run_dir)
+    config_before = (run_dir / "config.json").read_text()
+    weights = Path(checkpoint.latest_checkpoint(run_dir)["path"]) / "anonymizer.weights.h5"
+    weights.write_bytes(weights.read_bytes()[:300])
+    with pytest.raises(checkpoint.CheckpointError) as raised:
+        training.train(tiny_config(benchmark, run_dir, minimax_epochs=3))
+    assert str(raised.value).startswith(f"{weights}: cannot be read (")
+    assert (run_dir / "config.json").read_text() == config_before
+    assert checkpoint.saved_models_behind(run_dir) is None
+    load_anonymizer(run_dir / "anonymizer.keras")
+
+
 class InterruptAtFirstBatch(keras.callbacks.Callback):
     """Ctrl-C after the first training step."""
 

@@ -166,8 +166,10 @@ def baseline_anonymization(
 def require_the_training_settings(config: ExperimentConfig, path: str) -> None:
     """Raise SettingError where the run that saved the anonymizer at `path` (the `config.json`
     that train.py wrote beside it, if any) was trained with settings that name its report
-    row otherwise (`LEARNED_NAME_SETTINGS`) or that gave it frames of another `image_size`:
-    its row would carry another method's name, or measure it at a size it never saw."""
+    row otherwise (`LEARNED_NAME_SETTINGS`), that gave it frames of another `image_size`, or
+    that trained it on other datasets (by name: a moved folder is the same dataset): its row
+    would carry another method's name, measure it at a size it never saw, or call its
+    protocol `same` (or the evaluation datasets novel) against datasets it never trained on."""
     recorded, kept = _training_record(path)
     if kept is None:
         return
@@ -175,8 +177,9 @@ def require_the_training_settings(config: ExperimentConfig, path: str) -> None:
     differ = []
     if dataclasses.replace(config, **naming).learned_name() != config.learned_name():
         differ = [name for name in naming if naming[name] != getattr(config, name)]
-    if "image_size" in kept and kept["image_size"] != config.image_size:
-        differ.append("image_size")
+    for name in ("image_size", "action_dataset", "privacy_dataset"):
+        if name in kept and kept[name] != getattr(config, name):
+            differ.append(name)
     if differ:
         now = {name: getattr(config, name) for name in differ}
         listed = ", ".join(f"<{name}>={kept[name]} (now {now[name]})" for name in differ)

@@ -245,6 +245,8 @@ class BoxesFromFile:
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = os.fspath(path)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"{path} (--eval_boxes): no such box file")
         with open(path, "rb") as file:
             content = file.read()
         self.sha256 = hashlib.sha256(content).hexdigest()
