@@ -537,6 +537,18 @@ class _FirstStepTime(keras.callbacks.Callback):
             )
 
 
+class _PhaseProgress(keras.callbacks.ProgbarLogger):
+    """Keras' progress lines, counting the phase's `epochs`: training fits one epoch at a time
+    (`initial_epoch=k, epochs=k + 1`), so Keras alone prints every epoch as the last."""
+
+    def __init__(self, epochs: int):
+        super().__init__()
+        self.phase_epochs = epochs
+
+    def set_params(self, params: dict) -> None:
+        super().set_params({**params, "epochs": self.phase_epochs})
+
+
 class _FailOnNonFinite(keras.callbacks.Callback):
     """Stop at the first batch whose logs hold a NaN or an infinity, and remember where (batches
     counted from 1, as the epochs in its message)."""
@@ -816,6 +828,7 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
                     verbose=2,
                     shuffle=False,  # the pipeline shuffles (Keras would warn that it ignores True)
                     callbacks=[
+                        _PhaseProgress(phase.epochs),
                         first_step,
                         guard,
                         *([keras.callbacks.TensorBoard(log_dir=str(logs_dir))] if chief else []),

@@ -160,6 +160,12 @@ def test_full_run_writes_models_history_frames_and_logs(uninterrupted):
         "identity", "action_init", "privacy_init", "minimax"
     ]  # fmt: skip
     assert all(float(seconds) > 0 for _, seconds in first_steps)
+    # Keras' progress lines count the phase's epochs (fit runs one at a time): the minimax's
+    # two, where Keras alone would print "Epoch 2/2" alone.
+    assert re.findall(r"^Epoch (\d+)/(\d+)$", uninterrupted["log"], re.M) == [
+        ("1", "2"),
+        ("2", "2"),
+    ]
 
     # The .keras files reload to the trained models: same weights, same outputs.
     assert result.model_paths == {
