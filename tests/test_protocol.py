@@ -660,9 +660,9 @@ def test_a_learned_anonymizer_is_evaluated_with_the_settings_it_was_trained_with
     benchmark, tmp_path
 ):
     """The run's config.json beside the anonymizer: a setting that would give its row another
-    method's name, its frames another size, or that trained it on other datasets is refused
-    naming both values; settings that name nothing for the method (SPAct's views, for VITA)
-    and a moved dataset folder may differ."""
+    method's name, its frames another size, or that trained it on other datasets (any saved
+    anonymizer's) is refused naming both values; settings that name nothing for the method
+    (SPAct's views, for VITA) and a moved dataset folder may differ."""
     config = tiny_config(benchmark, tmp_path, anonymizer_path=saved_anonymizer(tmp_path))
     recorded = tmp_path / "config.json"
     anonymizations.require_the_training_settings(config, config.anonymizer_path)  # none kept
@@ -680,13 +680,21 @@ def test_a_learned_anonymizer_is_evaluated_with_the_settings_it_was_trained_with
     anonymizations.require_the_training_settings(vita, config.anonymizer_path)
     with pytest.raises(SettingError, match="--contrastive_views=both \\(now images\\)"):
         anonymizations.require_the_training_settings(config, config.anonymizer_path)
-    # Trained on other datasets: the evaluation's "same" would not be theirs.
+    # Trained on other datasets (learned or NAME=PATH): the evaluation's "same" would not be
+    # theirs; a moved folder is the same dataset.
     recorded.write_text(json.dumps(dataclasses.asdict(config) | {"action_dataset": "hmdb51"}))
-    with pytest.raises(SettingError, match="--action_dataset=hmdb51 \\(now synthetic\\)"):
-        protocol.methods_of(config)
+    other = dataclasses.replace(config, eval_methods=f"other={config.anonymizer_path}")
+    for evaluation in (config, other):
+        with pytest.raises(SettingError) as raised:
+            protocol.methods_of(evaluation)
+        assert str(raised.value) == (
+            f"{config.anonymizer_path} was trained with --action_dataset=hmdb51 (now "
+            f"synthetic) ({recorded}): evaluate it with the datasets it was trained on, apart "
+            "from anonymizers trained on others"
+        )
     moved = dataclasses.asdict(config) | {"action_root": str(tmp_path / "moved")}
     recorded.write_text(json.dumps(moved))
-    anonymizations.require_the_training_settings(config, config.anonymizer_path)
+    anonymizations.require_the_training_datasets(config, config.anonymizer_path)
     recorded.write_text("{")
     with pytest.raises(SettingError, match=f"^{re.escape(str(recorded))} is not valid JSON"):
         anonymizations.require_the_training_settings(config, config.anonymizer_path)

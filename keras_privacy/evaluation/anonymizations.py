@@ -166,10 +166,8 @@ def baseline_anonymization(
 def require_the_training_settings(config: ExperimentConfig, path: str) -> None:
     """Raise SettingError where the run that saved the anonymizer at `path` (the `config.json`
     that train.py wrote beside it, if any) was trained with settings that name its report
-    row otherwise (`LEARNED_NAME_SETTINGS`), that gave it frames of another `image_size`, or
-    that trained it on other datasets (by name: a moved folder is the same dataset): its row
-    would carry another method's name, measure it at a size it never saw, or call its
-    protocol `same` (or the evaluation datasets novel) against datasets it never trained on."""
+    row otherwise (`LEARNED_NAME_SETTINGS`) or that gave it frames of another `image_size`:
+    its row would carry another method's name, or measure it at a size it never saw."""
     recorded, kept = _training_record(path)
     if kept is None:
         return
@@ -177,15 +175,38 @@ def require_the_training_settings(config: ExperimentConfig, path: str) -> None:
     differ = []
     if dataclasses.replace(config, **naming).learned_name() != config.learned_name():
         differ = [name for name in naming if naming[name] != getattr(config, name)]
-    for name in ("image_size", "action_dataset", "privacy_dataset"):
-        if name in kept and kept[name] != getattr(config, name):
-            differ.append(name)
+    if "image_size" in kept and kept["image_size"] != config.image_size:
+        differ.append("image_size")
     if differ:
         now = {name: getattr(config, name) for name in differ}
         listed = ", ".join(f"<{name}>={kept[name]} (now {now[name]})" for name in differ)
         raise SettingError(
             f"{path} was trained with {listed} ({recorded}): evaluate it with the settings it "
             "was trained with"
+        )
+
+
+def require_the_training_datasets(config: ExperimentConfig, path: str) -> None:
+    """Raise SettingError where the run that saved the anonymizer at `path` (its
+    `config.json`) trained on other datasets than `config`'s, by name (a moved folder is the
+    same dataset): its row would call the protocol `same`, or the evaluation's datasets
+    novel, against datasets it never trained on. Runs without a record are taken as they
+    are."""
+    recorded, kept = _training_record(path)
+    if kept is None:
+        return
+    differ = [
+        name
+        for name in ("action_dataset", "privacy_dataset")
+        if name in kept and kept[name] != getattr(config, name)
+    ]
+    if differ:
+        listed = ", ".join(
+            f"<{name}>={kept[name]} (now {getattr(config, name)})" for name in differ
+        )
+        raise SettingError(
+            f"{path} was trained with {listed} ({recorded}): evaluate it with the datasets it "
+            "was trained on, apart from anonymizers trained on others"
         )
 
 
@@ -279,6 +300,7 @@ def methods_of(config: ExperimentConfig) -> list[Anonymization]:
         require_the_training_settings(config, learned_path(config))
     for _, path in eval_methods(config):
         if path:
+            require_the_training_datasets(config, path)
             require_unseen_test_videos(config, path)
     return [
         load_anonymizer(path, name=name)
