@@ -1646,7 +1646,7 @@ SETTINGS: tuple[Setting, ...] = (
         "penalty",
         "target action model learning rate",
         "not stated; the authors' code: 1e-4 (Adam)",
-        _PEN + "action_training/params_anonymized_action.py:24; train_anonymized_action.py:217-218",
+        _PEN + "action_training/params_anonymized_action.py:34; train_anonymized_action.py:217-218",
         PENALTY,
         "eval_action_lr",
         "1e-4",
