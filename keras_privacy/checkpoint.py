@@ -221,16 +221,14 @@ def check_readable(state: dict) -> None:
     """Read every file of the checkpoint `state` whole, raising CheckpointError naming the
     first that cannot be read (`_damaged`); whether they fit the models is `restore_*`'s."""
     for path in sorted(Path(state["path"]).iterdir()):
-        try:
-            if path.name.endswith(".weights.h5"):
+        if path.suffix == ".npz":
+            _read_values(path)
+        elif path.name.endswith(".weights.h5"):
+            try:
                 with h5py.File(path, "r") as file:
                     file.visititems(_read_dataset)
-            elif path.suffix == ".npz":
-                with np.load(path) as saved:
-                    for name in saved.files:
-                        saved[name]
-        except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as error:
-            raise _damaged(path, error) from error
+            except (OSError, ValueError, EOFError, KeyError) as error:
+                raise _damaged(path, error) from error
 
 
 def _read_dataset(name: str, item: object) -> None:
@@ -342,13 +340,19 @@ def _save_values(path: Path, variables: Sequence[keras.Variable]) -> None:
     np.savez(path, *[np.asarray(v.numpy()) for v in variables])
 
 
-def _restore_values(path: Path, variables: Sequence[keras.Variable], what: str) -> None:
-    """Assign the arrays of `path` (`_save_values`) to `variables`, one by one."""
+def _read_values(path: Path) -> list[np.ndarray]:
+    """The arrays of `path` (`_save_values`), in order, read whole; CheckpointError naming
+    the file (`_damaged`) where it cannot be read."""
     try:
         with np.load(path) as saved:
-            values = [saved[f"arr_{i}"] for i in range(len(saved.files))]
+            return [saved[f"arr_{i}"] for i in range(len(saved.files))]
     except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as error:
         raise _damaged(path, error) from error
+
+
+def _restore_values(path: Path, variables: Sequence[keras.Variable], what: str) -> None:
+    """Assign the arrays of `path` (`_save_values`) to `variables`, one by one."""
+    values = _read_values(path)
     if len(values) != len(variables):
         raise CheckpointError(
             f"{path} holds {len(values)} {what} variables, this run has {len(variables)}"
