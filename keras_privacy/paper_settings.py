@@ -280,6 +280,24 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "spact",
+        "models' random start",
+        "not stated; the authors' code builds torchvision's R3D-18 and ResNet-50 (convolutions "
+        "N(0, 2 / fan_out): kaiming_normal_, fan_out; BatchNorm 1 and 0) and puts nn.Linear "
+        "heads on them (weights and bias uniform in +-1 / sqrt(fan_in)); layer4's first "
+        "convolution and shortcut, which it rebuilds, take nn.Conv3d's default start",
+        _S_ANON + "model.py:21, 44-46, 88, 106-111, 134",
+        SPACT,
+        "",
+        "torchvision's: the convolutions of every ResNet-layout model (R3D-18, R(2+1)D-18, "
+        "R3D-50, I3D-ResNet-50, the 2-D ResNets) N(0, 2 / fan_out), their Dense heads and "
+        "projection heads as nn.Linear (`models/layers.py`)",
+        "same for every layer but the two SPAct rebuilds (kaiming_normal_ there too); before "
+        "2026-12-05 Keras' Glorot-uniform weights and zero biases. The UNet keeps Keras' "
+        "defaults (milesial's: PyTorch's default start), and the f_A initialisation trains it "
+        "to reproduce its input before the minimax",
+    ),
+    Setting(
+        "spact",
         "projection hidden width",
         "2048",
         "SPAct supp. C.1",
@@ -626,6 +644,19 @@ SETTINGS: tuple[Setting, ...] = (
         "same as the paper: torchvision's R3D-18 (the authors' evaluation code is not "
         "released; every R3D-18 their minimax builds keeps time in layer4, as our f_T, "
         "r3d_18_spact: " + _S_ANON + "model.py:108-109)",
+    ),
+    Setting(
+        "spact",
+        "target models' start",
+        "not stated for the tables; supp. D.2's study trains target action models both from "
+        "scratch and from Kinetics-400 (its Table 3). SPAct's evaluation code is not released",
+        "SPAct supp. D.2",
+        SPACT,
+        "eval_action_weights",
+        "",
+        "ours: random weights (no file), the start of the row above; "
+        "`--eval_action_weights` / `--eval_privacy_weights` take converted files for D.2's "
+        "study",
     ),
     Setting(
         "spact",
@@ -1477,6 +1508,21 @@ SETTINGS: tuple[Setting, ...] = (
         "resnet50",
         "the paper's ResNet-50, as SPAct's target and the paper's raw-trained attacker (Table "
         "6); the released file's ResNet-152 is one of Table 7's architectures",
+    ),
+    Setting(
+        "penalty",
+        "models' random start",
+        "not stated; the authors' code builds torchvision's ResNets and R3D-18 (convolutions "
+        "N(0, 2 / fan_out): kaiming_normal_, fan_out) and I3Res50 (kaiming_normal_, fan_out), "
+        "with nn.Linear heads (weights and bias uniform in +-1 / sqrt(fan_in))",
+        _PEN + "aux_code/model_loaders.py:151-153, 181-189, 234-242, 303-310; "
+        "aux_code/models/large_i3d.py:147-152",
+        PENALTY,
+        "",
+        "the same start (`models/layers.py`), for every model not read from a file",
+        "same; before 2026-12-05 Keras' Glorot-uniform weights and zero biases. The UNet++ "
+        "decoder's convolutions take the ResNets' start (segmentation_models_pytorch: "
+        "kaiming_uniform_, fan_in), its encoder the ImageNet file the configs name",
     ),
     Setting(
         "penalty",

@@ -113,6 +113,45 @@ def test_torch_padded_conv_equals_zeros_padded_then_a_valid_convolution(
     np.testing.assert_allclose(model(x), layer(padded), atol=1e-5)
 
 
+@pytest.mark.parametrize("name", ["r3d_18", "r2plus1d_18", "i3d_r50"])
+def test_torchvision_layout_models_start_as_pytorch_starts_them(name):
+    """Convolutions N(0, 2 / fan_out) (torchvision's kaiming_normal_, fan_out), the head
+    uniform in +-1 / sqrt(fan_in), bias included (nn.Linear): sample moments over the
+    weights of the largest layers, with bounds checked exactly."""
+    model = build_action_model(name, num_classes=50, input_shape=(8, 32, 32, 3))
+    convs = [
+        layer
+        for layer in model.layers
+        if isinstance(layer, (keras.layers.Conv3D, keras.layers.Conv2D))
+    ]
+    assert convs
+    for conv in convs:
+        kernel = np.asarray(conv.kernel)
+        fan_out = kernel.shape[-1] * np.prod(kernel.shape[:-2])
+        if kernel.size >= 20_000:
+            assert kernel.std() == pytest.approx(np.sqrt(2.0 / fan_out), rel=0.05), conv.name
+    fc = model.get_layer("fc")
+    bound = 1.0 / np.sqrt(fc.kernel.shape[0])
+    for weights in (np.asarray(fc.kernel), np.asarray(fc.bias)):
+        assert np.abs(weights).max() <= bound
+        assert np.abs(weights).max() > 0.8 * bound
+    assert np.asarray(fc.kernel).std() == pytest.approx(bound / np.sqrt(3.0), rel=0.05)
+
+
+def test_resnet_heads_start_as_pytorch_linear_layers():
+    backbone = build_image_backbone("resnet_tiny")
+    head = projection_head(backbone.output_shape[-1], 16, 8)
+    classifier = privacy_classifier(backbone, 7)
+    for layer, fan_in in [
+        (head.get_layer("hidden"), backbone.output_shape[-1]),
+        (head.get_layer("output"), 16),
+        (classifier.get_layer("attributes"), backbone.output_shape[-1]),
+    ]:
+        bias = np.asarray(layer.bias)
+        assert 0 < np.abs(bias).max() <= 1.0 / np.sqrt(fan_in), layer.name
+        assert np.abs(np.asarray(layer.kernel)).max() <= 1.0 / np.sqrt(fan_in), layer.name
+
+
 def test_privacy_encoder_embeddings_have_unit_norm_and_classifier_gives_logits():
     backbone = build_image_backbone("resnet_tiny")
     encoder = privacy_encoder(backbone, projection_head(backbone.output_shape[-1], 16, 8))
@@ -158,9 +197,11 @@ def tiny_instance(kind, name):
         return model, clips, np.array([0, 1])
     if kind == "action":
         # C3D pools time 16-fold, I3D 8-fold with a 5-frame stem kernel.
+        # Four clips: the deep models end at 1 x 1 x 1, where BatchNorm over two values gives
+        # +-1 whatever its input, so only its epsilon would pass a gradient further down.
         frames = {"c3d": 16, "i3d": 8}.get(name[:3], 4)
         model = build_action_model(name, 3, **kwargs)
-        return model, np.zeros((2, frames, 16, 16, 3), "float32"), np.array([0, 1])
+        return model, np.zeros((4, frames, 16, 16, 3), "float32"), np.array([0, 1, 2, 0])
     if kind == "image":
         model = build_image_backbone(name, num_classes=3, **kwargs)
         return model, np.zeros((2, 32, 32, 3), "float32"), np.array([0, 1])

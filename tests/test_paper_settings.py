@@ -45,6 +45,8 @@ WITHOUT_FLAG = {
     ("penalty", "f_A output"),
     ("penalty", "penalty term"),
     ("penalty", "f_A kept after the minimax"),
+    ("spact", "models' random start"),
+    ("penalty", "models' random start"),
 }
 """The rows whose setting has no flag yet: not checked against the configs."""
 FLAGGED = [row for row in SETTINGS if row.flag]

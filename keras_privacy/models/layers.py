@@ -1,12 +1,39 @@
-"""Small custom layers shared by the model builders (registered for `.keras` saving), and the
-convolution padded as PyTorch pads."""
+"""Small custom layers shared by the model builders (registered for `.keras` saving), the
+convolution padded as PyTorch pads, and PyTorch's initialisations of the torchvision-layout
+models."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import keras
 from keras import layers, ops
+
+
+def kaiming_fan_out() -> keras.initializers.Initializer:
+    """torchvision's ResNet convolutions' start (image and video ResNets, and TeD-SPAD's
+    I3Res50): `kaiming_normal_(mode="fan_out", nonlinearity="relu")`, N(0, 2 / fan_out) with
+    fan_out = output channels x kernel size, untruncated. Keras' default, Glorot uniform,
+    draws half that variance where input and output widths are equal."""
+    return keras.initializers.VarianceScaling(
+        2.0, mode="fan_out", distribution="untruncated_normal"
+    )
+
+
+def torch_linear(x: keras.KerasTensor, units: int, name: str, **kwargs) -> keras.KerasTensor:
+    """A Dense layer on `x` started as PyTorch's `nn.Linear`, the heads SPAct, TeD-SPAD and the
+    penalty code put on their ResNets: weights and bias uniform in +-1 / sqrt(fan_in)
+    (`kaiming_uniform_(a=sqrt(5))`). Keras' default is Glorot-uniform weights and a zero bias.
+    `kwargs` go to the Dense layer (activation, dtype)."""
+    bound = 1.0 / math.sqrt(x.shape[-1])
+    return layers.Dense(
+        units,
+        kernel_initializer=keras.initializers.VarianceScaling(1.0 / 3.0, "fan_in", "uniform"),
+        bias_initializer=keras.initializers.RandomUniform(-bound, bound),
+        name=name,
+        **kwargs,
+    )(x)
 
 
 def torch_padded_conv(
@@ -20,7 +47,7 @@ def torch_padded_conv(
 ) -> keras.KerasTensor:
     """A 2-D or 3-D convolution `{name}_conv` (by the length of `kernel`), without bias, with
     PyTorch's symmetric zero `padding` on each axis, so that every output position matches a
-    PyTorch convolution's.
+    PyTorch convolution's, started as torchvision's ResNets start theirs (`kaiming_fan_out`).
 
     Undilated at stride 1, a padding of (kernel - 1) / 2 on every axis is Keras' "same"
     padding, which the convolution applies itself. Any other padding is a `{name}_pad` layer
@@ -50,6 +77,7 @@ def torch_padded_conv(
         padding="same" if same else "valid",
         dilation_rate=dilation,
         use_bias=False,
+        kernel_initializer=kaiming_fan_out(),
         name=f"{name}_conv",
     )(x)
 

@@ -10,7 +10,12 @@ from typing import Any
 import keras
 from keras import layers
 
-from keras_privacy.models.layers import SpatialSubsample, torch_padded_conv
+from keras_privacy.models.layers import (
+    SpatialSubsample,
+    kaiming_fan_out,
+    torch_linear,
+    torch_padded_conv,
+)
 from keras_privacy.models.resnet import residual_blocks
 
 BN = {"momentum": 0.9, "epsilon": 1e-5}  # PyTorch's BatchNorm defaults
@@ -57,7 +62,12 @@ def basic_block(
     shortcut = x
     if max(strides) > 1 or x.shape[-1] != filters:
         shortcut = layers.Conv3D(
-            filters, 1, strides=strides, use_bias=False, name=f"{name}_downsample_conv"
+            filters,
+            1,
+            strides=strides,
+            use_bias=False,
+            kernel_initializer=kaiming_fan_out(),
+            name=f"{name}_downsample_conv",
         )(x)
         shortcut = layers.BatchNormalization(**BN, name=f"{name}_downsample_bn")(shortcut)
     x = conv3x3x3(x, filters, strides, first_dilation, name=f"{name}_1", temporal=temporal)
@@ -180,7 +190,7 @@ def classification_head(
     if include_top:
         if dropout:
             x = layers.Dropout(dropout, name="dropout")(x)
-        x = layers.Dense(num_classes, dtype="float32", name="fc")(x)
+        x = torch_linear(x, num_classes, name="fc", dtype="float32")
     return x
 
 

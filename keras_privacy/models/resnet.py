@@ -8,7 +8,7 @@ from typing import NamedTuple
 import keras
 from keras import layers
 
-from keras_privacy.models.layers import L2Normalize, torch_padded_conv
+from keras_privacy.models.layers import L2Normalize, torch_linear, torch_padded_conv
 
 BN = {"momentum": 0.9, "epsilon": 1e-5}  # PyTorch's BatchNorm defaults
 
@@ -103,7 +103,7 @@ def resnet(
         x = block_fn(x, block.width, block.stride, name=block.name)
     x = layers.GlobalAveragePooling2D(name="pool")(x)
     if num_classes is not None:
-        x = layers.Dense(num_classes, dtype="float32", name="fc")(x)
+        x = torch_linear(x, num_classes, name="fc", dtype="float32")
     return keras.Model(inputs, x, name=name)
 
 
@@ -125,8 +125,8 @@ def projection_head(
     The output layer and the normalisation run in float32 under mixed precision.
     """
     inputs = keras.Input((input_dim,), name="features")
-    x = layers.Dense(hidden, activation="relu", name="hidden")(inputs)
-    x = layers.Dense(output, dtype="float32", name="output")(x)
+    x = torch_linear(inputs, hidden, name="hidden", activation="relu")
+    x = torch_linear(x, output, name="output", dtype="float32")
     return keras.Model(inputs, L2Normalize(dtype="float32", name="l2_normalize")(x), name=name)
 
 
@@ -145,5 +145,5 @@ def privacy_classifier(
 ) -> keras.Model:
     """A multi-label attribute classifier: images -> (N, num_attributes) logits."""
     inputs = keras.Input(backbone.input_shape[1:], name="images")
-    logits = layers.Dense(num_attributes, dtype="float32", name="attributes")(backbone(inputs))
+    logits = torch_linear(backbone(inputs), num_attributes, name="attributes", dtype="float32")
     return keras.Model(inputs, logits, name=name)
