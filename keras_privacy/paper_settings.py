@@ -280,6 +280,20 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "spact",
+        "resize of a crop",
+        "not stated; the authors' loaders crop whole pixels out of a PIL image and resize them "
+        "with PIL's bilinear filter (`resized_crop`, `resize`), antialiased where it shrinks",
+        _S_ANON + "dl_ft_nov.py:173-174, 356; dl_vispr_ssl.py:138, 170",
+        SPACT,
+        "",
+        "the same: whole-pixel crops resized by TensorFlow's antialiased bilinear resize "
+        "(`augment.crop_and_resize`; equal to PyTorch's `interpolate(antialias=True)` within "
+        "1e-6, to PIL's within its uint8 rounding), in every training and test view",
+        "same; before 2026-12-05 `tf.image.crop_and_resize`: no antialias, the box's corners "
+        "on pixel centres, about 0.019 from PIL on average over a 240-px frame cut to 112",
+    ),
+    Setting(
+        "spact",
         "models' random start",
         "not stated; the authors' code builds torchvision's R3D-18 and ResNet-50 (convolutions "
         "N(0, 2 / fan_out): kaiming_normal_, fan_out; BatchNorm 1 and 0) and puts nn.Linear "
@@ -704,7 +718,10 @@ SETTINGS: tuple[Setting, ...] = (
         "10",
         "same as the paper (the authors' validation in the minimax: 5, "
         + _S_ANON
-        + "parameters_SSL.py:12)",
+        + "parameters_SSL.py:12). Ours start from the first frame to the last start whose "
+        "clip fits (N - (L - 1) s - 1); the authors' loader spreads them to N - L s - 10 "
+        "(dl_ft_nov.py:281-284), a margin for OpenCV's estimated frame count, which our "
+        "decoders count exactly: their last clip ends 11 frames before ours",
     ),
     Setting(
         "spact",
@@ -1511,6 +1528,18 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "penalty",
+        "resize of a crop",
+        "not stated; the authors' loaders: torchvision's `resized_crop` / `resize` with "
+        "antialias=True (bilinear)",
+        _PEN + "aux_code/hmdb51_dl.py:168-170, 338, 474",
+        PENALTY,
+        "",
+        "the same (`augment.crop_and_resize`, equal to PyTorch's antialiased interpolation "
+        "within 1e-6)",
+        "same; before 2026-12-05 `tf.image.crop_and_resize`, without antialias",
+    ),
+    Setting(
+        "penalty",
         "models' random start",
         "not stated; the authors' code builds torchvision's ResNets and R3D-18 (convolutions "
         "N(0, 2 / fan_out): kaiming_normal_, fan_out) and I3Res50 (kaiming_normal_, fan_out), "
@@ -1667,7 +1696,8 @@ SETTINGS: tuple[Setting, ...] = (
         PENALTY,
         "eval_clips",
         "5",
-        "same as the authors' code (the paper gives none)",
+        "same as the authors' code (the paper gives none); their starts reach N - L s - 10 "
+        "(ucf101_dl.py:268-271), ours the last start whose clip fits, N - (L - 1) s - 1",
     ),
     Setting(
         "penalty",

@@ -272,23 +272,58 @@ def test_crop_box_position_varies():
     assert np.ptp(boxes[:, 0]) > 0.1 and np.ptp(boxes[:, 1]) > 0.1
 
 
+def _torch_resized_crop(frames, top, left, bottom, right, size):
+    """The authors' resize of a crop (TeD-SPAD's and the penalty code's `Resize(antialias=True)`,
+    PIL's bilinear in SPAct's): PyTorch's antialiased bilinear interpolation, NHWC in and out."""
+    import torch
+
+    crop = np.ascontiguousarray(frames[:, top:bottom, left:right].transpose(0, 3, 1, 2))
+    resized = torch.nn.functional.interpolate(
+        torch.from_numpy(crop), (size, size), mode="bilinear", align_corners=False, antialias=True
+    )
+    return resized.numpy().transpose(0, 2, 3, 1)
+
+
+@pytest.mark.parametrize(
+    "box, size",
+    [
+        ((0, 10, 40, 50), 20),  # shrinks by 2
+        ((4, 6, 36, 54), 20),  # shrinks by 1.6 and 2.4, squeezed to a square
+        ((5, 7, 17, 30), 32),  # enlarges
+        ((3, 3, 33, 40), 13),
+    ],
+)
+def test_crop_and_resize_equals_torchs_antialiased_resize_of_the_crop(box, size):
+    top, left, bottom, right = box
+    frames = np.random.default_rng(4).random((2, 40, 60, 3), dtype="float32")
+    normalised = tf.constant([top / 40, left / 60, bottom / 40, right / 60])
+    out = augment.crop_and_resize(frames, normalised, size).numpy()
+    np.testing.assert_allclose(out, _torch_resized_crop(frames, *box, size), atol=1e-6)
+
+
+def test_crop_and_resize_pads_black_where_the_box_overruns_the_frame():
+    # PIL's crop of a box past the image's edge fills the rest with zeros, then resizes.
+    frames = np.random.default_rng(5).random((1, 40, 60, 3), dtype="float32")
+    out = augment.crop_and_resize(frames, tf.constant([0.5, 0.5, 1.5, 1.5]), 40).numpy()
+    padded = np.pad(frames, [(0, 0), (0, 20), (0, 30), (0, 0)])
+    np.testing.assert_allclose(out, _torch_resized_crop(padded, 20, 30, 60, 90, 40), atol=1e-6)
+    assert np.all(out[0, -15:, -15:] == 0.0)
+
+
 @pytest.mark.parametrize("height, width", [(40, 60), (60, 40)])
 def test_evaluation_clip_takes_the_centred_square(height, width):
-    # Bilinear resizing keeps a linear ramp linear: the output spans exactly the box.
     clip = np.stack([_ramp(height, width)] * 2)
     out = augment.evaluation_clip(clip, 20).numpy()
     assert out.shape == (2, 20, 20, 3) and out.dtype == np.float32
     short = min(height, width)
-    y1, x1 = (height - short) / 2 / height, (width - short) / 2 / width
-    y2, x2 = 1 - y1, 1 - x1
-    # red = x / (width - 1): crop_and_resize samples x1 * (width - 1) ... x2 * (width - 1)
-    np.testing.assert_allclose(out[0, 0, :, 0], np.linspace(x1, x2, 20), atol=1e-5)
-    np.testing.assert_allclose(out[0, :, 0, 1], np.linspace(y1, y2, 20), atol=1e-5)
+    top, left = (height - short) // 2, (width - short) // 2
+    expected = _torch_resized_crop(clip, top, left, top + short, left + short, 20)
+    np.testing.assert_allclose(out, expected, atol=1e-6)
     np.testing.assert_array_equal(out[0], out[1])
+    # Half the short side, 20 px, at 20 px: the centred pixels themselves.
     half = augment.evaluation_clip(clip, 20, fraction=0.5).numpy()
-    side = 0.5 * short
-    x1 = (width - side) / 2 / width
-    np.testing.assert_allclose(half[0, 0, :, 0], np.linspace(x1, 1 - x1, 20), atol=1e-5)
+    top, left = (height - 20) // 2, (width - 20) // 2
+    np.testing.assert_allclose(half, clip[:, top : top + 20, left : left + 20], atol=1e-6)
 
 
 @pytest.mark.parametrize("height, width", [(40, 60), (60, 40)])
@@ -297,10 +332,11 @@ def test_evaluation_clip_that_keeps_the_aspect_takes_the_centre_of_both_sides(he
     clip = np.stack([_ramp(height, width)] * 2)
     out = augment.evaluation_clip(clip, 20, fraction=0.8, keeps_aspect=True).numpy()
     assert out.shape == (2, 20, 20, 3)
-    np.testing.assert_allclose(out[0, 0, :, 0], np.linspace(0.1, 0.9, 20), atol=1e-5)
-    np.testing.assert_allclose(out[0, :, 0, 1], np.linspace(0.1, 0.9, 20), atol=1e-5)
+    top, left = height // 10, width // 10
+    expected = _torch_resized_crop(clip, top, left, height - top, width - left, 20)
+    np.testing.assert_allclose(out, expected, atol=1e-6)
     whole = augment.evaluation_clip(clip, 20, keeps_aspect=True).numpy()
-    np.testing.assert_allclose(whole[0, 0, :, 0], np.linspace(0.0, 1.0, 20), atol=1e-5)
+    np.testing.assert_allclose(whole, _torch_resized_crop(clip, 0, 0, height, width, 20), atol=1e-6)
 
 
 def test_eval_action_crop_setting_is_checked():
@@ -665,7 +701,8 @@ def _erased(config, seeds, size=112, stream=11, frame=None):
     `frame` (height, width; None: size x size)."""
     clip = np.ones((2, *(frame or (size, size)), 3), np.float32)
     outs = _over_seeds(lambda seed: augment.augment_clip(clip, seed, size, config), seeds, stream)
-    assert np.all((outs == 0.0) | (outs == 1.0))  # black, nothing else touched
+    # black, nothing else touched (the resize's weights sum to 1 within float rounding)
+    assert np.all((outs == 0.0) | np.isclose(outs, 1.0, rtol=0, atol=1e-6))
     np.testing.assert_array_equal(outs[:, 0], outs[:, 1])  # the same in every frame
     return np.all(outs[:, 0] == 0.0, axis=-1)
 

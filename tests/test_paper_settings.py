@@ -47,6 +47,8 @@ WITHOUT_FLAG = {
     ("penalty", "f_A kept after the minimax"),
     ("spact", "models' random start"),
     ("penalty", "models' random start"),
+    ("spact", "resize of a crop"),
+    ("penalty", "resize of a crop"),
 }
 """The rows whose setting has no flag yet: not checked against the configs."""
 FLAGGED = [row for row in SETTINGS if row.flag]

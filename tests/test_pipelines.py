@@ -614,7 +614,9 @@ def test_views_that_share_a_corner_start_their_crops_there(tmp_path):
         return np.concatenate([batch["views"] for batch in _numpy(dataset.take(24))])
 
     shared = pairs(dataclasses.replace(plain, views_share_corner=True))
-    np.testing.assert_allclose(shared[:, 0, 0, 0], shared[:, 1, 0, 0], atol=1.5 / 255)
+    # The first output pixel averages the rows of its footprint, 1.25-2.5 of them here as a
+    # crop is 20-40 rows high, so it stands up to 0.6 row (4 / 255 of red) past the corner.
+    np.testing.assert_allclose(shared[:, 0, 0, 0], shared[:, 1, 0, 0], atol=5 / 255)
     assert np.abs(shared[:, 0] - shared[:, 1]).max() > 0.1  # crops of their own sizes
     black = np.all(shared == 0.0, axis=-1).any(axis=(2, 3))
     assert not black[:, 0].any() and black[:, 1].any()

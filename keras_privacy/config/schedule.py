@@ -74,7 +74,12 @@ class ScheduleSettings:
     )
     steps_per_epoch: int = field(
         default=0,
-        metadata=described("Batches per epoch; 0 = one pass over the action set.", "train"),
+        metadata=described(
+            "Batches per epoch of training and of the target action models f'_T; 0 = one pass "
+            "over the action set. A target privacy model's epoch is one pass over its "
+            "training images.",
+            "train",
+        ),
     )
     privacy_init_steps_per_epoch: int = field(
         default=0,
