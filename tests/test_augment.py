@@ -298,7 +298,16 @@ def test_crop_and_resize_equals_torchs_antialiased_resize_of_the_crop(box, size)
     frames = np.random.default_rng(4).random((2, 40, 60, 3), dtype="float32")
     normalised = tf.constant([top / 40, left / 60, bottom / 40, right / 60])
     out = augment.crop_and_resize(frames, normalised, size).numpy()
-    np.testing.assert_allclose(out, _torch_resized_crop(frames, *box, size), atol=1e-6)
+    expected = _torch_resized_crop(frames, *box, size)
+    np.testing.assert_allclose(out, expected, atol=1e-6)
+    mirrored = augment.crop_and_resize(frames, tf.gather(normalised, [0, 3, 2, 1]), size)
+    np.testing.assert_allclose(mirrored.numpy(), expected[:, :, ::-1], atol=1e-6)
+    as_uint8 = (frames * 255).round().astype(np.uint8)
+    np.testing.assert_allclose(
+        augment.crop_and_resize(as_uint8, normalised, size).numpy(),
+        _torch_resized_crop(as_uint8 / np.float32(255), *box, size),
+        atol=1e-6,
+    )
 
 
 def test_crop_and_resize_pads_black_where_the_box_overruns_the_frame():

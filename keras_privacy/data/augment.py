@@ -280,21 +280,26 @@ def crop_and_resize(clip: Tensor, box: Tensor, size: int) -> Tensor:
 
     top, bottom = whole_pixels(box[0], box[2], height)
     left, right = whole_pixels(tf.minimum(box[1], box[3]), tf.maximum(box[1], box[3]), width)
-    pad_top, pad_left = tf.maximum(-top, 0), tf.maximum(-left, 0)
-    padded = tf.pad(
-        clip,
-        [
-            [0, 0],
-            [pad_top, tf.maximum(bottom - height, 0)],
-            [pad_left, tf.maximum(right - width, 0)],
-            [0, 0],
-        ],
+    pads = [
+        [0, 0],
+        [tf.maximum(-top, 0), tf.maximum(bottom - height, 0)],
+        [tf.maximum(-left, 0), tf.maximum(right - width, 0)],
+        [0, 0],
+    ]
+    overruns = tf.reduce_any(tf.stack(pads[1] + pads[2]) > 0)
+    padded = tf.cond(overruns, lambda: tf.pad(clip, pads), lambda: clip)
+    top, bottom = top + pads[1][0], bottom + pads[1][0]
+    left, right = left + pads[2][0], right + pads[2][0]
+    crop = padded[:, top:bottom, left:right]
+    crop = tf.cond(box[3] < box[1], lambda: tf.reverse(crop, [2]), lambda: crop)
+    # Enlarging, the antialiased filter is plain bilinear: the faster op gives the same pixels.
+    enlarges = tf.logical_and(bottom - top <= size, right - left <= size)
+    resized = tf.cond(
+        enlarges,
+        lambda: tf.image.resize(crop, [size, size], method="bilinear"),
+        lambda: tf.image.resize(crop, [size, size], method="bilinear", antialias=True),
     )
-    crop = padded[:, top + pad_top : bottom + pad_top, left + pad_left : right + pad_left]
-    resized = tf.image.resize(crop, [size, size], method="bilinear", antialias=True)
-    if clip.dtype == tf.uint8:
-        resized /= 255.0
-    return tf.where(box[3] < box[1], tf.reverse(resized, [2]), resized)
+    return resized / 255.0 if clip.dtype == tf.uint8 else resized
 
 
 def maybe_mirror(box: Tensor, seed: Tensor, probability: float) -> Tensor:
