@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import keras
 from keras import layers
 
-from keras_privacy.models.layers import kaiming_fan_out, torch_padded_conv
+from keras_privacy.models.layers import torch_padded_conv
 from keras_privacy.models.r3d import BN, classification_head
 from keras_privacy.models.resnet import residual_blocks
 
@@ -43,14 +43,7 @@ def basic_block(x: keras.KerasTensor, filters: int, stride: int, name: str) -> k
     mid = mid_width(x.shape[-1], filters)
     shortcut = x
     if stride > 1 or x.shape[-1] != filters:
-        shortcut = layers.Conv3D(
-            filters,
-            1,
-            strides=stride,
-            use_bias=False,
-            kernel_initializer=kaiming_fan_out(),
-            name=f"{name}_downsample_conv",
-        )(x)
+        shortcut = torch_padded_conv(x, filters, (1, 1, 1), stride, name=f"{name}_downsample")
         shortcut = layers.BatchNormalization(**BN, name=f"{name}_downsample_bn")(shortcut)
     x = conv2plus1d(x, filters, mid, stride, name=f"{name}_1")
     x = layers.BatchNormalization(**BN, name=f"{name}_1_bn")(x)

@@ -10,12 +10,7 @@ from typing import Any
 import keras
 from keras import layers
 
-from keras_privacy.models.layers import (
-    SpatialSubsample,
-    kaiming_fan_out,
-    torch_linear,
-    torch_padded_conv,
-)
+from keras_privacy.models.layers import SpatialSubsample, torch_linear, torch_padded_conv
 from keras_privacy.models.resnet import residual_blocks
 
 BN = {"momentum": 0.9, "epsilon": 1e-5}  # PyTorch's BatchNorm defaults
@@ -61,14 +56,7 @@ def basic_block(
     """
     shortcut = x
     if max(strides) > 1 or x.shape[-1] != filters:
-        shortcut = layers.Conv3D(
-            filters,
-            1,
-            strides=strides,
-            use_bias=False,
-            kernel_initializer=kaiming_fan_out(),
-            name=f"{name}_downsample_conv",
-        )(x)
+        shortcut = torch_padded_conv(x, filters, (1, 1, 1), strides, name=f"{name}_downsample")
         shortcut = layers.BatchNormalization(**BN, name=f"{name}_downsample_bn")(shortcut)
     x = conv3x3x3(x, filters, strides, first_dilation, name=f"{name}_1", temporal=temporal)
     x = layers.BatchNormalization(**BN, name=f"{name}_1_bn")(x)
