@@ -266,11 +266,7 @@ def crop_and_resize(clip: Tensor, box: Tensor, size: int) -> Tensor:
     torchvision resize, in the authors' loaders' `resized_crop`: bilinear, antialiased where it
     shrinks, pixel centres at half integers. The box is rounded to whole pixels (torchvision
     draws whole ones); a box with x1 > x2 gives the mirrored crop; what lies outside the frame
-    is black, as PIL's crop pads it. float32 in [0, 1] out.
-
-    Before 2026-12-05 this was `tf.image.crop_and_resize`: sampled without antialias, the
-    frame's corners at the box's corners, so a 240-px frame cut to 112 px aliased fine
-    textures."""
+    is black, as PIL's crop pads it. float32 in [0, 1] out."""
     height, width = tf.shape(clip)[1], tf.shape(clip)[2]
 
     def whole_pixels(low, high, extent):
