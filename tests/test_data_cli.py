@@ -37,7 +37,17 @@ def test_stats_counts_missing_files_with_a_root(fixtures_dir, tmp_path, capsys):
     assert main([*args, "--root", str(tmp_path), "--json"]) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert result["subsets"]["train"]["missing"] == 9537
+    assert len(result["subsets"]["train"]["missing_files"]) == 9537
     assert result["train"] == 0
+
+
+def test_stats_names_the_first_missing_files(fixtures_dir, tmp_path, capsys):
+    args = ["stats", "--dataset", "ucf101", "--annotations", str(fixtures_dir / "ucf101")]
+    assert main([*args, "--root", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert "train: missing (9537):" in err
+    assert "ApplyEyeMakeup/v_ApplyEyeMakeup_g08_c01.avi" in err
+    assert "and 9532 more" in err
 
 
 @pytest.mark.parametrize("command", ["stats", "prepare"])

@@ -231,6 +231,7 @@ def test_documented_dataset_layouts_are_read(fixtures_dir, tmp_path, monkeypatch
         scope = {}
         exec(snippet, scope)
         assert [e.privacy for e in scope["test"].examples] == [privacy], name
+    assert [e.privacy for e in scope["test_subset"].examples] == [(1, 0)]  # face, gender
 
 
 @pytest.mark.parametrize("config", ["ucf101_vispr.cfg", "hmdb_vispr.cfg"])

@@ -8,7 +8,8 @@
         [--models_from RUN_DIR] [any train.py flag, e.g. --steps_per_epoch=4]
 
 `stats` needs only the annotation files: without --root (or with videos absent) it counts what
-the lists name and says how many files are missing. `prepare` names the files that failed or
+the lists name and says how many files are missing, naming the first few (`--json`: all).
+`prepare` names the files that failed or
 are missing (the first few, then a count; all are in each subset's manifest.json), reads every
 cache back, and exits with status 1 when a subset's cache is empty or does not read back. Each
 manifest records what its subset was read from (dataset, split, subset, VISPR's attributes,
@@ -55,7 +56,8 @@ def read_dataset(
 
 
 def split_stats(split: Split) -> dict:
-    """Counts of one subset: examples, per class, per attribute, missing files."""
+    """Counts of one subset: examples, per class, per attribute, missing files (and their
+    names, as "path: reason")."""
     per_class = collections.Counter(
         split.class_names[e.label] for e in split.examples if e.label >= 0
     )
@@ -66,6 +68,7 @@ def split_stats(split: Split) -> dict:
     return {
         "examples": len(split.examples),
         "missing": len(split.missing),
+        "missing_files": list(split.missing),
         "per_class": dict(sorted(per_class.items())),
         "per_attribute": per_attribute,
     }
@@ -91,6 +94,7 @@ def _print_stats(result: dict) -> None:
         print(f"{name}: {subset['examples']} examples, {subset['missing']} missing files")
         for attribute, count in subset["per_attribute"].items():
             print(f"  {attribute}: {count}")
+        _print_some(f"{name}: missing", subset["missing_files"], listed_in="--json's output")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -220,18 +224,19 @@ def _run(args: argparse.Namespace, unknown: Sequence[str]) -> int:
 
 
 SHOWN = 5
-"""How many failed or missing files `prepare` names on the terminal (all are in the manifest)."""
+"""How many failed or missing files `stats` and `prepare` name on the terminal."""
 
 
-def _print_some(title: str, lines: list[str]) -> None:
-    """The first SHOWN `lines` on stderr under `title`, and how many more there are."""
+def _print_some(title: str, lines: list[str], listed_in: str = "the manifest") -> None:
+    """The first SHOWN `lines` on stderr under `title`, and how many more there are (all of
+    them `listed_in`)."""
     if not lines:
         return
     print(f"{title} ({len(lines)}):", file=sys.stderr)
     for line in lines[:SHOWN]:
         print(f"  {line}", file=sys.stderr)
     if len(lines) > SHOWN:
-        print(f"  ... and {len(lines) - SHOWN} more, listed in the manifest", file=sys.stderr)
+        print(f"  ... and {len(lines) - SHOWN} more, listed in {listed_in}", file=sys.stderr)
 
 
 def _cache_problem(out: str, manifest: dict) -> str:
