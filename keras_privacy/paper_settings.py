@@ -841,6 +841,22 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "vita",
+        "budget models' random start",
+        "not stated; the authors' code builds them under TF-slim's arg scopes: the ResNets' "
+        "convolutions and logits He normal on fan_in, truncated (variance_scaling_initializer), "
+        "MobileNet-V1's truncated normal of std 0.09; the logits' biases 0",
+        "VITA nets/nets_factory.py:123; nets/resnet_utils.py:260; nets/mobilenet_v1.py:385, "
+        "432, 454; nets/resnet_v1.py:234",
+        VITA,
+        "",
+        "Keras' Glorot uniform for the bodies (ours and keras.applications'), the attribute "
+        "head as nn.Linear (`models/resnet.py` privacy_classifier: weights and bias uniform in "
+        "+-1 / sqrt(fan_in))",
+        "ours, not yet the authors': slim's starts are not reproduced; the configs train the "
+        "budget models 400 epochs from this start before the minimax",
+    ),
+    Setting(
+        "vita",
         "f_d learning rate",
         "1e-4 (Adam)",
         _VITA + "adv_training.py:112",

@@ -32,6 +32,7 @@ WITHOUT_FLAG = {
     ("spact", "cMAP and F1 over attributes without a positive test image"),
     ("vita", "budget models' training images"),
     ("vita", "initialisation"),
+    ("vita", "budget models' random start"),
     ("vita", "checkpoints evaluated"),
     ("vita", "target privacy models' start and images"),
     ("meta", "T1 / T2 measured on"),
