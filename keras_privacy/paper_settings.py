@@ -849,11 +849,12 @@ SETTINGS: tuple[Setting, ...] = (
         "432, 454; nets/resnet_v1.py:234",
         VITA,
         "",
-        "Keras' Glorot uniform for the bodies (ours and keras.applications'), the attribute "
-        "head as nn.Linear (`models/resnet.py` privacy_classifier: weights and bias uniform in "
-        "+-1 / sqrt(fan_in))",
-        "ours, not yet the authors': slim's starts are not reproduced; the configs train the "
-        "budget models 400 epochs from this start before the minimax",
+        "slim's: ResNet-V1 / -V2 convolutions and heads He normal on fan_in, truncated; "
+        "MobileNet-V1's truncated normal of std 0.09; biases 0 (`models/layers.py` "
+        "slim_variance_scaling, slim_mobilenet_start; `registry.classifier_head_initializer`)",
+        "same (slim draws std sqrt(1.3 * 2 / fan_in) before truncating, a variance of 2.01 / "
+        "fan_in; Keras' 2 / fan_in exactly); before 2026-12-05 Keras' Glorot uniform. The "
+        "meta paper's test attackers of these architectures start alike",
     ),
     Setting(
         "vita",

@@ -139,7 +139,10 @@ def build_models(
         for i, name in enumerate(config.adversary_model_names()):
             backbone = registry.build_image_backbone(name)
             models[f"adversary_{i}"] = privacy_classifier(
-                backbone, num_attributes, name=f"adversary_{i}_{name}"
+                backbone,
+                num_attributes,
+                name=f"adversary_{i}_{name}",
+                head_initializer=registry.classifier_head_initializer(name),
             )
         return models
     if config.ssl_adversary == "spatiotemporal":

@@ -324,3 +324,46 @@ def test_cli_refuses_an_unknown_name_or_no_class_as_a_usage_error(capsys, args, 
     assert message in error
     if "unknown" in error:
         assert "action models: " in error and "r3d_18" in error and "image models: " in error
+
+
+TRUNCATED = 0.8796  # the standard deviation of a unit normal truncated at +-2
+
+
+@pytest.mark.parametrize(
+    "name, drawn_std",
+    [
+        ("mobilenet_v1_0.25", lambda fan_in: 0.09),
+        # Keras scales the normal before truncating, so that the variance is 2 / fan_in
+        ("resnet_v2_50", lambda fan_in: np.sqrt(2.0 / fan_in) / TRUNCATED),
+        ("resnet_v1_50", lambda fan_in: np.sqrt(2.0 / fan_in) / TRUNCATED),
+    ],
+)
+def test_vita_budget_models_start_as_tf_slim_starts_them(name, drawn_std):
+    """VITA's budget models: every convolution (depthwise too) and the attribute head drawn as
+    slim's arg scopes draw them, from a normal of std `drawn_std` truncated at two standard
+    deviations; biases 0. Sample moments over the largest layers, bounds on every one."""
+    backbone = build_image_backbone(name, input_shape=(32, 32, 3))
+    model = privacy_classifier(
+        backbone, 7, head_initializer=registry.classifier_head_initializer(name)
+    )
+    kinds = (keras.layers.Conv2D, keras.layers.DepthwiseConv2D)
+    convs = [layer for layer in backbone.layers if isinstance(layer, kinds)]
+    assert convs
+    for conv in convs:
+        kernel = np.asarray(conv.kernel)
+        depthwise = isinstance(conv, keras.layers.DepthwiseConv2D)
+        fan_in = np.prod(kernel.shape[:2] if depthwise else kernel.shape[:-1])
+        assert np.abs(kernel).max() <= 2 * drawn_std(fan_in) * (1 + 1e-5), conv.name
+        if kernel.size >= 20_000:
+            assert kernel.std() == pytest.approx(TRUNCATED * drawn_std(fan_in), rel=0.05)
+        if conv.use_bias:
+            assert not np.asarray(conv.bias).any(), conv.name
+    head = model.get_layer("attributes")
+    expected = TRUNCATED * drawn_std(head.kernel.shape[0])
+    assert np.asarray(head.kernel).std() == pytest.approx(expected, rel=0.15)
+    assert not np.asarray(head.bias).any()
+
+
+def test_other_backbones_keep_the_pytorch_head():
+    assert registry.classifier_head_initializer("resnet_tiny") is None
+    assert registry.classifier_head_initializer("mobilenet_v2_0.35") is None

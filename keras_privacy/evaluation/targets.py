@@ -436,7 +436,9 @@ def train_privacy_target(
     backbone = registry.build_image_backbone(
         model_name, input_shape=(c.image_size, c.image_size, 3)
     )
-    target = privacy_classifier(backbone, num_attributes)
+    target = privacy_classifier(
+        backbone, num_attributes, head_initializer=registry.classifier_head_initializer(model_name)
+    )
     target = pretrained.start_from_weights(
         target, c.eval_weights("privacy", model_name), model_name
     )

@@ -14,12 +14,25 @@ from __future__ import annotations
 import keras
 from keras import layers
 
+from keras_privacy.models.layers import (
+    redraw_kernels,
+    slim_mobilenet_start,
+    slim_variance_scaling,
+)
 
-def _with_head(base: keras.Model, num_classes: int | None, name: str) -> keras.Model:
+
+def _with_head(
+    base: keras.Model,
+    num_classes: int | None,
+    name: str,
+    kernel_initializer: keras.initializers.Initializer | str = "glorot_uniform",
+) -> keras.Model:
     """`base`'s graph (pooled features) under `name`, with a Dense head when `num_classes`."""
     x = base.output
     if num_classes is not None:
-        x = layers.Dense(num_classes, dtype="float32", name="fc")(x)
+        x = layers.Dense(
+            num_classes, kernel_initializer=kernel_initializer, dtype="float32", name="fc"
+        )(x)
     return keras.Model(base.input, x, name=name)
 
 
@@ -31,11 +44,13 @@ def mobilenet_v1(
 ) -> keras.Model:
     """MobileNet-V1 (Howard et al., 2017) at width multiplier `alpha` on images (B, H, W, 3)
     in [0, 1] -> pooled features (1024 * alpha), or logits with `num_classes`. H and W of at
-    least 32."""
+    least 32. Started as TF-slim starts it (`slim_mobilenet_start`, biases 0), as VITA's
+    budget models and the meta paper's attackers are."""
     base = keras.applications.MobileNet(
         input_shape=input_shape, alpha=alpha, include_top=False, weights=None, pooling="avg"
     )
-    return _with_head(base, num_classes, name)
+    redraw_kernels(base, slim_mobilenet_start())
+    return _with_head(base, num_classes, name, slim_mobilenet_start())
 
 
 def mobilenet_v2(
@@ -63,9 +78,11 @@ def resnet_v2(
     in [0, 1] -> 2048 pooled features, or logits with `num_classes`. Keras' ResNetV2 is
     TF-slim's resnet_v2, the one VITA's code builds: a biased 7x7/2 stem without
     normalisation, bottleneck units that normalise their input (BN-ReLU) and stride on the
-    last unit of a stage, BN-ReLU after the last stage. H and W of at least 32."""
+    last unit of a stage, BN-ReLU after the last stage. H and W of at least 32. Started as
+    slim starts it (`slim_variance_scaling`, biases 0)."""
     builders = {50: keras.applications.ResNet50V2, 101: keras.applications.ResNet101V2}
     if depth not in builders:
         raise ValueError(f"ResNet-V2 depth {depth} is not one of 50, 101")
     base = builders[depth](input_shape=input_shape, include_top=False, weights=None, pooling="avg")
-    return _with_head(base, num_classes, name)
+    redraw_kernels(base, slim_variance_scaling())
+    return _with_head(base, num_classes, name, slim_variance_scaling())

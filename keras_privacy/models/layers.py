@@ -21,6 +21,33 @@ def kaiming_fan_out() -> keras.initializers.Initializer:
     )
 
 
+def slim_variance_scaling() -> keras.initializers.Initializer:
+    """TF-slim's ResNets' start (`resnet_arg_scope`: `variance_scaling_initializer()`), VITA's
+    budget ResNets' convolutions and logits: He normal on fan_in, truncated at two standard
+    deviations. Slim draws std sqrt(1.3 * 2 / fan_in) before truncating (a variance of 2.01 /
+    fan_in after it); Keras rescales to a variance of exactly 2 / fan_in."""
+    return keras.initializers.VarianceScaling(2.0, mode="fan_in", distribution="truncated_normal")
+
+
+def slim_mobilenet_start() -> keras.initializers.Initializer:
+    """TF-slim's MobileNet-V1 start (`mobilenet_v1_arg_scope`), VITA's budget MobileNets'
+    convolutions (depthwise ones too) and logits: a normal of std 0.09 truncated at two
+    standard deviations, whatever the layer's width."""
+    return keras.initializers.TruncatedNormal(stddev=0.09)
+
+
+def redraw_kernels(model: keras.Model, initializer: keras.initializers.Initializer) -> None:
+    """Draw every convolution kernel of `model` (depthwise ones too) again from `initializer`
+    and set its biases to 0: a start of another framework for a model that Keras builds
+    with its own (`keras.applications`). Dense layers are left alone."""
+    for layer in model.layers:
+        if not isinstance(layer, (layers.Conv2D, layers.DepthwiseConv2D)):
+            continue
+        layer.kernel.assign(initializer(layer.kernel.shape, dtype=layer.kernel.dtype))
+        if layer.use_bias:
+            layer.bias.assign(ops.zeros(layer.bias.shape, dtype=layer.bias.dtype))
+
+
 def torch_linear(x: keras.KerasTensor, units: int, name: str, **kwargs) -> keras.KerasTensor:
     """A Dense layer on `x` started as PyTorch's `nn.Linear`, the heads SPAct, TeD-SPAD and the
     penalty code put on their ResNets: weights and bias uniform in +-1 / sqrt(fan_in)

@@ -18,6 +18,7 @@ from keras_privacy.models import (
     factorized,
     i3d,
     inception,
+    layers,
     r2plus1d,
     r3d,
     resnet,
@@ -188,6 +189,17 @@ def build_action_model(name: str, num_classes: int, **kwargs: Any) -> keras.Mode
 def build_image_backbone(name: str, **kwargs: Any) -> keras.Model:
     """The image model registered as `name`, pooled features out (or logits with num_classes)."""
     return _lookup(IMAGE_MODELS, "image model", name)(**kwargs)
+
+
+def classifier_head_initializer(name: str) -> keras.initializers.Initializer | None:
+    """The start of an attribute head on the image model `name` (`resnet.privacy_classifier`):
+    TF-slim's logits start for the models VITA's code builds with slim (ResNet-V1 / -V2,
+    MobileNet-V1), else None (PyTorch's nn.Linear, as SPAct's and the penalty code's heads)."""
+    if name.startswith(("resnet_v1_", "resnet_v2_")):
+        return layers.slim_variance_scaling()
+    if name.startswith("mobilenet_v1_"):
+        return layers.slim_mobilenet_start()
+    return None
 
 
 def build_anonymizer(name: str, **kwargs: Any) -> keras.Model:

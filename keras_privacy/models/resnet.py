@@ -141,9 +141,23 @@ def privacy_encoder(
 
 
 def privacy_classifier(
-    backbone: keras.Model, num_attributes: int, name: str = "privacy_classifier"
+    backbone: keras.Model,
+    num_attributes: int,
+    name: str = "privacy_classifier",
+    head_initializer: keras.initializers.Initializer | None = None,
 ) -> keras.Model:
-    """A multi-label attribute classifier: images -> (N, num_attributes) logits."""
+    """A multi-label attribute classifier: images -> (N, num_attributes) logits. The head
+    starts as PyTorch's nn.Linear, or with `head_initializer` weights and zero biases (TF-slim's
+    logits: `registry.classifier_head_initializer` gives the backbone's)."""
     inputs = keras.Input(backbone.input_shape[1:], name="images")
-    logits = torch_linear(backbone(inputs), num_attributes, name="attributes", dtype="float32")
+    features = backbone(inputs)
+    if head_initializer is None:
+        logits = torch_linear(features, num_attributes, name="attributes", dtype="float32")
+    else:
+        logits = layers.Dense(
+            num_attributes,
+            kernel_initializer=head_initializer,
+            dtype="float32",
+            name="attributes",
+        )(features)
     return keras.Model(inputs, logits, name=name)

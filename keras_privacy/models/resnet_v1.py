@@ -14,6 +14,8 @@ from __future__ import annotations
 import keras
 from keras import layers
 
+from keras_privacy.models.layers import slim_variance_scaling
+
 BN = {"momentum": 0.997, "epsilon": 1e-5}
 UNITS = {50: (3, 4, 6, 3), 101: (3, 4, 23, 3)}
 """Units of the four blocks, by depth."""
@@ -24,12 +26,14 @@ def conv2d_same(
 ) -> keras.KerasTensor:
     """Slim's `conv2d_same`: SAME padding at stride 1; at a larger stride, kernel - 1 zeros
     split evenly (the extra one at the end), then a VALID convolution, so that the output is
-    the stride-1 output subsampled whatever the input's parity. No bias (BatchNorm follows)."""
+    the stride-1 output subsampled whatever the input's parity. No bias (BatchNorm follows);
+    started as slim's `resnet_arg_scope` starts it (`slim_variance_scaling`)."""
+    start = {"use_bias": False, "kernel_initializer": slim_variance_scaling(), "name": name}
     if stride == 1:
-        return layers.Conv2D(filters, kernel, padding="same", use_bias=False, name=name)(x)
+        return layers.Conv2D(filters, kernel, padding="same", **start)(x)
     begin = (kernel - 1) // 2
     x = layers.ZeroPadding2D((begin, kernel - 1 - begin), name=f"{name}_pad")(x)
-    return layers.Conv2D(filters, kernel, strides=stride, use_bias=False, name=name)(x)
+    return layers.Conv2D(filters, kernel, strides=stride, **start)(x)
 
 
 def conv_bn(
@@ -63,7 +67,7 @@ def resnet_v1(
     """Slim's ResNet-V1 of `depth` 50 or 101 on images (B, H, W, 3) in [0, 1] -> 2048 pooled
     features, or logits with `num_classes`: a 7x7/2 stem, a 3x3/2 max-pool, four blocks of
     bottleneck units whose last unit strides 2 (the fourth block's does not), global average
-    pooling."""
+    pooling. Started as slim starts it: He normal on fan_in (truncated), biases 0."""
     if depth not in UNITS:
         raise ValueError(f"ResNet-V1 depth {depth} is not one of 50, 101")
     inputs = keras.Input(input_shape, name="images")
@@ -77,5 +81,7 @@ def resnet_v1(
             x = bottleneck_unit(x, 4 * width, unit_stride, f"block{block}_unit{unit}")
     x = layers.GlobalAveragePooling2D(name="pool5")(x)
     if num_classes is not None:
-        x = layers.Dense(num_classes, dtype="float32", name="fc")(x)
+        x = layers.Dense(
+            num_classes, kernel_initializer=slim_variance_scaling(), dtype="float32", name="fc"
+        )(x)
     return keras.Model(inputs, x, name=name)
