@@ -196,7 +196,7 @@ def build_trainer(
     from keras_privacy.methods.spact import SPAct
     from keras_privacy.methods.vita import VITA
     from keras_privacy.models import registry
-    from keras_privacy.models.resnet import privacy_classifier, privacy_encoder, projection_head
+    from keras_privacy.models.resnet import privacy_encoder, projection_head
 
     keras.utils.set_random_seed(0)
     t, s = sizes["frames"], sizes["size"]
@@ -241,7 +241,7 @@ def build_trainer(
     }
     if method == "vita":
         budget = [
-            privacy_classifier(registry.build_image_backbone(name), a, f"budget_{i}")
+            registry.build_privacy_classifier(name, a, f"budget_{i}")
             for i, name in enumerate(sizes["budget_models"])
         ]
         # The earlier VITA step (one gated f_T update, one budget update), as the README's
@@ -260,7 +260,7 @@ def build_trainer(
         )
         return trainer, batch
     attack = [
-        privacy_classifier(registry.build_image_backbone(name), a, f"attack_{i}")
+        registry.build_privacy_classifier(name, a, f"attack_{i}")
         for i, name in enumerate(sizes["attack_models"])
     ]
     # T1 = T2 = 0: Algorithm 1 picks the second-order meta update of f_A every step.

@@ -35,7 +35,6 @@ import tensorflow as tf
 from keras_privacy.methods.meta import MetaGeneralization, epoch_splits
 from keras_privacy.methods.vita import VITA
 from keras_privacy.models import registry
-from keras_privacy.models.resnet import privacy_classifier
 
 PAPER = {
     "anonymizer": "unet",
@@ -77,7 +76,7 @@ def build_models(args: argparse.Namespace) -> tuple[keras.Model, keras.Model, li
         input_shape=(args.frames, args.size, args.size, 3),
     )
     attack_models = [
-        privacy_classifier(registry.build_image_backbone(name), args.attributes, f"attack_{i}")
+        registry.build_privacy_classifier(name, args.attributes, f"attack_{i}")
         for i, name in enumerate(args.attack_models.split(","))
     ]
     return anonymizer, action, attack_models

@@ -851,7 +851,7 @@ SETTINGS: tuple[Setting, ...] = (
         "",
         "slim's: ResNet-V1 / -V2 convolutions and heads He normal on fan_in, truncated; "
         "MobileNet-V1's truncated normal of std 0.09; biases 0 (`models/layers.py` "
-        "slim_variance_scaling, slim_mobilenet_start; `registry.classifier_head_initializer`)",
+        "slim_variance_scaling, slim_mobilenet_start; `registry.build_privacy_classifier`)",
         "same (slim draws std sqrt(1.3 * 2 / fan_in) before truncating, a variance of 2.01 / "
         "fan_in; Keras' 2 / fan_in exactly); before 2026-12-05 Keras' Glorot uniform. The "
         "meta paper's test attackers of these architectures start alike",

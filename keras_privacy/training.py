@@ -42,7 +42,7 @@ from keras_privacy.methods.steps import privacy_group_names
 from keras_privacy.methods.trainer import StatelessTrainer
 from keras_privacy.methods.vita import VITA, budget_only_steps
 from keras_privacy.models import pretrained, registry
-from keras_privacy.models.resnet import privacy_classifier, privacy_encoder, projection_head
+from keras_privacy.models.resnet import privacy_encoder, projection_head
 from keras_privacy.spelling import SettingError, spell
 
 if TYPE_CHECKING:
@@ -137,12 +137,8 @@ def build_models(
     )
     if config.method in SUPERVISED_METHODS:
         for i, name in enumerate(config.adversary_model_names()):
-            backbone = registry.build_image_backbone(name)
-            models[f"adversary_{i}"] = privacy_classifier(
-                backbone,
-                num_attributes,
-                name=f"adversary_{i}_{name}",
-                head_initializer=registry.classifier_head_initializer(name),
+            models[f"adversary_{i}"] = registry.build_privacy_classifier(
+                name, num_attributes, name=f"adversary_{i}_{name}"
             )
         return models
     if config.ssl_adversary == "spatiotemporal":

@@ -342,10 +342,8 @@ def test_vita_budget_models_start_as_tf_slim_starts_them(name, drawn_std):
     """VITA's budget models: every convolution (depthwise too) and the attribute head drawn as
     slim's arg scopes draw them, from a normal of std `drawn_std` truncated at two standard
     deviations; biases 0. Sample moments over the largest layers, bounds on every one."""
-    backbone = build_image_backbone(name, input_shape=(32, 32, 3))
-    model = privacy_classifier(
-        backbone, 7, head_initializer=registry.classifier_head_initializer(name)
-    )
+    model = registry.build_privacy_classifier(name, 7, input_shape=(32, 32, 3))
+    backbone = model.get_layer(name)
     kinds = (keras.layers.Conv2D, keras.layers.DepthwiseConv2D)
     convs = [layer for layer in backbone.layers if isinstance(layer, kinds)]
     assert convs
@@ -364,6 +362,11 @@ def test_vita_budget_models_start_as_tf_slim_starts_them(name, drawn_std):
     assert not np.asarray(head.bias).any()
 
 
-def test_other_backbones_keep_the_pytorch_head():
-    assert registry.classifier_head_initializer("resnet_tiny") is None
-    assert registry.classifier_head_initializer("mobilenet_v2_0.35") is None
+@pytest.mark.parametrize("name", ["resnet_tiny", "mobilenet_v2_0.35"])
+def test_other_backbones_keep_the_pytorch_head(name):
+    head = registry.build_privacy_classifier(name, 7, input_shape=(32, 32, 3)).get_layer(
+        "attributes"
+    )
+    bound = 1.0 / np.sqrt(head.kernel.shape[0])
+    assert 0 < np.abs(np.asarray(head.bias)).max() <= bound
+    assert np.abs(np.asarray(head.kernel)).max() <= bound

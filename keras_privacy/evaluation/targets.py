@@ -20,7 +20,6 @@ from keras_privacy.data.phvu import frame_source
 from keras_privacy.evaluation import metrics
 from keras_privacy.learning_rates import EpochRates
 from keras_privacy.models import pretrained, registry
-from keras_privacy.models.resnet import privacy_classifier
 from keras_privacy.models.unet import apply_per_frame
 from keras_privacy.spelling import spell
 
@@ -433,11 +432,8 @@ def train_privacy_target(
     c = config
     model_name = model_name or c.eval_privacy_model_names()[0]
     keras.utils.set_random_seed(c.seed)
-    backbone = registry.build_image_backbone(
-        model_name, input_shape=(c.image_size, c.image_size, 3)
-    )
-    target = privacy_classifier(
-        backbone, num_attributes, head_initializer=registry.classifier_head_initializer(model_name)
+    target = registry.build_privacy_classifier(
+        model_name, num_attributes, input_shape=(c.image_size, c.image_size, 3)
     )
     target = pretrained.start_from_weights(
         target, c.eval_weights("privacy", model_name), model_name

@@ -191,15 +191,25 @@ def build_image_backbone(name: str, **kwargs: Any) -> keras.Model:
     return _lookup(IMAGE_MODELS, "image model", name)(**kwargs)
 
 
-def classifier_head_initializer(name: str) -> keras.initializers.Initializer | None:
-    """The start of an attribute head on the image model `name` (`resnet.privacy_classifier`):
-    TF-slim's logits start for the models VITA's code builds with slim (ResNet-V1 / -V2,
-    MobileNet-V1), else None (PyTorch's nn.Linear, as SPAct's and the penalty code's heads)."""
-    if name.startswith(("resnet_v1_", "resnet_v2_")):
-        return layers.slim_variance_scaling()
-    if name.startswith("mobilenet_v1_"):
-        return layers.slim_mobilenet_start()
-    return None
+def build_privacy_classifier(
+    backbone_name: str, num_attributes: int, name: str = "privacy_classifier", **kwargs: Any
+) -> keras.Model:
+    """`resnet.privacy_classifier` on the image model `backbone_name` (built with `kwargs`),
+    its attribute head started as that model's code starts logits: TF-slim's start for the
+    models VITA's code builds with slim (ResNet-V1 / -V2, MobileNet-V1), else PyTorch's
+    nn.Linear (SPAct's and the penalty code's heads)."""
+    if backbone_name.startswith(("resnet_v1_", "resnet_v2_")):
+        head_initializer = layers.slim_variance_scaling()
+    elif backbone_name.startswith("mobilenet_v1_"):
+        head_initializer = layers.slim_mobilenet_start()
+    else:
+        head_initializer = None
+    return resnet.privacy_classifier(
+        build_image_backbone(backbone_name, **kwargs),
+        num_attributes,
+        name=name,
+        head_initializer=head_initializer,
+    )
 
 
 def build_anonymizer(name: str, **kwargs: Any) -> keras.Model:

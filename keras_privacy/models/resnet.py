@@ -148,7 +148,7 @@ def privacy_classifier(
 ) -> keras.Model:
     """A multi-label attribute classifier: images -> (N, num_attributes) logits. The head
     starts as PyTorch's nn.Linear, or with `head_initializer` weights and zero biases (TF-slim's
-    logits: `registry.classifier_head_initializer` gives the backbone's)."""
+    logits: `registry.build_privacy_classifier` gives the backbone's)."""
     inputs = keras.Input(backbone.input_shape[1:], name="images")
     features = backbone(inputs)
     if head_initializer is None:
