@@ -356,6 +356,9 @@ def test_vita_budget_models_start_as_tf_slim_starts_them(name, drawn_std):
             assert kernel.std() == pytest.approx(TRUNCATED * drawn_std(fan_in), rel=0.05)
         if conv.use_bias:
             assert not np.asarray(conv.bias).any(), conv.name
+    # each layer its own draw: one shared initializer gave layers of a shape the same kernel
+    kernels = {np.asarray(conv.kernel).tobytes() for conv in convs}
+    assert len(kernels) == len(convs)
     head = model.get_layer("attributes")
     expected = TRUNCATED * drawn_std(head.kernel.shape[0])
     assert np.asarray(head.kernel).std() == pytest.approx(expected, rel=0.15)

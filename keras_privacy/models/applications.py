@@ -49,7 +49,7 @@ def mobilenet_v1(
     base = keras.applications.MobileNet(
         input_shape=input_shape, alpha=alpha, include_top=False, weights=None, pooling="avg"
     )
-    redraw_kernels(base, slim_mobilenet_start())
+    redraw_kernels(base, slim_mobilenet_start)
     return _with_head(base, num_classes, name, slim_mobilenet_start())
 
 
@@ -84,5 +84,5 @@ def resnet_v2(
     if depth not in builders:
         raise ValueError(f"ResNet-V2 depth {depth} is not one of 50, 101")
     base = builders[depth](input_shape=input_shape, include_top=False, weights=None, pooling="avg")
-    redraw_kernels(base, slim_variance_scaling())
+    redraw_kernels(base, slim_variance_scaling)
     return _with_head(base, num_classes, name, slim_variance_scaling())

@@ -5,7 +5,7 @@ models."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import keras
 from keras import layers, ops
@@ -36,13 +36,18 @@ def slim_mobilenet_start() -> keras.initializers.Initializer:
     return keras.initializers.TruncatedNormal(stddev=0.09)
 
 
-def redraw_kernels(model: keras.Model, initializer: keras.initializers.Initializer) -> None:
-    """Draw every convolution kernel of `model` (depthwise ones too) again from `initializer`
-    and set its biases to 0: a start of another framework for a model that Keras builds
-    with its own (`keras.applications`). Dense layers are left alone."""
+def redraw_kernels(
+    model: keras.Model, new_initializer: Callable[[], keras.initializers.Initializer]
+) -> None:
+    """Draw every convolution kernel of `model` (depthwise ones too) again, each from its own
+    `new_initializer()`, and set its biases to 0: a start of another framework for a model
+    that Keras builds with its own (`keras.applications`). Dense layers are left alone. An
+    initializer is made per layer because a Keras initializer fixes its seed when it is made,
+    so one shared by every layer would give layers of one shape the same kernel."""
     for layer in model.layers:
         if not isinstance(layer, (layers.Conv2D, layers.DepthwiseConv2D)):
             continue
+        initializer = new_initializer()
         layer.kernel.assign(initializer(layer.kernel.shape, dtype=layer.kernel.dtype))
         if layer.use_bias:
             layer.bias.assign(ops.zeros(layer.bias.shape, dtype=layer.bias.dtype))
