@@ -281,16 +281,25 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "spact",
         "resize of a crop",
-        "not stated; the authors' loaders crop whole pixels out of a PIL image and resize them "
-        "with PIL's bilinear filter (`resized_crop`, `resize`), antialiased where it shrinks",
-        _S_ANON + "dl_ft_nov.py:173-174, 356; dl_vispr_ssl.py:138, 170",
+        "not stated; the authors' loaders crop whole pixels and resize with torchvision's "
+        "`resized_crop` / `resize`: video frames as PIL images (bilinear, antialiased where "
+        "it shrinks), VISPR's images as uint8 tensors (`torchvision.io.read_image`), which "
+        "torchvision before 0.17 (their `torchvision.models.utils` import needs one) resizes "
+        "bilinear without antialias, from the image's full resolution",
+        _S_ANON
+        + "dl_ft_nov.py:173-174, 356; dl_vispr_ssl.py:78, 138, 170; dl_vispr.py:77, 133, "
+        "164-165; model.py:15",
         SPACT,
         "",
-        "the same: whole-pixel crops resized by TensorFlow's antialiased bilinear resize "
+        "whole-pixel crops resized by TensorFlow's antialiased bilinear resize "
         "(`augment.crop_and_resize`; equal to PyTorch's `interpolate(antialias=True)` within "
-        "1e-6, to PIL's within its uint8 rounding), in every training and test view",
-        "same; before 2026-12-05 `tf.image.crop_and_resize`: no antialias, the box's corners "
-        "on pixel centres, about 0.019 from PIL on average over a 240-px frame cut to 112",
+        "1e-6, to PIL's within its uint8 rounding), in every training and test view, images "
+        "included",
+        "same for the video frames; our choice for the privacy images: one resize for every "
+        "view, and theirs aliases an image several times larger than 112 px with no filter, "
+        "which a cache at 192 px (`--privacy_image_side`) could not repeat; before "
+        "2026-12-05 `tf.image.crop_and_resize`: no antialias, the box's corners on pixel "
+        "centres, about 0.019 from PIL on average over a 240-px frame cut to 112",
     ),
     Setting(
         "spact",
