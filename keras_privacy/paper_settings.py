@@ -286,8 +286,7 @@ SETTINGS: tuple[Setting, ...] = (
         "it shrinks), VISPR's images as uint8 tensors (`torchvision.io.read_image`), which "
         "torchvision before 0.17 (their `torchvision.models.utils` import needs one) resizes "
         "bilinear without antialias, from the image's full resolution",
-        _S_ANON
-        + "dl_ft_nov.py:173-174, 356; dl_vispr_ssl.py:78, 138, 170; dl_vispr.py:77, 133, "
+        _S_ANON + "dl_ft_nov.py:173-174, 356; dl_vispr_ssl.py:78, 138, 170; dl_vispr.py:77, 133, "
         "164-165; model.py:15",
         SPACT,
         "",
@@ -313,9 +312,11 @@ SETTINGS: tuple[Setting, ...] = (
         "",
         "torchvision's: the convolutions of every ResNet-layout model (R3D-18, R(2+1)D-18, "
         "R3D-50, I3D-ResNet-50, the 2-D ResNets) N(0, 2 / fan_out), their Dense heads and "
-        "projection heads as nn.Linear (`models/layers.py`)",
-        "same for every layer but the two SPAct rebuilds (kaiming_normal_ there too); before "
-        "2026-12-05 Keras' Glorot-uniform weights and zero biases. The UNet keeps Keras' "
+        "projection heads as nn.Linear (`models/layers.py`); `r3d_18_spact`'s rebuilt "
+        "layer4 convolution and shortcut as nn.Conv3d",
+        "same (`r3d_18_spact` starts the two rebuilt layers as nn.Conv3d since 2026-12-05; "
+        "kaiming_normal_ before); before 2026-12-05 Keras' Glorot-uniform weights and zero "
+        "biases. The UNet keeps Keras' "
         "defaults (milesial's: PyTorch's default start), and the f_A initialisation trains it "
         "to reproduce its input before the minimax",
     ),

@@ -138,6 +138,20 @@ def test_torchvision_layout_models_start_as_pytorch_starts_them(name):
     assert np.asarray(fc.kernel).std() == pytest.approx(bound / np.sqrt(3.0), rel=0.05)
 
 
+def test_spact_rebuilt_layer4_convolutions_start_as_a_new_conv3d():
+    """SPAct replaces layer4's first convolution and shortcut after torchvision's start: they
+    start as nn.Conv3d, uniform in +-1 / sqrt(fan_in); the next convolution keeps fan_out."""
+    model = build_action_model("r3d_18_spact", num_classes=5, input_shape=(8, 32, 32, 3))
+    for name in ("layer4_0_1_conv", "layer4_0_downsample_conv"):
+        kernel = np.asarray(model.get_layer(name).kernel)
+        bound = 1.0 / np.sqrt(np.prod(kernel.shape[:-1]))
+        assert bound * 0.99 < np.abs(kernel).max() <= bound, name
+        assert kernel.std() == pytest.approx(bound / np.sqrt(3.0), rel=0.05), name
+    kernel = np.asarray(model.get_layer("layer4_0_2_conv").kernel)
+    fan_out = kernel.shape[-1] * np.prod(kernel.shape[:-2])
+    assert kernel.std() == pytest.approx(np.sqrt(2.0 / fan_out), rel=0.05)
+
+
 def test_resnet_heads_start_as_pytorch_linear_layers():
     backbone = build_image_backbone("resnet_tiny")
     head = projection_head(backbone.output_shape[-1], 16, 8)

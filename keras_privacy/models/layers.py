@@ -21,6 +21,12 @@ def kaiming_fan_out() -> keras.initializers.Initializer:
     )
 
 
+def torch_default_weights() -> keras.initializers.Initializer:
+    """PyTorch's default start of `nn.Linear` and `nn.Conv*d` weights, `kaiming_uniform_(a=
+    sqrt(5))`: uniform in +-1 / sqrt(fan_in), fan_in = input channels x kernel size."""
+    return keras.initializers.VarianceScaling(1.0 / 3.0, "fan_in", "uniform")
+
+
 def slim_variance_scaling() -> keras.initializers.Initializer:
     """TF-slim's ResNets' start (`resnet_arg_scope`: `variance_scaling_initializer()`), VITA's
     budget ResNets' convolutions and logits: He normal on fan_in, truncated at two standard
@@ -61,7 +67,7 @@ def torch_linear(x: keras.KerasTensor, units: int, name: str, **kwargs) -> keras
     bound = 1.0 / math.sqrt(x.shape[-1])
     return layers.Dense(
         units,
-        kernel_initializer=keras.initializers.VarianceScaling(1.0 / 3.0, "fan_in", "uniform"),
+        kernel_initializer=torch_default_weights(),
         bias_initializer=keras.initializers.RandomUniform(-bound, bound),
         name=name,
         **kwargs,

@@ -10,7 +10,12 @@ from typing import Any
 import keras
 from keras import layers
 
-from keras_privacy.models.layers import SpatialSubsample, torch_linear, torch_padded_conv
+from keras_privacy.models.layers import (
+    SpatialSubsample,
+    torch_default_weights,
+    torch_linear,
+    torch_padded_conv,
+)
 from keras_privacy.models.resnet import residual_blocks
 
 BN = {"momentum": 0.9, "epsilon": 1e-5}  # PyTorch's BatchNorm defaults
@@ -115,15 +120,21 @@ def r3d_18_spact(num_classes: int = 400, name: str = "r3d_18_spact", **kwargs: A
 
     As in SPAct's official code, layer4's first convolution has stride (1, 2, 2), dilation
     (2, 1, 1) and padding (2, 1, 1), and its shortcut stride (1, 2, 2); every other layer is
-    torchvision's. A 16-frame clip reaches layer4 with 4 time steps instead of 2.
+    torchvision's. A 16-frame clip reaches layer4 with 4 time steps instead of 2. Those two
+    convolutions, which SPAct's code replaces after torchvision has started the model
+    (model.py:106-111), start as a new `nn.Conv3d` does (`torch_default_weights`).
     """
-    return r3d_18(
+    model = r3d_18(
         num_classes,
         last_stage_temporal_stride=1,
         last_stage_temporal_dilation=2,
         name=name,
         **kwargs,
     )
+    for rebuilt in ("layer4_0_1_conv", "layer4_0_downsample_conv"):
+        kernel = model.get_layer(rebuilt).kernel
+        kernel.assign(torch_default_weights()(kernel.shape, dtype=kernel.dtype))
+    return model
 
 
 def mc3_18(num_classes: int = 400, name: str = "mc3_18", **kwargs: Any) -> keras.Model:
