@@ -35,7 +35,7 @@ require_known_flags(flags.FLAGS, sys.argv)  # a flag file's bad line, named with
 
 def main(argv):
     select_backend(flags.FLAGS, argv)
-    config = validated_config(flags.FLAGS)
+    config = validated_config(flags.FLAGS, training=False)
 
     from keras_privacy.evaluation import protocol
 

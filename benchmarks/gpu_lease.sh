@@ -149,6 +149,10 @@ if [[ $named_mode == largest ]] && ! [[ $LARGEST_FACTOR =~ ^[1-9][0-9]*$ ]]; the
 fi
 if [[ $1 == --print ]]; then
     [[ $# -ge 2 ]] || usage
+    if [[ $2 == meta_wait ]]; then
+        echo "meta_wait runs no gpu.py: it waits for meta_start's, which --print meta_start shows"
+        exit 0
+    fi
     gpu_command "$2" "${3:-420}"
     exit 0
 fi

@@ -93,11 +93,12 @@ def select_backend(flag_values: flags.FlagValues, argv: list[str]) -> None:
             raise app.UsageError("--backend must be chosen before keras is imported")
 
 
-def validated_config(flag_values: flags.FlagValues) -> ExperimentConfig:
-    """The `ExperimentConfig` of the parsed flags, checked; a bad setting is a UsageError."""
+def validated_config(flag_values: flags.FlagValues, training: bool = True) -> ExperimentConfig:
+    """The `ExperimentConfig` of the parsed flags, checked (for an evaluation without
+    `training`: `ExperimentConfig.validate`); a bad setting is a UsageError."""
     config = config_from_flags(flag_values)
     try:
-        config.validate()
+        config.validate(training)
     except ValueError as error:
         raise app.UsageError(str(error)) from error
     return config

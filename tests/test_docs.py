@@ -231,6 +231,8 @@ def test_documented_dataset_layouts_are_read(fixtures_dir, tmp_path, monkeypatch
         scope = {}
         exec(snippet, scope)
         assert [e.privacy for e in scope["test"].examples] == [privacy], name
+        if name == "read_pa_hmdb51":  # frame 5 of the one video: as the video, every frame alike
+            assert scope["frame_labels"] == privacy
     assert [e.privacy for e in scope["test_subset"].examples] == [(1, 0)]  # face, gender
 
 

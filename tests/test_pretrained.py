@@ -281,6 +281,15 @@ def test_a_config_names_known_weights_and_a_missing_file_stops_it_with_its_sourc
     message = str(error.value)
     assert message.startswith(f"--privacy_weights={simclr.path}: no such file")
     assert "dl.fbaipublicfiles.com/vissl" in message and simclr.command in message
+    # evaluate.py reads only the target models' files: the training ones may be elsewhere
+    penalty = parse(f"--flagfile={configs / 'ucf101_vispr_penalty.cfg'}")
+    with pytest.raises(ValueError, match=r"^--eval_action_weights=weights/i3d_r50"):
+        penalty.validate(training=False)
+    parse(
+        f"--flagfile={configs / 'ucf101_vispr_penalty.cfg'}",
+        "--eval_action_weights=",
+        "--eval_action_frozen_batchnorm=false",
+    ).validate(training=False)
 
 
 def test_the_readme_holds_the_generated_weights_table():

@@ -115,8 +115,10 @@ class ExperimentConfig(
         fields = dataclasses.fields(section_cls)
         return section_cls(**{f.name: getattr(self, f.name) for f in fields})
 
-    def validate(self) -> None:
-        """Raise SettingError (a ValueError) naming the first setting that makes no sense."""
+    def validate(self, training: bool = True) -> None:
+        """Raise SettingError (a ValueError) naming the first setting that makes no sense.
+        Without `training` (an evaluation), the weight files only training reads
+        (`--anonymizer_weights`, `--action_weights`, `--privacy_weights`) may be absent."""
         for setting in dataclasses.fields(self):
             value = getattr(self, setting.name)
             # A learning rate or loss weight of inf / nan turns the weights non-finite at once.
@@ -126,7 +128,7 @@ class ExperimentConfig(
         one_of("ssl_adversary", self.ssl_adversary, SSL_ADVERSARIES)
         validate_settings_in_use(self)
         validate_run(self)
-        validate_weight_files(self)
+        validate_weight_files(self, training)
         validate_data(self)
         validate_schedule(self)
         validate_method(self)

@@ -20,6 +20,8 @@ WEIGHT_FLAGS = (
     "eval_action_weights",
     "eval_privacy_weights",
 )
+EVALUATION_WEIGHT_FLAGS = ("eval_action_weights", "eval_privacy_weights")
+"""The weight files `evaluate.py` reads: the fresh target models' starts."""
 """The settings that name a pretrained weight file."""
 
 
@@ -82,10 +84,11 @@ class ModelSettings:
         return names(self.privacy_backbone)
 
 
-def validate_weight_files(config: ExperimentConfig) -> None:
-    """Every weight file named exists (each of a target models' list); SPAct's
-    `privacy_weights` start one encoder only."""
-    for name in WEIGHT_FLAGS:
+def validate_weight_files(config: ExperimentConfig, training: bool = True) -> None:
+    """Every weight file named exists (each of a target models' list; without `training`,
+    only those, the files an evaluation reads); SPAct's `privacy_weights` start one encoder
+    only."""
+    for name in WEIGHT_FLAGS if training else EVALUATION_WEIGHT_FLAGS:
         value = getattr(config, name)
         for path in names(value) if name.startswith("eval_") else [value]:
             if path and not Path(path).is_file():

@@ -3,17 +3,17 @@
     python -m keras_privacy.data stats --dataset ucf101 --annotations DIR [--root DIR] [--json]
     python -m keras_privacy.data prepare --dataset hmdb51 --annotations DIR --root DIR --out DIR
         [--split 1] [--short_side 128] [--leave_out PA_HMDB51_ANNOTATIONS]
-    python -m keras_privacy.data synthetic --out DIR [--seed 0] [--version 5 --style dusk]
+    python -m keras_privacy.data synthetic --out DIR [--seed 0] [--version 4] [--style dusk]
     python -m keras_privacy.data arrays --flagfile configs/synthetic.cfg --out DIR [--epochs 2]
         [--models_from RUN_DIR] [any train.py flag, e.g. --steps_per_epoch=4]
 
 `stats` needs only the annotation files: without --root (or with videos absent) it counts what
 the lists name and says how many files are missing, naming the first few (`--json`: all).
-`prepare` names the files that failed or
-are missing (the first few, then a count; all are in each subset's manifest.json), reads every
-cache back, and exits with status 1 when a subset's cache is empty or does not read back. Each
-manifest records what its subset was read from (dataset, split, subset, VISPR's attributes,
-the PA-HMDB51 videos left out), which training checks against its flags.
+`prepare` names the files that failed or are missing (the first few, then a count; all are in
+each subset's manifest.json), reads every cache back, and exits with status 1 when a subset's
+cache is empty or does not read back. Each manifest records what its subset was read from
+(dataset, split, subset, VISPR's attributes, the PA-HMDB51 videos left out), which training
+checks against its flags.
 `arrays` exports a SPAct minimax as NumPy arrays and models for training without TensorFlow
 (`keras_privacy.data.arrays`).
 """
@@ -98,7 +98,11 @@ def _print_stats(result: dict) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m keras_privacy.data", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m keras_privacy.data",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     verbose = argparse.ArgumentParser(add_help=False)
     verbose.add_argument("--verbose", action="store_true", help="the traceback of an error too")
