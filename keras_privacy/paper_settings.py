@@ -1577,8 +1577,9 @@ SETTINGS: tuple[Setting, ...] = (
         "",
         "the same start (`models/layers.py`), for every model not read from a file",
         "same; before 2026-12-05 Keras' Glorot-uniform weights and zero biases. The UNet++ "
-        "decoder's convolutions take the ResNets' start (segmentation_models_pytorch: "
-        "kaiming_uniform_, fan_in), its encoder the ImageNet file the configs name",
+        "decoder's convolutions start as segmentation_models_pytorch's (kaiming_uniform_, "
+        "fan_in: `smp_decoder_start`; before 2026-12-05 the ResNets' start), its encoder from "
+        "the ImageNet file the configs name",
     ),
     Setting(
         "penalty",

@@ -152,6 +152,28 @@ def test_spact_rebuilt_layer4_convolutions_start_as_a_new_conv3d():
     assert kernel.std() == pytest.approx(np.sqrt(2.0 / fan_out), rel=0.05)
 
 
+def test_unetpp_starts_as_segmentation_models_pytorch_starts_it():
+    """The decoder's convolutions uniform in +-sqrt(6 / fan_in) (smp's initialize_decoder), the
+    encoder's N(0, 2 / fan_out) (torchvision's ResNet), the head Glorot uniform, bias 0."""
+    model = build_anonymizer("unetpp", input_shape=(32, 32, 3))
+    for layer in model.layers:
+        if not isinstance(layer, keras.layers.Conv2D) or layer.name == "segmentation_head":
+            continue
+        kernel = np.asarray(layer.kernel)
+        if layer.name.startswith("decoder_"):
+            bound = np.sqrt(6.0 / np.prod(kernel.shape[:-1]))
+            assert np.abs(kernel).max() <= bound * (1 + 1e-6), layer.name
+            if kernel.size >= 20_000:
+                assert kernel.std() == pytest.approx(bound / np.sqrt(3.0), rel=0.05), layer.name
+        elif kernel.size >= 20_000:
+            fan_out = kernel.shape[-1] * np.prod(kernel.shape[:-2])
+            assert kernel.std() == pytest.approx(np.sqrt(2.0 / fan_out), rel=0.05), layer.name
+    head = model.get_layer("segmentation_head")
+    fans = np.prod(head.kernel.shape[:-2]) * sum(head.kernel.shape[-2:])
+    assert np.abs(np.asarray(head.kernel)).max() <= np.sqrt(6.0 / fans)
+    assert not np.asarray(head.bias).any()
+
+
 def test_resnet_heads_start_as_pytorch_linear_layers():
     backbone = build_image_backbone("resnet_tiny")
     head = projection_head(backbone.output_shape[-1], 16, 8)
@@ -219,8 +241,9 @@ def tiny_instance(kind, name):
     if kind == "image":
         model = build_image_backbone(name, num_classes=3, **kwargs)
         return model, np.zeros((2, 32, 32, 3), "float32"), np.array([0, 1])
+    # 32 px: UNet++'s deepest features at 2 x 2, where BatchNorm normalises 8 values, not 2
     model = build_anonymizer(name, **kwargs)
-    return model, np.zeros((2, 16, 16, 3), "float32"), np.zeros((2, 16, 16, 3), "float32")
+    return model, np.zeros((2, 32, 32, 3), "float32"), np.zeros((2, 32, 32, 3), "float32")
 
 
 # MobileNets of the same version differ by their width multiplier alone: the narrowest of each

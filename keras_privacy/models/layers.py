@@ -27,6 +27,13 @@ def torch_default_weights() -> keras.initializers.Initializer:
     return keras.initializers.VarianceScaling(1.0 / 3.0, "fan_in", "uniform")
 
 
+def smp_decoder_start() -> keras.initializers.Initializer:
+    """segmentation_models_pytorch's decoder start (`initialize_decoder`), TeD-SPAD's and the
+    penalty code's UNet++ decoder convolutions: `kaiming_uniform_(mode="fan_in",
+    nonlinearity="relu")`, uniform in +-sqrt(6 / fan_in)."""
+    return keras.initializers.VarianceScaling(2.0, mode="fan_in", distribution="uniform")
+
+
 def slim_variance_scaling() -> keras.initializers.Initializer:
     """TF-slim's ResNets' start (`resnet_arg_scope`: `variance_scaling_initializer()`), VITA's
     budget ResNets' convolutions and logits: He normal on fan_in, truncated at two standard

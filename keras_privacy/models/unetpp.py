@@ -9,7 +9,9 @@ features at 1/2 (stem), 1/4, 1/8, 1/16 of the input. Decoder: the nested, densel
 grid of decoder blocks X(d, l) of UNet++, each "nearest 2x up-sampling, concatenation with its
 skips, two 3x3 convolution - BN - ReLU", block names `decoder_x_{d}_{l}` as smp's; a final block
 back to full resolution and a 3x3 convolution to 3 channels (smp's segmentation head).
-H and W must be multiples of 2 ** encoder_depth (16 by default).
+H and W must be multiples of 2 ** encoder_depth (16 by default). Started as smp starts it: the
+encoder as torchvision's ResNet, the decoder's convolutions `smp_decoder_start`, the head
+Glorot uniform with a zero bias (`initialize_head`, Keras' default).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from collections.abc import Sequence
 import keras
 from keras import layers
 
+from keras_privacy.models.layers import smp_decoder_start
 from keras_privacy.models.resnet import basic_block, bottleneck_block, conv_bn
 
 
@@ -87,4 +90,8 @@ def unet_plus_plus(
     x = decoder_block(dense[0, depth - 1], [], decoder_widths[-1], name=f"decoder_x_0_{depth}")
     x = layers.Conv2D(3, 3, padding="same", name="segmentation_head")(x)
     outputs = layers.Activation("sigmoid", dtype="float32", name="output_sigmoid")(x)
-    return keras.Model(inputs, outputs, name=name)
+    model = keras.Model(inputs, outputs, name=name)
+    for layer in model.layers:
+        if layer.name.startswith("decoder_") and isinstance(layer, layers.Conv2D):
+            layer.kernel.assign(smp_decoder_start()(layer.kernel.shape, dtype=layer.kernel.dtype))
+    return model
