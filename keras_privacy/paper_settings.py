@@ -864,7 +864,9 @@ SETTINGS: tuple[Setting, ...] = (
         "slim_variance_scaling, slim_mobilenet_start; `registry.build_privacy_classifier`)",
         "same (slim draws std sqrt(1.3 * 2 / fan_in) before truncating, a variance of 2.01 / "
         "fan_in; Keras' 2 / fan_in exactly); before 2026-12-05 Keras' Glorot uniform. The "
-        "meta paper's test attackers of these architectures start alike",
+        "meta paper's test attackers of these architectures start alike, and its "
+        "Inception-V1 / -V2 as VITA's nets/inception_v1.py:57-59 and inception_v2.py start "
+        "them (`models/inception.py`)",
     ),
     Setting(
         "vita",

@@ -402,6 +402,44 @@ def test_vita_budget_models_start_as_tf_slim_starts_them(name, drawn_std):
     assert not np.asarray(head.bias).any()
 
 
+def test_meta_inception_attackers_start_as_tf_slim_starts_them():
+    """Inception-V1: every convolution truncated normal std 0.01; Inception-V2 per layer as
+    inception_v2.py names them (0.09 reductions, 0.1 pool branches and stem 1x1, 1.0 separable
+    stem, variance scaling elsewhere); both heads variance scaling, biases 0."""
+
+    def drawn(kernel, std):  # bounds exactly, the spread where the layer is large
+        assert np.abs(kernel).max() <= 2 * std * (1 + 1e-5)
+        if kernel.size >= 20_000:
+            assert kernel.std() == pytest.approx(TRUNCATED * std, rel=0.05)
+
+    def he(kernel):
+        return np.sqrt(2.0 / np.prod(kernel.shape[:-1])) / TRUNCATED
+
+    v1 = registry.build_privacy_classifier("inception_v1", 7, input_shape=(32, 32, 3))
+    convs = [layer for layer in v1.get_layer("inception_v1").layers if hasattr(layer, "kernel")]
+    assert len(convs) == 57
+    for conv in convs:
+        drawn(np.asarray(conv.kernel), 0.01)
+    v2 = registry.build_privacy_classifier("inception_v2", 7, input_shape=(32, 32, 3))
+    body = v2.get_layer("inception_v2")
+    for name, std in [
+        ("mixed_4d_1a_conv", 0.09),
+        ("mixed_5a_0a_conv", 0.09),
+        ("mixed_4d_3_conv", 0.1),
+        ("stem_2b_conv", 0.1),
+        ("mixed_5b_1b_conv", None),
+        ("mixed_5b_0_conv", None),
+    ]:
+        kernel = np.asarray(body.get_layer(name).kernel)
+        drawn(kernel, std or he(kernel))
+    stem = body.get_layer("stem_1a_conv")
+    drawn(np.asarray(stem.depthwise_kernel), 1.0)
+    assert not np.asarray(stem.bias).any()
+    for model in (v1, v2):
+        head = np.asarray(model.get_layer("attributes").kernel)
+        assert head.std() == pytest.approx(TRUNCATED * he(head), rel=0.15)
+
+
 @pytest.mark.parametrize("name", ["resnet_tiny", "mobilenet_v2_0.35"])
 def test_other_backbones_keep_the_pytorch_head(name):
     head = registry.build_privacy_classifier(name, 7, input_shape=(32, 32, 3)).get_layer(

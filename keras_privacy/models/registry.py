@@ -196,9 +196,9 @@ def build_privacy_classifier(
 ) -> keras.Model:
     """`resnet.privacy_classifier` on the image model `backbone_name` (built with `kwargs`),
     its attribute head started as that model's code starts logits: TF-slim's start for the
-    models VITA's code builds with slim (ResNet-V1 / -V2, MobileNet-V1), else PyTorch's
-    nn.Linear (SPAct's and the penalty code's heads)."""
-    if backbone_name.startswith(("resnet_v1_", "resnet_v2_")):
+    models VITA's code builds with slim (ResNet-V1 / -V2, Inception-V1 / -V2, MobileNet-V1),
+    else PyTorch's nn.Linear (SPAct's and the penalty code's heads)."""
+    if backbone_name.startswith(("resnet_v1_", "resnet_v2_", "inception_v")):
         head_initializer = layers.slim_variance_scaling()
     elif backbone_name.startswith("mobilenet_v1_"):
         head_initializer = layers.slim_mobilenet_start()
