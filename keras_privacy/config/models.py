@@ -20,9 +20,9 @@ WEIGHT_FLAGS = (
     "eval_action_weights",
     "eval_privacy_weights",
 )
-EVALUATION_WEIGHT_FLAGS = ("eval_action_weights", "eval_privacy_weights")
-"""The weight files `evaluate.py` reads: the fresh target models' starts."""
 """The settings that name a pretrained weight file."""
+EVALUATION_WEIGHT_FLAGS = ("eval_action_weights", "eval_privacy_weights")
+"""Those `evaluate.py` reads: the fresh target models' starts."""
 
 
 @dataclasses.dataclass
