@@ -50,15 +50,20 @@ def slim_mobilenet_start() -> keras.initializers.Initializer:
 
 
 def redraw_kernels(
-    model: keras.Model, new_initializer: Callable[[], keras.initializers.Initializer]
+    model: keras.Model,
+    new_initializer: Callable[[], keras.initializers.Initializer],
+    names: Sequence[str] | None = None,
 ) -> None:
-    """Draw every convolution kernel of `model` (depthwise ones too) again, each from its own
-    `new_initializer()`, and set its biases to 0: a start of another framework for a model
-    that Keras builds with its own (`keras.applications`). Dense layers are left alone. An
-    initializer is made per layer because a Keras initializer fixes its seed when it is made,
-    so one shared by every layer would give layers of one shape the same kernel."""
-    for layer in model.layers:
-        if not isinstance(layer, (layers.Conv2D, layers.DepthwiseConv2D)):
+    """Draw every convolution kernel of `model` (2-D, 3-D and depthwise), or of its layers
+    `names` (others among them are passed over), again, each from its own `new_initializer()`,
+    and set their biases to 0: a start of another framework or layer for a model built with
+    another one (`keras.applications`, a layer an author's code rebuilds). Dense layers are
+    left alone. An initializer is made per layer because a Keras initializer fixes its seed
+    when it is made, so one shared by every layer would give layers of one shape the same
+    kernel."""
+    chosen = model.layers if names is None else [model.get_layer(name) for name in names]
+    for layer in chosen:
+        if not isinstance(layer, (layers.Conv2D, layers.Conv3D, layers.DepthwiseConv2D)):
             continue
         initializer = new_initializer()
         layer.kernel.assign(initializer(layer.kernel.shape, dtype=layer.kernel.dtype))

@@ -12,6 +12,7 @@ from keras import layers
 
 from keras_privacy.models.layers import (
     SpatialSubsample,
+    redraw_kernels,
     torch_default_weights,
     torch_linear,
     torch_padded_conv,
@@ -131,9 +132,7 @@ def r3d_18_spact(num_classes: int = 400, name: str = "r3d_18_spact", **kwargs: A
         name=name,
         **kwargs,
     )
-    for rebuilt in ("layer4_0_1_conv", "layer4_0_downsample_conv"):
-        kernel = model.get_layer(rebuilt).kernel
-        kernel.assign(torch_default_weights()(kernel.shape, dtype=kernel.dtype))
+    redraw_kernels(model, torch_default_weights, ["layer4_0_1_conv", "layer4_0_downsample_conv"])
     return model
 
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import keras
 from keras import layers
 
-from keras_privacy.models.layers import smp_decoder_start
+from keras_privacy.models.layers import redraw_kernels, smp_decoder_start
 from keras_privacy.models.resnet import basic_block, bottleneck_block, conv_bn
 
 
@@ -91,7 +91,6 @@ def unet_plus_plus(
     x = layers.Conv2D(3, 3, padding="same", name="segmentation_head")(x)
     outputs = layers.Activation("sigmoid", dtype="float32", name="output_sigmoid")(x)
     model = keras.Model(inputs, outputs, name=name)
-    for layer in model.layers:
-        if layer.name.startswith("decoder_") and isinstance(layer, layers.Conv2D):
-            layer.kernel.assign(smp_decoder_start()(layer.kernel.shape, dtype=layer.kernel.dtype))
+    decoder = [layer.name for layer in model.layers if layer.name.startswith("decoder_")]
+    redraw_kernels(model, smp_decoder_start, decoder)
     return model
