@@ -15,8 +15,10 @@
 # the `run` call about 15 s more). Every compile and measurement ends 10 s before it (--end), so
 # the report is printed in time. A lease's 15 minutes hold the machine's start, one command of
 # 585 s and, at once (the machine goes back after 30 s idle, its caches with it), one of
-# $((budget_left_s - 45)) s. The meta step was timed on 2026-12-04 (`meta 585`); the next lease
-# runs `largest 585` (4x the batch alone), a later one `variants`.
+# $((budget_left_s - 45)) s. The meta step was timed on 2026-12-04 (`meta 585`), SPAct at 4x the
+# batch on 2026-12-05 (`largest 585`, then `largest 370`: the second loads the autotuning the
+# first cut short). The next lease: on an H200 `LARGEST_FACTOR=8 ... largest 585`, on an H100
+# `LARGEST_FACTOR=1 ... largest 585`, each then again with the seconds left; a later one `variants`.
 #   meta        the eight-model meta step (its deciding pass and the meta update's program)
 #               without XLA's fusion autotuner, under autotuning level 1 (convolutions and
 #               matmuls still autotuned, without buffer initialisation or correctness checks):
@@ -29,10 +31,10 @@
 #               420 s; the traces stay in /tmp, their summaries are in the report)
 #   largest     SPAct bf16 at LARGEST_FACTOR (default 4) times the paper's batch (24 clips
 #               and 64 image pairs times it), compiled alone, then timed, with meta's flags (level 1,
-#               no fusion autotuner). 1x and 2x are measured (2026-11-28, 2026-12-04); 1x, 2x and
-#               4x compiled side by side did not finish in 435 s (2026-12-04), nor 4x with XLA's
-#               defaults in 280 s, the GPU autotuning throughout. 4x is planned at about 60 GiB:
-#               if it runs, LARGEST_FACTOR=8 in a later lease (about 115 GiB) finds the largest batch
+#               no fusion autotuner). 1x and 2x are measured on an H200 (2026-11-28, 2026-12-04),
+#               4x on an H100 (2026-12-05: 58.7 GiB; its compile took this mode twice, 435 s
+#               then 184 s); 1x, 2x and 4x compiled side by side did not finish in 435 s, nor 4x
+#               with XLA's defaults in 280 s. LARGEST_FACTOR=8 (about 117 GiB) fits only an H200
 #   meta_start  the eight-model meta step with XLA's default autotuning, started in its own
 #               session so that it outlives this command (its compile takes longer than one)
 #   meta_wait   waits for meta_start's report (same machine, a later command)
