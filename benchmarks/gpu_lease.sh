@@ -17,8 +17,9 @@
 # 585 s and, at once (the machine goes back after 30 s idle, its caches with it), one of
 # $((budget_left_s - 45)) s. The meta step was timed on 2026-12-04 (`meta 585`), SPAct at 4x the
 # batch on 2026-12-05 (`largest 585`, then `largest 370`: the second loads the autotuning the
-# first cut short). The next lease: on an H200 `LARGEST_FACTOR=8 ... largest 585`, on an H100
-# `LARGEST_FACTOR=1 ... largest 585`, each then again with the seconds left; a later one `variants`.
+# first cut short). The next lease runs `nhwc 585`, then `nhwc` again with the seconds left
+# (the lead for 40 % of the bf16 peak); later ones `LARGEST_FACTOR=8 ... largest` on an H200
+# and `variants`.
 #   meta        the eight-model meta step (its deciding pass and the meta update's program)
 #               without XLA's fusion autotuner, under autotuning level 1 (convolutions and
 #               matmuls still autotuned, without buffer initialisation or correctness checks):
@@ -29,6 +30,12 @@
 #   variants    SPAct bf16 with XLA's defaults, without the fusion autotuner, NHWC convolution
 #               layouts and autotuning level 1, each compiled, timed and profiled (needs about
 #               420 s; the traces stay in /tmp, their summaries are in the report)
+#   nhwc        SPAct bf16 at twice the paper's batch (the best fraction of the peak so far,
+#               36 % on an H200) with meta's flags, plain and with NHWC convolution layouts
+#               (the trace's lead: cuDNN's layout conversions around R3D's 3-D convolutions,
+#               8 % of the busy time), the two compiled side by side, then each timed, the
+#               NHWC one's speedup over the plain one in its row. Run again at once with the
+#               seconds left, it loads what the first command compiled or autotuned
 #   largest     SPAct bf16 at LARGEST_FACTOR (default 4) times the paper's batch (24 clips
 #               and 64 image pairs times it), compiled alone, then timed, with meta's flags (level 1,
 #               no fusion autotuner). 1x and 2x are measured on an H200 (2026-11-28, 2026-12-04),
@@ -81,6 +88,10 @@ gpu_args() {
                 "--timeout $((limit - 10)) --deadline $((limit - 120)) --end $((limit - 10))" ;;
         meta_start)  # outlives the command: its compile and run may take 14 minutes
             echo "--jobs meta:mixed_bfloat16 $common --largest_batch 0 --timeout 840" ;;
+        nhwc)  # twice the paper's batch, plain and NHWC: two compiles side by side
+            echo "--jobs spact:mixed_bfloat16 --clips 48 --images 128 --compile_first 2" \
+                "$common --largest_batch 0" \
+                "--timeout $((limit - 150)) --deadline $((limit - 60)) --end $((limit - 10))" ;;
         largest)  # one batch, compiled alone: the paper's, LARGEST_FACTOR times
             echo "--jobs spact:mixed_bfloat16 --clips $((24 * LARGEST_FACTOR))" \
                 "--images $((64 * LARGEST_FACTOR))" \
@@ -97,6 +108,7 @@ mode_flags() {
     case $1 in
         variants) echo "|$FUSION_AUTOTUNER_OFF;$NHWC;$LEVEL1" ;;  # the one meta hinges on first
         meta | largest) echo "$LEVEL1 $FUSION_AUTOTUNER_OFF|" ;;
+        nhwc) echo "$LEVEL1 $FUSION_AUTOTUNER_OFF|$NHWC" ;;
         *) echo "|" ;;
     esac
 }
@@ -159,7 +171,7 @@ if [[ $1 == --print ]]; then
     exit 0
 fi
 mode=$1 limit=${2:-420}
-if [[ $mode =~ ^(meta|variants|largest)$ ]] && ((limit < 180)); then
+if [[ $mode =~ ^(meta|variants|nhwc|largest)$ ]] && ((limit < 180)); then
     echo "$mode needs a limit of at least 180 s, got $limit" >&2
     exit 2
 fi

@@ -427,7 +427,7 @@ def test_gpu_benchmark_summarises_a_gpu_trace_by_its_stream_kernels(tmp_path):
 
 
 LEASE = ROOT / "benchmarks" / "gpu_lease.sh"
-LEASE_MODES = ["meta", "variants", "largest", "meta_start", "learning", "learning_highest"]
+LEASE_MODES = ["meta", "variants", "nhwc", "largest", "meta_start", "learning", "learning_highest"]
 
 
 def lease_command(
@@ -478,7 +478,7 @@ def test_every_gpu_lease_mode_runs_a_gpu_benchmark_command_that_parses_within_it
             # Compiles end a minute before the deadline, leaving time to time them.
             assert args.timeout + 60 <= args.deadline
         tuned_fast = f"{level1} {fusion_autotuner_off}"  # meta's compile ended in a command
-        assert env["XLA_FLAGS"] == (tuned_fast if mode in ("meta", "largest") else "")
+        assert env["XLA_FLAGS"] == (tuned_fast if mode in ("meta", "nhwc", "largest") else "")
     _, variants = lease_command("variants", 420)
     assert variants.variant_flags.split(";") == [
         fusion_autotuner_off, "--xla_gpu_force_conv_nhwc=true", level1
@@ -490,6 +490,11 @@ def test_every_gpu_lease_mode_runs_a_gpu_benchmark_command_that_parses_within_it
     _, meta = lease_command("meta", 585)
     assert meta.jobs == "meta:mixed_bfloat16" and meta.variant_flags == ""
     assert meta.compile_first == 0 and meta.timeout >= meta.end
+    # The NHWC lead at the batch that came nearest 40 %: two compiles, the plain step's and
+    # the variant's, each into a cache of its own, then the variant's speedup over the plain.
+    _, nhwc = lease_command("nhwc", 585)
+    assert nhwc.jobs == "spact:mixed_bfloat16" and (nhwc.clips, nhwc.images) == (48, 128)
+    assert nhwc.compile_first == 2 and nhwc.variant_flags == "--xla_gpu_force_conv_nhwc=true"
     # One batch compiled alone (three side by side did not finish in 435 s on 2026-12-04).
     _, largest = lease_command("largest", 585)
     assert largest.jobs == "spact:mixed_bfloat16" and largest.compile_first == 1
