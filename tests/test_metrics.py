@@ -157,6 +157,24 @@ def test_scores_that_are_not_finite_are_refused_by_every_metric(bad):
             call()
 
 
+def test_an_empty_test_set_is_named_by_every_metric():
+    # Before, numpy's "zero-size array to reduction operation" or a NaN top-1.
+    labels, scores = np.zeros((0, 2), np.int64), np.zeros((0, 2))
+    videos, actions = np.zeros(0, np.int64), np.zeros(0, np.int64)
+    calls = [
+        lambda: privacy_cmap(labels, scores),
+        lambda: privacy_f1(labels, scores),
+        lambda: cmap_interval(labels, scores, samples=20),
+        lambda: video_action_cmap(scores, videos, labels),
+        lambda: top1(scores, actions),
+        lambda: video_top1(scores, videos, actions),
+        lambda: video_top1_interval(scores, videos, actions, samples=20),
+    ]
+    for call in calls:
+        with pytest.raises(ValueError, match=r"no scores to evaluate \(shape \(0, 2\)\)"):
+            call()
+
+
 def test_scores_that_are_not_finite_name_their_first_rows():
     probs = np.full((20, 2), 0.5)
     probs[3:, 1] = np.nan
@@ -252,6 +270,9 @@ def test_grouped_intervals_resample_whole_groups():
     np.testing.assert_allclose(
         privacy_f1_interval(labels, probs, samples=200, seed=3, groups=groups), expected
     )
+    # Group ids with gaps are the same groups: no empty unit enters the resamples.
+    gapped = cmap_interval(labels, probs, 200, 3, groups * 7 + 5)
+    np.testing.assert_allclose(gapped, cmap_interval(labels, probs, 200, 3, groups))
     assert row_groups(["b", "a", "b", "c"]).tolist() == [0, 1, 0, 2]
     with pytest.raises(ValueError, match="groups of shape"):
         cmap_interval(labels, probs, 10, 0, groups[:5])

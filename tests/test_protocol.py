@@ -443,6 +443,17 @@ def test_the_targets_scores_are_the_papers_metrics_of_their_outputs(benchmark, t
     expected = metrics.privacy_f1_interval(labels, probs, 0.6225, 50, config.seed)
     assert result["privacy_f1_interval"] == pytest.approx(list(expected))
     assert targets.target_settings(authors)["privacy"]["f1_threshold"] == 0.6225
+
+    # An overconfident attacker (every logit near 1000, where a float64 sigmoid is 1.0 for
+    # all): cMAP still ranks its logits, as the authors' average_precision_score does.
+    dense = model.layers[-1]
+    dense.set_weights([weights[:3] * 10, weights[3] * 10 + 1000])
+    result = protocol.test_privacy_target(config, model, data.privacy_test, names, intervals=False)
+    logits = np.concatenate([model.predict_on_batch(b["images"]) for b in images]).astype("f8")
+    assert (1 / (1 + np.exp(-logits)) == 1.0).all()
+    ranked = np.mean([average_precision_score(labels[:, a], logits[:, a]) for a in kept])
+    tied = np.mean([labels[:, a].mean() for a in kept])  # AP when every score ties
+    assert result["privacy_cmap"] == pytest.approx(ranked) and ranked != pytest.approx(tied)
     assert "f1_threshold" not in targets.target_settings(config)["privacy"]
 
 

@@ -94,7 +94,8 @@ def privacy_cmap(
     labels: np.ndarray, probs: np.ndarray, names: Sequence[str] | None = None
 ) -> MetricResult:
     """Privacy cMAP: mean over attributes of the average precision of `probs` (N, A) against
-    the binary `labels` (N, A). AP depends only on the ranking, so logits give the same value."""
+    the binary `labels` (N, A). AP depends only on the ranking, so logits give the same value,
+    and rank better: float64 sigmoid probabilities are all 1.0 above a logit of about 37."""
     return _mean_over_attributes(labels, probs, names, average_precision_score)
 
 
@@ -277,7 +278,8 @@ def _resampled_units(groups: np.ndarray | None, rows: int) -> tuple[int, Callabl
     groups = np.asarray(groups)
     if groups.shape != (rows,):
         raise ValueError(f"groups of shape {groups.shape} for {rows} rows")
-    return int(groups.max()) + 1, lambda counts: counts[:, groups]
+    units, groups = np.unique(groups, return_inverse=True)  # any ids: gaps are no units
+    return len(units), lambda counts: counts[:, groups]
 
 
 def _weighted_average_precision(
@@ -320,8 +322,10 @@ def _checked(labels, scores) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _check_finite(scores: np.ndarray) -> None:
-    """Raise ValueError naming how many of the (N, C) `scores` are NaN or infinite, and their
-    first rows."""
+    """Raise ValueError on empty `scores` (N, C), or naming how many of them are NaN or
+    infinite, and their first rows."""
+    if not scores.size:
+        raise ValueError(f"no scores to evaluate (shape {scores.shape}): is the test set empty?")
     finite = np.isfinite(scores)
     if finite.all():
         return

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 
 import keras
 import numpy as np
+import scipy.special
 from absl import logging
 from tqdm import tqdm
 
@@ -383,7 +384,7 @@ def test_action_target(
     for video in tqdm(dataset.as_numpy_iterator(), desc="testing f'_T", unit="video", leave=False):
         logits = np.asarray(model.predict_on_batch(video["clips"]), np.float64)
         if c.action_multilabel:
-            probs.append(1.0 / (1.0 + np.exp(-logits)))
+            probs.append(scipy.special.expit(logits))
             labels.append(np.repeat(video["actions"][None], len(logits), axis=0))
         else:
             probs.append(_softmax(logits))
@@ -476,18 +477,19 @@ def test_privacy_target(
 ) -> dict:
     """cMAP and mean F1 (at probability `--eval_f1_threshold`) of `model` on the test images,
     and, with `intervals`, their 95 % intervals by `--eval_bootstrap` resamples of the test
-    images (`<metric>_interval`)."""
+    images (`<metric>_interval`). cMAP ranks the logits, as the authors' `average_precision_score`
+    does: a float64 sigmoid is exactly 1.0 above a logit of about 37, which would tie them."""
     dataset = pipelines.privacy_labelled_dataset(
         test, config.eval_batch_size("privacy"), config.image_size, training=False
     )
-    probs, labels, paths = [], [], []
+    logits, labels, paths = [], [], []
     for batch in dataset.as_numpy_iterator():
-        logits = np.asarray(model.predict_on_batch(batch["images"]), np.float64)
-        probs.append(1.0 / (1.0 + np.exp(-logits)))
+        logits.append(np.asarray(model.predict_on_batch(batch["images"]), np.float64))
         labels.append(batch["privacy"])
         paths.extend(path.decode() for path in batch["path"])
-    probs, labels = np.concatenate(probs), np.concatenate(labels)
-    cmap = metrics.privacy_cmap(labels, probs, names)
+    logits, labels = np.concatenate(logits), np.concatenate(labels)
+    probs = scipy.special.expit(logits)
+    cmap = metrics.privacy_cmap(labels, logits, names)
     f1 = metrics.privacy_f1(labels, probs, config.eval_f1_threshold, names)
     # PA-HMDB51's test frames are resampled by video: frames of one video are not
     # independent samples.
@@ -501,7 +503,7 @@ def test_privacy_target(
     }
     if config.eval_bootstrap and intervals:
         samples, seed = config.eval_bootstrap, config.seed
-        cmap_interval = metrics.cmap_interval(labels, probs, samples, seed, groups)
+        cmap_interval = metrics.cmap_interval(labels, logits, samples, seed, groups)
         f1_interval = metrics.privacy_f1_interval(
             labels, probs, config.eval_f1_threshold, samples, seed, groups
         )
