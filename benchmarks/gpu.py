@@ -61,8 +61,8 @@ a step came from the persistent cache, as after an earlier command with the same
 such a "compile" took the seconds of a load.
 Run one benchmark at a time on a GPU: compiles autotuning their convolutions beside a timed
 step can take most of the GPU's memory (134 of an H200's 139 GiB, 2026-11-28).
-`--deadline S` starts no measurement after S seconds and still prints the report, so a run
-inside a fixed lease ends with what it measured. `--cache DIR` keeps the compilation cache
+`--deadline S` starts no compile or measurement after S seconds and still prints the report,
+so a run inside a fixed lease ends with what it measured. `--cache DIR` keeps the compilation cache
 (and XLA's autotuning results of each fusion) in DIR: a compile that needs most of one command
 of a lease can end there, and the next command, on the same warm machine with the same
 `XLA_FLAGS`, loads and times it (a folder the repository ignores stays between commands).
@@ -806,18 +806,22 @@ def larger_batches(args: argparse.Namespace) -> list[tuple[int, int]]:
 
 
 def compile_all(
-    jobs: list[tuple], args: argparse.Namespace, cache: str, timeout: Callable[[], float]
+    jobs: list[tuple],
+    args: argparse.Namespace,
+    cache: str,
+    timeout: Callable[[], float],
+    why_not_started: Callable[[], str | None],
 ) -> dict:
     """Compile the step of every (method, policy, clips, images, variant flags) job into the
     persistent `cache`, `--compile_first` processes at a time, each within `timeout()` seconds
-    as it starts; each compile's figures, by job."""
+    as it starts, none started once `why_not_started()` says why; each compile's figures, by
+    job."""
 
     def compile_one(job: tuple) -> dict:
-        limit = timeout()
-        if limit < MIN_WORKER_SECONDS:
-            return {"error": "not started: past --end"}
+        if reason := why_not_started():
+            return {"error": reason}
         worker = _worker_args(args, *job, steps=0) + ["--compile_only"]
-        return run_worker(worker, limit, job_cache(cache, job), job_xla_flags(job))
+        return run_worker(worker, timeout(), job_cache(cache, job), job_xla_flags(job))
 
     with ThreadPoolExecutor(args.compile_first) as pool:
         return dict(zip(jobs, pool.map(compile_one, jobs)))
@@ -944,6 +948,11 @@ def main() -> None:
     if args.learning_check:
         print(json.dumps(learning_check(Path(args.learning_check), args.record, args.noise_runs)))
         return
+    if args.steps < 1 and not (args.compile_only or args.lower_only):
+        parser.error(f"--steps: at least 1 timed step, got {args.steps}")
+    attack_models = len(model_sizes(args.small)["attack_models"])
+    if not 0 <= args.attack_models <= attack_models:
+        parser.error(f"--attack_models: 0 (all) to {attack_models}, got {args.attack_models}")
     sizes = model_sizes(args.small, args.attack_models)
     methods = [m for m in args.methods.split(",") if m]
     unknown = set(methods) - set(METHODS)
@@ -1018,7 +1027,7 @@ def main() -> None:
         cache_folder = tempfile.TemporaryDirectory(prefix="gpu_benchmark_cache_")
         cache = cache_folder.name
     if args.compile_first:
-        compiles = compile_all(jobs, args, cache, timeout)
+        compiles = compile_all(jobs, args, cache, timeout, why_not_started)
         print(json.dumps({"compiled": [[*job, r] for job, r in compiles.items()]}), flush=True)
 
     def measure(job: tuple, steps: int = args.steps, profile: bool = False) -> dict:

@@ -184,7 +184,10 @@ if [[ $mode == _meta_background ]]; then
     exit 0
 fi
 if [[ $mode == wheels ]]; then
-    pip download -q --no-deps --only-binary=:all: --python-version 3.12 -d "$WHEEL_DIR" \
+    # The GPU machine's Python and platform, whatever this machine's: optree's is a binary wheel.
+    pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+        --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
+        --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d "$WHEEL_DIR" \
         "${WHEELS[@]}"
     ls "$WHEEL_DIR"
     exit 0

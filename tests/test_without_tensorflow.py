@@ -149,6 +149,31 @@ def test_a_measurement_with_no_time_left_before_end_is_not_started_and_says_so(m
     assert row["error"] == "not started: less than 5 s left before --end"
 
 
+def test_no_compile_starts_past_the_deadline(monkeypatch, capsys):
+    """--deadline starts nothing after it, compiles of --compile_first included: a compile
+    queued behind another one that ran past it is left out, and says why."""
+    gpu = gpu_benchmark()
+    compiled = []
+
+    def fake_worker(args, timeout, cache=None, xla_flags=None):
+        if "--compile_only" in args:
+            compiled.append(int(args[args.index("--clips") + 1]))
+            time.sleep(1.2)
+            return {"compile_seconds": 1.2, "compile_loaded_from_cache": False}
+        return {"bfloat16_matmul_tflops": 100.0}
+
+    monkeypatch.setattr(gpu, "run_worker", fake_worker)
+    monkeypatch.setattr(gpu, "gpu_in_use", lambda: None)
+    argv = ["gpu.py", "--small", "--jobs", "spact:float32", "--largest_batch", "2"]
+    monkeypatch.setattr(sys, "argv", argv + ["--compile_first", "1", "--deadline", "1"])
+    gpu.main()
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    first, second = lines[0]["compiled"]
+    assert len(compiled) == 1 and first[1:3] == ["float32", compiled[0]]
+    assert second[2] == 2 * compiled[0]
+    assert second[-1] == {"error": "not started: past the 1 s deadline"}
+
+
 def test_largest_batch_is_one_that_ran_out_of_memory_not_one_left_untimed(capsys):
     gpu = gpu_benchmark()
     args = gpu_parser().parse_args(["--largest_batch", "8"])
@@ -181,6 +206,19 @@ def test_gpu_benchmark_names_a_malformed_job():
         )
         assert done.returncode == 2
         assert "--jobs: each pair is method:policy" in done.stderr
+    wrong = {
+        ("--steps", "0"): "--steps: at least 1 timed step, got 0",
+        ("--attack_models", "-1"): "--attack_models: 0 (all) to 8, got -1",
+        ("--attack_models", "9"): "--attack_models: 0 (all) to 8, got 9",
+    }
+    for argv, message in wrong.items():
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "benchmarks" / "gpu.py"), *argv],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 2 and message in done.stderr
 
 
 def test_pair_arrays_lays_out_pairs_as_pair_batches():

@@ -9,22 +9,50 @@ import keras
 
 def forward_flops(model: keras.Model, input_shape: tuple[int, ...]) -> int:
     """FLOPs (2 x multiply-adds) of one forward pass of `model` on one input of `input_shape`
-    (without the batch axis), counting Conv1D/2D/3D and Dense layers, nested models included.
+    (without the batch axis), counting Dense layers and convolutions (plain, transposed,
+    depthwise, separable; inside `TimeDistributed` too), nested models included.
 
     Normalisation, activation and pooling layers are ignored: they are memory-bound and small
     next to the convolutions.
     """
-    total = 0
-    batch_shape = (1, *input_shape)
-    shapes = _output_shapes(model, batch_shape)
-    for layer, (in_shape, out_shape) in shapes.items():
-        if isinstance(layer, keras.layers.Dense):
-            total += 2 * math.prod(in_shape[1:]) * layer.units
-        elif isinstance(layer, (keras.layers.Conv1D, keras.layers.Conv2D, keras.layers.Conv3D)):
-            kernel = layer.kernel.shape
-            per_output = math.prod(kernel[:-1])
-            total += 2 * per_output * math.prod(out_shape[1:])
-    return total
+    shapes = _output_shapes(model, (1, *input_shape))
+    return sum(_layer_flops(layer, *shape) for layer, shape in shapes.items())
+
+
+_CONVOLUTIONS = (keras.layers.Conv1D, keras.layers.Conv2D, keras.layers.Conv3D)
+_TRANSPOSED = (
+    keras.layers.Conv1DTranspose,
+    keras.layers.Conv2DTranspose,
+    keras.layers.Conv3DTranspose,
+)
+_DEPTHWISE = (keras.layers.DepthwiseConv1D, keras.layers.DepthwiseConv2D)
+_SEPARABLE = (keras.layers.SeparableConv1D, keras.layers.SeparableConv2D)
+
+
+def _layer_flops(layer: keras.layers.Layer, in_shape: tuple, out_shape: tuple) -> int:
+    """FLOPs of one call of `layer` from `in_shape` to `out_shape` (channels last)."""
+    if isinstance(layer, keras.layers.TimeDistributed):  # the wrapped layer, once a step
+        inner, steps = layer.layer, in_shape[1]
+        if isinstance(inner, keras.Model):
+            return steps * forward_flops(inner, tuple(in_shape[2:]))
+        return steps * _layer_flops(inner, (1, *in_shape[2:]), (1, *out_shape[2:]))
+    if isinstance(layer, keras.layers.Dense):
+        return 2 * math.prod(in_shape[1:]) * layer.units
+    if isinstance(layer, _CONVOLUTIONS):
+        # Each output element: the kernel's window over its group's input channels.
+        return 2 * math.prod(layer.kernel.shape[:-1]) * math.prod(out_shape[1:])
+    if isinstance(layer, _TRANSPOSED):
+        # Each input element scatters into the window of every output channel.
+        return 2 * math.prod(in_shape[1:-1]) * math.prod(layer.kernel.shape)
+    if isinstance(layer, _DEPTHWISE):
+        # Each output element: the window over one input channel.
+        return 2 * math.prod(layer.kernel.shape[:-2]) * math.prod(out_shape[1:])
+    if isinstance(layer, _SEPARABLE):
+        depthwise = layer.depthwise_kernel.shape
+        positions = math.prod(out_shape[1:-1])
+        window = math.prod(depthwise[:-2]) * depthwise[-2] * depthwise[-1]
+        return 2 * positions * (window + math.prod(layer.pointwise_kernel.shape))
+    return 0
 
 
 def _output_shapes(model: keras.Model, batch_shape: tuple[int, ...]) -> dict:
