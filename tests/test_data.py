@@ -693,6 +693,13 @@ def test_pa_hmdb51_malformed_names_file(tmp_path, content):
         read_pa_hmdb51(tmp_path)
 
 
+def test_pa_hmdb51_names_a_missing_folder_and_one_without_its_files(tmp_path):
+    with pytest.raises(FileNotFoundError, match="typo: no such folder"):
+        read_pa_hmdb51(tmp_path / "typo")
+    with pytest.raises(FileNotFoundError, match="no PA-HMDB51 '<action>.json' files"):
+        read_pa_hmdb51(tmp_path)
+
+
 @pytest.mark.parametrize(
     "attribute, ranges, problem",
     [

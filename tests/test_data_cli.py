@@ -210,7 +210,7 @@ def test_a_subset_whose_every_file_failed_is_an_error_naming_them(benchmark, tmp
     out, err = capsys.readouterr()
     assert "test: 0 cached, 8 failed, 0 missing" in out
     assert "train: 12 cached" in out and "val: 2 cached" in out  # the others are still written
-    named = [line for line in err.splitlines() if line.endswith(".jpg: unreadable image")]
+    named = [line for line in err.splitlines() if ".jpg: unreadable image: not a JPEG" in line]
     assert len(named) == 5 and all(line.strip().split(":")[0] in map(str, broken) for line in named)
     assert "test: failed (8):" in err
     assert "... and 3 more, listed in the manifest" in err

@@ -85,10 +85,26 @@ def test_an_image_rewritten_whole_is_no_longer_cut_short(tmp_path, jpeg_bytes, c
     assert len(caplog.records) == 1
 
 
-@pytest.mark.parametrize("content", [None, b"", b"not an image"])
-def test_a_missing_empty_or_undecodable_image_is_named(tmp_path, content):
+CORRUPT = "corrupt image data (an image file's header, but it does not decode)"
+
+
+@pytest.mark.parametrize(
+    "content, reason",
+    [
+        (None, "no such file"),
+        (b"", "empty file (0 bytes)"),
+        (
+            b"not an image",
+            "not a JPEG, PNG, GIF, BMP, TIFF or WebP file (it starts with b'not an i')",
+        ),
+        (b"\xff\xd8\xff\xe0" + bytes(40), CORRUPT),
+        (b"\x89PNG\r\n\x1a\n" + bytes(12), CORRUPT),
+    ],
+)
+def test_a_missing_empty_or_undecodable_image_is_named_with_its_reason(tmp_path, content, reason):
     path = tmp_path / "bad.jpg"
     if content is not None:
         path.write_bytes(content)
-    with pytest.raises(ValueError, match=f"^{path}: unreadable image$"):
+    with pytest.raises(ValueError) as raised:
         read_image(path)
+    assert str(raised.value) == f"{path}: unreadable image: {reason}"

@@ -627,7 +627,8 @@ def test_training_on_an_empty_cache_names_the_cache_and_how_it_was_made(benchmar
     assert str(raised.value) == (
         f"--privacy_cache={tmp_path / 'cache'}: the cache holds no image: `python -m "
         "keras_privacy.data prepare` wrote it from 1 listed files, 1 failed to decode, e.g. "
-        f"{broken}: unreadable image, and 0 were missing (see "
+        f"{broken}: unreadable image: not a JPEG, PNG, GIF, BMP, TIFF or WebP file (it starts "
+        "with b'not an i'), and 0 were missing (see "
         f"{tmp_path / 'cache' / 'manifest.json'})"
     )
 
@@ -636,7 +637,7 @@ def test_training_on_an_empty_cache_names_the_cache_and_how_it_was_made(benchmar
     "kind, pattern, flag, reason",
     [
         ("video", "videos/*/*.avi", "action_annotations", "empty file (0 bytes)"),
-        ("image", "vispr/images/train2017/*.jpg", "privacy_annotations", "unreadable image"),
+        ("image", "vispr/images/train2017/*.jpg", "privacy_annotations", "empty file (0 bytes)"),
     ],
 )
 def test_training_from_files_none_of_which_decodes_names_the_split_and_a_file(

@@ -18,6 +18,10 @@ _cut_short: dict[tuple[str, int, int], bool] = {}
 """Whether each file read so far is a JPEG cut short, by path, size and modification time:
 checked the first time it is read, and again once it is rewritten."""
 _cut_short_lock = threading.Lock()
+IMAGE_SIGNATURES = (
+    b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n", b"GIF87a", b"GIF89a", b"BM", b"II*\x00", b"MM\x00*"
+)  # fmt: skip
+"""How JPEG, PNG, GIF, BMP and TIFF files start (WebP: RIFF, 4 bytes, WEBP)."""
 
 
 def read_image(path: str | os.PathLike) -> np.ndarray:
@@ -34,7 +38,7 @@ def read_image_and_cut(path: str | os.PathLike) -> tuple[np.ndarray, bool]:
     path = os.fspath(path)
     bgr = cv2.imread(path, cv2.IMREAD_COLOR)
     if bgr is None:
-        raise ValueError(f"{path}: unreadable image")
+        raise ValueError(f"{path}: unreadable image: {_why_unreadable(path)}")
     stat = os.stat(path)
     key = (path, stat.st_size, stat.st_mtime_ns)
     with _cut_short_lock:
@@ -88,3 +92,19 @@ def _first_scan(data: bytes) -> int | None:
             return end
         position = end
     return None
+
+
+def _why_unreadable(path: str) -> str:
+    """Why OpenCV read no image from `path`: missing, empty, not an image file, or corrupt."""
+    if not os.path.exists(path):
+        return "no such file"
+    if os.path.isdir(path):
+        return "a folder, not an image file"
+    with open(path, "rb") as file:
+        head = file.read(12)
+    if not head:
+        return "empty file (0 bytes)"
+    webp = head[:4] == b"RIFF" and head[8:12] == b"WEBP"
+    if not webp and not head.startswith(IMAGE_SIGNATURES):
+        return f"not a JPEG, PNG, GIF, BMP, TIFF or WebP file (it starts with {head[:8]!r})"
+    return "corrupt image data (an image file's header, but it does not decode)"

@@ -115,6 +115,8 @@ def read_pa_hmdb51(
     `root/<action>/<video>` and those not on disk are listed in `Split.missing`. A malformed
     file raises `DatasetFormatError` naming it and the video.
     """
+    if not Path(annotations_dir).is_dir():
+        raise FileNotFoundError(f"{annotations_dir}: no such folder (PA-HMDB51's annotations)")
     files = {f.stem: f for f in Path(annotations_dir).glob("*.json")}
     if not files:
         raise FileNotFoundError(f"{annotations_dir}: no PA-HMDB51 '<action>.json' files")
