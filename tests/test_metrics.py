@@ -132,6 +132,23 @@ def test_video_top1_rejects_logits_and_inconsistent_labels():
         video_top1(np.array([[0.5, 0.5], [0.5, 0.5]]), np.array([1, 1]), np.array([0, 1]))
 
 
+def every_metric(labels, probs, softmax, videos, actions, clip_labels) -> list:
+    """Each metric and interval, called on (N, A) `labels` and `probs`, (N, C) `softmax`, the
+    (N,) `videos` and `actions` of clips, and the clips' multi-hot `clip_labels`."""
+    return [
+        lambda: privacy_cmap(labels, probs),
+        lambda: privacy_f1(labels, probs),
+        lambda: action_cmap(labels, probs),
+        lambda: cmap_interval(labels, probs, samples=20),
+        lambda: privacy_f1_interval(labels, probs, samples=20),
+        lambda: video_action_cmap(probs, videos, clip_labels),
+        lambda: top1(softmax, actions),
+        lambda: video_scores(softmax, videos),
+        lambda: video_top1(softmax, videos, actions),
+        lambda: video_top1_interval(softmax, videos, actions, samples=20),
+    ]
+
+
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
 def test_scores_that_are_not_finite_are_refused_by_every_metric(bad):
     # A diverged model's NaN on a positive image: F1 counted it as not predicted and the
@@ -140,19 +157,7 @@ def test_scores_that_are_not_finite_are_refused_by_every_metric(bad):
     probs = np.array([[0.9, 0.2], [bad, 0.8], [0.2, 0.6], [0.1, 0.3], [bad, bad]])
     softmax = np.array([[0.5, 0.5], [bad, 0.5], [0.3, 0.7], [0.5, 0.5], [bad, bad]])
     videos, actions = np.array([0, 0, 1, 1, 2]), np.array([0, 0, 1, 1, 0])
-    calls = [
-        lambda: privacy_cmap(labels, probs),
-        lambda: privacy_f1(labels, probs),
-        lambda: action_cmap(labels, probs),
-        lambda: cmap_interval(labels, probs, samples=20),
-        lambda: privacy_f1_interval(labels, probs, samples=20),
-        lambda: video_action_cmap(probs, videos, labels[[0, 0, 2, 2, 4]]),
-        lambda: top1(softmax, actions),
-        lambda: video_scores(softmax, videos),
-        lambda: video_top1(softmax, videos, actions),
-        lambda: video_top1_interval(softmax, videos, actions, samples=20),
-    ]
-    for call in calls:
+    for call in every_metric(labels, probs, softmax, videos, actions, labels[[0, 0, 2, 2, 4]]):
         with pytest.raises(ValueError, match=r"not finite \(NaN or inf\): 3, in rows 1, 4$"):
             call()
 
@@ -160,17 +165,8 @@ def test_scores_that_are_not_finite_are_refused_by_every_metric(bad):
 def test_an_empty_test_set_is_named_by_every_metric():
     # Before, numpy's "zero-size array to reduction operation" or a NaN top-1.
     labels, scores = np.zeros((0, 2), np.int64), np.zeros((0, 2))
-    videos, actions = np.zeros(0, np.int64), np.zeros(0, np.int64)
-    calls = [
-        lambda: privacy_cmap(labels, scores),
-        lambda: privacy_f1(labels, scores),
-        lambda: cmap_interval(labels, scores, samples=20),
-        lambda: video_action_cmap(scores, videos, labels),
-        lambda: top1(scores, actions),
-        lambda: video_top1(scores, videos, actions),
-        lambda: video_top1_interval(scores, videos, actions, samples=20),
-    ]
-    for call in calls:
+    videos = actions = np.zeros(0, np.int64)
+    for call in every_metric(labels, scores, scores, videos, actions, labels):
         with pytest.raises(ValueError, match=r"no scores to evaluate \(shape \(0, 2\)\)"):
             call()
 
