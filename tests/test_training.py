@@ -670,6 +670,36 @@ def test_training_from_files_none_of_which_decodes_names_the_split_and_a_file(
     assert training.training_data(config).class_names
 
 
+def test_an_unknown_vispr_attribute_names_the_setting_that_chose_it(benchmark, tmp_path):
+    from keras_privacy.evaluation import datasets
+
+    vispr = dict(
+        privacy_annotations=str(benchmark / "vispr"), privacy_root=str(benchmark / "vispr")
+    )
+    config = tiny_config(
+        benchmark, tmp_path, privacy_dataset="vispr", privacy_attributes="a99_bogus", **vispr
+    )
+    with pytest.raises(SettingError) as raised:
+        training.training_data(config)
+    tsv = benchmark / "vispr" / "attributes.tsv"
+    assert str(raised.value) == (
+        f"--privacy_attributes=a99_bogus: unknown VISPR attribute(s) a99_bogus: not in {tsv}"
+    )
+    evaluation = dataclasses.replace(
+        config,
+        privacy_attributes="all",
+        eval_privacy_dataset="vispr",
+        eval_privacy_attributes="s5_object,s5_object",
+        **{f"eval_{name}": value for name, value in vispr.items()},
+    )
+    with pytest.raises(SettingError) as raised:
+        datasets.evaluation_privacy_splits(evaluation, tmp_path)
+    assert str(raised.value) == (
+        "--eval_privacy_attributes=s5_object,s5_object: choose distinct VISPR attributes, got "
+        "s5_object, s5_object"
+    )
+
+
 def test_a_root_folder_that_does_not_exist_is_named(benchmark, tmp_path):
     missing = tmp_path / "no_such_videos"
     config = tiny_config(

@@ -9,7 +9,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from keras_privacy.data.errors import DatasetFormatError
+from keras_privacy.data.errors import AttributeChoiceError, DatasetFormatError
 
 
 def read_lines(path: str | os.PathLike, listing: str | None = None) -> list[tuple[int, str]]:
@@ -112,8 +112,8 @@ def named_subset(
     source: str | None = None,
 ) -> list[str]:
     """The attributes of `known` that `attributes` names (a list, or comma-separated), in the
-    order given. Raises ValueError naming an unknown or repeated one: `dataset` names the set,
-    and `source` the file that lists `known` (without it, the message lists `known`)."""
+    order given. Raises AttributeChoiceError naming an unknown or repeated one: `dataset` names
+    the set, and `source` the file that lists `known` (without it, the message lists `known`)."""
     if isinstance(attributes, str):
         chosen = [name.strip() for name in attributes.split(",") if name.strip()]
     else:
@@ -121,7 +121,10 @@ def named_subset(
     unknown = [name for name in chosen if name not in known]
     if unknown:
         choices = f"not in {source}" if source else f"choose all, or among {', '.join(known)}"
-        raise ValueError(f"unknown {dataset} attribute(s) {', '.join(unknown)}: {choices}")
+        raise AttributeChoiceError(
+            f"unknown {dataset} attribute(s) {', '.join(unknown)}: {choices}"
+        )
     if not chosen or len(set(chosen)) != len(chosen):
-        raise ValueError(f"choose distinct {dataset} attributes, got {attributes!r}")
+        got = ", ".join(chosen) or "none"
+        raise AttributeChoiceError(f"choose distinct {dataset} attributes, got {got}")
     return chosen

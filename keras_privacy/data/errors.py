@@ -9,5 +9,10 @@ class DatasetFormatError(ValueError):
     """
 
 
+class AttributeChoiceError(ValueError):
+    """A choice of privacy attributes names one the dataset does not have, or one twice: the
+    caller that knows which setting gave it names that setting."""
+
+
 class VideoDecodeError(RuntimeError):
     """A video cannot be decoded: missing, empty, corrupt, or without any decodable frame."""

@@ -22,7 +22,7 @@ from keras_privacy.data.cache import (
     prepare_cache,
     read_manifest,
 )
-from keras_privacy.data.errors import DatasetFormatError
+from keras_privacy.data.errors import AttributeChoiceError, DatasetFormatError
 from keras_privacy.data.examples import Split
 from keras_privacy.data.hmdb51 import read_hmdb51
 from keras_privacy.data.images import read_image
@@ -386,7 +386,10 @@ def training_data(
     videos decoded at a short side of `frame_size` and the images at `image_side`, cut by
     `batching`; `leave_out` as in `action_splits`."""
     action_split = None if actions.cache else action_splits(actions, leave_out)["train"]
-    privacy_split = None if privacy.cache else privacy_splits(privacy)["train"]
+    try:
+        privacy_split = None if privacy.cache else privacy_splits(privacy)["train"]
+    except AttributeChoiceError as error:
+        raise SettingError(f"<privacy_attributes>={privacy.attributes}: {error}") from error
     if action_split is not None:
         report_missing("action train split", action_split)
     if privacy_split is not None:
