@@ -191,14 +191,18 @@ def pa_hmdb51_action_test(
     )
 
 
-def privacy_splits(files: DatasetFiles) -> dict[str, Split]:
-    """The privacy image dataset's splits, with its `attributes`."""
-    if files.name == "synthetic":
-        root = files.synthetic_root() / "vispr"
-        attributes = synthetic.attribute_subset(files.attributes)
-        return read_vispr(root, root, attributes=attributes)
-    _require_root(files)
-    return read_vispr(files.annotations, files.root, attributes=files.attributes)
+def privacy_splits(files: DatasetFiles, setting: str = "privacy_attributes") -> dict[str, Split]:
+    """The privacy image dataset's splits, with its `attributes`; an attribute it does not have
+    (or one named twice) raises a SettingError naming `setting`, the flag that chose them."""
+    try:
+        if files.name == "synthetic":
+            root = files.synthetic_root() / "vispr"
+            attributes = synthetic.attribute_subset(files.attributes)
+            return read_vispr(root, root, attributes=attributes)
+        _require_root(files)
+        return read_vispr(files.annotations, files.root, attributes=files.attributes)
+    except AttributeChoiceError as error:
+        raise SettingError(f"<{setting}>={files.attributes}: {error}") from error
 
 
 def _require_root(files: DatasetFiles) -> None:
@@ -386,10 +390,7 @@ def training_data(
     videos decoded at a short side of `frame_size` and the images at `image_side`, cut by
     `batching`; `leave_out` as in `action_splits`."""
     action_split = None if actions.cache else action_splits(actions, leave_out)["train"]
-    try:
-        privacy_split = None if privacy.cache else privacy_splits(privacy)["train"]
-    except AttributeChoiceError as error:
-        raise SettingError(f"<privacy_attributes>={privacy.attributes}: {error}") from error
+    privacy_split = None if privacy.cache else privacy_splits(privacy)["train"]
     if action_split is not None:
         report_missing("action train split", action_split)
     if privacy_split is not None:

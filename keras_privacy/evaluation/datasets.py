@@ -22,7 +22,6 @@ from keras_privacy.config.data import SPLIT_DATASETS
 from keras_privacy.config.evaluation import vp_split_lists
 from keras_privacy.data import pa_hmdb51, phvu, pipelines, sources, vp_labels
 from keras_privacy.data.cache import MANIFEST, failure_line, prepare_cache, read_manifest
-from keras_privacy.data.errors import AttributeChoiceError
 from keras_privacy.data.examples import Split
 from keras_privacy.evaluation.anonymizations import Anonymization
 from keras_privacy.evaluation.targets import target_settings
@@ -239,12 +238,9 @@ def evaluation_privacy_splits(config: ExperimentConfig, out_dir: str | Path) -> 
     if evaluation.privacy_dataset in VP_VIDEOS:
         return vp_privacy_splits(config, Path(out_dir) / f"{evaluation.privacy_dataset}_frames")
     if evaluation.privacy_dataset != "pa_hmdb51":
-        try:
-            return sources.privacy_splits(evaluation.dataset_files("privacy"))
-        except AttributeChoiceError as error:
-            raise SettingError(
-                f"<eval_privacy_attributes>={evaluation.privacy_attributes}: {error}"
-            ) from error
+        return sources.privacy_splits(
+            evaluation.dataset_files("privacy"), "eval_privacy_attributes"
+        )
     frames_dir = Path(out_dir) / "pa_hmdb51_frames"
     vispr = _vispr_training_split(config)
     test = pa_hmdb51.privacy_images(

@@ -48,10 +48,9 @@ def _layer_flops(layer: keras.layers.Layer, in_shape: tuple, out_shape: tuple) -
         # Each output element: the window over one input channel.
         return 2 * math.prod(layer.kernel.shape[:-2]) * math.prod(out_shape[1:])
     if isinstance(layer, _SEPARABLE):
-        depthwise = layer.depthwise_kernel.shape
-        positions = math.prod(out_shape[1:-1])
-        window = math.prod(depthwise[:-2]) * depthwise[-2] * depthwise[-1]
-        return 2 * positions * (window + math.prod(layer.pointwise_kernel.shape))
+        # Each position: the depthwise windows, then the pointwise mix of their channels.
+        kernels = math.prod(layer.depthwise_kernel.shape) + math.prod(layer.pointwise_kernel.shape)
+        return 2 * math.prod(out_shape[1:-1]) * kernels
     return 0
 
 
