@@ -242,6 +242,21 @@ def test_privacy_intervals_equal_a_numpy_bootstrap_with_the_same_seed():
     assert low > 0
 
 
+def test_an_interval_says_how_many_resamples_it_left_out(caplog):
+    only = np.zeros((5, 1), np.int64)
+    only[0] = 1
+    draws = np.random.default_rng(0)
+    undefined = sum(0 not in draws.integers(0, 5, 5) for _ in range(50))
+    assert undefined > 0
+    with caplog.at_level("WARNING"):
+        cmap_interval(only, np.linspace(0, 1, 5)[:, None], samples=50, seed=0)
+    assert f"{undefined} of 50 bootstrap resamples left out" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        cmap_interval(np.eye(5, dtype=np.int64)[:, :1] | 1, np.ones((5, 1)), 50, 0)
+    assert "left out" not in caplog.text
+
+
 def test_grouped_intervals_resample_whole_groups():
     # Test frames of one video (PA-HMDB51's) are resampled together: three frames of each of
     # 12 videos, their rows drawn as a numpy bootstrap over the videos draws them.

@@ -19,12 +19,13 @@ privacy): `samples` resamples of the units with replacement, drawn by a seeded N
 the metric recomputed on each, then the 2.5th and 97.5th percentiles of the values. Each
 resample of a privacy metric averages the attributes the full set's value averages (those with
 a positive): a resample that draws no positive of one of them has no value and is left out,
-rather than averaged over fewer attributes.
+rather than averaged over fewer attributes, and a warning says how many were left out.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -172,8 +173,9 @@ def bootstrap_interval(
 
     Resample b draws `rng.integers(0, units, units)` from `np.random.default_rng(seed)` (one
     call per resample, in order), and `metric` maps the (b, units) counts of each unit in a
-    chunk of resamples to their (b,) values, NaN where undefined (those are left out). Returns
-    the 2.5th and 97.5th percentiles of the values.
+    chunk of resamples to their (b,) values, NaN where undefined (those are left out, and a
+    warning counts them: the interval is then over the resamples that define the metric).
+    Returns the 2.5th and 97.5th percentiles of the values.
     """
     if units < 1 or samples < 1:
         raise ValueError(f"a bootstrap needs units and samples; got {units}, {samples}")
@@ -186,6 +188,15 @@ def bootstrap_interval(
     values = values[~np.isnan(values)]
     if not values.size:
         raise ValueError("the metric is undefined on every bootstrap resample")
+    if values.size < samples:
+        logging.getLogger(__name__).warning(
+            "%d of %d bootstrap resamples left out: the metric is undefined on them (a "
+            "resample that draws no positive of an averaged attribute); the interval is over "
+            "the other %d",
+            samples - values.size,
+            samples,
+            values.size,
+        )
     low, high = np.percentile(values, _INTERVAL_PERCENTILES)
     return float(low), float(high)
 
