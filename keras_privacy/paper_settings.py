@@ -1932,8 +1932,35 @@ SETTINGS: tuple[Setting, ...] = (
         META,
         "",
         "all of f_1^P / f_2^P (an attribute split: all 8), their losses averaged",
-        "ours: the expectation of a uniform sample, without its variance; every step runs "
-        "every attack model",
+        "ours: on the support loss the expectation of a uniform sample; on the query loss only "
+        "to first order in alpha (it is taken at phi minus alpha times the averaged support "
+        "gradient, not a sampled model's); without a sample's variance; every step runs every "
+        "attack model",
+    ),
+    Setting(
+        "meta",
+        "action term of the support / query losses",
+        "Eq. 1 of the main paper (not held here); the sets are split by privacy attributes "
+        "and attack models only",
+        "Meta supp. Details of Set Construction",
+        META,
+        "",
+        "the action loss of the step's clips, the same clips in both sets",
+        "ours: the supplement splits no action data, so L_S and L_Q differ only in their "
+        "privacy terms",
+    ),
+    Setting(
+        "meta",
+        "f_A's BatchNorm in the meta update",
+        "not stated",
+        "Meta supp. Algorithm 1",
+        META,
+        "",
+        "batch statistics of the step's frames and all its images in one batch, in every pass "
+        "(support, query at phi', Hessian-vector product); the moving statistics updated from "
+        "the query pass at phi'",
+        "ours: the supplement is silent; the support and query losses share the batch's "
+        "statistics, so each also depends on the other set's images through them",
     ),
     Setting(
         "meta",

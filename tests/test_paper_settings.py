@@ -38,6 +38,8 @@ WITHOUT_FLAG = {
     ("meta", "T1 / T2 measured on"),
     ("meta", "attack-model updates per iteration"),
     ("meta", "support / query attack models"),
+    ("meta", "action term of the support / query losses"),
+    ("meta", "f_A's BatchNorm in the meta update"),
     ("meta", "privacy term"),
     ("meta", "mixed samples' sets"),
     ("penalty", "clips into f_A"),
