@@ -48,6 +48,7 @@ from keras_privacy.checkpoint import non_finite_variables
 from keras_privacy.cli import refuse_a_file, run_command
 from keras_privacy.files import not_a_keras_archive
 from keras_privacy.methods.trainer import StatelessTrainer
+from keras_privacy.models.layers import NearestUpSampling2D
 from keras_privacy.optional import ONNX_INSTALL, import_optional
 from keras_privacy.types import Tensor
 
@@ -216,47 +217,79 @@ def convert_to_tflite(saved_model_dir: str | os.PathLike, out_path: str | os.Pat
 
     Works for a SavedModel exported from the TensorFlow backend. One exported from JAX fails:
     the converter cannot take the StableHLO dynamic gather of the shape-polymorphic bilinear
-    up-sampling (`export_tflite` converts a TensorFlow-backend export instead). Raises
-    RuntimeError with the converter's first error message.
+    up-sampling (`export_tflite` converts a TensorFlow-backend export instead). Built-in
+    TFLite operations only, so that a stock interpreter runs the file: a model that needs
+    TensorFlow ops (the Flex delegate) raises RuntimeError naming them, as any other failure
+    with the converter's first error message.
     """
     tf = _tf()
     converter = tf.lite.TFLiteConverter.from_saved_model(
         os.fspath(saved_model_dir), signature_keys=["serving_default"]
     )
-    converter.target_spec.supported_ops = [
-        tf.lite.OpsSet.TFLITE_BUILTINS,
-        tf.lite.OpsSet.SELECT_TF_OPS,
-    ]
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
     try:
         flat_buffer = converter.convert()
     except Exception as error:  # the converter raises many unrelated types
-        lines = [line for line in str(error).splitlines() if "error:" in line]
-        reasons = [line.split("error:", 1)[1].strip() for line in lines]
-        reasons = [r for r in reasons if r and not r.startswith("failed while converting")]
-        reason = (reasons[0] if reasons else str(error))[:300]
         raise RuntimeError(
-            f"TFLite conversion of {saved_model_dir} failed ({type(error).__name__}): {reason}"
+            f"TFLite conversion of {saved_model_dir} failed ({type(error).__name__}): "
+            f"{_conversion_failure(str(error))}"
         ) from None
     with open(out_path, "wb") as file:
         file.write(flat_buffer)
     return os.fspath(out_path)
 
 
-def float32_copy(model: keras.Model) -> keras.Model:
-    """`model` where every layer computes in float32, else a copy of it built under the float32
-    policy with its weights (a mixed-precision policy keeps float32 weights, so they serve as
-    they are): ONNX Runtime takes no bfloat16 convolution, and TFLite's built-in kernels no
-    half-precision one (the converter passes them on as TensorFlow ops, which its interpreter
-    then refuses)."""
-    if all(layer.compute_dtype == "float32" for layer in _all_layers(model)):
+def _conversion_failure(message: str) -> str:
+    """The reason in the TFLite converter's error `message`: the TensorFlow ops that TFLite's
+    built-in kernels lack, where that is why, else its first error line."""
+    for line in message.splitlines():
+        if line.startswith("TF Select ops:"):
+            needed = line.split(":", 1)[1].strip()
+            return (
+                f"the model needs TensorFlow ops that TFLite's built-in kernels lack ({needed}); "
+                "a file holding them would need TFLite's Flex delegate, which a stock "
+                "interpreter refuses"
+            )
+    lines = [line for line in message.splitlines() if "error:" in line]
+    reasons = [line.split("error:", 1)[1].strip() for line in lines]
+    reasons = [r for r in reasons if r and not r.startswith("failed while converting")]
+    return (reasons[0] if reasons else message)[:300]
+
+
+def portable_copy(model: keras.Model) -> keras.Model:
+    """`model` as ONNX Runtime's and TFLite's built-in kernels take it, else `model` itself: a
+    copy where every layer computes in float32 (a mixed-precision policy keeps float32
+    weights, so they serve as they are: ONNX Runtime takes no bfloat16 convolution, and
+    TFLite's built-in kernels no half-precision one) and Keras' nearest `UpSampling2D` is
+    `NearestUpSampling2D`, the same pixels (an anonymizer saved before UNet++ was built with
+    it: TFLite's converter loses the channel count of `UpSampling2D`'s repeat)."""
+    if not any(_needs_replacing(layer) for layer in _all_layers(model)):
         return model
 
-    def in_float32(layer: keras.layers.Layer) -> keras.layers.Layer:
-        return layer.__class__.from_config({**layer.get_config(), "dtype": "float32"})
+    def portable(layer: keras.layers.Layer) -> keras.layers.Layer:
+        config = {**layer.get_config(), "dtype": "float32"}
+        if _is_nearest_upsampling(layer):
+            return NearestUpSampling2D(layer.size[0], name=layer.name, dtype="float32")
+        return layer.__class__.from_config(config)
 
-    copy = keras.models.clone_model(model, clone_function=in_float32, recursive=True)
+    copy = keras.models.clone_model(model, clone_function=portable, recursive=True)
     copy.set_weights(model.get_weights())
     return copy
+
+
+def _needs_replacing(layer: keras.layers.Layer) -> bool:
+    return layer.compute_dtype != "float32" or _is_nearest_upsampling(layer)
+
+
+def _is_nearest_upsampling(layer: keras.layers.Layer) -> bool:
+    """Keras' `UpSampling2D` that `NearestUpSampling2D` replaces: nearest, channels last, one
+    factor on both axes."""
+    return (
+        type(layer) is keras.layers.UpSampling2D
+        and layer.interpolation == "nearest"
+        and layer.data_format == "channels_last"
+        and layer.size[0] == layer.size[1]
+    )
 
 
 def _all_layers(layer: keras.layers.Layer) -> Iterator[keras.layers.Layer]:
@@ -268,10 +301,10 @@ def _all_layers(layer: keras.layers.Layer) -> Iterator[keras.layers.Layer]:
 
 def export_tflite(model: keras.Model, saved_model_dir: str | os.PathLike, out_path: str) -> str:
     """`model` as a TFLite flat buffer at `out_path` (``serving_default``, dynamic shape), in
-    float32 (`float32_copy`); returns the path. The TensorFlow backend converts its SavedModel at
+    float32 (`portable_copy`); returns the path. The TensorFlow backend converts its SavedModel at
     `saved_model_dir` (of a float32 model; else an export of the copy); the JAX backend
     converts a TensorFlow-backend export of the same model in a subprocess."""
-    plain = float32_copy(model)
+    plain = portable_copy(model)
     exported = os.fspath(saved_model_dir) if plain is model else None
     backend.export().write_tflite(plain, exported, os.fspath(out_path))
     return os.fspath(out_path)
@@ -286,7 +319,7 @@ def require_onnx_export() -> ModuleType:
 
 def export_onnx(model: keras.Model, out_path: str | os.PathLike, factor: int | None = None) -> str:
     """Write `model` as an ONNX file at `out_path` (dynamic N, H, W; input ``frames``) with its
-    down-sampling factor in the metadata, in float32 (`float32_copy`); returns the path. Needs
+    down-sampling factor in the metadata, in float32 (`portable_copy`); returns the path. Needs
     the ``onnx`` extra.
 
     On the TensorFlow backend Keras converts it with tf2onnx; on JAX the model is saved to a
@@ -295,7 +328,7 @@ def export_onnx(model: keras.Model, out_path: str | os.PathLike, factor: int | N
     onnx = require_onnx_export()
     factor = factor or anonymizer_factor(model)
     out_path = os.fspath(out_path)
-    backend.export().write_onnx(float32_copy(model), out_path)
+    backend.export().write_onnx(portable_copy(model), out_path)
     proto = onnx.load(out_path)
     entry = proto.metadata_props.add()
     entry.key, entry.value = ONNX_FACTOR_KEY, str(factor)

@@ -121,6 +121,38 @@ def test_tflite_conversion(exported, tmp_path):
         np.testing.assert_allclose(output, _expected(model, frames), atol=1e-5)
 
 
+@pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow",
+    reason="JAX converts in a TensorFlow-backend subprocess, which this run covers",
+)
+def test_nearest_up_sampling_converts_to_built_in_tflite_ops(tmp_path):
+    """Keras' `UpSampling2D` (in a UNet++ saved before it was built with
+    `NearestUpSampling2D`) leaves the convolution after it a TensorFlow op: converting it is
+    refused, naming the op, where it once wrote a file a stock interpreter refuses; the export
+    converts the portable copy, which runs there with the model's outputs."""
+    import tensorflow as tf
+
+    from keras_privacy.export import export_anonymizer, export_tflite, portable_copy
+
+    inputs = keras.Input((None, None, 3))
+    x = keras.layers.Conv2D(4, 3, strides=2, padding="same")(inputs)
+    x = keras.layers.Concatenate()([keras.layers.UpSampling2D(2)(x), inputs])
+    model = keras.Model(inputs, keras.layers.Conv2D(3, 3, padding="same")(x))
+    saved = export_anonymizer(model, tmp_path / "saved_model", factor=2)
+    refused = tmp_path / "refused.tflite"
+    with pytest.raises(RuntimeError, match=r"TensorFlow ops that TFLite's built-in .* \(Conv2D\)"):
+        convert_to_tflite(saved, refused)
+    assert not refused.exists()
+    portable = portable_copy(model)
+    assert [type(layer).__name__ for layer in portable.layers].count("NearestUpSampling2D") == 1
+    frames = np.random.default_rng(4).random((2, 6, 10, 3), dtype="float32")
+    expected = np.asarray(model.predict_on_batch(frames))
+    np.testing.assert_array_equal(portable.predict_on_batch(frames), expected)
+    path = export_tflite(model, saved, str(tmp_path / "anonymizer.tflite"))
+    runner = tf.lite.Interpreter(model_path=path).get_signature_runner("serving_default")
+    np.testing.assert_allclose(next(iter(runner(frames=frames).values())), expected, atol=1e-5)
+
+
 def test_onnx_export_matches_keras(exported, tmp_path):
     """`--onnx` writes anonymizer.onnx (on JAX through a TensorFlow-backend subprocess); ONNX
     Runtime on the CPU gives the Keras model's output within 1e-4 for several sizes and
@@ -243,13 +275,13 @@ def _mixed_anonymizer() -> keras.Model:
         keras.config.set_dtype_policy("float32")
 
 
-def test_float32_copy_of_a_mixed_precision_anonymizer_computes_in_float32():
-    from keras_privacy.export import float32_copy
+def test_portable_copy_of_a_mixed_precision_anonymizer_computes_in_float32():
+    from keras_privacy.export import portable_copy
 
     model = _mixed_anonymizer()
-    plain = float32_copy(model)
+    plain = portable_copy(model)
     assert {layer.compute_dtype for layer in plain.layers} == {"float32"}
-    assert float32_copy(plain) is plain
+    assert portable_copy(plain) is plain
     frames = np.random.default_rng(0).random((2, 16, 24, 3), dtype="float32")
     for kept, copied in zip(model.weights, plain.weights, strict=True):
         np.testing.assert_array_equal(np.asarray(copied), np.asarray(kept))
@@ -267,11 +299,11 @@ def test_a_mixed_precision_anonymizer_exports_onnx_and_tflite_that_run(tmp_path)
     import onnxruntime
     import tensorflow as tf
 
-    from keras_privacy.export import export_anonymizer, export_onnx, export_tflite, float32_copy
+    from keras_privacy.export import export_anonymizer, export_onnx, export_tflite, portable_copy
 
     model = _mixed_anonymizer()
     frames = np.random.default_rng(1).random((1, 16, 24, 3), dtype="float32")
-    expected = float32_copy(model).predict_on_batch(frames)
+    expected = portable_copy(model).predict_on_batch(frames)
     saved = export_anonymizer(model, tmp_path / "saved_model")
     session = onnxruntime.InferenceSession(
         export_onnx(model, tmp_path / "anonymizer.onnx"), providers=["CPUExecutionProvider"]

@@ -15,7 +15,11 @@ from keras_privacy.models import (
 )
 from keras_privacy.models.__main__ import main as models_cli
 from keras_privacy.models.__main__ import trainable_parameters
-from keras_privacy.models.layers import TemporalDifference, torch_padded_conv
+from keras_privacy.models.layers import (
+    NearestUpSampling2D,
+    TemporalDifference,
+    torch_padded_conv,
+)
 from keras_privacy.models.resnet import residual_blocks
 
 
@@ -111,6 +115,19 @@ def test_torch_padded_conv_equals_zeros_padded_then_a_valid_convolution(
     layer.build(padded.shape)
     layer.set_weights(conv.get_weights())
     np.testing.assert_allclose(model(x), layer(padded), atol=1e-5)
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_nearest_up_sampling_equals_keras_up_sampling_and_keeps_its_channels(size):
+    """UNet++'s decoder up-sampling: the pixels of Keras' `UpSampling2D`, with the channel
+    count known where height and width are not (TFLite's converter needs it)."""
+    x = np.random.default_rng(0).random((2, 5, 7, 4), dtype="float32")
+    layer = NearestUpSampling2D(size)
+    np.testing.assert_array_equal(layer(x), keras.layers.UpSampling2D(size)(x))
+    assert layer.compute_output_shape((None, None, None, 4)) == (None, None, None, 4)
+    assert NearestUpSampling2D.from_config(layer.get_config()).size == size
+    decoder = build_anonymizer("unetpp_tiny").get_layer("decoder_x_0_0_upsample")
+    assert type(decoder) is NearestUpSampling2D
 
 
 @pytest.mark.parametrize("name", ["r3d_18", "r2plus1d_18", "i3d_r50"])

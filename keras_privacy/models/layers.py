@@ -204,6 +204,40 @@ class BilinearUpSampling2D(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="keras_privacy")
+class NearestUpSampling2D(keras.layers.Layer):
+    """Nearest up-sampling of (B, H, W, C) by `size`, as Keras' `UpSampling2D` (each pixel
+    repeated `size` x `size` times), written as stacks and reshapes to a static channel count.
+
+    Keras repeats the tensor (`ops.repeat`), and TFLite's converter loses the channel count
+    of a repeat of a dynamically shaped tensor: the convolution after it then has no known
+    input width and stays a TensorFlow (Flex) op, which TFLite's built-in interpreter refuses.
+    """
+
+    def __init__(self, size: int = 2, **kwargs):
+        super().__init__(**kwargs)
+        self.size = size
+
+    def call(self, inputs):
+        height, width, channels = ops.shape(inputs)[1], ops.shape(inputs)[2], inputs.shape[-1]
+        x = ops.stack([inputs] * self.size, axis=3)  # (B, H, W, size, C)
+        x = ops.reshape(x, (-1, height, width * self.size, channels))
+        x = ops.stack([x] * self.size, axis=2)  # (B, H, size, W * size, C)
+        return ops.reshape(x, (-1, height * self.size, width * self.size, channels))
+
+    def compute_output_shape(self, input_shape):
+        batch, height, width, channels = input_shape
+        return (
+            batch,
+            None if height is None else height * self.size,
+            None if width is None else width * self.size,
+            channels,
+        )
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "size": self.size}
+
+
+@keras.saving.register_keras_serializable(package="keras_privacy")
 class L2Normalize(keras.layers.Layer):
     """Scale each row to unit L2 norm along the last axis (the SimCLR projection output).
 

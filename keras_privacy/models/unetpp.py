@@ -21,14 +21,14 @@ from collections.abc import Sequence
 import keras
 from keras import layers
 
-from keras_privacy.models.layers import redraw_kernels, smp_decoder_start
+from keras_privacy.models.layers import NearestUpSampling2D, redraw_kernels, smp_decoder_start
 from keras_privacy.models.resnet import basic_block, bottleneck_block, conv_bn
 
 
 def decoder_block(x: keras.KerasTensor, skips: list, filters: int, name: str) -> keras.KerasTensor:
     """smp's UNet++ DecoderBlock: nearest 2x up-sampling, concatenation [x, *skips], then two
     3x3 convolutions (no bias) - BN - ReLU."""
-    x = layers.UpSampling2D(2, name=f"{name}_upsample")(x)
+    x = NearestUpSampling2D(2, name=f"{name}_upsample")(x)
     if skips:
         x = layers.Concatenate(name=f"{name}_concat")([x, *skips])
     x = conv_bn(x, filters, 3, 1, f"{name}_1")
