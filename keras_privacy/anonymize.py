@@ -32,17 +32,22 @@ Timestamps, the audio stream (bytes unchanged; --no_audio drops it) and the rota
 carried through. A bounded queue sits between the reader and the model: for a live source its
 oldest frame is dropped when the model falls behind, for a file the reader waits (--when_full).
 --scale runs the model on smaller frames and up-samples the output; --device picks the device.
-Ctrl-C closes the output cleanly (a playable video of what was done; exit status 130). The
-last line gives the frames/s.
+Ctrl-C, or SIGTERM (what `timeout`, `docker stop` and systemd send), closes the output cleanly
+(a playable video of what was done; exit status 130). A live source that sends nothing for
+--stall_timeout seconds is closed the same way, what it sent kept (exit status 1, so that a
+supervisor restarts the command). The last line gives the frames/s.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,10 +60,12 @@ from keras_privacy.data.errors import VideoDecodeError
 from keras_privacy.data.video import QUANTISER_CODECS, count_packets, seems_cut_short
 from keras_privacy.evaluation.faces import DEFACE_THRESHOLD, FILLS, FaceAnonymizer
 from keras_privacy.export import anonymizer_factor, load_keras_anonymizer
-from keras_privacy.runtimes import RUNTIMES, keras_frames, onnx_frames, scaled
+from keras_privacy.runtimes import RUNTIMES, device_kind, keras_frames, onnx_frames, scaled
+from keras_privacy.spelling import SettingError
 from keras_privacy.streaming import (
     OPEN_TIMEOUT_SECONDS,
     POLICIES,
+    STALL_TIMEOUT_SECONDS,
     FrameFunction,
     StreamStats,
     is_live,
@@ -86,7 +93,8 @@ def anonymize_video(
 
     `anonymizer` is a Keras model or a frame function (`keras_privacy.runtimes`).
     `stream_options` go to `keras_privacy.streaming.transcode` (keep_audio, policy,
-    queue_size, input_format, input_options, output_format, on_open). Raises VideoDecodeError naming
+    queue_size, input_format, input_options, output_format, on_open, open_timeout,
+    stall_timeout). Raises VideoDecodeError naming
     `in_path` when it cannot be read; a file `out_path` is then left untouched. An `out_path`
     that is `in_path` raises ValueError: the raw video would be overwritten as it is read. A
     file that seems cut short (`seems_cut_short`) gives the frames that decode, with a warning
@@ -203,8 +211,8 @@ def anonymize_folder(
 
 def summary_line(output: str | os.PathLike, stats: StreamStats) -> str:
     """One anonymized video's last line: frames written, dropped and scaled to the first
-    frame's size, undecodable packets skipped, audio packets, speed, and whether Ctrl-C stopped
-    it."""
+    frame's size, undecodable packets skipped, audio packets, speed, and whether Ctrl-C (or
+    SIGTERM) or a stalled source stopped it."""
     scaled = f", {stats.frames_scaled} scaled to the first's size" if stats.frames_scaled else ""
     skipped = (
         f", {stats.packets_skipped} undecodable video packets skipped"
@@ -218,6 +226,8 @@ def summary_line(output: str | os.PathLike, stats: StreamStats) -> str:
             if stats.frames_written
             else " (interrupted: nothing written)"
         )
+    elif stats.stalled:
+        stopped = " (the source stalled: output closed)"
     return (
         f"{output}: {stats.frames_written} frames anonymized, {stats.frames_dropped} dropped"
         f"{scaled}{skipped}, {stats.audio_packets} audio packets copied; "
@@ -297,16 +307,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="seconds a network source (a URL) may take to send what opening it needs before "
         "it is given up (0: no limit)",
     )
+    parser.add_argument(
+        "--stall_timeout",
+        type=float,
+        default=STALL_TIMEOUT_SECONDS,
+        help="seconds an open live source (device, URL, pipe) may send nothing before the "
+        "output is closed with what it sent (0: no limit)",
+    )
     parser.add_argument("--output_format", default=None, help="FFmpeg muxer, e.g. mpegts, flv")
     parser.add_argument("--no_progress", action="store_true", help="no progress bar")
     parser.add_argument("--verbose", action="store_true", help="the traceback of an error too")
     args = parser.parse_args(argv)
     if not 0 < args.scale <= 1:
         parser.error("--scale must be in (0, 1]")
-    if not 0 <= args.open_timeout < float("inf"):
-        parser.error(
-            f"--open_timeout must be a number of seconds, 0 for no limit; got {args.open_timeout}"
-        )
+    for option in ("open_timeout", "stall_timeout"):
+        if not 0 <= getattr(args, option) < float("inf"):
+            parser.error(
+                f"--{option} must be a number of seconds, 0 for no limit; got "
+                f"{getattr(args, option)}"
+            )
     codec_error = _codec_error(args.codec)
     if codec_error:
         parser.error(codec_error)
@@ -323,6 +342,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--face_threshold must be in (0, 1); got {args.face_threshold}")
     if args.method == "learned" and args.face_threshold is not None:
         parser.error("--face_threshold: an option of the face_* methods, not of --method=learned")
+    try:
+        device_kind(args.device)
+    except SettingError as error:
+        parser.error(str(error))
     model_options = {"--scale": args.scale != 1.0, "--device": args.device is not None}
     model_options["--runtime"] = args.runtime != "keras"
     if args.method != "learned" and any(model_options.values()):
@@ -330,7 +353,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(
             f"{given}: options of the learned anonymizer's model, not of --method={args.method}"
         )
-    return run_command(lambda: _anonymize(args), args.verbose)
+    with _sigterm_as_interrupt():
+        return run_command(lambda: _anonymize(args), args.verbose)
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt inside, as Ctrl-C does, so that a recording stopped
+    by `timeout`, `docker stop` or systemd is closed and kept (Python's default for SIGTERM
+    ends the process at once, leaving a hidden partial file). Only on the main thread, where
+    Python runs signal handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _codec_error(codec: str) -> str:
@@ -376,6 +420,7 @@ def _anonymize(args: argparse.Namespace) -> int:
         "output_format": args.output_format,
         "on_open": lambda line: print(line, file=sys.stderr),
         "open_timeout": args.open_timeout,
+        "stall_timeout": args.stall_timeout,
     }
     if folder:
         result = anonymize_folder(anonymizer, args.input, args.output, **options)
@@ -404,7 +449,7 @@ def _anonymize(args: argparse.Namespace) -> int:
         print(f"{args.input}: interrupted before the first frame; nothing written", file=sys.stderr)
         return 130
     print(summary_line(target, stats), file=sys.stderr)
-    return 130 if stats.interrupted else 0
+    return 130 if stats.interrupted else 1 if stats.stalled else 0
 
 
 if __name__ == "__main__":

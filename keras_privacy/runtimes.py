@@ -51,8 +51,9 @@ def _to_uint8(outputs: np.ndarray, height: int, width: int) -> np.ndarray:
     return frames_as_uint8(outputs[:, :height, :width])
 
 
-def _device_kind(device: str | None) -> str | None:
-    """``cpu`` or ``gpu`` from a device name (``cpu``, ``gpu``, ``gpu:1``, ``cuda``)."""
+def device_kind(device: str | None) -> str | None:
+    """``cpu`` or ``gpu`` from a device name (``cpu``, ``gpu``, ``gpu:1``, ``cuda``); a
+    SettingError for any other name."""
     if device is None:
         return None
     kind, _, index = device.lower().partition(":")
@@ -63,7 +64,7 @@ def _device_kind(device: str | None) -> str | None:
 
 
 def _device_index(device: str | None) -> int | None:
-    """N of a device name ``kind:N`` (`_device_kind` has checked it), else None."""
+    """N of a device name ``kind:N`` (`device_kind` has checked it), else None."""
     _, _, index = (device or "").partition(":")
     return int(index) if index else None
 
@@ -74,7 +75,7 @@ def keras_frames(model: keras.Model, factor: int, device: str | None = None) -> 
     ValueError naming the device when the backend has none of that kind."""
     import keras
 
-    kind = _device_kind(device)
+    kind = device_kind(device)
     if kind is not None:
         try:
             available = keras.distribution.list_devices(kind)
@@ -103,10 +104,14 @@ def onnx_factor(path: str | os.PathLike) -> int:
     """The down-sampling factor stored in the metadata of an exported `.onnx` anonymizer."""
     onnx = import_optional("onnx", "the ONNX runtime", ONNX_INSTALL)
 
+    if os.path.getsize(path) == 0:
+        raise ValueError(f"{path}: empty file (0 bytes), not an ONNX anonymizer")
     try:
         model = onnx.load(os.fspath(path), load_external_data=False)
     except Exception as error:  # protobuf's DecodeError and others
         raise ValueError(f"{path}: not an ONNX file ({type(error).__name__})") from error
+    if not model.graph.input:
+        raise ValueError(f"{path}: not an ONNX anonymizer (its graph takes no input)")
     values = {prop.key: prop.value for prop in model.metadata_props}
     if ONNX_FACTOR_KEY not in values:
         raise ValueError(
@@ -128,7 +133,7 @@ def onnx_frames(path: str | os.PathLike, device: str | None = None) -> FrameFunc
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path}: no such ONNX anonymizer file")
     available = onnxruntime.get_available_providers()
-    kind = _device_kind(device)
+    kind = device_kind(device)
     if kind is None:
         providers = [ONNX_PROVIDERS[k] for k in ("gpu", "cpu") if ONNX_PROVIDERS[k] in available]
     elif ONNX_PROVIDERS[kind] in available:

@@ -42,7 +42,9 @@ a full batch; a short batch is padded with copies of its last frame (one input s
 re-tracing) and the copies are discarded.
 
 Ctrl-C (KeyboardInterrupt) stops reading, flushes the encoder and closes the output, so what
-was written is a playable video; `StreamStats.interrupted` says so. A file output is written
+was written is a playable video; `StreamStats.interrupted` says so. A live source that sends
+nothing for `stall_timeout` seconds (a camera unplugged, a stream that stopped without ending)
+is closed the same way, with a warning; `StreamStats.stalled` says so. A file output is written
 under a temporary name and renamed when closed (after an interrupt too: a recording stopped by
 hand is kept); an error leaves no file behind.
 """
@@ -87,6 +89,10 @@ OPEN_TIMEOUT_SECONDS = 30.0
 """How long a network source may take to send what opening it needs (`open_source`): a silent
 camera or a wrong address would otherwise block the open for ever."""
 
+STALL_TIMEOUT_SECONDS = 30.0
+"""How long an open live source may send nothing before its output is closed (`transcode`): a
+camera that stops sending would otherwise hold the output open, unfinished, for ever."""
+
 FrameFunction = Callable[[np.ndarray], np.ndarray]
 """uint8 frames (N, H, W, 3) -> anonymized uint8 frames (N, H, W, 3)."""
 
@@ -104,6 +110,7 @@ class StreamStats:
     audio_packets: int = 0
     seconds: float = 0.0
     interrupted: bool = False
+    stalled: bool = False
 
     @property
     def frames_per_second(self) -> float:
@@ -175,6 +182,10 @@ def describe_source(video: av.VideoStream, rate: Fraction) -> str:
     return f"{context.name} {context.width}x{context.height} at {float(rate):.4g} frames/s"
 
 
+class SourceStalled(Exception):
+    """Nothing arrived from the source within the wait `FrameQueue.get` was given."""
+
+
 class FrameQueue:
     """Decoded video frames (at most `size`; `policy` when full) and audio packets (never
     dropped, not counted), handed from the reader thread to the model in arrival order."""
@@ -228,11 +239,15 @@ class FrameQueue:
         with self._condition:
             return self._frames
 
-    def get(self) -> tuple[str, object] | None:
-        """The next ("video", frame) or ("audio", packet), waiting for one; None at the end.
-        Raises the reader's error after its last item."""
+    def get(self, timeout: float | None = None) -> tuple[str, object] | None:
+        """The next ("video", frame) or ("audio", packet), waiting for one (with `timeout`, at
+        most that many seconds, then SourceStalled); None at the end. Raises the reader's
+        error after its last item."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._condition:
             while not self._items and not self._closed:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise SourceStalled
                 self._condition.wait(0.1)  # a timeout, so Ctrl-C is seen
             if self._items:
                 item = self._items.popleft()
@@ -509,6 +524,7 @@ def transcode(
     on_batch: Callable[[int], object] | None = None,
     on_open: Callable[[str], object] | None = None,
     open_timeout: float | None = OPEN_TIMEOUT_SECONDS,
+    stall_timeout: float | None = STALL_TIMEOUT_SECONDS,
 ) -> StreamStats:
     """Anonymize `source` into `output` as the module's docstring says; returns the stats.
 
@@ -516,13 +532,16 @@ def transcode(
     source). `on_batch(number of frames)` is called after each batch is encoded (a progress
     bar); `on_open(line)` once the source is open, with its name, codec, size and rate
     (`describe_source`), which input options may have set. A network source that sends
-    nothing to open within `open_timeout` seconds is given up (`open_source`). Raises
-    VideoDecodeError naming the source when it cannot be read.
+    nothing to open within `open_timeout` seconds is given up (`open_source`); an open live
+    source that sends nothing for `stall_timeout` seconds (None or 0: no limit) is closed as
+    Ctrl-C closes it, what was written kept. Raises VideoDecodeError naming the source when it
+    cannot be read, or sends no frame before it stalls.
     """
     # "-" is the standard input or output, as on FFmpeg's command line (PyAV: a file "-").
     source_name = "pipe:0" if os.fspath(source) == "-" else os.fspath(source)
     output = "pipe:1" if os.fspath(output) == "-" else output
     policy = policy or (DROP if is_live(source_name) else WAIT)
+    wait = (stall_timeout or None) if is_live(source_name) else None
     queue = FrameQueue(queue_size, policy)
     container = open_source(source_name, input_format, input_options, open_timeout)
     video = container.streams.video[0]
@@ -557,7 +576,7 @@ def transcode(
 
     try:
         try:
-            while (item := queue.get()) is not None:
+            while (item := queue.get(wait)) is not None:
                 kind, payload = item
                 if kind == "audio":
                     writer.write_audio(payload)
@@ -583,11 +602,26 @@ def transcode(
                 flush()
         except KeyboardInterrupt:
             stats.interrupted = True
+        except SourceStalled:
+            stats.stalled = True
+            if batch:
+                flush()
+            logging.warning(
+                "%s: nothing received for %g s: the output is closed with the %d frames "
+                "received (--stall_timeout)",
+                source_name,
+                wait,
+                stats.frames_read,
+            )
         stop.set()
         reader.join(timeout=5)
         stats.frames_dropped = queue.dropped
         stats.packets_skipped = queue.skipped_packets
         stats.audio_packets = writer.audio_packets
+        if stats.frames_read == 0 and stats.stalled:
+            raise VideoDecodeError(
+                f"{source_name}: sent no video frame within {wait:g} s of opening (--stall_timeout)"
+            )
         if stats.frames_read == 0 and not stats.interrupted:
             raise VideoDecodeError(
                 f"{source_name}: no video frame decoded (an empty video, one cut short before "

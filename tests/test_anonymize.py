@@ -269,7 +269,7 @@ def test_the_command_line_hands_its_streaming_options_to_the_video_anonymizer(
     argv += ["--codec", "libx264", "--quality", "4", "--batch_size", "3", "--when_full", "drop"]
     argv += ["--queue_size", "5", "--input_format", "v4l2", "--output_format", "mpegts"]
     argv += ["--input_option", "video_size=640x480", "--input_option", "framerate=30"]
-    argv += ["--open_timeout", "7.5"]
+    argv += ["--open_timeout", "7.5", "--stall_timeout", "12"]
     assert main(argv) == 0
     assert callable(handed.pop("on_open"))  # prints the opened source's line
     assert handed == {
@@ -286,6 +286,7 @@ def test_the_command_line_hands_its_streaming_options_to_the_video_anonymizer(
         "input_options": {"video_size": "640x480", "framerate": "30"},
         "output_format": "mpegts",
         "open_timeout": 7.5,
+        "stall_timeout": 12.0,
     }
 
 
@@ -298,6 +299,7 @@ def test_the_command_line_hands_its_streaming_options_to_the_video_anonymizer(
         (["--scale", "1.5"], "--scale must be in (0, 1]"),
         (["--open_timeout", "-1"], "--open_timeout must be a number of seconds, 0 for no limit"),
         (["--open_timeout", "inf"], "--open_timeout must be a number of seconds, 0 for no limit"),
+        (["--stall_timeout", "-1"], "--stall_timeout must be a number of seconds, 0 for no"),
         (["--codec", "h264x"], "--codec 'h264x': FFmpeg has no such encoder"),
         (["--codec", "aac"], "--codec 'aac' encodes audio, not video"),
         (

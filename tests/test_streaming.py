@@ -182,6 +182,70 @@ def test_live_fifo_source_keeps_every_frame_and_its_timestamp(tmp_path):
     assert np.abs(written - expected).mean() < 3  # MPEG-4 at quantiser 2
 
 
+_SEND_THEN_STALL = """
+import shutil, sys, time
+with open(sys.argv[2], "wb") as fifo:
+    shutil.copyfileobj(open(sys.argv[1], "rb"), fifo)
+    fifo.flush()
+    time.sleep(120)  # a camera that stops sending without closing its stream
+"""
+
+
+def _stalling_fifo(tmp_path, frames: int = 12):
+    """A FIFO fed, from another process, an MPEG-TS stream of `frames` frames, then nothing
+    while it stays open; (FIFO, feeding process)."""
+    recorded, fifo = tmp_path / "recorded.ts", tmp_path / "camera.ts"
+    _write_source(recorded, frames, "mpegts")
+    os.mkfifo(fifo)
+    feeder = subprocess.Popen([sys.executable, "-c", _SEND_THEN_STALL, recorded, fifo])
+    return fifo, feeder
+
+
+def test_a_stalled_live_source_closes_the_output_with_what_it_sent(tmp_path, caplog):
+    fifo, feeder = _stalling_fifo(tmp_path)
+    out = tmp_path / "out.mp4"
+    try:
+        started = time.monotonic()
+        stats = transcode(_invert, fifo, out, batch_size=4, input_format="mpegts", stall_timeout=1)
+        assert time.monotonic() - started < 60
+    finally:
+        feeder.kill()
+    assert stats.stalled and not stats.interrupted
+    # A threaded decoder holds back frames until more arrive: those are not written.
+    assert 0 < stats.frames_written == stats.frames_read <= 12
+    assert len(_frame_times(out)) == stats.frames_written
+    assert f"{fifo}: nothing received for 1 s: the output is closed" in caplog.text
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        "camera.ts",
+        "out.mp4",
+        "recorded.ts",
+    ]
+
+
+def test_sigterm_closes_a_live_recording_as_ctrl_c_does(model_path, tmp_path):
+    """`timeout`, `docker stop` and systemd send SIGTERM: the recording is closed and kept."""
+    fifo, feeder = _stalling_fifo(tmp_path)
+    out = tmp_path / "out.mp4"
+    args = [fifo, out, "--anonymizer", model_path, "--input_format", "mpegts"]
+    args += ["--stall_timeout", "0", "--no_progress"]
+    code = "import sys; from keras_privacy.anonymize import main; sys.exit(main(sys.argv[1:]))"
+    command = [sys.executable, "-c", code, *map(str, args)]
+    anonymizer = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    try:
+        while not anonymizer.stderr.readline().startswith(f"{fifo}: "):  # until it is open
+            assert anonymizer.poll() is None
+        time.sleep(3)
+        anonymizer.send_signal(signal.SIGTERM)
+        assert anonymizer.wait(timeout=60) == 130
+        last = anonymizer.stderr.read().splitlines()[-1]
+    finally:
+        anonymizer.kill()
+        feeder.kill()
+    assert last.startswith(f"{out}: ") and last.endswith("(interrupted: output closed)")
+    assert len(_frame_times(out)) > 0
+    assert not [path.name for path in tmp_path.iterdir() if "partial" in path.name]
+
+
 def test_audio_is_copied_bit_identical_and_rotation_kept(model_path, tmp_path, capsys):
     source = tmp_path / "phone.mp4"
     _write_source(source, 20, audio=True, rotation=90)
@@ -440,8 +504,10 @@ def test_cli_scale_device_and_bad_device(model_path, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "6 frames anonymized" in err and "frames/s" in err
     assert len(_frame_times(out)) == 6 and _frames(out).shape[1:3] == (HEIGHT, WIDTH)
-    assert main(base + ["--device", "tpu"]) == 1
-    assert "--device tpu" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:  # a usage error, before the model loads
+        main(base + ["--device", "tpu"])
+    assert exit_info.value.code == 2
+    assert "error: --device tpu: expected cpu, gpu or gpu:N" in capsys.readouterr().err
     assert main(base + ["--device", "cpu:3"]) == 1  # one CPU device here
     assert "--device cpu:3: the " in capsys.readouterr().err
     if not any(device.startswith("gpu") for device in keras.distribution.list_devices()):
@@ -479,6 +545,13 @@ def test_onnx_runtime_matches_keras_and_runs_the_cli(model_path, tmp_path, capsy
         onnx_frames(tmp_path / "plain.keras")
     with pytest.raises(IsADirectoryError, match=f"^{tmp_path}: a folder, not an .onnx file"):
         onnx_frames(tmp_path)
+    # protobuf reads 0 bytes, or an ONNX file of no graph, as a model with no field set.
+    (tmp_path / "empty.onnx").touch()
+    with pytest.raises(ValueError, match="empty.onnx: empty file \\(0 bytes\\)"):
+        onnx_frames(tmp_path / "empty.onnx")
+    onnx.save(onnx.ModelProto(ir_version=8), tmp_path / "graphless.onnx")
+    with pytest.raises(ValueError, match="graphless.onnx: not an ONNX anonymizer"):
+        onnx_frames(tmp_path / "graphless.onnx")
 
 
 def test_stream_output_into_a_fifo(tmp_path):
