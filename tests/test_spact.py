@@ -232,8 +232,27 @@ def test_array_batches_of_uint8_frames_or_labels_beyond_the_classes_are_refused_
         trainer.fit(BatchList([counted_from_one]), verbose=0)
     with pytest.raises(TypeError, match=r"one optimizer per group, as a dict .*'anonymizer'"):
         trainer.compile(keras.optimizers.Adam())
+    # One instance for two groups: TensorFlow counted each step twice in its Adam step count.
+    shared = {group: keras.optimizers.Adam() for group in trainer.groups()}
+    shared["action"] = shared["anonymizer"]
+    with pytest.raises(ValueError, match="one optimizer instance given to anonymizer, action: "):
+        trainer.compile(shared)
+    with pytest.raises(TypeError, match=r"SPAct.compile takes no loss, metrics: .* logs \["):
+        trainer.compile(shared, loss="mse", metrics=["accuracy"])
     trainer.fit(good, batch_size=2, verbose=0)
     assert int(trainer.group_optimizer("anonymizer").iterations) == 1
+
+
+def test_optimizers_may_be_given_by_name():
+    from keras_privacy.data.pairs import pair_arrays
+
+    trainer = make_trainer()
+    trainer.compile({group: "adam" for group in trainer.groups()})
+    batch = pair_arrays(*(tiny_models.batch(np.random.default_rng(1), images=2) for _ in "ab"))
+    trainer.fit(batch, batch_size=2, verbose=0)
+    for group in trainer.groups():
+        optimizer = trainer.group_optimizer(group)
+        assert isinstance(optimizer, keras.optimizers.Adam) and int(optimizer.iterations) == 1
 
 
 def test_contrastive_views_choose_the_positive_pairs():

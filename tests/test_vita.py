@@ -379,6 +379,11 @@ def test_a_saved_trainer_reloads_compiled_and_fits_on_as_the_original(tmp_path):
     reloaded = keras.saving.load_model(tmp_path / "vita.keras")
     assert reloaded.compiled
     assert reloaded.update_counts() == trainer.update_counts()
+    # Uncompiled, it has the snapshot's variables too (they were made by `compile`).
+    uncompiled = keras.saving.load_model(tmp_path / "vita.keras", compile=False)
+    assert not uncompiled.compiled and trainer.restart_snapshot
+    for kept, original in zip(uncompiled.restart_snapshot, trainer.restart_snapshot, strict=True):
+        np.testing.assert_array_equal(kept.numpy(), original.numpy())
     more = tiny_models.vita_dataset(3, seed=1)  # its first step is step 4, a restart
     trainer.fit(more, epochs=1, verbose=0)
     reloaded.fit(more, epochs=1, verbose=0)

@@ -155,7 +155,20 @@ class StatelessTrainer(keras.Model):
         self._trackers = {name: keras.metrics.Mean(name=name) for name in self.log_names}
         self._group_optimizers: dict[str, keras.optimizers.Optimizer] = {}
         self.step_count = None
+        self.restart_snapshot: list[keras.Variable] = []
         self._backend_step = backend.training_step(self)
+
+    def _make_restart_snapshot(self) -> None:
+        """Make the variables (saved with the trainer) that keep the weights the groups of
+        `restart_groups` are put back to; `compile` sets them to the weights then. A trainer
+        that restarts calls this at the end of its `__init__`: made there, a trainer loaded
+        without compiling holds the variables its file holds."""
+        restarted, every = self.restart_groups()
+        self.restart_snapshot = [
+            keras.Variable(v.numpy(), trainable=False, name=f"initial_{group}_{i}")
+            for group in (restarted if every > 0 else ())
+            for i, v in enumerate(self.groups()[group].weights)
+        ]
 
     def _stop_logging(self, *names: str) -> None:
         """Log `names` no more: terms the trainer's settings turn off, whose zeros would read
@@ -203,7 +216,15 @@ class StatelessTrainer(keras.Model):
     def compile(
         self, optimizers: Mapping[str, keras.optimizers.Optimizer] | None = None, **kwargs: Any
     ) -> None:
-        """Give each trained group its optimizer (groups without one are never updated)."""
+        """Give each trained group its optimizer (groups without one are never updated): an
+        optimizer, or a name `keras.optimizers.get` knows ("adam"), one instance per group.
+        The losses and logged metrics are the method's own: `loss` and `metrics` are refused."""
+        ignored = sorted(set(kwargs) & {"loss", "loss_weights", "metrics", "weighted_metrics"})
+        if ignored:
+            raise TypeError(
+                f"{type(self).__name__}.compile takes no {', '.join(ignored)}: the method's "
+                f"step computes its own losses and logs {sorted(self._trackers)}"
+            )
         if not isinstance(optimizers, Mapping):
             given = kwargs.get("optimizer") if optimizers is None else optimizers
             raise TypeError(
@@ -218,6 +239,16 @@ class StatelessTrainer(keras.Model):
                 f"the groups of {type(self).__name__} are {sorted(self.groups())}"
                 + (f", its extra optimizers {sorted(extras)}" if extras else "")
             )
+        optimizers = {name: keras.optimizers.get(value) for name, value in optimizers.items()}
+        shared = {}
+        for name, optimizer in optimizers.items():
+            shared.setdefault(id(optimizer), []).append(name)
+        for names in shared.values():
+            if len(names) > 1:
+                raise ValueError(
+                    f"one optimizer instance given to {', '.join(names)}: give each its own "
+                    "(an optimizer's state and step count belong to the variables it updates)"
+                )
         self._group_optimizers = dict(optimizers)
         kwargs = self._backend_step.compile_kwargs(kwargs)
         owner = {}
@@ -245,6 +276,10 @@ class StatelessTrainer(keras.Model):
         for name, group in extras.items():
             if name in optimizers:
                 optimizers[name].build(self.groups()[group].trainable_variables)
+        restarted, _ = self.restart_groups()
+        current = [v for group in restarted for v in self.groups()[group].weights]
+        for snapshot, variable in zip(self.restart_snapshot, current):
+            snapshot.assign(variable)
         self._loss_scale = None
         if computes_in_float16(self.groups().values()):
             self._loss_scale = DynamicLossScale(
@@ -259,12 +294,6 @@ class StatelessTrainer(keras.Model):
                     (), dtype="int32", aggregation="only_first_replica", name="finite_updates"
                 ),
             )
-        restarted, every = self.restart_groups()
-        self.restart_snapshot = [
-            keras.Variable(v.numpy(), trainable=False, name=f"initial_{group}_{i}")
-            for group in (restarted if every > 0 else ())
-            for i, v in enumerate(self.groups()[group].weights)
-        ]
 
     def get_compile_config(self) -> dict:
         """The group optimizers' configs, which `trainer.save` writes beside their state, so

@@ -49,7 +49,8 @@ lines cited at commit 939ca4a):
 
 Restarts (:370-386): the first `budget_pretrain_updates / budget_updates` steps of the minimax
 make only the budget-model updates of 3 (f_A and f_T are not updated), and with
-`restart_every > 0` the budget models go back to their initial weights after every
+`restart_every > 0` the budget models go back to their initial weights (those they had when
+the trainer was compiled, kept in `restart_snapshot`) after every
 `restart_every` such minimax steps (their Adam state goes on: the authors' Saver restores the
 weights alone, :89, 371), then re-train as many steps again before the minimax goes on: the
 authors restore their pre-trained budget models and train them `--pretraining_steps_fb` = 200
@@ -235,6 +236,7 @@ class VITA(StatelessTrainer):
         if action_schedule == "batch_gate":
             # the gate reads the training batch's accuracy: no validation accuracy is measured
             self._stop_logging("action_validation_accuracy")
+        self._make_restart_snapshot()
 
     def groups(self) -> dict[str, keras.Model]:
         groups = {"anonymizer": self.anonymizer, "action": self.action_model}
