@@ -243,6 +243,24 @@ def test_array_batches_of_uint8_frames_or_labels_beyond_the_classes_are_refused_
     assert int(trainer.group_optimizer("anonymizer").iterations) == 1
 
 
+def test_train_on_batch_takes_one_batch_dict_and_fit_no_sample_weights():
+    from keras_privacy.data.pairs import pair_arrays
+
+    trainer = make_trainer()
+    rng = np.random.default_rng(2)
+    batch = pair_arrays(*(tiny_models.batch(rng, images=2) for _ in "ab"))
+    logs = trainer.train_on_batch(batch, return_dict=True)
+    assert np.isfinite(logs["action_loss"])
+    assert int(trainer.group_optimizer("anonymizer").iterations) == 1
+    rows = len(batch["labels"])
+    for unused in ("sample_weight", "class_weight"):
+        value = np.ones(rows) if unused == "sample_weight" else {0: 1.0}
+        with pytest.raises(ValueError, match=f"SPAct.fit takes no {unused}: "):
+            trainer.fit(batch, batch_size=2, verbose=0, **{unused: value})
+    with pytest.raises(TypeError, match="but was given a y or sample_weight beside them"):
+        trainer.train_on_batch(batch, sample_weight=np.ones(rows))
+
+
 def test_optimizers_may_be_given_by_name():
     from keras_privacy.data.pairs import pair_arrays
 

@@ -31,6 +31,16 @@ def make_vita(learning_rates=None, jit_compile="auto", resumed=None, **kwargs):
     return trainer
 
 
+def test_one_budget_model_may_be_given_alone_as_one_attack_model_may():
+    from keras_privacy.methods.meta import MetaGeneralization
+
+    budget = tiny_models.budget_model(width=4)
+    vita = VITA(tiny_models.anonymizer(), tiny_models.action_model(), budget)
+    assert vita.budget_models == [budget] and "budget_0" in vita.groups()
+    meta = MetaGeneralization(tiny_models.anonymizer(), tiny_models.action_model(), budget)
+    assert meta.attack_models == [budget]
+
+
 def weights(model):
     return [np.array(v.numpy()) for v in model.weights]
 

@@ -50,7 +50,7 @@ share of steps), `attack_updates` (attack models updated per step)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import keras
 import numpy as np
@@ -61,6 +61,7 @@ from keras_privacy.backend import checkpoint, hessian_vector_product, value_and_
 from keras_privacy.methods.steps import (
     action_logits,
     action_update_loss,
+    as_model_list,
     fold_time,
     multilabel_accuracy,
 )
@@ -163,7 +164,8 @@ class MetaGeneralization(StatelessTrainer):
     Args:
         anonymizer: f_A (phi).
         action_model: f_T.
-        attack_models: the training attack models (paper: MobileNet-V2 at 8 widths).
+        attack_models: the training attack models (paper: MobileNet-V2 at 8 widths; one, or a
+            list).
         privacy_weight: gamma of the privacy term.
         alpha: virtual-training step size (paper: 5e-4).
         fraction: share of the mixed samples that an attribute split gives X1 (paper: 0.6).
@@ -194,7 +196,7 @@ class MetaGeneralization(StatelessTrainer):
         self,
         anonymizer: keras.Model,
         action_model: keras.Model,
-        attack_models: list[keras.Model],
+        attack_models: keras.Model | Sequence[keras.Model],
         privacy_weight: float = 1.0,
         alpha: float = 5e-4,
         fraction: float = 0.6,
@@ -209,7 +211,7 @@ class MetaGeneralization(StatelessTrainer):
         super().__init__(**kwargs)
         self.anonymizer = anonymizer
         self.action_model = action_model
-        self.attack_models = list(attack_models)
+        self.attack_models = as_model_list(attack_models)
         self.privacy_weight = privacy_weight
         self.alpha = alpha
         self.fraction = fraction

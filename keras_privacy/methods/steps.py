@@ -40,6 +40,12 @@ def as_encoders(privacy_encoder: keras.Model | Sequence[keras.Model]) -> tuple[k
     return encoders
 
 
+def as_model_list(models: keras.Model | Sequence[keras.Model]) -> list[keras.Model]:
+    """One model or a sequence of them (VITA's budget models, meta's attack models), as a
+    list."""
+    return list(models) if isinstance(models, (list, tuple)) else [models]
+
+
 def run_parts(
     trainer: StatelessTrainer,
     group: str,

@@ -279,7 +279,7 @@ class StatelessTrainer(keras.Model):
         restarted, _ = self.restart_groups()
         current = [v for group in restarted for v in self.groups()[group].weights]
         for snapshot, variable in zip(self.restart_snapshot, current):
-            snapshot.assign(variable)
+            snapshot.assign(np.array(variable.numpy()))  # its own buffer: JAX donates both
         self._loss_scale = None
         if computes_in_float16(self.groups().values()):
             self._loss_scale = DynamicLossScale(
@@ -370,7 +370,12 @@ class StatelessTrainer(keras.Model):
 
     def step_updates(self, data: Mapping[str, Any]) -> Sequence[Update]:
         """`updates(data)`, once `data`'s frames are checked against the models
-        (`batches.check_frames`): what the backends' steps call, when they are traced."""
+        (`batches.check_frames`): what the backends' steps call, when they are traced.
+        `train_on_batch` hands the batch in as Keras does, `(x, None, None)`."""
+        if isinstance(data, tuple):
+            data, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+            if y is not None or sample_weight is not None:
+                raise TypeError(self._batches_are_dicts("a y or sample_weight beside them"))
         if not isinstance(data, Mapping):
             raise TypeError(self._batches_are_dicts(f"a {type(data).__name__}"))
         check_frames(type(self).__name__, data, self.groups(), self.paired_batches)
@@ -391,6 +396,12 @@ class StatelessTrainer(keras.Model):
             raise ValueError(self._no_evaluation("fit's validation_data / validation_split"))
         if (args[1] if len(args) > 1 else kwargs.get("y")) is not None:
             raise ValueError(self._batches_are_dicts("fit's y"))
+        for unused in ("sample_weight", "class_weight"):
+            if kwargs.get(unused) is not None:
+                raise ValueError(
+                    f"{type(self).__name__}.fit takes no {unused}: the method's losses weigh "
+                    "every example of a batch alike"
+                )
         x = args[0] if args else kwargs.get("x")
         if isinstance(x, np.ndarray):
             raise ValueError(self._batches_are_dicts("fit's x as one array"))

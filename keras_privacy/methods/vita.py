@@ -76,6 +76,7 @@ from keras_privacy import losses
 from keras_privacy.methods.steps import (
     action_logits,
     action_update_loss,
+    as_model_list,
     fold_time,
     multilabel_accuracy,
 )
@@ -137,7 +138,7 @@ class VITA(StatelessTrainer):
     Args:
         anonymizer: f_A.
         action_model: f_T, clips -> action logits.
-        budget_models: privacy classifiers, images -> (N, A) attribute logits.
+        budget_models: privacy classifiers, images -> (N, A) attribute logits (one, or a list).
         budget_weight: gamma (VITA: 0.5).
         budget_batch_statistics: in the f_A update, the budget models' batch normalisation
             uses the anonymized batch's statistics (the authors'), their moving averages left
@@ -178,7 +179,7 @@ class VITA(StatelessTrainer):
         self,
         anonymizer: keras.Model,
         action_model: keras.Model,
-        budget_models: list[keras.Model],
+        budget_models: keras.Model | Sequence[keras.Model],
         budget_weight: float = 0.5,
         budget_batch_statistics: bool = True,
         budget_loss: str = "max_bce",
@@ -218,7 +219,7 @@ class VITA(StatelessTrainer):
         super().__init__(**kwargs)
         self.anonymizer = anonymizer
         self.action_model = action_model
-        self.budget_models = list(budget_models)
+        self.budget_models = as_model_list(budget_models)
         self.budget_weight = budget_weight
         self.budget_batch_statistics = budget_batch_statistics
         self.budget_loss = budget_loss
