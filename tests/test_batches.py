@@ -85,6 +85,19 @@ def test_frames_the_models_cannot_take_are_named_by_key(batch, paired, message):
         check_frames("T", batch, MODELS, paired)
 
 
+def test_integer_frames_and_privacy_labels_of_another_width_are_refused():
+    """What a dataset's element spec or a traced batch shows: NumPy batches are checked with
+    their values before a fit (`StatelessTrainer._check_arrays`)."""
+    spec = types.SimpleNamespace(shape=(None, 4, 8, 8, 3), dtype="uint8")
+    with pytest.raises(ValueError, match=r"batch\['clips'\] holds uint8 frames; .* divide by 255"):
+        check_frames("SPAct", {"clips": spec}, MODELS, paired=False)
+    classifiers = {"budget_0": MODELS["privacy"]}  # 3 attributes
+    labels = types.SimpleNamespace(shape=(None, 4), dtype="float32")
+    with pytest.raises(ValueError, match=r"holds labels of 4 attributes, but budget_0 predicts 3"):
+        check_frames("VITA", {"privacy": labels}, MODELS, False, classifiers)
+    check_frames("VITA", {"privacy": zeros(2, 3)}, MODELS, False, classifiers)
+
+
 def test_frames_of_several_sizes_in_one_batch_are_refused():
     models = {"anonymizer": tiny_models.anonymizer(), "action": tiny_models.action_model()}
     batch = {"clips": zeros(2, 4, 8, 8, 3), "views": zeros(2, 2, 6, 6, 3)}

@@ -43,17 +43,30 @@ class BatchList(keras.utils.PyDataset):
 
 
 def check_frames(
-    trainer: str, data: Mapping[str, Any], models: Mapping[str, keras.Model], paired: bool
+    trainer: str,
+    data: Mapping[str, Any],
+    models: Mapping[str, keras.Model],
+    paired: bool,
+    classifiers: Mapping[str, keras.Model] | None = None,
 ) -> None:
-    """Refuse, naming the key, frames that the models cannot take, from their static shapes:
-    a key of another rank than its layout (`LAYOUTS`; with `paired`, an axis of two batches
-    after the batch axis, as `keras_privacy.data.pairs` lays out SPAct's pairs); frames of
-    several sizes in one batch (f_A anonymizes them together); frames (height, width,
-    channels) other than an image model of `models` was built for, or clips (time, height,
-    width, channels) other than a video model was built for: the model would fail deep in a
-    layer, or train on what it was not built for. Unknown dims pass."""
+    """Refuse, naming the key, frames that the models cannot take, from their static shapes
+    and dtypes: integer frames (0-255, as a video decodes; the trainers take floats in
+    [0, 1]); privacy labels of another width than `classifiers` (the privacy classifiers by
+    group) predict; a key of another rank than its layout (`LAYOUTS`; with `paired`, an axis
+    of two batches after the batch axis, as `keras_privacy.data.pairs` lays out SPAct's
+    pairs); frames of several sizes in one batch (f_A anonymizes them together); frames
+    (height, width, channels) other than an image model of `models` was built for, or clips
+    (time, height, width, channels) other than a video model was built for: the model would
+    fail deep in a layer, or train on what it was not built for. Unknown dims pass."""
+    _check_privacy_width(data.get("privacy"), classifiers or {})
     sizes: dict[str, tuple] = {}
     for key, layout in LAYOUTS.items():
+        dtype = _dtype(data.get(key))
+        if dtype is not None and (dtype.startswith(("int", "uint")) or dtype == "bool"):
+            raise ValueError(
+                f"batch[{key!r}] holds {dtype} frames; the trainers take float frames in [0, "
+                "1]: divide by 255 (keras_privacy.data.frames.frames_as_floats)"
+            )
         shape = _static_shape(data.get(key))
         if shape is None:
             continue
@@ -89,6 +102,26 @@ def check_frames(
             "the frames of a batch are all of one size, as f_A anonymizes them together, but "
             + ", ".join(f"batch[{key!r}] holds {_dims(size)}" for key, size in known.items())
         )
+
+
+def _check_privacy_width(labels: Any, classifiers: Mapping[str, keras.Model]) -> None:
+    """Refuse privacy labels whose static width differs from a classifier's output."""
+    shape = _static_shape(labels)
+    if not shape or shape[-1] is None:
+        return
+    for group, model in classifiers.items():
+        width = model.output_shape[-1]
+        if isinstance(width, int) and width != shape[-1]:
+            raise ValueError(
+                f"batch['privacy'] holds labels of {shape[-1]} attributes, but {group} "
+                f"predicts {width}"
+            )
+
+
+def _dtype(value: Any) -> str | None:
+    """The dtype of a batch value (an array, tensor or tensor spec) as Keras names it."""
+    dtype = getattr(value, "dtype", None)
+    return None if dtype is None else keras.backend.standardize_dtype(dtype)
 
 
 def _static_shape(value: Any) -> tuple | None:

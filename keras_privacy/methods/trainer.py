@@ -372,13 +372,19 @@ class StatelessTrainer(keras.Model):
         """`updates(data)`, once `data`'s frames are checked against the models
         (`batches.check_frames`): what the backends' steps call, when they are traced.
         `train_on_batch` hands the batch in as Keras does, `(x, None, None)`."""
-        if isinstance(data, tuple):
+        if isinstance(data, tuple) and data and isinstance(data[0], Mapping):
             data, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
             if y is not None or sample_weight is not None:
                 raise TypeError(self._batches_are_dicts("a y or sample_weight beside them"))
         if not isinstance(data, Mapping):
             raise TypeError(self._batches_are_dicts(f"a {type(data).__name__}"))
-        check_frames(type(self).__name__, data, self.groups(), self.paired_batches)
+        check_frames(
+            type(self).__name__,
+            data,
+            self.groups(),
+            self.paired_batches,
+            self.privacy_classifiers(),
+        )
         return self.updates(data)
 
     def _batches_are_dicts(self, given: str) -> str:
@@ -444,7 +450,13 @@ class StatelessTrainer(keras.Model):
             spec = getattr(x, "element_spec", x)
             batches = [spec] if isinstance(spec, Mapping) else []
         for batch in batches:
-            check_frames(type(self).__name__, batch, self.groups(), self.paired_batches)
+            check_frames(
+                type(self).__name__,
+                batch,
+                self.groups(),
+                self.paired_batches,
+                self.privacy_classifiers(),
+            )
 
     def _check_values(self, x: Mapping[str, Any], where: str) -> None:
         """`_check_arrays`' checks of the values of one mapping of arrays; `where` begins the
