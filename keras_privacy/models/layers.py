@@ -160,8 +160,29 @@ class SpatialSubsample(keras.layers.Layer):
         return {**super().get_config(), "factor": self.factor}
 
 
+class _UpSampling2D(keras.layers.Layer):
+    """An up-sampling of (B, H, W, C) by an integer `size` on both axes: the output shape and
+    config of the two below."""
+
+    def __init__(self, size: int = 2, **kwargs):
+        super().__init__(**kwargs)
+        self.size = size
+
+    def compute_output_shape(self, input_shape):
+        batch, height, width, channels = input_shape
+        return (
+            batch,
+            None if height is None else height * self.size,
+            None if width is None else width * self.size,
+            channels,
+        )
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "size": self.size}
+
+
 @keras.saving.register_keras_serializable(package="keras_privacy")
-class BilinearUpSampling2D(keras.layers.Layer):
+class BilinearUpSampling2D(_UpSampling2D):
     """Bilinear up-sampling of (B, H, W, C) by `size` with aligned corners.
 
     This is PyTorch's `nn.Upsample(scale_factor=size, mode="bilinear", align_corners=True)`,
@@ -170,10 +191,6 @@ class BilinearUpSampling2D(keras.layers.Layer):
     `UpSampling2D(interpolation="bilinear")` uses half-pixel centres instead, which shifts the
     image and would break weights imported from PyTorch.
     """
-
-    def __init__(self, size: int = 2, **kwargs):
-        super().__init__(**kwargs)
-        self.size = size
 
     def call(self, inputs):
         x = inputs
@@ -190,21 +207,9 @@ class BilinearUpSampling2D(keras.layers.Layer):
             x = low_rows + (high_rows - low_rows) * weight
         return x
 
-    def compute_output_shape(self, input_shape):
-        batch, height, width, channels = input_shape
-        return (
-            batch,
-            None if height is None else height * self.size,
-            None if width is None else width * self.size,
-            channels,
-        )
-
-    def get_config(self) -> dict:
-        return {**super().get_config(), "size": self.size}
-
 
 @keras.saving.register_keras_serializable(package="keras_privacy")
-class NearestUpSampling2D(keras.layers.Layer):
+class NearestUpSampling2D(_UpSampling2D):
     """Nearest up-sampling of (B, H, W, C) by `size`, as Keras' `UpSampling2D` (each pixel
     repeated `size` x `size` times), written as stacks and reshapes to a static channel count.
 
@@ -213,28 +218,12 @@ class NearestUpSampling2D(keras.layers.Layer):
     input width and stays a TensorFlow (Flex) op, which TFLite's built-in interpreter refuses.
     """
 
-    def __init__(self, size: int = 2, **kwargs):
-        super().__init__(**kwargs)
-        self.size = size
-
     def call(self, inputs):
         height, width, channels = ops.shape(inputs)[1], ops.shape(inputs)[2], inputs.shape[-1]
         x = ops.stack([inputs] * self.size, axis=3)  # (B, H, W, size, C)
         x = ops.reshape(x, (-1, height, width * self.size, channels))
         x = ops.stack([x] * self.size, axis=2)  # (B, H, size, W * size, C)
         return ops.reshape(x, (-1, height * self.size, width * self.size, channels))
-
-    def compute_output_shape(self, input_shape):
-        batch, height, width, channels = input_shape
-        return (
-            batch,
-            None if height is None else height * self.size,
-            None if width is None else width * self.size,
-            channels,
-        )
-
-    def get_config(self) -> dict:
-        return {**super().get_config(), "size": self.size}
 
 
 @keras.saving.register_keras_serializable(package="keras_privacy")
