@@ -261,6 +261,21 @@ def test_train_on_batch_takes_one_batch_dict_and_fit_no_sample_weights():
         trainer.train_on_batch(batch, sample_weight=np.ones(rows))
 
 
+def test_a_batch_without_a_key_the_step_reads_is_named():
+    from keras_privacy.data.pairs import pair_arrays
+
+    trainer = make_trainer()
+    rng = np.random.default_rng(3)
+    batch = pair_arrays(*(tiny_models.batch(rng, images=2) for _ in "ab"))
+    unlabelled = {key: value for key, value in batch.items() if key != "labels"}
+    with pytest.raises(ValueError, match=r"^SPAct's step reads batch\['labels'\], which the"):
+        trainer.fit(unlabelled, batch_size=2, verbose=0)
+    with pytest.raises(ValueError, match=r"^SPAct's step reads batch\['labels'\], which the"):
+        trainer.train_on_batch(unlabelled)
+    trainer.fit(batch, batch_size=2, verbose=0)  # the failed steps left it able to train
+    assert int(trainer.group_optimizer("anonymizer").iterations) == 1
+
+
 def test_optimizers_may_be_given_by_name():
     from keras_privacy.data.pairs import pair_arrays
 

@@ -61,6 +61,20 @@ from keras_privacy.types import Tensor
 ACTION_LABEL_KEYS = ("labels", "action_labels", "validation_labels")
 """Batch keys holding action class ids, in [0, classes of the action model)."""
 
+BATCH_KEYS = frozenset(
+    {
+        *FRAME_KEYS,
+        *ACTION_LABEL_KEYS,
+        "privacy",
+        "frame_pairs",
+        "attribute_split",
+        "sample_keys",
+        "support_models",
+        "query_models",
+    }
+)
+"""Every key a trainer's step may read from a batch: a KeyError of one is a batch without it."""
+
 LOSS_SCALE_INITIAL = 2.0**15
 """Initial dynamic loss scale under `mixed_float16` (LossScaleOptimizer's default)."""
 LOSS_SCALE_GROWTH_STEPS = 2000
@@ -414,7 +428,31 @@ class StatelessTrainer(keras.Model):
         self._check_arrays(x)
         self._check_frame_shapes(x)
         with backend.weights_kept_on_failure(self):
-            return super().fit(*args, **kwargs)
+            try:
+                return super().fit(*args, **kwargs)
+            except KeyError as error:
+                raise self._missing_key(error) from error
+
+    def train_on_batch(self, *args: Any, **kwargs: Any) -> Any:
+        """Keras' `train_on_batch` on one batch dict; a key the step reads that the batch
+        lacks is named, as in `fit`."""
+        try:
+            return super().train_on_batch(*args, **kwargs)
+        except KeyError as error:
+            raise self._missing_key(error) from error
+
+    def _missing_key(self, error: KeyError) -> Exception:
+        """A ValueError naming the batch key of `error` that the batch lacks (Python's is a
+        bare "KeyError: 'labels'" from deep in the step); `error` itself where its key is
+        not a batch key (`BATCH_KEYS`)."""
+        key = error.args[0] if len(error.args) == 1 else None
+        if not (isinstance(key, str) and key in BATCH_KEYS):
+            return error
+        return ValueError(
+            f"{type(self).__name__}'s step reads batch[{key!r}], which the batch has not: the "
+            f"docstring of {type(self).__module__} names a batch's keys (some chosen by the "
+            "trainer's settings, e.g. SPAct's contrastive_views)"
+        )
 
     def _check_arrays(self, x: Any) -> None:
         """Refuse, naming the key, mistakes in NumPy arrays that a step would not name (on JAX
