@@ -58,7 +58,7 @@ def check_frames(
     (height, width, channels) other than an image model of `models` was built for, or clips
     (time, height, width, channels) other than a video model was built for: the model would
     fail deep in a layer, or train on what it was not built for. Unknown dims pass."""
-    _check_privacy_width(data.get("privacy"), classifiers or {})
+    check_privacy_width(data.get("privacy"), classifiers or {})
     sizes: dict[str, tuple] = {}
     for key, layout in LAYOUTS.items():
         dtype = _dtype(data.get(key))
@@ -104,8 +104,11 @@ def check_frames(
         )
 
 
-def _check_privacy_width(labels: Any, classifiers: Mapping[str, keras.Model]) -> None:
-    """Refuse privacy labels whose static width differs from a classifier's output."""
+def check_privacy_width(
+    labels: Any, classifiers: Mapping[str, keras.Model], name: str = "batch['privacy']"
+) -> None:
+    """Refuse privacy labels (`name` in the message) whose static width differs from the output
+    of a classifier of `classifiers` (the privacy classifiers by group)."""
     shape = _static_shape(labels)
     if not shape or shape[-1] is None:
         return
@@ -113,8 +116,7 @@ def _check_privacy_width(labels: Any, classifiers: Mapping[str, keras.Model]) ->
         width = model.output_shape[-1]
         if isinstance(width, int) and width != shape[-1]:
             raise ValueError(
-                f"batch['privacy'] holds labels of {shape[-1]} attributes, but {group} "
-                f"predicts {width}"
+                f"{name} holds labels of {shape[-1]} attributes, but {group} predicts {width}"
             )
 
 

@@ -30,20 +30,18 @@ def privacy_group_names(count: int) -> tuple[str, ...]:
     return ("privacy",) if count == 1 else tuple(f"privacy_{i}" for i in range(count))
 
 
+def as_model_list(models: keras.Model | Sequence[keras.Model]) -> list[keras.Model]:
+    """One model or a sequence of them (SPAct's privacy encoders, VITA's budget models, meta's
+    attack models), as a list."""
+    return list(models) if isinstance(models, (list, tuple)) else [models]
+
+
 def as_encoders(privacy_encoder: keras.Model | Sequence[keras.Model]) -> tuple[keras.Model, ...]:
     """One privacy encoder or a sequence of them, as a non-empty tuple."""
-    encoders = (
-        tuple(privacy_encoder) if isinstance(privacy_encoder, (list, tuple)) else (privacy_encoder,)
-    )
+    encoders = tuple(as_model_list(privacy_encoder))
     if not encoders:
         raise ValueError("privacy_encoder: an ensemble needs at least one encoder")
     return encoders
-
-
-def as_model_list(models: keras.Model | Sequence[keras.Model]) -> list[keras.Model]:
-    """One model or a sequence of them (VITA's budget models, meta's attack models), as a
-    list."""
-    return list(models) if isinstance(models, (list, tuple)) else [models]
 
 
 def run_parts(

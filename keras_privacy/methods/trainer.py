@@ -55,7 +55,12 @@ import numpy as np
 from keras import ops
 
 from keras_privacy import backend
-from keras_privacy.methods.batches import FRAME_KEYS, BatchList, check_frames
+from keras_privacy.methods.batches import (
+    FRAME_KEYS,
+    BatchList,
+    check_frames,
+    check_privacy_width,
+)
 from keras_privacy.types import Tensor
 
 ACTION_LABEL_KEYS = ("labels", "action_labels", "validation_labels")
@@ -505,18 +510,8 @@ class StatelessTrainer(keras.Model):
                     f"{where}x[{key!r}] holds uint8 frames (0-255); the trainers take float "
                     "frames in [0, 1]: divide by 255 (keras_privacy.data.frames.frames_as_floats)"
                 )
-        privacy = x.get("privacy")
-        for group, model in self.privacy_classifiers().items():
-            width = model.output_shape[-1]
-            if (
-                isinstance(privacy, np.ndarray)
-                and isinstance(width, int)
-                and privacy.shape[-1] != width
-            ):
-                raise ValueError(
-                    f"{where}x['privacy'] holds labels of {privacy.shape[-1]} attributes, but "
-                    f"{group} predicts {width}"
-                )
+        if isinstance(x.get("privacy"), np.ndarray):
+            check_privacy_width(x["privacy"], self.privacy_classifiers(), f"{where}x['privacy']")
         action = self.groups().get("action")
         shape = getattr(action, "output_shape", None)
         if not (isinstance(shape, tuple) and isinstance(shape[-1], int)):
