@@ -18,7 +18,9 @@ A folder IN_DIR gives every video in it and its subfolders (by extension; links 
 are not followed) the same path in OUT_DIR, which may lie inside IN_DIR. A video that
 cannot be read is named on stderr and skipped; the others are still written, and the command
 exits with status 1 listing the failures. Each output is written under a temporary name and
-renamed when complete, so a failure never leaves a partial video behind. A bad anonymizer
+renamed when complete, so a failure never leaves a partial video behind. Each video written
+whole is listed in OUT_DIR/.anonymized_videos; --resume skips those (a rerun after Ctrl-C or a
+crash redoes only the rest, the video that was cut off included). A bad anonymizer
 file or output folder is one line (`keras_privacy.cli`; the traceback with --verbose).
 
 Live sources and stream outputs (`keras_privacy.streaming` does the reading and writing):
@@ -75,6 +77,9 @@ from keras_privacy.streaming import (
 VIDEO_EXTENSIONS = (".avi", ".mp4", ".mkv", ".mov", ".m4v", ".mpg", ".mpeg", ".webm", ".wmv")
 FAILURES = (VideoDecodeError, av.error.FFmpegError, OSError, ValueError)
 """Errors that fail one video of a folder run without stopping the others."""
+DONE_LIST = ".anonymized_videos"
+"""A folder run's record, in its output folder: the relative path of each video written whole,
+one a line, added as each is closed (what `--resume` skips)."""
 
 
 def anonymize_video(
@@ -161,23 +166,36 @@ def list_videos(folder: str | os.PathLike, skip: str | os.PathLike | None = None
 @dataclasses.dataclass
 class FolderResult:
     """What `anonymize_folder` did: the outputs written, the failures as (input path, reason),
-    and whether Ctrl-C stopped it (the video it stopped in is closed, playable up to there)."""
+    the inputs skipped as already done (`resume`), and whether Ctrl-C stopped it (the video it
+    stopped in is closed, playable up to there, and not listed as done)."""
 
     written: list[Path] = dataclasses.field(default_factory=list)
     failures: list[tuple[Path, str]] = dataclasses.field(default_factory=list)
+    skipped: list[Path] = dataclasses.field(default_factory=list)
     interrupted: bool = False
+
+
+def read_done_list(out_dir: str | os.PathLike) -> set[str]:
+    """The relative paths (POSIX form) that `out_dir`'s DONE_LIST names; none if it has none."""
+    path = Path(out_dir) / DONE_LIST
+    if not path.is_file():
+        return set()
+    return {line for line in path.read_text(encoding="utf-8").splitlines() if line}
 
 
 def anonymize_folder(
     anonymizer: keras.Model | FrameFunction,
     in_dir: str | os.PathLike,
     out_dir: str | os.PathLike,
+    resume: bool = False,
     **kwargs: Any,
 ) -> FolderResult:
     """Anonymize every video of `in_dir` and its subfolders into `out_dir` under the same
     relative path, printing each one's summary line; a video that fails is named and the
-    others are still tried, and Ctrl-C stops after closing the video it interrupted. `kwargs`
-    go to `anonymize_video`."""
+    others are still tried, and Ctrl-C stops after closing the video it interrupted. Each
+    video written whole is added to `out_dir`'s DONE_LIST (started afresh unless `resume`);
+    with `resume`, a video listed there whose output exists is skipped. `kwargs` go to
+    `anonymize_video`."""
     videos = list_videos(in_dir, skip=out_dir)
     if not videos:
         raise ValueError(
@@ -190,9 +208,17 @@ def anonymize_folder(
         )
     refuse_a_file(out_dir, "the output folder")
     Path(out_dir).mkdir(parents=True, exist_ok=True)
+    done = read_done_list(out_dir) if resume else set()
+    done_list = Path(out_dir) / DONE_LIST
+    if not resume:
+        done_list.write_text("", encoding="utf-8")
     result = FolderResult()
     for path in videos:
-        output = Path(out_dir) / path.relative_to(in_dir)
+        relative = path.relative_to(in_dir)
+        output = Path(out_dir) / relative
+        if relative.as_posix() in done and output.is_file():
+            result.skipped.append(path)
+            continue
         output.parent.mkdir(parents=True, exist_ok=True)
         try:
             stats = anonymize_video(anonymizer, path, output, **kwargs)
@@ -206,6 +232,8 @@ def anonymize_folder(
         if stats.interrupted:
             result.interrupted = True
             break
+        with done_list.open("a", encoding="utf-8") as record:
+            record.write(f"{relative.as_posix()}\n")
     return result
 
 
@@ -286,6 +314,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--scale", type=float, default=1.0, help="run the model on frames resized by this (0-1]"
     )
     parser.add_argument("--no_audio", action="store_true", help="drop the audio stream")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help=f"folder runs: skip the videos OUTPUT/{DONE_LIST} lists as written whole (a rerun "
+        "after Ctrl-C or a crash)",
+    )
     parser.add_argument(
         "--when_full",
         choices=POLICIES,
@@ -405,6 +439,8 @@ def _anonymize(args: argparse.Namespace) -> int:
     output = Path(args.output)
     folder = os.path.isdir(args.input)
     local_output = "://" not in args.output and not args.output.startswith("pipe:")
+    if args.resume and not folder:
+        raise ValueError(f"--resume: {args.input} is not a folder (it resumes folder runs)")
     if not folder and local_output and not output.is_dir() and not output.parent.is_dir():
         raise FileNotFoundError(f"{output.parent}: the output folder does not exist")
     if args.method == "learned":
@@ -428,7 +464,15 @@ def _anonymize(args: argparse.Namespace) -> int:
         "stall_timeout": args.stall_timeout,
     }
     if folder:
-        result = anonymize_folder(anonymizer, args.input, args.output, **options)
+        result = anonymize_folder(
+            anonymizer, args.input, args.output, resume=args.resume, **options
+        )
+        if result.skipped:
+            print(
+                f"{len(result.skipped)} video(s) skipped: listed as done in "
+                f"{Path(args.output) / DONE_LIST} (--resume)",
+                file=sys.stderr,
+            )
         if result.failures:
             print(f"{len(result.failures)} video(s) failed:", file=sys.stderr)
             for _, reason in result.failures:

@@ -63,7 +63,8 @@ def test_folder_names_the_corrupt_video_and_writes_the_others(
     assert "1 video(s) failed" in stderr and str(videos / "broken.avi") in stderr
     assert f"{out / 'pool.mp4'}: 32 frames anonymized, 0 dropped" in stderr
     assert f"{videos / 'pool.mp4'}: h264 340x256 at 30 frames/s" in stderr
-    assert sorted(os.listdir(out)) == ["pool.mp4"]
+    assert sorted(os.listdir(out)) == [anonymize.DONE_LIST, "pool.mp4"]
+    assert anonymize.read_done_list(out) == {"pool.mp4"}
     info = probe_video(out / "pool.mp4")
     assert (info.num_frames, info.height, info.width) == (32, 256, 340)
     # The source's timestamps, carried through (it has a gap: one frame slot is missing).
@@ -87,6 +88,52 @@ def test_ctrl_c_in_a_folder_stops_after_closing_that_video(model_path, tmp_path,
     args = [str(videos), str(tmp_path / "out"), "--anonymizer", str(model_path), "--no_progress"]
     assert main(args) == 130
     assert started == ["a.mp4"]
+
+
+def test_resume_redoes_only_the_videos_not_written_whole(model_path, tmp_path, monkeypatch, capsys):
+    """A folder run lists each video written whole; --resume skips those (the one Ctrl-C cut
+    off, a failed one and a listed one whose output is gone are done again)."""
+    videos = tmp_path / "in"
+    for name in ("a.mp4", "b.mp4", "c/d.mp4", "e.mp4"):
+        (videos / name).parent.mkdir(parents=True, exist_ok=True)
+        (videos / name).write_bytes(b"")
+    out = tmp_path / "out"
+    started = []
+    cut_off = {"e.mp4"}  # by Ctrl-C, in the first run only
+
+    def fake_video(anonymizer, source, output, **kwargs):
+        name = Path(source).relative_to(videos).as_posix()
+        started.append(name)
+        if name == "b.mp4":
+            raise VideoDecodeError(f"{source}: not a video")
+        Path(output).write_bytes(b"written")
+        return StreamStats(frames_written=2, interrupted=name in cut_off)
+
+    monkeypatch.setattr(anonymize, "anonymize_video", fake_video)
+    args = [str(videos), str(out), "--anonymizer", str(model_path), "--no_progress"]
+    assert main(args) == 130
+    assert started == ["a.mp4", "b.mp4", "c/d.mp4", "e.mp4"]
+    assert anonymize.read_done_list(out) == {"a.mp4", "c/d.mp4"}
+    (out / "a.mp4").unlink()
+    started.clear()
+    cut_off.clear()
+    capsys.readouterr()
+    assert main([*args, "--resume"]) == 1  # b.mp4 fails again
+    assert started == ["a.mp4", "b.mp4", "e.mp4"]
+    assert f"1 video(s) skipped: listed as done in {out / anonymize.DONE_LIST}" in (
+        capsys.readouterr().err
+    )
+    assert anonymize.read_done_list(out) == {"a.mp4", "c/d.mp4", "e.mp4"}
+    started.clear()
+    assert main(args) == 1  # without --resume every video is done again, the list afresh
+    assert started == ["a.mp4", "b.mp4", "c/d.mp4", "e.mp4"]
+    assert anonymize.read_done_list(out) == {"a.mp4", "c/d.mp4", "e.mp4"}
+    source = videos / "a.mp4"
+    assert (
+        main([str(source), str(tmp_path / "a.mp4"), "--anonymizer", str(model_path), "--resume"])
+        == 1
+    )
+    assert f"error: --resume: {source} is not a folder" in capsys.readouterr().err
 
 
 def test_a_folder_of_class_folders_keeps_its_tree_and_skips_the_output_inside_it(
