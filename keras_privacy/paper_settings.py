@@ -737,26 +737,83 @@ SETTINGS: tuple[Setting, ...] = (
         "spact",
         "test clip view",
         "not stated; the authors' test loader as their validation calls it: the centred "
-        "square of 0.8 of the frame's height (192 px of 240), resized to 112",
-        _S_ANON + "parameters_SSL.py:15; train_ssl_minimax2.py:496-498; dl_ft_nov.py:354-356",
+        "square of 0.8 of the frame's height (192 px of 240), resized to 128 (the reso_h / "
+        "reso_w of parameters_BL.py, which dl_ft_nov.py imports)",
+        _S_ANON + "parameters_SSL.py:15; train_ssl_minimax2.py:496-498; dl_ft_nov.py:10, 354-356; "
+        "parameters_BL.py:20-22",
         SPACT,
         "eval_action_crop",
         "0.8",
-        "same as the authors' code (before 2026-11-30 1.0: the loader's default argument, "
-        "which their call overrides)",
+        "same crop as the authors' code (before 2026-11-30 1.0: the loader's default argument, "
+        "which their call overrides), resized to the paper's 112 (--image_size; the input "
+        "side row)",
+    ),
+    Setting(
+        "spact",
+        "target models' reported score",
+        "not stated; SPAct's evaluation code is not released, but its minimax tests f_T(f_A) "
+        "on UCF101's testlist01 at every epoch from 50 and loads checkpoints named by their "
+        "best test accuracy and AP (model_50_bestAcc_0.6262.pth, model_57_bestAP_0.6271.pth); "
+        "TeD-SPAD, the authors' later code, keeps the best test score's checkpoint",
+        _S_ANON
+        + "train_ssl_minimax2.py:396, 400, 450, 477-554; "
+        + _TED
+        + "action_training/train_anonymized_action.py:335-403; "
+        "privacy_training/train_privacy.py:180, 216-236",
+        SPACT,
+        "",
+        "the last epoch's models, each tested once",
+        "no choice is made on the test split: a best of many test scores stands above a last "
+        "epoch's for action top-1 and for the attacker's cMAP alike, so the authors' figures "
+        "may stand above ours by that margin on both axes; --eval_action_test_epochs and "
+        "--eval_privacy_test_epochs make that choice, for comparison with their tables",
+    ),
+    Setting(
+        "spact",
+        "down-sampling baselines",
+        "not stated (Table 1's Downsample-2x / -4x rows); VITA's code resizes each frame "
+        "bilinearly down by the factor and back up (no anti-aliasing on the way down)",
+        "SPAct Table 1, supp. C.6; VITA PA-HMDB51-VISPR-exp/utils.py:221-232",
+        SPACT,
+        "",
+        "no flag: each frame area-averaged down by the factor and bilinearly back up, in front "
+        "of the target models (`evaluation/baselines.py`, InputDownsample)",
+        "ours: area averaging (what a camera's scaler or OpenCV's INTER_AREA does); VITA's "
+        "bilinear down-sampling without a filter skips pixels and aliases, leaving sharper "
+        "edges than ours at the same factor",
+    ),
+    Setting(
+        "spact",
+        "pretrained target models' input",
+        "not stated (supp. D.3: f'_T from Kinetics-400, f'_B from ImageNet); the authors' "
+        "later code feeds them [0, 1] frames without the weights' normalisation and divides "
+        "the rate by 5 after the warm-up ('Pretrained drop')",
+        "SPAct supp. D.3, Tables 3, 5; "
+        + _TED
+        + "aux_code/vispr_dl.py:129, model_loaders.py:157-167; "
+        "privacy_training/train_privacy.py:198",
+        ("ucf101_vispr_pretrained_targets",),
+        "",
+        "no flag: each weight file's own normalisation (ImageNet or Kinetics mean and std, "
+        "`models/pretrained.py`) in front of the model; --eval_lr=1e-3 as the other targets",
+        "ours: the weights see inputs as they were trained on; the authors' [0, 1] inputs "
+        "shift every first-layer activation, which fine-tuning must undo",
     ),
     Setting(
         "spact",
         "privacy images' resolution",
-        "not stated; the authors crop VISPR's full-resolution images, then resize the crop to 112",
-        _S_ANON + "dl_vispr.py:131-133, 164-168; dl_vispr_ssl.py:138",
+        "not stated; the authors crop VISPR's full-resolution images, then resize the crop to "
+        "128 (the reso_h / reso_w of parameters_BL.py, which both VISPR loaders import)",
+        _S_ANON + "dl_vispr.py:10, 131-133, 164-168; dl_vispr_ssl.py:10, 138; "
+        "parameters_BL.py:20-22",
         SPACT,
         "privacy_image_side",
         "192",
         "our choice: the images cached at a short side of 192 px (the memory of the cache; a "
         "prepared VISPR cache below it is refused, the files give theirs), so a crop of 0.6 "
-        "(115 px) is resized down to 112 as theirs is; before 2026-11-30 evaluate.py cached "
-        "them at --frame_size (128), and a crop of 0.6 was up-sampled from 77 px",
+        "(115 px) is resized down to the paper's 112 (theirs to 128); before 2026-11-30 "
+        "evaluate.py cached them at --frame_size (128), and a crop of 0.6 was up-sampled from "
+        "77 px",
     ),
     Setting(
         "spact",
@@ -1148,12 +1205,15 @@ SETTINGS: tuple[Setting, ...] = (
         "vita",
         "target privacy models' start and images",
         "the authors' two-fold evaluation restores ImageNet checkpoints for 8 of its 10 "
-        "architectures (all but MobileNet-V1 0.5 and 0.25) and trains on VISPR's training, "
-        "validation and test images",
-        "VITA two_fold_evaluation/eval_2fold.py:206-207, 326-337; VITA utils.py:191",
+        "architectures (all but MobileNet-V1 0.5 and 0.25), trains on VISPR's training, "
+        "validation and test images and tests on PA-HMDB51's annotated frames, each whole "
+        "frame resized to 112 without augmentation",
+        "VITA two_fold_evaluation/eval_2fold.py:108, 206-207, 326-337; VITA utils.py:191, "
+        "197-203; input_data.py:92-110",
         VITA,
         "",
-        "from scratch, on VISPR's training split",
+        "from scratch, on VISPR's training split, tested on VISPR's test split (PA-HMDB51's "
+        "frames with --eval_privacy_dataset=pa_hmdb51)",
         "ours: SPAct supp. C.6 evaluated VITA with SPAct's fresh target models; "
         "--eval_privacy_weights takes one file per --eval_privacy_model, but `convert` reads "
         "PyTorch checkpoints, not the TF-slim ImageNet checkpoints of VITA's architectures",
@@ -1727,7 +1787,10 @@ SETTINGS: tuple[Setting, ...] = (
         "eval_clips",
         "5",
         "same as the authors' code (the paper gives none); their starts reach N - L s - 10 "
-        "(ucf101_dl.py:268-271), ours the last start whose clip fits, N - (L - 1) s - 1",
+        "(ucf101_dl.py:268-271), ours the last start whose clip fits, N - (L - 1) s - 1; "
+        "their test loader also drops each pass's last partial batch of 16, shuffled "
+        "(train_anonymized_action.py:310-316, params_anonymized_action.py:32), so up to 15 "
+        "random videos a pass lose a clip: ours tests every clip",
     ),
     Setting(
         "penalty",
@@ -2084,21 +2147,47 @@ SETTINGS: tuple[Setting, ...] = (
         "5 attributes (gender, face, nudity, skin colour, relationship), VISPR's ids merged "
         "onto them, present when a value is > 0",
         "VITA repository data-preparation/PA_HMDB51/attributes_pa_hmdb51.csv, "
-        "vispr_anno_conversion.py:36",
+        "vispr_anno_conversion.py:22-26, 36",
         ("hmdb_vispr_vita",),
         "eval_pa_hmdb51_labels",
         "merged",
+        "same columns; two frame rules differ: where two ranges of an attribute overlap ours "
+        "reads the first, as the release's viewer (GUI/Reviewer.py), VITA's conversion the "
+        "last (one frame of hug.json), and a per-person list of values counts when one is > 0, "
+        "where VITA's `value != 0` counts any list, [0, 0] too",
     ),
     Setting(
         "meta",
         "PA-HMDB51 privacy labels",
         "5 attributes: skin colour, nudity, personal relationship (training), gender, face "
-        "(testing)",
-        "Meta supp. list of attributes",
+        "(testing); which test images is not stated, but the attributes are PA-HMDB51's and "
+        "the supplement follows VITA [1, 2], whose HMDB51-VISPR evaluation tests on "
+        "PA-HMDB51's frames",
+        "Meta supp. list of attributes; VITA two_fold_evaluation/eval_2fold.py:108, "
+        "utils.py:197-203",
         ("hmdb_vispr_meta",),
         "eval_pa_hmdb51_labels",
         "merged",
-        "same attributes, as VITA's merged labels (relationship personal or social)",
+        "the config tests gender and face on VISPR's test images (--eval_privacy_attributes="
+        "a4_gender,a9_face_complete,a10_face_partial: face as two columns), needing no "
+        "PA-HMDB51; VITA's test is --eval_privacy_dataset=pa_hmdb51 with its annotations and "
+        "root and --eval_privacy_attributes=gender,face, over these merged labels "
+        "(relationship personal or social, face complete or partial)",
+    ),
+    Setting(
+        "meta",
+        "privacy figure reported",
+        "one 'Privacy' figure per benchmark, lower better, which Fig. 1 calls privacy "
+        "accuracy; how the ten test attack models' results are combined is not stated (the "
+        "main paper's definition is not held here)",
+        "Meta supp. Tables 1-3, Fig. 1",
+        META,
+        "",
+        "no flag: report.md's main table gives the first --eval_privacy_model's (ResNet-V1-50) "
+        "cMAP and F1, and a table by architecture each of the ten's",
+        "ours: the report's metrics (cMAP, F1) for each attack model, none combined: compare "
+        "with the paper's figure only once its definition (an accuracy, a mean or a maximum "
+        "over the ten) is known",
     ),
     Setting(
         "meta",
