@@ -368,6 +368,8 @@ SETTINGS: tuple[Setting, ...] = (
         SPACT,
         "identity_warmup_epochs",
         "5",
+        "same length; ours rises by step (from 1 / steps of the rate), the authors' code sets "
+        "it per epoch at 0.01, 0.26, 0.51, 0.75 and 1 of it (linspace(0.01, 1, 5))",
     ),
     Setting(
         "spact",
@@ -381,7 +383,11 @@ SETTINGS: tuple[Setting, ...] = (
         "--privacy_batch_size images (176 at 24 / 64)",
         "our choice: the minimax's batches, so both domains are in every batch as in theirs, "
         "in other proportions (three in four of ours are VISPR views) and in batches 5.5 times "
-        "larger",
+        "larger; our epoch is one pass over the action videos (UCF101: 397 batches, about "
+        "70,000 images), theirs one over VISPR's 10,000 training images and 1 % of UCF101's "
+        "training frames (about 28,000), so --identity_epochs=100 shows f_A about 2.5 times "
+        "as many images; our VISPR views are the minimax's (--contrastive_augmentation), "
+        "theirs mild colour changes and a 5-10 px erase (dl_reconstruction.py:97-110)",
     ),
     Setting(
         "spact",
@@ -457,8 +463,10 @@ SETTINGS: tuple[Setting, ...] = (
         "init_lr_drop",
         "10",
         "same as the paper (the initialisations' code is not released), with the authors' "
-        "lr_patience 0: a drop after each epoch without a new lowest loss; before 2026-12-01 "
-        "constant, from the identity code's rule",
+        "lr_patience 0: a drop after each epoch without a new lowest loss, no floor, as "
+        "TeD-SPAD's train_privacy.py:205-213 (a noisy loss can drop it by orders of magnitude: "
+        "each drop is printed; --init_lr_patience waits longer); before 2026-12-01 constant, "
+        "from the identity code's rule",
     ),
     Setting(
         "spact",
@@ -555,7 +563,7 @@ SETTINGS: tuple[Setting, ...] = (
         "not stated; the authors' loop: zip(VISPR, UCF101) ends with the shorter, VISPR's 150 "
         "batches of 64 (9,578 images) against UCF101's 397 of 24: 75 f_A updates and 75 "
         "f_B / f_T updates",
-        _S_ANON + "train_ssl_minimax2.py:57, 438-446; parameters_SSL.py:45-46, 51-52",
+        _S_ANON + "train_ssl_minimax2.py:57, 438-446; parameters_SSL.py:42-46",
         ("ucf101_vispr",),
         "minimax_steps_per_epoch",
         "150",
@@ -565,9 +573,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "spact",
         "HMDB51 minimax epoch length",
-        "not stated; the same zip ends with HMDB51's 149 batches of 24 (3,570 videos), "
-        "before VISPR's 150",
-        _S_ANON + "train_ssl_minimax2.py:57; parameters_SSL.py:45-46, 51-52",
+        "not stated (the released code has no HMDB51 loader); the UCF101 loop's zip, given "
+        "HMDB51, would end with its 149 batches of 24 (3,570 videos), before VISPR's 150",
+        _S_ANON + "train_ssl_minimax2.py:57; parameters_SSL.py:42-46",
         ("hmdb_vispr",),
         "minimax_steps_per_epoch",
         "0",
@@ -858,10 +866,14 @@ SETTINGS: tuple[Setting, ...] = (
         "vita",
         "f_d",
         "the residual degradation network",
-        "VITA modules/degradNet.py:5-19",
+        "VITA modules/degradNet.py:5-19, 49-56; VITA input_data.py:40",
         VITA,
         "anonymizer",
         "vita",
+        "same function: theirs reads frames in 0..255 and writes (tanh + 1) * 127.5, ours "
+        "reads and writes [0, 1], its first instance normalisation's epsilon 1e-3 / 255^2 so "
+        "that it normalises as theirs does (before 2026-12-06 1e-3, 255^2 times theirs "
+        "against the first convolution's variance: it damped dark and low-contrast frames)",
     ),
     Setting(
         "vita",
@@ -1026,8 +1038,10 @@ SETTINGS: tuple[Setting, ...] = (
         VITA,
         "budget_batch_statistics",
         "true",
-        "same (our budget updates still move their moving averages, which nothing in the "
-        "minimax reads)",
+        "same mode (our budget updates still move their moving averages, which nothing in the "
+        "minimax reads); their statistics are each GPU tower's 2 clips (32 frames: "
+        "video_batch_size 2, adv_flags.py:34; adv_training.py:129-136), ours the step's "
+        "--batch_size clips at once",
     ),
     Setting(
         "vita",

@@ -170,16 +170,21 @@ def build_models(
 
 
 def _plateau_rates(
-    groups: Iterable[str], loss: str, rate: float, drop: float, warmup_epochs: int = 0
+    groups: Iterable[str],
+    loss: str,
+    rate: float,
+    drop: float,
+    warmup_epochs: int = 0,
+    patience: int = 0,
 ) -> Callable[[], GroupRates] | None:
     """Where `drop` > 1, the rule of a phase's rate set per epoch: the warm-up, then `rate`
-    divided by `drop` after each epoch whose log `loss` is no new lowest (patience 0: the
-    penalty code's identity script, train_reconstruction.py:163-172, and the SPAct authors'
-    lr_patience, initialization/parameters_BL.py:30); else None (the rate its optimizer
-    was given)."""
+    divided by `drop` after `patience` + 1 epochs in a row whose log `loss` is no new lowest
+    (patience 0: the penalty code's identity script, train_reconstruction.py:163-172, and the
+    SPAct authors' lr_patience, initialization/parameters_BL.py:30); else None (the rate its
+    optimizer was given)."""
     if drop == 1:
         return None
-    return lambda: GroupRates(tuple(groups), EpochRates(rate, warmup_epochs, drop), loss)
+    return lambda: GroupRates(tuple(groups), EpochRates(rate, warmup_epochs, drop, patience), loss)
 
 
 def training_phases(
@@ -217,7 +222,11 @@ def training_phases(
             lambda: {"action": adam(config.action_init_lr)},
             # SPAct supp. C.3: the initialisations' rate to 1/10 on a loss plateau.
             epoch_rates=_plateau_rates(
-                ["action"], "action_loss", config.action_init_lr, config.init_lr_drop
+                ["action"],
+                "action_loss",
+                config.action_init_lr,
+                config.init_lr_drop,
+                patience=config.init_lr_patience,
             ),
         ),
     ]
@@ -238,7 +247,11 @@ def training_phases(
             ),
             lambda: {group: adam(config.privacy_init_lr) for group in privacy_groups},
             epoch_rates=_plateau_rates(
-                privacy_groups, "privacy_loss", config.privacy_init_lr, config.init_lr_drop
+                privacy_groups,
+                "privacy_loss",
+                config.privacy_init_lr,
+                config.init_lr_drop,
+                patience=config.init_lr_patience,
             ),
             # NT-Xent on image views alone reads no clip: no video is decoded for it.
             batches=(
@@ -302,7 +315,11 @@ def _supervised_phases(config: ExperimentConfig, models: dict[str, keras.Model])
         lambda: SupervisedPrivacyInit(anonymizer, init_groups),
         lambda: {group: adam(config.privacy_init_lr) for group in init_groups},
         epoch_rates=_plateau_rates(
-            init_groups, "privacy_loss", config.privacy_init_lr, config.init_lr_drop
+            init_groups,
+            "privacy_loss",
+            config.privacy_init_lr,
+            config.init_lr_drop,
+            patience=config.init_lr_patience,
         ),
         batches="labelled",
         steps_per_epoch=config.privacy_init_steps_per_epoch,

@@ -12,6 +12,7 @@ from keras_privacy.models import (
     projection_head,
     registry,
     unet,
+    vita_net,
 )
 from keras_privacy.models.__main__ import main as models_cli
 from keras_privacy.models.__main__ import trainable_parameters
@@ -381,6 +382,32 @@ def test_cli_refuses_an_unknown_name_or_no_class_as_a_usage_error(capsys, args, 
 
 
 TRUNCATED = 0.8796  # the standard deviation of a unit normal truncated at +-2
+
+
+def test_vitas_anonymizer_is_the_originals_function_on_0_to_255_frames():
+    """The original f_d reads frames in 0..255 and writes (tanh + 1) * 127.5, every instance
+    normalisation at epsilon 1e-3; ours on frames / 255 gives its output / 255."""
+    model = build_anonymizer("vita", widths=(4, 4, 8), residual_blocks=1)
+    rng = np.random.default_rng(0)
+    for layer in model.layers:  # learned scales and shifts of another start than 1 and 0
+        for weight in layer.weights:
+            weight.assign(rng.normal(0.3, 0.5, weight.shape).astype("float32"))
+
+    def as_the_original(layer):
+        config = layer.get_config()
+        if isinstance(layer, keras.layers.GroupNormalization):
+            config["epsilon"] = vita_net.EPSILON
+        if layer.name == "output_rescale":
+            config.update(scale=127.5, offset=127.5)
+        return layer.__class__.from_config(config)
+
+    authors = keras.models.clone_model(model, clone_function=as_the_original)
+    authors.set_weights(model.get_weights())
+    frames = rng.random((2, 16, 16, 3), dtype="float32") * 0.1  # a dark, low-contrast frame
+    ours = keras.ops.convert_to_numpy(model(frames))
+    theirs = keras.ops.convert_to_numpy(authors(frames * 255.0))
+    np.testing.assert_allclose(ours * 255.0, theirs, rtol=1e-4, atol=1e-3)
+    assert model.get_layer("conv1_norm").epsilon == pytest.approx(1e-3 / 255**2)
 
 
 @pytest.mark.parametrize(

@@ -441,7 +441,7 @@ def test_the_identity_rate_set_per_epoch_reaches_the_step_and_survives_a_resume(
 ):
     rules = []
 
-    def plateau_rates(groups, loss, *rule):
+    def plateau_rates(groups, loss, *rule, **options):
         def rates():
             rules.append(ZeroAfterTheFirstEpoch())
             return training.GroupRates(tuple(groups), rules[-1], loss)
@@ -515,24 +515,33 @@ def test_the_initialisations_rates_drop_on_a_plateau_only_where_asked(benchmark,
     assert dropped == [False, False, True]
     assert action.rates.rate_at(3) == pytest.approx(rate / 10)
     assert privacy.rates.rate_at(0) == pytest.approx(config.privacy_init_lr)
-    supervised = tiny_config(benchmark, tmp_path, init_lr_drop=10, method="vita")
+    supervised = tiny_config(
+        benchmark, tmp_path, init_lr_drop=10, init_lr_patience=1, method="vita"
+    )
     models = collections.defaultdict(lambda: None, adversary_0=None, adversary_1=None)
     vita_init = training.training_phases(supervised, models, 4)[2]
     assert vita_init.name == "privacy_init"
-    assert vita_init.epoch_rates().groups == ("adversary_0", "adversary_1")
+    budget = vita_init.epoch_rates()
+    assert budget.groups == ("adversary_0", "adversary_1")
+    # --init_lr_patience=1: a drop after two epochs in a row without a new lowest loss.
+    losses = [3.0, 3.5, 2.0, 2.5, 2.6, 2.7]
+    dropped = [budget.rates.observe(epoch, loss) for epoch, loss in enumerate(losses)]
+    assert dropped == [False, False, False, False, True, False]
     for phase in training.training_phases(
         tiny_config(benchmark, tmp_path), collections.defaultdict(lambda: None), 4
     ):
         assert phase.epoch_rates is None
     with pytest.raises(SettingError, match="init_lr_drop must be at least 1, got 0.5"):
         ExperimentConfig(init_lr_drop=0.5).validate()
+    with pytest.raises(SettingError, match="init_lr_patience"):
+        ExperimentConfig(init_lr_patience=-1).validate()
 
 
 # The rates' plumbing; a rate set per epoch reaches a JAX step in
 # test_the_identity_rate_set_per_epoch_reaches_the_step_and_survives_a_resume.
 @pytest.mark.backend_independent
 def test_the_initialisations_rates_reach_every_group_of_the_phase(benchmark, tmp_path, monkeypatch):
-    def plateau_rates(groups, loss, *rule):
+    def plateau_rates(groups, loss, *rule, **options):
         return lambda: training.GroupRates(tuple(groups), ZeroAfterTheFirstEpoch(), loss)
 
     monkeypatch.setattr(training, "_plateau_rates", plateau_rates)

@@ -62,6 +62,15 @@ class ScheduleSettings:
             "train",
         ),
     )
+    init_lr_patience: int = field(
+        default=0,
+        metadata=described(
+            "Epochs in a row without a new lowest training loss that the f_T and f_B "
+            "initialisations take before each <init_lr_drop> (0: the authors' lr_patience, a "
+            "drop after every such epoch; the rate has no floor, each drop is printed).",
+            "train",
+        ),
+    )
     minimax_epochs: int = field(default=4, metadata=described("Epochs of the minimax.", "train"))
     anonymizer_lr: float = field(
         default=1e-4, metadata=described("f_A minimax learning rate.", "train")
@@ -106,6 +115,7 @@ def validate_schedule(config: ScheduleSettings) -> None:
         config,
         (
             "identity_epochs",
+            "init_lr_patience",
             "action_init_epochs",
             "privacy_init_epochs",
             "minimax_epochs",
