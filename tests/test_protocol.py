@@ -80,6 +80,7 @@ def test_evaluate_learned_and_baselines_then_resume(benchmark, tmp_path, monkeyp
         "used": len(data.action_test),
         "missing": 0,
         "failed": 0,
+        "cut_short": 0,
     }
     assert evaluation["environment"]["backend"] == keras.backend.backend()
     assert f"Last run on: Keras backend {keras.backend.backend()};" in report.markdown()
@@ -225,33 +226,46 @@ def test_interrupted_evaluation_keeps_finished_methods(benchmark, tmp_path, monk
     assert kept == {path: path.stat().st_mtime_ns for path in kept}
 
 
-def test_files_lost_by_the_evaluation_are_named_counted_and_reported(benchmark, tmp_path, caplog):
-    """A test video missing and another that does not decode: the evaluation goes on with
-    the others, warns naming each split's first loss and manifest, and report.json / report.md
-    say how many examples each split used and lost."""
+def test_files_lost_by_the_evaluation_are_named_counted_and_reported(
+    benchmark, fixtures_dir, tmp_path, caplog
+):
+    """A test video missing, another that does not decode and a third cut short: the
+    evaluation goes on with the others (the third with the frames that decode), warns naming
+    each split's first loss and manifest, and report.json / report.md say how many examples
+    each split used, lost and used cut short."""
     copy = tmp_path / "benchmark"
     shutil.copytree(benchmark, copy)
     config = tiny_config(copy, tmp_path)
     tested = [Path(e.path) for e in protocol.evaluation_data(config).action_test.examples]
     tested[0].unlink()
     tested[1].write_bytes(b"not a video")
+    whole = (fixtures_dir / "videos" / "test.avi").read_bytes()
+    tested[2].write_bytes(whole[: len(whole) // 2])
     data = protocol.evaluation_data(config)
     source = datasets.cached_data(data, tmp_path / "cache" / "source", 32, 16)
     with caplog.at_level("WARNING"):
         counts = datasets.examples_used(source)
-    assert counts["action_test"] == {"used": len(tested) - 2, "missing": 1, "failed": 1}
+    expected = {"used": len(tested) - 2, "missing": 1, "failed": 1, "cut_short": 1}
+    assert counts["action_test"] == expected
     assert counts["action_train"]["missing"] == counts["action_train"]["failed"] == 0
+    assert counts["action_train"]["cut_short"] == 0
     assert counts["privacy_test"]["used"] == len(data.privacy_test)
     warning = next(r.getMessage() for r in caplog.records if "action_test" in r.getMessage())
     assert "2 listed files are not evaluated (1 missing, 1 failed to decode)" in warning
     assert f"e.g. {tested[0]}: file not found" in warning
     assert str(tmp_path / "cache" / "source" / "action_test" / "manifest.json") in warning
+    cut = next(r.getMessage() for r in caplog.records if "seem cut short" in r.getMessage())
+    assert "action_test: 1 files seem cut short and are evaluated with the frames that " in cut
+    assert f"e.g. {tested[2]}: the container declares 164 frames" in cut
 
     report = Report(tmp_path / "evaluation")
     report.set_evaluation({**datasets.evaluation_record(config, data), "examples": counts})
     note = (tmp_path / "evaluation" / "report.md").read_text()
     used = len(tested) - 2
     assert f"Listed files not evaluated: action_test {used} used, 1 missing, 1 failed" in note
+    assert "Files that seem cut short, evaluated with the frames that decode: action_test 1" in (
+        note
+    )
     saved = json.loads((tmp_path / "evaluation" / "report.json").read_text())
     assert saved["evaluation"]["examples"] == counts
     # The strip of frames shows the first test video that decodes, not the first listed.

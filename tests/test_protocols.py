@@ -710,7 +710,8 @@ def test_pa_hmdb51_protocol_trains_without_its_videos_and_tests_action_on_them(
         training_data(cached)
     assert str(raised.value) == (
         f"--action_cache={tmp_path / 'all' / 'train'}: prepared from hmdb51, split 1, train, but "
-        "the run reads hmdb51, split 1, train, PA-HMDB51 videos left out (2) (the PA-HMDB51 "
+        "the run reads hmdb51, split 1, train, PA-HMDB51 videos left out (those of a folder of "
+        "2) (the PA-HMDB51 "
         "videos, which the pa_hmdb51 protocol tests on, must be left out: `prepare --leave_out` "
         "the folder of --eval_privacy_annotations); give the cache of that, or prepare it (`python "
         "-m keras_privacy.data prepare`)"
@@ -725,6 +726,10 @@ def test_pa_hmdb51_protocol_trains_without_its_videos_and_tests_action_on_them(
         message = f"{wrong}: no PA-HMDB51 '<action>.json' files, so no video would be left out"
         assert message in capsys.readouterr().err
     assert data_cli.main([*prepare, "--out", str(tmp_path / "without"), *leave_out]) == 0
+    printed = capsys.readouterr().out
+    assert (
+        f"train: 1 of the split's 2 videos left out, being PA-HMDB51's ({annotations})" in printed
+    )
     cached.action_cache = str(tmp_path / "without" / "train")
     assert read_manifest(training_data(cached).videos)["num_records"] == 1
     # A cache that left out another PA-HMDB51 folder's videos (the VITA repository's copy, a
@@ -735,7 +740,7 @@ def test_pa_hmdb51_protocol_trains_without_its_videos_and_tests_action_on_them(
     other_prepare = [*prepare, "--out", str(tmp_path / "other"), "--leave_out", str(other)]
     assert data_cli.main(other_prepare) == 0
     other_cache = dataclasses.replace(config, action_cache=str(tmp_path / "other" / "train"))
-    with pytest.raises(SettingError, match="PA-HMDB51 videos left out \\(1\\), but the run"):
+    with pytest.raises(SettingError, match="left out \\(those of a folder of 1\\), but the run"):
         training_data(other_cache)
     with pytest.raises(SettingError) as raised:
         training_data(other_cache)
@@ -745,6 +750,15 @@ def test_pa_hmdb51_protocol_trains_without_its_videos_and_tests_action_on_them(
         "tests on: `prepare --leave_out` that folder); give the cache of that, or prepare it "
         "(`python -m keras_privacy.data prepare`)"
     )
+    # Another dataset's cache is named as such, without the advice on PA-HMDB51's videos.
+    wrong_dataset = tmp_path / "without" / "train" / "manifest.json"
+    manifest = json.loads(wrong_dataset.read_text())
+    manifest["source"]["dataset"] = "ucf101"
+    wrong_dataset.write_text(json.dumps(manifest))
+    with pytest.raises(SettingError) as raised:
+        training_data(cached)
+    assert "prepared from ucf101, split 1, train, PA-HMDB51 videos left out" in str(raised.value)
+    assert "prepare --leave_out" not in str(raised.value)
     tested = [(os.path.basename(e.path), e.label) for e in data.action_test.examples]
     assert tested == [(in_pa, 0), (dive, data.class_names.index("dive"))]
     # The action test carries no privacy labels, nor attribute names: its cache reads back.

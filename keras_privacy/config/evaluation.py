@@ -355,7 +355,7 @@ class EvaluationSettings:
         metadata=described(
             "PA-HMDB51 and VP: equidistant frames of each video taken as privacy images, "
             "labelled by their own frame index (PA-HMDB51) or by their video (VP); 0 takes "
-            "every frame, as VITA's code tests on PA-HMDB51.",
+            "every labelled frame (PA-HMDB51, as VITA's code tests) or every frame (VP).",
             "eval",
         ),
     )

@@ -192,7 +192,12 @@ def _run(args: argparse.Namespace, unknown: Sequence[str]) -> int:
     if args.leave_out:
         if args.dataset != "hmdb51":
             raise ValueError("--leave_out takes PA-HMDB51's videos out of HMDB51 only")
+        listed = len(subsets["train"])
         subsets["train"] = without_pa_hmdb51(subsets["train"], args.leave_out)
+        print(
+            f"train: {listed - len(subsets['train'])} of the split's {listed} videos left out, "
+            f"being PA-HMDB51's ({args.leave_out})"
+        )
     prepare = prepare_video_cache if args.dataset in VIDEO_DATASETS else prepare_image_cache
     status = 0
     for name, split in subsets.items():

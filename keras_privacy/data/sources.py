@@ -461,7 +461,7 @@ def require_cache_source(cache: str | Path, expected: dict, flag: str) -> None:
     if not differ:
         return
     left_out = ""
-    if "pa_hmdb51_left_out" in differ:
+    if differ == ["pa_hmdb51_left_out"]:
         left_out = (
             " (the PA-HMDB51 videos, which the pa_hmdb51 protocol tests on, must be left out: "
             "`prepare --leave_out` the folder of <eval_privacy_annotations>)"
@@ -504,7 +504,7 @@ def _described(source: dict) -> str:
     if left_out:
         words.append(
             "PA-HMDB51 videos left out"
-            + (f" ({len(left_out)})" if isinstance(left_out, list) else "")
+            + (f" (those of a folder of {len(left_out)})" if isinstance(left_out, list) else "")
         )
     return ", ".join(words)
 

@@ -154,8 +154,9 @@ def warn_of_classes_never_trained(data: EvaluationData) -> None:
 
 def examples_used(cached: EvaluationData) -> dict[str, dict]:
     """Per split of `cached` (prepared caches): the examples the target models see (`used`),
-    and how many listed files were not on disk (`missing`) or failed to decode (`failed`).
-    Each split that lost files is logged with a warning naming the first and its manifest,
+    how many listed files were not on disk (`missing`) or failed to decode (`failed`), and how
+    many of those used seem cut short (`cut_short`: used with the frames that decode). Each
+    split that lost or cut files is logged with a warning naming the first and its manifest,
     which lists them all: the metrics are then those of a smaller test (or training) set than
     the dataset's. A split left with no example raises ValueError, before any training."""
     counts = {}
@@ -163,10 +164,12 @@ def examples_used(cached: EvaluationData) -> dict[str, dict]:
         cache = Path(getattr(cached, name))
         manifest = read_manifest(cache)
         missing, failures = manifest["missing"], manifest["failures"]
+        cut_short = manifest.get("cut_short", [])
         counts[name] = {
             "used": manifest["num_records"],
             "missing": len(missing),
             "failed": len(failures),
+            "cut_short": len(cut_short),
         }
         if not manifest["num_records"]:
             raise ValueError(
@@ -184,6 +187,15 @@ def examples_used(cached: EvaluationData) -> dict[str, dict]:
                 len(missing),
                 len(failures),
                 first,
+                cache / MANIFEST,
+            )
+        if cut_short:
+            logging.warning(
+                "%s: %d files seem cut short and are evaluated with the frames that decode, "
+                "e.g. %s; all are in %s",
+                name,
+                len(cut_short),
+                failure_line(cut_short[0]),
                 cache / MANIFEST,
             )
     return counts

@@ -400,6 +400,17 @@ class Report:
                 f"\n\nListed files not evaluated: {splits} (each split's manifest.json under "
                 "cache/source/ names them): the scores are of fewer examples than the dataset's."
             )
+        cut = {
+            split: counts["cut_short"]
+            for split, counts in record.get("examples", {}).items()
+            if counts.get("cut_short")
+        }
+        if cut:
+            splits = "; ".join(f"{split} {count}" for split, count in cut.items())
+            note += (
+                f"\n\nFiles that seem cut short, evaluated with the frames that decode: {splits} "
+                "(each split's manifest.json under cache/source/ names them)."
+            )
         if "environment" in record:
             note += f"\n\nLast run on: {environment.summary(record['environment'])}"
         return note
