@@ -68,6 +68,7 @@ def evaluate(config) -> None:
     runs = config.seed_runs()
     for run in runs:
         refuse_a_file(protocol.report_dir(run), "--eval_dir" if run.eval_dir else "--run_dir")
+        protocol.refuse_another_evaluation(run)
     require_one_training_setting(runs)
     # The methods first: their settings are checked before any frame of a test set is written.
     methods = [protocol.methods_of(run) for run in runs]

@@ -51,18 +51,23 @@ import sys
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import av
-import keras
 from tqdm import tqdm
 
 from keras_privacy.cli import positive_int, refuse_a_file, run_command
 from keras_privacy.data.errors import VideoDecodeError
 from keras_privacy.data.video import QUANTISER_CODECS, count_packets, seems_cut_short
 from keras_privacy.evaluation.faces import DEFACE_THRESHOLD, FILLS, FaceAnonymizer
-from keras_privacy.export import anonymizer_factor, load_keras_anonymizer
-from keras_privacy.runtimes import RUNTIMES, device_kind, keras_frames, onnx_frames, scaled
+from keras_privacy.runtimes import (
+    RUNTIMES,
+    as_frame_function,
+    device_kind,
+    keras_frames,
+    onnx_frames,
+    scaled,
+)
 from keras_privacy.spelling import SettingError
 from keras_privacy.streaming import (
     OPEN_TIMEOUT_SECONDS,
@@ -73,6 +78,9 @@ from keras_privacy.streaming import (
     is_live,
     transcode,
 )
+
+if TYPE_CHECKING:
+    import keras
 
 VIDEO_EXTENSIONS = (".avi", ".mp4", ".mkv", ".mov", ".m4v", ".mpg", ".mpeg", ".webm", ".wmv")
 FAILURES = (VideoDecodeError, av.error.FFmpegError, OSError, ValueError)
@@ -107,8 +115,7 @@ def anonymize_video(
     """
     if _same_file(in_path, out_path):
         raise ValueError(f"{out_path}: the output is the input video; name another file")
-    if isinstance(anonymizer, keras.Model):
-        anonymizer = keras_frames(anonymizer, anonymizer_factor(anonymizer))
+    anonymizer = as_frame_function(anonymizer)
     # A file's progress bar counts its packets (a demux; decoding it to count its frames
     # would decode a Matroska file, which declares no count, twice).
     declared, total = (0, None)
@@ -430,6 +437,8 @@ def load_frame_function(path: str, runtime: str, device: str | None, scale: floa
     `scale` of the frames' size."""
     if runtime == "onnx":
         return scaled(onnx_frames(path, device), scale)
+    from keras_privacy.export import anonymizer_factor, load_keras_anonymizer  # imports Keras
+
     model = load_keras_anonymizer(path)
     return scaled(keras_frames(model, anonymizer_factor(model), device), scale)
 

@@ -50,13 +50,12 @@ from keras_privacy.files import not_a_keras_archive
 from keras_privacy.methods.trainer import StatelessTrainer
 from keras_privacy.models.layers import NearestUpSampling2D
 from keras_privacy.optional import ONNX_INSTALL, import_optional
+from keras_privacy.runtimes import ONNX_FACTOR_KEY
 from keras_privacy.types import Tensor
 
 PLATFORMS = ("cpu", "cuda")
 LOWERING_PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
 """The platforms jax2tf can lower an export for."""
-ONNX_FACTOR_KEY = "downsampling_factor"
-"""The metadata key of an exported ONNX anonymizer that holds its down-sampling factor."""
 SIGNATURES = ("serve", "serve_uint8", "serve_aligned")
 EXTRA_FILES = ("anonymizer.onnx", "anonymizer.tflite")  # --onnx, --tflite: in OUT
 

@@ -9,18 +9,22 @@ Both pad H and W at the bottom and right (edge pixels) to a multiple of the fact
 output back. `scaled` runs any frame function on frames resized by a factor (area averaging
 down, bilinear up), as deface does for speed: the model's cost falls with the square of the
 scale, and the output is as sharp as the smaller image.
+
+Nothing here imports Keras until a Keras model is run: `onnx_frames` needs only ONNX Runtime,
+so `anonymize --runtime onnx` starts without Keras or a backend (a camera's start-up time and
+memory).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from typing import TYPE_CHECKING
 
 import cv2
 import numpy as np
 
 from keras_privacy.data.frames import frames_as_uint8
-from keras_privacy.export import ONNX_FACTOR_KEY
 from keras_privacy.optional import ONNX_INSTALL, import_optional
 from keras_privacy.spelling import SettingError
 from keras_privacy.streaming import FrameFunction
@@ -29,6 +33,8 @@ if TYPE_CHECKING:
     import keras
 
 RUNTIMES = ("keras", "onnx")
+ONNX_FACTOR_KEY = "downsampling_factor"
+"""The metadata key of an exported ONNX anonymizer that holds its down-sampling factor."""
 ONNX_PROVIDERS = {"cpu": "CPUExecutionProvider", "gpu": "CUDAExecutionProvider"}
 
 
@@ -98,6 +104,18 @@ def keras_frames(model: keras.Model, factor: int, device: str | None = None) -> 
             return _to_uint8(model.predict_on_batch(_pad(frames, factor)), height, width)
 
     return anonymize
+
+
+def as_frame_function(anonymizer: keras.Model | FrameFunction) -> FrameFunction:
+    """A Keras model as its frame function (`keras_frames`, its own down-sampling factor); a
+    frame function as it is. Keras is not imported for this: an object can be a Keras model
+    only once Keras has been imported."""
+    keras = sys.modules.get("keras")
+    if keras is None or not isinstance(anonymizer, keras.Model):
+        return anonymizer
+    from keras_privacy.export import anonymizer_factor
+
+    return keras_frames(anonymizer, anonymizer_factor(anonymizer))
 
 
 def onnx_factor(path: str | os.PathLike) -> int:

@@ -12,6 +12,7 @@ import threading
 import time
 import types
 from fractions import Fraction
+from pathlib import Path
 
 import av
 import keras
@@ -28,6 +29,24 @@ from keras_privacy.runtimes import keras_frames, onnx_frames, scaled
 from keras_privacy.streaming import DROP, WAIT, FrameQueue, transcode
 
 HEIGHT, WIDTH, FPS = 48, 64, 10
+
+
+ROOT = Path(__file__).resolve().parents[1]
+BLOCK_KERAS = '''
+import sys
+
+
+class BlockKeras:
+    """Fail every import of Keras, TensorFlow and JAX, as in a Python without them."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("keras", "tensorflow", "jax"):
+            raise ModuleNotFoundError(f"No module named {name!r} (blocked by the test)")
+        return None
+
+
+sys.meta_path.insert(0, BlockKeras())
+'''
 
 
 def _invert(frames: np.ndarray) -> np.ndarray:
@@ -556,6 +575,21 @@ def test_onnx_runtime_matches_keras_and_runs_the_cli(model_path, tmp_path, capsy
     args = [str(source), str(out), "--anonymizer", onnx_path, "--runtime", "onnx"]
     assert main(args + ["--no_progress"]) == 0
     assert "5 frames anonymized" in capsys.readouterr().err
+    # A camera's install: the ONNX runtime path starts with Keras and its backends absent.
+    (tmp_path / "sitecustomize.py").write_text(BLOCK_KERAS)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]))
+    command = [sys.executable, "-m", "keras_privacy.anonymize", *args, "--no_progress"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "5 frames anonymized" in done.stderr, done.stderr[-2000:]
+    keras_args = [str(source), str(out), "--anonymizer", str(model_path)]
+    done = subprocess.run(
+        [sys.executable, "-m", "keras_privacy.anonymize", *keras_args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode != 0 and "(blocked by the test)" in done.stderr  # the block works
     import onnx
 
     proto = onnx.load(onnx_path)

@@ -1099,6 +1099,37 @@ def test_evaluate_cli_names_an_eval_dir_that_is_a_file(tmp_path):
     assert (tmp_path / "notes").read_text() == "kept"
 
 
+@pytest.mark.backend_independent
+def test_evaluate_cli_refuses_a_report_of_another_evaluation_before_reading_data(tmp_path):
+    """Refused before any data is read or test frame written (PA-HMDB51's and VP's frames go
+    into the report folder): the report folder is left as it was."""
+    from keras_privacy.evaluation.report import Report
+
+    report = Report(tmp_path / "report")
+    report.set_evaluation({"protocol": "novel_actions"})
+    report.add("raw", 0.5, 0.5, 0.5)
+    before = sorted(path.name for path in (tmp_path / "report").iterdir())
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "evaluate.py",
+            f"--flagfile={REPO / 'configs' / 'synthetic.cfg'}",
+            f"--run_dir={tmp_path / 'run'}",
+            f"--eval_dir={tmp_path / 'report'}",
+            f"--synthetic_dir={tmp_path / 'synthetic'}",
+        ],
+        cwd=REPO,
+        env=os.environ | {"TF_CPP_MIN_LOG_LEVEL": "2"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert completed.returncode == 1
+    assert "holds results of another evaluation (its protocol" in completed.stderr
+    assert not (tmp_path / "synthetic").exists(), "the data were read before the refusal"
+    assert sorted(path.name for path in (tmp_path / "report").iterdir()) == sorted([*before, "error.log"])
+
+
 @pytest.mark.parametrize("script", ["train.py", "evaluate.py"])
 def test_the_backend_flag_chooses_the_backend_before_keras_is_imported(tmp_path, script):
     other = "jax" if keras.backend.backend() == "tensorflow" else "tensorflow"

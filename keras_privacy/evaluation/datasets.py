@@ -392,12 +392,25 @@ def _labels_digest(data: EvaluationData) -> str:
 
 
 def evaluation_record(config: ExperimentConfig, data: EvaluationData) -> dict:
-    """What the results of an evaluation mean, kept in report.json: the protocol, the datasets
-    the target models were trained and tested on, their label names, the epochs at which
-    they were tested to keep the best (`--eval_<target>_test_epochs`, where set), the privacy
-    images' cache side (`--privacy_image_side`, where set), how the target models were trained
-    and tested (`targets.target_settings`), and where this evaluation ran
+    """What the results of an evaluation mean, kept in report.json: `evaluation_settings`, the
+    label names, the digests of the labels and videos, and where this evaluation ran
     (`environment.describe`)."""
+    settings = evaluation_settings(config)
+    evaluation = config.evaluation_datasets()
+    if evaluation.privacy_dataset != "synthetic":
+        settings["privacy_dataset"]["labels_sha256"] = _labels_digest(data)
+    if evaluation.action_dataset != "synthetic" and (videos := _videos_digest(data)):
+        settings["action_dataset"]["videos_sha256"] = videos
+    names = {"class_names": data.class_names, "attribute_names": data.attribute_names}
+    return {**settings, **names, "environment": environment.describe()}
+
+
+def evaluation_settings(config: ExperimentConfig) -> dict:
+    """The part of `evaluation_record` known before any data is read: the protocol, the
+    datasets the target models were trained and tested on, the epochs at which they were
+    tested to keep the best (`--eval_<target>_test_epochs`, where set), the privacy images'
+    cache side (`--privacy_image_side`, where set) and how the target models were trained and
+    tested (`targets.target_settings`)."""
     evaluation = config.evaluation_datasets()
     datasets = {}
     for kind in ("action", "privacy"):
@@ -441,10 +454,6 @@ def evaluation_record(config: ExperimentConfig, data: EvaluationData) -> dict:
                 "trained_on": f"VISPR-1 of {config.privacy_annotations}, "
                 f"as PA-HMDB51's {config.eval_pa_hmdb51_labels} columns",
             }
-    if evaluation.privacy_dataset != "synthetic":
-        datasets["privacy_dataset"]["labels_sha256"] = _labels_digest(data)
-    if evaluation.action_dataset != "synthetic" and (videos := _videos_digest(data)):
-        datasets["action_dataset"]["videos_sha256"] = videos
     # Kept only where set, so that reports written before them compare with runs without them.
     image_side = {"privacy_image_side": side} if (side := config.privacy_image_side) else {}
     test_epochs = {
@@ -455,10 +464,7 @@ def evaluation_record(config: ExperimentConfig, data: EvaluationData) -> dict:
     return {
         "protocol": config.eval_protocol,
         **datasets,
-        "class_names": data.class_names,
-        "attribute_names": data.attribute_names,
         **({"test_epochs": test_epochs} if test_epochs else {}),
         **image_side,
         "target_models": target_settings(config),
-        "environment": environment.describe(),
     }

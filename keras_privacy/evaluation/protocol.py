@@ -86,6 +86,7 @@ from keras_privacy.evaluation.datasets import (
     cached_data,
     evaluation_data,
     evaluation_record,
+    evaluation_settings,
     examples_used,
     report_dir,
     require_test_positives,
@@ -187,6 +188,13 @@ def settings_without_effect(config: ExperimentConfig) -> str | None:
     if not given:
         return None
     return spell("evaluation settings without effect here: " + "; ".join(given))
+
+
+def refuse_another_evaluation(config: ExperimentConfig) -> None:
+    """Raise ValueError when `report_dir(config)` holds results of an evaluation with other
+    settings (`Report.refuse_another`): checked before any data is read or test frame
+    written, so that a refused evaluation leaves that folder as it was."""
+    Report(report_dir(config)).refuse_another(evaluation_settings(config), names_known=False)
 
 
 def evaluate(

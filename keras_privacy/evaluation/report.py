@@ -54,6 +54,8 @@ _COMPARED = (
 )
 """Evaluation record keys that must agree for results to share one report (a dataset's
 folders aside: `_WHERE`)."""
+_NAMES = ("class_names", "attribute_names")
+"""The record keys known only once the data are read."""
 _WHERE = ("root", "annotations")
 """Where a dataset's files are: a moved dataset is the same dataset."""
 _RECORDED_LATER = ("labels_sha256", "videos_sha256")
@@ -128,21 +130,28 @@ class Report:
         names, other test epochs, privacy images cached at another side or target models
         trained or tested otherwise raise ValueError naming what differs: their rows would
         not compare with the new ones."""
-        if self._results and self._evaluation:
-            differ = [
-                name
-                for key in _COMPARED
-                for name in _differences(
-                    key, *comparable(self._evaluation.get(key), record.get(key))
-                )
-            ]
-            if differ:
-                raise ValueError(
-                    f"{self.out_dir / _JSON_NAME} holds results of another evaluation (its "
-                    f"{', '.join(differ)} differ): choose another --eval_dir"
-                )
+        self.refuse_another(record)
         self._evaluation = dict(record)
         self._write()
+
+    def refuse_another(self, record: Mapping[str, Any], names_known: bool = True) -> None:
+        """Raise ValueError naming what differs when the results here come from an evaluation
+        other than `record`'s (`set_evaluation`'s check, which writes nothing).
+        `names_known=False` leaves out the class and attribute names: a record of
+        `datasets.evaluation_settings`, checked before the data are read."""
+        if not (self._results and self._evaluation):
+            return
+        keys = _COMPARED if names_known else [k for k in _COMPARED if k not in _NAMES]
+        differ = [
+            name
+            for key in keys
+            for name in _differences(key, *comparable(self._evaluation.get(key), record.get(key)))
+        ]
+        if differ:
+            raise ValueError(
+                f"{self.out_dir / _JSON_NAME} holds results of another evaluation (its "
+                f"{', '.join(differ)} differ): choose another --eval_dir"
+            )
 
     @property
     def methods(self) -> list[str]:
