@@ -215,6 +215,32 @@ def test_the_adversary_loss_is_taken_on_the_augmented_sides():
     assert abs(float(augmented_loss) - float(unaugmented_loss)) > 1e-3
 
 
+@pytest.mark.parametrize("augment", [{}, {"adversary_crop": 0.5}])
+def test_the_augmentations_pass_the_privacy_gradient_to_the_anonymized_frames(augment):
+    """f_A's privacy gradient flows through the jitter (and the crop): the gradient of L_B with
+    respect to the anonymized views is not zero and equals its finite difference."""
+    from keras_privacy.backend import value_and_gradient
+
+    trainer = make_trainer(**augment)
+    tiny_models.deterministic_weights(trainer.privacy_encoder, 3)
+    values = trainer.current_values()
+    data = tiny_models.tinted(tiny_models.batch(np.random.default_rng(0)), np.random.default_rng(1))
+    _, (first, second), _ = trainer._anonymize(values, data, False)
+    first, second = np.asarray(first), np.asarray(second)
+
+    def privacy_loss(sides):
+        return trainer._privacy_term(values, sides[0], second, False)[0]
+
+    _, (gradient,) = value_and_gradient(privacy_loss, [keras.ops.convert_to_tensor(first)])
+    gradient = np.asarray(gradient, "float64")
+    assert np.abs(gradient).max() > 1e-4
+    # Along the gradient the loss changes most, well above float32's rounding.
+    direction = (gradient / np.linalg.norm(gradient)).astype("float32")
+    eps = 1e-2
+    ahead, behind = (float(privacy_loss([first + e * direction])) for e in (eps, -eps))
+    assert (ahead - behind) / (2 * eps) == pytest.approx(np.linalg.norm(gradient), rel=5e-2)
+
+
 def test_jitter_reaches_the_anonymizer_gradient_and_the_seed_state_is_saved(tmp_path):
     trainer = make_trainer()
     trainer.fit(tiny_models.paired_dataset(2), epochs=1, verbose=0)
