@@ -121,6 +121,38 @@ def test_rotnet_every_optimizer_advances_and_the_head_learns():
     assert np.isfinite(history["privacy_loss"][0]) and history["privacy_loss"][0] > 0
 
 
+def test_rotnet_loss_is_the_cross_entropy_of_the_rotations_and_reaches_its_players():
+    """L_B of RotNet is the rotation head's cross-entropy on the four np.rot90 rotations of the
+    anonymized views; f_A subtracts it, the adversary half moves f_T, f_B and the head."""
+    trainer = make_trainer(ssl_adversary="rotnet", privacy_weight=2.0)
+    tiny_models.deterministic_weights(trainer.rotation_head, 7)
+    data = tiny_models.tinted(tiny_models.batch(np.random.default_rng(0)), np.random.default_rng(1))
+    values = trainer.current_values()
+    _, (first, second), _ = trainer._anonymize(values, data, False)
+    first = np.asarray(first)
+    rotated = np.concatenate([np.rot90(first, k, axes=(1, 2)) for k in range(4)])
+    labels = np.repeat(np.arange(4), len(first))
+    embeddings = trainer.privacy_encoder(rotated, training=False)
+    logits = np.asarray(trainer.rotation_head(embeddings), "float64")
+    log_probabilities = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+    expected = -log_probabilities[np.arange(len(labels)), labels].mean()
+    loss, _ = trainer._adversary_term(values, first, second, False)
+    assert float(loss) == pytest.approx(expected, rel=1e-4)
+    _, aux = trainer._anonymizer_loss(values, data)
+    assert float(aux["logs"]["anonymizer_privacy_loss"]) == pytest.approx(expected, rel=1e-4)
+
+    adversary = make_trainer(AdversaryHalfOnly, ssl_adversary="rotnet")
+    before = tiny_models.snapshot(adversary)
+    adversary.fit(tiny_models.paired_dataset(1), epochs=1, verbose=0)
+    moved = tiny_models.changed_groups(before, tiny_models.snapshot(adversary))
+    assert moved == {"action", "privacy", "rotation"}
+    # With no action term, f_A moves by the gradient of the RotNet loss alone.
+    anonymizer = make_trainer(AnonymizerHalfOnly, ssl_adversary="rotnet", action_weight=0.0)
+    before = tiny_models.snapshot(anonymizer)
+    anonymizer.fit(tiny_models.paired_dataset(1), epochs=1, verbose=0)
+    assert tiny_models.changed_groups(before, tiny_models.snapshot(anonymizer)) == {"anonymizer"}
+
+
 # -------------------------------------------------------------------------------------- MoCo
 def expected_keys(trainer, batch):
     """Normalised keys of the second sides of `batch` under the trainer's current weights."""
