@@ -293,7 +293,7 @@ def test_portable_copy_of_a_mixed_precision_anonymizer_computes_in_float32():
     for kept, copied in zip(model.weights, plain.weights, strict=True):
         np.testing.assert_array_equal(np.asarray(copied), np.asarray(kept))
     mixed = np.asarray(model.predict_on_batch(frames), "float32")
-    np.testing.assert_allclose(plain.predict_on_batch(frames), mixed, atol=0.05)  # bf16 rounding
+    np.testing.assert_allclose(plain.predict_on_batch(frames), mixed, atol=1e-2)  # bf16 rounding
 
 
 @pytest.mark.skipif(

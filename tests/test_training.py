@@ -610,18 +610,20 @@ def test_a_resume_trains_at_the_learning_rates_of_its_flags(benchmark, tmp_path,
 
     def capturing_restore(state, optimizer):
         real_restore(state, optimizer)
-        restored.append(optimizer)
+        restored.append((optimizer, int(np.asarray(optimizer.iterations.value))))
 
     monkeypatch.setattr(checkpoint, "restore_optimizer", capturing_restore)
     lowered = dataclasses.replace(config, minimax_epochs=2, anonymizer_lr=3e-6, action_lr=2e-6)
     training.train(lowered)
-    (optimizer,) = restored
+    ((optimizer, restored_steps),) = restored
     rates = [
         float(np.asarray(v.value)) for v in optimizer.variables if v.path.endswith("learning_rate")
     ]
     group_rates = sorted(rate for rate in rates if rate)  # the trainer's own is 0: unused
     assert group_rates == pytest.approx(sorted([3e-6, 2e-6, config.privacy_lr]), rel=1e-6)
-    assert int(np.asarray(optimizer.iterations.value)) > 0  # the rest is the checkpoint's
+    # The step count went on from the checkpoint's (the first epoch's), one epoch further.
+    assert restored_steps > 0
+    assert int(np.asarray(optimizer.iterations.value)) == 2 * restored_steps
 
 
 def test_training_on_an_empty_cache_names_the_cache_and_how_it_was_made(benchmark, tmp_path):
@@ -1127,7 +1129,9 @@ def test_evaluate_cli_refuses_a_report_of_another_evaluation_before_reading_data
     assert completed.returncode == 1
     assert "holds results of another evaluation (its protocol" in completed.stderr
     assert not (tmp_path / "synthetic").exists(), "the data were read before the refusal"
-    assert sorted(path.name for path in (tmp_path / "report").iterdir()) == sorted([*before, "error.log"])
+    assert sorted(path.name for path in (tmp_path / "report").iterdir()) == sorted(
+        [*before, "error.log"]
+    )
 
 
 @pytest.mark.parametrize("script", ["train.py", "evaluate.py"])
