@@ -813,3 +813,33 @@ def test_broken_image_is_skipped(data, tmp_path):
     split = dataclasses.replace(data["images"], examples=examples)
     batches = _numpy(pipelines.privacy_labelled_dataset(split, 10, SIZE, training=False))
     np.testing.assert_array_equal(batches[0]["privacy"], IMAGE_PRIVACY)
+
+
+@_both("video")
+def test_vitas_step_batches_train_on_some_videos_and_validate_on_the_held_out_others(data, source):
+    """VITA's minimax batches (`TrainingData.dataset`): the step's clips and the fresh f_T
+    batches come from the training videos alone, the validation clips from the held-out ones
+    (every 2nd video by index: 0, 2 and 4)."""
+    from keras_privacy.data.sources import Batching, TrainingData
+
+    batching = Batching(
+        seed=0,
+        batch_size=2,
+        privacy_batch_size=2,
+        clip_length=CLIP,
+        clip_stride=STRIDE,
+        image_size=SIZE,
+        short_videos="loop",
+        pair_sampler="random",
+        augmentation=NO_COLOUR,
+        hold_out=2,
+    )
+    images = "image_cache" if source.endswith("cache") else "images"
+    training = TrainingData(data[source], data[images], ["a", "b", "c"], ["p", "q", "r"], batching)
+    dataset = training.dataset(epoch=0, steps=3, labelled=True, validation=True, action_batches=2)
+    trained, validated = collections.Counter(), collections.Counter()
+    for batch in _numpy(dataset):
+        for key, seen in (("clips", trained), ("action_clips", trained)):
+            seen.update(_names(clip)[0][0] for clip in batch[key])
+        validated.update(_names(clip)[0][0] for clip in batch["validation_clips"])
+    assert set(trained) == {1, 3} and set(validated) == {0, 2, 4}

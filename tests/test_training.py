@@ -1254,6 +1254,8 @@ def test_vitas_fresh_f_T_batches_are_read_with_each_step(benchmark, tmp_path):
         action_validation_every=2,
     )
     data = training.training_data(config)
+    # Every 2nd video is held out: its clips only validate (test_pipelines checks the batches).
+    assert data.hold_out == config.action_validation_every == 2
     models = training.build_models(config, len(data.class_names), len(data.attribute_names))
     minimax = training.training_phases(config, models, 4)[-1]
     assert minimax.action_batches == 2
