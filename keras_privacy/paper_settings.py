@@ -1305,7 +1305,7 @@ SETTINGS: tuple[Setting, ...] = (
         "penalty",
         "videos shorter than a clip",
         "the skip halved where 16 x 4 frames do not fit; a clip that still does not fit fails",
-        _PEN + "aux_code/ucf101_dl.py:74-81, 255-258; hmdb51_dl.py:86-92, 290-293",
+        _PEN + "aux_code/ucf101_dl.py:74-81, 263-266; hmdb51_dl.py:86-92, 290-293",
         PENALTY,
         "short_videos",
         "halve_stride",
@@ -1346,7 +1346,8 @@ SETTINGS: tuple[Setting, ...] = (
         "pixels at 224; on images one, p = 0.25, sides of 9-18 px at 224, never on a flipped "
         "image",
         "Penalty Sec. 4.2; " + _PEN + "aux_code/ucf101_dl.py:96-98, 120-121, 179-182; "
-        "hmdb51_dl.py:132-133; vispr_dl_edit.py:79-80, 90-91, 117, 122-123",
+        "hmdb51_dl.py:132-133; vispr_dl_edit.py:79-80, 90-91, 117, 122-123 (f'_B's images), "
+        "196-197, 207-208, 236-237, 241-242 (the minimax's views)",
         PENALTY,
         "erase_probability",
         "0.4",
@@ -1499,6 +1500,49 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "penalty",
+        "minimax update order",
+        "Algorithm 1: f_A, then f_T and f_B; the authors' code: f_A on one batch with f_T and "
+        "f_B in inference mode, then f_T and f_B together on the next batch with f_A in "
+        "inference mode",
+        "Penalty Algorithm 1; " + _PEN + "anonymization_training/train_anonymizer_balance.py:"
+        "107-111, 188-191, 262-266",
+        PENALTY,
+        "",
+        "the same, on the two halves of each step's paired batches (`SPAct.updates`)",
+        "same as the authors' code",
+    ),
+    Setting(
+        "penalty",
+        "w_T",
+        "1 (Eq. 3: L_T - L_B + lambda penalty; the authors' code: ft_loss_weight = 1)",
+        "Penalty Eq. 3; " + _PEN + "anonymization_training/params_anonymization.py:57; "
+        "train_anonymizer_balance.py:169",
+        PENALTY,
+        "action_weight",
+        "1.0",
+    ),
+    Setting(
+        "penalty",
+        "w_B",
+        "1 (Eq. 3; the authors' code: fb_loss_weight = 1)",
+        "Penalty Eq. 3; " + _PEN + "anonymization_training/params_anonymization.py:58; "
+        "train_anonymizer_balance.py:169",
+        PENALTY,
+        "privacy_weight",
+        "1.0",
+    ),
+    Setting(
+        "penalty",
+        "NT-Xent temperature",
+        "0.1, on the L2-normalised projections",
+        _PEN + "anonymization_training/train_anonymizer_balance.py:134, 245; "
+        "aux_code/model_loaders.py:159",
+        PENALTY,
+        "temperature",
+        "0.1",
+    ),
+    Setting(
+        "penalty",
         "f_A's batches in its update",
         "not stated; the authors' code calls f_A in training mode on the first views, the "
         "second views and the clips' frames in turn, as SPAct's",
@@ -1541,6 +1585,9 @@ SETTINGS: tuple[Setting, ...] = (
         PENALTY,
         "action_init_epochs",
         "0",
+        "same; the authors' head has 102 outputs for UCF101's 101 classes "
+        "(params_anonymization.py:16; aux_code/model_loaders.py:272-273), ours one per "
+        "class: their extra output is never a target",
     ),
     Setting(
         "penalty",
@@ -1562,7 +1609,9 @@ SETTINGS: tuple[Setting, ...] = (
         "our choice of checkpoint: VISSL's SimCLR ResNet-50 (800 epochs, projection head "
         "included), the one SPAct's code names (its reading commented out: SPAct "
         "anonymization_training/model.py:18-29); our model normalises its input by ImageNet's "
-        "mean / std, where TeD-SPAD's code feeds [0, 1]",
+        "mean / std, where the authors' code feeds f_B [0, 1] images and f_A's output without "
+        "one (aux_code/model_loaders.py:163-172, vispr_dl_edit.py:244; "
+        "anonymization_training/train_anonymizer_balance.py:116-117), as TeD-SPAD's does",
     ),
     Setting(
         "penalty",
@@ -1663,8 +1712,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "penalty",
         "clips into f_A",
-        "frame by frame; the authors' code folds (B, C, T, H, W) into images, so each image "
-        "f_A sees holds three time steps of one colour channel",
+        "frame by frame; the authors' code folds (B, C, T, H, W) into images of three "
+        "consecutive (channel, time) slices, so most images f_A sees hold three time steps of "
+        "one colour channel (2 of each clip's 16 span two channels)",
         _PEN + "anonymization_training/train_anonymizer_balance.py:93, 145; "
         "action_training/train_anonymized_action.py:52, 61",
         PENALTY,

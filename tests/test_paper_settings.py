@@ -27,6 +27,7 @@ WITHOUT_FLAG = {
     ("spact", "pretrained target models' input"),
     ("meta", "privacy figure reported"),
     ("spact", "f_A's batches in its update"),
+    ("penalty", "minimax update order"),
     ("penalty", "f_A's batches in its update"),
     ("spact", "f_B's batches in its update"),
     ("penalty", "f_B's batches in its update"),

@@ -19,7 +19,7 @@ first frame that goes on as `short_videos` says (`SHORT_VIDEOS`): "loop" back to
 frame; "mirror", back through the clip's frames in reverse and forward again (SPAct's loader
 pads a short clip with itself reversed, dl_ft_nov.py:151-154); "halve_stride", half the stride
 (at least 1) where that fits, looping where even that does not (the penalty authors' loaders,
-aux_code/ucf101_dl.py:74-81, 255-258). No blank or frozen padding frames either way.
+aux_code/ucf101_dl.py:74-81, 263-266). No blank or frozen padding frames either way.
 """
 
 from __future__ import annotations
