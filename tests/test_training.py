@@ -1076,22 +1076,26 @@ def test_train_cli_names_a_nonsense_flag(tmp_path, config, flag, message):
     assert not run_dir.exists(), "the run started before the flags were checked"
 
 
-@pytest.mark.backend_independent
-def test_evaluate_cli_names_an_eval_dir_that_is_a_file(tmp_path):
-    (tmp_path / "notes").write_text("kept")
-    completed = subprocess.run(
-        [
-            sys.executable,
-            "evaluate.py",
-            f"--flagfile={REPO / 'configs' / 'synthetic.cfg'}",
-            f"--run_dir={tmp_path / 'run'}",
-            f"--eval_dir={tmp_path / 'notes' / 'report'}",
-        ],
+def _run_on_synthetic(script: str, *flags: str) -> subprocess.CompletedProcess:
+    """`python script --flagfile=configs/synthetic.cfg flags` in the repository, its output
+    captured."""
+    return subprocess.run(
+        [sys.executable, script, f"--flagfile={REPO / 'configs' / 'synthetic.cfg'}", *flags],
         cwd=REPO,
         env=os.environ | {"TF_CPP_MIN_LOG_LEVEL": "2"},
         capture_output=True,
         text=True,
         timeout=300,
+    )
+
+
+@pytest.mark.backend_independent
+def test_evaluate_cli_names_an_eval_dir_that_is_a_file(tmp_path):
+    (tmp_path / "notes").write_text("kept")
+    completed = _run_on_synthetic(
+        "evaluate.py",
+        f"--run_dir={tmp_path / 'run'}",
+        f"--eval_dir={tmp_path / 'notes' / 'report'}",
     )
     assert completed.returncode == 1
     assert completed.stderr.splitlines()[-1] == (
@@ -1111,20 +1115,11 @@ def test_evaluate_cli_refuses_a_report_of_another_evaluation_before_reading_data
     report.set_evaluation({"protocol": "novel_actions"})
     report.add("raw", 0.5, 0.5, 0.5)
     before = sorted(path.name for path in (tmp_path / "report").iterdir())
-    completed = subprocess.run(
-        [
-            sys.executable,
-            "evaluate.py",
-            f"--flagfile={REPO / 'configs' / 'synthetic.cfg'}",
-            f"--run_dir={tmp_path / 'run'}",
-            f"--eval_dir={tmp_path / 'report'}",
-            f"--synthetic_dir={tmp_path / 'synthetic'}",
-        ],
-        cwd=REPO,
-        env=os.environ | {"TF_CPP_MIN_LOG_LEVEL": "2"},
-        capture_output=True,
-        text=True,
-        timeout=300,
+    completed = _run_on_synthetic(
+        "evaluate.py",
+        f"--run_dir={tmp_path / 'run'}",
+        f"--eval_dir={tmp_path / 'report'}",
+        f"--synthetic_dir={tmp_path / 'synthetic'}",
     )
     assert completed.returncode == 1
     assert "holds results of another evaluation (its protocol" in completed.stderr
@@ -1137,20 +1132,8 @@ def test_evaluate_cli_refuses_a_report_of_another_evaluation_before_reading_data
 @pytest.mark.parametrize("script", ["train.py", "evaluate.py"])
 def test_the_backend_flag_chooses_the_backend_before_keras_is_imported(tmp_path, script):
     other = "jax" if keras.backend.backend() == "tensorflow" else "tensorflow"
-    completed = subprocess.run(
-        [
-            sys.executable,
-            script,
-            f"--flagfile={REPO / 'configs' / 'synthetic.cfg'}",
-            f"--run_dir={tmp_path / 'run'}",
-            f"--backend={other}",
-            "--minimax_epochs=-1",
-        ],
-        cwd=REPO,
-        env=os.environ | {"TF_CPP_MIN_LOG_LEVEL": "2"},
-        capture_output=True,
-        text=True,
-        timeout=300,
+    completed = _run_on_synthetic(
+        script, f"--run_dir={tmp_path / 'run'}", f"--backend={other}", "--minimax_epochs=-1"
     )
     assert "--minimax_epochs cannot be negative" in completed.stderr, completed.stderr[-2000:]
     assert "--backend must be chosen" not in completed.stderr
