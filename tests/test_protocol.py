@@ -396,18 +396,45 @@ def test_test_clips_are_cut_as_the_crop_setting_says(
     assert views == [view] and result["action_test_videos"] == len(test)
 
 
-def _colour_model(input_shape, outputs: int, seed: int) -> tuple[keras.Model, np.ndarray]:
+def _colour_model(
+    input_shape, outputs: int, seed: int, weights: np.ndarray | None = None
+) -> tuple[keras.Model, np.ndarray]:
     """A model whose logits are a fixed linear function of its input's mean colour, and that
-    function's (4, outputs) kernel-over-bias matrix."""
+    function's (4, outputs) kernel-over-bias matrix (`weights`, else drawn from `seed`)."""
     inputs = keras.Input(input_shape)
     pooled = keras.layers.Lambda(
         lambda x: keras.ops.mean(x, axis=tuple(range(1, len(input_shape))))
     )
     dense = keras.layers.Dense(outputs)
     model = keras.Model(inputs, dense(pooled(inputs)))
-    weights = np.random.default_rng(seed).normal(0, 20, (4, outputs)).astype("float32")
+    if weights is None:
+        weights = np.random.default_rng(seed).normal(0, 20, (4, outputs))
+    weights = weights.astype("float32")
     dense.set_weights([weights[:3], weights[3]])
     return model, weights
+
+
+def _softmax(logits: np.ndarray) -> np.ndarray:
+    probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return probs / probs.sum(axis=1, keepdims=True)
+
+
+def _video_and_clip_weights(videos: list[dict], classes: int) -> np.ndarray:
+    """Colour-model weights (standardised over the clips' mean colours) under which the
+    video-level top-1 (each video's mean softmax) and the clip-level top-1 differ, so that a
+    test tells one from the other."""
+    colours = [video["clips"].mean(axis=(1, 2, 3)).astype("float64") for video in videos]
+    mean, std = np.concatenate(colours).mean(axis=0), np.concatenate(colours).std(axis=0)
+    for seed in range(1000):
+        kernel = np.random.default_rng(seed).normal(0, 3, (3, classes)) / std[:, None]
+        weights = np.vstack([kernel, -mean @ kernel])
+        probs = [_softmax(colour @ weights[:3] + weights[3]) for colour in colours]
+        labels = [video["label"] for video in videos]
+        by_video = np.mean([p.mean(axis=0).argmax() == y for p, y in zip(probs, labels)])
+        by_clip = np.mean(np.concatenate([p.argmax(axis=1) == y for p, y in zip(probs, labels)]))
+        if by_video != by_clip:
+            return weights
+    raise AssertionError("no weights tell video-level from clip-level top-1")
 
 
 def test_the_targets_scores_are_the_papers_metrics_of_their_outputs(benchmark, tmp_path):
@@ -417,21 +444,26 @@ def test_the_targets_scores_are_the_papers_metrics_of_their_outputs(benchmark, t
     data = protocol.evaluation_data(config)
     affine = lambda x, w: x @ w[:3] + w[3]  # noqa: E731
 
-    # Action: each video's clips through the model, softmax, their mean, its arg-max.
+    # Action: each video's clips through the model, softmax, their mean, its arg-max; the
+    # clip-level top-1 apart, under weights where the two differ.
     shape = (config.clip_length, config.image_size, config.image_size, 3)
-    model, weights = _colour_model(shape, 6, seed=1)
+    videos = list(
+        pipelines.action_eval_dataset(
+            data.action_test, config.eval_clips, config.clip_length, config.clip_stride,
+            config.image_size, config.eval_action_crop,
+        ).as_numpy_iterator()
+    )  # fmt: skip
+    model, weights = _colour_model(shape, 6, 0, _video_and_clip_weights(videos, 6))
     result = protocol.test_action_target(config, model, data.action_test, intervals=False)
-    correct = []
-    for video in pipelines.action_eval_dataset(
-        data.action_test, config.eval_clips, config.clip_length, config.clip_stride,
-        config.image_size, config.eval_action_crop,
-    ).as_numpy_iterator():  # fmt: skip
-        logits = affine(video["clips"].mean(axis=(1, 2, 3)).astype("float64"), weights)
-        probs = np.exp(logits - logits.max(axis=1, keepdims=True))
-        probs /= probs.sum(axis=1, keepdims=True)
+    correct, clips_correct = [], []
+    for video in videos:
+        probs = _softmax(affine(video["clips"].mean(axis=(1, 2, 3)).astype("float64"), weights))
         correct.append(probs.mean(axis=0).argmax() == video["label"])
+        clips_correct.extend(probs.argmax(axis=1) == video["label"])
     assert result["action_test_videos"] == len(correct) == len(data.action_test)
     assert result["action_top1"] == pytest.approx(np.mean(correct))
+    assert result["action_clip_top1"] == pytest.approx(np.mean(clips_correct))
+    assert np.mean(correct) != np.mean(clips_correct)
 
     # Privacy: cMAP and F1 at probability 0.5 over the attributes with a positive test image.
     names = data.attribute_names
