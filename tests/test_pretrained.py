@@ -82,22 +82,33 @@ def test_an_imagenet_trunk_loads_under_a_projection_head(tmp_path):
     assert set(report.new) == head_layers
     assert report.mismatched == [] and report.unused == []
     assert len(report.loaded) == sum(1 for layer in backbone.layers if layer.weights)
+    # The trunk inside the encoder gives the checkpoint's pooled features.
+    x = np.random.default_rng(0).random((2, 32, 32, 3), dtype="float32")
+    torch_model.fc = torch.nn.Identity()
+    with torch.no_grad():
+        expected = torch_model(torch.from_numpy(np.moveaxis(x, -1, 1).copy())).numpy()
+    np.testing.assert_allclose(np.asarray(backbone(x, training=False)), expected, atol=1e-4)
 
 
 def test_keras_files_load_the_layers_they_share(tmp_path):
-    source, target = small_r3d(5), small_r3d(7)
+    source = small_r3d(5)
+    tiny_models.deterministic_weights(source, 0)  # moving statistics included
     source.save_weights(tmp_path / "source.weights.h5")
     source.save(tmp_path / "source.keras")
     for name in ("source.weights.h5", "source.keras"):
+        target = small_r3d(7)
+        head = [np.array(v) for v in target.get_layer("fc").weights]
         report = load_pretrained(target, tmp_path / name)
         assert len(report.mismatched) == 1 and "(16, 5)" in report.mismatched[0]
         assert report.new == report.unused == []
         if name.endswith(".keras"):  # matched by name; a .weights.h5 file by structure
             assert report.mismatched[0].startswith("fc: ")
-        np.testing.assert_array_equal(
-            np.array(target.get_layer("layer4_0_2_bn").moving_mean),
-            np.array(source.get_layer("layer4_0_2_bn").moving_mean),
-        )
+        for layer in source.layers:
+            if layer.weights and layer.name != "fc":
+                for got, want in zip(target.get_layer(layer.name).weights, layer.weights):
+                    np.testing.assert_array_equal(np.array(got), np.array(want), err_msg=name)
+        for got, kept in zip(target.get_layer("fc").weights, head):
+            np.testing.assert_array_equal(np.array(got), kept)  # the mismatched head as built
 
 
 def test_bad_weight_files_are_named(tmp_path):
