@@ -829,3 +829,37 @@ def test_seed_runs_trained_with_another_privacy_weight_are_not_summarised(benchm
         "the settings this seed was trained with are unknown; restore it, or remove it to leave "
         "the seed out of the comparison"
     )
+
+
+def test_frames_of_one_video_are_one_bootstrap_unit(benchmark, tmp_path):
+    """PA-HMDB51's and VP's test frames (`frame_images` names) are resampled by video: the
+    intervals are the bootstrap over whole videos, not over frames."""
+    from keras_privacy.data.phvu import FRAME_MARK
+
+    config = dataclasses.replace(tiny_config(benchmark, tmp_path), eval_bootstrap=200)
+    rng = np.random.default_rng(0)
+    examples = []
+    for video in range(4):
+        colour = rng.integers(0, 256, 3)
+        for t in range(3):
+            image = np.clip(colour + rng.integers(-40, 41, (16, 16, 3)), 0, 255).astype(np.uint8)
+            path = tmp_path / f"{video:06d}_clip{video}{FRAME_MARK}{t}.png"
+            assert cv2.imwrite(str(path), image[..., ::-1])
+            examples.append(Example(str(path), privacy=(t % 2, (video + t) % 2)))
+    names = ["a", "b"]
+    test = Split(examples, attribute_names=names)
+    model, weights = _colour_model((config.image_size, config.image_size, 3), 2, 3)
+    result = protocol.test_privacy_target(config, model, test, names)
+    assert result["privacy_test_units"] == 4
+    batches = list(
+        pipelines.privacy_labelled_dataset(
+            test, 4, config.image_size, training=False
+        ).as_numpy_iterator()
+    )
+    colours = np.concatenate([b["images"].mean(axis=(1, 2)) for b in batches]).astype("float64")
+    labels = np.concatenate([b["privacy"] for b in batches])
+    logits = colours @ weights[:3] + weights[3]
+    groups = np.repeat(np.arange(4), 3)
+    by_video = metrics.cmap_interval(labels, logits, 200, config.seed, groups)
+    assert result["privacy_cmap_interval"] == pytest.approx(list(by_video))
+    assert list(by_video) != list(metrics.cmap_interval(labels, logits, 200, config.seed))
