@@ -1146,11 +1146,16 @@ def test_video_cache_prepare_verify_read(tmp_path, video_split):
     assert sizes == [(32, 43), (43, 32), (32, 42), (32, 32)]  # 340x256 -> 42.5 -> 42
     image = tf.io.decode_jpeg(records[2]["frames"][0]).numpy()
     assert image.shape == (32, 42, 3) and image.dtype == np.uint8
-    # the cached frame is the decoded frame, resized (RGB order kept)
-    first = read_video(split.examples[3].path, 1)[0]
-    original = cv2.resize(first, (42, 32), interpolation=cv2.INTER_AREA).astype(int)
-    assert np.abs(image.astype(int) - original).mean() < 8  # JPEG loss on a tiny frame
-    assert np.abs(image.astype(int) - original[..., ::-1]).mean() > 20  # not BGR
+    # every cached frame is the decoded frame of its index, resized (RGB order kept)
+    frames = read_video(split.examples[3].path)
+    for t, encoded in enumerate(records[2]["frames"]):
+        image = tf.io.decode_jpeg(encoded).numpy().astype(int)
+        original = cv2.resize(frames[t], (42, 32), interpolation=cv2.INTER_AREA).astype(int)
+        assert np.abs(image - original).mean() < 8, t  # JPEG loss on a tiny frame
+        assert np.abs(image - original[..., ::-1]).mean() > 20, t  # not BGR
+        if t:
+            previous = cv2.resize(frames[t - 1], (42, 32), interpolation=cv2.INTER_AREA)
+            assert np.abs(image - original).mean() < np.abs(image - previous).mean(), t
 
 
 def test_video_cache_resumes(tmp_path, video_split):
@@ -1326,8 +1331,15 @@ def test_image_cache(tmp_path):
     assert [r["label"] for r in records] == [-1, -1, -1]
     assert [(r["height"], r["width"]) for r in records] == [(32, 48), (43, 32), (32, 32)]
     np.testing.assert_array_equal(records[1]["privacy"], [1.0, 1.0, 0.0])
-    decoded = tf.io.decode_jpeg(records[0]["image"]).numpy()
-    assert decoded.shape == (32, 48, 3)
+    # Each cached image is its file's, resized (RGB order kept).
+    for record, example in zip(records, [examples[i] for i in (0, 2, 3)], strict=True):
+        decoded = tf.io.decode_jpeg(record["image"]).numpy().astype(int)
+        assert decoded.shape == (record["height"], record["width"], 3)
+        rgb = cv2.imread(example.path)[..., ::-1]
+        size = (int(record["width"]), int(record["height"]))
+        original = cv2.resize(rgb, size, interpolation=cv2.INTER_AREA).astype(int)
+        assert np.abs(decoded - original).mean() < 12, example.path  # JPEG loss, sharp blocks
+        assert np.abs(decoded - original[..., ::-1]).mean() > 20, example.path  # not BGR
 
     stamps = {p: p.stat().st_mtime_ns for p in out.glob("*.tfrecord")}
     assert len(stamps) == 2
