@@ -240,6 +240,15 @@ def test_frame_strip_one_row_per_method(tmp_path):
     assert path.stat().st_size > 1000
     # 3 rows of 200 x 150 tiles (4:3 frames), 4 columns after the 40-pixel label column.
     assert matplotlib.image.imread(path).shape == (3 * 150, 40 + 4 * 200, 4)
+    # Each row shows its method's frames: one colour each, floats in [0, 1] and uint8 alike.
+    colours = {"raw": (1, 0, 0), "blur_strong": (0, 1, 0), "downsample_4x": (0, 0, 1)}
+    solid = {name: np.broadcast_to(np.float32(c), (10, 30, 40, 3)) for name, c in colours.items()}
+    solid["blur_strong"] = (solid["blur_strong"] * 255).astype(np.uint8)
+    strip = matplotlib.image.imread(save_frame_strip(solid, tmp_path / "solid.png"))
+    for row, colour in enumerate(colours.values()):
+        for column in range(4):
+            centre = strip[row * 150 + 75, 40 + column * 200 + 100, :3]
+            np.testing.assert_allclose(centre, colour, atol=0.02, err_msg=f"{row}, {column}")
 
 
 def test_intervals_are_kept_in_json_and_shown_in_markdown(tmp_path):
