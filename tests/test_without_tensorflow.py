@@ -19,20 +19,22 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-BLOCK_TENSORFLOW = '''
+IMPORT_BLOCK = '''
 import sys
 
+BLOCKED = PACKAGES
 
-class BlockTensorFlow:
-    """Fail every import of tensorflow, as in a Python where it is not installed."""
+
+class BlockImports:
+    """Fail every import of a BLOCKED package, as in a Python where it is not installed."""
 
     def find_spec(self, name, path=None, target=None):
-        if name == "tensorflow" or name.startswith("tensorflow."):
+        if name.split(".")[0] in BLOCKED:
             raise ModuleNotFoundError(f"No module named {name!r} (blocked by the test)")
         return None
 
 
-sys.meta_path.insert(0, BlockTensorFlow())
+sys.meta_path.insert(0, BlockImports())
 '''
 
 jax_only = pytest.mark.skipif(
@@ -40,15 +42,21 @@ jax_only = pytest.mark.skipif(
 )
 
 
+def without_packages(folder: Path, *packages: str) -> dict:
+    """The environment of a Python in which importing any of `packages` fails: a
+    sitecustomize.py written in `folder`, first on its path before the repository and tests."""
+    (folder / "sitecustomize.py").write_text(IMPORT_BLOCK.replace("PACKAGES", repr(packages)))
+    return dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(folder), str(ROOT), str(ROOT / "tests")])
+    )
+
+
 def run_without_tensorflow(tmp_path: Path, args: list[str], timeout: float):
     """Run `python args` with JAX and `import tensorflow` failing; the finished process."""
-    (tmp_path / "sitecustomize.py").write_text(BLOCK_TENSORFLOW)
-    env = dict(
-        os.environ,
-        KERAS_BACKEND="jax",
-        JAX_THREEFRY_PARTITIONABLE="false",
-        PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT), str(ROOT / "tests")]),
-    )
+    env = without_packages(tmp_path, "tensorflow") | {
+        "KERAS_BACKEND": "jax",
+        "JAX_THREEFRY_PARTITIONABLE": "false",
+    }
     return subprocess.run(
         [sys.executable, *args], env=env, capture_output=True, text=True, timeout=timeout
     )
