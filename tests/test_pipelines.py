@@ -837,9 +837,9 @@ def test_vitas_step_batches_train_on_some_videos_and_validate_on_the_held_out_ot
     images = "image_cache" if source.endswith("cache") else "images"
     training = TrainingData(data[source], data[images], ["a", "b", "c"], ["p", "q", "r"], batching)
     dataset = training.dataset(epoch=0, steps=3, labelled=True, validation=True, action_batches=2)
-    trained, validated = collections.Counter(), collections.Counter()
+    trained, validated = set(), set()
     for batch in _numpy(dataset):
-        for key, seen in (("clips", trained), ("action_clips", trained)):
-            seen.update(_names(clip)[0][0] for clip in batch[key])
+        for key in ("clips", "action_clips"):
+            trained.update(_names(clip)[0][0] for clip in batch[key])
         validated.update(_names(clip)[0][0] for clip in batch["validation_clips"])
-    assert set(trained) == {1, 3} and set(validated) == {0, 2, 4}
+    assert trained == {1, 3} and validated == {0, 2, 4}
