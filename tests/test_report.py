@@ -7,6 +7,7 @@ import matplotlib.image
 import numpy as np
 import pytest
 
+from keras_privacy.evaluation import report as report_module
 from keras_privacy.evaluation.report import Report, save_frame_strip, summarize_seeds
 
 pytestmark = pytest.mark.backend_independent
@@ -227,6 +228,37 @@ def test_tradeoff_plot_draws_the_intervals(tmp_path):
     # The same points; only the error bars (and the title saying so) add ink.
     ink = [(matplotlib.image.imread(p)[..., :3] < 0.9).any(-1).sum() for p in (plain, with_bars)]
     assert ink[1] > ink[0] + 100
+
+
+def _drawn_axes(monkeypatch) -> list:
+    """Collects the axes of every trade-off plot saved while the test runs."""
+    drawn, save = [], report_module._save_tradeoff
+
+    def recording_save(figure, axes, *args):
+        drawn.append(axes)
+        return save(figure, axes, *args)
+
+    monkeypatch.setattr(report_module, "_save_tradeoff", recording_save)
+    return drawn
+
+
+def test_tradeoff_plots_put_each_method_at_its_privacy_and_action(tmp_path, monkeypatch):
+    drawn = _drawn_axes(monkeypatch)
+    _filled_report(tmp_path).plot_tradeoff()
+    (axes,) = drawn
+    points = {c.get_label(): c.get_offsets().tolist() for c in axes.collections}
+    expected = {"raw": [[80.0, 60.0]], "downsample_4x": [[60.0, 45.0]], "spact": [[40.0, 60.0]]}
+    assert points == expected  # (privacy cMAP, action top-1) in %
+    assert axes.get_xlabel().startswith("privacy cMAP") and axes.get_ylabel().startswith("action")
+
+    reports = {}
+    for seed, shift in ((0, 0.0), (1, 0.02)):
+        reports[seed] = Report(tmp_path / f"seed_{seed}")
+        reports[seed].add("raw", 0.8 + shift, 0.9 - shift, 0.5)
+        reports[seed].add("spact", 0.7 + shift, 0.5 - shift, 0.5)
+    summarize_seeds(reports, tmp_path / "summary")
+    means = {bars.get_label(): bars[0].get_xydata().tolist() for bars in drawn[-1].containers}
+    assert means == {"raw (2 seeds)": [[89.0, 81.0]], "spact (2 seeds)": [[49.0, 71.0]]}
 
 
 def test_frame_strip_one_row_per_method(tmp_path):
