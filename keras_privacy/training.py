@@ -14,6 +14,7 @@ import dataclasses
 import json
 import logging
 import math
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -534,6 +535,8 @@ class _FirstStepTime(keras.callbacks.Callback):
     is minutes (SPAct's step about 2.5 on an H200, the eight-model meta step more than 9),
     which `--compilation_cache` saves a later run on JAX."""
 
+    async_safe = True  # the step's end is when its logs are read, in a worker thread or not
+
     def __init__(self, phase: str):
         super().__init__()
         self.phase = phase
@@ -557,6 +560,8 @@ class _PhaseProgress(keras.callbacks.ProgbarLogger):
     """Keras' progress lines, counting the phase's `epochs`: training fits one epoch at a time
     (`initial_epoch=k, epochs=k + 1`), so Keras alone prints every epoch as the last."""
 
+    async_safe = True  # as Keras' own progress bar, which it runs in worker threads
+
     def __init__(self, epochs: int):
         super().__init__()
         self.phase_epochs = epochs
@@ -566,19 +571,47 @@ class _PhaseProgress(keras.callbacks.ProgbarLogger):
 
 
 class _FailOnNonFinite(keras.callbacks.Callback):
-    """Stop at the first batch whose logs hold a NaN or an infinity, and remember where (batches
-    counted from 1, as the epochs in its message)."""
+    """Stop the fit once a batch's logs hold a NaN or an infinity, and remember the first such
+    batch (counted from 1, as the epochs in its message). On JAX the logs are read in Keras'
+    worker threads, where the model must not be touched (reading `self.model` there copies a
+    state the running step may hold): the fit is stopped from the host's thread at the next
+    batch, a step or two later, in an epoch that is not kept."""
+
+    async_safe = True
 
     def __init__(self):
         super().__init__()
         self.failure: str | None = None
+        self._failed_batch: int | None = None
+        self._lock = threading.Lock()
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if self.failure is not None:
+            self.model.stop_training = True
 
     def on_train_batch_end(self, batch, logs=None):
         for name, value in (logs or {}).items():
             if not math.isfinite(float(value)):
-                self.failure = f"batch {batch + 1}: {name} = {float(value)}"
-                self.model.stop_training = True
+                with self._lock:
+                    if self._failed_batch is None or batch < self._failed_batch:
+                        self._failed_batch = batch
+                        self.failure = f"batch {batch + 1}: {name} = {float(value)}"
                 return
+
+
+class _EpochTensorBoard(keras.callbacks.TensorBoard):
+    """Keras' TensorBoard logs of every epoch, none of each batch (`update_freq="epoch"`
+    writes none anyway), so that the step's logs are read off the host's thread; no graph
+    (a minimax trainer's step is no model graph TensorBoard can show, and writing it reads the
+    model while a JAX step holds its variables)."""
+
+    async_safe = True
+
+    def __init__(self, log_dir: str):
+        super().__init__(log_dir=log_dir, write_graph=False)
+
+    def on_train_batch_end(self, batch, logs=None):
+        pass
 
 
 def train(
@@ -847,7 +880,7 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
                         _PhaseProgress(phase.epochs),
                         first_step,
                         guard,
-                        *([keras.callbacks.TensorBoard(log_dir=str(logs_dir))] if chief else []),
+                        *([_EpochTensorBoard(str(logs_dir))] if chief else []),
                         *callbacks,
                     ],
                 ).history

@@ -254,6 +254,25 @@ def test_the_trainer_takes_the_step_of_the_running_backend():
     assert trainer._backend_step.trainer is trainer
 
 
+@pytest.mark.skipif(keras.backend.backend() != "jax", reason="JAX's steps run behind the host")
+def test_a_jax_train_function_waits_for_the_step_two_calls_before(monkeypatch):
+    import jax
+
+    from keras_privacy.backend.jax_step import STEPS_IN_FLIGHT
+
+    waited = []
+    monkeypatch.setattr(jax, "block_until_ready", lambda logs: waited.append(int(logs["step"])))
+
+    def train_function(state, iterator):
+        return {"step": jax.numpy.asarray(next(iterator))}, state + 1
+
+    bounded = Switched()._backend_step.bounded(train_function)
+    steps = iter(range(6))
+    states = [bounded(state, steps)[1] for state in range(6)]
+    assert states == [1, 2, 3, 4, 5, 6]  # the outputs pass through
+    assert STEPS_IN_FLIGHT == 2 and waited == [0, 1, 2, 3]  # step k waits for step k - 2
+
+
 def test_conditional_updates_under_data_parallel_equal_one_device():
     """Run as a script with 2 CPU devices (fixed before the backend starts): the same steps
     with and without data parallelism (on TensorFlow, the step's compute-and-discard)."""

@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -75,6 +76,21 @@ class EpochRecorder(keras.callbacks.Callback):
 
     def on_epoch_begin(self, epoch, logs=None):
         self.epochs.append((type(self.model).__name__, epoch))
+
+
+class BatchEndThreads(keras.callbacks.Callback):
+    """Whether each step's logs reached the callbacks on the host's main thread. Async-safe:
+    where every callback of a fit is, Keras (on JAX) reads the logs in worker threads, so the
+    host dispatches the next step without waiting for this one."""
+
+    async_safe = True
+
+    def __init__(self):
+        super().__init__()
+        self.on_main_thread = set()
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.on_main_thread.add(threading.current_thread() is threading.main_thread())
 
 
 class SnapshotMidEpoch(EpochRecorder):
@@ -374,8 +390,11 @@ def test_run_killed_mid_epoch_resumes_to_the_same_end(uninterrupted, benchmark, 
     assert not any((killed / filename).exists() for filename in training.MODEL_FILES.values())
 
     config = tiny_config(benchmark, killed)
-    recorder = EpochRecorder()
-    result, models = train_capturing_models(config, callbacks=[recorder])
+    recorder, threads = EpochRecorder(), BatchEndThreads()
+    result, models = train_capturing_models(config, callbacks=[recorder, threads])
+    # train's own callbacks let Keras read the logs off the main thread on JAX, where the
+    # uninterrupted run read them on it (SnapshotMidEpoch is not async-safe): the same end.
+    assert threads.on_main_thread == {keras.backend.backend() == "tensorflow"}
 
     # Only the unfinished epoch was trained again; finished phases were not redone.
     assert recorder.epochs == [("SPAct", 1)]

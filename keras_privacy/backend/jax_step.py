@@ -14,6 +14,7 @@ devices.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 from collections.abc import Callable, Iterator, Mapping
@@ -34,6 +35,10 @@ from keras_privacy.methods.trainer import (
     with_params,
 )
 from keras_privacy.types import Tensor
+
+STEPS_IN_FLIGHT = 2
+"""Steps a JAX fit runs ahead of the host (`JaxStep.bounded`): one on the device while the next
+batch is sent, one more to absorb a slow batch."""
 
 
 class JaxStep:
@@ -89,6 +94,24 @@ class JaxStep:
             return compiled[branches](state, data, decided, begun=begun)
 
         return step
+
+    def bounded(self, train_function: Callable) -> Callable:
+        """Keras' `train_function(state, iterator)`, which waits for the logs of the step
+        `STEPS_IN_FLIGHT` calls before it returns. JAX dispatches a step and returns at
+        once, and `train`'s callbacks read the logs in Keras' worker threads, so the host
+        prepares and sends the next batches while the device runs the steps already
+        dispatched; the wait keeps the host from queueing more of them (each holds its batch in
+        the device's memory)."""
+        pending: collections.deque = collections.deque()
+
+        def run(state, iterator):
+            logs, state = train_function(state, iterator)
+            pending.append(logs)
+            if len(pending) > STEPS_IN_FLIGHT:
+                jax.block_until_ready(pending.popleft())
+            return logs, state
+
+        return run
 
     def decides_on_host(
         self, state: tuple[list, list, list, list], data: Mapping[str, Tensor]

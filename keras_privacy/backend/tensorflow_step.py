@@ -68,6 +68,12 @@ class TensorFlowStep:
         and selected under XLA on a CPU), and Keras builds the train function."""
         return None
 
+    def bounded(self, train_function: Callable) -> Callable:
+        """`train_function` itself: Keras' TensorFlow fit runs its callbacks on the host's
+        thread (its backend is not marked thread-safe), which reads every step's logs before
+        the next batch is taken, and the `tf.function` stays visible to TensorBoard's graph."""
+        return train_function
+
     def train_step(self, data: Mapping[str, Tensor]) -> dict[str, Tensor]:
         trainer = self.trainer
         replicas = tf.distribute.get_replica_context().num_replicas_in_sync

@@ -551,7 +551,7 @@ class StatelessTrainer(keras.Model):
     def make_train_function(self, force: bool = False) -> None:
         """Keras' train function; on a backend that decides conditional updates on the host
         (JAX, for a trainer whose conditional updates name a `Update.branch`), one around
-        that step."""
+        that step; on JAX, one that runs at most `STEPS_IN_FLIGHT` steps ahead of the host."""
         if self.train_function is not None and not force:
             return
         step = self._backend_step.host_chosen_step()
@@ -559,6 +559,7 @@ class StatelessTrainer(keras.Model):
             super().make_train_function(force)
         else:
             self.train_function = self._make_function(step)
+        self.train_function = self._backend_step.bounded(self.train_function)
 
     def train_step(self, *args):
         """The backend's step (`keras_privacy.backend`): `(data)` on TensorFlow, `(state,
