@@ -45,8 +45,8 @@ def main(argv):
         lambda: evaluate(config),
         flags.FLAGS.verbose,
         log_file,
-        interrupted="interrupted (Ctrl-C): report.json keeps the methods finished; the same "
-        "command goes on from them",
+        interrupted="interrupted (Ctrl-C or SIGTERM): report.json keeps the methods finished; "
+        "the same command goes on from them",
     )
 
 

@@ -57,8 +57,8 @@ def main(argv):
             train_every_seed,
             flags.FLAGS.verbose,
             log_file,
-            interrupted="interrupted (Ctrl-C): the checkpoints are kept; the same command "
-            "resumes from the last",
+            interrupted="interrupted (Ctrl-C or SIGTERM): the checkpoints are kept; the same "
+            "command resumes from the last",
         )
     )
 

@@ -43,13 +43,10 @@ supervisor restarts the command). The last line gives the frames/s.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import os
-import signal
 import sys
-import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -399,28 +396,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(
             f"{given}: options of the learned anonymizer's model, not of --method={args.method}"
         )
-    with _sigterm_as_interrupt():
-        return run_command(lambda: _anonymize(args), args.verbose)
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM raises KeyboardInterrupt inside, as Ctrl-C does, so that a recording stopped
-    by `timeout`, `docker stop` or systemd is closed and kept (Python's default for SIGTERM
-    ends the process at once, leaving a hidden partial file). Only on the main thread, where
-    Python runs signal handlers."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    return run_command(lambda: _anonymize(args), args.verbose)
 
 
 def _codec_error(codec: str) -> str:

@@ -16,6 +16,7 @@ A checkpoint is only ever written from finite variables (`save_checkpoint` refus
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -106,7 +107,6 @@ def save_checkpoint(
         )
     root = Path(run_dir) / "checkpoints"
     folder = root / f"{phase}-{epoch:04d}"
-    state = json.dumps({"phase": phase, "epoch": epoch, "folder": folder.name, "history": history})
     try:
         if folder.exists():
             shutil.rmtree(folder)
@@ -117,6 +117,16 @@ def save_checkpoint(
             _save_values(folder / "optimizer.npz", optimizer.variables)
         if restart_snapshot:
             _save_values(folder / "restart_snapshot.npz", restart_snapshot)
+        files = {path.name: _sha256(path) for path in sorted(folder.iterdir())}
+        state = json.dumps(
+            {
+                "phase": phase,
+                "epoch": epoch,
+                "folder": folder.name,
+                "files": files,
+                "history": history,
+            }
+        )
         (folder / STATE_FILE).write_text(state)
         for written in (*folder.iterdir(), folder):
             _sync(written)
@@ -164,20 +174,26 @@ def _sync(path: Path) -> None:
 def latest_checkpoint(run_dir: str | os.PathLike) -> dict | None:
     """The state written by the last `save_checkpoint` of this run, or None for a new run.
 
-    Raises CheckpointError naming the file and the remedy where `latest.json` is damaged or
-    names a folder that is gone, and where it is missing beside complete checkpoints (a new
-    run would delete them)."""
+    A run killed while its pointer was being replaced (`latest.json.tmp` written whole and
+    naming a complete folder, `latest.json` not yet replaced by it) has the replacement
+    finished. Raises CheckpointError naming the file and the remedy where `latest.json` is
+    damaged or names a folder that is gone, and where it is missing beside complete
+    checkpoints (a new run would delete them): the remedy names the newest complete folder's
+    `state.json` to copy in its place."""
     root = Path(run_dir) / "checkpoints"
     pointer = root / "latest.json"
+    complete = sorted(root.glob(f"*/{STATE_FILE}"))
     remedy = f"remove {root} to train the run again, or use a new --run_dir"
+    if complete:
+        newest = max(complete, key=lambda path: path.stat().st_mtime)
+        remedy = f"copy {newest} to {pointer} to resume from {newest.parent.name}, or {remedy}"
+    if not pointer.is_file() and _finish_pointer_replacement(root):
+        logging.warning("%s: the kill while it was being replaced is undone", pointer)
     if not pointer.is_file():
-        complete = sorted(root.glob(f"*/{STATE_FILE}"))
         if complete:
-            newest = max(complete, key=lambda path: path.stat().st_mtime)
             raise CheckpointError(
                 f"{pointer} is missing, but {root} holds complete checkpoints "
-                f"({', '.join(path.parent.name for path in complete)}): copy {newest} to "
-                f"{pointer} to resume from {newest.parent.name}, or {remedy}"
+                f"({', '.join(path.parent.name for path in complete)}): {remedy}"
             )
         return None  # no checkpoint, or only a first one cut short before it was complete
     state = read_record(pointer, remedy)
@@ -190,6 +206,25 @@ def latest_checkpoint(run_dir: str | os.PathLike) -> dict | None:
         )
     state["path"] = str(folder)
     return state
+
+
+def _finish_pointer_replacement(root: Path) -> bool:
+    """Rename `latest.json.tmp` to `latest.json` where it holds the state of a complete folder
+    (`save_checkpoint` writes it once the folder is on the disk, then renames it): whether it
+    did."""
+    temporary = root / "latest.json.tmp"
+    try:
+        state = json.loads(temporary.read_text(encoding="utf-8"))
+        written = (root / state["folder"] / STATE_FILE).read_text(encoding="utf-8")
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    if json.loads(written) != state:
+        return False
+    try:
+        os.replace(temporary, root / "latest.json")
+    except FileNotFoundError:
+        pass  # another process of the run renamed it first
+    return True
 
 
 def record_saved_models(run_dir: str | os.PathLike, state: dict | None) -> None:
@@ -218,17 +253,34 @@ def mark_saved_models_behind(run_dir: str | os.PathLike, state: dict | None) -> 
 
 
 def check_readable(state: dict) -> None:
-    """Read every file of the checkpoint `state` whole, raising CheckpointError naming the
-    first that cannot be read (`_damaged`); whether they fit the models is `restore_*`'s."""
-    for path in sorted(Path(state["path"]).iterdir()):
+    """Check every file of the checkpoint `state` against the SHA-256 its `state.json` recorded
+    (a checkpoint of an older version has none) and read it whole, raising CheckpointError
+    naming the first that is missing, changed or cannot be read (`_damaged`): an overwritten
+    block can leave an HDF5 file that reads, with other weights. Whether the files fit the
+    models is `restore_*`'s."""
+    folder = Path(state["path"])
+    for name, digest in state.get("files", {}).items():
+        path = folder / name
+        if not path.is_file():
+            raise _damaged(path, FileNotFoundError("missing"))
+        if _sha256(path) != digest:
+            changed = ValueError(f"its SHA-256 is not the one {STATE_FILE} recorded")
+            raise _damaged(path, changed)
+    for path in sorted(folder.iterdir()):
         if path.suffix == ".npz":
             _read_values(path)
         elif path.name.endswith(".weights.h5"):
             try:
                 with h5py.File(path, "r") as file:
                     file.visititems(_read_dataset)
-            except (OSError, ValueError, EOFError, KeyError) as error:
+            except (OSError, ValueError, EOFError, KeyError, RuntimeError) as error:
                 raise _damaged(path, error) from error
+
+
+def _sha256(path: Path) -> str:
+    """The SHA-256 of the file at `path`, in hexadecimal."""
+    with open(path, "rb") as file:
+        return hashlib.file_digest(file, "sha256").hexdigest()
 
 
 def _read_dataset(name: str, item: object) -> None:
@@ -282,7 +334,7 @@ def restore_models(state: dict, models: dict[str, keras.Model]) -> None:
                 f"{path} does not fit the {name!r} model of this run (did a model flag change "
                 f"since the run started?): {reason}"
             ) from error
-        except OSError as error:
+        except (OSError, RuntimeError) as error:  # RuntimeError: h5py's, of a damaged file
             raise _damaged(path, error) from error
     bad = non_finite_variables(models)
     if bad:

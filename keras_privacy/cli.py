@@ -10,26 +10,31 @@ A user error (a missing or malformed file, a bad flag value, an unsafe or unfitt
 a diverged run: `USER_ERRORS`) is printed as one message, `error: ...`, naming the file and the
 problem, and the command exits with status 1 (the data CLI: 2). Its traceback is shown only
 with `--verbose`, and written to the command's log file when it has one. Any other exception is
-a bug and keeps its traceback.
+a bug and keeps its traceback. SIGTERM (what `timeout`, `docker stop`, systemd and a cluster's
+scheduler preempting a job send) stops a command as Ctrl-C does.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import gc
 import os
 import re
+import signal
 import sys
+import threading
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 BACKENDS = ("tensorflow", "jax")
 """The Keras backends the library runs on (`--backend`, KERAS_BACKEND)."""
 INTERRUPTED = 130
-"""The exit status of a command stopped by Ctrl-C (128 + SIGINT, as a shell reports it)."""
+"""The exit status of a command stopped by Ctrl-C or SIGTERM (128 + SIGINT, as a shell reports
+Ctrl-C)."""
 USER_ERRORS = (ValueError, OSError, RuntimeError)
 """What bad input raises here: ValueError (DatasetFormatError, ConversionError, Keras' refusal
 of a model), OSError (FileNotFoundError) and RuntimeError (CheckpointError,
@@ -220,16 +225,17 @@ def run_command(
     verbose: bool = False,
     log_file: str | os.PathLike | None = None,
     status: int = 1,
-    interrupted: str = "interrupted (Ctrl-C)",
+    interrupted: str = "interrupted (Ctrl-C or SIGTERM)",
 ) -> int:
     """Run `command` and return its exit status (None counts as 0); a user error becomes one
-    message on stderr and exit status `status`, Ctrl-C the line `interrupted` (what was kept)
-    and status `INTERRUPTED`; either propagates with its traceback when `verbose`.
+    message on stderr and exit status `status`, Ctrl-C or SIGTERM the line `interrupted` (what
+    was kept) and status `INTERRUPTED`; either propagates with its traceback when `verbose`.
 
     The traceback is appended to `log_file` when its folder exists (a run folder that the
     command created), and the message says where."""
     try:
-        return command() or 0
+        with sigterm_as_interrupt():
+            return command() or 0
     except USER_ERRORS as error:
         if verbose:
             raise
@@ -246,6 +252,26 @@ def run_command(
     # interpreter is whole: a tf.data iterator freed at its shutdown can hang the exit.
     gc.collect()
     return status
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt inside, as Ctrl-C does, so that what a command keeps
+    on Ctrl-C (a closed recording, written checkpoints, finished report rows) is kept and said
+    (Python's default for SIGTERM ends the process at once, without a word, and can leave a
+    hidden partial file). Only on the main thread, where Python runs signal handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _log_traceback(log_file: str | os.PathLike) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import uuid
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -27,6 +28,19 @@ def write_text_atomically(path: str | os.PathLike, text: str) -> None:
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
+
+
+def save_atomically(path: str | os.PathLike, save: Callable[[Path], object]) -> None:
+    """`save(temporary)` a file beside `path` (same suffix, which writers such as Keras'
+    `model.save` and NumPy's `np.save` read the format from), then rename it to `path`: a
+    process killed while saving leaves the old file or none, never a part of one."""
+    path = Path(path)
+    temporary = path.with_name(f".{path.stem}.partial{path.suffix}")
+    try:
+        save(temporary)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 def not_a_keras_archive(path: str | os.PathLike) -> str | None:

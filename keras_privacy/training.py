@@ -29,7 +29,7 @@ from keras_privacy.config import ExperimentConfig
 from keras_privacy.config.schedule import LEARNING_RATES
 from keras_privacy.data import pipelines, sources
 from keras_privacy.data.pairs import pair_batches
-from keras_privacy.files import write_text_atomically
+from keras_privacy.files import save_atomically, write_text_atomically
 from keras_privacy.learning_rates import EpochRates, LinearWarmup
 from keras_privacy.methods.init import (
     ActionInit,
@@ -805,6 +805,7 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
     state = checkpoint.latest_checkpoint(run_dir)
     history: dict = {}
     if state is not None:
+        checkpoint.check_readable(state)
         checkpoint.restore_models(state, models)
         history = state["history"]
         left = "nothing is left to train" if _finished(config, state) else "going on from there"
@@ -915,6 +916,8 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
                 logging.warning("phase %s, epoch %d: %s", phase.name, epoch + 1, warning)
             if chief:
                 with distribute.uninterrupted_writes():
+                    # The frames first: a kill between the two redoes the epoch and its frames.
+                    _save_frames(models["anonymizer"], fixed_clip, run_dir, phase.name, epoch + 1)
                     checkpoint.save_checkpoint(
                         run_dir,
                         phase.name,
@@ -924,7 +927,6 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
                         history,
                         trainer.restart_snapshot,
                     )
-                    _save_frames(models["anonymizer"], fixed_clip, run_dir, phase.name, epoch + 1)
         warn_if_anonymizer_frozen(trainer, phase.name)
         if chief:  # the others' state may lag: it only skips phases at a resume
             state = checkpoint.latest_checkpoint(run_dir)
@@ -933,7 +935,7 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
     if chief:
         with distribute.uninterrupted_writes():
             for name, model in models.items():
-                model.save(paths[name])
+                save_atomically(paths[name], model.save)
             write_text_atomically(run_dir / "history.json", json.dumps(history, indent=1))
             checkpoint.record_saved_models(run_dir, state)
     return TrainResult(run_dir=run_dir, model_paths=paths, history=history)
@@ -1018,4 +1020,7 @@ def _save_frames(anonymizer: keras.Model, clip: np.ndarray, run_dir: Path, phase
     )
     folder = run_dir / "frames"
     folder.mkdir(exist_ok=True)
-    keras.utils.save_img(folder / f"{phase}_epoch{epoch:03d}.png", np.clip(strip, 0, 1) * 255)
+    save_atomically(
+        folder / f"{phase}_epoch{epoch:03d}.png",
+        lambda path: keras.utils.save_img(path, np.clip(strip, 0, 1) * 255),
+    )

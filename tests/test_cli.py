@@ -5,8 +5,10 @@ import importlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import keras
@@ -69,6 +71,21 @@ def test_ctrl_c_is_one_line_and_status_130(tmp_path, capsys):
     assert not (tmp_path / "error.log").exists()  # no traceback: nothing went wrong
     with pytest.raises(KeyboardInterrupt):
         run_command(interrupted, verbose=True)
+
+
+def test_sigterm_stops_a_command_as_ctrl_c_does(capsys):
+    """What a cluster's scheduler, `timeout` and `docker stop` send: the same line and status."""
+
+    def terminated():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(10)  # the handler raises before this ends
+
+    before = signal.getsignal(signal.SIGTERM)
+    started = time.monotonic()
+    assert run_command(terminated, interrupted="kept") == 130
+    assert time.monotonic() - started < 5
+    assert capsys.readouterr().err == "kept\n"
+    assert signal.getsignal(signal.SIGTERM) is before  # put back after the command
 
 
 def test_a_log_that_cannot_be_written_still_gives_the_error(tmp_path, capsys):

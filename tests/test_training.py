@@ -346,11 +346,20 @@ def test_the_models_of_a_run_that_trained_on_past_them_are_not_evaluated(
         "with train.py and the same flags (it resumes from that checkpoint), or evaluate a copy "
         "kept elsewhere"
     )
-    # Killed after its epoch's checkpoint, before the models are saved (here: a full disk).
-    monkeypatch.setattr(keras.Model, "save", full_disk)
+    # Killed after its epoch's checkpoint, before the models are saved (here: a disk that
+    # fills up in the middle of the first): the file of the earlier finish is left whole.
+    saved = path.read_bytes()
+
+    def half_written(model, filepath, *args, **kwargs):
+        Path(filepath).write_bytes(saved[: len(saved) // 2])
+        full_disk()
+
+    monkeypatch.setattr(keras.Model, "save", half_written)
     with contextlib.redirect_stdout(io.StringIO()), pytest.raises(OSError):
         training.train(longer)
     assert checkpoint.latest_checkpoint(run_dir)["epoch"] == 3
+    assert path.read_bytes() == saved
+    assert sorted(p.name for p in run_dir.glob(".*")) == []  # no partial file left
     with pytest.raises(
         checkpoint.CheckpointError, match="trained on .its latest checkpoint: minimax epoch 3"
     ):
@@ -939,6 +948,50 @@ def test_a_checkpoint_file_cut_short_is_refused_by_name(tmp_path, damaged):
     )
 
 
+def test_a_run_killed_right_after_a_checkpoint_keeps_that_epochs_frames(
+    benchmark, tmp_path, monkeypatch
+):
+    config = tiny_config(
+        benchmark, tmp_path / "run", identity_epochs=2, action_init_epochs=0,
+        privacy_init_epochs=0, minimax_epochs=0,
+    )  # fmt: skip
+    save = checkpoint.save_checkpoint
+
+    def killed_after_the_second(run_dir, phase, epoch, *args):
+        folder = save(run_dir, phase, epoch, *args)
+        if epoch == 2:
+            raise KeyboardInterrupt
+        return folder
+
+    monkeypatch.setattr(checkpoint, "save_checkpoint", killed_after_the_second)
+    with pytest.raises(KeyboardInterrupt):
+        training.train(config)
+    monkeypatch.undo()
+    training.train(config)  # nothing left to train: the frames are not drawn again
+    frames = sorted(p.name for p in (tmp_path / "run" / "frames").iterdir())
+    assert frames == ["identity_epoch001.png", "identity_epoch002.png"]
+
+
+def test_a_checkpoint_file_overwritten_in_place_is_refused_by_name(tmp_path):
+    # A block overwritten in the middle of an HDF5 file can leave one that still reads, with
+    # other weights: the SHA-256 that state.json recorded tells.
+    model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(64)])
+    folder = checkpoint.save_checkpoint(tmp_path, "identity", 1, {"anonymizer": model}, None, {})
+    path = folder / "anonymizer.weights.h5"
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 64] = bytes(b ^ 0xFF for b in data[middle : middle + 64])
+    path.write_bytes(bytes(data))
+    state = checkpoint.latest_checkpoint(tmp_path)
+    with pytest.raises(checkpoint.CheckpointError) as raised:
+        checkpoint.check_readable(state)
+    assert str(raised.value) == (
+        f"{path}: cannot be read (its SHA-256 is not the one state.json recorded); the run's "
+        f"one checkpoint is damaged: remove {tmp_path / 'checkpoints'} to train the run again "
+        "from its start, or use a new --run_dir"
+    )
+
+
 def test_a_run_dir_that_is_a_file_is_named(benchmark, tmp_path):
     (tmp_path / "run").write_text("notes")
     with pytest.raises(NotADirectoryError, match=f"{tmp_path / 'run'}: --run_dir names a file"):
@@ -1053,11 +1106,25 @@ def test_a_lost_or_damaged_pointer_keeps_the_checkpoints(tmp_path):
     )
     shutil.copy(state, pointer)  # the remedy it gives resumes the run
     assert checkpoint.latest_checkpoint(tmp_path) == kept
+    # Killed between writing the new pointer whole and renaming it: the rename is finished.
+    pointer.rename(root / "latest.json.tmp")
+    assert checkpoint.latest_checkpoint(tmp_path) == kept
+    assert pointer.read_bytes() == saved and not (root / "latest.json.tmp").exists()
+    # One that does not hold a complete folder's state is not taken.
+    pointer.rename(root / "latest.json.tmp")
+    (root / "identity-0002" / "state.json").write_text("{}")
+    with pytest.raises(checkpoint.CheckpointError, match=f"{pointer} is missing, but"):
+        checkpoint.latest_checkpoint(tmp_path)
+    (root / "latest.json.tmp").rename(pointer)
+    shutil.copy(pointer, state)
+    # A damaged pointer: the remedy names the newest complete folder's state.
     pointer.write_bytes(b"\xd4\x00")
     with pytest.raises(checkpoint.CheckpointError) as raised:
         checkpoint.latest_checkpoint(tmp_path)
     assert str(raised.value).startswith(f"{pointer} is not valid JSON ('utf-8' codec")
-    assert str(raised.value).endswith(remedy)
+    assert str(raised.value).endswith(
+        f"copy {state} to {pointer} to resume from identity-0002, or {remedy}"
+    )
     pointer.write_bytes(saved)
     shutil.rmtree(root / "identity-0002")
     with pytest.raises(checkpoint.CheckpointError) as raised:

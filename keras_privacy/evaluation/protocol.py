@@ -64,9 +64,8 @@ import dataclasses
 import json
 import logging
 import operator
-import os
 import zipfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import keras
@@ -106,7 +105,7 @@ from keras_privacy.evaluation.targets import (
     train_privacy_target,
     with_anonymizer,
 )
-from keras_privacy.files import not_a_keras_archive
+from keras_privacy.files import not_a_keras_archive, save_atomically
 from keras_privacy.spelling import spell
 
 __all__ = [
@@ -345,7 +344,7 @@ def _frames_of_report(
     frames_dir = report.out_dir / "frames"
     frames_dir.mkdir(parents=True, exist_ok=True)
     for name, clip in _example_frames(config, data, methods).items():
-        _save_atomically(frames_dir / f"{name}.npy", lambda path, clip=clip: np.save(path, clip))
+        save_atomically(frames_dir / f"{name}.npy", lambda path, clip=clip: np.save(path, clip))
     frames = {}
     for name in dict.fromkeys([RAW_METHOD, *report.methods]):
         path = frames_dir / f"{name}.npy"
@@ -356,17 +355,6 @@ def _frames_of_report(
         except (OSError, ValueError, EOFError) as error:  # EOFError: an empty or cut file
             logging.warning("%s: unreadable (%s), left out of frames.png; remove it", path, error)
     return frames
-
-
-def _save_atomically(path: Path, save: Callable[[Path], object]) -> None:
-    """`save(temporary)` a file beside `path` (same suffix), then rename it to `path`: a
-    process killed while saving leaves the old file or none, never a part of one."""
-    temporary = path.with_name(f".{path.stem}.partial{path.suffix}")
-    try:
-        save(temporary)
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
 
 
 def _target_results(
@@ -480,8 +468,8 @@ def _raw_attacker(
     record = epoch_tests_record(test_epochs, "privacy")
     # The record first: a process killed between the two leaves no model, trained again.
     text = json.dumps({"settings": settings, **record}, indent=2)
-    _save_atomically(record_path, lambda temporary: temporary.write_text(text))
-    _save_atomically(path, model.save)
+    save_atomically(record_path, lambda temporary: temporary.write_text(text))
+    save_atomically(path, model.save)
     return model, record
 
 
