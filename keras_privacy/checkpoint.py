@@ -7,8 +7,10 @@ trainer that restarts models (VITA's budget models), the weights they go back to
 `<run_dir>/checkpoints/latest.json` names the newest complete folder; it is replaced atomically
 only once that folder is fully written, so a kill at any moment leaves the previous checkpoint
 intact. Older folders are deleted after the pointer moves. Each complete folder also holds the
-pointer's content (`state.json`, written last): a run whose `latest.json` was lost is refused
-with the folder to resume from, not started again over its checkpoint.
+pointer's content (`state.json`, written last, with the SHA-256 of each of its files, checked
+when a run resumes): a run whose `latest.json` was lost is refused with the folder to resume
+from, not started again over its checkpoint, and one stopped between writing the new pointer
+whole (`latest.json.tmp`) and renaming it has the rename finished.
 
 A checkpoint is only ever written from finite variables (`save_checkpoint` refuses others, see
 `non_finite_variables`), so the checkpoint a diverged run keeps is always one to resume from.
@@ -188,7 +190,9 @@ def latest_checkpoint(run_dir: str | os.PathLike) -> dict | None:
         newest = max(complete, key=lambda path: path.stat().st_mtime)
         remedy = f"copy {newest} to {pointer} to resume from {newest.parent.name}, or {remedy}"
     if not pointer.is_file() and _finish_pointer_replacement(root):
-        logging.warning("%s: the kill while it was being replaced is undone", pointer)
+        logging.warning(
+            "%s: renamed from latest.json.tmp, written whole before the run was stopped", pointer
+        )
     if not pointer.is_file():
         if complete:
             raise CheckpointError(
