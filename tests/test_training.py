@@ -948,7 +948,7 @@ def test_a_checkpoint_file_cut_short_is_refused_by_name(tmp_path, damaged):
     )
 
 
-def test_a_run_killed_right_after_a_checkpoint_keeps_that_epochs_frames(
+def test_a_run_killed_right_after_a_checkpoint_keeps_that_epochs_frames_and_checks_its_files(
     benchmark, tmp_path, monkeypatch
 ):
     config = tiny_config(
@@ -967,6 +967,16 @@ def test_a_run_killed_right_after_a_checkpoint_keeps_that_epochs_frames(
     with pytest.raises(KeyboardInterrupt):
         training.train(config)
     monkeypatch.undo()
+    # A resume checks the checkpoint's files first: a copy of the run with a weights file
+    # changed in place (the same size, still read by h5py) is refused by name.
+    changed = tmp_path / "changed"
+    shutil.copytree(tmp_path / "run", changed)
+    weights = next(changed.glob("checkpoints/identity-0002/anonymizer.weights.h5"))
+    data = bytearray(weights.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    weights.write_bytes(bytes(data))
+    with pytest.raises(checkpoint.CheckpointError, match=f"{weights}: cannot be read .its SHA"):
+        training.train(dataclasses.replace(config, run_dir=str(changed)))
     training.train(config)  # nothing left to train: the frames are not drawn again
     frames = sorted(p.name for p in (tmp_path / "run" / "frames").iterdir())
     assert frames == ["identity_epoch001.png", "identity_epoch002.png"]
