@@ -245,14 +245,12 @@ def mark_saved_models_behind(run_dir: str | os.PathLike, state: dict | None) -> 
     """Record, before a run with saved models trains on from the checkpoint `state` (a
     finished run extended), that they are about to fall behind its weights: a kill before its
     next checkpoint leaves the checkpoint they hold as the latest, but `config.json` already
-    describes the longer run. The checkpoint's files are read whole first: a damaged one
-    raises CheckpointError and marks nothing, so the saved models stay evaluable."""
+    describes the longer run. The caller has checked the checkpoint's files first
+    (`check_readable`): a damaged one marks nothing, so the saved models stay evaluable."""
     path = Path(run_dir) / SAVED_MODELS_FILE
     record = read_record(path, _SAVED_MODELS_DAMAGED)
     if record is None:
         return
-    if state is not None:
-        check_readable(state)
     write_text_atomically(path, json.dumps({**record, "training_on": True}, indent=1))
 
 

@@ -779,13 +779,16 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
     if note and chief:
         print(note, flush=True)
     _require_the_runs_settings(config, run_dir)
+    state = checkpoint.latest_checkpoint(run_dir)
+    if state is not None:
+        # Before anything is read or written: a damaged checkpoint leaves the run as it was.
+        checkpoint.check_readable(state)
     if chief:
         warn_if_one_attack_model(config)
         record = _environment_record(run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
-        latest = checkpoint.latest_checkpoint(run_dir)
-        if not _finished(config, latest):
-            checkpoint.mark_saved_models_behind(run_dir, latest)
+        if not _finished(config, state):
+            checkpoint.mark_saved_models_behind(run_dir, state)
             # Atomic: the other processes of a run read it as this one writes it.
             write_text_atomically(
                 run_dir / "config.json", json.dumps(dataclasses.asdict(config), indent=1)
@@ -802,10 +805,8 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
     _check_vita_trains_the_anonymizer(config, phases, steps)
     names = [phase.name for phase in phases]
 
-    state = checkpoint.latest_checkpoint(run_dir)
     history: dict = {}
     if state is not None:
-        checkpoint.check_readable(state)
         checkpoint.restore_models(state, models)
         history = state["history"]
         left = "nothing is left to train" if _finished(config, state) else "going on from there"

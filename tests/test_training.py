@@ -967,16 +967,20 @@ def test_a_run_killed_right_after_a_checkpoint_keeps_that_epochs_frames_and_chec
     with pytest.raises(KeyboardInterrupt):
         training.train(config)
     monkeypatch.undo()
-    # A resume checks the checkpoint's files first: a copy of the run with a weights file
-    # changed in place (the same size, still read by h5py) is refused by name.
+    # A resume checks the checkpoint's files before anything else: a copy of the run with a
+    # weights file changed in place (the same size, still read by h5py) is refused by name,
+    # and its records stay as they were.
     changed = tmp_path / "changed"
     shutil.copytree(tmp_path / "run", changed)
     weights = next(changed.glob("checkpoints/identity-0002/anonymizer.weights.h5"))
     data = bytearray(weights.read_bytes())
     data[len(data) // 2] ^= 0xFF
     weights.write_bytes(bytes(data))
+    records = {name: (changed / name).read_text() for name in ("config.json", "environment.json")}
+    resumed = dataclasses.replace(config, run_dir=str(changed), privacy_weight=0.5)
     with pytest.raises(checkpoint.CheckpointError, match=f"{weights}: cannot be read .its SHA"):
-        training.train(dataclasses.replace(config, run_dir=str(changed)))
+        training.train(resumed)
+    assert {name: (changed / name).read_text() for name in records} == records
     training.train(config)  # nothing left to train: the frames are not drawn again
     frames = sorted(p.name for p in (tmp_path / "run" / "frames").iterdir())
     assert frames == ["identity_epoch001.png", "identity_epoch002.png"]
