@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import glob
 import os
+import re
+import socket
 import uuid
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
+
+_HOST = re.sub(r"[^A-Za-z0-9_.-]", "_", socket.gethostname())
 
 
 def write_text_atomically(path: str | os.PathLike, text: str) -> None:
@@ -16,7 +21,8 @@ def write_text_atomically(path: str | os.PathLike, text: str) -> None:
     file keeps the mode of the one it replaces (a new one: the umask's, as `open` gives);
     through a link, the link's target is written."""
     path = Path(os.path.realpath(path))
-    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    remove_abandoned_temporaries(path, prefix=".")
+    temporary = temporary_beside(path, prefix=".")
     try:
         with open(temporary, "x", encoding="utf-8") as file:
             file.write(text)
@@ -28,6 +34,43 @@ def write_text_atomically(path: str | os.PathLike, text: str) -> None:
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
+
+
+def temporary_beside(path: Path, prefix: str = "", suffix: str = ".tmp") -> Path:
+    """A name beside `path` (`prefix`, its name, `suffix`) that no other writer uses: two
+    processes writing `path` at once each write their own file, and the last rename wins. It
+    names its writer (host and process id), so that a later writer can remove it once that
+    process is gone (`remove_abandoned_temporaries`)."""
+    return path.with_name(f"{prefix}{path.name}.{_HOST}-{os.getpid()}-{uuid.uuid4().hex}{suffix}")
+
+
+def remove_abandoned_temporaries(path: Path, prefix: str = "", suffix: str = ".tmp") -> list[Path]:
+    """Remove the temporaries of `path` (`temporary_beside` with the same `prefix` and
+    `suffix`) whose writer, a process of this host, is gone: a process killed while writing
+    leaves its temporary behind, and a cache's shard or an anonymized video is large. Those of
+    live processes and of other hosts (a shared disk) are kept. Returns the files removed."""
+    name = re.escape(f"{prefix}{path.name}.{_HOST}-")
+    mine = re.compile(name + r"(\d+)-[0-9a-f]{32}" + re.escape(suffix))
+    removed = []
+    for candidate in path.parent.glob(f"{glob.escape(prefix + path.name)}.*{glob.escape(suffix)}"):
+        match = mine.fullmatch(candidate.name)
+        if match and not _process_alive(int(match.group(1))):
+            candidate.unlink(missing_ok=True)
+            removed.append(candidate)
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    """Whether a process `pid` runs on this host (on a system without POSIX signals: assumed)."""
+    if os.name != "posix":
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
 
 
 def save_atomically(path: str | os.PathLike, save: Callable[[Path], object]) -> None:

@@ -57,7 +57,6 @@ import dataclasses
 import heapq
 import logging
 import os
-import secrets
 import stat
 import threading
 import time
@@ -70,6 +69,7 @@ import numpy as np
 
 from keras_privacy.data.errors import VideoDecodeError
 from keras_privacy.data.video import add_video_stream, open_container
+from keras_privacy.files import remove_abandoned_temporaries, temporary_beside
 
 WAIT, DROP = "wait", "drop"
 POLICIES = (WAIT, DROP)
@@ -570,9 +570,12 @@ def transcode(
         on_open(f"{source_name}: {describe_source(video, rate)}")
     target = Path(output)
     atomic = _is_file_output(output)
-    # A name of its own, so that two runs writing one output never write into one file.
-    own = f".{target.stem}.{os.getpid()}-{secrets.token_hex(4)}.partial{target.suffix}"
-    written = target.with_name(own) if atomic else output
+    written = output
+    if atomic:
+        # A name of its own, so that two runs writing one output never write into one file.
+        partial = f".partial{target.suffix}"
+        remove_abandoned_temporaries(target, prefix=".", suffix=partial)  # a killed run's
+        written = temporary_beside(target, prefix=".", suffix=partial)
     writer = _Writer(written, output_format, codec, quality, rate, audio, os.fspath(output))
     stats, stop = StreamStats(), threading.Event()
     reader = threading.Thread(

@@ -15,6 +15,7 @@ import cv2
 import numpy as np
 import pytest
 import tensorflow as tf
+from test_files import killed_writers_temporary
 
 from keras_privacy.data.cache import (
     FrameTransform,
@@ -1167,13 +1168,14 @@ def test_video_cache_resumes(tmp_path, video_split):
     # a complete rerun rewrites nothing
     assert prepare_video_cache(split, out, short_side=32, num_shards=2, workers=1) == first
     assert {p: p.stat().st_mtime_ns for p in shards} == stamps
-    # an interrupted run: the second shard never got renamed into place
-    shards[1].rename(shards[1].with_name(shards[1].name + ".tmp"))
+    # a run killed while writing the second shard: its temporary never got renamed into place
+    shards[1].rename(killed_writers_temporary(shards[1]))
     os.utime(shards[0], ns=(1, 1))  # an old mtime, so a rewrite would be visible
     again = prepare_video_cache(split, out, short_side=32, num_shards=2, workers=1)
     assert again == first
     assert shards[0].stat().st_mtime_ns == 1
     assert shards[1].is_file()
+    assert not list(out.glob("*.tmp"))  # the killed run's temporary is removed
     assert verify_cache(out)["ok"]
     # other settings change the fingerprint: the shards are written again
     changed = prepare_video_cache(split, out, short_side=24, num_shards=2, workers=1)

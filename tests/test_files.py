@@ -1,10 +1,13 @@
 """Atomic file writes (`keras_privacy.files`)."""
 
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from keras_privacy.files import write_text_atomically
+from keras_privacy.files import temporary_beside, write_text_atomically
 
 pytestmark = pytest.mark.backend_independent
 
@@ -47,3 +50,29 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, failure):
     assert os.listdir(tmp_path) == [target.name]
     if failure == "write":
         assert target.read_text() == "old"
+
+
+def killed_writers_temporary(path: Path, prefix: str = "", suffix: str = ".tmp") -> Path:
+    """The name of a temporary of `path` (`temporary_beside`) whose writer, a process of this
+    host, has ended without renaming it."""
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    mine = temporary_beside(path, prefix, suffix)
+    return mine.with_name(mine.name.replace(f"-{os.getpid()}-", f"-{ended.pid}-"))
+
+
+def test_a_killed_writers_temporary_is_removed_by_the_next_write_and_no_other(tmp_path):
+    """A process killed between writing its temporary and renaming it leaves the temporary; the
+    next write of the same file removes it, but not a live process's, another host's or another
+    file's."""
+    path = tmp_path / "report.json"
+    mine = temporary_beside(path, prefix=".")
+    assert mine.name.startswith(".report.json.") and f"-{os.getpid()}-" in mine.name
+    abandoned = killed_writers_temporary(path, prefix=".")
+    other_host = tmp_path / f".report.json.elsewhere-1-{'0' * 32}.tmp"
+    other_file = killed_writers_temporary(tmp_path / "config.json", prefix=".")
+    for kept_or_not in (mine, abandoned, other_host, other_file):
+        kept_or_not.write_text("partial")
+    write_text_atomically(path, "{}")
+    kept = {mine.name, other_host.name, other_file.name, "report.json"}
+    assert set(os.listdir(tmp_path)) == kept

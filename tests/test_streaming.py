@@ -17,6 +17,7 @@ import av
 import keras
 import numpy as np
 import pytest
+from test_files import killed_writers_temporary
 from test_without_tensorflow import without_packages
 
 from keras_privacy import streaming
@@ -693,9 +694,11 @@ def test_a_rotation_the_container_cannot_record_is_warned_of(tmp_path, caplog):
 
 def test_each_run_writes_under_a_temporary_name_of_its_own(tmp_path):
     """Two runs writing one output never share a temporary file (a shared one was renamed
-    under the other run, which then failed, leaving an unreadable output)."""
+    under the other run, which then failed, leaving an unreadable output); a killed run's
+    temporary is removed by the next run writing that output."""
     source = tmp_path / "in.mp4"
     _write_source(source, 2)
+    killed_writers_temporary(tmp_path / "out.mp4", ".", ".partial.mp4").write_bytes(b"cut")
     names = []
 
     def listing(frames):  # the second frame's call: the output opened at the first

@@ -11,7 +11,8 @@ it is resized and stored, so that anonymized data is cached straight from the so
 Preparation is resumable: each shard is written under a temporary name and renamed when it is
 complete, with a small JSON sidecar (its count, failures and a fingerprint of the settings and
 of its own files); a restart skips every complete shard whose fingerprint is unchanged, so a
-source file rewritten in place (a re-download) rewrites its shard only. A file that fails to
+source file rewritten in place (a re-download) rewrites its shard only, removing the temporary
+file a killed preparation left of it. A file that fails to
 decode, or an example without one privacy label per attribute of its split (a record that
 would not parse back), is skipped and named (file and reason) in the manifest, never fatal.
 """
@@ -25,7 +26,6 @@ import json
 import os
 import re
 import reprlib
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
@@ -40,7 +40,11 @@ from keras_privacy.data.examples import Example, Split
 from keras_privacy.data.images import JPEG_CUT_SHORT, read_image_and_cut
 from keras_privacy.data.tensorflow_runtime import tf
 from keras_privacy.data.video import iter_video_frames, warn_if_cut_short
-from keras_privacy.files import write_text_atomically
+from keras_privacy.files import (
+    remove_abandoned_temporaries,
+    temporary_beside,
+    write_text_atomically,
+)
 from keras_privacy.types import Tensor
 
 MANIFEST = "manifest.json"
@@ -260,18 +264,14 @@ def _read_text(path: Path) -> str | None:
         return None
 
 
-def _temporary_next_to(path: Path) -> Path:
-    """A name beside `path` that no other writer uses: two processes (or threads) preparing the
-    same cache at once each write their own file, and the last rename wins with equal content."""
-    return path.with_name(f"{path.name}.{uuid.uuid4().hex}.tmp")
-
-
 def _write_shard(path: Path, records: Iterator[tuple[Example, Encoded | str]], fingerprint: str):
     """Write `records` ((example, encoded record or failure reason)) to `path` atomically:
     a temporary file, then (after removing any older shard, so a crash in between never pairs an
     old shard with a new sidecar) its sidecar, then the rename that marks the shard complete.
     The sidecar names the files that failed and those cached cut short."""
-    temporary = _temporary_next_to(path)
+    for leftover in (path, _sidecar(path)):
+        remove_abandoned_temporaries(leftover)  # a preparation killed while writing this shard
+    temporary = temporary_beside(path)
     count, failures, cut_short = 0, [], []
     with tf.io.TFRecordWriter(str(temporary)) as writer:
         for example, encoded in records:
@@ -288,7 +288,7 @@ def _write_shard(path: Path, records: Iterator[tuple[Example, Encoded | str]], f
         "failures": failures,
         "cut_short": cut_short,
     }
-    sidecar_tmp = _temporary_next_to(_sidecar(path))
+    sidecar_tmp = temporary_beside(_sidecar(path))
     sidecar_tmp.write_text(json.dumps(info))
     path.unlink(missing_ok=True)
     os.replace(sidecar_tmp, _sidecar(path))
