@@ -8,6 +8,7 @@ import av
 import keras
 import numpy as np
 import pytest
+from test_data import write_video_dropping_frames
 
 from keras_privacy import anonymize
 from keras_privacy.anonymize import anonymize_video, main
@@ -199,7 +200,9 @@ def test_a_video_cut_short_is_anonymized_with_a_warning_naming_both_counts(
     write_video(whole, rng.integers(0, 256, (60, 32, 32, 3), dtype=np.uint8))
     cut = tmp_path / "cut.avi"
     cut.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
-    for source in (whole, cut):
+    dropped = tmp_path / "dropped.avi"  # frames its writer dropped: declares 11, holds 8
+    write_video_dropping_frames(dropped, [0, 1, 2, 5, 6, 7, 9, 10])
+    for source in (whole, cut, dropped):
         out = tmp_path / f"out_{source.name}"
         assert main([str(source), str(out), "--anonymizer", str(model_path), "--no_progress"]) == 0
     err = capsys.readouterr().err

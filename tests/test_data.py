@@ -11,6 +11,7 @@ import re
 import threading
 from pathlib import Path
 
+import av
 import cv2
 import numpy as np
 import pytest
@@ -36,6 +37,7 @@ from keras_privacy.data.video import (
     probe_video,
     read_video,
     seems_cut_short,
+    stored_frame_span,
     write_video,
 )
 from keras_privacy.data.vispr import (
@@ -1055,6 +1057,35 @@ def test_a_cut_short_video_is_cached_with_a_warning_naming_it(tmp_path, fixtures
     assert "cut short" not in caplog.text and kept_whole["cut_short"] == []
 
 
+def write_video_dropping_frames(path: Path, timestamps: list[int]) -> None:
+    """An AVI (MPEG-4 part 2, 25 fps) holding a frame at each of `timestamps` (frame units)
+    alone, as a writer that drops frames of a still scene leaves one: gaps in the timestamps,
+    and a header that counts the frames up to the last."""
+    container = av.open(str(path), "w")
+    stream = container.add_stream("mpeg4", rate=25)
+    stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
+    for index, timestamp in enumerate(timestamps):
+        frame = av.VideoFrame.from_ndarray(np.full((48, 64, 3), 20 * index, np.uint8), "rgb24")
+        frame.pts = timestamp
+        container.mux(stream.encode(frame))
+    container.mux(stream.encode())
+    container.close()
+
+
+def test_a_video_whose_writer_dropped_frames_is_not_called_cut_short(tmp_path, caplog):
+    path = tmp_path / "dropped.avi"
+    write_video_dropping_frames(path, [0, 1, 2, 5, 6, 7, 9, 10])
+    info = probe_video(path)
+    assert (info.num_frames, info.declared_frames) == (8, 11)
+    assert seems_cut_short(info.num_frames, info.declared_frames)  # by the counts alone
+    assert stored_frame_span(path) == 11  # but its packets span the declared frames
+    split = Split([Example(str(path), 0, ())], class_names=["a"])
+    with caplog.at_level("WARNING"):
+        manifest = prepare_video_cache(split, tmp_path / "cache", short_side=32, workers=1)
+    assert "cut short" not in caplog.text and manifest["cut_short"] == []
+    assert manifest["num_records"] == 1
+
+
 def test_truncated_video_gives_frames_that_decode(tmp_path, fixtures_dir):
     data = (fixtures_dir / "videos" / "test.avi").read_bytes()
     path = tmp_path / "half.avi"
@@ -1064,6 +1095,7 @@ def test_truncated_video_gives_frames_that_decode(tmp_path, fixtures_dir):
     info = probe_video(path)
     assert (info.num_frames, info.declared_frames) == (len(video), 164)
     assert seems_cut_short(info.num_frames, info.declared_frames)
+    assert stored_frame_span(path) == len(video)  # its packets end where it was cut
     whole = probe_video(fixtures_dir / "videos" / "test.avi")
     assert (whole.num_frames, whole.declared_frames) == (164, 164)
     assert not seems_cut_short(whole.num_frames, whole.declared_frames)

@@ -144,13 +144,42 @@ def declared_frame_count(path: str | os.PathLike) -> int:
         container.close()
 
 
+def stored_frame_span(
+    path: str | os.PathLike, input_format: str | None = None, options: dict[str, str] | None = None
+) -> int:
+    """The frames the video packets of `path` span, first timestamp to last (a demux, no
+    decoding): a writer that drops frames (an AVI of a still scene) leaves gaps in the
+    timestamps, and its header counts the span; a file cut short holds a shorter span."""
+    container = _open(path, input_format, options)
+    try:
+        stream = container.streams.video[0]
+        rate = stream.average_rate or stream.guessed_rate or 0
+        time_base = stream.time_base
+        stamps = [
+            packet.pts if packet.pts is not None else packet.dts
+            for packet in container.demux(stream)
+            if packet.size
+        ]
+    except av.error.FFmpegError as error:
+        raise VideoDecodeError(f"{path}: reading the container failed ({error})") from error
+    finally:
+        container.close()
+    stamps = [stamp for stamp in stamps if stamp is not None]
+    if not stamps or not rate:
+        return 0
+    return round(float((max(stamps) - min(stamps)) * time_base * rate)) + 1
+
+
 def warn_if_cut_short(path: str | os.PathLike, decoded: int, outcome: str) -> str:
     """Log a warning naming `path` and both counts where its container declares clearly more
-    frames than the `decoded` ones (`seems_cut_short`); `outcome` says what is done with the
+    frames than the `decoded` ones (`seems_cut_short`) and its packets span fewer too (not
+    frames its writer dropped, `stored_frame_span`); `outcome` says what is done with the
     frames that decode. Returns why the file seems cut short ("" where it does not). Reads
-    the container's header only."""
+    the container's header, and its packets only where the counts differ."""
     declared = declared_frame_count(path)
     if not seems_cut_short(decoded, declared):
+        return ""
+    if not seems_cut_short(stored_frame_span(path), declared):
         return ""
     reason = f"the container declares {declared} frames, {decoded} decoded"
     logging.warning("%s: %s (the file seems cut short); %s", os.fspath(path), reason, outcome)
