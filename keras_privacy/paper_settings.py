@@ -2214,14 +2214,18 @@ SETTINGS: tuple[Setting, ...] = (
         "5 attributes (gender, face, nudity, skin colour, relationship), VISPR's ids merged "
         "onto them, present when a value is > 0",
         "VITA repository data-preparation/PA_HMDB51/attributes_pa_hmdb51.csv, "
-        "vispr_anno_conversion.py:22-26, 36",
+        "vispr_anno_conversion.py:22-26, 36; data-preparation/VISPR/utils.py:36-37",
         ("hmdb_vispr_vita",),
         "eval_pa_hmdb51_labels",
         "merged",
         "same columns; two frame rules differ: where two ranges of an attribute overlap ours "
         "reads the first, as the release's viewer (GUI/Reviewer.py), VITA's conversion the "
         "last (one frame of hug.json), and a per-person list of values counts when one is > 0, "
-        "where VITA's `value != 0` counts any list, [0, 0] too",
+        "where VITA's `value != 0` counts any list, [0, 0] too. And VITA's `labels_to_vec` "
+        "marks a frame or image with none of the attributes as gender-positive (column 0): "
+        "350 of PA-HMDB51's 52,411 labelled frames (a third of its gender negatives) and about "
+        "half of VISPR's images, in its training and test records alike; ours leaves them "
+        "negative for every attribute, so VITA's gender AP and cMAP are not comparable with ours",
     ),
     Setting(
         "meta",

@@ -373,6 +373,17 @@ def test_hmdb51_a_video_of_another_class_is_refused_by_line(tmp_path):
         f"{path}:2: April_09_brush_hair_u_nm_np1_ba_goo_0.avi is not a catch video: its name "
         "lacks '_catch_', which every HMDB51 video's name holds (a line of another class's file?)"
     )
+    # A class whose name begins another's: a kick_ball video holds '_kick_' too.
+    path.unlink()
+    kick = tmp_path / "kick_test_split1.txt"
+    kick.write_text("a_kick_0.avi 1\nGoal_kick_ball_f_cm_np1_ri_goo_0.avi 1\n")
+    (tmp_path / "kick_ball_test_split1.txt").write_text("Goal_kick_ball_f_cm_np1_ri_goo_1.avi 1\n")
+    with pytest.raises(DatasetFormatError) as raised:
+        read_hmdb51(tmp_path)
+    assert str(raised.value) == (
+        f"{kick}:2: Goal_kick_ball_f_cm_np1_ri_goo_0.avi is not a kick video: its name holds "
+        "'_kick_ball_', a kick_ball video's (a line of another class's file?)"
+    )
 
 
 def test_hmdb51_class_without_this_splits_file_is_refused(tmp_path):
@@ -745,11 +756,19 @@ def test_pa_hmdb51_videos_listed_under_another_action_are_refused(tmp_path):
     with pytest.raises(DatasetFormatError) as raised:
         read_pa_hmdb51(tmp_path)
     assert str(raised.value).startswith(
-        f"{path}: 1 of its 2 videos are not of action 'dive' (their names lack '_dive_'), e.g. "
-        "'BIG_FISH_climb_stairs_f_nm_np1_fr_med_1.avi': a copy with videos under the wrong action"
+        f"{path}: 1 of its 2 videos are not of action 'dive' (e.g. "
+        "'BIG_FISH_climb_stairs_f_nm_np1_fr_med_1.avi': its name lacks '_dive_', which every "
+        "HMDB51 video's name holds): a copy with videos under the wrong action"
     )
     with pytest.raises(DatasetFormatError, match="not of action 'dive'"):
         read_frame_ranges(tmp_path)
+    # A climb_stairs video listed under climb holds '_climb_' too.
+    path.unlink()
+    climb = tmp_path / "climb.json"
+    climb.write_text(json.dumps({video: _pa_record() for video in videos[1:]}))
+    (tmp_path / "climb_stairs.json").write_text(json.dumps({}))
+    with pytest.raises(DatasetFormatError, match="holds '_climb_stairs_', a climb_stairs video's"):
+        read_pa_hmdb51(tmp_path)
 
 
 def test_pa_hmdb51_no_files(tmp_path):

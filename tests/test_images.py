@@ -26,6 +26,23 @@ def test_an_image_reads_as_rgb(tmp_path, jpeg_bytes, caplog):
     assert not caplog.records
 
 
+def test_an_exif_orientation_is_not_applied(tmp_path, jpeg_bytes):
+    """VISPR's photos carry EXIF orientations, which the authors' loaders (torchvision's
+    `read_image`, scikit-image's `imread`) do not apply: the image is read as stored."""
+    # A TIFF header (big-endian) and one IFD entry: Orientation (0x0112), SHORT, 6 (rotate 90).
+    ifd = (1).to_bytes(2, "big") + bytes.fromhex("0112 0003 00000001 0006 0000") + bytes(4)
+    exif = b"Exif\0\0" + b"MM\0*" + (8).to_bytes(4, "big") + ifd
+    app1 = b"\xff\xe1" + (len(exif) + 2).to_bytes(2, "big") + exif
+    path = tmp_path / "rotated.jpg"
+    path.write_bytes(jpeg_bytes[:2] + app1 + jpeg_bytes[2:])
+    assert cv2.imread(str(path)).shape == (64, 48, 3)  # OpenCV's default applies it
+    rgb = read_image(path)
+    assert rgb.shape == (48, 64, 3)
+    np.testing.assert_array_equal(
+        rgb, cv2.imdecode(np.frombuffer(jpeg_bytes, np.uint8), 1)[..., ::-1]
+    )
+
+
 def test_a_jpeg_cut_short_is_read_with_a_warning_that_names_it_once(tmp_path, jpeg_bytes, caplog):
     """libjpeg's own warning ("Premature end of JPEG file") names no file. Training from the
     files reads an image each time it is drawn: one warning."""

@@ -180,8 +180,14 @@ def _file_version(path: str) -> list[int]:
     return [status.st_size, status.st_mtime_ns]
 
 
+IMAGES_AS_STORED = "EXIF orientation not applied"
+"""How an image cache's images are decoded (`read_image`), in its fingerprint: caches written
+before 2026-12-06 applied it, and are written again."""
+
+
 def _settings(kind: str, short_side: int | None, quality: int, shards: int, transform_key: str):
-    return [FORMAT_VERSION, kind, short_side, quality, shards, transform_key]
+    settings = [FORMAT_VERSION, kind, short_side, quality, shards, transform_key]
+    return settings + [IMAGES_AS_STORED] if kind == "image" else settings
 
 
 def _example_record(example: Example) -> list:

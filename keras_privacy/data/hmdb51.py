@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from keras_privacy.data.annotations import ListedOnce, read_lines, resolve
@@ -24,9 +25,10 @@ def read_hmdb51(
     Each line of `<class>_test_splitN.txt` is `video.avi N` (1 = train, 2 = test, 0 = unused;
     names may contain `#`, never a space). Class names are sorted alphabetically (`climb` before
     `climb_stairs`), the usual HMDB51 label order. A video on two lines of a class's file is
-    refused, as is one whose name lacks `_<class>_`: every one of the 6766 videos of the
-    official lists holds its class in its name, so such a line was copied from another class's
-    file (its video would be missing under this class's folder). With `root`, videos are
+    refused, as is one whose name lacks `_<class>_` or holds a longer class's (`why_not_of_class`):
+    every one of the 6766 videos of the official lists holds its class in its name, so such a
+    line was copied from another class's file (its video would be missing under this class's
+    folder). With `root`, videos are
     `root/<class>/<video>` and files not on disk are listed in `Split.missing`.
     """
     if split not in (1, 2, 3):
@@ -44,10 +46,11 @@ def read_hmdb51(
                     f"{path}:{number}: expected 'video.avi 0|1|2', got {line!r}"
                 )
             video, code = fields
-            if f"_{name}_" not in video:
+            foreign = why_not_of_class(video, name, class_names)
+            if foreign:
                 raise DatasetFormatError(
-                    f"{path}:{number}: {video} is not a {name} video: its name lacks '_{name}_', "
-                    "which every HMDB51 video's name holds (a line of another class's file?)"
+                    f"{path}:{number}: {video} is not a {name} video: {foreign} (a line of "
+                    "another class's file?)"
                 )
             listed.check(f"{name}/{video}", f"{path}:{number}")
             if code == "0":
@@ -62,6 +65,19 @@ def read_hmdb51(
         subset: Split(examples, class_names=class_names, missing=missing)
         for subset, (examples, missing) in subsets.items()
     }
+
+
+def why_not_of_class(video: str, name: str, class_names: Iterable[str]) -> str | None:
+    """Why the HMDB51 video file `video` is not of class `name`, or None where it is: every
+    HMDB51 video's name holds its class as `_<class>_`, and none holds a longer class's that
+    begins with it (`climb_stairs`, `kick_ball`, `sword_exercise` against `climb`, `kick`,
+    `sword`; checked on the 6766 videos of the official lists)."""
+    if f"_{name}_" not in video:
+        return f"its name lacks '_{name}_', which every HMDB51 video's name holds"
+    for other in class_names:
+        if other.startswith(f"{name}_") and f"_{other}_" in video:
+            return f"its name holds '_{other}_', a {other} video's"
+    return None
 
 
 def _split_files(annotations_dir: str | os.PathLike, split: int) -> dict[str, Path]:

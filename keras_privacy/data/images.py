@@ -25,10 +25,12 @@ IMAGE_SIGNATURES = (
 
 
 def read_image(path: str | os.PathLike) -> np.ndarray:
-    """The (H, W, 3) uint8 RGB image in `path` (an animation's first frame, without alpha);
-    raises ValueError naming the file when it is missing, empty or not a decodable image. A JPEG
-    cut short still decodes (libjpeg fills its missing part in grey, with a warning of its own
-    that names no file): a warning names it, the first time the file is read."""
+    """The (H, W, 3) uint8 RGB image in `path` (an animation's first frame, without alpha), as
+    stored: an EXIF orientation is not applied, as the authors' loaders (torchvision's
+    `read_image`, scikit-image's `imread`) do not apply it to VISPR's photos. Raises ValueError
+    naming the file when it is missing, empty or not a decodable image. A JPEG cut short still
+    decodes (libjpeg fills its missing part in grey, with a warning of its own that names no
+    file): a warning names it, the first time the file is read."""
     return read_image_and_cut(path)[0]
 
 
@@ -36,7 +38,7 @@ def read_image_and_cut(path: str | os.PathLike) -> tuple[np.ndarray, bool]:
     """`read_image`'s image, and whether the file is a JPEG cut short (`jpeg_cut_short`, run
     once per version of a file: a later read of it unchanged takes the first one's answer)."""
     path = os.fspath(path)
-    bgr = cv2.imread(path, cv2.IMREAD_COLOR)
+    bgr = cv2.imread(path, cv2.IMREAD_COLOR | cv2.IMREAD_IGNORE_ORIENTATION)
     if bgr is None:
         raise ValueError(f"{path}: unreadable image: {_why_unreadable(path)}")
     stat = os.stat(path)

@@ -29,6 +29,7 @@ import numpy as np
 from keras_privacy.data.annotations import named_subset, read_json, resolve
 from keras_privacy.data.errors import DatasetFormatError
 from keras_privacy.data.examples import Example, Split
+from keras_privacy.data.hmdb51 import why_not_of_class
 from keras_privacy.data.phvu import frame_images
 from keras_privacy.data.vispr import VISPR1
 
@@ -225,12 +226,14 @@ def _require_videos_of_the_action(path: Path, videos: list[str]) -> None:
     the official release, but the copy in VITA-Group's Privacy-AdversarialLearning
     (`raw_pa_hmdb51_annos/`) lists 76 under a wrong action, which would label them so."""
     action = path.stem
-    foreign = [video for video in videos if f"_{action}_" not in video]
+    actions = [sibling.stem for sibling in path.parent.glob("*.json")]
+    reasons = {video: why_not_of_class(video, action, actions) for video in videos}
+    foreign = [video for video, reason in reasons.items() if reason]
     if foreign:
         raise DatasetFormatError(
             f"{path}: {len(foreign)} of its {len(videos)} videos are not of action {action!r} "
-            f"(their names lack '_{action}_'), e.g. {foreign[0]!r}: a copy with videos under "
-            "the wrong action (as Privacy-AdversarialLearning's raw_pa_hmdb51_annos/); use the "
+            f"(e.g. {foreign[0]!r}: {reasons[foreign[0]]}): a copy with videos under the wrong "
+            "action (as Privacy-AdversarialLearning's raw_pa_hmdb51_annos/); use the "
             "PrivacyAttributes/ folder of the official PA-HMDB51 release"
         )
 

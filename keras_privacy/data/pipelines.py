@@ -3,7 +3,7 @@
 A source is a prepared cache folder (`keras_privacy.data.cache`) or a `Split` of files. From a
 cache, a clip's frame indices are picked on the still-encoded JPEG strings and only those
 frames are decoded; from files, videos are decoded with PyAV (`read_video`) and images with
-`tf.io.decode_image`. Every random choice (order, clip start, augmentation, frame pair) comes
+OpenCV (`read_image`). Every random choice (order, clip start, augmentation, frame pair) comes
 from stateless seeds derived from (seed, epoch, example index), so the same seed gives the same
 batches, and one video gets the same clip from a cache as from its file. A file that fails to
 decode is skipped with a warning naming it. Decoded videos are kept in a bounded in-memory
