@@ -28,8 +28,8 @@ def read_hmdb51(
     refused, as is one whose name lacks `_<class>_` or holds a longer class's (`why_not_of_class`):
     every one of the 6766 videos of the official lists holds its class in its name, so such a
     line was copied from another class's file (its video would be missing under this class's
-    folder). With `root`, videos are
-    `root/<class>/<video>` and files not on disk are listed in `Split.missing`.
+    folder). With `root`, videos are `root/<class>/<video>` and files not on disk are listed in
+    `Split.missing`.
     """
     if split not in (1, 2, 3):
         raise ValueError(f"HMDB51 has splits 1, 2 and 3, not {split}")
