@@ -78,6 +78,15 @@ def chief_first(run: Callable[[], Result]) -> Result:
     return backend.distribution().chief_first(run)
 
 
+def process_0s_value(name: str, value: str) -> str:
+    """Process 0's `value` of `name`, in every process of a multi-process JAX job (this
+    process's own elsewhere, and where that JAX gives no key-value store): what every process
+    must agree on (its settings, the checkpoint it resumes) is compared with process 0's
+    before the processes take a step together, where a difference would train mixed settings
+    or stop in a collective with no word of why. Every process calls it in the same order."""
+    return backend.distribution().process_0s_value(name, value)
+
+
 def is_chief() -> bool:
     """Whether this process writes the run's files: always, except in processes 1, 2, ... of a
     multi-process JAX job."""

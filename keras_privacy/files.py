@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import glob
+import logging
 import os
 import re
 import socket
 import uuid
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 _HOST = re.sub(r"[^A-Za-z0-9_.-]", "_", socket.gethostname())
@@ -71,6 +75,38 @@ def _process_alive(pid: int) -> bool:
     except PermissionError:
         return True  # another user's process
     return True
+
+
+class LockedError(RuntimeError):
+    """Another process holds the lock a writer needs (`exclusive_lock`)."""
+
+
+@contextlib.contextmanager
+def exclusive_lock(path: str | os.PathLike, what: str) -> Iterator[None]:
+    """Hold an advisory lock on the file `path` (created where missing, and left in place:
+    removing it would race the next holder) while inside, for one writer of a folder at a
+    time. Raises LockedError naming the file, `what` it guards and its holder (host and process
+    id) where another process holds it. POSIX record locks (`lockf`), which NFS carries too;
+    on a disk that keeps no locks, a warning, and no lock."""
+    with open(path, "a+", encoding="utf-8") as file:
+        try:
+            fcntl.lockf(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as error:
+            if error.errno not in (errno.EACCES, errno.EAGAIN):  # a disk without locks
+                logging.warning("%s: cannot be locked (%s); going on unlocked", path, error)
+                yield
+                return
+            file.seek(0)
+            holder = file.read().strip() or "a process"
+            raise LockedError(f"{path}: {what} is held by {holder}") from error
+        file.seek(0)
+        file.truncate()
+        file.write(f"host {socket.gethostname()}, process {os.getpid()}\n")
+        file.flush()
+        try:
+            yield
+        finally:
+            fcntl.lockf(file, fcntl.LOCK_UN)
 
 
 def save_atomically(path: str | os.PathLike, save: Callable[[Path], object]) -> None:

@@ -29,7 +29,7 @@ from keras_privacy.config import ExperimentConfig
 from keras_privacy.config.schedule import LEARNING_RATES
 from keras_privacy.data import pipelines, sources
 from keras_privacy.data.pairs import pair_batches
-from keras_privacy.files import save_atomically, write_text_atomically
+from keras_privacy.files import exclusive_lock, save_atomically, write_text_atomically
 from keras_privacy.learning_rates import EpochRates, LinearWarmup
 from keras_privacy.methods.init import (
     ActionInit,
@@ -771,6 +771,60 @@ def _environment_record(run_dir: Path) -> dict:
     }
 
 
+RUN_LOCK_FILE = ".lock"
+"""In the run folder: held by the `train.py` that writes it (`files.exclusive_lock`), so that
+a second one started on the same folder (a job launched once per task without
+`--num_processes`) stops before it writes anything, rather than writing checkpoints beside it."""
+
+PROCESS_OWN_SETTINGS = frozenset(
+    {
+        "process_id",
+        "coordinator_address",
+        "run_dir",
+        "compilation_cache",
+        "action_annotations",
+        "action_root",
+        "action_cache",
+        "privacy_annotations",
+        "privacy_root",
+        "privacy_cache",
+        "synthetic_dir",
+    }
+)
+"""Settings the processes of one job may give differently: their own index, and where the
+files are (a node's own copy of the data, a shared disk mounted elsewhere); whether they
+resume the same checkpoint is compared instead of `run_dir`."""
+
+
+def _require_process_0s_start(config: ExperimentConfig, state: dict | None) -> None:
+    """In a multi-process job, raise SettingError in a process whose settings (but
+    `PROCESS_OWN_SETTINGS`) or checkpoint to resume differ from process 0's, naming each: it
+    would train with mixed settings, or stop in a collective with no word of why."""
+    settings = dataclasses.asdict(config)
+    mine = {
+        "settings": {name: settings[name] for name in settings if name not in PROCESS_OWN_SETTINGS},
+        "checkpoint": None if state is None else f"{state['phase']} epoch {state['epoch']}",
+    }
+    process_0 = json.loads(distribute.process_0s_value("start", json.dumps(mine, sort_keys=True)))
+    process = distribute.process_position()[0]
+    differ = [
+        f"<{name}>={value} (process 0: {process_0['settings'].get(name)})"
+        for name, value in mine["settings"].items()
+        if process_0["settings"].get(name) != value
+    ]
+    if differ:
+        raise SettingError(
+            f"process {process} was started with {', '.join(differ)}: start every process of "
+            "the job with the same flags"
+        )
+    if mine["checkpoint"] != process_0["checkpoint"]:
+        raise checkpoint.CheckpointError(
+            f"process {process} finds {mine['checkpoint'] or 'no checkpoint'} in "
+            f"{config.run_dir}, process 0 {process_0['checkpoint'] or 'none'}: every process "
+            "needs the run folder on a disk they share"
+        )
+
+
 def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callback]) -> TrainResult:
     run_dir = Path(config.run_dir)
     refuse_a_file(run_dir, "--run_dir")
@@ -778,15 +832,31 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
     note = backend_note(config)
     if note and chief:
         print(note, flush=True)
-    _require_the_runs_settings(config, run_dir)
     state = checkpoint.latest_checkpoint(run_dir)
+    _require_process_0s_start(config, state)
+    _require_the_runs_settings(config, run_dir)
     if state is not None:
         # Before anything is read or written: a damaged checkpoint leaves the run as it was.
         checkpoint.check_readable(state)
+    with contextlib.ExitStack() as held:
+        if chief:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            what = "the lock of the run folder, which another train.py writes,"
+            held.enter_context(exclusive_lock(run_dir / RUN_LOCK_FILE, what))
+        return _train_holding_the_run(config, callbacks, run_dir, state)
+
+
+def _train_holding_the_run(
+    config: ExperimentConfig,
+    callbacks: Sequence[keras.callbacks.Callback],
+    run_dir: Path,
+    state: dict | None,
+) -> TrainResult:
+    """`_train`'s training from the checkpoint `state`, process 0 holding the run folder's lock."""
+    chief = distribute.is_chief()
     if chief:
         warn_if_one_attack_model(config)
         record = _environment_record(run_dir)
-        run_dir.mkdir(parents=True, exist_ok=True)
         if not _finished(config, state):
             checkpoint.mark_saved_models_behind(run_dir, state)
             # Atomic: the other processes of a run read it as this one writes it.

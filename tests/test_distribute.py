@@ -248,6 +248,39 @@ def test_a_failed_process_stops_the_other_at_once(failing):
 
 
 @pytest.mark.skipif(os.environ["KERAS_BACKEND"] != "jax", reason="multi-process training is JAX's")
+def test_a_process_started_otherwise_than_process_0_is_named_with_what_differs(benchmark, tmp_path):
+    """Processes started with other flags trained mixed settings in silence, and one that found
+    another checkpoint (a run folder on a disk of its own) stopped in a collective with a
+    misleading error: each is named before any step, here in process 1."""
+    import tiny_models
+
+    shared, own = tmp_path / "shared", tmp_path / "own"
+    process_0 = tiny_models.tiny_config(benchmark, tmp_path, run_dir=str(shared))
+    folder = shared / "checkpoints" / "identity-0001"  # a checkpoint process 0 alone sees
+    folder.mkdir(parents=True)
+    (folder / "state.json").write_text(json.dumps({"phase": "identity", "epoch": 1}))
+    pointer = {"folder": folder.name, "phase": "identity", "epoch": 1}
+    (folder.parent / "latest.json").write_text(json.dumps(pointer))
+    (shared / "config.json").write_text(json.dumps(dataclasses.asdict(process_0)))
+    weight = process_0.privacy_weight
+    cases = [
+        (shared, 50.0, f"process 1 was started with --privacy_weight=50.0 (process 0: {weight})"),
+        (own, weight, f"process 1 finds no checkpoint in {own}, process 0 identity epoch 1"),
+    ]
+    for run_dir_1, weight_1, message in cases:
+        arguments = [str(benchmark), str(shared), str(run_dir_1)]
+        more = [str(_free_port()), str(weight_1)]
+        workers = _two_processes(
+            lambda index, arguments=arguments, more=more: ["start", *arguments, str(index), *more]
+        )
+        errors = [worker.communicate(timeout=120)[1] for worker in workers]
+        assert [worker.returncode for worker in workers] == [1, 1], errors
+        assert f"error: {message}" in errors[1]
+        assert "error: process 1 of 2 failed (its own output says why)" in errors[0]
+    assert not (own / "config.json").exists()
+
+
+@pytest.mark.skipif(os.environ["KERAS_BACKEND"] != "jax", reason="multi-process training is JAX's")
 def test_process_0_writes_first_and_the_others_find_its_files(tmp_path):
     """`chief_first`: process 1 runs only once process 0's run has written its file (the
     built-in benchmark and its caches, which two processes would otherwise write at once)."""
@@ -383,6 +416,25 @@ def _main(mode: str, *args: str) -> dict:
 
         assert run_stopping_together(train) == 0
         return result
+    if mode == "start":
+        # One process of a two-process job that starts `training.train`: process 1 with its
+        # own run folder and privacy weight (for a run folder not shared, or another flag).
+        from keras_privacy.cli import run_command
+        from keras_privacy.distribute import initialize_processes, run_stopping_together
+
+        data, run_dir_0, run_dir_1, index, port, privacy_weight_1 = args
+        initialize_processes(2, int(index), f"127.0.0.1:{port}")
+        import tiny_models
+
+        from keras_privacy import training
+
+        own = {"run_dir": run_dir_1, "privacy_weight": float(privacy_weight_1)}
+        config = tiny_models.tiny_config(
+            data, Path(run_dir_0).parent, **({"run_dir": run_dir_0} if index == "0" else own)
+        )
+        return {
+            "status": run_stopping_together(lambda: run_command(lambda: training.train(config)))
+        }
     if mode == "chief_first":
         from keras_privacy.distribute import chief_first, initialize_processes
 

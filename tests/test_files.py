@@ -7,7 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from keras_privacy.files import temporary_beside, write_text_atomically
+from keras_privacy.files import (
+    LockedError,
+    exclusive_lock,
+    temporary_beside,
+    write_text_atomically,
+)
 
 pytestmark = pytest.mark.backend_independent
 
@@ -76,3 +81,40 @@ def test_a_killed_writers_temporary_is_removed_by_the_next_write_and_no_other(tm
     write_text_atomically(path, "{}")
     kept = {mine.name, other_host.name, other_file.name, "report.json"}
     assert set(os.listdir(tmp_path)) == kept
+
+
+HOLD_A_LOCK = """
+import fcntl, os, sys, time
+file = open(sys.argv[1], "a+")
+fcntl.lockf(file, fcntl.LOCK_EX)
+file.write(f"host elsewhere, process {os.getpid()}")
+file.flush()
+print("held", flush=True)
+time.sleep(120)
+"""
+
+
+def holding_a_lock(path: Path) -> subprocess.Popen:
+    """Another process holding the lock on `path` (until it is killed)."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_A_LOCK, str(path)], stdout=subprocess.PIPE, text=True
+    )
+    assert holder.stdout.readline() == "held\n"
+    return holder
+
+
+def test_a_lock_another_process_holds_is_refused_naming_it_and_taken_once_free(tmp_path):
+    path = tmp_path / ".lock"
+    holder = holding_a_lock(path)
+    try:
+        with pytest.raises(LockedError) as raised:
+            with exclusive_lock(path, "the run folder"):
+                pass
+    finally:
+        holder.kill()
+        holder.wait()
+    assert str(raised.value) == (
+        f"{path}: the run folder is held by host elsewhere, process {holder.pid}"
+    )
+    with exclusive_lock(path, "the run folder"):
+        assert path.read_text().endswith(f"process {os.getpid()}\n")

@@ -22,6 +22,7 @@ import keras
 import numpy as np
 import pytest
 import tiny_models
+from test_files import holding_a_lock
 
 from keras_privacy import checkpoint, training
 from keras_privacy.config import ExperimentConfig
@@ -29,6 +30,7 @@ from keras_privacy.data.cache import prepare_image_cache, read_manifest
 from keras_privacy.data.errors import DatasetFormatError
 from keras_privacy.data.examples import Example, Split
 from keras_privacy.evaluation.anonymizations import load_anonymizer
+from keras_privacy.files import LockedError
 from keras_privacy.learning_rates import EpochRates
 from keras_privacy.methods.init import IdentityInit
 from keras_privacy.methods.spact import SPAct
@@ -359,7 +361,7 @@ def test_the_models_of_a_run_that_trained_on_past_them_are_not_evaluated(
         training.train(longer)
     assert checkpoint.latest_checkpoint(run_dir)["epoch"] == 3
     assert path.read_bytes() == saved
-    assert sorted(p.name for p in run_dir.glob(".*")) == []  # no partial file left
+    assert sorted(p.name for p in run_dir.glob(".*")) == [training.RUN_LOCK_FILE]  # no partial
     with pytest.raises(
         checkpoint.CheckpointError, match="trained on .its latest checkpoint: minimax epoch 3"
     ):
@@ -1004,6 +1006,22 @@ def test_a_checkpoint_file_overwritten_in_place_is_refused_by_name(tmp_path):
         f"one checkpoint is damaged: remove {tmp_path / 'checkpoints'} to train the run again "
         "from its start, or use a new --run_dir"
     )
+
+
+def test_a_second_train_py_on_a_run_folder_stops_before_writing(benchmark, tmp_path):
+    """A job launched once per task without --num_processes starts one run per task on one
+    folder: each would write its checkpoints over the others'. The run folder's lock stops
+    the second before it writes anything."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    holder = holding_a_lock(run_dir / training.RUN_LOCK_FILE)
+    try:
+        with pytest.raises(LockedError, match="the lock of the run folder, which another"):
+            training.train(tiny_config(benchmark, run_dir))
+    finally:
+        holder.kill()
+        holder.wait()
+    assert sorted(path.name for path in run_dir.iterdir()) == [training.RUN_LOCK_FILE]
 
 
 def test_a_run_dir_that_is_a_file_is_named(benchmark, tmp_path):

@@ -59,6 +59,8 @@ STOPPED_KEY = "keras_privacy/stopped/"
 """+ a process index: set by a process as a failure elsewhere stops it."""
 CHIEF_DONE_KEY = "keras_privacy/chief_done/"
 """+ the number of the `chief_first` call: set by process 0 once its part is done."""
+PROCESS_0_VALUE_KEY = "keras_privacy/process_0_value/"
+"""+ the number of the `process_0s_value` call and its name: process 0's value."""
 LEFT_KEY = "keras_privacy/left/"
 """+ a process index: set by a process other than 0 as it leaves after a failure."""
 STOPPED_WAIT_SECONDS = 10
@@ -68,6 +70,7 @@ LEAVE_GRACE_SECONDS = 1.0
 """How long process 0 waits, once another process said it leaves, for it to be gone."""
 _writing = threading.Lock()
 _chief_first_calls = itertools.count()
+_process_0_value_calls = itertools.count()
 Result = TypeVar("Result")
 
 
@@ -229,13 +232,28 @@ def chief_first(run: Callable[[], Result]) -> Result:
     return run()
 
 
-def _wait_for_key(client: Any, key: str) -> None:
-    """Wait, as long as it takes, until `key` is set in the job's key-value store: a second at
-    a time, so that Ctrl-C (which Python handles between calls) still stops this process."""
+def process_0s_value(name: str, value: str) -> str:
+    """Process 0's `value` of `name` in every process, through the job's key-value store (this
+    process's own where it is process 0, alone, or without the store's handle)."""
+    if jax.process_count() == 1:
+        return value
+    client = _coordination_client()
+    if client is None:
+        return value
+    key = f"{PROCESS_0_VALUE_KEY}{next(_process_0_value_calls)}/{name}"
+    if is_chief():
+        client.key_value_set(key, value)
+        return value
+    return _wait_for_key(client, key)
+
+
+def _wait_for_key(client: Any, key: str) -> str:
+    """Wait, as long as it takes, until `key` is set in the job's key-value store, and return
+    its value: a second at a time, so that Ctrl-C (which Python handles between calls) still
+    stops this process."""
     while True:
         try:
-            client.blocking_key_value_get(key, 1000)
-            return
+            return client.blocking_key_value_get(key, 1000)
         except jax.errors.JaxRuntimeError as error:
             if "DEADLINE_EXCEEDED" not in str(error):
                 raise
