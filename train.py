@@ -59,6 +59,7 @@ def main(argv):
             log_file,
             interrupted="interrupted (Ctrl-C or SIGTERM): the checkpoints are kept; the same "
             "command resumes from the last",
+            process=distribute.process_name(),
         )
     )
 

@@ -226,22 +226,26 @@ def run_command(
     log_file: str | os.PathLike | None = None,
     status: int = 1,
     interrupted: str = "interrupted (Ctrl-C or SIGTERM)",
+    process: str = "",
 ) -> int:
     """Run `command` and return its exit status (None counts as 0); a user error becomes one
     message on stderr and exit status `status`, Ctrl-C or SIGTERM the line `interrupted` (what
     was kept) and status `INTERRUPTED`; either propagates with its traceback when `verbose`.
 
     The traceback is appended to `log_file` when its folder exists (a run folder that the
-    command created), and the message says where."""
+    command created), and the message says where. `process` names the process in a job of
+    several (`distribute.process_name`): its error line and its traceback's header say it,
+    since the processes' output mixes (`srun` without `--label`) and they share `log_file`."""
     try:
         with sigterm_as_interrupt():
             return command() or 0
     except USER_ERRORS as error:
         if verbose:
             raise
-        message = f"error: {str(error) or type(error).__name__}"
+        who = f" ({process})" if process else ""
+        message = f"error{who}: {str(error) or type(error).__name__}"
         if log_file is not None and Path(log_file).parent.is_dir():
-            message += _log_traceback(log_file)
+            message += _log_traceback(log_file, process)
         print(message, file=sys.stderr)
     except KeyboardInterrupt:
         if verbose:
@@ -274,11 +278,14 @@ def sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _log_traceback(log_file: str | os.PathLike) -> str:
-    """Append the exception being handled to `log_file`; what the message then says of it
-    (where it is, or why it could not be written: a full disk)."""
+def _log_traceback(log_file: str | os.PathLike, process: str = "") -> str:
+    """Append the exception being handled to `log_file`, after a line naming `process` where
+    given; what the message then says of it (where it is, or why it could not be written: a
+    full disk)."""
     try:
         with open(log_file, "a", encoding="utf-8") as log:
+            if process:
+                log.write(f"{process}:\n")
             traceback.print_exc(file=log)
     except OSError as error:
         return f" (traceback not written to {log_file}: {error.strerror or error})"

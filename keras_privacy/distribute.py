@@ -25,6 +25,7 @@ before the others read it (`chief_first`). A process that fails stops the others
 from __future__ import annotations
 
 import contextlib
+import socket
 from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
@@ -85,6 +86,13 @@ def process_0s_value(name: str, value: str) -> str:
     before the processes take a step together, where a difference would train mixed settings
     or stop in a collective with no word of why. Every process calls it in the same order."""
     return backend.distribution().process_0s_value(name, value)
+
+
+def process_name() -> str:
+    """ "process P of N on HOST" in a multi-process JAX job, "" elsewhere: for the lines each
+    process writes where the processes' output and files mix."""
+    process, count = process_position()
+    return f"process {process} of {count} on {socket.gethostname()}" if count > 1 else ""
 
 
 def is_chief() -> bool:

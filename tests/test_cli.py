@@ -38,6 +38,13 @@ def test_a_user_error_is_one_line_and_its_traceback_goes_to_the_log(tmp_path, ca
     assert not (tmp_path / "no_such_run").exists()
     with pytest.raises(FileNotFoundError):
         run_command(broken, verbose=True)
+    # A process of a multi-process job names itself: the processes' output and log mix.
+    assert run_command(broken, log_file=log, process="process 1 of 2 on node7") == 1
+    assert capsys.readouterr().err == (
+        f"error (process 1 of 2 on node7): data/list.txt: annotation file not found (traceback "
+        f"in {log})\n"
+    )
+    assert "\nprocess 1 of 2 on node7:\nTraceback" in log.read_text()
 
 
 @pytest.mark.parametrize(

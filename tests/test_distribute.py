@@ -275,7 +275,7 @@ def test_a_process_started_otherwise_than_process_0_is_named_with_what_differs(b
         )
         errors = [worker.communicate(timeout=120)[1] for worker in workers]
         assert [worker.returncode for worker in workers] == [1, 1], errors
-        assert f"error: {message}" in errors[1]
+        assert f"error (process 1 of 2 on {socket.gethostname()}): {message}" in errors[1]
         assert "error: process 1 of 2 failed (its own output says why)" in errors[0]
     assert not (own / "config.json").exists()
 
@@ -324,6 +324,27 @@ def test_num_processes_0_off_a_cluster_names_the_flag():
         "Open MPI, Kubernetes with jax[k8s]), and none was found ("
     )
     assert message.endswith("give --num_processes, --process_id and --coordinator_address")
+
+
+def test_num_processes_0_with_a_cluster_it_cannot_read_names_the_flag(monkeypatch):
+    """JAX's Kubernetes detection raises a RuntimeError (no right to list the job's pods), which
+    escaped the one-line error path as a traceback."""
+    import jax
+
+    from keras_privacy.backend import jax_distribution
+
+    def forbidden():
+        raise RuntimeError("(403) Forbidden: pods is forbidden")
+
+    monkeypatch.setattr(jax.config, "update", lambda *args: None)
+    monkeypatch.setattr(jax.distributed, "initialize", forbidden)
+    with pytest.raises(ValueError) as raised:
+        jax_distribution.join_processes(0, 0, "")
+    assert str(raised.value) == (
+        "--num_processes=0: reading the job from the cluster's environment failed ((403) "
+        "Forbidden: pods is forbidden); on Kubernetes the pod's service account must be allowed "
+        "to list pods and read jobs"
+    )
 
 
 @pytest.mark.skipif(os.environ["KERAS_BACKEND"] != "jax", reason="JAX's multi-process jobs")
@@ -420,7 +441,11 @@ def _main(mode: str, *args: str) -> dict:
         # One process of a two-process job that starts `training.train`: process 1 with its
         # own run folder and privacy weight (for a run folder not shared, or another flag).
         from keras_privacy.cli import run_command
-        from keras_privacy.distribute import initialize_processes, run_stopping_together
+        from keras_privacy.distribute import (
+            initialize_processes,
+            process_name,
+            run_stopping_together,
+        )
 
         data, run_dir_0, run_dir_1, index, port, privacy_weight_1 = args
         initialize_processes(2, int(index), f"127.0.0.1:{port}")
@@ -432,9 +457,12 @@ def _main(mode: str, *args: str) -> dict:
         config = tiny_models.tiny_config(
             data, Path(run_dir_0).parent, **({"run_dir": run_dir_0} if index == "0" else own)
         )
-        return {
-            "status": run_stopping_together(lambda: run_command(lambda: training.train(config)))
-        }
+
+        def command() -> None:
+            training.train(config)
+
+        status = run_stopping_together(lambda: run_command(command, process=process_name()))
+        return {"status": status}
     if mode == "chief_first":
         from keras_privacy.distribute import chief_first, initialize_processes
 

@@ -33,6 +33,12 @@ def join_processes(num_processes: int, process_id: int, coordinator_address: str
                 f"Kubernetes with jax[k8s]), and none was found ({error}): give --num_processes, "
                 "--process_id and --coordinator_address"
             ) from error
+        except RuntimeError as error:  # e.g. Kubernetes: no right to list the job's pods
+            raise ValueError(
+                f"--num_processes=0: reading the job from the cluster's environment failed "
+                f"({error}); on Kubernetes the pod's service account must be allowed to list "
+                "pods and read jobs"
+            ) from error
     else:
         jax.distributed.initialize(coordinator_address, num_processes, process_id)
     return jax.process_count()
