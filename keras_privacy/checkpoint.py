@@ -73,7 +73,9 @@ def non_finite_variables(
     models: dict[str, keras.Model], optimizer: keras.optimizers.Optimizer | None = None
 ) -> list[str]:
     """The paths of the floating-point variables of `models` and `optimizer` that hold a NaN
-    or an infinity, checked on their devices."""
+    or an infinity, checked on host copies (as the checkpoint writes them): in a multi-process
+    JAX job only process 0 checks, and a computation on the job's global arrays is one that
+    every process must run."""
     variables = [v for model in models.values() for v in model.weights]
     if optimizer is not None:
         variables += optimizer.variables
@@ -81,7 +83,7 @@ def non_finite_variables(
         variable.path
         for variable in variables
         if "float" in str(variable.dtype)
-        and not bool(keras.ops.convert_to_numpy(keras.ops.all(keras.ops.isfinite(variable))))
+        and not np.isfinite(keras.ops.convert_to_numpy(variable)).all()
     ]
 
 
