@@ -655,16 +655,10 @@ PHASE_EPOCHS = {
 }
 """Each phase, in the order every method runs them, and the setting of its epoch count."""
 
-RESUMABLE_SETTINGS = frozenset(
+FILE_SETTINGS = frozenset(
     {
         "run_dir",
-        "seeds",
-        "jit_compile",
         "compilation_cache",
-        "distribution",
-        "num_processes",
-        "process_id",
-        "coordinator_address",
         "action_annotations",
         "action_root",
         "action_cache",
@@ -672,11 +666,21 @@ RESUMABLE_SETTINGS = frozenset(
         "privacy_root",
         "privacy_cache",
         "synthetic_dir",
-        "privacy_weight",
-        "meta_alpha",
-        *LEARNING_RATES,
     }
 )
+"""Settings that say where a run's files are."""
+
+RESUMABLE_SETTINGS = FILE_SETTINGS | {
+    "seeds",
+    "jit_compile",
+    "distribution",
+    "num_processes",
+    "process_id",
+    "coordinator_address",
+    "privacy_weight",
+    "meta_alpha",
+    *LEARNING_RATES,
+}
 """Settings a resumed run may change: where the files are, how the steps are run, and the
 learning rates (meta's inner step's `meta_alpha` too) and privacy weight, which a restart
 after a diverged run lowers (its message says so), not what is trained. The evaluation's
@@ -776,21 +780,7 @@ RUN_LOCK_FILE = ".lock"
 a second one started on the same folder (a job launched once per task without
 `--num_processes`) stops before it writes anything, rather than writing checkpoints beside it."""
 
-PROCESS_OWN_SETTINGS = frozenset(
-    {
-        "process_id",
-        "coordinator_address",
-        "run_dir",
-        "compilation_cache",
-        "action_annotations",
-        "action_root",
-        "action_cache",
-        "privacy_annotations",
-        "privacy_root",
-        "privacy_cache",
-        "synthetic_dir",
-    }
-)
+PROCESS_OWN_SETTINGS = FILE_SETTINGS | {"process_id", "coordinator_address"}
 """Settings the processes of one job may give differently: their own index, and where the
 files are (a node's own copy of the data, a shared disk mounted elsewhere); whether they
 resume the same checkpoint is compared instead of `run_dir`."""
