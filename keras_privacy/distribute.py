@@ -89,8 +89,8 @@ def process_0s_value(name: str, value: str) -> str:
 
 
 def process_name() -> str:
-    """ "process P of N on HOST" in a multi-process JAX job, "" elsewhere: for the lines each
-    process writes where the processes' output and files mix."""
+    """This process's name in a multi-process JAX job (`process P of N on HOST`), "" elsewhere:
+    for the lines each process writes where the processes' output and files mix."""
     process, count = process_position()
     return f"process {process} of {count} on {socket.gethostname()}" if count > 1 else ""
 
