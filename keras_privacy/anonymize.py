@@ -55,12 +55,7 @@ from tqdm import tqdm
 
 from keras_privacy.cli import positive_int, refuse_a_file, run_command
 from keras_privacy.data.errors import VideoDecodeError
-from keras_privacy.data.video import (
-    QUANTISER_CODECS,
-    count_packets,
-    seems_cut_short,
-    stored_frame_span,
-)
+from keras_privacy.data.video import QUANTISER_CODECS, count_packets, file_seems_cut_short
 from keras_privacy.evaluation.faces import DEFACE_THRESHOLD, FILLS, FaceAnonymizer
 from keras_privacy.runtimes import (
     RUNTIMES,
@@ -112,9 +107,8 @@ def anonymize_video(
     stall_timeout). Raises VideoDecodeError naming
     `in_path` when it cannot be read; a file `out_path` is then left untouched. An `out_path`
     that is `in_path` raises ValueError: the raw video would be overwritten as it is read. A
-    file that seems cut short (`seems_cut_short`, its packets spanning fewer frames than it
-    declares too: `stored_frame_span`) gives the frames that decode, with a warning on stderr,
-    once they are written, naming it and both counts.
+    file that seems cut short (`file_seems_cut_short`) gives the frames that decode, with a
+    warning on stderr, once they are written, naming it and both counts.
     """
     if _same_file(in_path, out_path):
         raise ValueError(f"{out_path}: the output is the input video; name another file")
@@ -138,15 +132,12 @@ def anonymize_video(
             on_batch=progress.update,
             **stream_options,
         )
-    if (
-        not stats.interrupted
-        and seems_cut_short(stats.frames_read, declared)
-        and seems_cut_short(
-            stored_frame_span(
-                in_path, stream_options.get("input_format"), stream_options.get("input_options")
-            ),
-            declared,
-        )
+    if not stats.interrupted and file_seems_cut_short(
+        in_path,
+        stats.frames_read,
+        declared,
+        stream_options.get("input_format"),
+        stream_options.get("input_options"),
     ):
         print(
             f"warning: {in_path}: the container declares {declared} frames, "

@@ -243,10 +243,10 @@ def record_saved_models(run_dir: str | os.PathLike, state: dict | None) -> None:
     )
 
 
-def mark_saved_models_behind(run_dir: str | os.PathLike, state: dict | None) -> None:
-    """Record, before a run with saved models trains on from the checkpoint `state` (a
-    finished run extended), that they are about to fall behind its weights: a kill before its
-    next checkpoint leaves the checkpoint they hold as the latest, but `config.json` already
+def mark_saved_models_behind(run_dir: str | os.PathLike) -> None:
+    """Record, before a run with saved models trains on from its latest checkpoint (a finished
+    run extended), that they are about to fall behind its weights: a kill before its next
+    checkpoint leaves the checkpoint they hold as the latest, but `config.json` already
     describes the longer run. The caller has checked the checkpoint's files first
     (`check_readable`): a damaged one marks nothing, so the saved models stay evaluable."""
     path = Path(run_dir) / SAVED_MODELS_FILE

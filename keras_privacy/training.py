@@ -848,7 +848,7 @@ def _train_holding_the_run(
         warn_if_one_attack_model(config)
         record = _environment_record(run_dir)
         if not _finished(config, state):
-            checkpoint.mark_saved_models_behind(run_dir, state)
+            checkpoint.mark_saved_models_behind(run_dir)
             # Atomic: the other processes of a run read it as this one writes it.
             write_text_atomically(
                 run_dir / "config.json", json.dumps(dataclasses.asdict(config), indent=1)

@@ -170,16 +170,29 @@ def stored_frame_span(
     return round(float((max(stamps) - min(stamps)) * time_base * rate)) + 1
 
 
-def warn_if_cut_short(path: str | os.PathLike, decoded: int, outcome: str) -> str:
-    """Log a warning naming `path` and both counts where its container declares clearly more
-    frames than the `decoded` ones (`seems_cut_short`) and its packets span fewer too (not
-    frames its writer dropped, `stored_frame_span`); `outcome` says what is done with the
-    frames that decode. Returns why the file seems cut short ("" where it does not). Reads
-    the container's header, and its packets only where the counts differ."""
-    declared = declared_frame_count(path)
+def file_seems_cut_short(
+    path: str | os.PathLike,
+    decoded: int,
+    declared: int,
+    input_format: str | None = None,
+    options: dict[str, str] | None = None,
+) -> bool:
+    """Whether the file `path`, of which `decoded` of the `declared` frames decoded, seems cut
+    short: clearly fewer frames decoded (`seems_cut_short`), and its packets span clearly fewer
+    too (not frames its writer dropped, `stored_frame_span`, read only where the counts
+    differ). `input_format` and `options` open it as `open_container` does."""
     if not seems_cut_short(decoded, declared):
-        return ""
-    if not seems_cut_short(stored_frame_span(path), declared):
+        return False
+    return seems_cut_short(stored_frame_span(path, input_format, options), declared)
+
+
+def warn_if_cut_short(path: str | os.PathLike, decoded: int, outcome: str) -> str:
+    """Log a warning naming `path` and both counts where it seems cut short
+    (`file_seems_cut_short`); `outcome` says what is done with the frames that decode. Returns
+    why the file seems cut short ("" where it does not). Reads the container's header, and its
+    packets only where the counts differ."""
+    declared = declared_frame_count(path)
+    if not file_seems_cut_short(path, decoded, declared):
         return ""
     reason = f"the container declares {declared} frames, {decoded} decoded"
     logging.warning("%s: %s (the file seems cut short); %s", os.fspath(path), reason, outcome)
