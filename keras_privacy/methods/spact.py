@@ -254,7 +254,10 @@ class SPAct(StatelessTrainer):
         self.momentum = None
         if ssl_adversary == "rotnet":
             self.rotation_head = keras.Sequential(
-                [keras.Input((dim,)), keras.layers.Dense(4, name="rotation_logits")],
+                [
+                    keras.Input((dim,)),
+                    keras.layers.Dense(4, dtype="float32", name="rotation_logits"),
+                ],
                 name="rotation_head",
             )
         if ssl_adversary == "moco":

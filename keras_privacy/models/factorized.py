@@ -61,5 +61,5 @@ def factorized_cnn(
     x = layers.GlobalAveragePooling3D(name="pool")(x)
     if dropout:
         x = layers.Dropout(dropout, name="dropout")(x)
-    outputs = layers.Dense(num_classes, name="logits")(x)
+    outputs = layers.Dense(num_classes, dtype="float32", name="logits")(x)
     return keras.Model(inputs, outputs, name=name)

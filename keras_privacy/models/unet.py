@@ -59,7 +59,7 @@ def unet(
         x = layers.Concatenate(name=f"up{level}_concat")([skips[level], x])
         out_width = widths[max(level - 1, 0)]
         x = double_conv(x, out_width, name=f"up{level}", mid_filters=x.shape[-1] // 2)
-    x = layers.Conv2D(3, 1, name="output_conv")(x)
+    x = layers.Conv2D(3, 1, dtype="float32", name="output_conv")(x)
     outputs = layers.Activation("sigmoid", dtype="float32", name="output_sigmoid")(x)
     return keras.Model(inputs, outputs, name=name)
 

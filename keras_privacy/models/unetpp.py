@@ -88,7 +88,7 @@ def unet_plus_plus(
                 x, skips, filters, name=f"decoder_x_{depth_idx}_{level}"
             )
     x = decoder_block(dense[0, depth - 1], [], decoder_widths[-1], name=f"decoder_x_0_{depth}")
-    x = layers.Conv2D(3, 3, padding="same", name="segmentation_head")(x)
+    x = layers.Conv2D(3, 3, padding="same", dtype="float32", name="segmentation_head")(x)
     outputs = layers.Activation("sigmoid", dtype="float32", name="output_sigmoid")(x)
     model = keras.Model(inputs, outputs, name=name)
     decoder = [layer.name for layer in model.layers if layer.name.startswith("decoder_")]
