@@ -29,11 +29,13 @@ TINY_RUN = dict(
 
 
 def anonymizer() -> keras.Model:
+    """Conv, BatchNorm, then a float32 output convolution and sigmoid, as the registered f_As."""
     inputs = keras.Input((None, None, 3))
     x = layers.Conv2D(4, 3, padding="same")(inputs)
     x = layers.BatchNormalization()(x)
-    x = layers.Conv2D(3, 1)(x)
-    return keras.Model(inputs, layers.Activation("sigmoid")(x), name="anonymizer")
+    x = layers.Conv2D(3, 1, dtype="float32")(x)
+    outputs = layers.Activation("sigmoid", dtype="float32")(x)
+    return keras.Model(inputs, outputs, name="anonymizer")
 
 
 def identity_anonymizer() -> keras.Model:
@@ -213,12 +215,13 @@ def vita_dataset(
     return tf.data.Dataset.from_tensor_slices(stacked)
 
 
-def meta_batch(seed: int = 0, attributes: int = 4, models: int = 3) -> dict:
-    """One labelled batch with the split inputs of its epoch (`meta.epoch_splits`)."""
+def meta_batch(seed: int = 0, attributes: int = 4, models: int = 3, **sizes) -> dict:
+    """One labelled batch with the split inputs of its epoch (`meta.epoch_splits`); `sizes`
+    as `batch` takes them."""
     from keras_privacy.methods.meta import epoch_splits
 
     rng = np.random.default_rng(seed)
-    b = batch(rng)
+    b = batch(rng, **sizes)
     views = b.pop("views")
     b["images"] = views[:, 0]
     b["privacy"] = rng.integers(0, 2, (len(views), attributes)).astype("float32")

@@ -295,6 +295,7 @@ class JaxStep:
         update's logs. Where `ran` (None: always) is False, the old versions."""
         optimizer_values = list(optimizer_values)
         scale = self._loss_scale(optimizer_values)
+        self.trainer.loss_scale = scale
         aux, grads = self._gradients(update, values, scale)
         new_values, new_optimizer = self._apply(update, values, optimizer_values, grads, aux)
         new_logs = aux.get("logs", {})

@@ -123,6 +123,7 @@ class TensorFlowStep:
         values = trainer.current_values()
         params = {group: values[group][0] for group in update.groups}
         scale = 1.0 if trainer._loss_scale is None else trainer._loss_scale.scale.value
+        trainer.loss_scale = None if trainer._loss_scale is None else scale
         with tf.GradientTape() as tape:
             tape.watch(params)
             loss, aux = update.loss_fn(with_params(values, params))

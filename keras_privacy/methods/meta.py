@@ -412,41 +412,53 @@ class MetaGeneralization(StatelessTrainer):
         return train_loss + test_loss, train_loss, test_loss, state
 
     def meta_gradient(
-        self, values: GroupValues, data: Mapping[str, Tensor]
+        self, values: GroupValues, data: Mapping[str, Tensor], loss_scale: Tensor | None = None
     ) -> tuple[list, Tensor, Tensor, list]:
         """The gradient of `meta_objective` with respect to phi, in passes that never overlap:
         g_S = grad L(phi, S); g_Q = grad L(phi', Q) at phi' = phi - alpha * g_S; then, second
         order, g_S + g_Q - alpha * H_S g_Q, with the Hessian-vector product of L(., S) on a
         third support pass (`hessian_vector_product`, each backend's cheaper way), or g_S + g_Q
         first order. Returns (meta-gradient, L(phi, S), L(phi', Q), f_A's new BatchNorm
-        statistics from the query pass)."""
+        statistics from the query pass). With a `loss_scale` (`mixed_float16`), each pass
+        differentiates its loss times the scale and divides the gradient by it, so that no
+        float16 gradient inside f_A underflows; one that overflows makes the meta-gradient
+        non-finite, and the step skips it and halves the scale."""
+        scale = 1.0 if loss_scale is None else loss_scale
         phi = [ops.stop_gradient(p) for p in values["anonymizer"][0]]
         split = self.split(values, data)
-        support_loss = self._loss_on(values, data, split["support_mask"], split["support_models"])
-        query_loss = self._loss_on(values, data, split["query_mask"], split["query_models"])
+        support_loss = self._loss_on(
+            values, data, split["support_mask"], split["support_models"], scale
+        )
+        query_loss = self._loss_on(values, data, split["query_mask"], split["query_models"], scale)
         (train_loss, _), support_grads = value_and_gradient(support_loss, phi, has_aux=True)
+        support_grads = [g / scale for g in support_grads]
         adapted = [p - self.alpha * g for p, g in zip(phi, support_grads)]
         (test_loss, state), query_grads = value_and_gradient(query_loss, adapted, has_aux=True)
+        query_grads = [g / scale for g in query_grads]
         grads = [s + q for s, q in zip(support_grads, query_grads)]
         if not self.first_order:
             curvature = hessian_vector_product(
                 lambda params: support_loss(params)[0], phi, query_grads
             )
-            grads = [g - self.alpha * h for g, h in zip(grads, curvature)]
-        return grads, train_loss, test_loss, state
+            grads = [g - self.alpha * h / scale for g, h in zip(grads, curvature)]
+        return grads, train_loss / scale, test_loss / scale, state
 
-    def _loss_on(self, values: GroupValues, data, label_mask, model_mask):
-        """`anonymizer_loss` on one set as a function of phi alone: (loss, f_A's state)."""
+    def _loss_on(self, values: GroupValues, data, label_mask, model_mask, scale=1.0):
+        """`anonymizer_loss` on one set, times `scale`, as a function of phi alone: (loss,
+        f_A's state)."""
 
         def loss(params):
-            return self.anonymizer_loss(_replace(values, params), data, label_mask, model_mask)
+            value, state = self.anonymizer_loss(
+                _replace(values, params), data, label_mask, model_mask
+            )
+            return value * scale, state
 
         return loss
 
     def _meta_loss(self, values, data):
         """A loss whose gradient with respect to phi is `meta_gradient` (the sum of phi times
         the gradient held constant), with the meta losses in its logs."""
-        grads, train_loss, test_loss, state = self.meta_gradient(values, data)
+        grads, train_loss, test_loss, state = self.meta_gradient(values, data, self.loss_scale)
         phi = values["anonymizer"][0]
         surrogate = sum(ops.sum(ops.stop_gradient(g) * p) for g, p in zip(grads, phi))
         iteration = values["meta_iteration"][1][0]

@@ -160,7 +160,9 @@ class StatelessTrainer(keras.Model):
     sub-models only through `self.run(...)`, a stateless call on the values of a group, so the
     same code is differentiated by either backend. While `updates`
     is called inside a training step, `self.step_count` holds the number of earlier steps (a
-    scalar tensor), for schedules decided in the step.
+    scalar tensor), for schedules decided in the step; and while an update's loss is computed,
+    `self.loss_scale` holds the dynamic loss scale the step multiplies it by (`mixed_float16`;
+    None without one), for a loss that differentiates inside itself (meta's inner passes).
     """
 
     log_names: tuple[str, ...] = ()
@@ -174,6 +176,7 @@ class StatelessTrainer(keras.Model):
         self._trackers = {name: keras.metrics.Mean(name=name) for name in self.log_names}
         self._group_optimizers: dict[str, keras.optimizers.Optimizer] = {}
         self.step_count = None
+        self.loss_scale = None
         self.restart_snapshot: list[keras.Variable] = []
         self._backend_step = backend.training_step(self)
 
