@@ -24,9 +24,17 @@ DEVICES = 4
 GROUPS = ("anonymizer", "action", "privacy")
 
 
-def spact_run(distribution: str, jit_compile: bool, pairs: int = 2) -> dict:
+AUGMENTED = dict(
+    adversary_crop=0.25, adversary_jitter=0.5, ssl_adversary="moco", moco_queue_size=16
+)
+"""SPAct with the state a replica keeps as integers: the augmentations' call counters and
+MoCo's queue pointer."""
+
+
+def spact_run(distribution: str, jit_compile: bool, pairs: int = 2, **spact_args) -> dict:
     """Weights and logs after `pairs` SPAct steps (tiny models with BatchNorm, NumPy-drawn
-    weights, SGD) on global batches of 16 clips and 8 privacy images."""
+    weights, SGD) on global batches of 16 clips and 8 privacy images; `spact_args` to
+    `SPAct`."""
     import keras
     import tiny_models
 
@@ -55,7 +63,7 @@ def spact_run(distribution: str, jit_compile: bool, pairs: int = 2) -> dict:
         for seed, model in enumerate(models):
             tiny_models.deterministic_weights(model, seed)
         initial = [np.asarray(w.numpy()) for m in models for w in m.weights]
-        trainer = SPAct(*models, privacy_weight=0.5)
+        trainer = SPAct(*models, privacy_weight=0.5, **spact_args)
         trainer.compile({g: keras.optimizers.SGD(0.05) for g in GROUPS}, jit_compile=jit_compile)
         history = trainer.fit(dataset, epochs=1, verbose=0, shuffle=False).history
         return {
@@ -84,6 +92,22 @@ def _run_script(backend: str, *args: str, devices: int = DEVICES) -> dict:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_data_parallel_trains_with_integer_state():
+    """`AUGMENTED` keeps integer state, which TensorFlow's all-reduce refused at the first
+    minimax step. JAX's step is one device's; TensorFlow's replicas draw crops and colours of
+    their own (one device's rows are laid out otherwise), so there the action side is one
+    device's and the privacy side trains."""
+    import keras
+
+    result = _run_script(keras.backend.backend(), "augmented")
+    one, many = result["none"], result["data_parallel"]
+    assert one["iterations"] == many["iterations"] == {g: 2 for g in GROUPS}
+    assert all(np.isfinite(value) for value in many["logs"].values())
+    equal = list(one["logs"]) if keras.backend.backend() == "jax" else ["action_loss"]
+    for key in equal:
+        np.testing.assert_allclose(one["logs"][key], many["logs"][key], rtol=1e-4, err_msg=key)
 
 
 def test_data_parallel_steps_equal_one_device():
@@ -519,9 +543,10 @@ def _main(mode: str, *args: str) -> dict:
         jax.config.update("jax_threefry_partitionable", False)  # as in conftest: faster init
     jit = keras.backend.backend() == "jax"
     out = {}
+    spact_args = AUGMENTED if mode == "augmented" else {}
     for d in ("none",) if mode == "single" else ("none", "data_parallel"):
         t = time.time()
-        out[d] = spact_run(d, jit_compile=jit)
+        out[d] = spact_run(d, jit_compile=jit, **spact_args)
         print(d, time.time() - t, file=sys.stderr)
     return out
 

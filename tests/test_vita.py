@@ -311,6 +311,25 @@ RESTARTING = dict(
 minimax steps: steps 0-1 budget only, 2-3 minimax, 4 a restart, 4-5 budget only, 6 minimax."""
 
 
+def test_a_restart_puts_back_a_budget_model_with_dropout_and_its_seed_goes_on():
+    """A budget model with a Dropout layer holds a seed state among its non-trainable
+    variables, which the restart snapshot (its weights) does not: the restart puts the weights
+    back and lets the seed go on (JAX's step looked the seed up in the snapshot and failed)."""
+    inputs = keras.Input((None, None, 3))
+    x = keras.layers.Conv2D(4, 3, padding="same")(inputs)
+    x = keras.layers.GlobalAveragePooling2D()(x)
+    x = keras.layers.Dropout(0.5)(x)
+    budget = keras.Model(inputs, keras.layers.Dense(4)(x))
+    trainer = VITA(tiny_models.anonymizer(), tiny_models.action_model(), [budget], **RESTARTING)
+    names = [*trainer.groups(), *trainer.optimizer_groups()]
+    trainer.compile({name: keras.optimizers.SGD(1e-2) for name in names})
+    initial = weights(budget)
+    history = trainer.fit(tiny_models.vita_dataset(5), epochs=1, verbose=0).history
+    assert np.isfinite(history["budget_loss"][-1])
+    # Step 4 restarted the budget model, then took one SGD step from its initial weights.
+    assert np.abs(weights(budget)[0] - initial[0]).max() < 0.1
+
+
 def test_restart_retrains_the_budget_models_before_the_minimax_goes_on():
     trainer = make_vita(**RESTARTING)
     initial = weights(trainer.budget_models[1])

@@ -106,6 +106,12 @@ def recomputes_checkpoints() -> bool:
     return _chosen("step").recomputes_checkpoints()
 
 
+def replica_position() -> tuple[Tensor | int, int]:
+    """(this replica's index, the number of replicas) inside a TensorFlow data-parallel step;
+    (0, 1) elsewhere (one device; JAX, whose step is already global)."""
+    return _chosen("step").replica_position()
+
+
 def gather_replicas(x: Tensor) -> Tensor:
     """`x` concatenated (axis 0) over the replicas of a TensorFlow data-parallel step.
 

@@ -226,7 +226,8 @@ class JaxStep:
     def _restart_groups(self, values: GroupValues, optimizer_values: list, non_trainable) -> None:
         """Put the groups of `restart_groups` back to their initial weights (`non_trainable`
         holds the snapshot) on every N-th step, in `values`; their optimizers' state goes on
-        (`StatelessTrainer.restart_groups`)."""
+        (`StatelessTrainer.restart_groups`), and so does a random layer's seed state, which
+        the snapshot of their weights does not hold."""
         trainer = self.trainer
         restarted, every = trainer.restart_groups()
         if every <= 0:
@@ -240,7 +241,7 @@ class JaxStep:
             initial = {id(v): next(snapshot) for v in model.weights}
             values[group] = tuple(
                 [
-                    jax.numpy.where(restart, initial[id(v)], value)
+                    jax.numpy.where(restart, initial[id(v)], value) if id(v) in initial else value
                     for v, value in zip(variables, group_values)
                 ]
                 for variables, group_values in zip(
@@ -516,6 +517,11 @@ def _is_float(array) -> bool:
 def recomputes_checkpoints() -> bool:
     """True: `checkpoint` recomputes."""
     return True
+
+
+def replica_position() -> tuple[int, int]:
+    """(0, 1): a JAX step is already one program over the global batch."""
+    return 0, 1
 
 
 def gather_replicas(x: Tensor) -> Tensor:

@@ -310,12 +310,28 @@ def gather_replicas(x: Tensor) -> Tensor:
     return context.all_gather(x, axis=0)
 
 
+def replica_position() -> tuple[Tensor | int, int]:
+    """(this replica's index, the number of replicas) inside a data-parallel step; (0, 1)
+    outside one."""
+    if not tf.distribute.has_strategy() or tf.distribute.in_cross_replica_context():
+        return 0, 1
+    context = tf.distribute.get_replica_context()
+    return context.replica_id_in_sync_group, context.num_replicas_in_sync
+
+
 def _mean_over_replicas(values):
-    """The mean over the replicas of a data-parallel step of a nest of tensors."""
+    """The mean over the replicas of a data-parallel step of a nest of tensors: of its floats;
+    its integers (counters: the augmentations' calls, MoCo's pointer), equal on every replica,
+    as they are (an all-reduce takes no mix of the host's integers and the devices' floats)."""
     context = tf.distribute.get_replica_context()
     if not values or context.num_replicas_in_sync == 1:
         return values
-    return context.all_reduce(tf.distribute.ReduceOp.MEAN, values)
+    leaves = tf.nest.flatten(values)
+    floats = [i for i, leaf in enumerate(leaves) if leaf.dtype.is_floating]
+    means = context.all_reduce(tf.distribute.ReduceOp.MEAN, [leaves[i] for i in floats])
+    for i, mean in zip(floats, means):
+        leaves[i] = mean
+    return tf.nest.pack_sequence_as(values, leaves)
 
 
 def _all_finite_on_every_replica(grads: Mapping[str, list]):

@@ -25,6 +25,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_privacy.backend import replica_position
 from keras_privacy.types import Tensor
 
 RGB_TO_YIQ = np.array(
@@ -106,10 +107,17 @@ class CountedRandomLayer(keras.layers.Layer):
         )
 
     def draws(self, rows: int, count: int) -> Tensor:
-        """(rows, count) numbers uniform in [0, 1), new at every call; counts the call."""
-        values = hashed_uniform(self.seed, self.calls.value, rows * count)
+        """(rows, count) numbers uniform in [0, 1), new at every call; counts the call. In a
+        TensorFlow data-parallel step, where `count` is a replica's share of the batch, each
+        replica takes its own columns of draws for the global batch, so no two replicas draw
+        alike (one device lays its rows out otherwise: its draws differ)."""
+        replica, replicas = replica_position()
+        values = hashed_uniform(self.seed, self.calls.value, rows * count * replicas)
         self.calls.assign(self.calls.value + 1)
-        return ops.reshape(values, (rows, count))
+        values = ops.reshape(values, (rows, count * replicas))
+        if replicas == 1:
+            return values
+        return ops.slice(values, (0, replica * count), (rows, count))
 
     def compute_output_shape(self, input_shape):
         return input_shape
