@@ -12,14 +12,14 @@ from keras_privacy.methods.steps import multilabel_accuracy
 from keras_privacy.methods.vita import VITA, clip_budget_term, negative_entropy
 
 
-def make_vita(learning_rates=None, jit_compile="auto", resumed=None, **kwargs):
-    """A VITA of tiny models; every optimizer Adam 1e-2 unless `learning_rates` says; with
-    `resumed` (a checkpoint's state) its models' weights are loaded from it before compile,
-    as `training.train` resumes a run."""
+def make_vita(learning_rates=None, jit_compile="auto", resumed=None, budget_models=None, **kwargs):
+    """A VITA of tiny models (two budget models unless `budget_models` says); every optimizer
+    Adam 1e-2 unless `learning_rates` says; with `resumed` (a checkpoint's state) its models'
+    weights are loaded from it before compile, as `training.train` resumes a run."""
     trainer = VITA(
         tiny_models.anonymizer(),
         tiny_models.action_model(),
-        [tiny_models.budget_model(width=4), tiny_models.budget_model(width=6)],
+        budget_models or [tiny_models.budget_model(width=4), tiny_models.budget_model(width=6)],
         **kwargs,
     )
     if resumed is not None:
@@ -320,13 +320,11 @@ def test_a_restart_puts_back_a_budget_model_with_dropout_and_its_seed_goes_on():
     x = keras.layers.GlobalAveragePooling2D()(x)
     x = keras.layers.Dropout(0.5)(x)
     budget = keras.Model(inputs, keras.layers.Dense(4)(x))
-    trainer = VITA(tiny_models.anonymizer(), tiny_models.action_model(), [budget], **RESTARTING)
-    names = [*trainer.groups(), *trainer.optimizer_groups()]
-    trainer.compile({name: keras.optimizers.SGD(1e-2) for name in names})
+    trainer = make_vita(budget_models=[budget], **RESTARTING)
     initial = weights(budget)
     history = trainer.fit(tiny_models.vita_dataset(5), epochs=1, verbose=0).history
     assert np.isfinite(history["budget_loss"][-1])
-    # Step 4 restarted the budget model, then took one SGD step from its initial weights.
+    # Step 4 restarted the budget model, then took one Adam step from its initial weights.
     assert np.abs(weights(budget)[0] - initial[0]).max() < 0.1
 
 

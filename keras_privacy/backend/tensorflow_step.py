@@ -299,17 +299,6 @@ def recomputes_checkpoints() -> bool:
     return False
 
 
-def gather_replicas(x: Tensor) -> Tensor:
-    """`x` concatenated (axis 0) over the replicas of a data-parallel step; `x` itself
-    outside one."""
-    if not tf.distribute.has_strategy() or tf.distribute.in_cross_replica_context():
-        return x
-    context = tf.distribute.get_replica_context()
-    if context.num_replicas_in_sync == 1:
-        return x
-    return context.all_gather(x, axis=0)
-
-
 def replica_position() -> tuple[Tensor | int, int]:
     """(this replica's index, the number of replicas) inside a data-parallel step; (0, 1)
     outside one."""
@@ -317,6 +306,14 @@ def replica_position() -> tuple[Tensor | int, int]:
         return 0, 1
     context = tf.distribute.get_replica_context()
     return context.replica_id_in_sync_group, context.num_replicas_in_sync
+
+
+def gather_replicas(x: Tensor) -> Tensor:
+    """`x` concatenated (axis 0) over the replicas of a data-parallel step; `x` itself
+    outside one."""
+    if replica_position()[1] == 1:
+        return x
+    return tf.distribute.get_replica_context().all_gather(x, axis=0)
 
 
 def _mean_over_replicas(values):
