@@ -215,6 +215,35 @@ def test_boxes_from_file(tmp_path):
     assert (blackened[1, :4, :4] == 0).all() and blackened[1].sum() == 3 * (256 - 16)
 
 
+def test_float_boxes_from_file_are_rounded_outwards(tmp_path):
+    # Detectors write float corners: a box keeps every pixel it touches.
+    path = tmp_path / "boxes.json"
+    path.write_text(
+        json.dumps({"a.jpg": [[10.6, 20.4, 50.4, 60.6]], "b.avi": [[0, 0.5, 1, 2, 3.2]]})
+    )
+    source = BoxesFromFile(path)
+    np.testing.assert_array_equal(source.frame_boxes("a.jpg"), [[10, 20, 51, 61]])
+    np.testing.assert_array_equal(source.frame_boxes("b.avi", 0), [[0, 1, 2, 4]])
+
+
+def test_a_box_beyond_its_frame_is_refused_naming_the_file_and_the_frame(tmp_path):
+    # Boxes in the pixels of a rotated or resized frame would mask the wrong pixels; a box a
+    # little past the edge (an unclipped detector) is taken.
+    path = tmp_path / "boxes.json"
+    path.write_text(json.dumps({"a.jpg": [[-1, 0, 33, 24]], "b.jpg": [[0, 8, 20, 30]]}))
+    source = BoxesFromFile(path)
+    image = np.ones((1, 24, 32, 3), np.uint8)
+    assert build_baseline("blacken", source.detector("a.jpg"))(image).max() == 0
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            f"{path} (--eval_boxes): 'b.jpg', frame 0: box [0, 8, 20, 30] reaches beyond its "
+            "32 x 24 frame"
+        ),
+    ):
+        build_baseline("blacken", source.detector("b.jpg"))(image)
+
+
 @pytest.mark.parametrize(
     "content, message",
     [

@@ -27,7 +27,7 @@ from keras_privacy.data.cache import (
     read_video_cache,
     verify_cache,
 )
-from keras_privacy.data.errors import DatasetFormatError, VideoDecodeError
+from keras_privacy.data.errors import DatasetFormatError, TransformError, VideoDecodeError
 from keras_privacy.data.examples import Example, Split
 from keras_privacy.data.hmdb51 import read_hmdb51
 from keras_privacy.data.pa_hmdb51 import PA_HMDB51_ATTRIBUTES, read_frame_ranges, read_pa_hmdb51
@@ -1266,6 +1266,24 @@ def test_a_transform_changes_each_file_before_it_is_resized_and_keys_the_cache(
         assert min(frame.shape[:2]) == 32
         assert frame[:, : frame.shape[1] // 2 - 2].mean() < 5  # black, but for JPEG noise
         assert frame[:, frame.shape[1] // 2 + 1 :].mean() > 20
+
+
+def test_a_transform_that_fails_on_a_file_stops_the_cache_naming_it(tmp_path, video_split):
+    # A baseline failing on one file (a box outside its frame, a detector's error) is not a
+    # decoding failure: skipped, the file would be missing from that method's test set alone.
+    split, _ = video_split
+    failing = split.examples[2].path
+
+    def refuse_one(path: str, clip: np.ndarray) -> np.ndarray:
+        if path == failing:
+            raise ValueError("a box outside the frame")
+        return clip
+
+    transform = FrameTransform(refuse_one, key="refuse one")
+    with pytest.raises(TransformError, match=f"{re.escape(failing)}: refuse one failed: a box"):
+        prepare_video_cache(
+            split, tmp_path / "cache", short_side=32, num_shards=1, workers=2, transform=transform
+        )
 
 
 def test_two_writers_prepare_one_cache_at_once(tmp_path, video_split):

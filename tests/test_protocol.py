@@ -15,12 +15,12 @@ import tiny_models
 from tiny_models import tiny_config
 
 from keras_privacy.config import SettingError
-from keras_privacy.data import pipelines
+from keras_privacy.data import phvu, pipelines
 from keras_privacy.data.augment import evaluation_clip
 from keras_privacy.data.cache import encode_jpeg, read_manifest, read_video_cache
 from keras_privacy.data.errors import DatasetFormatError
 from keras_privacy.data.examples import Example, Split
-from keras_privacy.data.video import read_video
+from keras_privacy.data.video import read_video, write_video
 from keras_privacy.evaluation import (
     anonymizations,
     datasets,
@@ -284,6 +284,24 @@ def test_files_lost_by_the_evaluation_are_named_counted_and_reported(
         ("raw", "downsample_2x", "blur_strong"),
         (len(clip), config.image_size, config.image_size, 3),
     )
+    # A file baseline's row is its anonymization of the whole video, as cached, cut to the
+    # strip: its boxes may come from any frame (here, the left half only in a longer clip).
+    assert len(read_video(first_good)) > len(clip)
+
+    class LeftHalfOfLongClips:
+        description = "the left half of clips longer than the strip"
+
+        def detect_clip(self, frames):
+            half = frames.shape[2] // 2
+            box = [0, 0, half, frames.shape[1]] if len(frames) > len(clip) else [half, 0, 999, 999]
+            return [np.array([box], np.int32)] * len(frames)
+
+    blacken = anonymizations.Anonymization(
+        "blacken", baseline="blacken", detector=LeftHalfOfLongClips()
+    )
+    row = protocol._example_frames(config, data, [blacken])["blacken"]
+    middle = config.image_size // 2
+    assert row[:, :, : middle - 1].max() == 0 and row[:, :, middle + 1 :].min() > 0
     # A split left with no example is refused before any training, naming its manifest.
     for example in data.privacy_test.examples:
         Path(example.path).unlink()
@@ -525,7 +543,7 @@ def test_a_blur_is_cached_at_the_scale_of_each_splits_source(benchmark, tmp_path
         return split
 
     monkeypatch.setattr(datasets, "prepare_cache", record)
-    splits = datasets.EvaluationData("action train", "action test", "VISPR train", "frames")
+    splits = datasets.EvaluationData(Split([]), Split([]), Split([]), Split([]))
     for frame_splits, train_scale, test_scale in (
         ((), 512, 512),
         (("privacy_test",), 512, 240),
@@ -543,6 +561,53 @@ def test_a_blur_is_cached_at_the_scale_of_each_splits_source(benchmark, tmp_path
         assert f"blurred at {train_scale}," in keys["privacy_train"][1]
         kind, key = keys["privacy_test"]
         assert kind == "image" and f"blurred at {test_scale}," in key
+
+
+class _BoxPerFrameIndex:
+    """A detector giving frame t of a clip the box of column t, whatever its pixels: a frame's
+    boxes then tell which clip it was detected in. Counts the clips it is given."""
+
+    description = "column per frame"
+
+    def __init__(self):
+        self.clips = 0
+
+    def detect_clip(self, clip):
+        self.clips += 1
+        return [np.array([[t, 0, t + 1, clip.shape[1]]], np.int32) for t in range(len(clip))]
+
+
+def test_frames_of_videos_take_the_boxes_of_their_frame_in_the_whole_video(tmp_path, monkeypatch):
+    # The action cache detects people on whole videos (the union of 4 keyframes by default):
+    # the privacy test frames of the same videos (PA-HMDB51, VP) take those boxes, so that
+    # f'_B is scored on the pixels f'_T sees, not on a detection of the frame alone.
+    video = tmp_path / "v_0.avi"
+    write_video(video, np.full((9, 16, 24, 3), 200, np.uint8))
+    frames = phvu.frame_images(Split([Example(str(video), 0, (1,))]), tmp_path / "frames", 2)
+    assert [index for _, index in frames.frame_sources.values()] == [2, 6]
+    detector = _BoxPerFrameIndex()
+    method = anonymizations.Anonymization("blacken", baseline="blacken", detector=detector)
+    by_video = method.frame_transform(None, "video", frames.frame_sources)
+    alone = method.frame_transform(None, "video")
+    assert by_video.key.endswith("those of the frame in its video") and by_video.key != alone.key
+    for example, (_, index) in zip(frames.examples, frames.frame_sources.values()):
+        image = cv2.imread(example.path)[None, ..., ::-1]
+        dark = by_video(example.path, image)[0].max(axis=(0, 2)) == 0
+        assert np.flatnonzero(dark).tolist() == [index]
+        assert np.flatnonzero(alone(example.path, image)[0].max(axis=(0, 2)) == 0).tolist() == [0]
+    assert detector.clips == 1 + 2  # the video once for its two frames; each frame alone
+
+    # The evaluation's cache gives the frame splits their videos, and no other split.
+    keys = {}
+
+    def record(split, kind, directory, short_side, transform):
+        keys[directory.name] = transform.key
+        return split
+
+    data = datasets.EvaluationData(Split([]), Split([]), Split([]), frames)
+    monkeypatch.setattr(datasets, "prepare_cache", record)
+    datasets.cached_data(data, tmp_path, 16, 16, method, ("privacy_test",))
+    assert [name for name, key in keys.items() if "in its video" in key] == ["privacy_test"]
 
 
 def test_a_kept_attacker_of_other_attributes_or_of_damaged_files_is_refused(benchmark, tmp_path):

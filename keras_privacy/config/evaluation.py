@@ -252,7 +252,9 @@ class EvaluationSettings:
     eval_boxes: str = field(
         default="",
         metadata=described(
-            "JSON of person boxes per file for the people baselines (else HOG).", "eval"
+            "JSON of person boxes per file for the people baselines (else OpenCV's HOG people "
+            "and Haar faces on 4 keyframes).",
+            "eval",
         ),
     )
     face_threshold: float = field(

@@ -35,7 +35,7 @@ import numpy as np
 from tqdm import tqdm
 
 from keras_privacy.data.annotations import read_json
-from keras_privacy.data.errors import DatasetFormatError, VideoDecodeError
+from keras_privacy.data.errors import DatasetFormatError, TransformError, VideoDecodeError
 from keras_privacy.data.examples import Example, Split
 from keras_privacy.data.images import JPEG_CUT_SHORT, read_image_and_cut
 from keras_privacy.data.tensorflow_runtime import tf
@@ -64,6 +64,14 @@ class FrameTransform:
 
     apply: Callable[[str, np.ndarray], np.ndarray]
     key: str
+
+    def __call__(self, path: str, clip: np.ndarray) -> np.ndarray:
+        """`apply(path, clip)`; its failure raises `TransformError` naming the file and the
+        change, which stops the cache (a skipped file would differ between methods)."""
+        try:
+            return self.apply(path, clip)
+        except (ValueError, cv2.error) as error:
+            raise TransformError(f"{path}: {self.key} failed: {error}") from error
 
 
 def resize_short_side(frame: np.ndarray, short_side: int | None) -> np.ndarray:
@@ -128,7 +136,7 @@ def video_record(
     decoded = iter_video_frames(example.path)
     if transform is not None:
         clip = list(decoded)
-        decoded = transform.apply(example.path, np.stack(clip)) if clip else []
+        decoded = transform(example.path, np.stack(clip)) if clip else []
     frames, height, width = [], 0, 0
     for frame in decoded:
         frame = resize_short_side(frame, short_side)
@@ -161,7 +169,7 @@ def image_record(
     rgb, cut = read_image_and_cut(example.path)
     cut_short = JPEG_CUT_SHORT if cut else ""
     if transform is not None:
-        rgb = transform.apply(example.path, rgb[None])[0]
+        rgb = transform(example.path, rgb[None])[0]
     image = resize_short_side(rgb, short_side)
     height, width = image.shape[:2]
     features = _context(example, index, height, width)

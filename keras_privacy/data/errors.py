@@ -16,3 +16,9 @@ class AttributeChoiceError(ValueError):
 
 class VideoDecodeError(RuntimeError):
     """A video cannot be decoded: missing, empty, corrupt, or without any decodable frame."""
+
+
+class TransformError(RuntimeError):
+    """A cache's change of a file (a baseline: its boxes, its detector) failed on it. Not a
+    decoding failure: skipping the file would leave it out of that method's test set alone, so
+    the cache stops, naming the file and the change."""

@@ -32,12 +32,15 @@ class Split:
         class_names: Action class names indexed by `Example.label` (empty for image datasets).
         attribute_names: Privacy attribute names indexed like `Example.privacy`.
         missing: Files named by the annotations that are not on disk, as "path: reason".
+        frame_sources: For an image split of frames of videos (`phvu.frame_images`): each
+            image's path -> (its video's path, the frame's index in it).
     """
 
     examples: list[Example]
     class_names: list[str] = dataclasses.field(default_factory=list)
     attribute_names: list[str] = dataclasses.field(default_factory=list)
     missing: list[str] = dataclasses.field(default_factory=list)
+    frame_sources: dict[str, tuple[str, int]] = dataclasses.field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.examples)

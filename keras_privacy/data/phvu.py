@@ -235,15 +235,16 @@ def frame_images(
     `frame_labels(video path, frame index)` when given (frame-level annotations). With
     `frames_of(video path, frame count)`, the frames are taken among those it gives (the
     labelled ones); a video it gives none of is listed in `missing`, as are undecodable
-    videos. A video of fewer frames than `frames_per_video` gives each of them once.
-    `frame_source` gives the video of a frame from its file name."""
+    videos. A video of fewer frames than `frames_per_video` gives each of them once. The
+    split's `frame_sources` gives each image's video and frame index; `frame_source` the unit
+    of a frame from its file name."""
     if frames_per_video < 0:
         raise ValueError(
             f"frames_per_video must be 0 (every frame) or more, got {frames_per_video}"
         )
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    examples, missing = [], list(split.missing)
+    examples, missing, sources = [], list(split.missing), {}
     for index, example in enumerate(split.examples):
         try:
             num_frames = probe_video(example.path).num_frames
@@ -281,7 +282,10 @@ def frame_images(
             if frame_labels is not None:
                 privacy = frame_labels(example.path, position)
             examples.append(Example(path=str(target), privacy=privacy))
-    return dataclasses.replace(split, examples=examples, class_names=[], missing=missing)
+            sources[str(target)] = (example.path, position)
+    return dataclasses.replace(
+        split, examples=examples, class_names=[], missing=missing, frame_sources=sources
+    )
 
 
 FRAME_MARK = ".frame"

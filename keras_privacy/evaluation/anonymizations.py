@@ -7,7 +7,7 @@ import dataclasses
 import hashlib
 import json
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import keras
@@ -19,15 +19,22 @@ from keras_privacy.config.evaluation import LEARNED, eval_methods, learned_path
 from keras_privacy.config.schedule import LEARNING_RATES
 from keras_privacy.data.cache import FrameTransform
 from keras_privacy.data.sources import pa_hmdb51_videos
+from keras_privacy.data.video import read_video
 from keras_privacy.evaluation.baselines import (
     BASELINES,
     BLUR_REFERENCE_SIDE,
     BLURS,
     FACE_BASELINES,
+    PEOPLE_BASELINES,
     InputDownsample,
     build_baseline,
 )
-from keras_privacy.evaluation.detection import BoxesFromFile, Detector, PersonOrFaceDetector
+from keras_privacy.evaluation.detection import (
+    BoxesFromFile,
+    Detector,
+    KnownBoxes,
+    PersonOrFaceDetector,
+)
 from keras_privacy.evaluation.faces import DEFACE_THRESHOLD, CenterFaceDetector
 from keras_privacy.export import load_keras_anonymizer
 
@@ -51,6 +58,12 @@ class Anonymization:
     baseline: str | None = None
     detector: Detector | None = None
     boxes: BoxesFromFile | None = None
+    _boxes_of_videos: dict[str, list[np.ndarray]] = dataclasses.field(
+        default_factory=dict, init=False, repr=False
+    )
+    _video_boxes_lock: threading.Lock = dataclasses.field(
+        default_factory=threading.Lock, init=False, repr=False
+    )
 
     def clip_fn(self, file_name: str, short_side: int | None, kind: str) -> ClipFn:
         """The people baseline as a function of one uint8 (T, H, W, 3) clip of the file
@@ -61,18 +74,48 @@ class Anonymization:
             detector = self._shared_detector()
         return build_baseline(self.baseline, detector, short_side, kind)
 
-    def frame_transform(self, short_side: int | None, kind: str) -> FrameTransform:
+    def frame_transform(
+        self,
+        short_side: int | None,
+        kind: str,
+        frame_sources: Mapping[str, tuple[str, int]] | None = None,
+    ) -> FrameTransform:
         """The people baseline as the cache's change of each source file, blurred at the scale
         of a "video" or an "image" `kind`, returning it at `short_side`; the key names the
         baseline, its short side, a blur's scale and its boxes (the box file's digest, or the
-        detector)."""
+        detector).
+
+        Images that are frames of videos (`frame_sources`: image path -> (video path, frame
+        index)) take the boxes the detector gives that frame in its whole video, as the
+        action cache's videos do (people baselines: the union of the video's keyframes), so
+        that f'_B is scored on the pixels f'_T sees; face baselines detect every frame alone
+        either way."""
         boxes = self.boxes_key()
+        by_video = bool(frame_sources) and self.baseline in PEOPLE_BASELINES and self.boxes is None
 
         def apply(path: str, clip: np.ndarray) -> np.ndarray:
+            if by_video:
+                video, index = frame_sources[path]
+                video_boxes = self._video_boxes(video)
+                detector = KnownBoxes(video_boxes[min(index, len(video_boxes) - 1)])
+                return build_baseline(self.baseline, detector, short_side, kind)(clip)
             return self.clip_fn(Path(path).name, short_side, kind)(clip)
 
         scale = f", blurred at {BLUR_REFERENCE_SIDE[kind]}" if self.baseline in BLURS else ""
-        return FrameTransform(apply, key=f"{self.baseline} at {short_side}{scale}, boxes {boxes}")
+        source = ", those of the frame in its video" if by_video else ""
+        return FrameTransform(
+            apply, key=f"{self.baseline} at {short_side}{scale}, boxes {boxes}{source}"
+        )
+
+    def _video_boxes(self, video: str) -> list[np.ndarray]:
+        """The detector's boxes of every frame of the whole `video`, found once for all the
+        frames taken from it (one video at a time: its frames reach the cache's threads
+        together)."""
+        with self._video_boxes_lock:
+            if video not in self._boxes_of_videos:
+                clip = read_video(video)
+                self._boxes_of_videos[video] = self._shared_detector().detect_clip(clip)
+            return self._boxes_of_videos[video]
 
     def boxes_key(self) -> str:
         """What decides the boxes of a people or face baseline: the box file's digest, or the

@@ -62,13 +62,18 @@ def cached_data(
     is anonymized as it is cached: its people are found on the source frames, which are
     blackened at their cache's side, or blurred at the scale of their kind
     (`baselines.BLUR_REFERENCE_SIDE`; the privacy splits named in `frame_splits`, frames of
-    videos (`video_frame_splits`), at a video's) and then resized to it."""
+    videos (`video_frame_splits`), at a video's, with the boxes of the frame in its video) and
+    then resized to it."""
 
     def cached(name: str, kind: str) -> pipelines.Source:
+        split = getattr(data, name)
         short_side = video_side if kind == "video" else image_side
         scale = "video" if kind == "video" or name in frame_splits else "image"
-        transform = None if baseline is None else baseline.frame_transform(short_side, scale)
-        return prepare_cache(getattr(data, name), kind, directory / name, short_side, transform)
+        frame_sources = split.frame_sources if name in frame_splits else None
+        transform = (
+            None if baseline is None else baseline.frame_transform(short_side, scale, frame_sources)
+        )
+        return prepare_cache(split, kind, directory / name, short_side, transform)
 
     return EvaluationData(
         cached("action_train", "video"),

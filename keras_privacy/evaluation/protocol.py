@@ -498,16 +498,18 @@ def _example_frames(
     left out of the scores, is passed over), every row in one view: the action test clips' crop
     (`--eval_action_crop` of the centre, square or keeping the frame's aspect as the config's
     augmentation does) at `image_size`, what the target action models see. A model (learned,
-    down-sampling) anonymizes that view; a baseline applied to the files anonymizes the decoded
-    frames, then is cut to it."""
+    down-sampling) anonymizes that view; a baseline applied to the files anonymizes the whole
+    decoded video, as the cache does (its boxes may come from any of its frames), then is cut
+    to it."""
     for source in data.action_test.examples:
         try:
-            clip = read_video(source.path, max_frames=config.clip_length * config.clip_stride)
+            video = read_video(source.path)
             break
         except VideoDecodeError as error:
             logging.warning("frames.png: %s; taking the next test video", error)
     else:
         raise VideoDecodeError(f"no test video of {len(data.action_test)} decodes")
+    clip = video[: config.clip_length * config.clip_stride]
     keeps_aspect = config.action_augmentation().crop_keeps_aspect
 
     def view(frames: np.ndarray) -> np.ndarray:
@@ -522,5 +524,5 @@ def _example_frames(
             frames[method.name] = keras.ops.convert_to_numpy(anonymized)
         elif method.baseline is not None:
             anonymize = method.clip_fn(Path(source.path).name, config.frame_size, "video")
-            frames[method.name] = view(anonymize(clip))
+            frames[method.name] = view(anonymize(video)[: len(clip)])
     return frames
