@@ -66,7 +66,10 @@ def script_argv(argv: Sequence[str]) -> list[str]:
 def expand_flagfiles(argv: Sequence[str]) -> list[str]:
     """`argv` with each `--flagfile=PATH` (or `--flagfile PATH`) replaced by the arguments its
     file holds, as absl reads them: one per line, blank lines and `#` or `//` comments skipped,
-    nested flag files expanded in place, a later flag winning, an empty PATH ignored.
+    nested flag files expanded in place, a later flag winning. An empty PATH (absl ignores it:
+    an unset variable) raises FlagfileError, as does a flag that a later flag file would set
+    again over the command line's or an including file's earlier line, which would lose
+    without a word: set it after the `--flagfile`.
 
     A relative PATH on the command line is the working directory's. In a flag file it is looked
     for next to that file (the folder it is in, then, for a link, its target's), so that a
@@ -75,7 +78,7 @@ def expand_flagfiles(argv: Sequence[str]) -> list[str]:
     FlagfileError naming the file and line: a line without a leading dash (absl takes it for
     a positional argument), a comment after a value, a value in quotes (absl keeps both as
     part of the value), or a flag the same file has set already (an included file's may be
-    set again: the including file's wins)."""
+    set again after the include: the including file's wins)."""
     return [argument for argument, _ in _expanded(argv)]
 
 
@@ -98,30 +101,47 @@ def require_known_flags(flag_values: Any, argv: Sequence[str]) -> None:
 def _expanded(argv: Sequence[str]) -> list[tuple[str, str | None]]:
     """`expand_flagfiles`' arguments, each with the "file:line" it comes from (None: the
     command line)."""
-    result, rest = [], list(argv)
+    result, rest, given = [], list(argv), {}
     while rest:
         argument = rest.pop(0)
         if argument in ("--flagfile", "-flagfile"):
             if not rest:
                 raise FlagfileError(f"{argument} with no file")
-            result += _flagfile_arguments(rest.pop(0), [])
+            result += _not_overriding(given, _flagfile_arguments(rest.pop(0), []))
         elif argument.startswith(("--flagfile=", "-flagfile=")):
-            result += _flagfile_arguments(argument.split("=", 1)[1], [])
+            result += _not_overriding(given, _flagfile_arguments(argument.split("=", 1)[1], []))
         else:
             result.append((argument, None))
             if argument == "--":
                 return result + [(argument, None) for argument in rest]
+            if argument.startswith("-"):
+                given[_flag_name(argument)] = f"{argument} on the command line"
     return result
+
+
+def _not_overriding(
+    earlier: dict[str, str], arguments: list[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """`arguments` (a flag file's, with their "file:line"), refused with FlagfileError where
+    one sets a flag of `earlier` (flag name -> where it was set), which it would override."""
+    for argument, origin in arguments:
+        name = _flag_name(argument)
+        if name in earlier:
+            raise FlagfileError(
+                f"{origin}: {argument!r} would override {earlier[name]} (the later flag wins): "
+                "set a flag after the --flagfile that sets it too"
+            )
+    return arguments
 
 
 def _flagfile_arguments(name: str, chain: list[tuple[Path, int]]) -> list[tuple[str, str]]:
     """The arguments of the flag file `name`, each with its "file:line"; `chain` holds the
     (file, line) of each flag file that led to it, where it is looked for and what the
     messages name."""
-    if not name:
-        return []
     including = " -> ".join(f"{file}:{line}" for file, line in chain)
     named_by = f" (named at {including})" if chain else ""
+    if not name:
+        raise FlagfileError(f"--flagfile= names no file{named_by} (an unset variable?)")
     try:
         path = Path(name).expanduser()
         if chain and not path.is_absolute():
@@ -149,7 +169,9 @@ def _flagfile_arguments(name: str, chain: list[tuple[Path, int]]) -> list[tuple[
         if not line or line.startswith(("#", "//")):
             continue
         if line.startswith(("--flagfile=", "-flagfile=")):
-            result += _flagfile_arguments(line.split("=", 1)[1], [*chain, (path, number)])
+            included = _flagfile_arguments(line.split("=", 1)[1], [*chain, (path, number)])
+            earlier = {name: f"{path}:{at}" for name, at in set_at.items()}
+            result += _not_overriding(earlier, included)
             continue
         problem = _misread_line(line)
         if problem:

@@ -42,13 +42,13 @@ def _default(value) -> str:
 
 def _scope_note(scope) -> str:
     """Where a flag of `FLAG_SCOPES` has an effect, as a sentence for its help cell."""
-    from keras_privacy.config import SSL_ADVERSARIES
+    from keras_privacy.config import METHODS, SSL_ADVERSARIES
 
-    parts = [f"--method={' / '.join(scope.methods)}"]
+    parts = [] if scope.methods == METHODS else [f"--method={' / '.join(scope.methods)}"]
     if scope.ssl_adversaries != SSL_ADVERSARIES:
         parts.append(f"--ssl_adversary={' / '.join(scope.ssl_adversaries)}")
     if scope.needs:
-        parts.append(f"--{scope.needs} set")
+        parts.append(f"--{scope.needs}" if "=" in scope.needs else f"--{scope.needs} set")
     note = "Only with " + ", ".join(parts)
     if scope.fallback_for:
         note += f", or as the default of --{scope.fallback_for}"

@@ -66,6 +66,15 @@ def test_a_variant_of_the_authors_method_is_reported_as_what_it_is():
     assert parse("--contrastive_views=frames").learned_name() == "spact (frames views)"
     assert parse("--ssl_adversary=rotnet").learned_name() == "spact (rotnet)"
     assert parse("--method=vita", "--contrastive_views=both").learned_name() == "vita"
+    # A variant of another method's loss, or an ensemble, is named too (the penalty method's
+    # own penalty is not).
+    tedspad = parse(f"--flagfile={CONFIGS[0].parent / 'synthetic_tedspad.cfg'}")
+    assert tedspad.learned_name() == "spact (crop 0.25, both views, triplet 1)"
+    ensemble = parse(f"--flagfile={CONFIGS[0].parent / 'synthetic_ensemble.cfg'}")
+    assert ensemble.learned_name() == "spact (ensemble of 2, crop 0.25, both views)"
+    assert parse("--penalty_weight=0.5").learned_name() == "spact (penalty 0.5)"
+    assert parse("--method=vita", "--penalty_weight=1").learned_name() == "vita (penalty 1)"
+    assert parse("--method=penalty", "--penalty_weight=1").learned_name() == "penalty"
 
 
 def test_a_flag_that_makes_no_sense_is_named():
@@ -264,6 +273,15 @@ def test_a_shared_base_config_holds_no_method_specific_flag(path):
         (["--moco_momentum=0.9"], "--moco_momentum=0.9: --ssl_adversary=ntxent"),
         (["--penalty_budget=0.5"], "--penalty_budget=0.5: --penalty_weight is off"),
         (["--triplet_margin=2"], "--triplet_margin=2.0: --triplet_weight is off"),
+        (["--init_lr_patience=3"], "--init_lr_patience=3: --init_lr_drop is off (1.0)"),
+        (
+            ["--method=vita", "--action_schedule=batch_gate", "--action_max_updates=3"],
+            "--action_max_updates=3: --action_schedule is batch_gate, it acts at validation_loop",
+        ),
+        (
+            ["--method=vita", "--action_schedule=batch_gate", "--action_validation_every=4"],
+            "--action_validation_every=4: --action_schedule is batch_gate, it acts at",
+        ),
         (
             ["--method=vita", "--privacy_backbone=resnet50", "--eval_privacy_model=resnet_tiny"],
             "--privacy_backbone=resnet50: --method=vita does not read it",
@@ -297,9 +315,34 @@ def test_bad_vita_schedules_are_refused(argv, message):
 def test_a_method_specific_flag_at_its_default_or_where_read_is_allowed():
     parse("--method=vita", "--temperature=0.1", "--action_weight=1").validate()
     parse("--method=vita", "--penalty_weight=1", "--restart_every=5").validate()
+    parse("--method=vita", "--action_max_updates=3", "--action_validation_every=4").validate()
+    parse("--init_lr_drop=10", "--init_lr_patience=3").validate()
     # Without --eval_privacy_model, --privacy_backbone picks the evaluation's privacy model.
     parse("--method=meta", "--privacy_backbone=mobilenet_v1_0.25").validate()
     parse("--ssl_adversary=moco", "--moco_momentum=0.9").validate()
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--projection_dim=-5"], "--projection_dim must be at least 1, got -5"),
+        (["--projection_hidden=0"], "--projection_hidden must be at least 1, got 0"),
+        (["--identity_warmup_epochs=-1"], "--identity_warmup_epochs cannot be negative, got -1"),
+        (
+            ["--eval_warmup_epochs=9", "--eval_action_epochs=20", "--eval_privacy_epochs=8"],
+            "--eval_warmup_epochs (9) exceeds --eval_privacy_epochs (8): the target privacy",
+        ),
+        (
+            ["--eval_action_epochs=8", "--eval_action_test_epochs=4,20"],
+            "--eval_action_test_epochs=4,20 names epochs past the target action model's 8 "
+            "(--eval_action_epochs): 20",
+        ),
+    ],
+)
+def test_sizes_and_lengths_out_of_their_range_are_named(argv, message):
+    # Each would fail inside Keras after the run folder was made, or be silently ignored.
+    with pytest.raises(ValueError, match=re.escape(message)):
+        parse(*argv).validate()
 
 
 SECTIONS = (
@@ -429,11 +472,39 @@ def test_a_missing_or_circular_flag_file_is_named_with_the_line_including_it(tmp
         script_argv(["train.py", f"--flagfile={tmp_path / 'none.cfg'}"])
     with pytest.raises(FlagfileError, match="~no_such_user_here/a.cfg: cannot read this flag file"):
         parse("--flagfile=~no_such_user_here/a.cfg")
-    # Included by two files is no circle; an empty --flagfile= is ignored, as absl ignores it.
-    (tmp_path / "inner.cfg").write_text("--batch_size=3\r--flagfile=\r\n")
+    # Included by two files is no circle.
+    (tmp_path / "inner.cfg").write_text("--batch_size=3\r\n")
     (tmp_path / "middle.cfg").write_text("--flagfile=inner.cfg\n")
     outer.write_text("--flagfile=inner.cfg\n--flagfile=middle.cfg\n")
-    assert parse(f"--flagfile={outer}", "--flagfile=").batch_size == 3
+    assert parse(f"--flagfile={outer}").batch_size == 3
+    # An empty --flagfile= (absl ignores it: an unset variable) is refused.
+    with pytest.raises(FlagfileError, match=re.escape("--flagfile= names no file (an unset")):
+        parse(f"--flagfile={outer}", "--flagfile=")
+    (tmp_path / "middle.cfg").write_text("--flagfile=\n")
+    with pytest.raises(FlagfileError, match=re.escape(f"{tmp_path / 'middle.cfg'}:1) (an unset")):
+        parse(f"--flagfile={outer}")
+
+
+def test_a_flag_that_a_later_flag_file_would_override_is_refused(tmp_path, monkeypatch):
+    # A later flag wins: set before the --flagfile that sets it too, on the command line or in
+    # an including file, it would lose without a word. Set after it, it wins.
+    from keras_privacy.cli import FlagfileError
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "inner.cfg").write_text("--method=spact\n--batch_size=3\n")
+    outer = tmp_path / "outer.cfg"
+    outer.write_text("--method=vita\n--flagfile=inner.cfg\n")
+    expected = f"{tmp_path / 'inner.cfg'}:1: '--method=spact' would override {outer}:1"
+    with pytest.raises(FlagfileError, match=re.escape(expected)):
+        parse(f"--flagfile={outer}")
+    outer.write_text("--flagfile=inner.cfg\n--method=vita\n")
+    assert parse(f"--flagfile={outer}").method == "vita"
+    with pytest.raises(
+        FlagfileError,
+        match=re.escape("'--batch_size=3' would override --batch_size=5 on the command line"),
+    ):
+        parse("--batch_size=5", f"--flagfile={outer}")
+    assert parse(f"--flagfile={outer}", "--batch_size=5").batch_size == 5
 
 
 def test_a_bad_line_of_a_flag_file_is_named_with_its_file_and_line(tmp_path, monkeypatch):

@@ -303,10 +303,14 @@ def test_novel_actions_needs_classes_new_to_training(benchmark, tmp_path):
 
 
 def test_multilabel_actions_are_refused_on_the_command_lines_datasets(benchmark, tmp_path):
-    """No action dataset of the command line has multi-hot labels: refused before any work,
-    rather than when f'_T starts training."""
-    config = tiny_config(benchmark, tmp_path, action_multilabel=True)
-    with pytest.raises(ValueError, match="action_multilabel.*synthetic, ucf101, hmdb51.*read_phvu"):
+    """No action dataset of the command line has multi-hot labels: refused by the settings'
+    check (train.py's as evaluate.py's, before a training that evaluate.py would refuse), and
+    by `evaluation_data` for a config made in Python, before any work."""
+    message = "action_multilabel.*synthetic, ucf101, hmdb51.*read_phvu"
+    with pytest.raises(ValueError, match=message):
+        tiny_config(benchmark, tmp_path, action_multilabel=True)
+    config = dataclasses.replace(tiny_config(benchmark, tmp_path), action_multilabel=True)
+    with pytest.raises(ValueError, match=message):
         protocol.evaluation_data(config)
     assert not protocol.report_dir(config).exists()
 

@@ -96,6 +96,9 @@ LEARNED_NAME_SETTINGS = (
     "adversary_crop",
     "adversary_jitter",
     "contrastive_views",
+    "privacy_backbone",
+    "triplet_weight",
+    "penalty_weight",
 )
 """The settings `ExperimentConfig.learned_name` reads."""
 
@@ -170,12 +173,18 @@ class ExperimentConfig(
         if self.method in SELF_SUPERVISED:
             if self.ssl_adversary != "ntxent":
                 notes.append(self.ssl_adversary)
+            if len(self.privacy_backbone_names()) > 1:
+                notes.append(f"ensemble of {len(self.privacy_backbone_names())}")
             if self.adversary_crop > 0:
                 notes.append(f"crop {self.adversary_crop:g}")
             if self.adversary_jitter > 0:
                 notes.append(f"jitter {self.adversary_jitter:g}")
             if self.ssl_adversary != "spatiotemporal" and self.contrastive_views != "images":
                 notes.append(f"{self.contrastive_views} views")
+            if self.triplet_weight > 0:
+                notes.append(f"triplet {self.triplet_weight:g}")
+        if self.method != "penalty" and self.penalty_weight > 0:
+            notes.append(f"penalty {self.penalty_weight:g}")
         return f"{self.method} ({', '.join(notes)})" if notes else self.method
 
     def eval_action_model_names(self) -> list[str]:

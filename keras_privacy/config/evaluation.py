@@ -398,16 +398,36 @@ def parse_test_epochs(setting: str, text: str) -> list[int]:
 
 
 def _validate_test_epochs(config) -> None:
-    """A target model tested during its training must be tested at one of its epochs."""
+    """A target model tested during its training is tested at epochs of its training, and
+    its learning-rate warm-up ends within it."""
     for target in ("action", "privacy"):
         setting = f"eval_{target}_test_epochs"
         epochs = parse_test_epochs(setting, getattr(config, setting))
         last = getattr(config, f"eval_{target}_epochs")
-        if epochs and min(epochs) > last:
+        beyond = [epoch for epoch in epochs if epoch > last]
+        if beyond:
             raise SettingError(
-                f"<{setting}>={getattr(config, setting)} names none of the target {target} "
-                f"model's {last} epochs (<eval_{target}_epochs>)"
+                f"<{setting}>={getattr(config, setting)} names epochs past the target {target} "
+                f"model's {last} (<eval_{target}_epochs>): {', '.join(map(str, beyond))}"
             )
+        if last and config.eval_warmup_epochs > last:
+            raise SettingError(
+                f"<eval_warmup_epochs> ({config.eval_warmup_epochs}) exceeds "
+                f"<eval_{target}_epochs> ({last}): the target {target} model would never "
+                "reach its learning rate"
+            )
+
+
+def require_single_label_actions(config: ExperimentConfig) -> None:
+    """Refuse `action_multilabel` where the actions come from a command-line dataset (every
+    one labels a video with one action): multi-label evaluation is for P-HVU splits from
+    Python."""
+    if config.action_multilabel:
+        raise SettingError(
+            "<action_multilabel> needs multi-hot action labels, which no action dataset of "
+            f"the command line has ({', '.join(ACTION_DATASETS)}: one label a video); evaluate "
+            "P-HVU splits from Python (keras_privacy.data.phvu.read_phvu, protocol.evaluate)"
+        )
 
 
 def validate_evaluation(config: ExperimentConfig) -> None:
@@ -417,6 +437,7 @@ def validate_evaluation(config: ExperimentConfig) -> None:
 
     not_negative(config, ("eval_bootstrap", "eval_privacy_frames"))
     at_least_one(config, ("eval_action_epochs", "eval_privacy_epochs", "eval_clips"))
+    require_single_label_actions(config)
     if config.seeds > 1 and config.anonymizer_path:
         raise SettingError(
             "<seeds> evaluates each seed's own anonymizer (run_dir/seed_K): drop "

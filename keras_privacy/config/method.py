@@ -7,6 +7,7 @@ import dataclasses
 from dataclasses import field
 from typing import TYPE_CHECKING
 
+from keras_privacy.config.run import METHODS
 from keras_privacy.config.setting import SettingError, at_least_one, described, names, one_of
 from keras_privacy.methods.spact import SSL_ADVERSARIES
 from keras_privacy.methods.steps import CONTRASTIVE_VIEWS
@@ -22,8 +23,9 @@ IMAGE_ADVERSARIES = ("ntxent", "rotnet", "moco")
 @dataclasses.dataclass(frozen=True)
 class FlagScope:
     """Where a flag has an effect: under `methods`, with one of `ssl_adversaries` (for the
-    SPAct methods), and only while the flag `needs` is on (not its default). A flag that is
-    also the default of `fallback_for` acts under every method while that one is unset."""
+    SPAct methods), and only while the flag `needs` is on (not its default), or, written
+    "flag=value", has that value. A flag that is also the default of `fallback_for` acts under
+    every method while that one is unset."""
 
     methods: tuple[str, ...]
     ssl_adversaries: tuple[str, ...] = SSL_ADVERSARIES
@@ -49,8 +51,8 @@ FLAG_SCOPES = {
     "adversary_threshold": FlagScope(("vita", "meta")),
     "restart_every": FlagScope(("vita",)),
     "action_schedule": FlagScope(("vita",)),
-    "action_max_updates": FlagScope(("vita",)),
-    "action_validation_every": FlagScope(("vita",)),
+    "action_max_updates": FlagScope(("vita",), needs="action_schedule=validation_loop"),
+    "action_validation_every": FlagScope(("vita",), needs="action_schedule=validation_loop"),
     "action_fresh_clips": FlagScope(("vita",)),
     "action_moves_anonymizer": FlagScope(("vita",)),
     "adversary_updates_per_step": FlagScope(("vita",)),
@@ -66,10 +68,11 @@ FLAG_SCOPES = {
     "triplet_margin": FlagScope(SELF_SUPERVISED, needs="triplet_weight"),
     "adversary_crop": FlagScope(SELF_SUPERVISED, IMAGE_ADVERSARIES),
     "adversary_jitter": FlagScope(SELF_SUPERVISED, IMAGE_ADVERSARIES),
+    "init_lr_patience": FlagScope(METHODS, needs="init_lr_drop"),
 }
-"""The flags that only some methods read (from `training.py`, the trainers and the input
-pipeline); every other flag acts under every method. `validate_settings_in_use` refuses a
-flag set to a non-default value where it has no effect. `pair_sampler` also picks the two
+"""The flags that only some methods, or some settings, read (from `training.py`, the trainers
+and the input pipeline); every other flag acts under every method. `validate_settings_in_use`
+refuses a flag set to a non-default value where it has no effect. `pair_sampler` also picks the two
 frames per clip that the identity initialisation reconstructs, but its purpose, SPAct's
 temporal positive pairs, exists only with an image adversary of the SPAct methods."""
 
@@ -287,6 +290,10 @@ def validate_settings_in_use(config: ExperimentConfig) -> None:
     def is_set(name: str) -> bool:
         return getattr(config, name) != defaults[name]
 
+    def needed(needs: str) -> bool:
+        name, _, value = needs.partition("=")
+        return str(getattr(config, name)) == value if value else is_set(name)
+
     unused = []
     for name, scope in FLAG_SCOPES.items():
         if not is_set(name) or (scope.fallback_for and not is_set(scope.fallback_for)):
@@ -301,8 +308,13 @@ def validate_settings_in_use(config: ExperimentConfig) -> None:
                 f"<ssl_adversary>={config.ssl_adversary} does not read it "
                 f"({', '.join(scope.ssl_adversaries)} do)"
             )
-        elif scope.needs and not is_set(scope.needs):
-            why = f"<{scope.needs}> is off ({defaults[scope.needs]})"
+        elif scope.needs and not needed(scope.needs):
+            name, _, value = scope.needs.partition("=")
+            why = (
+                f"<{name}> is {getattr(config, name)}, it acts at {value}"
+                if value
+                else f"<{name}> is off ({defaults[name]})"
+            )
         else:
             continue
         unused.append(f"{setting}: {why}")

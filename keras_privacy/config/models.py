@@ -7,7 +7,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from keras_privacy.config.setting import SettingError, described, names
+from keras_privacy.config.setting import SettingError, at_least_one, described, names
 from keras_privacy.known_weights import missing_weights_message
 
 if TYPE_CHECKING:
@@ -105,6 +105,7 @@ def validate_model_names(config: ExperimentConfig) -> None:
     under the spatio-temporal adversary, else an image model)."""
     from keras_privacy.models import registry
 
+    at_least_one(config, ("projection_hidden", "projection_dim"))
     if not config.adversary_model_names():
         raise SettingError("<adversary_models> names no model")
     if not config.privacy_backbone_names():

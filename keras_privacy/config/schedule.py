@@ -115,6 +115,7 @@ def validate_schedule(config: ScheduleSettings) -> None:
         config,
         (
             "identity_epochs",
+            "identity_warmup_epochs",
             "init_lr_patience",
             "action_init_epochs",
             "privacy_init_epochs",

@@ -300,7 +300,7 @@ def _training_record(path: str) -> tuple[Path, dict | None]:
     return recorded, kept
 
 
-SEED_SETTINGS = ("privacy_weight", *LEARNING_RATES)
+SEED_SETTINGS = ("privacy_weight", "meta_alpha", *LEARNING_RATES)
 """The settings that a resumed run may change (`training.RESUMABLE_SETTINGS`) that change what
 is trained: the only ones in which the seed runs of one `--seeds` run can differ."""
 
@@ -309,7 +309,8 @@ def require_one_training_setting(runs: Sequence[ExperimentConfig]) -> None:
     """Raise SettingError naming each of `SEED_SETTINGS` in which the seed runs' `config.json`
     differ, and the run folders: their summary would average two settings as one. Training
     leaves a finished run's `config.json` as it is, so a seed added later with another privacy
-    weight or learning rate differs from the earlier ones. Runs without one are not compared."""
+    weight, learning rate or meta alpha differs from the earlier ones. Runs without one are not
+    compared."""
     kept = {}
     for run in runs:
         recorded = read_record(

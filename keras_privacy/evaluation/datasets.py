@@ -12,14 +12,13 @@ from pathlib import Path
 
 from keras_privacy import environment
 from keras_privacy.config import (
-    ACTION_DATASETS,
     FRAME_DATASETS,
     VP_VIDEOS,
     ExperimentConfig,
     SettingError,
 )
 from keras_privacy.config.data import SPLIT_DATASETS
-from keras_privacy.config.evaluation import vp_split_lists
+from keras_privacy.config.evaluation import require_single_label_actions, vp_split_lists
 from keras_privacy.data import pa_hmdb51, phvu, pipelines, sources, vp_labels
 from keras_privacy.data.cache import MANIFEST, failure_line, prepare_cache, read_manifest
 from keras_privacy.data.examples import Split
@@ -216,12 +215,7 @@ def evaluation_data(config: ExperimentConfig) -> EvaluationData:
     the training ones unless `--eval_*` dataset flags are set; PA-HMDB51's and VP's frames are
     written under the report folder). With `--eval_protocol=novel_actions`, an action class that the
     training action set also has raises ValueError."""
-    if config.action_multilabel:
-        raise SettingError(
-            "<action_multilabel> needs multi-hot action labels, which no action dataset of "
-            f"the command line has ({', '.join(ACTION_DATASETS)}: one label a video); evaluate "
-            "P-HVU splits from Python (keras_privacy.data.phvu.read_phvu, protocol.evaluate)"
-        )
+    require_single_label_actions(config)
     evaluation = config.evaluation_datasets()
     leave_out = evaluation.privacy_annotations if config.eval_protocol == "pa_hmdb51" else ""
     actions = sources.action_splits(evaluation.dataset_files("action"), leave_out)
