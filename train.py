@@ -41,8 +41,9 @@ def main(argv):
         raise app.UsageError(str(error)) from error
 
     def train_every_seed() -> None:
-        from keras_privacy.training import train
+        from keras_privacy.training import require_the_seeds_layout, train
 
+        require_the_seeds_layout(config)
         for run in config.seed_runs():
             result = train(run)
             if not distribute.is_chief():

@@ -737,6 +737,29 @@ def _require_the_runs_settings(config: ExperimentConfig, run_dir: Path) -> None:
         )
 
 
+def require_the_seeds_layout(config: ExperimentConfig) -> None:
+    """Raise SettingError where `run_dir` holds a run laid out for another `seeds`: a single
+    run (its checkpoints in run_dir) under `seeds` > 1, whose seeds train in run_dir/seed_K,
+    or seed runs (run_dir/seed_K) under `seeds`=1, which trains in run_dir: either would
+    train from scratch beside the kept run instead of resuming it."""
+    run_dir = Path(config.run_dir)
+    single = (run_dir / "checkpoints").is_dir()
+    seeded = sorted(path.parent.name for path in run_dir.glob("seed_*/checkpoints"))
+    if config.seeds > 1 and single:
+        raise SettingError(
+            f"<run_dir>={run_dir} holds a single run, and <seeds>={config.seeds} trains each "
+            f"seed in <run_dir>/seed_K, from scratch beside it: give another <run_dir>, or "
+            f"move the run's files into {run_dir}/seed_{config.seed} to make it the first seed"
+        )
+    if config.seeds == 1 and seeded and not single:
+        raise SettingError(
+            f"<run_dir>={run_dir} holds the seed runs of a <seeds> run "
+            f"({', '.join(seeded)}), and <seeds>=1 trains one "
+            "run in <run_dir>, from scratch beside them: give <seeds> to resume them, or "
+            "another <run_dir>"
+        )
+
+
 def _finished(config: ExperimentConfig, state: dict | None) -> bool:
     """Whether the checkpoint `state` ends every phase of `config`: such a run trains nothing,
     so its `config.json` stays as it is, a changed privacy weight or learning rate (resumable
@@ -752,12 +775,14 @@ def _finished(config: ExperimentConfig, state: dict | None) -> bool:
     )
 
 
-def _environment_record(run_dir: Path) -> dict:
+def _environment_record(config: ExperimentConfig, run_dir: Path) -> dict:
     """What `environment.json` holds after this start: where it runs (`environment.describe`),
-    when it started (`started`, UTC) and the checkpoint it resumes from (`resumed_from`: phase
-    and epoch; None for a fresh start), with the records of the run's earlier starts, oldest
-    first, under `earlier_starts`: a resumed run's earlier epochs may have run on another
-    machine or backend."""
+    when it started (`started`, UTC), the checkpoint it resumes from (`resumed_from`: phase
+    and epoch; None for a fresh start) and the settings it changes from the run's
+    `config.json` (`changed_settings`: name -> [before, now], e.g. a learning rate lowered
+    after a divergence, which `config.json` then holds alone), with the records of the run's
+    earlier starts, oldest first, under `earlier_starts`: a resumed run's earlier epochs may
+    have run on another machine or backend, or at other learning rates."""
     kept = checkpoint.read_record(
         run_dir / "environment.json",
         "where the run's earlier starts ran is unknown; restore it, or remove it to keep this "
@@ -771,7 +796,24 @@ def _environment_record(run_dir: Path) -> dict:
         **environment.describe(),
         "started": started,
         "resumed_from": resumed,
+        "changed_settings": {} if state is None else changed_settings(config, run_dir),
         "earlier_starts": earlier,
+    }
+
+
+def changed_settings(config: ExperimentConfig, run_dir: Path) -> dict[str, list]:
+    """The settings of `config` that differ from the `config.json` in `run_dir` (name ->
+    [before, now]; {} where there is none)."""
+    kept = checkpoint.read_record(
+        run_dir / "config.json",
+        "the settings the run started with are unknown; restore it, or start again in a new "
+        "--run_dir",
+    )
+    now = dataclasses.asdict(config)
+    return {
+        name: [kept[name], value]
+        for name, value in now.items()
+        if kept is not None and name in kept and kept[name] != value
     }
 
 
@@ -846,7 +888,13 @@ def _train_holding_the_run(
     chief = distribute.is_chief()
     if chief:
         warn_if_one_attack_model(config)
-        record = _environment_record(run_dir)
+        record = _environment_record(config, run_dir)
+        if record["changed_settings"]:
+            changes = ", ".join(
+                f"--{name} {before} -> {now}"
+                for name, (before, now) in record["changed_settings"].items()
+            )
+            print(f"resuming with changed settings (environment.json): {changes}", flush=True)
         if not _finished(config, state):
             checkpoint.mark_saved_models_behind(run_dir)
             # Atomic: the other processes of a run read it as this one writes it.

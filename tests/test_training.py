@@ -424,6 +424,10 @@ def test_run_killed_mid_epoch_resumes_to_the_same_end(uninterrupted, benchmark, 
     first = json.loads((uninterrupted["result"].run_dir / "environment.json").read_text())
     record = json.loads((killed / "environment.json").read_text())
     assert record["resumed_from"] == {"phase": "minimax", "epoch": 1}
+    # (The snapshot was copied out of the uninterrupted run's folder: its only change.)
+    moved = [str(uninterrupted["result"].run_dir), str(killed)]
+    assert record["changed_settings"] == {"run_dir": moved}
+    assert first["changed_settings"] == {}
     assert first.pop("earlier_starts") == [] and len(record["earlier_starts"]) == 1
     earlier = record["earlier_starts"][0]
     assert earlier["started"] <= record["started"]  # the killed start's own time
@@ -629,9 +633,12 @@ def test_nan_loss_stops_the_run_and_keeps_the_last_checkpoint(benchmark, tmp_pat
         assert all(np.isfinite(w).all() for w in model.get_weights())
 
 
-def test_a_resume_trains_at_the_learning_rates_of_its_flags(benchmark, tmp_path, monkeypatch):
+def test_a_resume_trains_at_the_learning_rates_of_its_flags(
+    benchmark, tmp_path, monkeypatch, capsys
+):
     """A run resumed mid-phase with another rate (lowered after a divergence, say) takes its
-    optimizer's moments and step count from the checkpoint, and its rates from the flags."""
+    optimizer's moments and step count from the checkpoint, and its rates from the flags;
+    environment.json keeps the rates it ran at before (config.json holds the new ones)."""
     settings = dict(identity_epochs=0, identity_warmup_epochs=0, action_init_epochs=0)
     config = tiny_config(benchmark, tmp_path, privacy_init_epochs=0, minimax_epochs=1, **settings)
     training.train(config)
@@ -654,6 +661,18 @@ def test_a_resume_trains_at_the_learning_rates_of_its_flags(benchmark, tmp_path,
     # The step count went on from the checkpoint's (the first epoch's), one epoch further.
     assert restored_steps > 0
     assert int(np.asarray(optimizer.iterations.value)) == 2 * restored_steps
+    changed = {
+        "minimax_epochs": [1, 2],
+        "anonymizer_lr": [config.anonymizer_lr, 3e-6],
+        "action_lr": [config.action_lr, 2e-6],
+    }
+    record = json.loads((Path(config.run_dir) / "environment.json").read_text())
+    assert record["changed_settings"] == changed
+    assert record["earlier_starts"][0]["changed_settings"] == {}
+    assert json.loads((Path(config.run_dir) / "config.json").read_text())["anonymizer_lr"] == 3e-6
+    assert "resuming with changed settings (environment.json): --minimax_epochs 1 -> 2, " in (
+        capsys.readouterr().out
+    )
 
 
 def test_training_on_an_empty_cache_names_the_cache_and_how_it_was_made(benchmark, tmp_path):
@@ -1072,8 +1091,33 @@ def test_a_damaged_pointer_or_config_of_the_run_is_named(tmp_path):
     )
     (tmp_path / "environment.json").write_text('{"python": "3.')
     with pytest.raises(checkpoint.CheckpointError) as raised:
-        training._environment_record(tmp_path)
+        training._environment_record(ExperimentConfig(), tmp_path)
     assert str(raised.value).startswith(f"{tmp_path / 'environment.json'} is not valid JSON (")
+
+
+def test_a_run_dir_of_another_seeds_layout_is_refused(tmp_path):
+    # A single run's folder under --seeds=2, or seed runs' under --seeds=1, would be trained
+    # from scratch beside the kept run, not resumed.
+    single = ExperimentConfig(run_dir=str(tmp_path / "single"))
+    (tmp_path / "single" / "checkpoints").mkdir(parents=True)
+    training.require_the_seeds_layout(single)
+    with pytest.raises(SettingError) as raised:
+        training.require_the_seeds_layout(dataclasses.replace(single, seeds=2))
+    assert str(raised.value) == (
+        f"--run_dir={tmp_path / 'single'} holds a single run, and --seeds=2 trains each seed in "
+        "--run_dir/seed_K, from scratch beside it: give another --run_dir, or move the run's "
+        f"files into {tmp_path / 'single'}/seed_0 to make it the first seed"
+    )
+    seeded = ExperimentConfig(run_dir=str(tmp_path / "seeded"), seeds=2)
+    for seed in (0, 1):
+        (tmp_path / "seeded" / f"seed_{seed}" / "checkpoints").mkdir(parents=True)
+    training.require_the_seeds_layout(seeded)
+    training.require_the_seeds_layout(dataclasses.replace(seeded, seeds=3))  # one more seed
+    with pytest.raises(
+        SettingError, match=re.escape("a --seeds run (seed_0, seed_1), and --seeds=1")
+    ):
+        training.require_the_seeds_layout(dataclasses.replace(seeded, seeds=1))
+    training.require_the_seeds_layout(ExperimentConfig(run_dir=str(tmp_path / "new")))
 
 
 def test_a_damaged_shard_of_the_benchmarks_own_cache_names_train_py_to_rewrite_it(
