@@ -864,6 +864,13 @@ def test_evaluation_settings_the_rest_leaves_unread_are_named(benchmark, tmp_pat
         "evaluation settings without effect here: --eval_action_lr_drop=5: "
         "--eval_action_schedule=cosine has no plateau"
     )
+    baselines = dataclasses.replace(config, eval_methods="raw", anonymizer_path="a.keras")
+    assert protocol.settings_without_effect(baselines) == (
+        "evaluation settings without effect here: --anonymizer_path=a.keras: --eval_methods "
+        "has no learned, the method it names the file of"
+    )
+    learned = dataclasses.replace(baselines, eval_methods="raw, learned")
+    assert protocol.settings_without_effect(learned) is None
 
 
 @pytest.mark.parametrize(

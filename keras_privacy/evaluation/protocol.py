@@ -72,7 +72,8 @@ import keras
 import numpy as np
 
 from keras_privacy.config import FRAME_DATASETS, VP_VIDEOS, ExperimentConfig
-from keras_privacy.config.evaluation import eval_methods
+from keras_privacy.config.evaluation import LEARNED, eval_methods
+from keras_privacy.config.setting import names
 from keras_privacy.data import augment, pipelines
 from keras_privacy.data.errors import VideoDecodeError
 from keras_privacy.data.examples import Split
@@ -177,6 +178,10 @@ def settings_without_effect(config: ExperimentConfig) -> str | None:
         ),
         "eval_vp_splits": not_vp,
         "eval_vp_privacy_training": not_vp,
+        "anonymizer_path": (
+            LEARNED not in names(config.eval_methods),
+            f"<eval_methods> has no {LEARNED}, the method it names the file of",
+        ),
     }
     defaults = {field.name: field.default for field in dataclasses.fields(config)}
     given = [
