@@ -67,11 +67,11 @@ def test_the_weights_of_the_best_test_score_are_kept_the_first_of_equal_ones():
         ({"eval_action_test_epochs": "-2"}, "--eval_action_test_epochs takes epochs from 1"),
         (
             {"eval_action_test_epochs": "9, 12"},
-            "--eval_action_test_epochs=9, 12 names none of the target action model's 8 epochs",
+            "--eval_action_test_epochs=9, 12 names epochs past the target action model's 8",
         ),
         (
             {"eval_privacy_test_epochs": "9"},
-            "--eval_privacy_test_epochs=9 names none of the target privacy model's 8 epochs",
+            "--eval_privacy_test_epochs=9 names epochs past the target privacy model's 8",
         ),
     ],
 )
