@@ -670,6 +670,11 @@ FILE_SETTINGS = frozenset(
 )
 """Settings that say where a run's files are."""
 
+UNKNOWN_SETTINGS = (
+    "the settings the run started with are unknown; restore it, or start again in a new --run_dir"
+)
+"""The remedy named where a run's `config.json` is missing or damaged."""
+
 RESUMABLE_SETTINGS = FILE_SETTINGS | {
     "seeds",
     "jit_compile",
@@ -700,15 +705,11 @@ def _require_the_runs_settings(config: ExperimentConfig, run_dir: Path) -> None:
     if state is None:
         return
     recorded = run_dir / "config.json"
-    unknown = (
-        "the settings the run started with are unknown; restore it, or start again in a new "
-        "--run_dir"
-    )
-    kept = checkpoint.read_record(recorded, unknown)
+    kept = checkpoint.read_record(recorded, UNKNOWN_SETTINGS)
     if kept is None:
         raise checkpoint.CheckpointError(
             f"{recorded} is missing beside the checkpoint ({state['phase']} epoch "
-            f"{state['epoch']}): {unknown}"
+            f"{state['epoch']}): {UNKNOWN_SETTINGS}"
         )
     now = dataclasses.asdict(config)
     free = RESUMABLE_SETTINGS | {
@@ -753,10 +754,9 @@ def require_the_seeds_layout(config: ExperimentConfig) -> None:
         )
     if config.seeds == 1 and seeded and not single:
         raise SettingError(
-            f"<run_dir>={run_dir} holds the seed runs of a <seeds> run "
-            f"({', '.join(seeded)}), and <seeds>=1 trains one "
-            "run in <run_dir>, from scratch beside them: give <seeds> to resume them, or "
-            "another <run_dir>"
+            f"<run_dir>={run_dir} holds the seed runs of a <seeds> run ({', '.join(seeded)}), "
+            "and <seeds>=1 trains one run in <run_dir>, from scratch beside them: give <seeds> "
+            "to resume them, or another <run_dir>"
         )
 
 
@@ -796,19 +796,15 @@ def _environment_record(config: ExperimentConfig, run_dir: Path) -> dict:
         **environment.describe(),
         "started": started,
         "resumed_from": resumed,
-        "changed_settings": {} if state is None else changed_settings(config, run_dir),
+        "changed_settings": {} if state is None else _changed_settings(config, run_dir),
         "earlier_starts": earlier,
     }
 
 
-def changed_settings(config: ExperimentConfig, run_dir: Path) -> dict[str, list]:
+def _changed_settings(config: ExperimentConfig, run_dir: Path) -> dict[str, list]:
     """The settings of `config` that differ from the `config.json` in `run_dir` (name ->
     [before, now]; {} where there is none)."""
-    kept = checkpoint.read_record(
-        run_dir / "config.json",
-        "the settings the run started with are unknown; restore it, or start again in a new "
-        "--run_dir",
-    )
+    kept = checkpoint.read_record(run_dir / "config.json", UNKNOWN_SETTINGS)
     now = dataclasses.asdict(config)
     return {
         name: [kept[name], value]
