@@ -693,17 +693,18 @@ settings may change too, but for `eval_protocol`, which decides the training vid
 (`training_data`)."""
 
 
-def _require_the_runs_settings(config: ExperimentConfig, run_dir: Path) -> None:
+def _require_the_runs_settings(config: ExperimentConfig, run_dir: Path) -> dict[str, list]:
     """Raise SettingError naming each setting that differs from the run kept in `run_dir`
     (its `config.json` and a checkpoint), before anything is written: a resumed run would
     go on with the other setting from the kept weights, or, where nothing is left to train,
     save the kept models under the new settings' name. A phase's epoch count may change
     where that phase is not behind the checkpoint: a longer minimax extends a finished run.
     Settings a version before this one did not record are not compared; a checkpoint whose
-    `config.json` is missing or damaged is refused (every version wrote one)."""
+    `config.json` is missing or damaged is refused (every version wrote one). Returns the
+    settings that differ, all of them allowed to (name -> [before, now]; {} for a new run)."""
     state = checkpoint.latest_checkpoint(run_dir)
     if state is None:
-        return
+        return {}
     recorded = run_dir / "config.json"
     kept = checkpoint.read_record(recorded, UNKNOWN_SETTINGS)
     if kept is None:
@@ -719,23 +720,29 @@ def _require_the_runs_settings(config: ExperimentConfig, run_dir: Path) -> None:
     }
     order = list(PHASE_EPOCHS)
     reached = order.index(state["phase"])
-    changed = []
-    for name in now:
-        if name in free or name not in kept or kept[name] == now[name]:
+    differ = {
+        name: [kept[name], value]
+        for name, value in now.items()
+        if name in kept and kept[name] != value
+    }
+    refused = []
+    for name in differ:
+        if name in free:
             continue
         phase = next((p for p, setting in PHASE_EPOCHS.items() if setting == name), None)
         if phase is not None:
             behind = order.index(phase) < reached
             if not behind and not (order.index(phase) == reached and now[name] < state["epoch"]):
                 continue
-        changed.append(name)
-    if changed:
-        listed = ", ".join(f"<{name}>={kept[name]} (now {now[name]})" for name in changed)
+        refused.append(name)
+    if refused:
+        listed = ", ".join(f"<{name}>={kept[name]} (now {now[name]})" for name in refused)
         raise SettingError(
             f"<run_dir>={run_dir} holds a run trained with {listed} (checkpoint: "
             f"{state['phase']} epoch {state['epoch']}): resume it with those settings, or give "
             "another <run_dir>"
         )
+    return differ
 
 
 def require_the_seeds_layout(config: ExperimentConfig) -> None:
@@ -775,10 +782,10 @@ def _finished(config: ExperimentConfig, state: dict | None) -> bool:
     )
 
 
-def _environment_record(config: ExperimentConfig, run_dir: Path) -> dict:
+def _environment_record(run_dir: Path, state: dict | None, changed: dict[str, list]) -> dict:
     """What `environment.json` holds after this start: where it runs (`environment.describe`),
-    when it started (`started`, UTC), the checkpoint it resumes from (`resumed_from`: phase
-    and epoch; None for a fresh start) and the settings it changes from the run's
+    when it started (`started`, UTC), the checkpoint `state` it resumes from (`resumed_from`:
+    phase and epoch; None for a fresh start) and the settings it `changed` from the run's
     `config.json` (`changed_settings`: name -> [before, now], e.g. a learning rate lowered
     after a divergence, which `config.json` then holds alone), with the records of the run's
     earlier starts, oldest first, under `earlier_starts`: a resumed run's earlier epochs may
@@ -789,27 +796,14 @@ def _environment_record(config: ExperimentConfig, run_dir: Path) -> dict:
         "start's record alone",
     )
     earlier = [] if kept is None else [*kept.pop("earlier_starts", []), kept]
-    state = checkpoint.latest_checkpoint(run_dir)
     resumed = None if state is None else {"phase": state["phase"], "epoch": state["epoch"]}
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     return {
         **environment.describe(),
         "started": started,
         "resumed_from": resumed,
-        "changed_settings": {} if state is None else _changed_settings(config, run_dir),
+        "changed_settings": changed,
         "earlier_starts": earlier,
-    }
-
-
-def _changed_settings(config: ExperimentConfig, run_dir: Path) -> dict[str, list]:
-    """The settings of `config` that differ from the `config.json` in `run_dir` (name ->
-    [before, now]; {} where there is none)."""
-    kept = checkpoint.read_record(run_dir / "config.json", UNKNOWN_SETTINGS)
-    now = dataclasses.asdict(config)
-    return {
-        name: [kept[name], value]
-        for name, value in now.items()
-        if kept is not None and name in kept and kept[name] != value
     }
 
 
@@ -862,7 +856,7 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
         print(note, flush=True)
     state = checkpoint.latest_checkpoint(run_dir)
     _require_process_0s_start(config, state)
-    _require_the_runs_settings(config, run_dir)
+    changed = _require_the_runs_settings(config, run_dir)
     if state is not None:
         # Before anything is read or written: a damaged checkpoint leaves the run as it was.
         checkpoint.check_readable(state)
@@ -871,7 +865,7 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
             run_dir.mkdir(parents=True, exist_ok=True)
             what = "the lock of the run folder, which another train.py writes,"
             held.enter_context(exclusive_lock(run_dir / RUN_LOCK_FILE, what))
-        return _train_holding_the_run(config, callbacks, run_dir, state)
+        return _train_holding_the_run(config, callbacks, run_dir, state, changed)
 
 
 def _train_holding_the_run(
@@ -879,17 +873,16 @@ def _train_holding_the_run(
     callbacks: Sequence[keras.callbacks.Callback],
     run_dir: Path,
     state: dict | None,
+    changed: dict[str, list],
 ) -> TrainResult:
-    """`_train`'s training from the checkpoint `state`, process 0 holding the run folder's lock."""
+    """`_train`'s training from the checkpoint `state` with the settings `changed` since (as
+    `_require_the_runs_settings` gives them), process 0 holding the run folder's lock."""
     chief = distribute.is_chief()
     if chief:
         warn_if_one_attack_model(config)
-        record = _environment_record(config, run_dir)
-        if record["changed_settings"]:
-            changes = ", ".join(
-                f"--{name} {before} -> {now}"
-                for name, (before, now) in record["changed_settings"].items()
-            )
+        record = _environment_record(run_dir, state, changed)
+        if changed:
+            changes = ", ".join(f"--{name} {old} -> {new}" for name, (old, new) in changed.items())
             print(f"resuming with changed settings (environment.json): {changes}", flush=True)
         if not _finished(config, state):
             checkpoint.mark_saved_models_behind(run_dir)

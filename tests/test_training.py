@@ -1091,7 +1091,7 @@ def test_a_damaged_pointer_or_config_of_the_run_is_named(tmp_path):
     )
     (tmp_path / "environment.json").write_text('{"python": "3.')
     with pytest.raises(checkpoint.CheckpointError) as raised:
-        training._environment_record(ExperimentConfig(), tmp_path)
+        training._environment_record(tmp_path, None, {})
     assert str(raised.value).startswith(f"{tmp_path / 'environment.json'} is not valid JSON (")
 
 
