@@ -398,8 +398,7 @@ def parse_test_epochs(setting: str, text: str) -> list[int]:
 
 
 def _validate_test_epochs(config) -> None:
-    """A target model tested during its training is tested at epochs of its training, and
-    its learning-rate warm-up ends within it."""
+    """A target model tested during its training is tested at epochs of its training."""
     for target in ("action", "privacy"):
         setting = f"eval_{target}_test_epochs"
         epochs = parse_test_epochs(setting, getattr(config, setting))
@@ -409,12 +408,6 @@ def _validate_test_epochs(config) -> None:
             raise SettingError(
                 f"<{setting}>={getattr(config, setting)} names epochs past the target {target} "
                 f"model's {last} (<eval_{target}_epochs>): {', '.join(map(str, beyond))}"
-            )
-        if last and config.eval_warmup_epochs > last:
-            raise SettingError(
-                f"<eval_warmup_epochs> ({config.eval_warmup_epochs}) exceeds "
-                f"<eval_{target}_epochs> ({last}): the target {target} model would never "
-                "reach its learning rate"
             )
 
 
@@ -477,6 +470,14 @@ def validate_evaluation(config: ExperimentConfig) -> None:
                 f"<{name}> must be at least 1 (or 0: <eval_lr_drop>), got {getattr(config, name)}"
             )
     not_negative(config, ("eval_warmup_epochs", "eval_lr_patience"))
+    for target in ("action", "privacy"):
+        epochs = getattr(config, f"eval_{target}_epochs")
+        if epochs and config.eval_warmup_epochs > epochs:
+            raise SettingError(
+                f"<eval_warmup_epochs> ({config.eval_warmup_epochs}) exceeds "
+                f"<eval_{target}_epochs> ({epochs}): the target {target} model would never "
+                "reach its learning rate"
+            )
     _validate_test_epochs(config)
     for name in ("face_threshold", "eval_f1_threshold"):
         if not 0 < getattr(config, name) < 1:
