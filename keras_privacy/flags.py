@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from absl import app, flags
 
 from keras_privacy.cli import BACKENDS, expand_flagfiles
-from keras_privacy.config import ExperimentConfig
+from keras_privacy.config import FLAG_SCOPES, ExperimentConfig
 from keras_privacy.spelling import spell
 
 _DEFINERS = {
@@ -30,13 +30,16 @@ _DEFINERS = {
 
 
 def define_flags(flag_values: flags.FlagValues) -> None:
-    """Define one flag per field of `ExperimentConfig`, with its default and help text."""
+    """Define one flag per field of `ExperimentConfig`, with its default and help text (ending,
+    for a flag of `FLAG_SCOPES`, with where it acts)."""
     hints = {"bool": bool, "int": int, "float": float, "str": str}
     for field in dataclasses.fields(ExperimentConfig):
         kind = hints[field.type] if isinstance(field.type, str) else field.type
         help_text = (
             f"[{field.metadata.get('group', 'misc')}] {spell(field.metadata.get('help', ''))}"
         )
+        if field.name in FLAG_SCOPES:
+            help_text += f" {FLAG_SCOPES[field.name].note()}"
         _DEFINERS[kind](field.name, field.default, help_text, flag_values=flag_values)
 
 

@@ -40,21 +40,6 @@ def _default(value) -> str:
     return f"`{value}`"
 
 
-def _scope_note(scope) -> str:
-    """Where a flag of `FLAG_SCOPES` has an effect, as a sentence for its help cell."""
-    from keras_privacy.config import METHODS, SSL_ADVERSARIES
-
-    parts = [] if scope.methods == METHODS else [f"--method={' / '.join(scope.methods)}"]
-    if scope.ssl_adversaries != SSL_ADVERSARIES:
-        parts.append(f"--ssl_adversary={' / '.join(scope.ssl_adversaries)}")
-    if scope.needs:
-        parts.append(f"--{scope.needs}" if "=" in scope.needs else f"--{scope.needs} set")
-    note = "Only with " + ", ".join(parts)
-    if scope.fallback_for:
-        note += f", or as the default of --{scope.fallback_for}"
-    return f" *{note}.*"
-
-
 def flag_tables(config_cls=None) -> str:
     """One Markdown table per flag group (in the order the groups first appear), each row a
     flag, its default and its help text; a flag that only some methods read (`FLAG_SCOPES`,
@@ -79,7 +64,7 @@ def flag_tables(config_cls=None) -> str:
         for field in fields:
             help_text = table_cell(spell(field.metadata.get("help", "")))
             if field.name in FLAG_SCOPES:
-                help_text += _scope_note(FLAG_SCOPES[field.name])
+                help_text += f" *{FLAG_SCOPES[field.name].note()}*"
             lines.append(
                 f"| `--{field.name}` | {table_cell(_default(field.default))} | {help_text} |"
             )

@@ -435,6 +435,20 @@ def test_help_texts_name_settings_and_the_flags_spell_them():
     assert "default --action_model" in flag_values["eval_action_model"].help
 
 
+def test_a_flags_help_says_where_it_acts():
+    """`--helpfull` ends a scoped flag's help with the README table's "Only with" sentence."""
+    flag_values = flags.FlagValues()
+    define_script_flags(flag_values)
+    assert flag_values["meta_alpha"].help.endswith("Only with --method=meta.")
+    assert flag_values["triplet_margin"].help.endswith(
+        "Only with --method=spact / penalty, --triplet_weight set."
+    )
+    assert flag_values["action_max_updates"].help.endswith(
+        "Only with --method=vita, --action_schedule=validation_loop."
+    )
+    assert "Only with" not in flag_values["batch_size"].help
+
+
 def test_a_config_runs_from_any_directory_and_includes_are_found_next_to_their_file(
     tmp_path, monkeypatch
 ):

@@ -32,6 +32,18 @@ class FlagScope:
     needs: str = ""
     fallback_for: str = ""
 
+    def note(self) -> str:
+        """Where the flag acts, as the sentence its help ends with ("Only with ...")."""
+        parts = [] if self.methods == METHODS else [f"--method={' / '.join(self.methods)}"]
+        if self.ssl_adversaries != SSL_ADVERSARIES:
+            parts.append(f"--ssl_adversary={' / '.join(self.ssl_adversaries)}")
+        if self.needs:
+            parts.append(f"--{self.needs}" if "=" in self.needs else f"--{self.needs} set")
+        note = "Only with " + ", ".join(parts)
+        if self.fallback_for:
+            note += f", or as the default of --{self.fallback_for}"
+        return note + "."
+
 
 FLAG_SCOPES = {
     "pair_sampler": FlagScope(SELF_SUPERVISED, IMAGE_ADVERSARIES),
