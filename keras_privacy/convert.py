@@ -10,16 +10,22 @@
 TeD-SPAD and the penalty paper (`i3d_r50`: pytorch-resnet3d's `I3Res50` keys, as in their
 Kinetics-400 file `i3d_r50_kinetics.pth`; `i3d_r50_tedspad`: the f_T their training scripts
 save, the same under `i3d.` plus a feature head `mlp.*` that has no place here and is left
-out, listed), SPAct's UNet (milesial's Pytorch-UNet, `bilinear=True`; a bias before a BatchNorm
-is folded into its moving mean), TeD-SPAD's UNet++ (`unetpp`: segmentation_models_pytorch
-0.3.3's UnetPlusPlus on ResNet-18; the encoder stage past its depth, which smp keeps, is
-skipped) and a SimCLR ResNet-50 with its projection head (`simclr_resnet50`: SPAct's and
-TeD-SPAD's f_B, `nn.Sequential(resnet50, MLP)`, or VISSL's checkpoint renamed as SPAct's code
-does) into the privacy encoder. The head's size comes from the checkpoint's `fc.weight`
-(`--num_classes` to check it); a checkpoint without `fc` gives the pooled-features model.
+out, listed), TeD-SPAD's `wrapper_r3d_18` (`r3d_18_tedspad`: torchvision's R3D-18 under
+`backbone.`, the classifier as `fc`), SPAct's UNet (milesial's Pytorch-UNet, `bilinear=True`; a
+bias before a BatchNorm is folded into its moving mean), TeD-SPAD's and the penalty paper's
+UNet++ (`unetpp_unbounded`: segmentation_models_pytorch 0.3.3's UnetPlusPlus on ResNet-18 with
+`activation=None`, as they build it; `unetpp` is the same with smp's `activation="sigmoid"`;
+the encoder stage past its depth, which smp keeps, is skipped) and a SimCLR ResNet-50 with its
+projection head (`simclr_resnet50`: SPAct's and TeD-SPAD's f_B, `nn.Sequential(resnet50, MLP)`,
+or VISSL's checkpoint renamed as SPAct's code does) into the privacy encoder. The head's size
+comes from the checkpoint's `fc.weight` (`--num_classes` to check it); a checkpoint without `fc`
+gives the pooled-features model. A BatchNorm saved as pytorch-resnet3d's `FrozenBN` (`scale`
+for `weight`: their I3D f_T, trained after `freeze_bn`) converts as the BatchNorm it is.
 
     python -m keras_privacy.convert i3d_r50_kinetics.pth --arch i3d_r50 \
         --out weights/i3d_r50_kinetics400.weights.h5
+    python -m keras_privacy.convert fa_model.pth --arch unetpp_unbounded \
+        --key fa_model_state_dict --normalization none --out weights/unetpp_ted_spad.keras
     python -m keras_privacy.convert model_20.pth --arch i3d_r50_tedspad \
         --key ft_model_state_dict --out weights/i3d_r50_ucf101.weights.h5
 
@@ -112,6 +118,12 @@ _UNETPP = [
 # TeD-SPAD's and the penalty paper's `wrapper_i3d` (aux_code/model_loaders.py:258-263 in
 # TeD-SPAD): the I3D under `i3d.`, a feature head under `mlp.`.
 _I3D_WRAPPER = [(pattern, f"i3d.{module}") for pattern, module in _RESNET]
+# Their `wrapper_r3d_18` (TeD-SPAD aux_code/model_loaders.py:197-208): torchvision's R3D-18
+# under `backbone.` (its fc an Identity), the classifier as `fc`.
+_R3D_WRAPPER = [
+    (pattern, module if module == "fc" else f"backbone.{module}")
+    for pattern, module in _VIDEO_RESNET
+]
 
 ARCHITECTURES = {
     "r3d_18": ("action", _VIDEO_RESNET),
@@ -121,17 +133,23 @@ ARCHITECTURES = {
     "r3d_50": ("action", _RESNET),
     "i3d_r50": ("action", _RESNET),
     "i3d_r50_tedspad": ("action", _I3D_WRAPPER),
+    "r3d_18_tedspad": ("action", _R3D_WRAPPER),
     **{f"resnet{depth}": ("image", _RESNET) for depth in (18, 34, 50, 101, 152)},
     "simclr_resnet50": ("privacy_encoder", _SIMCLR),
     "unet": ("anonymizer", None),
     "unetpp": ("anonymizer", _UNETPP),
+    "unetpp_unbounded": ("anonymizer", _UNETPP),
 }
 """Architectures this module converts: name -> (registry kind, Keras -> PyTorch name map)."""
 
-REGISTRY_NAMES = {"i3d_r50_tedspad": "i3d_r50"}
+REGISTRY_NAMES = {"i3d_r50_tedspad": "i3d_r50", "r3d_18_tedspad": "r3d_18"}
 """The registry's model of an architecture whose name is not a registry name."""
 
-UNUSED = {"unetpp": r"^(encoder\.layer\d+)\.", "i3d_r50_tedspad": r"^(mlp)\."}
+UNUSED = {
+    "unetpp": r"^(encoder\.layer\d+)\.",
+    "unetpp_unbounded": r"^(encoder\.layer\d+)\.",
+    "i3d_r50_tedspad": r"^(mlp)\.",
+}
 """Checkpoint keys that an architecture holds but never uses, by the module they start with:
 smp keeps the encoder's stages past `encoder_depth` in the state dict (ResNet-18's layer4 at
 TeD-SPAD's depth 4); TeD-SPAD's f_T keeps a feature head for its temporal loss under `mlp.`."""
@@ -370,7 +388,9 @@ def torch_layer_arrays(
     """The arrays of the PyTorch `state_dict` in Keras' layout, per layer of `model` named in
     `names` (Keras layer name -> PyTorch module path): layer name -> {variable attribute
     (kernel, gamma, ...): (PyTorch key, array)}. Also returns the keys used, the missing keys
-    and the conv biases that have no Keras home."""
+    and the conv biases that have no Keras home. A BatchNorm saved as pytorch-resnet3d's
+    `FrozenBN` (TeD-SPAD's and the penalty authors' I3D f_T, trained after `freeze_bn`) holds
+    its weight as `scale`."""
     import keras
 
     used = {key for key in state_dict if key.endswith("num_batches_tracked")}
@@ -388,6 +408,8 @@ def torch_layer_arrays(
                 "moving_mean": "running_mean",
                 "moving_variance": "running_var",
             }
+            if f"{prefix}.weight" not in state_dict and f"{prefix}.scale" in state_dict:
+                parts["gamma"] = "scale"  # pytorch-resnet3d's FrozenBN (see the docstring)
             for attr, part in parts.items():
                 array = _take(state_dict, f"{prefix}.{part}", used, missing)
                 if array is not None:
@@ -495,13 +517,18 @@ def checkpoint_layout(
     """The architecture whose key layout `state_dict` has, and its keys in that layout, given
     the registry model `arch` it loads into: a SimCLR f_B checkpoint (`0.*` trunk, `1.fc1` /
     `1.fc2` head) for a ResNet-50 is `simclr_resnet50`; a torchvision ResNet (`conv1.weight`,
-    no `encoder.*`) for `unetpp` is its encoder, as smp's `encoder_weights="imagenet"`;
-    otherwise `arch` and `state_dict` themselves."""
+    no `encoder.*`) for a UNet++ is its encoder, as smp's `encoder_weights="imagenet"`;
+    TeD-SPAD's and the penalty authors' f_T wrappers (`backbone.*` for `r3d_18`, `i3d.*` for
+    `i3d_r50`) are `r3d_18_tedspad` / `i3d_r50_tedspad`; otherwise `arch` and `state_dict`
+    themselves."""
     if arch == "resnet50" and "1.fc1.weight" in state_dict and "0.conv1.weight" in state_dict:
         return "simclr_resnet50", state_dict
-    if arch == "unetpp" and "conv1.weight" in state_dict:
+    if arch.startswith("unetpp") and "conv1.weight" in state_dict:
         if not any(key.startswith("encoder.") for key in state_dict):
             return arch, {f"encoder.{key}": value for key, value in state_dict.items()}
+    wrapped = {"r3d_18": ("backbone.", "r3d_18_tedspad"), "i3d_r50": ("i3d.", "i3d_r50_tedspad")}
+    if arch in wrapped and any(key.startswith(wrapped[arch][0]) for key in state_dict):
+        return wrapped[arch][1], state_dict
     return arch, state_dict
 
 

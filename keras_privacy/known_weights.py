@@ -104,11 +104,12 @@ KNOWN_WEIGHTS: tuple[KnownWeights, ...] = (
     ),
     KnownWeights(
         "weights/unetpp_ted_spad.keras",
-        "f_A: TeD-SPAD's trained UNet++ anonymizer (`--anonymizer=unetpp`), to evaluate as "
+        "f_A: TeD-SPAD's trained UNet++ anonymizer, unbounded as they run it "
+        "(`--anonymizer=unetpp_unbounded`), to evaluate as "
         "`--eval_methods=ted_spad=weights/unetpp_ted_spad.keras` or to start f_A",
         "TeD-SPAD's released weights (https://1drv.ms/f/s!Ah-hee3NbVf7ge97m4_amfmsrmHKig?e=etleeR, "
         "their README), saved under fa_model_state_dict",
-        "python -m keras_privacy.convert FA_CHECKPOINT.pth --arch unetpp --key "
+        "python -m keras_privacy.convert FA_CHECKPOINT.pth --arch unetpp_unbounded --key "
         "fa_model_state_dict --normalization none --out weights/unetpp_ted_spad.keras",
         ("anonymizer_weights",),
     ),

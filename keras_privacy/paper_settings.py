@@ -1743,10 +1743,11 @@ SETTINGS: tuple[Setting, ...] = (
         _PEN + "aux_code/model_loaders.py:24-36; "
         "anonymization_training/train_anonymizer_balance.py:72-91, 200",
         PENALTY,
-        "",
-        "a sigmoid: frames in [0, 1]",
-        "ours: UNet++ ends in a sigmoid, as SPAct's UNet, so f_A's output stays an image (no "
-        "flag for the authors' unbounded output)",
+        "anonymizer",
+        "unetpp",
+        "ours: `unetpp` ends in a sigmoid, frames in [0, 1], as SPAct's UNet, so f_A's output "
+        "stays an image; `--anonymizer=unetpp_unbounded` builds the authors' unbounded one "
+        "(without their clamp and NaN skip)",
     ),
     Setting(
         "penalty",

@@ -122,7 +122,7 @@ CASES = {
         (32, 32, 3),
     ),
     "unetpp": (
-        lambda: ref.UnetPlusPlus(4, (8, 16, 16, 32), (2, 1, 1, 1), (32, 16, 8, 8)),
+        lambda: ref.UnetPlusPlus(4, (8, 16, 16, 32), (2, 1, 1, 1), (32, 16, 8, 8), "sigmoid"),
         lambda: registry.build_anonymizer(
             "unetpp",
             encoder_widths=(8, 8, 16, 16, 32),
@@ -130,6 +130,23 @@ CASES = {
             decoder_widths=(32, 16, 8, 8),
         ),
         (32, 48, 3),
+    ),
+    "unetpp_unbounded": (
+        lambda: ref.UnetPlusPlus(4, (8, 16, 16, 32), (2, 1, 1, 1), (32, 16, 8, 8)),
+        lambda: registry.build_anonymizer(
+            "unetpp_unbounded",
+            encoder_widths=(8, 8, 16, 16, 32),
+            encoder_blocks=(2, 1, 1),
+            decoder_widths=(32, 16, 8, 8),
+        ),
+        (32, 48, 3),
+    ),
+    "r3d_18_tedspad": (
+        lambda: ref.R3DWithBackbone(False, WIDTHS, (1, 1, 1, 1), num_classes=5),
+        lambda: registry.build_action_model(
+            "r3d_18", 5, widths=WIDTHS, blocks=(1, 1, 1, 1), stem_width=8
+        ),
+        (8, 32, 32, 3),
     ),
     "unet": (
         lambda: ref.UNet((8, 8, 16, 16)),
@@ -294,21 +311,23 @@ def test_cli_reports_a_wrong_head_and_a_bad_output_name(tmp_path, capsys):
 @pytest.mark.backend_independent
 def test_cli_converts_a_ted_spad_unetpp_checkpoint_into_a_keras_model(tmp_path, capsys):
     """TeD-SPAD's f_A at full size, saved as their training saves it (DataParallel, under
-    fa_model_state_dict, smp's unused encoder.layer4 included) -> a .keras anonymizer."""
+    fa_model_state_dict, smp's unused encoder.layer4 included) -> a .keras anonymizer with
+    their unbounded output (no sigmoid: values outside [0, 1] come out as they are)."""
     torch_model = ref.randomize(ref.UnetPlusPlus())
     assert any(key.startswith("encoder.layer4.") for key in torch_model.state_dict())
     tensors = {f"module.{k}": v for k, v in torch_model.state_dict().items()}
     path = tmp_path / "fa_ted_spad.pth"
     torch.save({"epoch": 1, "fa_model_state_dict": tensors}, path)
     out = tmp_path / "unetpp.keras"
-    argv = [str(path), "--arch", "unetpp", "--out", str(out), "--normalization", "none"]
+    argv = [str(path), "--arch", "unetpp_unbounded", "--out", str(out)]
+    argv += ["--normalization", "none"]
     assert main(argv) == 0
     assert str(out) in capsys.readouterr().out
     keras_model = keras.saving.load_model(out, compile=False)
     x = np.random.default_rng(3).random((1, 32, 48, 3), dtype="float32")
-    np.testing.assert_allclose(
-        np.asarray(keras_model(x, training=False)), torch_output(torch_model, x), atol=1e-4
-    )
+    expected = torch_output(torch_model, x)
+    assert expected.min() < 0 or expected.max() > 1
+    np.testing.assert_allclose(np.asarray(keras_model(x, training=False)), expected, atol=1e-4)
 
 
 @pytest.fixture
@@ -333,6 +352,25 @@ def test_cli_converts_the_authors_saved_f_t_and_lists_the_feature_head(
     keras_model = registry.build_action_model("i3d_r50", 9)
     keras_model.load_weights(out)
     x = np.random.default_rng(3).random((1, 8, 32, 32, 3), dtype="float32")
+    np.testing.assert_allclose(
+        np.asarray(keras_model(x, training=False)), torch_output(torch_model, x), atol=1e-4
+    )
+
+
+def test_an_i3d_trained_with_frozen_batchnorm_converts(tmp_path, narrow_i3d):
+    """TeD-SPAD's and the penalty authors' I3D f_T train after `freeze_bn`, which saves each
+    BatchNorm3d's weight as `scale`: it converts as the `weight` it is."""
+    torch_model = ref.randomize(ref.I3DWithFeatureHead(num_classes=9, **I3D_SMALL))
+    tensors = ref.frozen_bn_state_dict(torch_model)
+    assert "i3d.bn1.scale" in tensors and "i3d.bn1.weight" not in tensors
+    path = tmp_path / "ft_i3d_ucf101.pth"
+    torch.save({"epoch": 20, "ft_model_state_dict": tensors}, path)
+    out = tmp_path / "f_t.weights.h5"
+    argv = [str(path), "--arch", "i3d_r50_tedspad", "--key", "ft_model_state_dict"]
+    assert main([*argv, "--out", str(out)]) == 0
+    keras_model = registry.build_action_model("i3d_r50", 9)
+    keras_model.load_weights(out)
+    x = np.random.default_rng(4).random((1, 8, 32, 32, 3), dtype="float32")
     np.testing.assert_allclose(
         np.asarray(keras_model(x, training=False)), torch_output(torch_model, x), atol=1e-4
     )

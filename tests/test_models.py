@@ -170,6 +170,21 @@ def test_spact_rebuilt_layer4_convolutions_start_as_a_new_conv3d():
     assert kernel.std() == pytest.approx(np.sqrt(2.0 / fan_out), rel=0.05)
 
 
+def test_unetpp_unbounded_is_unetpp_without_its_sigmoid():
+    """The authors' UNet++ (no output activation) gives the logits that `unetpp`'s sigmoid
+    turns into frames: the same layers and weights, one Activation fewer."""
+    widths = {"encoder_widths": (4, 4, 8, 8), "encoder_blocks": (1, 1, 1)}
+    bounded = build_anonymizer("unetpp", decoder_widths=(8, 8, 4, 4), **widths)
+    unbounded = build_anonymizer("unetpp_unbounded", decoder_widths=(8, 8, 4, 4), **widths)
+    assert [w.path for w in unbounded.weights] == [w.path for w in bounded.weights]
+    unbounded.set_weights(bounded.get_weights())
+    frames = np.random.default_rng(5).random((2, 32, 32, 3), dtype="float32")
+    logits = np.asarray(unbounded(frames, training=False))
+    np.testing.assert_allclose(
+        np.asarray(bounded(frames, training=False)), 1 / (1 + np.exp(-logits)), atol=1e-6
+    )
+
+
 def test_unetpp_starts_as_segmentation_models_pytorch_starts_it():
     """The decoder's convolutions uniform in +-sqrt(6 / fan_in) (smp's initialize_decoder), the
     encoder's N(0, 2 / fan_out) (torchvision's ResNet), the head Glorot uniform, bias 0."""
@@ -234,10 +249,13 @@ TINY_KWARGS = {
     },
     "unet": {"widths": (4, 8)},
     "unet_small": {"widths": (4, 8)},
-    "unetpp": {
-        "encoder_widths": (4, 4, 8, 8),
-        "encoder_blocks": (1, 1, 1),
-        "decoder_widths": (8, 8, 4, 4),
+    **{
+        name: {
+            "encoder_widths": (4, 4, 8, 8),
+            "encoder_blocks": (1, 1, 1),
+            "decoder_widths": (8, 8, 4, 4),
+        }
+        for name in ("unetpp", "unetpp_unbounded")
     },
     "vita": {"widths": (4, 4, 8), "residual_blocks": 1},
 }
@@ -299,6 +317,7 @@ TINY_SIBLINGS = {
     "c3d": "c3d_tiny",
     "unet": "unet_tiny",
     "unetpp": "unetpp_tiny",
+    "unetpp_unbounded": "unetpp_tiny",
     "vita": "vita_tiny",
 }
 

@@ -50,7 +50,6 @@ WITHOUT_FLAG = {
     ("penalty", "clips into f_A"),
     ("penalty", "target action model dropout"),
     ("penalty", "frames' channel order"),
-    ("penalty", "f_A output"),
     ("penalty", "penalty term"),
     ("penalty", "f_A kept after the minimax"),
     ("spact", "models' random start"),

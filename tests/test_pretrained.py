@@ -54,6 +54,28 @@ def test_a_torch_checkpoint_loads_whole_and_gives_its_outputs(tmp_path):
     np.testing.assert_allclose(np.asarray(model(x, training=False)), expected, atol=1e-4)
 
 
+def test_the_authors_wrapped_r3d_loads_whole_and_a_head_alone_is_refused(tmp_path):
+    """TeD-SPAD's `wrapper_r3d_18` keeps the trunk under `backbone.`: read as that layout, it
+    loads whole. A file whose head alone matches (the trunk named otherwise) is refused rather
+    than starting a random trunk under a trained head."""
+    torch_model = ref.randomize(ref.R3DWithBackbone(False, WIDTHS, (1, 1, 1, 1), num_classes=5))
+    model = small_r3d(5)
+    report = load_pretrained(model, saved_torch(tmp_path, torch_model), arch="r3d_18")
+    assert report.new == report.mismatched == report.unused == []
+    x = np.random.default_rng(0).random((2, 8, 32, 32, 3), dtype="float32")
+    with torch.no_grad():
+        expected = torch_model(torch.from_numpy(np.moveaxis(x, -1, 1).copy())).numpy()
+    np.testing.assert_allclose(np.asarray(model(x, training=False)), expected, atol=1e-4)
+
+    renamed = {k.replace("backbone.", "trunk."): v for k, v in torch_model.state_dict().items()}
+    torch.save(renamed, tmp_path / "renamed.pth")
+    fresh = small_r3d(5)
+    head = np.array(fresh.get_layer("fc").kernel)
+    with pytest.raises(WeightsError, match=r"renamed.pth: only the head \(fc\) of 'r3d_18'"):
+        load_pretrained(fresh, tmp_path / "renamed.pth", arch="r3d_18")
+    np.testing.assert_array_equal(np.array(fresh.get_layer("fc").kernel), head)
+
+
 def test_a_new_head_is_reported_with_both_shapes_and_left_as_built(tmp_path):
     torch_model = ref.randomize(ref.VideoResNet(False, WIDTHS, (1, 1, 1, 1), num_classes=5))
     model = small_r3d(7)

@@ -59,6 +59,23 @@ def test_mobilenets_are_registered_at_the_papers_width_multipliers():
     }
 
 
+def test_mobilenet_v1_is_keras_mobilenet_padded_as_tf_slim():
+    """Keras' MobileNet, layer for layer, where every strided convolution meets an even size
+    (224 pixels: the same outputs with the same weights); TF-slim's SAME padding where one
+    meets an odd size (112: slim's last map is 4 x 4, Keras' MobileNet's 3 x 3)."""
+    x = np.random.default_rng(6).random((2, 224, 224, 3), dtype="float32")
+    ours = registry.build_image_backbone("mobilenet_v1_0.25", input_shape=(224, 224, 3))
+    keras_mobilenet = keras.applications.MobileNet(
+        input_shape=(224, 224, 3), alpha=0.25, include_top=False, weights=None, pooling="avg"
+    )
+    keras_mobilenet.set_weights(ours.get_weights())
+    np.testing.assert_allclose(
+        np.asarray(ours(x, training=True)), np.asarray(keras_mobilenet(x, training=True)), atol=1e-5
+    )
+    at_112 = registry.build_image_backbone("mobilenet_v1_0.25", input_shape=(112, 112, 3))
+    assert at_112.get_layer("conv_pw_13_relu").output.shape == (None, 4, 4, 256)
+
+
 @pytest.mark.backend_independent
 @pytest.mark.parametrize(
     "name, features, count",
@@ -154,6 +171,18 @@ def test_inception_keeps_slims_quirks():
     assert stem.use_bias and "stem_1a_bn" not in [layer.name for layer in v2.layers]
     with pytest.raises(ValueError, match="Inception version 3 is not one of 1, 2"):
         inception_net(version=3)
+
+
+@pytest.mark.backend_independent  # the layers' settings, the same on either backend
+def test_only_the_inception_attackers_drop_features_before_their_logits():
+    """slim's Inception-V1 / -V2 logits follow a dropout keeping 80 % (VITA's nets); ResNets
+    and MobileNets have none worth building (slim's MobileNet-V1 keeps 99.9 %)."""
+    for name, rate in [("inception_v1", 0.2), ("inception_v2", 0.2), ("resnet_v1_50", None)]:
+        model = registry.build_privacy_classifier(name, 7, input_shape=(64, 64, 3))
+        dropouts = [layer for layer in model.layers if isinstance(layer, keras.layers.Dropout)]
+        assert [layer.rate for layer in dropouts] == ([rate] if rate else []), name
+        if rate:
+            assert model.get_layer("attributes").input is dropouts[0].output
 
 
 def test_same_average_pooling_leaves_the_padding_out_of_the_mean():

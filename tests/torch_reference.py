@@ -270,6 +270,36 @@ class I3Res50(nn.Module):
         return self.fc(self.drop(self.avgpool(x)).flatten(1))
 
 
+class R3DWithBackbone(nn.Module):
+    """TeD-SPAD's and the penalty paper's `wrapper_r3d_18` (TeD-SPAD aux_code/model_loaders.py:
+    197-208): torchvision's R3D-18 under `backbone.` with an Identity fc, the classifier `fc`."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+        self.backbone = VideoResNet(*args, **kwargs)
+        self.fc = self.backbone.fc
+        self.backbone.fc = nn.Identity()
+
+    def forward(self, x):
+        return self.fc(self.backbone(x))
+
+
+def frozen_bn_state_dict(model: nn.Module) -> dict:
+    """`model`'s state dict as after TeD-SPAD's `freeze_bn` (aux_code/models/large_i3d.py:8-37,
+    pytorch-resnet3d's FrozenBN): every BatchNorm3d's weight saved as `scale`, without
+    `num_batches_tracked`."""
+    frozen = {f"{name}." for name, m in model.named_modules() if isinstance(m, nn.BatchNorm3d)}
+    tensors = {}
+    for key, value in model.state_dict().items():
+        module, _, part = key.rpartition(".")
+        if f"{module}." in frozen:
+            if part == "num_batches_tracked":
+                continue
+            part = "scale" if part == "weight" else part
+        tensors[f"{module}.{part}"] = value
+    return tensors
+
+
 class I3DWithFeatureHead(nn.Module):
     """TeD-SPAD's and the penalty paper's `wrapper_i3d` (f_T as their training scripts save it):
     the I3D under `i3d.` and a feature head under `mlp.` (Linear - BN1d - Linear - BN1d)."""
@@ -458,7 +488,7 @@ class UnetPlusPlus(nn.Module):
     """TeD-SPAD's f_A (aux_code/model_loaders.py:19-30): smp 0.3.3's UnetPlusPlus on a
     torchvision ResNet encoder of `encoder_depth` (its fc and avgpool deleted, the stages past
     the depth kept in the state dict but unused, as smp's), segmentation head Conv2d 3x3 to 3
-    channels, then the sigmoid that makes frames of it."""
+    channels, and smp's `activation` after it (TeD-SPAD's and the penalty authors': None)."""
 
     def __init__(
         self,
@@ -466,8 +496,10 @@ class UnetPlusPlus(nn.Module):
         widths=(64, 128, 256, 512),
         blocks=(2, 2, 2, 2),
         decoder_channels=(256, 128, 64, 32),
+        activation=None,
     ):
         super().__init__()
+        self.activation = {None: nn.Identity(), "sigmoid": nn.Sigmoid()}[activation]
         self.encoder = ResNet(blocks, False, widths)
         del self.encoder.fc, self.encoder.avgpool
         encoder_channels = (3, widths[0], *widths[: encoder_depth - 1])
@@ -481,7 +513,7 @@ class UnetPlusPlus(nn.Module):
         features.append(e.layer1(e.maxpool(features[-1])))
         for stage in range(2, self.encoder_depth):
             features.append(getattr(e, f"layer{stage}")(features[-1]))
-        return torch.sigmoid(self.segmentation_head(self.decoder(*features)))
+        return self.activation(self.segmentation_head(self.decoder(*features)))
 
 
 def randomize(model: nn.Module, seed: int = 0) -> nn.Module:

@@ -1,5 +1,5 @@
-"""Image models from `keras.applications` (weights=None): MobileNet-V1 and -V2 at any width
-multiplier, and the pre-activation ResNet-V2-50 / -101.
+"""Image models as `keras.applications` builds them (weights=None): MobileNet-V1 (padded as
+TF-slim pads it) and -V2 at any width multiplier, and the pre-activation ResNet-V2-50 / -101.
 
 The attack models of the meta-generalisation paper (after VITA) are MobileNet-V2 at several
 width multipliers for training and MobileNet-V1 0.25 - 1.0, ResNet-V2-50 / -101 among those
@@ -36,6 +36,18 @@ def _with_head(
     return keras.Model(base.input, x, name=name)
 
 
+MOBILENET_V1_BLOCKS = (
+    (64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2),
+    (512, 1), (512, 1), (512, 1), (512, 1), (512, 1), (1024, 2), (1024, 1),
+)  # fmt: skip
+"""MobileNet-V1's depthwise-separable blocks: (pointwise width at alpha 1, depthwise stride)."""
+
+
+def _bn_relu6(x: keras.KerasTensor, name: str) -> keras.KerasTensor:
+    x = layers.BatchNormalization(name=f"{name}_bn")(x)
+    return layers.ReLU(6.0, name=f"{name}_relu")(x)
+
+
 def mobilenet_v1(
     alpha: float = 1.0,
     num_classes: int | None = None,
@@ -44,11 +56,27 @@ def mobilenet_v1(
 ) -> keras.Model:
     """MobileNet-V1 (Howard et al., 2017) at width multiplier `alpha` on images (B, H, W, 3)
     in [0, 1] -> pooled features (1024 * alpha), or logits with `num_classes`. H and W of at
-    least 32. Started as TF-slim starts it (`slim_mobilenet_start`, biases 0), as VITA's
-    budget models and the meta paper's attackers are."""
-    base = keras.applications.MobileNet(
-        input_shape=input_shape, alpha=alpha, include_top=False, weights=None, pooling="avg"
+    least 32. Keras' MobileNet (its layer names, BatchNorm and widths) with TF-slim's "SAME"
+    padding for the strided convolutions, as VITA's budget models and slim's nets pad: Keras'
+    pads one pixel after, which differs on odd sizes (at 112 pixels the last map is 4 x 4 in
+    slim, 3 x 3 in Keras'). Started as TF-slim starts it (`slim_mobilenet_start`, biases 0), as
+    VITA's budget models and the meta paper's attackers are. BatchNorm keeps Keras' momentum
+    0.99 (VITA's budget MobileNets 0.999, slim's 0.9997), which moves only the statistics
+    that inference uses."""
+    inputs = keras.Input(input_shape)
+    x = layers.Conv2D(int(32 * alpha), 3, strides=2, padding="same", use_bias=False, name="conv1")(
+        inputs
     )
+    x = _bn_relu6(x, "conv1")
+    for block_id, (width, strides) in enumerate(MOBILENET_V1_BLOCKS, 1):
+        x = layers.DepthwiseConv2D(
+            3, strides=strides, padding="same", use_bias=False, name=f"conv_dw_{block_id}"
+        )(x)
+        x = _bn_relu6(x, f"conv_dw_{block_id}")
+        x = layers.Conv2D(int(width * alpha), 1, use_bias=False, name=f"conv_pw_{block_id}")(x)
+        x = _bn_relu6(x, f"conv_pw_{block_id}")
+    x = layers.GlobalAveragePooling2D(name="global_average_pooling2d")(x)
+    base = keras.Model(inputs, x, name=f"{name}_trunk")
     redraw_kernels(base, slim_mobilenet_start)
     return _with_head(base, num_classes, name, slim_mobilenet_start())
 

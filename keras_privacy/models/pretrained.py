@@ -118,7 +118,7 @@ def load_pretrained(
             ".safetensors checkpoint)"
         )
     targets = _leaf_layers(model)
-    loaded, mismatched = [], []
+    loaded, mismatched, assignments = [], [], []
     for name, layer in targets.items():
         if name not in source:
             continue
@@ -130,13 +130,33 @@ def load_pretrained(
             model_shapes = [tuple(v.shape) for v in layer.weights]
             mismatched.append(f"{name}: file {file_shapes} vs model {model_shapes}")
             continue
-        for variable, array in zip(variables, _values(arrays)):
-            variable.assign(np.asarray(array).astype(variable.dtype))
+        assignments += zip(variables, _values(arrays))
         loaded.append(name)
     hint = f"the file's layers: {', '.join(list(source)[:8])}{', ...' if len(source) > 8 else ''}"
     report = _report(path, model, list(targets), list(source), loaded, mismatched, hint)
+    _require_more_than_heads(path, model, [targets[name] for name in loaded], hint)
+    for variable, array in assignments:
+        variable.assign(np.asarray(array).astype(variable.dtype))
     report.normalization = normalization
     return report
+
+
+def _require_more_than_heads(
+    path: Path, model: keras.Model, loaded: list[keras.layers.Layer], hint: str
+) -> None:
+    """Raise WeightsError where only Dense layers (a classifier or projection head) of a model
+    with other weighted layers matched the file: its trunk is named otherwise (TeD-SPAD's
+    `wrapper_r3d_18` keeps it under `backbone.`), and a start from the head alone would train
+    on a random trunk without a word."""
+    if any(not isinstance(layer, keras.layers.Dense) for layer in loaded):
+        return
+    if all(isinstance(layer, keras.layers.Dense) for layer in _walk(model)):
+        return
+    raise WeightsError(
+        f"{path}: only the head ({', '.join(layer.name for layer in loaded)}) of "
+        f"{model.name!r} matches the file, none of its trunk; a checkpoint of another "
+        f"architecture or layout? ({hint})"
+    )
 
 
 def _report(

@@ -161,6 +161,8 @@ ANONYMIZERS: dict[str, Callable[..., keras.Model]] = {
     "unet_tiny": functools.partial(unet.unet, widths=(8, 16, 32)),
     # TeD-SPAD's f_A: UNet++ on a ResNet-18 encoder of depth 4 (H, W multiples of 16).
     "unetpp": unetpp.unet_plus_plus,
+    # The same as TeD-SPAD and the penalty authors run it: no output activation (unbounded).
+    "unetpp_unbounded": functools.partial(unetpp.unet_plus_plus, output_activation=None),
     "unetpp_tiny": functools.partial(
         unetpp.unet_plus_plus,
         encoder_depth=3,
@@ -172,7 +174,7 @@ ANONYMIZERS: dict[str, Callable[..., keras.Model]] = {
     "vita": vita_net.vita_transform,
     "vita_tiny": functools.partial(vita_net.vita_transform, widths=(8, 16, 32), residual_blocks=2),
 }
-"""Frames (B, H, W, 3) in [0, 1] -> frames in [0, 1]."""
+"""Frames (B, H, W, 3) in [0, 1] -> frames in [0, 1] (`unetpp_unbounded`: unbounded)."""
 
 
 def _lookup(registry: dict, kind: str, name: str) -> Callable[..., keras.Model]:
@@ -197,7 +199,9 @@ def build_privacy_classifier(
     """`resnet.privacy_classifier` on the image model `backbone_name` (built with `kwargs`),
     its attribute head started as that model's code starts logits: TF-slim's start for the
     models VITA's code builds with slim (ResNet-V1 / -V2, Inception-V1 / -V2, MobileNet-V1),
-    else PyTorch's nn.Linear (SPAct's and the penalty code's heads)."""
+    else PyTorch's nn.Linear (SPAct's and the penalty code's heads). The Inceptions drop 20 %
+    of the pooled features before it, as slim's (`dropout_keep_prob=0.8`, VITA's
+    nets/inception_v1.py:260)."""
     if backbone_name.startswith(("resnet_v1_", "resnet_v2_", "inception_v")):
         head_initializer = layers.slim_variance_scaling()
     elif backbone_name.startswith("mobilenet_v1_"):
@@ -209,6 +213,7 @@ def build_privacy_classifier(
         num_attributes,
         name=name,
         head_initializer=head_initializer,
+        dropout=0.2 if backbone_name.startswith("inception_v") else 0.0,
     )
 
 

@@ -145,12 +145,16 @@ def privacy_classifier(
     num_attributes: int,
     name: str = "privacy_classifier",
     head_initializer: keras.initializers.Initializer | None = None,
+    dropout: float = 0.0,
 ) -> keras.Model:
     """A multi-label attribute classifier: images -> (N, num_attributes) logits. The head
     starts as PyTorch's nn.Linear, or with `head_initializer` weights and zero biases (TF-slim's
-    logits: `registry.build_privacy_classifier` gives the backbone's)."""
+    logits: `registry.build_privacy_classifier` gives the backbone's), after a dropout of rate
+    `dropout` when it is above 0 (TF-slim's Inception logits)."""
     inputs = keras.Input(backbone.input_shape[1:], name="images")
     features = backbone(inputs)
+    if dropout > 0:
+        features = layers.Dropout(dropout, name="attributes_dropout")(features)
     if head_initializer is None:
         logits = torch_linear(features, num_attributes, name="attributes", dtype="float32")
     else:

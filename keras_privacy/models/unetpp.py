@@ -1,8 +1,10 @@
 """UNet++ anonymizer (Zhou et al., 2018), as TeD-SPAD builds it with segmentation_models_pytorch:
 `UnetPlusPlus(encoder_name="resnet18", encoder_depth=4, decoder_channels=(256, 128, 64, 32),
-classes=3)`, followed by a sigmoid so the output is a frame in [0, 1], as SPAct's UNet (TeD-SPAD's
-and the penalty authors' UNet++ have no output activation, `activation=None`: unbounded). The
-penalty-driven paper (Aslam and Nasrollahi, 2025) uses a UNet++ as f_A too, without more detail.
+classes=3)`, followed by a sigmoid so the output is a frame in [0, 1], as SPAct's UNet. TeD-SPAD's
+and the penalty authors' UNet++ have no output activation (`activation=None`: unbounded), which
+`output_activation=None` builds (the registry's `unetpp_unbounded`: what their trained f_A
+checkpoints convert into). The penalty-driven paper (Aslam and Nasrollahi, 2025) uses a UNet++ as
+f_A too, without more detail.
 
 Encoder: torchvision's ResNet-18 (`resnet.py`) cut after `encoder_depth - 1` stages, its
 features at 1/2 (stem), 1/4, 1/8, 1/16 of the input. Decoder: the nested, densely skip-connected
@@ -42,9 +44,11 @@ def unet_plus_plus(
     bottleneck: bool = False,
     decoder_widths: Sequence[int] = (256, 128, 64, 32),
     input_shape: tuple = (None, None, 3),
+    output_activation: str | None = "sigmoid",
     name: str = "anonymizer",
 ) -> keras.Model:
-    """UNet++ with a ResNet encoder on frames (B, H, W, 3) in [0, 1] -> frames in [0, 1].
+    """UNet++ with a ResNet encoder on frames (B, H, W, 3) in [0, 1] -> frames in [0, 1]
+    (with `output_activation=None`, the segmentation head's unbounded output, as the authors').
 
     `encoder_widths` are the stem's width then the stages' widths (ResNet-18: 64, 64, 128,
     256, 512; stages beyond `encoder_depth - 1` are not built); `encoder_blocks` the blocks per
@@ -88,8 +92,11 @@ def unet_plus_plus(
                 x, skips, filters, name=f"decoder_x_{depth_idx}_{level}"
             )
     x = decoder_block(dense[0, depth - 1], [], decoder_widths[-1], name=f"decoder_x_0_{depth}")
-    x = layers.Conv2D(3, 3, padding="same", dtype="float32", name="segmentation_head")(x)
-    outputs = layers.Activation("sigmoid", dtype="float32", name="output_sigmoid")(x)
+    outputs = layers.Conv2D(3, 3, padding="same", dtype="float32", name="segmentation_head")(x)
+    if output_activation is not None:
+        outputs = layers.Activation(
+            output_activation, dtype="float32", name=f"output_{output_activation}"
+        )(outputs)
     model = keras.Model(inputs, outputs, name=name)
     decoder = [layer.name for layer in model.layers if layer.name.startswith("decoder_")]
     redraw_kernels(model, smp_decoder_start, decoder)
