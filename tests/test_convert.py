@@ -38,7 +38,8 @@ def torch_parameters(model) -> int:
         (lambda: ref.ResNet((2, 2, 2, 2), bottleneck=False), 11_689_512),  # resnet18
         (lambda: ref.ResNet((3, 4, 6, 3)), 25_557_032),  # resnet50
         (lambda: ref.ResNet((3, 8, 36, 3)), 60_192_808),  # resnet152
-        (lambda: ref.UNet(), 17_263_107),  # milesial's UNet, bilinear
+        (lambda: ref.UNet(), 17_263_107),  # milesial's UNet, bilinear, without conv biases
+        (lambda: ref.UNet(bias=True), 17_267_523),  # SPAct's copy: biases before each BN
         (lambda: ref.ResNet(video=True, num_classes=400), 47_018_576),  # Keras' r3d_50 count
         (lambda: ref.VideoResNet(mixed=True), 11_695_440),  # torchvision mc3_18
         (lambda: ref.I3Res50(), 28_043_472),  # pytorch-resnet3d's I3Res50, Kinetics-400 head

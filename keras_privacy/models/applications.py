@@ -3,8 +3,9 @@ TF-slim pads it) and -V2 at any width multiplier, and the pre-activation ResNet-
 
 The attack models of the meta-generalisation paper (after VITA) are MobileNet-V2 at several
 width multipliers for training and MobileNet-V1 0.25 - 1.0, ResNet-V2-50 / -101 among those
-for testing; VITA's budget ensemble holds a ResNet-V2-50; SPAct evaluates against
-MobileNet-V1. As the ResNets of `resnet.py`, these take images in [0, 1] as they are (no
+for testing; VITA's budget ensemble holds a ResNet-V2-50 and MobileNet-V1s; SPAct evaluates
+against a MobileNet-V1 (a PyTorch port, with ReLU and symmetric padding: `mobilenet_v1_*` is
+slim's). As the ResNets of `resnet.py`, these take images in [0, 1] as they are (no
 input scaling layer: Keras' `preprocess_input` maps to [-1, 1], which only matters for
 ImageNet weights, and none are loaded here).
 """

@@ -42,9 +42,10 @@ def unet(
     [skip, up-sampled], and a double conv whose first convolution halves the concatenated
     width; a 1x1 convolution to 3 channels and a sigmoid keep the output a frame in [0, 1].
 
-    `widths` are the encoder widths, deepest last (SPAct: 64-128-256-512-512, 17.26 M
-    parameters); the decoder mirrors them. H and W must be divisible by
-    2 ** (len(widths) - 1).
+    `widths` are the encoder widths, deepest last (SPAct: 64-128-256-512-512, 17,263,107
+    parameters; SPAct's copy of the UNet gives its 18 convolutions biases, 17,267,523, which
+    `convert` folds into the BatchNorm that follows each); the decoder mirrors them. H and W
+    must be divisible by 2 ** (len(widths) - 1).
     """
     inputs = keras.Input(input_shape, name="frames")
     skips = []
