@@ -31,8 +31,9 @@ for `weight`: their I3D f_T, trained after `freeze_bn`) converts as the BatchNor
 
 The file is read without running pickled code: `torch.load(weights_only=True)` for `.pth` /
 `.pt` (needs PyTorch, a CPU build is enough), or a `.safetensors` file (read here, no extra
-package). Nested checkpoints ({"state_dict": {...}}, SPAct's "fa_model_state_dict" /
-"fb_model_state_dict", VISSL's "classy_state_dict") are unwrapped (`--key` picks one), and
+package). Nested checkpoints ({"state_dict": {...}}, SPAct's and TeD-SPAD's
+"fa_model_state_dict" / "fb_model_state_dict" / "ft_model_state_dict", VISSL's
+"classy_state_dict") are unwrapped (`--key` picks one), and
 DataParallel's "module." prefix is dropped. Any missing, unexpected or mismatched tensor fails
 with `ConversionError` naming each one.
 
@@ -160,6 +161,7 @@ _CHECKPOINT_KEYS = (
     "model",
     "fa_model_state_dict",
     "fb_model_state_dict",
+    "ft_model_state_dict",
 )
 
 

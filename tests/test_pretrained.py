@@ -76,6 +76,24 @@ def test_the_authors_wrapped_r3d_loads_whole_and_a_head_alone_is_refused(tmp_pat
     np.testing.assert_array_equal(np.array(fresh.get_layer("fc").kernel), head)
 
 
+def test_the_authors_saved_i3d_f_t_starts_i3d_r50_as_it_is(tmp_path):
+    """TeD-SPAD's train_action.py saves {"ft_model_state_dict": wrapper_i3d, DataParallel,
+    BatchNorms frozen (`scale`)}: given to `i3d_r50` as it is, every layer loads and the
+    model gives the checkpoint's outputs."""
+    small = {"widths": WIDTHS, "blocks": (1, 1, 1, 1), "stem_width": 8}
+    torch_model = ref.randomize(ref.I3DWithFeatureHead(num_classes=5, **small))
+    tensors = {f"module.{k}": v for k, v in ref.frozen_bn_state_dict(torch_model).items()}
+    path = tmp_path / "model_20.pth"
+    torch.save({"epoch": 20, "ft_model_state_dict": tensors}, path)
+    model = registry.build_action_model("i3d_r50", 5, **small)
+    report = load_pretrained(model, path, arch="i3d_r50")
+    assert report.new == report.mismatched == report.unused == []
+    x = np.random.default_rng(1).random((1, 8, 32, 32, 3), dtype="float32")
+    with torch.no_grad():
+        expected = torch_model(torch.from_numpy(np.moveaxis(x, -1, 1).copy())).numpy()
+    np.testing.assert_allclose(np.asarray(model(x, training=False)), expected, atol=1e-4)
+
+
 def test_a_new_head_is_reported_with_both_shapes_and_left_as_built(tmp_path):
     torch_model = ref.randomize(ref.VideoResNet(False, WIDTHS, (1, 1, 1, 1), num_classes=5))
     model = small_r3d(7)
