@@ -107,7 +107,8 @@ def triplet_margin(
     """Triplet margin loss: mean of max(0, ||a - p|| - ||a - n|| + margin), Euclidean distances.
 
     The form of PyTorch's `TripletMarginLoss` (p = 2, no squaring), which TeD-SPAD's temporal
-    term uses with margin mu = 1. Rows of the three (N, D) arguments are the triplets.
+    term uses with margin mu = 1 on L2-normalised embeddings. Rows of the three (N, D)
+    arguments are the triplets.
     """
     anchor, positive, negative = (ops.cast(x, "float32") for x in (anchor, positive, negative))
     positive_distance = ops.sqrt(ops.sum(ops.square(anchor - positive), axis=-1) + 1e-12)

@@ -62,7 +62,11 @@ def test_temporal_triplet_uses_halves_and_flip_and_reaches_the_anonymizer():
     value, grads = value_and_gradient(triplet_of, values["anonymizer"][0])
     anon = trainer.anonymizer.predict(clips.reshape((-1,) + clips.shape[2:]), verbose=0)
     anon = anon.reshape(clips.shape)
-    embed = trainer.action_model.predict
+
+    def embed(x, verbose):
+        logits = trainer.action_model.predict(x, verbose=verbose)
+        return logits / np.linalg.norm(logits, axis=1, keepdims=True)  # TeD-SPAD's unit vectors
+
     # T = 4: halves of 2 frames, each frame repeated to 4 frames.
     anchor = embed(anon[:, [0, 0, 1, 1]], verbose=0)
     positive = embed(anon[:, [0, 0, 1, 1], :, ::-1], verbose=0)
@@ -78,6 +82,24 @@ def test_temporal_triplet_uses_halves_and_flip_and_reaches_the_anonymizer():
     np.testing.assert_allclose(float(value), expected, rtol=1e-4, atol=1e-6)
     assert expected > 0
     assert sum(float(np.abs(np.asarray(g)).sum()) for g in grads) > 0
+
+
+def test_the_triplet_term_ignores_the_scale_of_f_ts_logits():
+    """On L2-normalised embeddings, as TeD-SPAD's: f_T cannot switch the term off by growing
+    its logits (on raw logits, 10x larger ones took the loss from 0.75 to 0 in an audit)."""
+    trainer = make_trainer(triplet_weight=1.0)
+    batch = tiny_models.batch(np.random.default_rng(2))
+    values = trainer.current_values()
+    frames, _, _ = anonymize_batch(trainer, values, batch, training=False)
+    length = batch["clips"].shape[1]
+    before = float(temporal_triplet(trainer, values, frames, length, 1.0, training=False))
+    head = trainer.action_model.layers[-1]
+    head.kernel.assign(np.asarray(head.kernel) * 10.0)
+    head.bias.assign(np.asarray(head.bias) * 10.0)
+    scaled = trainer.current_values()
+    after = float(temporal_triplet(trainer, scaled, frames, length, 1.0, training=False))
+    assert before > 0
+    np.testing.assert_allclose(after, before, rtol=1e-4)
 
 
 def test_triplet_term_enters_the_anonymizer_loss_with_its_weight():

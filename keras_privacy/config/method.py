@@ -255,7 +255,8 @@ class MethodSettings:
     triplet_weight: float = field(
         default=0.0,
         metadata=described(
-            "TeD-SPAD temporal triplet term in the action loss of f_A and f_T (0 = off).",
+            "TeD-SPAD temporal triplet term in the action loss of f_A and f_T, on f_T's "
+            "L2-normalised logits (0 = off; TeD-SPAD: 0.1 of an action loss weighted 0.7).",
             "variants",
         ),
     )

@@ -26,12 +26,16 @@ The self-supervised adversary L_B is one of (`ssl_adversary`, SPAct Table 5):
 - `ntxent`: NT-Xent over the positive pairs;
 - `rotnet`: f_B and a linear head (group `rotation`) predict which of the four rotations
   (0, 90, 180, 270 degrees) was applied to the first side of every pair; L_B is the
-  cross-entropy over all four rotations of each image;
+  cross-entropy over all four rotations of each image. The head reads f_B's L2-normalised
+  projection (our choice: Gidaris et al. classify the convolutional features), which bounds
+  its logits by the head's weights;
 - `moco`: the first sides are queries of f_B, the second sides keys of a momentum encoder (EMA
   of f_B), negatives a queue of past keys (`MomentumQueue`, group `momentum`); L_B is InfoNCE.
   The adversary update first moves the momentum encoder (MoCo's order), then computes the keys,
   then enqueues them; the anonymizer update reads the state without changing it, and its
-  gradient reaches f_A through both the queries and the keys;
+  gradient reaches f_A through both the queries and the keys. The key encoder's BatchNorm runs
+  on its EMA moving statistics (inference mode), not on batch statistics as MoCo's (with its
+  shuffled BN): our simplification;
 - `spatiotemporal` (SPAct Table 3, supplement Sec. C, a naive SimCLR on video): f_B is a video
   encoder (an action model's trunk, R3D-18 in the paper, then a 512-512-128 head and L2
   normalisation, `registry.build_video_privacy_encoder`); L_B is NT-Xent (full 2N x 2N form)
@@ -48,13 +52,18 @@ ensemble trains with `ntxent` only.
 
 The TeD-SPAD temporal term (Fioresi et al., ICCV 2023), on with `triplet_weight > 0`, adds
 `triplet_weight * triplet_margin_loss(anchor, positive, negative)` to the action loss that f_A
-and f_T minimise. TeD-SPAD's triplet is a clip (anchor), the same clip differently augmented
-(positive) and a non-overlapping clip of the same video (negative), on the utility model's clip
-embeddings. Here, from the one clip per video that a batch holds: anchor = the clip's first
-T // 2 anonymized frames, negative = the next T // 2 frames (disjoint in time), each stretched
-back to T frames by repeating frames (frame i of T is frame floor(i * (T // 2) / T) of its half,
-so models built for T frames take them), positive = the anchor flipped horizontally; the
-embeddings are f_T's outputs (its logits), Euclidean distances, margin mu.
+and f_T minimise. TeD-SPAD's code (anonymization_training/train_anonymizer.py:93-119,
+aux_code/ucf101_dl.py:443-518) takes a clip (anchor), the same frames at another crop scale
+(positive) and a clip from a random start in the same video, which may overlap it (negative),
+and compares their 128-d L2-normalised projections of I3D's pooled features (a head, `mlp`, that
+f_T trains besides its classifier), margin 1; f_A's loss is -1 * L_B + 0.7 * (L_T + 0.1 *
+L_temp). Here, our construction from the one clip per video that a batch holds: anchor = the
+clip's first T // 2 anonymized frames, negative = the next T // 2 frames (disjoint in time),
+each stretched back to T frames by repeating frames (frame i of T is frame floor(i * (T // 2) /
+T) of its half, so models built for T frames take them), positive = the anchor flipped
+horizontally; the embeddings are f_T's outputs (its logits, no extra head) L2-normalised as
+TeD-SPAD's are, so that margin mu means what it does there (on raw logits f_T could switch the
+term off by growing their scale), Euclidean distances.
 
 Augmenting f_A's outputs (our addition, off by default; `output_augment`, group `augment`): with
 `adversary_crop > 0` the two sides of every positive pair are two random resized crops (and
@@ -113,7 +122,8 @@ def temporal_triplet(
     margin: float,
     training: bool,
 ) -> Tensor:
-    """TeD-SPAD's temporal triplet loss on f_T's outputs (see the module docstring)."""
+    """TeD-SPAD's temporal triplet loss on f_T's L2-normalised outputs (see the module
+    docstring)."""
     shape = ops.shape(anon_frames)
     clips = ops.reshape(anon_frames, (-1, clip_length, shape[1], shape[2], shape[3]))
     half = clip_length // 2
@@ -122,6 +132,7 @@ def temporal_triplet(
     negative = ops.take(clips, stretched + half, axis=1)
     triplets = ops.concatenate([anchor, ops.flip(anchor, axis=3), negative], axis=0)
     embeddings, _ = trainer.run("action", values, triplets, training=training)
+    embeddings = losses.l2_normalized(ops.cast(embeddings, "float32"))
     anchor, positive, negative = ops.split(embeddings, 3, axis=0)
     return losses.triplet_margin(anchor, positive, negative, margin)
 
@@ -138,7 +149,7 @@ class SPAct(StatelessTrainer):
             an ensemble (see the module docstring); for `spatiotemporal`, a video encoder,
             clips (B, T, H, W, 3) -> L2-normalised embeddings.
         action_weight: w_T, weight of L_T in the anonymizer loss (SPAct: 1).
-        privacy_weight: w_B (omega), weight of the maximised L_B (SPAct: omega in (0, 1]).
+        privacy_weight: w_B (omega), weight of the maximised L_B (SPAct Eq. 9: omega in (0, 1)).
         temperature: NT-Xent temperature (SPAct: 0.1).
         penalty_weight: lambda of the penalty-driven term (0 turns it off).
         penalty_budget: B of the penalty `max(0, RMS(x - f_A(x)) - B)` (penalty paper: 0.3).
