@@ -122,26 +122,23 @@ CASES = {
         ),
         (32, 32, 3),
     ),
-    "unetpp": (
-        lambda: ref.UnetPlusPlus(4, (8, 16, 16, 32), (2, 1, 1, 1), (32, 16, 8, 8), "sigmoid"),
-        lambda: registry.build_anonymizer(
-            "unetpp",
-            encoder_widths=(8, 8, 16, 16, 32),
-            encoder_blocks=(2, 1, 1),
-            decoder_widths=(32, 16, 8, 8),
-        ),
-        (32, 48, 3),
-    ),
-    "unetpp_unbounded": (
-        lambda: ref.UnetPlusPlus(4, (8, 16, 16, 32), (2, 1, 1, 1), (32, 16, 8, 8)),
-        lambda: registry.build_anonymizer(
-            "unetpp_unbounded",
-            encoder_widths=(8, 8, 16, 16, 32),
-            encoder_blocks=(2, 1, 1),
-            decoder_widths=(32, 16, 8, 8),
-        ),
-        (32, 48, 3),
-    ),
+    **{
+        # smp's UnetPlusPlus with activation="sigmoid" (ours), and None (the authors').
+        arch: (
+            functools.partial(
+                ref.UnetPlusPlus, 4, (8, 16, 16, 32), (2, 1, 1, 1), (32, 16, 8, 8), activation
+            ),
+            functools.partial(
+                registry.build_anonymizer,
+                arch,
+                encoder_widths=(8, 8, 16, 16, 32),
+                encoder_blocks=(2, 1, 1),
+                decoder_widths=(32, 16, 8, 8),
+            ),
+            (32, 48, 3),
+        )
+        for arch, activation in [("unetpp", "sigmoid"), ("unetpp_unbounded", None)]
+    },
     "r3d_18_tedspad": (
         lambda: ref.R3DWithBackbone(False, WIDTHS, (1, 1, 1, 1), num_classes=5),
         lambda: registry.build_action_model(

@@ -43,37 +43,37 @@ def saved_torch(tmp_path, model, drop_prefix: str = "") -> str:
     return str(path)
 
 
-def test_a_torch_checkpoint_loads_whole_and_gives_its_outputs(tmp_path):
-    torch_model = ref.randomize(ref.VideoResNet(False, WIDTHS, (1, 1, 1, 1), num_classes=5))
-    model = small_r3d(5)
-    report = load_pretrained(model, saved_torch(tmp_path, torch_model), arch="r3d_18")
-    assert report.new == report.mismatched == report.unused == []
-    x = np.random.default_rng(0).random((2, 8, 32, 32, 3), dtype="float32")
+def assert_gives_the_torch_outputs(model, torch_model, shape: tuple) -> None:
+    x = np.random.default_rng(0).random(shape, dtype="float32")
     with torch.no_grad():
         expected = torch_model(torch.from_numpy(np.moveaxis(x, -1, 1).copy())).numpy()
     np.testing.assert_allclose(np.asarray(model(x, training=False)), expected, atol=1e-4)
 
 
-def test_the_authors_wrapped_r3d_loads_whole_and_a_head_alone_is_refused(tmp_path):
-    """TeD-SPAD's `wrapper_r3d_18` keeps the trunk under `backbone.`: read as that layout, it
-    loads whole. A file whose head alone matches (the trunk named otherwise) is refused rather
-    than starting a random trunk under a trained head."""
+@pytest.mark.parametrize(
+    "reference",
+    # torchvision's layout, and TeD-SPAD's `wrapper_r3d_18` (the trunk under `backbone.`).
+    [ref.VideoResNet, ref.R3DWithBackbone],
+)
+def test_a_torch_checkpoint_loads_whole_and_gives_its_outputs(tmp_path, reference):
+    torch_model = ref.randomize(reference(False, WIDTHS, (1, 1, 1, 1), num_classes=5))
+    model = small_r3d(5)
+    report = load_pretrained(model, saved_torch(tmp_path, torch_model), arch="r3d_18")
+    assert report.new == report.mismatched == report.unused == []
+    assert_gives_the_torch_outputs(model, torch_model, (2, 8, 32, 32, 3))
+
+
+def test_a_file_of_which_only_the_head_matches_is_refused(tmp_path):
+    """A trunk named otherwise (here `trunk.`) and a head that matches: refused, and nothing
+    assigned, rather than a random trunk started under a trained head."""
     torch_model = ref.randomize(ref.R3DWithBackbone(False, WIDTHS, (1, 1, 1, 1), num_classes=5))
-    model = small_r3d(5)
-    report = load_pretrained(model, saved_torch(tmp_path, torch_model), arch="r3d_18")
-    assert report.new == report.mismatched == report.unused == []
-    x = np.random.default_rng(0).random((2, 8, 32, 32, 3), dtype="float32")
-    with torch.no_grad():
-        expected = torch_model(torch.from_numpy(np.moveaxis(x, -1, 1).copy())).numpy()
-    np.testing.assert_allclose(np.asarray(model(x, training=False)), expected, atol=1e-4)
-
     renamed = {k.replace("backbone.", "trunk."): v for k, v in torch_model.state_dict().items()}
     torch.save(renamed, tmp_path / "renamed.pth")
-    fresh = small_r3d(5)
-    head = np.array(fresh.get_layer("fc").kernel)
+    model = small_r3d(5)
+    head = np.array(model.get_layer("fc").kernel)
     with pytest.raises(WeightsError, match=r"renamed.pth: only the head \(fc\) of 'r3d_18'"):
-        load_pretrained(fresh, tmp_path / "renamed.pth", arch="r3d_18")
-    np.testing.assert_array_equal(np.array(fresh.get_layer("fc").kernel), head)
+        load_pretrained(model, tmp_path / "renamed.pth", arch="r3d_18")
+    np.testing.assert_array_equal(np.array(model.get_layer("fc").kernel), head)
 
 
 def test_the_authors_saved_i3d_f_t_starts_i3d_r50_as_it_is(tmp_path):
@@ -88,10 +88,7 @@ def test_the_authors_saved_i3d_f_t_starts_i3d_r50_as_it_is(tmp_path):
     model = registry.build_action_model("i3d_r50", 5, **small)
     report = load_pretrained(model, path, arch="i3d_r50")
     assert report.new == report.mismatched == report.unused == []
-    x = np.random.default_rng(1).random((1, 8, 32, 32, 3), dtype="float32")
-    with torch.no_grad():
-        expected = torch_model(torch.from_numpy(np.moveaxis(x, -1, 1).copy())).numpy()
-    np.testing.assert_allclose(np.asarray(model(x, training=False)), expected, atol=1e-4)
+    assert_gives_the_torch_outputs(model, torch_model, (1, 8, 32, 32, 3))
 
 
 def test_a_new_head_is_reported_with_both_shapes_and_left_as_built(tmp_path):
