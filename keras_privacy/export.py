@@ -6,11 +6,12 @@ Reload with plain ``tf.saved_model.load(DIR)``: neither Keras nor keras_privacy 
 serve. Signatures, all of any batch N, height H and width W:
 
 * ``serve(frames)``, also ``serving_default``: float32 (N, H, W, 3) in [0, 1] -> float32
-  (N, H, W, 3) in [0, 1].
+  (N, H, W, 3) in [0, 1] (clipped there: an anonymizer without a bounded output, such as
+  ``unetpp_unbounded``, serves frames too).
 * ``serve_uint8(frames)``: uint8 (N, H, W, 3) in 0..255 (decoded video frames) -> float32
   (N, H, W, 3) in [0, 1]; the same as ``serve(frames / 255)``.
-* ``serve_aligned(frames)``: float32 like ``serve`` without padding: H and W must already be
-  multiples of the down-sampling factor (the model itself).
+* ``serve_aligned(frames)``: float32 like ``serve`` without padding or clipping: H and W must
+  already be multiples of the down-sampling factor (the model itself).
 
 An anonymizer takes only H and W divisible by its down-sampling factor (the product of the
 strides of its graph): 16 for SPAct's UNet and UNet++, 4 for ``unet_tiny`` and VITA's net.
@@ -176,7 +177,8 @@ def _padded_functions(aligned, factor: int) -> dict:
         """Float frames (N, H, W, 3) in [0, 1], any N, H, W -> anonymized float frames in
         [0, 1]. H and W are edge-padded to a multiple of the UNet's factor, then cropped."""
         height, width = tf.shape(frames)[1], tf.shape(frames)[2]
-        return aligned(pad_to_multiple(frames, factor))[:, :height, :width, :]
+        anonymized = aligned(pad_to_multiple(frames, factor))[:, :height, :width, :]
+        return tf.clip_by_value(anonymized, 0.0, 1.0)
 
     @tf.function(input_signature=[tf.TensorSpec((None, None, None, 3), tf.uint8, "frames")])
     def serve_uint8(frames):

@@ -319,3 +319,23 @@ def test_a_mixed_precision_anonymizer_exports_onnx_and_tflite_that_run(tmp_path)
     tflite = export_tflite(model, saved, str(tmp_path / "anonymizer.tflite"))
     runner = tf.lite.Interpreter(model_path=tflite).get_signature_runner()
     np.testing.assert_allclose(next(iter(runner(frames=frames).values())), expected, atol=1e-4)
+
+
+def test_an_unbounded_anonymizer_serves_frames_in_the_unit_range(tmp_path):
+    """`unetpp_unbounded` (the authors' UNet++) gives values outside [0, 1]: `serve` and
+    `serve_uint8` clip them, so a camera gets frames; `serve_aligned` is the model itself."""
+    tf = pytest.importorskip("tensorflow")
+    model = build_anonymizer("unetpp_tiny", output_activation=None)
+    head = model.get_layer("segmentation_head")
+    head.kernel.assign(np.asarray(head.kernel) * 50.0)
+    export_anonymizer(model, tmp_path / "unbounded", platforms=("cpu",))
+    served = tf.saved_model.load(str(tmp_path / "unbounded"))
+    frames = np.random.default_rng(4).random((1, 16, 24, 3), dtype="float32")
+    raw = np.asarray(model(frames, training=False))
+    assert raw.min() < 0.0 or raw.max() > 1.0
+    np.testing.assert_allclose(served.serve_aligned(tf.constant(frames)).numpy(), raw, atol=1e-4)
+    np.testing.assert_allclose(
+        served.serve(tf.constant(frames)).numpy(), np.clip(raw, 0.0, 1.0), atol=1e-4
+    )
+    uint8 = served.serve_uint8(tf.constant(np.round(frames * 255).astype(np.uint8))).numpy()
+    assert uint8.min() >= 0.0 and uint8.max() <= 1.0
