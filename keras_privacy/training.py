@@ -693,16 +693,17 @@ settings may change too, but for `eval_protocol`, which decides the training vid
 (`training_data`)."""
 
 
-def _require_the_runs_settings(config: ExperimentConfig, run_dir: Path) -> dict[str, list]:
+def _require_the_runs_settings(
+    config: ExperimentConfig, run_dir: Path, state: dict | None
+) -> dict[str, list]:
     """Raise SettingError naming each setting that differs from the run kept in `run_dir`
-    (its `config.json` and a checkpoint), before anything is written: a resumed run would
+    (its `config.json` and the checkpoint `state`), before anything is written: a resumed run would
     go on with the other setting from the kept weights, or, where nothing is left to train,
     save the kept models under the new settings' name. A phase's epoch count may change
     where that phase is not behind the checkpoint: a longer minimax extends a finished run.
     Settings a version before this one did not record are not compared; a checkpoint whose
     `config.json` is missing or damaged is refused (every version wrote one). Returns the
     settings that differ, all of them allowed to (name -> [before, now]; {} for a new run)."""
-    state = checkpoint.latest_checkpoint(run_dir)
     if state is None:
         return {}
     recorded = run_dir / "config.json"
@@ -856,7 +857,7 @@ def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callbac
         print(note, flush=True)
     state = checkpoint.latest_checkpoint(run_dir)
     _require_process_0s_start(config, state)
-    changed = _require_the_runs_settings(config, run_dir)
+    changed = _require_the_runs_settings(config, run_dir, state)
     if state is not None:
         # Before anything is read or written: a damaged checkpoint leaves the run as it was.
         checkpoint.check_readable(state)

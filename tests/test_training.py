@@ -276,6 +276,7 @@ def test_a_kept_run_is_resumed_only_with_its_settings(uninterrupted, benchmark, 
             minimax_epochs=4,
         ),
         run_dir,
+        checkpoint.latest_checkpoint(run_dir),
     )
 
 
@@ -1078,13 +1079,14 @@ def test_a_damaged_pointer_or_config_of_the_run_is_named(tmp_path):
     with pytest.raises(checkpoint.CheckpointError, match=f"{pointer} names no checkpoint folder"):
         checkpoint.latest_checkpoint(tmp_path)
     pointer.write_text(json.dumps(state))
+    latest = checkpoint.latest_checkpoint(tmp_path)
     (tmp_path / "config.json").write_text('{"method": "spa')
     with pytest.raises(checkpoint.CheckpointError) as raised:
-        training._require_the_runs_settings(ExperimentConfig(), tmp_path)
+        training._require_the_runs_settings(ExperimentConfig(), tmp_path, latest)
     assert str(raised.value).startswith(f"{tmp_path / 'config.json'} is not valid JSON (")
     (tmp_path / "config.json").unlink()
     with pytest.raises(checkpoint.CheckpointError) as raised:
-        training._require_the_runs_settings(ExperimentConfig(), tmp_path)
+        training._require_the_runs_settings(ExperimentConfig(), tmp_path, latest)
     assert str(raised.value) == (
         f"{tmp_path / 'config.json'} is missing beside the checkpoint (identity epoch 1): the "
         "settings the run started with are unknown; restore it, or start again in a new --run_dir"
@@ -1153,10 +1155,11 @@ def test_a_meta_run_resumes_with_a_lower_inner_step_rate(tmp_path):
     trained = ExperimentConfig(method="meta", meta_alpha=1e30)
     (tmp_path / "config.json").write_text(json.dumps(dataclasses.asdict(trained)))
     lowered = dataclasses.replace(trained, meta_alpha=5e-4)
-    training._require_the_runs_settings(lowered, tmp_path)
+    state = checkpoint.latest_checkpoint(tmp_path)
+    training._require_the_runs_settings(lowered, tmp_path, state)
     with pytest.raises(SettingError, match="--meta_fraction=0.6 "):  # what is trained: kept
         training._require_the_runs_settings(
-            dataclasses.replace(trained, meta_fraction=0.25), tmp_path
+            dataclasses.replace(trained, meta_fraction=0.25), tmp_path, state
         )
 
 
