@@ -147,8 +147,7 @@ REGISTRY_NAMES = {"i3d_r50_tedspad": "i3d_r50", "r3d_18_tedspad": "r3d_18"}
 """The registry's model of an architecture whose name is not a registry name."""
 
 UNUSED = {
-    "unetpp": r"^(encoder\.layer\d+)\.",
-    "unetpp_unbounded": r"^(encoder\.layer\d+)\.",
+    **dict.fromkeys(("unetpp", "unetpp_unbounded"), r"^(encoder\.layer\d+)\."),
     "i3d_r50_tedspad": r"^(mlp)\.",
 }
 """Checkpoint keys that an architecture holds but never uses, by the module they start with:
