@@ -68,8 +68,9 @@ def expand_flagfiles(argv: Sequence[str]) -> list[str]:
     file holds, as absl reads them: one per line, blank lines and `#` or `//` comments skipped,
     nested flag files expanded in place, a later flag winning. An empty PATH (absl ignores it:
     an unset variable) raises FlagfileError, as does a flag that a later flag file would set
-    again over the command line's or an including file's earlier line, which would lose
-    without a word: set it after the `--flagfile`.
+    to another value over the command line's or an including file's earlier line, or over an
+    earlier flag file's (on the command line, or included by the same file), which would lose
+    without a word: set it after the `--flagfile`, or in one of the two files only.
 
     A relative PATH on the command line is the working directory's. In a flag file it is looked
     for next to that file (the folder it is in, then, for a link, its target's), so that a
@@ -107,31 +108,46 @@ def _expanded(argv: Sequence[str]) -> list[tuple[str, str | None]]:
         if argument in ("--flagfile", "-flagfile"):
             if not rest:
                 raise FlagfileError(f"{argument} with no file")
-            result += _not_overriding(given, _flagfile_arguments(rest.pop(0), []))
+            result += _flagfile_not_overriding(given, rest.pop(0))
         elif argument.startswith(("--flagfile=", "-flagfile=")):
-            result += _not_overriding(given, _flagfile_arguments(argument.split("=", 1)[1], []))
+            result += _flagfile_not_overriding(given, argument.split("=", 1)[1])
         else:
             result.append((argument, None))
             if argument == "--":
                 return result + [(argument, None) for argument in rest]
             if argument.startswith("-"):
-                given[_flag_name(argument)] = f"{argument} on the command line"
+                given[_flag_name(argument)] = (argument, f"{argument} on the command line")
     return result
 
 
+def _flagfile_not_overriding(given: dict[str, tuple[str, str]], name: str) -> list[tuple[str, str]]:
+    """The arguments of the command line's flag file `name`, refused where one sets a flag of
+    `given` (the command line's earlier flags and flag files'); its flags join `given`, so that
+    a later flag file does not override them without a word either."""
+    arguments = _not_overriding(given, _flagfile_arguments(name, []))
+    given.update(_where_set(arguments))
+    return arguments
+
+
 def _not_overriding(
-    earlier: dict[str, str], arguments: list[tuple[str, str]]
+    earlier: dict[str, tuple[str, str]], arguments: list[tuple[str, str]]
 ) -> list[tuple[str, str]]:
     """`arguments` (a flag file's, with their "file:line"), refused with FlagfileError where
-    one sets a flag of `earlier` (flag name -> where it was set), which it would override."""
+    one sets a flag of `earlier` (flag name -> the argument that set it and where) to another
+    value, which it would override."""
     for argument, origin in arguments:
         name = _flag_name(argument)
-        if name in earlier:
+        if name in earlier and earlier[name][0] != argument:
             raise FlagfileError(
-                f"{origin}: {argument!r} would override {earlier[name]} (the later flag wins): "
-                "set a flag after the --flagfile that sets it too"
+                f"{origin}: {argument!r} would override {earlier[name][1]} (the later flag "
+                "wins): set a flag after the --flagfile that sets it too, or in one file only"
             )
     return arguments
+
+
+def _where_set(arguments: list[tuple[str, str]]) -> dict[str, tuple[str, str]]:
+    """Flag name -> (the argument that set it last, its "file:line") of flag-file arguments."""
+    return {_flag_name(argument): (argument, origin) for argument, origin in arguments}
 
 
 def _flagfile_arguments(name: str, chain: list[tuple[Path, int]]) -> list[tuple[str, str]]:
@@ -170,8 +186,7 @@ def _flagfile_arguments(name: str, chain: list[tuple[Path, int]]) -> list[tuple[
             continue
         if line.startswith(("--flagfile=", "-flagfile=")):
             included = _flagfile_arguments(line.split("=", 1)[1], [*chain, (path, number)])
-            earlier = {name: f"{path}:{at}" for name, at in set_at.items()}
-            result += _not_overriding(earlier, included)
+            result += _not_overriding(_where_set(result), included)
             continue
         problem = _misread_line(line)
         if problem:

@@ -519,6 +519,18 @@ def test_a_flag_that_a_later_flag_file_would_override_is_refused(tmp_path, monke
     ):
         parse("--batch_size=5", f"--flagfile={outer}")
     assert parse(f"--flagfile={outer}", "--batch_size=5").batch_size == 5
+    # Two flag files setting one flag to two values: on the command line, or included by one
+    # file. The same value (a file included twice) loses nothing.
+    (tmp_path / "other.cfg").write_text("--run_dir=runs/other\n--batch_size=4\n")
+    override = f"'--batch_size=4' would override {tmp_path / 'inner.cfg'}:2"
+    with pytest.raises(FlagfileError, match=re.escape(f"other.cfg:2: {override}")):
+        parse(f"--flagfile={outer}", "--flagfile=other.cfg")
+    outer.write_text("--flagfile=inner.cfg\n--flagfile=other.cfg\n")
+    with pytest.raises(FlagfileError, match=re.escape(f"{tmp_path / 'other.cfg'}:2: {override}")):
+        parse(f"--flagfile={outer}")
+    (tmp_path / "other.cfg").write_text("--run_dir=runs/other\n")
+    config = parse(f"--flagfile={outer}", "--flagfile=inner.cfg")
+    assert (config.batch_size, config.run_dir) == (3, "runs/other")
 
 
 def test_a_bad_line_of_a_flag_file_is_named_with_its_file_and_line(tmp_path, monkeypatch):
