@@ -9,9 +9,10 @@
 `resnet18` ... `resnet152`, Hara et al.'s 3D-ResNets-PyTorch `r3d_50`, the I3D-ResNet-50 of
 TeD-SPAD and the penalty paper (`i3d_r50`: pytorch-resnet3d's `I3Res50` keys, as in their
 Kinetics-400 file `i3d_r50_kinetics.pth`; `i3d_r50_tedspad`: the f_T their training scripts
-save, the same under `i3d.` plus a feature head `mlp.*` that has no place here and is left
-out, listed), TeD-SPAD's `wrapper_r3d_18` (`r3d_18_tedspad`: torchvision's R3D-18 under
-`backbone.`, the classifier as `fc`), SPAct's UNet (milesial's Pytorch-UNet, `bilinear=True`; a
+save, the same under `i3d.` plus the embedding head `mlp.*` of its triplet term, which is no
+part of f_T here (SPAct's `embedding` group) and is left out, listed), TeD-SPAD's
+`wrapper_r3d_18` (`r3d_18_tedspad`: torchvision's R3D-18 under `backbone.`, the classifier as
+`fc`), SPAct's UNet (milesial's Pytorch-UNet, `bilinear=True`; a
 bias before a BatchNorm is folded into its moving mean), TeD-SPAD's and the penalty paper's
 UNet++ (`unetpp_unbounded`: segmentation_models_pytorch 0.3.3's UnetPlusPlus on ResNet-18 with
 `activation=None`, as they build it; `unetpp` is the same with smp's `activation="sigmoid"`;

@@ -298,10 +298,14 @@ def training_phases(
 
 def _variant_optimizers(config: ExperimentConfig) -> dict[str, keras.optimizers.Optimizer]:
     """The minimax optimizers of the extra groups a SPAct variant trains: RotNet's rotation
-    head learns with f_B (MoCo's momentum group has no optimizer: the EMA moves it)."""
+    head learns with f_B, TeD-SPAD's embedding head with f_T (MoCo's momentum group has no
+    optimizer: the EMA moves it)."""
+    optimizers = {}
     if config.ssl_adversary == "rotnet":
-        return {"rotation": keras.optimizers.Adam(config.privacy_lr)}
-    return {}
+        optimizers["rotation"] = keras.optimizers.Adam(config.privacy_lr)
+    if config.triplet_weight > 0:
+        optimizers["embedding"] = keras.optimizers.Adam(config.action_lr)
+    return optimizers
 
 
 def _supervised_phases(config: ExperimentConfig, models: dict[str, keras.Model]) -> list[Phase]:

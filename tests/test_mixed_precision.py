@@ -151,14 +151,19 @@ def test_models_under_mixed_policy_output_float32_and_reload(precision, tmp_path
             registry.build_action_model(name, num_classes=3, input_shape=(4, 16, 16, 3))
             for name in ("r3d_tiny", "factorized_tiny")
         ]
-        rotations = SPAct(
-            anonymizer, actions[0], tiny_models.privacy_encoder(), ssl_adversary="rotnet"
-        ).rotation_head
+        spact = SPAct(
+            anonymizer,
+            actions[0],
+            tiny_models.privacy_encoder(),
+            ssl_adversary="rotnet",
+            triplet_weight=1.0,
+        )
+        heads = (spact.rotation_head, spact.embedding_head)
         frames = np.random.default_rng(0).random((2, 16, 16, 3), dtype="float32")
         expected = np.asarray(anonymizer(frames))
         anonymizer.save(tmp_path / "anonymizer.keras")
-    outputs = [model.outputs[0].dtype for model in (anonymizer, *actions, rotations)]
-    assert outputs == ["float32"] * 4
+    outputs = [model.outputs[0].dtype for model in (anonymizer, *actions, *heads)]
+    assert outputs == ["float32"] * 5
     reloaded = keras.saving.load_model(tmp_path / "anonymizer.keras")
     assert reloaded.layers[1].compute_dtype == precision.split("_")[1]
     np.testing.assert_allclose(np.asarray(reloaded(frames)), expected, atol=1e-6)

@@ -57,20 +57,21 @@ def test_temporal_triplet_uses_halves_and_flip_and_reaches_the_anonymizer():
         replaced = dict(values)
         replaced["anonymizer"] = (params, values["anonymizer"][1])
         frames, _, _ = anonymize_batch(trainer, replaced, batch, training=False)
-        return temporal_triplet(trainer, replaced, frames, clips.shape[1], 1.0, training=False)
+        loss, _ = temporal_triplet(trainer, replaced, frames, clips.shape[1], 1.0, training=False)
+        return loss
 
     value, grads = value_and_gradient(triplet_of, values["anonymizer"][0])
     anon = trainer.anonymizer.predict(clips.reshape((-1,) + clips.shape[2:]), verbose=0)
     anon = anon.reshape(clips.shape)
 
-    def embed(x, verbose):
-        logits = trainer.action_model.predict(x, verbose=verbose)
-        return logits / np.linalg.norm(logits, axis=1, keepdims=True)  # TeD-SPAD's unit vectors
+    def embed(x):
+        features = trainer.action_features.predict(x, verbose=0)
+        return trainer.embedding_head.predict(features, verbose=0)
 
     # T = 4: halves of 2 frames, each frame repeated to 4 frames.
-    anchor = embed(anon[:, [0, 0, 1, 1]], verbose=0)
-    positive = embed(anon[:, [0, 0, 1, 1], :, ::-1], verbose=0)
-    negative = embed(anon[:, [2, 2, 3, 3]], verbose=0)
+    anchor = embed(anon[:, [0, 0, 1, 1]])
+    positive = embed(anon[:, [0, 0, 1, 1], :, ::-1])
+    negative = embed(anon[:, [2, 2, 3, 3]])
     expected = np.mean(
         np.maximum(
             np.linalg.norm(anchor - positive, axis=1)
@@ -84,22 +85,93 @@ def test_temporal_triplet_uses_halves_and_flip_and_reaches_the_anonymizer():
     assert sum(float(np.abs(np.asarray(g)).sum()) for g in grads) > 0
 
 
-def test_the_triplet_term_ignores_the_scale_of_f_ts_logits():
-    """On L2-normalised embeddings, as TeD-SPAD's: f_T cannot switch the term off by growing
-    its logits (on raw logits, 10x larger ones took the loss from 0.75 to 0 in an audit)."""
+def test_the_embedding_head_is_ted_spads_mlp_in_numpy():
+    """Dense(512) - BatchNorm - ReLU - Dense(128, no bias) - BatchNorm - L2 normalisation, as
+    TeD-SPAD's `mlp`, here in inference mode with moving statistics that are not the defaults."""
+    from keras_privacy.models.resnet import embedding_head
+
+    head = embedding_head(6, hidden=5, output=4)
+    rng = np.random.default_rng(0)
+    for bn in (head.get_layer("hidden_bn"), head.get_layer("output_bn")):
+        width = bn.gamma.shape[0]
+        bn.moving_mean.assign(rng.normal(size=width).astype("float32"))
+        bn.moving_variance.assign(rng.uniform(0.5, 2.0, size=width).astype("float32"))
+        bn.gamma.assign(rng.uniform(0.5, 2.0, size=width).astype("float32"))
+        bn.beta.assign(rng.normal(size=width).astype("float32"))
+    assert head.get_layer("output").bias is None
+    features = rng.normal(size=(3, 6)).astype("float32")
+
+    def batch_norm(x, bn):
+        mean, variance = np.asarray(bn.moving_mean), np.asarray(bn.moving_variance)
+        return (x - mean) / np.sqrt(variance + 1e-5) * np.asarray(bn.gamma) + np.asarray(bn.beta)
+
+    hidden = head.get_layer("hidden")
+    x = features @ np.asarray(hidden.kernel) + np.asarray(hidden.bias)
+    x = np.maximum(batch_norm(x, head.get_layer("hidden_bn")), 0)
+    x = batch_norm(x @ np.asarray(head.get_layer("output").kernel), head.get_layer("output_bn"))
+    expected = x / np.linalg.norm(x, axis=1, keepdims=True)
+    np.testing.assert_allclose(head.predict(features, verbose=0), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_the_triplet_term_reads_f_ts_pooled_features_not_its_classifier():
+    """TeD-SPAD's embeddings come from I3D's pooled features: f_T's classifier (or the scale
+    of its logits) does not move the term, and its variables are not shared twice."""
     trainer = make_trainer(triplet_weight=1.0)
     batch = tiny_models.batch(np.random.default_rng(2))
     values = trainer.current_values()
     frames, _, _ = anonymize_batch(trainer, values, batch, training=False)
     length = batch["clips"].shape[1]
-    before = float(temporal_triplet(trainer, values, frames, length, 1.0, training=False))
+    before, _ = temporal_triplet(trainer, values, frames, length, 1.0, training=False)
     head = trainer.action_model.layers[-1]
     head.kernel.assign(np.asarray(head.kernel) * 10.0)
     head.bias.assign(np.asarray(head.bias) * 10.0)
     scaled = trainer.current_values()
-    after = float(temporal_triplet(trainer, scaled, frames, length, 1.0, training=False))
-    assert before > 0
-    np.testing.assert_allclose(after, before, rtol=1e-4)
+    after, _ = temporal_triplet(trainer, scaled, frames, length, 1.0, training=False)
+    assert float(before) > 0
+    np.testing.assert_allclose(float(after), float(before), rtol=1e-5)
+    groups = trainer.groups().values()
+    assert len(trainer.trainable_variables) == sum(len(m.trainable_variables) for m in groups)
+
+
+def test_pooled_features_are_read_before_dropout_and_need_a_dense_classifier():
+    from keras_privacy.models.registry import pooled_features
+
+    inputs = keras.Input((2, 4, 4, 3))
+    pooled = keras.layers.GlobalAveragePooling3D(name="pool")(inputs)
+    dropped = keras.layers.Dropout(0.5)(pooled)
+    model = keras.Model(inputs, keras.layers.Dense(2)(dropped), name="f_t")
+    features = pooled_features(model)
+    clips = np.random.default_rng(0).uniform(size=(2, 2, 4, 4, 3)).astype("float32")
+    # In training mode too: the features are the pooled ones, never dropped.
+    out = keras.ops.convert_to_numpy(features(clips, training=True))
+    np.testing.assert_allclose(out, clips.mean(axis=(1, 2, 3)), rtol=1e-5)
+    no_classifier = keras.Model(inputs, pooled, name="trunk")
+    with pytest.raises(ValueError, match="'trunk' is not a Functional model ending with a Dense"):
+        pooled_features(no_classifier)
+
+
+def test_the_embedding_head_learns_with_f_t_and_stays_fixed_in_f_as_update():
+    trainer = make_trainer(triplet_weight=1.0)
+    batch = tiny_models.batch(np.random.default_rng(3))
+    values = trainer.current_values()
+    anonymizer_update, adversary_update = trainer.updates(
+        {key: np.stack([value, value], axis=1) for key, value in batch.items()}
+    )
+    assert "embedding" in adversary_update.groups and "embedding" not in anonymizer_update.groups
+
+    def adversary_loss(head_params):
+        replaced = {**values, "embedding": (head_params, values["embedding"][1])}
+        loss, _ = adversary_update.loss_fn(replaced)
+        return loss
+
+    _, head_grads = value_and_gradient(adversary_loss, values["embedding"][0])
+    assert len(head_grads) == len(trainer.embedding_head.trainable_variables)
+    assert all(float(np.abs(np.asarray(g)).sum()) > 0 for g in head_grads)
+    # f_T's update returns the head's new BatchNorm statistics; f_A's leaves them.
+    _, aux = adversary_update.loss_fn(values)
+    assert "embedding" in aux["non_trainable"]
+    _, aux = anonymizer_update.loss_fn(values)
+    assert "embedding" not in aux["non_trainable"]
 
 
 def test_triplet_term_enters_the_anonymizer_loss_with_its_weight():
@@ -115,8 +187,12 @@ def test_triplet_term_enters_the_anonymizer_loss_with_its_weight():
 
 def test_triplet_trainer_fits_and_logs_the_term():
     trainer = make_trainer(triplet_weight=0.5, triplet_margin=1.0)
+    before = snapshot(trainer.embedding_head)
     history = trainer.fit(tiny_models.paired_dataset(2), epochs=1, verbose=0).history
     assert history["triplet_loss"][0] > 0 and history["anonymizer_triplet_loss"][0] > 0
+    # The head's weights and BatchNorm statistics move with f_T's update.
+    after = snapshot(trainer.embedding_head)
+    assert all(not np.array_equal(old, new) for old, new in zip(before, after))
 
 
 # ------------------------------------------------------------------------------------ RotNet
@@ -266,4 +342,6 @@ def test_variant_trains_through_train_and_checkpoints_its_own_groups(benchmark, 
     state = checkpoint.latest_checkpoint(config.run_dir)
     assert state["phase"] == "minimax"
     assert minimax["triplet_loss"][0] > 0
-    assert (tmp_path / "run" / "checkpoints" / state["folder"] / "momentum.weights.h5").is_file()
+    folder = tmp_path / "run" / "checkpoints" / state["folder"]
+    assert (folder / "momentum.weights.h5").is_file()
+    assert (folder / "embedding.weights.h5").is_file()

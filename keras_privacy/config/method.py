@@ -255,8 +255,9 @@ class MethodSettings:
     triplet_weight: float = field(
         default=0.0,
         metadata=described(
-            "TeD-SPAD temporal triplet term in the action loss of f_A and f_T, on f_T's "
-            "L2-normalised logits (0 = off; TeD-SPAD: 0.1 of an action loss weighted 0.7).",
+            "TeD-SPAD temporal triplet term in the action loss of f_A and f_T, on TeD-SPAD's "
+            "embedding head (trained with f_T) of f_T's pooled features (0 = off; TeD-SPAD: "
+            "0.1 of an action loss weighted 0.7).",
             "variants",
         ),
     )

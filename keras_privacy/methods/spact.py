@@ -61,9 +61,12 @@ L_temp). Here, our construction from the one clip per video that a batch holds: 
 clip's first T // 2 anonymized frames, negative = the next T // 2 frames (disjoint in time),
 each stretched back to T frames by repeating frames (frame i of T is frame floor(i * (T // 2) /
 T) of its half, so models built for T frames take them), positive = the anchor flipped
-horizontally; the embeddings are f_T's outputs (its logits, no extra head) L2-normalised as
-TeD-SPAD's are, so that margin mu means what it does there (on raw logits f_T could switch the
-term off by growing their scale), Euclidean distances.
+horizontally; the embeddings are TeD-SPAD's: its head (`resnet.embedding_head`, Dense(512) -
+BatchNorm - ReLU - Dense(128) - BatchNorm - L2 normalisation, group `embedding`, trained with
+f_T's learning rate in f_T's update and in inference mode in f_A's) on f_T's pooled features
+(`registry.pooled_features`: what its classifier reads, before dropout), Euclidean distances.
+(TeD-SPAD's R3D-18 wrapper compares the raw pooled features, with no head; its I3D, the
+configured f_T, has the head, which every f_T gets here.)
 
 Augmenting f_A's outputs (our addition, off by default; `output_augment`, group `augment`): with
 `adversary_crop > 0` the two sides of every positive pair are two random resized crops (and
@@ -105,6 +108,8 @@ from keras_privacy.methods.trainer import (
     deserialize_models,
     serialize_models,
 )
+from keras_privacy.models.registry import pooled_features
+from keras_privacy.models.resnet import embedding_head
 from keras_privacy.types import Tensor
 
 SSL_ADVERSARIES = ("ntxent", "rotnet", "moco", "spatiotemporal")
@@ -112,6 +117,17 @@ SSL_ADVERSARIES = ("ntxent", "rotnet", "moco", "spatiotemporal")
 
 def _half(data: dict, index: int) -> dict:
     return {key: value[:, index] for key, value in data.items()}
+
+
+def _positions(model: keras.Model, part: keras.Model) -> tuple[list[int], list[int]]:
+    """Where each trainable and non-trainable variable of `part` (a model sharing `model`'s
+    layers) lies in `model`'s lists, to run `part` on `model`'s values."""
+    trainable = {id(v): i for i, v in enumerate(model.trainable_variables)}
+    non_trainable = {id(v): i for i, v in enumerate(model.non_trainable_variables)}
+    return (
+        [trainable[id(v)] for v in part.trainable_variables],
+        [non_trainable[id(v)] for v in part.non_trainable_variables],
+    )
 
 
 def temporal_triplet(
@@ -122,8 +138,9 @@ def temporal_triplet(
     margin: float,
     training: bool,
 ) -> Tensor:
-    """TeD-SPAD's temporal triplet loss on f_T's L2-normalised outputs (see the module
-    docstring)."""
+    """TeD-SPAD's temporal triplet loss on the embeddings of `trainer`'s `embedding` head of
+    f_T's pooled features (see the module docstring); returns (the loss, the head's new
+    non-trainable values). f_T's own new BatchNorm statistics (of the halves) are dropped."""
     shape = ops.shape(anon_frames)
     clips = ops.reshape(anon_frames, (-1, clip_length, shape[1], shape[2], shape[3]))
     half = clip_length // 2
@@ -131,10 +148,17 @@ def temporal_triplet(
     anchor = ops.take(clips, stretched, axis=1)
     negative = ops.take(clips, stretched + half, axis=1)
     triplets = ops.concatenate([anchor, ops.flip(anchor, axis=3), negative], axis=0)
-    embeddings, _ = trainer.run("action", values, triplets, training=training)
-    embeddings = losses.l2_normalized(ops.cast(embeddings, "float32"))
-    anchor, positive, negative = ops.split(embeddings, 3, axis=0)
-    return losses.triplet_margin(anchor, positive, negative, margin)
+    trainable, non_trainable = values["action"]
+    trainable_at, non_trainable_at = trainer.feature_positions
+    features, _ = trainer.action_features.stateless_call(
+        [trainable[i] for i in trainable_at],
+        [non_trainable[i] for i in non_trainable_at],
+        triplets,
+        training=training,
+    )
+    embeddings, head_state = trainer.run("embedding", values, features, training=training)
+    anchor, positive, negative = ops.split(ops.cast(embeddings, "float32"), 3, axis=0)
+    return losses.triplet_margin(anchor, positive, negative, margin), head_state
 
 
 @keras.saving.register_keras_serializable(package="keras_privacy")
@@ -246,8 +270,16 @@ class SPAct(StatelessTrainer):
         self.moco_momentum = moco_momentum
         self.triplet_weight = triplet_weight
         self.triplet_margin = triplet_margin
+        self.action_features = self.embedding_head = None
+        self.feature_positions = ([], [])
         if triplet_weight == 0:
             self._stop_logging("triplet_loss", "anonymizer_triplet_loss")
+        else:
+            self.action_features = pooled_features(action_model)
+            self.feature_positions = _positions(action_model, self.action_features)
+            self.embedding_head = embedding_head(
+                self.action_features.output_shape[-1], name="embedding_head"
+            )
         self.adversary_jitter = adversary_jitter
         self.augment_seed = augment_seed
         self.adversary_crop = adversary_crop
@@ -284,6 +316,8 @@ class SPAct(StatelessTrainer):
         }
         if self.rotation_head is not None:
             groups["rotation"] = self.rotation_head
+        if self.embedding_head is not None:
+            groups["embedding"] = self.embedding_head
         if self.momentum is not None:
             groups["momentum"] = self.momentum
         if self.augment is not None:
@@ -300,7 +334,9 @@ class SPAct(StatelessTrainer):
         return [
             Update(("anonymizer",), lambda values: self._anonymizer_loss(values, _half(data, 0))),
             Update(
-                ("action", *self.privacy_groups) + (("rotation",) if self.rotation_head else ()),
+                ("action", *self.privacy_groups)
+                + (("rotation",) if self.rotation_head else ())
+                + (("embedding",) if self.embedding_head else ()),
                 lambda values: self._adversary_loss(values, _half(data, 1)),
             ),
         ]
@@ -382,11 +418,13 @@ class SPAct(StatelessTrainer):
         return loss, new_state
 
     def _triplet(self, values: GroupValues, anon_frames, clip_length, training: bool):
+        """The triplet term and the embedding head's new non-trainable values by group."""
         if self.triplet_weight == 0:
-            return ops.zeros(())
-        return temporal_triplet(
+            return ops.zeros(()), {}
+        loss, head_state = temporal_triplet(
             self, values, anon_frames, clip_length, self.triplet_margin, training
         )
+        return loss, {"embedding": head_state}
 
     def _anonymizer_loss(self, values: GroupValues, batch: dict):
         clip_length = ops.shape(batch["clips"])[1]
@@ -395,7 +433,7 @@ class SPAct(StatelessTrainer):
         )
         logits, _ = action_logits(self, values, anon_frames, clip_length, training=False)
         action_loss = losses.softmax_cross_entropy(batch["labels"], logits)
-        triplet = self._triplet(values, anon_frames, clip_length, training=False)
+        triplet, _ = self._triplet(values, anon_frames, clip_length, training=False)
         contrastive, privacy_states = self._privacy_term(values, first, second, training=False)
         penalty = losses.rms_penalty(
             batch["clips"], ops.reshape(anon_frames, ops.shape(batch["clips"])), self.penalty_budget
@@ -426,7 +464,7 @@ class SPAct(StatelessTrainer):
         logits, action_state = action_logits(self, values, anon_frames, clip_length, training=True)
         action_loss = losses.softmax_cross_entropy(batch["labels"], logits)
         # f_T's new BatchNorm statistics are those of the full clips, not of the triplet halves.
-        triplet = self._triplet(values, anon_frames, clip_length, training=True)
+        triplet, head_state = self._triplet(values, anon_frames, clip_length, training=True)
         contrastive, states = self._privacy_term(values, first, second, training=True)
         # The sum of the members' losses: each member's gradient is that of its own loss.
         members_sum = len(self.privacy_groups) * contrastive
@@ -437,7 +475,7 @@ class SPAct(StatelessTrainer):
                 "action_accuracy": losses.accuracy(batch["labels"], logits),
                 "triplet_loss": triplet,
             },
-            "non_trainable": {"action": action_state, **states},
+            "non_trainable": {"action": action_state, **states, **head_state},
         }
 
     def get_config(self) -> dict:

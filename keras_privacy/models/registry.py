@@ -232,6 +232,23 @@ def build_action_trunk(name: str, input_shape: tuple) -> keras.Model:
     return keras.Model(model.inputs, classifier.input, name=f"{name}_trunk")
 
 
+def pooled_features(action_model: keras.Model) -> keras.Model:
+    """A model of clips -> the pooled features of `action_model` (a Functional model ending in
+    a Dense classifier), sharing its layers: what its classifier reads, before any dropout.
+    Its variables are some of `action_model`'s, so it runs on their values."""
+    classifier = action_model.layers[-1] if action_model.layers else None
+    if not isinstance(classifier, keras.layers.Dense) or not hasattr(action_model, "inputs"):
+        raise ValueError(
+            f"action model {action_model.name!r} is not a Functional model ending with a Dense "
+            "classifier, whose input would be its pooled features"
+        )
+    features = classifier.input
+    for layer in reversed(action_model.layers[:-1]):
+        if isinstance(layer, keras.layers.Dropout) and layer.output is features:
+            features = layer.input
+    return keras.Model(action_model.input, features, name=f"{action_model.name}_features")
+
+
 def build_video_privacy_encoder(
     name: str = "r3d_18",
     input_shape: tuple = (16, 112, 112, 3),

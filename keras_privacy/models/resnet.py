@@ -130,6 +130,23 @@ def projection_head(
     return keras.Model(inputs, L2Normalize(dtype="float32", name="l2_normalize")(x), name=name)
 
 
+def embedding_head(
+    input_dim: int, hidden: int = 512, output: int = 128, name: str = "embedding_head"
+) -> keras.Model:
+    """TeD-SPAD's embedding head (`mlp` in its model_loaders.py), which f_T trains beside its
+    classifier for the temporal triplet term: Dense(hidden) - BatchNorm - ReLU -
+    Dense(output, no bias) - BatchNorm - L2 normalisation, on f_T's pooled features (TeD-SPAD:
+    I3D's 2048, 512, 128). PyTorch's BatchNorm1d settings; the last Dense, BatchNorm and the
+    normalisation run in float32 under mixed precision."""
+    inputs = keras.Input((input_dim,), name="features")
+    x = torch_linear(inputs, hidden, name="hidden")
+    x = layers.BatchNormalization(**BN, name="hidden_bn")(x)
+    x = layers.ReLU(name="hidden_relu")(x)
+    x = torch_linear(x, output, name="output", use_bias=False, dtype="float32")
+    x = layers.BatchNormalization(**BN, dtype="float32", name="output_bn")(x)
+    return keras.Model(inputs, L2Normalize(dtype="float32", name="l2_normalize")(x), name=name)
+
+
 def privacy_encoder(
     backbone: keras.Model, head: keras.Model, name: str = "privacy_encoder"
 ) -> keras.Model:
