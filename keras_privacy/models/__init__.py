@@ -22,8 +22,10 @@ from keras_privacy.models.registry import (
     build_anonymizer,
     build_image_backbone,
     build_video_privacy_encoder,
+    pooled_features,
 )
 from keras_privacy.models.resnet import (
+    embedding_head,
     privacy_classifier,
     privacy_encoder,
     projection_head,
@@ -47,9 +49,11 @@ __all__ = [
     "build_image_backbone",
     "build_video_privacy_encoder",
     "downsampling_factor",
+    "embedding_head",
     "inception_net",
     "mobilenet_v1",
     "mobilenet_v2",
+    "pooled_features",
     "privacy_classifier",
     "privacy_encoder",
     "projection_head",
