@@ -417,7 +417,8 @@ def training_data(config: ExperimentConfig) -> sources.TrainingData:
         augmentation=config.action_augmentation(),
         image_augmentation=config.image_augmentation(),
         view_augmentation=config.view_augmentation(),
-        second_clip=config.ssl_adversary == "spatiotemporal",
+        second_clip=config.ssl_adversary == "spatiotemporal" or config.triplet_weight > 0,
+        positive_clip=config.triplet_weight > 0,
         hold_out=hold_out,
     )
     actions, privacy = config.dataset_files("action"), config.dataset_files("privacy")

@@ -200,7 +200,7 @@ def test_with_a_crop_both_sides_of_a_pair_come_from_one_anonymized_image():
     data = tiny_models.batch(np.random.default_rng(0))
     for crop, same in ((0.0, False), (0.5, True)):
         trainer = make_trainer(adversary_crop=crop)
-        _, (first, second), _ = trainer._anonymize(trainer.current_values(), data, False)
+        _, (first, second), _, _ = trainer._anonymize(trainer.current_values(), data, False)
         assert np.array_equal(np.asarray(first), np.asarray(second)) == same
 
 
@@ -208,7 +208,7 @@ def test_the_adversary_loss_is_taken_on_the_augmented_sides():
     data = tiny_models.batch(np.random.default_rng(0))
     trainer = make_trainer(adversary_crop=0.5)
     values = trainer.current_values()
-    _, (first, second), _ = trainer._anonymize(values, data, False)
+    _, (first, second), _, _ = trainer._anonymize(values, data, False)
     augmented_loss, _ = trainer._privacy_term(values, first, second, False)
     unaugmented_loss, _ = trainer._adversary_term(values, first, second, False)
     # Both sides are one image before the augmentations, two different views after them.
@@ -225,7 +225,7 @@ def test_the_augmentations_pass_the_privacy_gradient_to_the_anonymized_frames(au
     tiny_models.deterministic_weights(trainer.privacy_encoder, 3)
     values = trainer.current_values()
     data = tiny_models.tinted(tiny_models.batch(np.random.default_rng(0)), np.random.default_rng(1))
-    _, (first, second), _ = trainer._anonymize(values, data, False)
+    _, (first, second), _, _ = trainer._anonymize(values, data, False)
     first, second = np.asarray(first), np.asarray(second)
 
     def privacy_loss(sides):

@@ -391,6 +391,33 @@ def test_second_clip_is_another_clip_of_the_same_video(data, train_records, sour
     assert other_view > len(records) // 2
 
 
+@_both("video")
+def test_positive_clip_is_the_clips_frames_augmented_again(data, train_records, source):
+    """TeD-SPAD's positive: the same frames of the video as the clip, with an augmentation of
+    their own (the crop and flip: the colours are kept so that frames can be named)."""
+    records = _numpy(
+        pipelines.action_train_dataset(
+            data[source],
+            1,
+            CLIP,
+            STRIDE,
+            SIZE,
+            seed=3,
+            config=NO_COLOUR,
+            epochs=EPOCHS,
+            second_clip=True,
+            positive_clip=True,
+        )
+    )
+    other_view = 0
+    for record, without in zip(records, train_records[source]):
+        assert record["positive_clips"].shape == record["clips"].shape
+        np.testing.assert_array_equal(record["clips"], without["clips"])
+        assert _names(record["positive_clips"][0]) == _names(record["clips"][0])
+        other_view += not np.allclose(record["clips"], record["positive_clips"])
+    assert other_view > len(records) // 2
+
+
 def test_cache_and_files_give_the_same_clip(train_records):
     # Same seed: each video gets the same frames, crop and flip from its cache as from its file.
     by_video = collections.defaultdict(list)

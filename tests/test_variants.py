@@ -47,31 +47,29 @@ def test_triplet_margin_matches_numpy():
     assert float(losses.triplet_margin(a, a, a + 10.0, 1.0)) == 0.0
 
 
-def test_temporal_triplet_uses_halves_and_flip_and_reaches_the_anonymizer():
+def test_the_triplet_compares_clip_positive_and_negative_and_reaches_the_anonymizer():
+    """TeD-SPAD's triplet: the clip, its frames augmented again and another clip of the video,
+    each anonymized, embedded by the head on f_T's pooled features."""
     trainer = make_trainer(triplet_weight=1.0)
-    batch = tiny_models.batch(np.random.default_rng(0))
+    batch = tiny_models.batch(np.random.default_rng(0), triplets=True)
     values = trainer.current_values()
-    clips = batch["clips"]
 
     def triplet_of(params):
-        replaced = dict(values)
-        replaced["anonymizer"] = (params, values["anonymizer"][1])
-        frames, _, _ = anonymize_batch(trainer, replaced, batch, training=False)
-        loss, _ = temporal_triplet(trainer, replaced, frames, clips.shape[1], 1.0, training=False)
+        replaced = {**values, "anonymizer": (params, values["anonymizer"][1])}
+        _, _, clips, _ = trainer._anonymize(replaced, batch, training=False)
+        loss, _ = temporal_triplet(trainer, replaced, *clips, 1.0, training=False)
         return loss
 
     value, grads = value_and_gradient(triplet_of, values["anonymizer"][0])
-    anon = trainer.anonymizer.predict(clips.reshape((-1,) + clips.shape[2:]), verbose=0)
-    anon = anon.reshape(clips.shape)
 
-    def embed(x):
-        features = trainer.action_features.predict(x, verbose=0)
+    def embed(clips):
+        anonymized = trainer.anonymizer.predict(clips.reshape((-1,) + clips.shape[2:]), verbose=0)
+        features = trainer.action_features.predict(anonymized.reshape(clips.shape), verbose=0)
         return trainer.embedding_head.predict(features, verbose=0)
 
-    # T = 4: halves of 2 frames, each frame repeated to 4 frames.
-    anchor = embed(anon[:, [0, 0, 1, 1]])
-    positive = embed(anon[:, [0, 0, 1, 1], :, ::-1])
-    negative = embed(anon[:, [2, 2, 3, 3]])
+    anchor, positive, negative = (
+        embed(batch[key]) for key in ("clips", "positive_clips", "second_clips")
+    )
     expected = np.mean(
         np.maximum(
             np.linalg.norm(anchor - positive, axis=1)
@@ -83,6 +81,23 @@ def test_temporal_triplet_uses_halves_and_flip_and_reaches_the_anonymizer():
     np.testing.assert_allclose(float(value), expected, rtol=1e-4, atol=1e-6)
     assert expected > 0
     assert sum(float(np.abs(np.asarray(g)).sum()) for g in grads) > 0
+
+
+def test_the_triplet_clips_leave_what_the_step_reads_of_its_clips_alone():
+    """f_T's and f_B's losses read the step's clips as without the triplet (in the adversary
+    half, where f_A's output does not depend on the batch; in f_A's half its BatchNorm
+    statistics are those of all the clips of its call, as TeD-SPAD's)."""
+    batch = tiny_models.batch(np.random.default_rng(4), triplets=True)
+    plain, triplet = make_trainer(), make_trainer(triplet_weight=1.0)
+    _, plain_aux = plain._adversary_loss(plain.current_values(), batch)
+    _, triplet_aux = triplet._adversary_loss(triplet.current_values(), batch)
+    for name in ("action_loss", "privacy_loss"):
+        np.testing.assert_allclose(
+            float(triplet_aux["logs"][name]), float(plain_aux["logs"][name]), rtol=1e-5
+        )
+    del batch["positive_clips"]
+    with pytest.raises(ValueError, match="triplet_weight > 0 needs batches with positive_clips"):
+        triplet._anonymizer_loss(triplet.current_values(), batch)
 
 
 def test_the_embedding_head_is_ted_spads_mlp_in_numpy():
@@ -117,16 +132,15 @@ def test_the_triplet_term_reads_f_ts_pooled_features_not_its_classifier():
     """TeD-SPAD's embeddings come from I3D's pooled features: f_T's classifier (or the scale
     of its logits) does not move the term, and its variables are not shared twice."""
     trainer = make_trainer(triplet_weight=1.0)
-    batch = tiny_models.batch(np.random.default_rng(2))
+    batch = tiny_models.batch(np.random.default_rng(2), triplets=True)
     values = trainer.current_values()
-    frames, _, _ = anonymize_batch(trainer, values, batch, training=False)
-    length = batch["clips"].shape[1]
-    before, _ = temporal_triplet(trainer, values, frames, length, 1.0, training=False)
+    _, _, clips, _ = trainer._anonymize(values, batch, training=False)
+    before, _ = temporal_triplet(trainer, values, *clips, 1.0, training=False)
     head = trainer.action_model.layers[-1]
     head.kernel.assign(np.asarray(head.kernel) * 10.0)
     head.bias.assign(np.asarray(head.bias) * 10.0)
     scaled = trainer.current_values()
-    after, _ = temporal_triplet(trainer, scaled, frames, length, 1.0, training=False)
+    after, _ = temporal_triplet(trainer, scaled, *clips, 1.0, training=False)
     assert float(before) > 0
     np.testing.assert_allclose(float(after), float(before), rtol=1e-5)
     groups = trainer.groups().values()
@@ -134,6 +148,7 @@ def test_the_triplet_term_reads_f_ts_pooled_features_not_its_classifier():
 
 
 def test_pooled_features_are_read_before_dropout_and_need_a_dense_classifier():
+    from keras_privacy.models.pretrained import with_input_normalization
     from keras_privacy.models.registry import pooled_features
 
     inputs = keras.Input((2, 4, 4, 3))
@@ -145,14 +160,36 @@ def test_pooled_features_are_read_before_dropout_and_need_a_dense_classifier():
     # In training mode too: the features are the pooled ones, never dropped.
     out = keras.ops.convert_to_numpy(features(clips, training=True))
     np.testing.assert_allclose(out, clips.mean(axis=(1, 2, 3)), rtol=1e-5)
+    # Behind an input normalisation (a pretrained f_T): the features of the normalised clips.
+    normalised = with_input_normalization(model, (0.4, 0.5, 0.6), (0.2, 0.25, 0.5))
+    out = keras.ops.convert_to_numpy(pooled_features(normalised)(clips, training=True))
+    expected = ((clips - [0.4, 0.5, 0.6]) / [0.2, 0.25, 0.5]).mean(axis=(1, 2, 3))
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
     no_classifier = keras.Model(inputs, pooled, name="trunk")
     with pytest.raises(ValueError, match="'trunk' is not a Functional model ending with a Dense"):
         pooled_features(no_classifier)
 
 
+def test_an_f_t_behind_its_input_normalisation_takes_the_triplet_term():
+    """A pretrained f_T (`--action_weights` of a normalised weight file) is wrapped."""
+    from keras_privacy.models.pretrained import with_input_normalization
+
+    action = tiny_models.action_model()
+    tiny_models.deterministic_weights(action, 1)
+    normalised = with_input_normalization(action, (0.4, 0.5, 0.6), (0.2, 0.25, 0.5))
+    trainer = SPAct(
+        tiny_models.anonymizer(), normalised, tiny_models.privacy_encoder(), triplet_weight=1.0
+    )
+    batch = tiny_models.batch(np.random.default_rng(5), triplets=True)
+    _, aux = trainer._adversary_loss(trainer.current_values(), batch)
+    assert (
+        np.isfinite(float(aux["logs"]["triplet_loss"])) and float(aux["logs"]["triplet_loss"]) > 0
+    )
+
+
 def test_the_embedding_head_learns_with_f_t_and_stays_fixed_in_f_as_update():
     trainer = make_trainer(triplet_weight=1.0)
-    batch = tiny_models.batch(np.random.default_rng(3))
+    batch = tiny_models.batch(np.random.default_rng(3), triplets=True)
     values = trainer.current_values()
     anonymizer_update, adversary_update = trainer.updates(
         {key: np.stack([value, value], axis=1) for key, value in batch.items()}
@@ -175,7 +212,7 @@ def test_the_embedding_head_learns_with_f_t_and_stays_fixed_in_f_as_update():
 
 
 def test_triplet_term_enters_the_anonymizer_loss_with_its_weight():
-    batch = tiny_models.batch(np.random.default_rng(1))
+    batch = tiny_models.batch(np.random.default_rng(1), triplets=True)
     totals = {}
     for weight in (0.0, 2.0):
         trainer = make_trainer(triplet_weight=weight)
@@ -188,7 +225,8 @@ def test_triplet_term_enters_the_anonymizer_loss_with_its_weight():
 def test_triplet_trainer_fits_and_logs_the_term():
     trainer = make_trainer(triplet_weight=0.5, triplet_margin=1.0)
     before = snapshot(trainer.embedding_head)
-    history = trainer.fit(tiny_models.paired_dataset(2), epochs=1, verbose=0).history
+    data = tiny_models.paired_dataset(2, triplets=True)
+    history = trainer.fit(data, epochs=1, verbose=0).history
     assert history["triplet_loss"][0] > 0 and history["anonymizer_triplet_loss"][0] > 0
     # The head's weights and BatchNorm statistics move with f_T's update.
     after = snapshot(trainer.embedding_head)
@@ -226,7 +264,7 @@ def test_rotnet_loss_is_the_cross_entropy_of_the_rotations_and_reaches_its_playe
     tiny_models.deterministic_weights(trainer.rotation_head, 7)
     data = tiny_models.tinted(tiny_models.batch(np.random.default_rng(0)), np.random.default_rng(1))
     values = trainer.current_values()
-    _, (first, second), _ = trainer._anonymize(values, data, False)
+    _, (first, second), _, _ = trainer._anonymize(values, data, False)
     first = np.asarray(first)
     rotated = np.concatenate([np.rot90(first, k, axes=(1, 2)) for k in range(4)])
     labels = np.repeat(np.arange(4), len(first))

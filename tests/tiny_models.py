@@ -96,16 +96,20 @@ def batch(
     images=3,
     classes=3,
     second_clips: bool = False,
+    triplets: bool = False,
 ) -> dict:
-    """A random batch; with `second_clips`, also a second clip per video (spatio-temporal f_B)."""
+    """A random batch; with `second_clips`, also a second clip per video (spatio-temporal f_B);
+    with `triplets`, a second clip and a positive clip per video (the TeD-SPAD triplet)."""
     data = {
         "clips": rng.random((clips, frames, size, size, 3), dtype="float32"),
         "labels": rng.integers(0, classes, (clips,)).astype("int32"),
         "frame_pairs": rng.integers(0, frames, (clips, 2)).astype("int32"),
         "views": rng.random((images, 2, size, size, 3), dtype="float32"),
     }
-    if second_clips:
+    if second_clips or triplets:
         data["second_clips"] = rng.random((clips, frames, size, size, 3), dtype="float32")
+    if triplets:
+        data["positive_clips"] = rng.random((clips, frames, size, size, 3), dtype="float32")
     return data
 
 
@@ -130,15 +134,20 @@ def single_dataset(num_batches: int, seed: int = 0, second_clips: bool = False):
     return tf.data.Dataset.from_tensor_slices(stacked)
 
 
-def paired_dataset(num_pairs: int, seed: int = 0, second_clips: bool = False, tint=False):
+def paired_dataset(
+    num_pairs: int, seed: int = 0, second_clips: bool = False, tint=False, triplets=False
+):
     """A tf.data dataset of `num_pairs` pairs of batches, as the minimax trainer takes them;
-    with `tint`, each example in a colour of its own (`tinted`)."""
+    with `tint`, each example in a colour of its own (`tinted`); `second_clips` and
+    `triplets` as `batch`."""
     import tensorflow as tf
 
     from keras_privacy.data.pairs import pair_batches
 
     rng = np.random.default_rng(seed)
-    batches = [batch(rng, second_clips=second_clips) for _ in range(2 * num_pairs)]
+    batches = [
+        batch(rng, second_clips=second_clips, triplets=triplets) for _ in range(2 * num_pairs)
+    ]
     if tint:
         batches = [tinted(b, rng) for b in batches]
     stacked = {key: np.stack([b[key] for b in batches]) for key in batches[0]}

@@ -255,9 +255,10 @@ class MethodSettings:
     triplet_weight: float = field(
         default=0.0,
         metadata=described(
-            "TeD-SPAD temporal triplet term in the action loss of f_A and f_T, on TeD-SPAD's "
-            "embedding head (trained with f_T) of f_T's pooled features (0 = off; TeD-SPAD: "
-            "0.1 of an action loss weighted 0.7).",
+            "TeD-SPAD temporal triplet term in the action loss of f_A and f_T: the clip, its "
+            "frames augmented again and another clip of the video, on TeD-SPAD's embedding head "
+            "(trained with f_T) of f_T's pooled features (0 = off; TeD-SPAD: 0.1 of an action "
+            "loss weighted 0.7).",
             "variants",
         ),
     )
@@ -366,11 +367,6 @@ def validate_method(config: ExperimentConfig) -> None:
         raise SettingError(f"<adversary_crop> must be in [0, 1], got {config.adversary_crop}")
     if config.triplet_weight < 0 or config.triplet_margin < 0:
         raise SettingError("<triplet_weight> and <triplet_margin> cannot be negative")
-    if config.triplet_weight > 0 and config.clip_length < 2:
-        raise SettingError(
-            "<triplet_weight> > 0 needs <clip_length> >= 2 (the triplet's anchor and negative "
-            f"are the two halves of a clip), got {config.clip_length}"
-        )
     for name in ("action_threshold", "adversary_threshold"):
         if not 0 <= getattr(config, name) <= 1:
             raise SettingError(f"<{name}> must be in [0, 1], got {getattr(config, name)}")

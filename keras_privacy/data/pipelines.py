@@ -520,6 +520,7 @@ def action_train_dataset(
     config: augment.AugmentConfig | None = augment.SUPERVISED,
     epochs: int | None = 1,
     second_clip: bool = False,
+    positive_clip: bool = False,
     hold_out: int = 0,
     held_out: bool = False,
     process: tuple[int, int] = (0, 1),
@@ -539,6 +540,10 @@ def action_train_dataset(
     With `second_clip`, also "second_clips" (B, T, size, size, 3): another clip of the same
     video with its own random start and augmentation (SimCLR's second view, the positive of
     SPAct's spatio-temporal privacy branch); the first clip is the same as without it.
+
+    With `positive_clip`, also "positive_clips" (B, T, size, size, 3): the first clip's frames
+    with an augmentation of their own (TeD-SPAD's positive: aux_code/ucf101_dl.py augments the
+    same frames twice), decoded once; the first clip is the same as without it.
 
     With `hold_out` = N > 0, only the videos whose index is not a multiple of N (with
     `held_out`: only those whose index is), VITA's validation clips kept out of training.
@@ -563,23 +568,24 @@ def action_train_dataset(
     def kept(index):
         return tf.equal(tf.cast(index, tf.int64) % hold_out == 0, held_out)
 
-    def sample_clip(record, start_seed, augment_seed):
+    def clip_frames(record, start_seed):
         num_frames = record["num_frames"]
         taken = clip_stride(num_frames, clip_length, stride, short_videos)
         start = random_start(start_seed, num_frames, clip_length, taken)
         indices = clip_indices(num_frames, clip_length, taken, start, short_videos)
-        clip = view(take_frames(record["frames"], indices), augment_seed)
-        return tf.ensure_shape(clip, [clip_length, size, size, 3])
+        return take_frames(record["frames"], indices)
+
+    def augmented(frames, augment_seed):
+        return tf.ensure_shape(view(frames, augment_seed), [clip_length, size, size, 3])
 
     def make(record):
         element_seed = _element_seed(seed, record["epoch"], record["index"])
-        start_seed, augment_seed, pair_seed, second_start_seed, second_augment_seed = (
-            tf.random.experimental.stateless_fold_in(element_seed, k) for k in range(5)
-        )
-        element = {
-            "clips": sample_clip(record, start_seed, augment_seed),
-            "labels": record["label"],
-        }
+        seeds = [tf.random.experimental.stateless_fold_in(element_seed, k) for k in range(6)]
+        start_seed, augment_seed, pair_seed, second_start_seed, second_augment_seed = seeds[:5]
+        frames = clip_frames(record, start_seed)
+        element = {"clips": augmented(frames, augment_seed), "labels": record["label"]}
+        if positive_clip:
+            element["positive_clips"] = augmented(frames, seeds[5])
         if pair_sampler == "far":
             indices = far_frame_pair(pair_seed, record["num_frames"])
             pair = view(take_frames(record["frames"], indices), augment_seed)
@@ -587,7 +593,8 @@ def action_train_dataset(
         else:
             element["frame_pairs"] = frame_pair(pair_seed, clip_length, stride, pair_sampler)
         if second_clip:
-            element["second_clips"] = sample_clip(record, second_start_seed, second_augment_seed)
+            second = clip_frames(record, second_start_seed)
+            element["second_clips"] = augmented(second, second_augment_seed)
         if "actions" in record:
             element["actions"] = record["actions"]
         return element

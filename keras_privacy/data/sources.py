@@ -225,7 +225,8 @@ class Batching:
     """How the training batches are cut: sizes, the clips' length, stride and side, the frame
     pairs' sampler, the augmentation of the clips, of the labelled privacy images and of the
     contrastive views, a `second_clip` of each video (the spatio-temporal adversary's
-    positive), and `hold_out` > 0 where every Nth action video (by index) is held out of
+    positive; TeD-SPAD's negative), a `positive_clip` (the clip's frames augmented again:
+    TeD-SPAD's positive), and `hold_out` > 0 where every Nth action video (by index) is held out of
     training as VITA's validation clips."""
 
     seed: int
@@ -240,6 +241,7 @@ class Batching:
     image_augmentation: AugmentConfig = SUPERVISED
     view_augmentation: AugmentConfig = CONTRASTIVE
     second_clip: bool = False
+    positive_clip: bool = False
     hold_out: int = 0
 
 
@@ -284,7 +286,8 @@ class TrainingData:
         augmented `images` with their `privacy` labels (the supervised adversaries),
         `privacy_batches` batches of them together (VITA's budget updates). With a
         `second_clip` batching each video also gives its `second_clips` (the positive of the
-        video privacy encoder); the views stay, for the identity init. With
+        video privacy encoder, TeD-SPAD's negative), with a `positive_clip` batching its
+        `positive_clips` (TeD-SPAD's positive); the views stay, for the identity init. With
         `validation`, a batch of held-out clips too: `validation_clips`, `validation_labels`,
         each the centred view of a random clip, not augmented (VITA's validation queue).
         With `action_batches` = K > 0, K more batches of training clips: `action_clips`,
@@ -312,6 +315,7 @@ class TrainingData:
                 config=None if held_out else c.augmentation,
                 epochs=None,
                 second_clip=c.second_clip,
+                positive_clip=c.positive_clip,
                 hold_out=self.hold_out,
                 short_videos=c.short_videos,
                 held_out=held_out,

@@ -15,7 +15,7 @@ from typing import Any
 
 import keras
 
-CLIP_KEYS = ("clips", "second_clips", "action_clips", "validation_clips")
+CLIP_KEYS = ("clips", "second_clips", "positive_clips", "action_clips", "validation_clips")
 """Batch keys holding clips, (batch, time, height, width, channels)."""
 LAYOUTS = {
     **dict.fromkeys(CLIP_KEYS, ("batch", "time", "height", "width", "channels")),

@@ -7,8 +7,9 @@ A batch is a dict of
   or `pair_frames`: (B, 2, H, W, 3) the two frames themselves, taken from the video outside the
   clip (the "far" sampler, SPAct Table 4);
 - `views` (optional): (N, 2, H, W, 3) two augmented views of N privacy images, same H, W;
-- `second_clips` (`spatiotemporal` only): (B, T, H, W, 3) a second clip of each video, with its
-  own random start and augmentation.
+- `second_clips` (`spatiotemporal`, or the triplet term): (B, T, H, W, 3) a second clip of each
+  video, with its own random start and augmentation;
+- `positive_clips` (the triplet term): (B, T, H, W, 3) the frames of `clips` augmented again.
 
 The minimax trainer alternates per batch as the authors ran it. `fit` feeds it *pairs* of such
 batches (axis 1 of size 2 after the batch axis, see `pair_batches`, so that data-parallel training
@@ -52,21 +53,18 @@ ensemble trains with `ntxent` only.
 
 The TeD-SPAD temporal term (Fioresi et al., ICCV 2023), on with `triplet_weight > 0`, adds
 `triplet_weight * triplet_margin_loss(anchor, positive, negative)` to the action loss that f_A
-and f_T minimise. TeD-SPAD's code (anonymization_training/train_anonymizer.py:93-119,
-aux_code/ucf101_dl.py:443-518) takes a clip (anchor), the same frames at another crop scale
-(positive) and a clip from a random start in the same video, which may overlap it (negative),
-and compares their 128-d L2-normalised projections of I3D's pooled features (a head, `mlp`, that
-f_T trains besides its classifier), margin 1; f_A's loss is -1 * L_B + 0.7 * (L_T + 0.1 *
-L_temp). Here, our construction from the one clip per video that a batch holds: anchor = the
-clip's first T // 2 anonymized frames, negative = the next T // 2 frames (disjoint in time),
-each stretched back to T frames by repeating frames (frame i of T is frame floor(i * (T // 2) /
-T) of its half, so models built for T frames take them), positive = the anchor flipped
-horizontally; the embeddings are TeD-SPAD's: its head (`resnet.embedding_head`, Dense(512) -
-BatchNorm - ReLU - Dense(128) - BatchNorm - L2 normalisation, group `embedding`, trained with
-f_T's learning rate in f_T's update and in inference mode in f_A's) on f_T's pooled features
+and f_T minimise, as TeD-SPAD's code builds it (anonymization_training/train_anonymizer.py:
+93-119, aux_code/ucf101_dl.py:443-518): the clip (anchor), its frames augmented again
+(positive, `positive_clips`) and a clip from a random start in the same video, which may
+overlap it, with an augmentation of its own (negative, `second_clips`), anonymized in the
+clips' call of f_A; margin 1 (TeD-SPAD's f_A loss is -1 * L_B + 0.7 * (L_T + 0.1 * L_temp)).
+The embeddings are TeD-SPAD's: its head (`resnet.embedding_head`, Dense(512) - BatchNorm -
+ReLU - Dense(128) - BatchNorm - L2 normalisation, group `embedding`, trained with f_T's
+learning rate in f_T's update and in inference mode in f_A's) on f_T's pooled features
 (`registry.pooled_features`: what its classifier reads, before dropout), Euclidean distances.
 (TeD-SPAD's R3D-18 wrapper compares the raw pooled features, with no head; its I3D, the
-configured f_T, has the head, which every f_T gets here.)
+configured f_T, has the head, which every f_T gets here.) Its augmentations are ours, those of
+the action clips (`--supervised_augmentation`); TeD-SPAD's own are weaker than SimCLR's.
 
 Augmenting f_A's outputs (our addition, off by default; `output_augment`, group `augment`): with
 `adversary_crop > 0` the two sides of every positive pair are two random resized crops (and
@@ -94,7 +92,7 @@ from keras_privacy.methods.steps import (
     CONTRASTIVE_VIEWS,
     action_logits,
     anonymize_batch,
-    anonymize_clip_pairs,
+    anonymize_clips,
     as_encoders,
     contrastive_views,
     fold_time,
@@ -133,27 +131,22 @@ def _positions(model: keras.Model, part: keras.Model) -> tuple[list[int], list[i
 def temporal_triplet(
     trainer: StatelessTrainer,
     values: GroupValues,
-    anon_frames: Tensor,
-    clip_length: int,
+    anchor: Tensor,
+    positive: Tensor,
+    negative: Tensor,
     margin: float,
     training: bool,
-) -> Tensor:
-    """TeD-SPAD's temporal triplet loss on the embeddings of `trainer`'s `embedding` head of
-    f_T's pooled features (see the module docstring); returns (the loss, the head's new
-    non-trainable values). f_T's own new BatchNorm statistics (of the halves) are dropped."""
-    shape = ops.shape(anon_frames)
-    clips = ops.reshape(anon_frames, (-1, clip_length, shape[1], shape[2], shape[3]))
-    half = clip_length // 2
-    stretched = (ops.arange(clip_length, dtype="int32") * half) // clip_length
-    anchor = ops.take(clips, stretched, axis=1)
-    negative = ops.take(clips, stretched + half, axis=1)
-    triplets = ops.concatenate([anchor, ops.flip(anchor, axis=3), negative], axis=0)
+) -> tuple[Tensor, list]:
+    """TeD-SPAD's temporal triplet loss of anonymized clips, each (B, T, H, W, 3), on the
+    embeddings of `trainer`'s `embedding` head of f_T's pooled features (see the module
+    docstring); returns (the loss, the head's new non-trainable values). f_T's own new
+    BatchNorm statistics (of the three clips together) are dropped."""
     trainable, non_trainable = values["action"]
     trainable_at, non_trainable_at = trainer.feature_positions
     features, _ = trainer.action_features.stateless_call(
         [trainable[i] for i in trainable_at],
         [non_trainable[i] for i in non_trainable_at],
-        triplets,
+        ops.concatenate([anchor, positive, negative], axis=0),
         training=training,
     )
     embeddings, head_state = trainer.run("embedding", values, features, training=training)
@@ -344,10 +337,27 @@ class SPAct(StatelessTrainer):
     def _anonymize(self, values: GroupValues, batch: dict, training: bool):
         """f_A on the batch: the anonymized frames of the clips (B*T, H, W, 3), the two sides
         of L_B's positive pairs (`contrastive_views`; or, `spatiotemporal`, the two clips of
-        each video), and f_A's new non-trainable values."""
+        each video), the anonymized (anchor, positive, negative) clips of the triplet term
+        (`clips`, `positive_clips`, `second_clips`; None without it), and f_A's new
+        non-trainable values. The triplet's clips join the clips' call of f_A, as TeD-SPAD
+        anonymizes its three clips of a video in one call."""
+        triplet_keys = ("positive_clips", "second_clips") if self.triplet_weight > 0 else ()
+        missing = [key for key in triplet_keys if key not in batch]
+        if missing:
+            raise ValueError(
+                f"triplet_weight > 0 needs batches with {' and '.join(missing)} (TeD-SPAD's "
+                "positive and negative clips: `sources.Batching(positive_clip=True, "
+                "second_clip=True)`, as `train` makes them)"
+            )
         if self.ssl_adversary == "spatiotemporal":
-            first, second, state = anonymize_clip_pairs(self, values, batch, training)
-            return fold_time(first), (first, second), state
+            keys = ("clips", "second_clips", *triplet_keys[:1])
+            clips, state = anonymize_clips(self, values, [batch[key] for key in keys], training)
+            triplet = (clips[0], clips[2], clips[1]) if triplet_keys else None
+            return fold_time(clips[0]), (clips[0], clips[1]), triplet, state
+        num_clips = ops.shape(batch["clips"])[0]
+        if triplet_keys:
+            joint = [batch["clips"], *(batch[key] for key in triplet_keys)]
+            batch = {**batch, "clips": ops.concatenate(joint, axis=0)}
         pairs = None
         if "pair_frames" in batch and self.contrastive_views != "images":
             # The far sampler's frames lie outside the clips: f_A anonymizes them as privacy
@@ -364,13 +374,18 @@ class SPAct(StatelessTrainer):
             anon_views = anon_all[count:] if "views" in batch else None
         else:
             anon_frames, anon_views, state = anonymize_batch(self, values, batch, training)
+        triplet = None
+        if triplet_keys:
+            clips = ops.reshape(anon_frames, ops.shape(batch["clips"]))
+            triplet = ops.split(clips, 3, axis=0)
+            anon_frames = fold_time(clips[:num_clips])
         first, second = contrastive_views(
             anon_frames, anon_views, batch, self.contrastive_views, pairs
         )
         if self.adversary_crop > 0:
             # Both sides are augmentations of the same anonymized images.
             second = first
-        return anon_frames, (first, second), state
+        return anon_frames, (first, second), triplet, state
 
     def _privacy_term(self, values: GroupValues, first, second, training: bool):
         """L_B of the adversary on the two sides of the positive pairs (an ensemble's: the mean
@@ -417,23 +432,24 @@ class SPAct(StatelessTrainer):
             new_state["momentum"] = self.momentum.enqueue(momentum_state, gather_replicas(keys))
         return loss, new_state
 
-    def _triplet(self, values: GroupValues, anon_frames, clip_length, training: bool):
-        """The triplet term and the embedding head's new non-trainable values by group."""
-        if self.triplet_weight == 0:
+    def _triplet(self, values: GroupValues, triplet_clips, training: bool):
+        """The triplet term of the anonymized (anchor, positive, negative) clips (None: off)
+        and the embedding head's new non-trainable values by group."""
+        if triplet_clips is None:
             return ops.zeros(()), {}
         loss, head_state = temporal_triplet(
-            self, values, anon_frames, clip_length, self.triplet_margin, training
+            self, values, *triplet_clips, self.triplet_margin, training
         )
         return loss, {"embedding": head_state}
 
     def _anonymizer_loss(self, values: GroupValues, batch: dict):
         clip_length = ops.shape(batch["clips"])[1]
-        anon_frames, (first, second), anonymizer_state = self._anonymize(
+        anon_frames, (first, second), triplet_clips, anonymizer_state = self._anonymize(
             values, batch, training=True
         )
         logits, _ = action_logits(self, values, anon_frames, clip_length, training=False)
         action_loss = losses.softmax_cross_entropy(batch["labels"], logits)
-        triplet, _ = self._triplet(values, anon_frames, clip_length, training=False)
+        triplet, _ = self._triplet(values, triplet_clips, training=False)
         contrastive, privacy_states = self._privacy_term(values, first, second, training=False)
         penalty = losses.rms_penalty(
             batch["clips"], ops.reshape(anon_frames, ops.shape(batch["clips"])), self.penalty_budget
@@ -459,12 +475,16 @@ class SPAct(StatelessTrainer):
 
     def _adversary_loss(self, values: GroupValues, batch: dict):
         clip_length = ops.shape(batch["clips"])[1]
-        anon_frames, (first, second), _ = self._anonymize(values, batch, training=False)
+        anon_frames, (first, second), triplet_clips, _ = self._anonymize(
+            values, batch, training=False
+        )
         anon_frames, first, second = (ops.stop_gradient(x) for x in (anon_frames, first, second))
+        if triplet_clips is not None:
+            triplet_clips = [ops.stop_gradient(x) for x in triplet_clips]
         logits, action_state = action_logits(self, values, anon_frames, clip_length, training=True)
         action_loss = losses.softmax_cross_entropy(batch["labels"], logits)
-        # f_T's new BatchNorm statistics are those of the full clips, not of the triplet halves.
-        triplet, head_state = self._triplet(values, anon_frames, clip_length, training=True)
+        # f_T's new BatchNorm statistics are those of the step's clips, not of the triplet's.
+        triplet, head_state = self._triplet(values, triplet_clips, training=True)
         contrastive, states = self._privacy_term(values, first, second, training=True)
         # The sum of the members' losses: each member's gradient is that of its own loss.
         members_sum = len(self.privacy_groups) * contrastive

@@ -101,6 +101,19 @@ def anonymize_batch(
     return anon_frames, anon_views, non_trainable
 
 
+def anonymize_clips(
+    trainer: StatelessTrainer, values: GroupValues, clip_sets: Sequence[Tensor], training: bool
+) -> tuple[list[Tensor], list]:
+    """Run f_A on every frame of several batches of clips, each (B, T, H, W, 3), in one call.
+
+    Returns the anonymized batches, in the same shapes, and f_A's new non-trainable values.
+    """
+    joint = ops.concatenate(list(clip_sets), axis=0)
+    frames, non_trainable = trainer.run("anonymizer", values, fold_time(joint), training=training)
+    anonymized = ops.split(ops.reshape(frames, ops.shape(joint)), len(clip_sets), axis=0)
+    return list(anonymized), non_trainable
+
+
 def anonymize_clip_pairs(
     trainer: StatelessTrainer, values: GroupValues, batch: dict, training: bool
 ) -> tuple[Tensor, Tensor, list]:
@@ -110,9 +123,9 @@ def anonymize_clip_pairs(
     Returns (anonymized clips, anonymized second clips), each (B, T, H, W, 3), and f_A's new
     non-trainable values.
     """
-    both = ops.concatenate([batch["clips"], batch["second_clips"]], axis=0)
-    frames, non_trainable = trainer.run("anonymizer", values, fold_time(both), training=training)
-    first, second = ops.split(ops.reshape(frames, ops.shape(both)), 2, axis=0)
+    (first, second), non_trainable = anonymize_clips(
+        trainer, values, [batch["clips"], batch["second_clips"]], training
+    )
     return first, second, non_trainable
 
 

@@ -234,9 +234,18 @@ def build_action_trunk(name: str, input_shape: tuple) -> keras.Model:
 
 def pooled_features(action_model: keras.Model) -> keras.Model:
     """A model of clips -> the pooled features of `action_model` (a Functional model ending in
-    a Dense classifier), sharing its layers: what its classifier reads, before any dropout.
-    Its variables are some of `action_model`'s, so it runs on their values."""
+    a Dense classifier, or in such a model behind layers of its input, as
+    `pretrained.with_input_normalization` puts it), sharing its layers: what its classifier
+    reads, before any dropout. Its variables are some of `action_model`'s, so it runs on their
+    values."""
     classifier = action_model.layers[-1] if action_model.layers else None
+    if isinstance(classifier, keras.Model):
+        x = action_model.input
+        for layer in action_model.layers[:-1]:
+            if not isinstance(layer, keras.layers.InputLayer):
+                x = layer(x)
+        features = pooled_features(classifier)(x)
+        return keras.Model(action_model.input, features, name=f"{action_model.name}_features")
     if not isinstance(classifier, keras.layers.Dense) or not hasattr(action_model, "inputs"):
         raise ValueError(
             f"action model {action_model.name!r} is not a Functional model ending with a Dense "
