@@ -103,17 +103,20 @@ def _check_clip_frames(names, video, start=None):
     return start
 
 
+def _train_records(source, **options) -> list[dict]:
+    """Four epochs of single-clip batches of `source` (seed 3, no colour augmentation), with
+    `action_train_dataset`'s `options`."""
+    return _numpy(
+        pipelines.action_train_dataset(
+            source, 1, CLIP, STRIDE, SIZE, seed=3, config=NO_COLOUR, epochs=EPOCHS, **options
+        )
+    )
+
+
 @pytest.fixture(scope="module")
 def train_records(data):
-    """Four epochs of single-clip batches (seed 3, no colour augmentation) per source."""
-    return {
-        source: _numpy(
-            pipelines.action_train_dataset(
-                data[source], 1, CLIP, STRIDE, SIZE, seed=3, config=NO_COLOUR, epochs=EPOCHS
-            )
-        )
-        for source in ("videos", "video_cache")
-    }
+    """`_train_records` of each video source."""
+    return {source: _train_records(data[source]) for source in ("videos", "video_cache")}
 
 
 # ---------------------------------------------------------------------------- frame choice
@@ -363,19 +366,7 @@ def test_action_train_clips_are_strided_frames_of_one_video(train_records, sourc
 
 @_both("video")
 def test_second_clip_is_another_clip_of_the_same_video(data, train_records, source):
-    records = _numpy(
-        pipelines.action_train_dataset(
-            data[source],
-            1,
-            CLIP,
-            STRIDE,
-            SIZE,
-            seed=3,
-            config=NO_COLOUR,
-            epochs=EPOCHS,
-            second_clip=True,
-        )
-    )
+    records = _train_records(data[source], second_clip=True)
     other_start = other_view = 0
     for record, without in zip(records, train_records[source]):
         assert record["second_clips"].shape == record["clips"].shape == (1, CLIP, SIZE, SIZE, 3)
@@ -395,20 +386,7 @@ def test_second_clip_is_another_clip_of_the_same_video(data, train_records, sour
 def test_positive_clip_is_the_clips_frames_augmented_again(data, train_records, source):
     """TeD-SPAD's positive: the same frames of the video as the clip, with an augmentation of
     their own (the crop and flip: the colours are kept so that frames can be named)."""
-    records = _numpy(
-        pipelines.action_train_dataset(
-            data[source],
-            1,
-            CLIP,
-            STRIDE,
-            SIZE,
-            seed=3,
-            config=NO_COLOUR,
-            epochs=EPOCHS,
-            second_clip=True,
-            positive_clip=True,
-        )
-    )
+    records = _train_records(data[source], second_clip=True, positive_clip=True)
     other_view = 0
     for record, without in zip(records, train_records[source]):
         assert record["positive_clips"].shape == record["clips"].shape
