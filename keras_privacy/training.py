@@ -417,8 +417,8 @@ def training_data(config: ExperimentConfig) -> sources.TrainingData:
         augmentation=config.action_augmentation(),
         image_augmentation=config.image_augmentation(),
         view_augmentation=config.view_augmentation(),
-        second_clip=config.ssl_adversary == "spatiotemporal" or config.triplet_weight > 0,
-        positive_clip=config.triplet_weight > 0,
+        second_clip=config.ssl_adversary == "spatiotemporal",
+        triplet_clips=config.triplet_weight > 0,
         hold_out=hold_out,
     )
     actions, privacy = config.dataset_files("action"), config.dataset_files("privacy")
@@ -509,7 +509,7 @@ def phase_dataset(
     if phase.batches == "views":
         return data.dataset(epoch=epoch, steps=steps, with_clips=False, process=process)
     if phase.batches == "paired":
-        return pair_batches(data.dataset(epoch=epoch, steps=steps, process=process))
+        return pair_batches(data.dataset(epoch=epoch, steps=steps, process=process, minimax=True))
     if phase.batches == "meta" and process[1] > 1:
         raise ValueError("meta's per-step splits are not batch-shaped: one process only")
     labelled = data.dataset(

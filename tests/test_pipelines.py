@@ -848,3 +848,28 @@ def test_vitas_step_batches_train_on_some_videos_and_validate_on_the_held_out_ot
             trained.update(_names(clip)[0][0] for clip in batch[key])
         validated.update(_names(clip)[0][0] for clip in batch["validation_clips"])
     assert trained == {1, 3} and validated == {0, 2, 4}
+
+
+def test_the_triplet_clips_come_in_the_minimax_batches_only(data):
+    """`triplet_clips` batching: a minimax phase's batches hold TeD-SPAD's positive and
+    negative clips; the initialisations', which never read them, decode none."""
+    from keras_privacy.data.sources import Batching, TrainingData
+
+    batching = Batching(
+        seed=0,
+        batch_size=2,
+        privacy_batch_size=2,
+        clip_length=CLIP,
+        clip_stride=STRIDE,
+        image_size=SIZE,
+        short_videos="loop",
+        pair_sampler="random",
+        augmentation=NO_COLOUR,
+        triplet_clips=True,
+    )
+    training = TrainingData(data["video_cache"], data["image_cache"], ["a"], ["p"], batching)
+    minimax = next(iter(_numpy(training.dataset(epoch=0, steps=1, minimax=True))))
+    init = next(iter(_numpy(training.dataset(epoch=0, steps=1))))
+    assert {"positive_clips", "second_clips"} <= set(minimax)
+    assert not {"positive_clips", "second_clips"} & set(init)
+    np.testing.assert_array_equal(minimax["clips"], init["clips"])

@@ -8,7 +8,7 @@ from tiny_models import AdversaryHalfOnly, AnonymizerHalfOnly
 
 from keras_privacy import losses
 from keras_privacy.backend import value_and_gradient
-from keras_privacy.methods.spact import SPAct, temporal_triplet
+from keras_privacy.methods.spact import SPAct, action_and_triplet
 from keras_privacy.methods.steps import anonymize_batch, contrastive_views
 
 
@@ -47,6 +47,32 @@ def test_triplet_margin_matches_numpy():
     assert float(losses.triplet_margin(a, a, a + 10.0, 1.0)) == 0.0
 
 
+def _embed(trainer, clips):
+    """The reference embeddings of `clips` (B, T, H, W, 3): each frame anonymized, then f_T's
+    pooled features and the embedding head, in inference mode."""
+    from keras_privacy.models.registry import with_pooled_features
+
+    anonymized = trainer.anonymizer.predict(clips.reshape((-1,) + clips.shape[2:]), verbose=0)
+    _, features = with_pooled_features(trainer.action_model).predict(
+        anonymized.reshape(clips.shape), verbose=0
+    )
+    return trainer.embedding_head.predict(features, verbose=0)
+
+
+def _triplet_reference(trainer, batch) -> float:
+    anchor, positive, negative = (
+        _embed(trainer, batch[key]) for key in ("clips", "positive_clips", "second_clips")
+    )
+    return np.mean(
+        np.maximum(
+            np.linalg.norm(anchor - positive, axis=1)
+            - np.linalg.norm(anchor - negative, axis=1)
+            + 1.0,
+            0,
+        )
+    )
+
+
 def test_the_triplet_compares_clip_positive_and_negative_and_reaches_the_anonymizer():
     """TeD-SPAD's triplet: the clip, its frames augmented again and another clip of the video,
     each anonymized, embedded by the head on f_T's pooled features."""
@@ -57,44 +83,33 @@ def test_the_triplet_compares_clip_positive_and_negative_and_reaches_the_anonymi
     def triplet_of(params):
         replaced = {**values, "anonymizer": (params, values["anonymizer"][1])}
         _, _, clips, _ = trainer._anonymize(replaced, batch, training=False)
-        loss, _ = temporal_triplet(trainer, replaced, *clips, 1.0, training=False)
+        _, loss, _ = action_and_triplet(trainer, replaced, clips, 1.0, training=False)
         return loss
 
     value, grads = value_and_gradient(triplet_of, values["anonymizer"][0])
-
-    def embed(clips):
-        anonymized = trainer.anonymizer.predict(clips.reshape((-1,) + clips.shape[2:]), verbose=0)
-        features = trainer.action_features.predict(anonymized.reshape(clips.shape), verbose=0)
-        return trainer.embedding_head.predict(features, verbose=0)
-
-    anchor, positive, negative = (
-        embed(batch[key]) for key in ("clips", "positive_clips", "second_clips")
-    )
-    expected = np.mean(
-        np.maximum(
-            np.linalg.norm(anchor - positive, axis=1)
-            - np.linalg.norm(anchor - negative, axis=1)
-            + 1.0,
-            0,
-        )
-    )
+    expected = _triplet_reference(trainer, batch)
     np.testing.assert_allclose(float(value), expected, rtol=1e-4, atol=1e-6)
     assert expected > 0
     assert sum(float(np.abs(np.asarray(g)).sum()) for g in grads) > 0
 
 
-def test_the_triplet_clips_leave_what_the_step_reads_of_its_clips_alone():
-    """f_T's and f_B's losses read the step's clips as without the triplet (in the adversary
-    half, where f_A's output does not depend on the batch; in f_A's half its BatchNorm
-    statistics are those of all the clips of its call, as TeD-SPAD's)."""
+@pytest.mark.parametrize("views", ["images", "frames", "both"])
+def test_the_triplet_clips_leave_what_the_step_reads_of_its_clips_alone(views):
+    """f_T's and f_B's losses read the step's clips as without the triplet, whatever the
+    positive pairs of L_B (in the adversary half, where f_A's output does not depend on the
+    batch; in f_A's half its BatchNorm statistics are those of all the clips of its call, as
+    TeD-SPAD's); f_A's half runs with every kind of positive pair."""
     batch = tiny_models.batch(np.random.default_rng(4), triplets=True)
-    plain, triplet = make_trainer(), make_trainer(triplet_weight=1.0)
+    plain = make_trainer(contrastive_views=views)
+    triplet = make_trainer(triplet_weight=1.0, contrastive_views=views)
     _, plain_aux = plain._adversary_loss(plain.current_values(), batch)
     _, triplet_aux = triplet._adversary_loss(triplet.current_values(), batch)
-    for name in ("action_loss", "privacy_loss"):
+    for name in ("action_loss", "privacy_loss", "action_accuracy"):
         np.testing.assert_allclose(
             float(triplet_aux["logs"][name]), float(plain_aux["logs"][name]), rtol=1e-5
         )
+    loss, _ = triplet._anonymizer_loss(triplet.current_values(), batch)
+    assert np.isfinite(float(loss))
     del batch["positive_clips"]
     with pytest.raises(ValueError, match="triplet_weight > 0 needs batches with positive_clips"):
         triplet._anonymizer_loss(triplet.current_values(), batch)
@@ -130,48 +145,82 @@ def test_the_embedding_head_is_ted_spads_mlp_in_numpy():
 
 def test_the_triplet_term_reads_f_ts_pooled_features_not_its_classifier():
     """TeD-SPAD's embeddings come from I3D's pooled features: f_T's classifier (or the scale
-    of its logits) does not move the term, and its variables are not shared twice."""
+    of its logits) does not move the term, the term's gradient reaches f_T's trunk and not its
+    classifier, and no variable of the trainer is counted (or saved) twice."""
     trainer = make_trainer(triplet_weight=1.0)
     batch = tiny_models.batch(np.random.default_rng(2), triplets=True)
     values = trainer.current_values()
     _, _, clips, _ = trainer._anonymize(values, batch, training=False)
-    before, _ = temporal_triplet(trainer, values, *clips, 1.0, training=False)
-    head = trainer.action_model.layers[-1]
-    head.kernel.assign(np.asarray(head.kernel) * 10.0)
-    head.bias.assign(np.asarray(head.bias) * 10.0)
+    _, before, _ = action_and_triplet(trainer, values, clips, 1.0, training=False)
+
+    def triplet_of(action_params):
+        replaced = {**values, "action": (action_params, values["action"][1])}
+        return action_and_triplet(trainer, replaced, clips, 1.0, training=True)[1]
+
+    _, grads = value_and_gradient(triplet_of, values["action"][0])
+    classifier = trainer.action_model.layers[-1]
+    for variable, grad in zip(trainer.action_model.trainable_variables, grads):
+        reached = float(np.abs(np.asarray(grad)).sum()) > 0
+        assert reached == (variable.path.split("/")[0] != classifier.name), variable.path
+    classifier.kernel.assign(np.asarray(classifier.kernel) * 10.0)
+    classifier.bias.assign(np.asarray(classifier.bias) * 10.0)
     scaled = trainer.current_values()
-    after, _ = temporal_triplet(trainer, scaled, *clips, 1.0, training=False)
+    _, after, _ = action_and_triplet(trainer, scaled, clips, 1.0, training=False)
     assert float(before) > 0
     np.testing.assert_allclose(float(after), float(before), rtol=1e-5)
     groups = trainer.groups().values()
     assert len(trainer.trainable_variables) == sum(len(m.trainable_variables) for m in groups)
+    assert len(trainer.weights) == sum(len(m.weights) for m in groups)
 
 
-def test_pooled_features_are_read_before_dropout_and_need_a_dense_classifier():
+def test_in_f_ts_update_the_three_clips_pass_f_t_in_turn():
+    """As TeD-SPAD's three calls of f_T: its BatchNorm statistics are updated by the anchor,
+    then the positive, then the negative (a Keras f_T called on each in turn in training
+    mode), and the anchor's logits give L_T."""
+    trainer = make_trainer(triplet_weight=1.0)
+    batch = tiny_models.batch(np.random.default_rng(6), triplets=True)
+    values = trainer.current_values()
+    _, aux = trainer._adversary_loss(values, batch)
+    _, _, clips, _ = trainer._anonymize(values, batch, training=False)
+    reference = keras.models.clone_model(trainer.action_model)
+    reference.set_weights(trainer.action_model.get_weights())
+    logits = reference(clips[0], training=True)
+    for clip in clips[1:]:
+        reference(clip, training=True)
+    for expected, got in zip(reference.non_trainable_variables, aux["non_trainable"]["action"]):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=1e-5, atol=1e-6)
+    expected_loss = losses.softmax_cross_entropy(batch["labels"], logits)
+    np.testing.assert_allclose(float(aux["logs"]["action_loss"]), float(expected_loss), rtol=1e-5)
+    assert set(aux["non_trainable"]) >= {"action", "embedding"}
+
+
+def test_with_pooled_features_reads_before_dropout_and_needs_a_dense_classifier():
     from keras_privacy.models.pretrained import with_input_normalization
-    from keras_privacy.models.registry import pooled_features
+    from keras_privacy.models.registry import with_pooled_features
 
     inputs = keras.Input((2, 4, 4, 3))
     pooled = keras.layers.GlobalAveragePooling3D(name="pool")(inputs)
     dropped = keras.layers.Dropout(0.5)(pooled)
     model = keras.Model(inputs, keras.layers.Dense(2)(dropped), name="f_t")
-    features = pooled_features(model)
     clips = np.random.default_rng(0).uniform(size=(2, 2, 4, 4, 3)).astype("float32")
     # In training mode too: the features are the pooled ones, never dropped.
-    out = keras.ops.convert_to_numpy(features(clips, training=True))
-    np.testing.assert_allclose(out, clips.mean(axis=(1, 2, 3)), rtol=1e-5)
+    logits, features = with_pooled_features(model)(clips, training=True)
+    np.testing.assert_allclose(np.asarray(features), clips.mean(axis=(1, 2, 3)), rtol=1e-5)
+    assert logits.shape == (2, 2)
     # Behind an input normalisation (a pretrained f_T): the features of the normalised clips.
     normalised = with_input_normalization(model, (0.4, 0.5, 0.6), (0.2, 0.25, 0.5))
-    out = keras.ops.convert_to_numpy(pooled_features(normalised)(clips, training=True))
+    logits, features = with_pooled_features(normalised)(clips)
     expected = ((clips - [0.4, 0.5, 0.6]) / [0.2, 0.25, 0.5]).mean(axis=(1, 2, 3))
-    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(features), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(logits), np.asarray(normalised(clips)), rtol=1e-5)
     no_classifier = keras.Model(inputs, pooled, name="trunk")
     with pytest.raises(ValueError, match="'trunk' is not a Functional model ending with a Dense"):
-        pooled_features(no_classifier)
+        with_pooled_features(no_classifier)
 
 
 def test_an_f_t_behind_its_input_normalisation_takes_the_triplet_term():
-    """A pretrained f_T (`--action_weights` of a normalised weight file) is wrapped."""
+    """A pretrained f_T (`--action_weights` of a normalised weight file) is wrapped: the term
+    is that of its features of the normalised clips."""
     from keras_privacy.models.pretrained import with_input_normalization
 
     action = tiny_models.action_model()
@@ -181,15 +230,18 @@ def test_an_f_t_behind_its_input_normalisation_takes_the_triplet_term():
         tiny_models.anonymizer(), normalised, tiny_models.privacy_encoder(), triplet_weight=1.0
     )
     batch = tiny_models.batch(np.random.default_rng(5), triplets=True)
-    _, aux = trainer._adversary_loss(trainer.current_values(), batch)
-    assert (
-        np.isfinite(float(aux["logs"]["triplet_loss"])) and float(aux["logs"]["triplet_loss"]) > 0
-    )
+    loss, aux = trainer._anonymizer_loss(trainer.current_values(), batch)
+    assert np.isfinite(float(loss))
+    values = trainer.current_values()
+    _, _, clips, _ = trainer._anonymize(values, batch, training=False)
+    _, triplet, _ = action_and_triplet(trainer, values, clips, 1.0, training=False)
+    np.testing.assert_allclose(float(triplet), _triplet_reference(trainer, batch), rtol=1e-4)
 
 
 def test_the_embedding_head_learns_with_f_t_and_stays_fixed_in_f_as_update():
     trainer = make_trainer(triplet_weight=1.0)
-    batch = tiny_models.batch(np.random.default_rng(3), triplets=True)
+    # 4 clips: the head's BatchNorm over 2 would leave only the signs of its inputs.
+    batch = tiny_models.batch(np.random.default_rng(3), clips=4, triplets=True)
     values = trainer.current_values()
     anonymizer_update, adversary_update = trainer.updates(
         {key: np.stack([value, value], axis=1) for key, value in batch.items()}
@@ -202,8 +254,12 @@ def test_the_embedding_head_learns_with_f_t_and_stays_fixed_in_f_as_update():
         return loss
 
     _, head_grads = value_and_gradient(adversary_loss, values["embedding"][0])
-    assert len(head_grads) == len(trainer.embedding_head.trainable_variables)
-    assert all(float(np.abs(np.asarray(g)).sum()) > 0 for g in head_grads)
+    variables = trainer.embedding_head.trainable_variables
+    assert len(head_grads) == len(variables)
+    for variable, grad in zip(variables, head_grads):
+        # A bias right before a training-mode BatchNorm has no gradient (as in TeD-SPAD's mlp).
+        if not variable.path.endswith("hidden/bias"):
+            assert float(np.abs(np.asarray(grad)).sum()) > 0, variable.path
     # f_T's update returns the head's new BatchNorm statistics; f_A's leaves them.
     _, aux = adversary_update.loss_fn(values)
     assert "embedding" in aux["non_trainable"]
@@ -211,15 +267,17 @@ def test_the_embedding_head_learns_with_f_t_and_stays_fixed_in_f_as_update():
     assert "embedding" not in aux["non_trainable"]
 
 
-def test_triplet_term_enters_the_anonymizer_loss_with_its_weight():
+def test_the_anonymizer_loss_adds_the_weighted_triplet_term():
+    """f_A's loss is w_T * (L_T + w * L_temp) - w_B * L_B (TeD-SPAD: 0.7 * (L_T + 0.1 L_temp)
+    - 1 * L_B), from the parts the same call logs."""
+    trainer = make_trainer(triplet_weight=0.1, action_weight=0.7)
     batch = tiny_models.batch(np.random.default_rng(1), triplets=True)
-    totals = {}
-    for weight in (0.0, 2.0):
-        trainer = make_trainer(triplet_weight=weight)
-        loss, aux = trainer._anonymizer_loss(trainer.current_values(), batch)
-        totals[weight] = (float(loss), float(aux["logs"]["anonymizer_triplet_loss"]))
-    assert totals[0.0][1] == 0.0
-    np.testing.assert_allclose(totals[2.0][0] - totals[0.0][0], 2.0 * totals[2.0][1], rtol=1e-4)
+    loss, aux = trainer._anonymizer_loss(trainer.current_values(), batch)
+    logs = {name: float(value) for name, value in aux["logs"].items()}
+    expected = 0.7 * (logs["anonymizer_action_loss"] + 0.1 * logs["anonymizer_triplet_loss"])
+    expected -= logs["anonymizer_privacy_loss"]
+    assert logs["anonymizer_triplet_loss"] > 0
+    np.testing.assert_allclose(float(loss), expected, rtol=1e-5)
 
 
 def test_triplet_trainer_fits_and_logs_the_term():
@@ -228,9 +286,12 @@ def test_triplet_trainer_fits_and_logs_the_term():
     data = tiny_models.paired_dataset(2, triplets=True)
     history = trainer.fit(data, epochs=1, verbose=0).history
     assert history["triplet_loss"][0] > 0 and history["anonymizer_triplet_loss"][0] > 0
-    # The head's weights and BatchNorm statistics move with f_T's update.
+    # The head's weights and BatchNorm statistics move with f_T's update (but the bias before
+    # a training-mode BatchNorm, which has no gradient).
     after = snapshot(trainer.embedding_head)
-    assert all(not np.array_equal(old, new) for old, new in zip(before, after))
+    for variable, old, new in zip(trainer.embedding_head.weights, before, after):
+        if not variable.path.endswith("hidden/bias"):
+            assert not np.array_equal(old, new), variable.path
 
 
 # ------------------------------------------------------------------------------------ RotNet

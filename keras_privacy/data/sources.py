@@ -225,9 +225,9 @@ class Batching:
     """How the training batches are cut: sizes, the clips' length, stride and side, the frame
     pairs' sampler, the augmentation of the clips, of the labelled privacy images and of the
     contrastive views, a `second_clip` of each video (the spatio-temporal adversary's
-    positive; TeD-SPAD's negative), a `positive_clip` (the clip's frames augmented again:
-    TeD-SPAD's positive), and `hold_out` > 0 where every Nth action video (by index) is held out of
-    training as VITA's validation clips."""
+    positive), `triplet_clips` (TeD-SPAD's positive and negative, in the minimax's batches
+    only), and `hold_out` > 0 where every Nth action video (by index) is held out of training
+    as VITA's validation clips."""
 
     seed: int
     batch_size: int
@@ -241,7 +241,7 @@ class Batching:
     image_augmentation: AugmentConfig = SUPERVISED
     view_augmentation: AugmentConfig = CONTRASTIVE
     second_clip: bool = False
-    positive_clip: bool = False
+    triplet_clips: bool = False
     hold_out: int = 0
 
 
@@ -279,6 +279,7 @@ class TrainingData:
         action_batches: int = 0,
         with_clips: bool = True,
         process: tuple[int, int] = (0, 1),
+        minimax: bool = False,
     ) -> tf.data.Dataset:
         """`steps` batches of the minimax format for `epoch` (seeded by seed and epoch).
 
@@ -286,8 +287,10 @@ class TrainingData:
         augmented `images` with their `privacy` labels (the supervised adversaries),
         `privacy_batches` batches of them together (VITA's budget updates). With a
         `second_clip` batching each video also gives its `second_clips` (the positive of the
-        video privacy encoder, TeD-SPAD's negative), with a `positive_clip` batching its
-        `positive_clips` (TeD-SPAD's positive); the views stay, for the identity init. With
+        video privacy encoder); with `triplet_clips` batching and `minimax` (the batches of a
+        minimax phase), also its `positive_clips` and `second_clips` (TeD-SPAD's positive and
+        negative: the clip's frames augmented again, another clip of the video); the views
+        stay, for the identity init. With
         `validation`, a batch of held-out clips too: `validation_clips`, `validation_labels`,
         each the centred view of a random clip, not augmented (VITA's validation queue).
         With `action_batches` = K > 0, K more batches of training clips: `action_clips`,
@@ -314,8 +317,8 @@ class TrainingData:
                 pair_sampler=c.pair_sampler,
                 config=None if held_out else c.augmentation,
                 epochs=None,
-                second_clip=c.second_clip,
-                positive_clip=c.positive_clip,
+                second_clip=c.second_clip or (c.triplet_clips and minimax),
+                positive_clip=c.triplet_clips and minimax,
                 hold_out=self.hold_out,
                 short_videos=c.short_videos,
                 held_out=held_out,

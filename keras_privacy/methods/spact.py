@@ -61,7 +61,10 @@ clips' call of f_A; margin 1 (TeD-SPAD's f_A loss is -1 * L_B + 0.7 * (L_T + 0.1
 The embeddings are TeD-SPAD's: its head (`resnet.embedding_head`, Dense(512) - BatchNorm -
 ReLU - Dense(128) - BatchNorm - L2 normalisation, group `embedding`, trained with f_T's
 learning rate in f_T's update and in inference mode in f_A's) on f_T's pooled features
-(`registry.pooled_features`: what its classifier reads, before dropout), Euclidean distances.
+(`registry.with_pooled_features`: what its classifier reads, before dropout), Euclidean
+distances. In f_T's update f_T and the head run once per clip set, their BatchNorm statistics
+updated in turn (TeD-SPAD's three calls of `ft_model`), the anchor's logits giving L_T; in
+f_A's, in inference mode, once on the three.
 (TeD-SPAD's R3D-18 wrapper compares the raw pooled features, with no head; its I3D, the
 configured f_T, has the head, which every f_T gets here.) Its augmentations are ours, those of
 the action clips (`--supervised_augmentation`); TeD-SPAD's own are weaker than SimCLR's.
@@ -106,7 +109,7 @@ from keras_privacy.methods.trainer import (
     deserialize_models,
     serialize_models,
 )
-from keras_privacy.models.registry import pooled_features
+from keras_privacy.models.registry import with_pooled_features
 from keras_privacy.models.resnet import embedding_head
 from keras_privacy.types import Tensor
 
@@ -128,30 +131,43 @@ def _positions(model: keras.Model, part: keras.Model) -> tuple[list[int], list[i
     )
 
 
-def temporal_triplet(
+def action_and_triplet(
     trainer: StatelessTrainer,
     values: GroupValues,
-    anchor: Tensor,
-    positive: Tensor,
-    negative: Tensor,
+    clips: Sequence[Tensor],
     margin: float,
     training: bool,
-) -> tuple[Tensor, list]:
-    """TeD-SPAD's temporal triplet loss of anonymized clips, each (B, T, H, W, 3), on the
-    embeddings of `trainer`'s `embedding` head of f_T's pooled features (see the module
-    docstring); returns (the loss, the head's new non-trainable values). f_T's own new
-    BatchNorm statistics (of the three clips together) are dropped."""
+) -> tuple[Tensor, Tensor, dict]:
+    """f_T's logits of the anchor clips and TeD-SPAD's temporal triplet loss of the anonymized
+    (anchor, positive, negative) `clips`, each (B, T, H, W, 3), on the embeddings of
+    `trainer`'s `embedding` head of f_T's pooled features (see the module docstring); and the
+    new non-trainable values of `action` and `embedding`. In inference mode f_T and the head
+    run once on the three; in training mode three times each, their BatchNorm statistics
+    updated in turn, as TeD-SPAD calls its f_T (and the head in it) once per clip."""
     trainable, non_trainable = values["action"]
     trainable_at, non_trainable_at = trainer.feature_positions
-    features, _ = trainer.action_features.stateless_call(
-        [trainable[i] for i in trainable_at],
-        [non_trainable[i] for i in non_trainable_at],
-        ops.concatenate([anchor, positive, negative], axis=0),
-        training=training,
+    weights = [trainable[i] for i in trainable_at]
+    state = [non_trainable[i] for i in non_trainable_at]
+    head_weights, head_state = values["embedding"]
+    parts = list(clips) if training else [ops.concatenate(list(clips), axis=0)]
+    logits, embeddings = None, []
+    for part in parts:
+        (part_logits, features), state = trainer.call_action_with_features(
+            weights, state, part, training=training
+        )
+        logits = part_logits if logits is None else logits
+        head_values = {**values, "embedding": (head_weights, head_state)}
+        embedding, head_state = trainer.run("embedding", head_values, features, training=training)
+        embeddings.append(ops.cast(embedding, "float32"))
+    anchor, positive, negative = ops.split(ops.concatenate(embeddings, axis=0), 3, axis=0)
+    new_state = list(non_trainable)
+    for position, value in zip(non_trainable_at, state):
+        new_state[position] = value
+    return (
+        logits[: ops.shape(clips[0])[0]],
+        losses.triplet_margin(anchor, positive, negative, margin),
+        {"action": new_state, "embedding": head_state},
     )
-    embeddings, head_state = trainer.run("embedding", values, features, training=training)
-    anchor, positive, negative = ops.split(ops.cast(embeddings, "float32"), 3, axis=0)
-    return losses.triplet_margin(anchor, positive, negative, margin), head_state
 
 
 @keras.saving.register_keras_serializable(package="keras_privacy")
@@ -263,15 +279,17 @@ class SPAct(StatelessTrainer):
         self.moco_momentum = moco_momentum
         self.triplet_weight = triplet_weight
         self.triplet_margin = triplet_margin
-        self.action_features = self.embedding_head = None
+        self.embedding_head = self.call_action_with_features = None
         self.feature_positions = ([], [])
         if triplet_weight == 0:
             self._stop_logging("triplet_loss", "anonymizer_triplet_loss")
         else:
-            self.action_features = pooled_features(action_model)
-            self.feature_positions = _positions(action_model, self.action_features)
+            with_features = with_pooled_features(action_model)
+            self.feature_positions = _positions(action_model, with_features)
+            # Its bound call, not the model: Keras would track (and save) f_T's layers twice.
+            self.call_action_with_features = with_features.stateless_call
             self.embedding_head = embedding_head(
-                self.action_features.output_shape[-1], name="embedding_head"
+                with_features.output_shape[1][-1], name="embedding_head"
             )
         self.adversary_jitter = adversary_jitter
         self.augment_seed = augment_seed
@@ -346,8 +364,8 @@ class SPAct(StatelessTrainer):
         if missing:
             raise ValueError(
                 f"triplet_weight > 0 needs batches with {' and '.join(missing)} (TeD-SPAD's "
-                "positive and negative clips: `sources.Batching(positive_clip=True, "
-                "second_clip=True)`, as `train` makes them)"
+                "positive and negative clips: `sources.Batching(triplet_clips=True)` gives "
+                "them in a minimax phase's batches, as `train` makes them)"
             )
         if self.ssl_adversary == "spatiotemporal":
             keys = ("clips", "second_clips", *triplet_keys[:1])
@@ -355,9 +373,11 @@ class SPAct(StatelessTrainer):
             triplet = (clips[0], clips[2], clips[1]) if triplet_keys else None
             return fold_time(clips[0]), (clips[0], clips[1]), triplet, state
         num_clips = ops.shape(batch["clips"])[0]
+        # f_A's input: the step's clips, then the triplet's (`batch` stays the step's).
+        fa_batch = batch
         if triplet_keys:
             joint = [batch["clips"], *(batch[key] for key in triplet_keys)]
-            batch = {**batch, "clips": ops.concatenate(joint, axis=0)}
+            fa_batch = {**batch, "clips": ops.concatenate(joint, axis=0)}
         pairs = None
         if "pair_frames" in batch and self.contrastive_views != "images":
             # The far sampler's frames lie outside the clips: f_A anonymizes them as privacy
@@ -368,15 +388,15 @@ class SPAct(StatelessTrainer):
             if "views" in batch:
                 merged = ops.concatenate([merged, batch["views"]], axis=0)
             anon_frames, anon_all, state = anonymize_batch(
-                self, values, {**batch, "views": merged}, training
+                self, values, {**fa_batch, "views": merged}, training
             )
             pairs = ops.reshape(anon_all[:count], ops.shape(pair_frames))
             anon_views = anon_all[count:] if "views" in batch else None
         else:
-            anon_frames, anon_views, state = anonymize_batch(self, values, batch, training)
+            anon_frames, anon_views, state = anonymize_batch(self, values, fa_batch, training)
         triplet = None
         if triplet_keys:
-            clips = ops.reshape(anon_frames, ops.shape(batch["clips"]))
+            clips = ops.reshape(anon_frames, ops.shape(fa_batch["clips"]))
             triplet = ops.split(clips, 3, axis=0)
             anon_frames = fold_time(clips[:num_clips])
         first, second = contrastive_views(
@@ -432,24 +452,19 @@ class SPAct(StatelessTrainer):
             new_state["momentum"] = self.momentum.enqueue(momentum_state, gather_replicas(keys))
         return loss, new_state
 
-    def _triplet(self, values: GroupValues, triplet_clips, training: bool):
-        """The triplet term of the anonymized (anchor, positive, negative) clips (None: off)
-        and the embedding head's new non-trainable values by group."""
-        if triplet_clips is None:
-            return ops.zeros(()), {}
-        loss, head_state = temporal_triplet(
-            self, values, *triplet_clips, self.triplet_margin, training
-        )
-        return loss, {"embedding": head_state}
-
     def _anonymizer_loss(self, values: GroupValues, batch: dict):
         clip_length = ops.shape(batch["clips"])[1]
         anon_frames, (first, second), triplet_clips, anonymizer_state = self._anonymize(
             values, batch, training=True
         )
-        logits, _ = action_logits(self, values, anon_frames, clip_length, training=False)
+        if triplet_clips is None:
+            logits, _ = action_logits(self, values, anon_frames, clip_length, training=False)
+            triplet = ops.zeros(())
+        else:
+            logits, triplet, _ = action_and_triplet(
+                self, values, triplet_clips, self.triplet_margin, training=False
+            )
         action_loss = losses.softmax_cross_entropy(batch["labels"], logits)
-        triplet, _ = self._triplet(values, triplet_clips, training=False)
         contrastive, privacy_states = self._privacy_term(values, first, second, training=False)
         penalty = losses.rms_penalty(
             batch["clips"], ops.reshape(anon_frames, ops.shape(batch["clips"])), self.penalty_budget
@@ -481,10 +496,18 @@ class SPAct(StatelessTrainer):
         anon_frames, first, second = (ops.stop_gradient(x) for x in (anon_frames, first, second))
         if triplet_clips is not None:
             triplet_clips = [ops.stop_gradient(x) for x in triplet_clips]
-        logits, action_state = action_logits(self, values, anon_frames, clip_length, training=True)
+        head_state = {}
+        if triplet_clips is None:
+            logits, action_state = action_logits(
+                self, values, anon_frames, clip_length, training=True
+            )
+            triplet = ops.zeros(())
+        else:
+            logits, triplet, states = action_and_triplet(
+                self, values, triplet_clips, self.triplet_margin, training=True
+            )
+            action_state, head_state = states["action"], {"embedding": states["embedding"]}
         action_loss = losses.softmax_cross_entropy(batch["labels"], logits)
-        # f_T's new BatchNorm statistics are those of the step's clips, not of the triplet's.
-        triplet, head_state = self._triplet(values, triplet_clips, training=True)
         contrastive, states = self._privacy_term(values, first, second, training=True)
         # The sum of the members' losses: each member's gradient is that of its own loss.
         members_sum = len(self.privacy_groups) * contrastive

@@ -22,7 +22,7 @@ from keras_privacy.models.registry import (
     build_anonymizer,
     build_image_backbone,
     build_video_privacy_encoder,
-    pooled_features,
+    with_pooled_features,
 )
 from keras_privacy.models.resnet import (
     embedding_head,
@@ -53,7 +53,6 @@ __all__ = [
     "inception_net",
     "mobilenet_v1",
     "mobilenet_v2",
-    "pooled_features",
     "privacy_classifier",
     "privacy_encoder",
     "projection_head",
@@ -67,4 +66,5 @@ __all__ = [
     "unet",
     "unet_plus_plus",
     "vita_transform",
+    "with_pooled_features",
 ]

@@ -232,20 +232,20 @@ def build_action_trunk(name: str, input_shape: tuple) -> keras.Model:
     return keras.Model(model.inputs, classifier.input, name=f"{name}_trunk")
 
 
-def pooled_features(action_model: keras.Model) -> keras.Model:
-    """A model of clips -> the pooled features of `action_model` (a Functional model ending in
-    a Dense classifier, or in such a model behind layers of its input, as
-    `pretrained.with_input_normalization` puts it), sharing its layers: what its classifier
-    reads, before any dropout. Its variables are some of `action_model`'s, so it runs on their
-    values."""
+def with_pooled_features(action_model: keras.Model) -> keras.Model:
+    """A model of clips -> [the logits of `action_model`, its pooled features] in one pass,
+    sharing its layers: the features are what its classifier reads, before any dropout.
+    `action_model` is a Functional model ending in a Dense classifier, or in such a model
+    behind layers of its input, as `pretrained.with_input_normalization` puts it. The two
+    models hold the same variables."""
     classifier = action_model.layers[-1] if action_model.layers else None
+    name = f"{action_model.name}_with_features"
     if isinstance(classifier, keras.Model):
         x = action_model.input
         for layer in action_model.layers[:-1]:
             if not isinstance(layer, keras.layers.InputLayer):
                 x = layer(x)
-        features = pooled_features(classifier)(x)
-        return keras.Model(action_model.input, features, name=f"{action_model.name}_features")
+        return keras.Model(action_model.input, with_pooled_features(classifier)(x), name=name)
     if not isinstance(classifier, keras.layers.Dense) or not hasattr(action_model, "inputs"):
         raise ValueError(
             f"action model {action_model.name!r} is not a Functional model ending with a Dense "
@@ -255,7 +255,7 @@ def pooled_features(action_model: keras.Model) -> keras.Model:
     for layer in reversed(action_model.layers[:-1]):
         if isinstance(layer, keras.layers.Dropout) and layer.output is features:
             features = layer.input
-    return keras.Model(action_model.input, features, name=f"{action_model.name}_features")
+    return keras.Model(action_model.input, [action_model.output, features], name=name)
 
 
 def build_video_privacy_encoder(
