@@ -820,14 +820,12 @@ def test_broken_image_is_skipped(data, tmp_path):
     np.testing.assert_array_equal(batches[0]["privacy"], IMAGE_PRIVACY)
 
 
-@_both("video")
-def test_vitas_step_batches_train_on_some_videos_and_validate_on_the_held_out_others(data, source):
-    """VITA's minimax batches (`TrainingData.dataset`): the step's clips and the fresh f_T
-    batches come from the training videos alone, the validation clips from the held-out ones
-    (every 2nd video by index: 0, 2 and 4)."""
-    from keras_privacy.data.sources import Batching, TrainingData
+def _batching(**options):
+    """The minimax batching of two clips and two images a step (seed 0, no colour
+    augmentation), with `sources.Batching`'s `options`."""
+    from keras_privacy.data.sources import Batching
 
-    batching = Batching(
+    return Batching(
         seed=0,
         batch_size=2,
         privacy_batch_size=2,
@@ -837,8 +835,18 @@ def test_vitas_step_batches_train_on_some_videos_and_validate_on_the_held_out_ot
         short_videos="loop",
         pair_sampler="random",
         augmentation=NO_COLOUR,
-        hold_out=2,
+        **options,
     )
+
+
+@_both("video")
+def test_vitas_step_batches_train_on_some_videos_and_validate_on_the_held_out_others(data, source):
+    """VITA's minimax batches (`TrainingData.dataset`): the step's clips and the fresh f_T
+    batches come from the training videos alone, the validation clips from the held-out ones
+    (every 2nd video by index: 0, 2 and 4)."""
+    from keras_privacy.data.sources import TrainingData
+
+    batching = _batching(hold_out=2)
     images = "image_cache" if source.endswith("cache") else "images"
     training = TrainingData(data[source], data[images], ["a", "b", "c"], ["p", "q", "r"], batching)
     dataset = training.dataset(epoch=0, steps=3, labelled=True, validation=True, action_batches=2)
@@ -853,20 +861,9 @@ def test_vitas_step_batches_train_on_some_videos_and_validate_on_the_held_out_ot
 def test_the_triplet_clips_come_in_the_minimax_batches_only(data):
     """`triplet_clips` batching: a minimax phase's batches hold TeD-SPAD's positive and
     negative clips; the initialisations', which never read them, decode none."""
-    from keras_privacy.data.sources import Batching, TrainingData
+    from keras_privacy.data.sources import TrainingData
 
-    batching = Batching(
-        seed=0,
-        batch_size=2,
-        privacy_batch_size=2,
-        clip_length=CLIP,
-        clip_stride=STRIDE,
-        image_size=SIZE,
-        short_videos="loop",
-        pair_sampler="random",
-        augmentation=NO_COLOUR,
-        triplet_clips=True,
-    )
+    batching = _batching(triplet_clips=True)
     training = TrainingData(data["video_cache"], data["image_cache"], ["a"], ["p"], batching)
     minimax = next(iter(_numpy(training.dataset(epoch=0, steps=1, minimax=True))))
     init = next(iter(_numpy(training.dataset(epoch=0, steps=1))))
