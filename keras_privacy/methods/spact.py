@@ -494,8 +494,6 @@ class SPAct(StatelessTrainer):
             values, batch, training=False
         )
         anon_frames, first, second = (ops.stop_gradient(x) for x in (anon_frames, first, second))
-        if triplet_clips is not None:
-            triplet_clips = [ops.stop_gradient(x) for x in triplet_clips]
         head_state = {}
         if triplet_clips is None:
             logits, action_state = action_logits(
@@ -503,6 +501,7 @@ class SPAct(StatelessTrainer):
             )
             triplet = ops.zeros(())
         else:
+            triplet_clips = [ops.stop_gradient(x) for x in triplet_clips]
             logits, triplet, states = action_and_triplet(
                 self, values, triplet_clips, self.triplet_margin, training=True
             )
