@@ -108,6 +108,7 @@ from keras_privacy.methods.trainer import (
     Update,
     deserialize_models,
     serialize_models,
+    variable_positions,
 )
 from keras_privacy.models.registry import with_pooled_features
 from keras_privacy.models.resnet import embedding_head
@@ -118,17 +119,6 @@ SSL_ADVERSARIES = ("ntxent", "rotnet", "moco", "spatiotemporal")
 
 def _half(data: dict, index: int) -> dict:
     return {key: value[:, index] for key, value in data.items()}
-
-
-def _positions(model: keras.Model, part: keras.Model) -> tuple[list[int], list[int]]:
-    """Where each trainable and non-trainable variable of `part` (a model sharing `model`'s
-    layers) lies in `model`'s lists, to run `part` on `model`'s values."""
-    trainable = {id(v): i for i, v in enumerate(model.trainable_variables)}
-    non_trainable = {id(v): i for i, v in enumerate(model.non_trainable_variables)}
-    return (
-        [trainable[id(v)] for v in part.trainable_variables],
-        [non_trainable[id(v)] for v in part.non_trainable_variables],
-    )
 
 
 def action_and_triplet(
@@ -285,7 +275,14 @@ class SPAct(StatelessTrainer):
             self._stop_logging("triplet_loss", "anonymizer_triplet_loss")
         else:
             with_features = with_pooled_features(action_model)
-            self.feature_positions = _positions(action_model, with_features)
+            self.feature_positions = (
+                variable_positions(
+                    action_model.trainable_variables, with_features.trainable_variables
+                ),
+                variable_positions(
+                    action_model.non_trainable_variables, with_features.non_trainable_variables
+                ),
+            )
             # Its bound call, not the model: Keras would track (and save) f_T's layers twice.
             self.call_action_with_features = with_features.stateless_call
             self.embedding_head = embedding_head(
@@ -368,7 +365,8 @@ class SPAct(StatelessTrainer):
                 "them in a minimax phase's batches, as `train` makes them)"
             )
         if self.ssl_adversary == "spatiotemporal":
-            keys = ("clips", "second_clips", *triplet_keys[:1])
+            # The second clips are L_B's positives and, with the triplet, its negatives too.
+            keys = ("clips", "second_clips") + (("positive_clips",) if triplet_keys else ())
             clips, state = anonymize_clips(self, values, [batch[key] for key in keys], training)
             triplet = (clips[0], clips[2], clips[1]) if triplet_keys else None
             return fold_time(clips[0]), (clips[0], clips[1]), triplet, state

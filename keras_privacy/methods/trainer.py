@@ -580,12 +580,11 @@ class StatelessTrainer(keras.Model):
     # ------------------------------------------------------------------- variable bookkeeping
     def _variable_index(self) -> dict[str, tuple[list[int], list[int]]]:
         """Positions of each group's variables in the trainer's variable lists."""
-        trainable = {id(v): i for i, v in enumerate(self.trainable_variables)}
-        non_trainable = {id(v): i for i, v in enumerate(self.non_trainable_variables)}
+        trainable, non_trainable = self.trainable_variables, self.non_trainable_variables
         return {
             group: (
-                [trainable[id(v)] for v in model.trainable_variables],
-                [non_trainable[id(v)] for v in model.non_trainable_variables],
+                variable_positions(trainable, model.trainable_variables),
+                variable_positions(non_trainable, model.non_trainable_variables),
             )
             for group, model in self.groups().items()
         }
@@ -608,6 +607,13 @@ class StatelessTrainer(keras.Model):
             if candidate is variable:
                 return i
         raise RuntimeError(f"{variable.path} is not among the MultiOptimizer's variables")
+
+
+def variable_positions(variables: Sequence, part: Sequence) -> list[int]:
+    """Where each variable of `part` lies in `variables` (by identity): to take a model's
+    values out of a larger model's, or a trainer's."""
+    index = {id(variable): i for i, variable in enumerate(variables)}
+    return [index[id(variable)] for variable in part]
 
 
 def computes_in_float16(models: Iterable[keras.Model]) -> bool:
