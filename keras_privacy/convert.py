@@ -10,7 +10,8 @@
 TeD-SPAD and the penalty paper (`i3d_r50`: pytorch-resnet3d's `I3Res50` keys, as in their
 Kinetics-400 file `i3d_r50_kinetics.pth`; `i3d_r50_tedspad`: the f_T their training scripts
 save, the same under `i3d.` plus the embedding head `mlp.*` of its triplet term, which is no
-part of f_T here (SPAct's `embedding` group) and is left out, listed), TeD-SPAD's
+part of f_T here and is left out, listed; `tedspad_embedding`: that head alone, SPAct's
+`embedding` group, for `--embedding_weights`), TeD-SPAD's
 `wrapper_r3d_18` (`r3d_18_tedspad`: torchvision's R3D-18 under `backbone.`, the classifier as
 `fc`), SPAct's UNet (milesial's Pytorch-UNet, `bilinear=True`; a
 bias before a BatchNorm is folded into its moving mean), TeD-SPAD's and the penalty paper's
@@ -29,6 +30,8 @@ for `weight`: their I3D f_T, trained after `freeze_bn`) converts as the BatchNor
         --key fa_model_state_dict --normalization none --out weights/unetpp_ted_spad.keras
     python -m keras_privacy.convert model_20.pth --arch i3d_r50_tedspad \
         --key ft_model_state_dict --out weights/i3d_r50_ucf101.weights.h5
+    python -m keras_privacy.convert model_20.pth --arch tedspad_embedding \
+        --key ft_model_state_dict --out weights/tedspad_embedding.weights.h5
 
 The file is read without running pickled code: `torch.load(weights_only=True)` for `.pth` /
 `.pt` (needs PyTorch, a CPU build is enough), or a `.safetensors` file (read here, no extra
@@ -122,6 +125,15 @@ _UNETPP = [
 _I3D_WRAPPER = [(pattern, f"i3d.{module}") for pattern, module in _RESNET]
 # Their `wrapper_r3d_18` (TeD-SPAD aux_code/model_loaders.py:197-208): torchvision's R3D-18
 # under `backbone.` (its fc an Identity), the classifier as `fc`.
+# The feature head of that wrapper (TeD-SPAD aux_code/model_loaders.py:235-254, `mlp`): Linear -
+# BatchNorm1d - ReLU - Linear without bias - BatchNorm1d, here `resnet.embedding_head`, the
+# `embedding` group SPAct trains for the triplet term beside f_T.
+_TEDSPAD_EMBEDDING = [
+    (r"^hidden$", "mlp.fc1"),
+    (r"^hidden_bn$", "mlp.bn1"),
+    (r"^output$", "mlp.fc2"),
+    (r"^output_bn$", "mlp.bn2"),
+]
 _R3D_WRAPPER = [
     (pattern, module if module == "fc" else f"backbone.{module}")
     for pattern, module in _VIDEO_RESNET
@@ -136,6 +148,7 @@ ARCHITECTURES = {
     "i3d_r50": ("action", _RESNET),
     "i3d_r50_tedspad": ("action", _I3D_WRAPPER),
     "r3d_18_tedspad": ("action", _R3D_WRAPPER),
+    "tedspad_embedding": ("embedding", _TEDSPAD_EMBEDDING),
     **{f"resnet{depth}": ("image", _RESNET) for depth in (18, 34, 50, 101, 152)},
     "simclr_resnet50": ("privacy_encoder", _SIMCLR),
     "unet": ("anonymizer", None),
@@ -150,10 +163,12 @@ REGISTRY_NAMES = {"i3d_r50_tedspad": "i3d_r50", "r3d_18_tedspad": "r3d_18"}
 UNUSED = {
     **dict.fromkeys(("unetpp", "unetpp_unbounded"), r"^(encoder\.layer\d+)\."),
     "i3d_r50_tedspad": r"^(mlp)\.",
+    "tedspad_embedding": r"^(?!mlp\.)([^.]+)\.",
 }
 """Checkpoint keys that an architecture holds but never uses, by the module they start with:
 smp keeps the encoder's stages past `encoder_depth` in the state dict (ResNet-18's layer4 at
-TeD-SPAD's depth 4); TeD-SPAD's f_T keeps a feature head for its temporal loss under `mlp.`."""
+TeD-SPAD's depth 4); TeD-SPAD's f_T keeps a feature head for its temporal loss under `mlp.`,
+converted alone as `tedspad_embedding`, which leaves the rest of f_T (`i3d.*`) out."""
 
 _CHECKPOINT_KEYS = (
     "state_dict",
@@ -538,13 +553,25 @@ def build_for_state_dict(
     arch: str, state_dict: Mapping[str, np.ndarray], num_classes: int | None = None
 ) -> keras.Model:
     """The registry's model for `arch`, with the head the checkpoint has (`fc.weight`; for
-    `simclr_resnet50` the projection head's widths from `1.fc1` and `1.fc2`)."""
+    `simclr_resnet50` the projection head's widths from `1.fc1` and `1.fc2`); for
+    `tedspad_embedding` the embedding head of `mlp.fc1`'s and `mlp.fc2`'s widths."""
     from keras_privacy.models import registry
-    from keras_privacy.models.resnet import privacy_encoder, projection_head
+    from keras_privacy.models.resnet import embedding_head, privacy_encoder, projection_head
 
     if arch not in ARCHITECTURES:
         raise ConversionError(f"unknown arch {arch!r}; known: {', '.join(ARCHITECTURES)}")
     kind = ARCHITECTURES[arch][0]
+    if kind == "embedding":
+        for key in ("mlp.fc1.weight", "mlp.fc2.weight"):
+            if key not in state_dict:
+                raise ConversionError(
+                    f"{arch}: the checkpoint has no {key} (TeD-SPAD's f_T with its `mlp` head)"
+                )
+        if num_classes is not None:
+            raise ConversionError(f"{arch}: --num_classes checks a classifier; the head has none")
+        hidden, features = state_dict["mlp.fc1.weight"].shape
+        output = state_dict["mlp.fc2.weight"].shape[0]
+        return embedding_head(features, hidden=hidden, output=output)
     if kind == "privacy_encoder":
         for key in ("1.fc1.weight", "1.fc2.weight"):
             if key not in state_dict:
@@ -585,6 +612,13 @@ def convert(
     from keras_privacy.models import pretrained
 
     out = os.fspath(out)
+    if ARCHITECTURES.get(arch, ("",))[0] == "embedding":
+        if normalization not in (None, "none"):
+            raise ConversionError(
+                f"--normalization {normalization}: {arch} is a head on f_T's features, not on "
+                "frames"
+            )
+        normalization = "none"
     if out.endswith(".keras"):
         if normalization is None:
             raise ConversionError(
@@ -652,16 +686,23 @@ def _convert_and_report(args: argparse.Namespace) -> int:
         args.state_dict, args.arch, args.out, args.num_classes, args.key, args.normalization
     )
     name = REGISTRY_NAMES.get(args.arch, args.arch)
-    use = (
-        "give it to a weights flag (--action_weights, ...) or load it with keras.saving.load_model"
-        if args.out.endswith(".keras")
-        else f"load into the registry's {name} model of the same head"
-    )
+    if ARCHITECTURES[args.arch][0] == "embedding":
+        name = "the embedding head"
+        use = "give it to --embedding_weights"
+    elif args.out.endswith(".keras"):
+        use = (
+            "give it to a weights flag (--action_weights, ...) or load it with "
+            "keras.saving.load_model"
+        )
+    else:
+        use = f"load into the registry's {name} model of the same head"
     print(
         f"{args.state_dict} -> {args.out}: {args.arch} ({len(model.weights)} tensors, output "
         f"width {model.output_shape[-1]}); {use}"
     )
-    if args.arch in UNUSED:
+    if ARCHITECTURES[args.arch][0] == "embedding":
+        print("left out: f_T itself (the checkpoint's keys outside mlp.)")
+    elif args.arch in UNUSED:
         print(f"left out (no place in {name}): the checkpoint's keys matching {UNUSED[args.arch]}")
     return 0
 

@@ -170,6 +170,18 @@ def build_models(
     return models
 
 
+def start_embedding_head(head: keras.Model, path: str) -> None:
+    """Load TeD-SPAD's embedding head (the triplet term's `embedding` group, built by the
+    trainer) from the weight file `path` where one is given, printing the report: TeD-SPAD's
+    anonymizer training loads its f_T file whole, the head `mlp.*` with it
+    (`convert`'s `tedspad_embedding`)."""
+    if not path:
+        return
+    report = pretrained.load_pretrained(head, path, arch="tedspad_embedding")
+    if distribute.is_chief():
+        print(report, flush=True)
+
+
 def _plateau_rates(
     groups: Iterable[str],
     loss: str,
@@ -931,6 +943,8 @@ def _train_holding_the_run(
         if phase.epochs == 0:
             continue
         trainer = phase.make_trainer()
+        if "embedding" in trainer.groups() and done == 0:
+            start_embedding_head(trainer.groups()["embedding"], config.embedding_weights)
         jit_compile, why = distribute.choose_jit_compile(
             config.jit_compile, trainer.groups().values()
         )

@@ -273,6 +273,7 @@ def test_a_shared_base_config_holds_no_method_specific_flag(path):
         (["--moco_momentum=0.9"], "--moco_momentum=0.9: --ssl_adversary=ntxent"),
         (["--penalty_budget=0.5"], "--penalty_budget=0.5: --penalty_weight is off"),
         (["--triplet_margin=2"], "--triplet_margin=2.0: --triplet_weight is off"),
+        (["--embedding_weights=e.weights.h5"], "--embedding_weights=e.weights.h5: --triplet"),
         (["--init_lr_patience=3"], "--init_lr_patience=3: --init_lr_drop is off (1.0)"),
         (
             ["--method=vita", "--action_schedule=batch_gate", "--action_max_updates=3"],

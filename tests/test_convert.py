@@ -374,6 +374,49 @@ def test_an_i3d_trained_with_frozen_batchnorm_converts(tmp_path, narrow_i3d):
     )
 
 
+def torch_embedding(torch_model, features: np.ndarray) -> np.ndarray:
+    """TeD-SPAD's `mlp` forward (model_loaders.py:250-254) in eval mode: the reference."""
+    mlp = torch_model.mlp
+    with torch.no_grad():
+        x = torch.relu(mlp.bn1(mlp.fc1(torch.from_numpy(features))))
+        return torch.nn.functional.normalize(mlp.bn2(mlp.fc2(x)), p=2, dim=1).numpy()
+
+
+def test_cli_converts_ted_spads_embedding_head_alone(tmp_path, capsys):
+    """`tedspad_embedding` takes the `mlp.*` head out of TeD-SPAD's saved f_T (its
+    widths read from the file) and leaves f_T out: the head gives PyTorch's embeddings."""
+    from keras_privacy.models.resnet import embedding_head
+
+    torch_model = ref.randomize(ref.I3DWithFeatureHead(num_classes=9, **I3D_SMALL))
+    path = tmp_path / "model_20.pth"
+    torch.save({"epoch": 20, "ft_model_state_dict": torch_model.state_dict()}, path)
+    out = tmp_path / "embedding.weights.h5"
+    argv = [str(path), "--arch", "tedspad_embedding", "--key", "ft_model_state_dict"]
+    assert main([*argv, "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "tedspad_embedding (11 tensors, output width 128); give it to --embedding_weights" in (
+        printed
+    )
+    assert "left out: f_T itself (the checkpoint's keys outside mlp.)" in printed
+    head = embedding_head(WIDTHS[-1] * 4)
+    head.load_weights(out)
+    features = np.random.default_rng(5).normal(size=(3, WIDTHS[-1] * 4)).astype("float32")
+    np.testing.assert_allclose(
+        head.predict(features, verbose=0), torch_embedding(torch_model, features), atol=1e-5
+    )
+    assert main([*argv, "--out", str(tmp_path / "e.keras"), "--normalization", "imagenet"]) == 1
+    assert "tedspad_embedding is a head on f_T's features, not on frames" in (
+        capsys.readouterr().err
+    )
+    assert main([*argv, "--out", str(tmp_path / "e.keras")]) == 0  # nothing to normalise
+    plain = tmp_path / "i3d_r50_kinetics.pth"
+    torch.save(torch_model.i3d.state_dict(), plain)
+    assert main([str(plain), "--arch", "tedspad_embedding", "--out", str(out)]) == 1
+    assert "the checkpoint has no mlp.fc1.weight (TeD-SPAD's f_T with its `mlp` head)" in (
+        capsys.readouterr().err
+    )
+
+
 @pytest.mark.backend_independent  # the command's files; resnet18's CLI converts on both
 def test_cli_writes_a_simclr_encoder_behind_its_input_normalisation(tmp_path):
     """SPAct's f_B checkpoint (fb_model_state_dict: ResNet-50 trunk `0.*`, head `1.fc1`,

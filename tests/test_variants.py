@@ -1,5 +1,7 @@
 """The papers' variants of SPAct: TeD-SPAD's temporal triplet term, RotNet and MoCo adversaries."""
 
+import dataclasses
+
 import keras
 import numpy as np
 import pytest
@@ -428,14 +430,49 @@ def test_moco_state_is_fit_state_and_survives_save_and_load(tmp_path):
 # ----------------------------------------------------------------------- through train()
 # Backend-independent: the run's checkpoints; the variants' JAX steps and state are tested above.
 @pytest.mark.backend_independent
-def test_variant_trains_through_train_and_checkpoints_its_own_groups(benchmark, tmp_path):
+def test_variant_trains_through_train_and_checkpoints_its_own_groups(benchmark, tmp_path, capsys):
     # One run covers the flags' wiring (MoCo with the triplet term, on a model built for T
-    # frames); RotNet's head is checkpointed by the same code as MoCo's momentum group.
-    overrides = {"ssl_adversary": "moco", "moco_queue_size": 16, "triplet_weight": 0.5}
-    from keras_privacy import checkpoint, training
+    # frames, its embedding head started from TeD-SPAD's saved f_T); RotNet's head is
+    # checkpointed by the same code as MoCo's momentum group.
+    import torch
 
+    from keras_privacy import checkpoint, training
+    from keras_privacy.models import registry
+
+    ted_spad_f_t = tmp_path / "model_20.pth"
+    overrides = {"ssl_adversary": "moco", "moco_queue_size": 16, "triplet_weight": 0.5}
     config = tiny_models.variant_run_config(benchmark, tmp_path, **overrides)
-    result = training.train(config)
+    shape = (config.clip_length, config.image_size, config.image_size, 3)
+    action = registry.build_action_model(config.action_model, 2, input_shape=shape)
+    features = registry.with_pooled_features(action).output_shape[1][-1]
+    mlp = {"fc1.weight": (512, features), "fc1.bias": (512,), "fc2.weight": (128, 512)}
+    for bn, width in (("bn1", 512), ("bn2", 128)):
+        for part in ("weight", "bias", "running_mean", "running_var"):
+            mlp[f"{bn}.{part}"] = (width,)
+    rng = np.random.default_rng(0)
+    tensors = {
+        f"mlp.{key}": torch.from_numpy(rng.uniform(0.5, 1.5, size).astype("float32"))
+        for key, size in mlp.items()
+    }
+    tensors["i3d.fc.weight"] = torch.zeros((2, features))  # f_T's, left out
+    torch.save({"epoch": 20, "ft_model_state_dict": tensors}, ted_spad_f_t)
+    config = dataclasses.replace(config, embedding_weights=str(ted_spad_f_t))
+    config.validate()
+
+    class HeadAtStart(keras.callbacks.Callback):
+        def on_train_begin(self, logs=None):
+            if getattr(self.model, "embedding_head", None) is not None:
+                self.weights = snapshot(self.model.embedding_head)
+
+    head_at_start = HeadAtStart()
+    result = training.train(config, callbacks=[head_at_start])
+    assert f"{ted_spad_f_t} -> embedding_head: 4 layers loaded, 0 new" in capsys.readouterr().out
+    expected = {key: tensor.numpy() for key, tensor in tensors.items() if key.startswith("mlp.")}
+    for dense in ("mlp.fc1.weight", "mlp.fc2.weight"):
+        expected[dense] = expected[dense].T
+    assert sorted(array.tobytes() for array in head_at_start.weights) == sorted(
+        array.tobytes() for array in expected.values()
+    )
     minimax = result.history["minimax"]
     assert all(np.isfinite(minimax["privacy_loss"])) and all(np.isfinite(minimax["action_loss"]))
     state = checkpoint.latest_checkpoint(config.run_dir)

@@ -121,7 +121,8 @@ class ExperimentConfig(
     def validate(self, training: bool = True) -> None:
         """Raise SettingError (a ValueError) naming the first setting that makes no sense.
         Without `training` (an evaluation), the weight files only training reads
-        (`--anonymizer_weights`, `--action_weights`, `--privacy_weights`) may be absent."""
+        (`--anonymizer_weights`, `--action_weights`, `--privacy_weights`,
+        `--embedding_weights`) may be absent."""
         for setting in dataclasses.fields(self):
             value = getattr(self, setting.name)
             # A learning rate or loss weight of inf / nan turns the weights non-finite at once.

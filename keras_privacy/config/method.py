@@ -78,6 +78,7 @@ FLAG_SCOPES = {
     "moco_momentum": FlagScope(SELF_SUPERVISED, ("moco",)),
     "triplet_weight": FlagScope(SELF_SUPERVISED),
     "triplet_margin": FlagScope(SELF_SUPERVISED, needs="triplet_weight"),
+    "embedding_weights": FlagScope(SELF_SUPERVISED, needs="triplet_weight"),
     "adversary_crop": FlagScope(SELF_SUPERVISED, IMAGE_ADVERSARIES),
     "adversary_jitter": FlagScope(SELF_SUPERVISED, IMAGE_ADVERSARIES),
     "init_lr_patience": FlagScope(METHODS, needs="init_lr_drop"),

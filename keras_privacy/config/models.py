@@ -17,6 +17,7 @@ WEIGHT_FLAGS = (
     "anonymizer_weights",
     "action_weights",
     "privacy_weights",
+    "embedding_weights",
     "eval_action_weights",
     "eval_privacy_weights",
 )
@@ -69,6 +70,17 @@ class ModelSettings:
             "<privacy_backbone>'s architecture loads into the trunk under the projection "
             "head; a SimCLR f_B checkpoint fills trunk and head). SPAct and penalty with one "
             "privacy encoder.",
+            "models",
+        ),
+    )
+    embedding_weights: str = field(
+        default="",
+        metadata=described(
+            "Start the embedding head of the triplet term (<triplet_weight>) from this weight "
+            "file: TeD-SPAD's saved f_T, whose head `mlp.*` its anonymizer training loads with "
+            "f_T (a PyTorch checkpoint; often the file of <action_weights>), or a .weights.h5 "
+            "/ .keras of the head (keras_privacy.convert's architecture tedspad_embedding). "
+            "Empty: a fresh head.",
             "models",
         ),
     )
