@@ -18,7 +18,7 @@ from keras_privacy.convert import (
     read_state_dict,
 )
 from keras_privacy.models import i3d, registry
-from keras_privacy.models.pretrained import NORMALIZATIONS
+from keras_privacy.models.pretrained import NORMALIZATIONS, WeightsError, load_pretrained
 from keras_privacy.models.resnet import privacy_encoder, projection_head
 
 WIDTHS = (8, 8, 16, 16)
@@ -415,6 +415,10 @@ def test_cli_converts_ted_spads_embedding_head_alone(tmp_path, capsys):
     assert "the checkpoint has no mlp.fc1.weight (TeD-SPAD's f_T with its `mlp` head)" in (
         capsys.readouterr().err
     )
+    with pytest.raises(
+        WeightsError, match=r"no embedding head in the file .* holds bn1\.\*, conv1\.\*, fc"
+    ):
+        load_pretrained(head, plain, arch="tedspad_embedding")  # --embedding_weights' reader
 
 
 @pytest.mark.backend_independent  # the command's files; resnet18's CLI converts on both

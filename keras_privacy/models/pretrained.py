@@ -328,6 +328,13 @@ def _torch_arrays(model: keras.Model, path: Path, arch: str | None) -> dict[str,
     except convert.ConversionError as error:
         raise WeightsError(str(error)) from None
     arch, state_dict = convert.checkpoint_layout(arch, state_dict)
+    if convert.ARCHITECTURES[arch][0] == "embedding" and not any(
+        key.startswith("mlp.") for key in state_dict
+    ):
+        raise WeightsError(
+            f"{path}: no embedding head in the file (TeD-SPAD's f_T keeps it under mlp.; "
+            f"this one holds {_modules(state_dict)})"
+        )
     names = convert.torch_module_names(model, arch, strict=False)
     found, used, _, _ = convert.torch_layer_arrays(model, state_dict, names)
     arrays: dict[str, dict] = {name: values for name, values in found.items() if values}
@@ -336,6 +343,13 @@ def _torch_arrays(model: keras.Model, path: Path, arch: str | None) -> dict[str,
         module = key.rsplit(".", 1)[0]
         arrays.setdefault(f"(PyTorch) {module}", {})
     return arrays
+
+
+def _modules(state_dict: dict) -> str:
+    """The top-level modules of a PyTorch state dict, for a message: "i3d.*, fc.*"."""
+    modules = sorted({key.split(".", 1)[0] for key in state_dict})
+    more = f", ... {len(modules) - 8} more" if len(modules) > 8 else ""
+    return ", ".join(f"{module}.*" for module in modules[:8]) + more
 
 
 def _variables(layer, arrays) -> list:
