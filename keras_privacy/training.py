@@ -43,7 +43,7 @@ from keras_privacy.methods.steps import privacy_group_names
 from keras_privacy.methods.trainer import StatelessTrainer
 from keras_privacy.methods.vita import VITA, budget_only_steps
 from keras_privacy.models import pretrained, registry
-from keras_privacy.models.resnet import privacy_encoder, projection_head
+from keras_privacy.models.resnet import embedding_head, privacy_encoder, projection_head
 from keras_privacy.spelling import SettingError, spell
 
 if TYPE_CHECKING:
@@ -170,16 +170,29 @@ def build_models(
     return models
 
 
-def start_embedding_head(head: keras.Model, path: str) -> None:
-    """Load TeD-SPAD's embedding head (the triplet term's `embedding` group, built by the
-    trainer) from the weight file `path` where one is given, printing the report: TeD-SPAD's
-    anonymizer training loads its f_T file whole, the head `mlp.*` with it
-    (`convert`'s `tedspad_embedding`)."""
-    if not path:
-        return
+def embedding_head_start(config: ExperimentConfig, action: keras.Model) -> list | None:
+    """The weights of TeD-SPAD's embedding head (the triplet term's `embedding` group, which
+    the SPAct trainer builds on f_T's pooled features) in `--embedding_weights`, read when the
+    run starts so that a file that does not fit stops it before any phase trains; None without
+    the flag. TeD-SPAD's anonymizer training loads its f_T file whole, the head `mlp.*` with it
+    (`convert`'s `tedspad_embedding`). The whole head or nothing: a head of other widths
+    (another f_T's features) raises WeightsError naming its layers."""
+    if not config.embedding_weights:
+        return None
+    path = config.embedding_weights
+    features = registry.with_pooled_features(action).output_shape[1][-1]
+    head = embedding_head(features, name="embedding_head")
     report = pretrained.load_pretrained(head, path, arch="tedspad_embedding")
+    if report.mismatched or report.new:
+        raise pretrained.WeightsError(
+            f"--embedding_weights={path}: the file's head does not fit the one on f_T's "
+            f"{features} pooled features ("
+            + "; ".join(report.mismatched + [f"{name}: not in the file" for name in report.new])
+            + ")"
+        )
     if distribute.is_chief():
         print(report, flush=True)
+    return head.get_weights()
 
 
 def _plateau_rates(
@@ -914,6 +927,7 @@ def _train_holding_the_run(
     # Process 0 writes the built-in benchmark and its caches where they are missing.
     data = distribute.chief_first(lambda: training_data(config))
     models = build_models(config, len(data.class_names), len(data.attribute_names))
+    embedding_start = embedding_head_start(config, models["action"])
     steps = config.steps_per_epoch or data.steps_per_epoch
     phases = training_phases(config, models, steps)
     check_paired_phase_lengths(config, phases, steps)
@@ -943,8 +957,8 @@ def _train_holding_the_run(
         if phase.epochs == 0:
             continue
         trainer = phase.make_trainer()
-        if "embedding" in trainer.groups() and done == 0:
-            start_embedding_head(trainer.groups()["embedding"], config.embedding_weights)
+        if "embedding" in trainer.groups() and done == 0 and embedding_start is not None:
+            trainer.groups()["embedding"].set_weights(embedding_start)
         jit_compile, why = distribute.choose_jit_compile(
             config.jit_compile, trainer.groups().values()
         )

@@ -427,24 +427,11 @@ def test_moco_state_is_fit_state_and_survives_save_and_load(tmp_path):
         np.testing.assert_array_equal(old, new)
 
 
-# ----------------------------------------------------------------------- through train()
-# Backend-independent: the run's checkpoints; the variants' JAX steps and state are tested above.
-@pytest.mark.backend_independent
-def test_variant_trains_through_train_and_checkpoints_its_own_groups(benchmark, tmp_path, capsys):
-    # One run covers the flags' wiring (MoCo with the triplet term, on a model built for T
-    # frames, its embedding head started from TeD-SPAD's saved f_T); RotNet's head is
-    # checkpointed by the same code as MoCo's momentum group.
+def write_ted_spad_f_t(path, features: int) -> dict:
+    """A saved TeD-SPAD f_T (`ft_model_state_dict`) at `path`: its `mlp` head on `features`
+    with random weights and statistics, and an f_T key the head leaves out; its tensors."""
     import torch
 
-    from keras_privacy import checkpoint, training
-    from keras_privacy.models import registry
-
-    ted_spad_f_t = tmp_path / "model_20.pth"
-    overrides = {"ssl_adversary": "moco", "moco_queue_size": 16, "triplet_weight": 0.5}
-    config = tiny_models.variant_run_config(benchmark, tmp_path, **overrides)
-    shape = (config.clip_length, config.image_size, config.image_size, 3)
-    action = registry.build_action_model(config.action_model, 2, input_shape=shape)
-    features = registry.with_pooled_features(action).output_shape[1][-1]
     mlp = {"fc1.weight": (512, features), "fc1.bias": (512,), "fc2.weight": (128, 512)}
     for bn, width in (("bn1", 512), ("bn2", 128)):
         for part in ("weight", "bias", "running_mean", "running_var"):
@@ -454,8 +441,54 @@ def test_variant_trains_through_train_and_checkpoints_its_own_groups(benchmark, 
         f"mlp.{key}": torch.from_numpy(rng.uniform(0.5, 1.5, size).astype("float32"))
         for key, size in mlp.items()
     }
-    tensors["i3d.fc.weight"] = torch.zeros((2, features))  # f_T's, left out
-    torch.save({"epoch": 20, "ft_model_state_dict": tensors}, ted_spad_f_t)
+    tensors["i3d.fc.weight"] = torch.zeros((2, features))
+    torch.save({"epoch": 20, "ft_model_state_dict": tensors}, path)
+    return tensors
+
+
+def test_the_embedding_heads_start_is_read_whole_or_refused(tmp_path):
+    """`--embedding_weights` is read as the run starts: the whole head, or an error naming
+    what does not fit f_T's pooled features (a head trained on another f_T)."""
+    from keras_privacy.config import ExperimentConfig
+    from keras_privacy.models.pretrained import WeightsError
+    from keras_privacy.models.registry import with_pooled_features
+    from keras_privacy.training import embedding_head_start
+
+    action = tiny_models.action_model()
+    features = with_pooled_features(action).output_shape[1][-1]
+    path = tmp_path / "model_20.pth"
+    tensors = write_ted_spad_f_t(path, features)
+    weights = embedding_head_start(ExperimentConfig(embedding_weights=str(path)), action)
+    np.testing.assert_array_equal(weights[0], tensors["mlp.fc1.weight"].numpy().T)
+    np.testing.assert_array_equal(weights[-1], tensors["mlp.bn2.running_var"].numpy())
+    assert embedding_head_start(ExperimentConfig(), action) is None
+    write_ted_spad_f_t(path, features + 1)
+    with pytest.raises(WeightsError) as raised:
+        embedding_head_start(ExperimentConfig(embedding_weights=str(path)), action)
+    assert str(raised.value) == (
+        f"--embedding_weights={path}: the file's head does not fit the one on f_T's {features} "
+        f"pooled features (hidden: file [({features + 1}, 512), (512,)] vs model "
+        f"[({features}, 512), (512,)])"
+    )
+
+
+# ----------------------------------------------------------------------- through train()
+# Backend-independent: the run's checkpoints; the variants' JAX steps and state are tested above.
+@pytest.mark.backend_independent
+def test_variant_trains_through_train_and_checkpoints_its_own_groups(benchmark, tmp_path, capsys):
+    # One run covers the flags' wiring (MoCo with the triplet term, on a model built for T
+    # frames, its embedding head started from TeD-SPAD's saved f_T); RotNet's head is
+    # checkpointed by the same code as MoCo's momentum group.
+    from keras_privacy import checkpoint, training
+    from keras_privacy.models import registry
+
+    ted_spad_f_t = tmp_path / "model_20.pth"
+    overrides = {"ssl_adversary": "moco", "moco_queue_size": 16, "triplet_weight": 0.5}
+    config = tiny_models.variant_run_config(benchmark, tmp_path, **overrides)
+    shape = (config.clip_length, config.image_size, config.image_size, 3)
+    action = registry.build_action_model(config.action_model, 2, input_shape=shape)
+    features = registry.with_pooled_features(action).output_shape[1][-1]
+    tensors = write_ted_spad_f_t(ted_spad_f_t, features)
     config = dataclasses.replace(config, embedding_weights=str(ted_spad_f_t))
     config.validate()
 
