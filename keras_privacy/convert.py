@@ -125,18 +125,18 @@ _UNETPP = [
 _I3D_WRAPPER = [(pattern, f"i3d.{module}") for pattern, module in _RESNET]
 # Their `wrapper_r3d_18` (TeD-SPAD aux_code/model_loaders.py:197-208): torchvision's R3D-18
 # under `backbone.` (its fc an Identity), the classifier as `fc`.
-# The feature head of that wrapper (TeD-SPAD aux_code/model_loaders.py:235-254, `mlp`): Linear -
-# BatchNorm1d - ReLU - Linear without bias - BatchNorm1d, here `resnet.embedding_head`, the
-# `embedding` group SPAct trains for the triplet term beside f_T.
+_R3D_WRAPPER = [
+    (pattern, module if module == "fc" else f"backbone.{module}")
+    for pattern, module in _VIDEO_RESNET
+]
+# The feature head of their `wrapper_i3d` (TeD-SPAD aux_code/model_loaders.py:235-254,
+# `mlp`): Linear - BatchNorm1d - ReLU - Linear without bias - BatchNorm1d, here
+# `resnet.embedding_head`, the `embedding` group SPAct trains for the triplet term beside f_T.
 _TEDSPAD_EMBEDDING = [
     (r"^hidden$", "mlp.fc1"),
     (r"^hidden_bn$", "mlp.bn1"),
     (r"^output$", "mlp.fc2"),
     (r"^output_bn$", "mlp.bn2"),
-]
-_R3D_WRAPPER = [
-    (pattern, module if module == "fc" else f"backbone.{module}")
-    for pattern, module in _VIDEO_RESNET
 ]
 
 ARCHITECTURES = {
