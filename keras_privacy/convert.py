@@ -64,7 +64,7 @@ import struct
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -323,29 +323,52 @@ _SAFETENSORS_DTYPES = {
 
 
 def _read_safetensors(path: Path) -> dict[str, np.ndarray]:
-    """A .safetensors file (8-byte header length, JSON header, raw little-endian data)."""
+    """A .safetensors file (8-byte header length, JSON header, raw little-endian data); a file
+    cut short or a header that does not describe its data is named with the tensor."""
     data = path.read_bytes()
     try:
         (length,) = struct.unpack("<Q", data[:8])
         header = json.loads(data[8 : 8 + length])
     except (struct.error, ValueError) as error:
         raise ConversionError(f"{path}: not a safetensors file ({error})") from None
+    if not isinstance(header, dict):
+        raise ConversionError(
+            f"{path}: not a safetensors file (its header is a JSON {type(header).__name__}, "
+            "not an object of tensors)"
+        )
     body = memoryview(data)[8 + length :]
     tensors = {}
     for name, info in header.items():
         if name == "__metadata__":
             continue
-        start, end = info["data_offsets"]
-        dtype = info["dtype"]
-        if dtype == "BF16":
-            raw = np.frombuffer(body[start:end], dtype="<u2").astype(np.uint32) << 16
-            array = raw.view(np.float32)
-        elif dtype in _SAFETENSORS_DTYPES:
-            array = np.frombuffer(body[start:end], dtype=np.dtype(_SAFETENSORS_DTYPES[dtype]))
-        else:
-            raise ConversionError(f"{path}: tensor {name} has unsupported dtype {dtype}")
-        tensors[name] = array.reshape(info["shape"])
+        tensors[name] = _safetensor(path, name, info, body)
     return tensors
+
+
+def _safetensor(path: Path, name: str, info: Any, body: memoryview) -> np.ndarray:
+    """The tensor `name` of a .safetensors file, as its header entry `info` describes it."""
+    try:
+        dtype, shape, (start, end) = str(info["dtype"]), list(info["shape"]), info["data_offsets"]
+        count = int(np.prod(shape, dtype=np.int64))
+        start, end = int(start), int(end)
+    except (TypeError, KeyError, ValueError) as error:
+        raise ConversionError(
+            f"{path}: tensor {name}: a header entry without dtype, shape and data_offsets "
+            f"({info!r:.80})"
+        ) from error
+    if dtype not in _SAFETENSORS_DTYPES and dtype != "BF16":
+        raise ConversionError(f"{path}: tensor {name} has unsupported dtype {dtype}")
+    itemsize = 2 if dtype == "BF16" else np.dtype(_SAFETENSORS_DTYPES[dtype]).itemsize
+    if not 0 <= start <= end <= len(body) or end - start != count * itemsize:
+        raise ConversionError(
+            f"{path}: tensor {name} ({dtype} {shape}) needs {count * itemsize} bytes at "
+            f"{start}-{end} of {len(body)}: the file is cut short or its header is damaged"
+        )
+    if dtype == "BF16":
+        raw = np.frombuffer(body[start:end], dtype="<u2").astype(np.uint32) << 16
+        return raw.view(np.float32).reshape(shape)
+    array = np.frombuffer(body[start:end], dtype=np.dtype(_SAFETENSORS_DTYPES[dtype]))
+    return array.reshape(shape)
 
 
 def leaf_layers(model: keras.Model) -> list:

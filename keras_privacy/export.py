@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import zipfile
 from collections.abc import Iterator, Sequence
 from types import ModuleType
 
@@ -47,7 +46,7 @@ import numpy as np
 from keras_privacy import backend
 from keras_privacy.checkpoint import non_finite_variables
 from keras_privacy.cli import refuse_a_file, run_command
-from keras_privacy.files import not_a_keras_archive
+from keras_privacy.files import load_keras_model
 from keras_privacy.methods.trainer import StatelessTrainer
 from keras_privacy.models.layers import NearestUpSampling2D
 from keras_privacy.optional import ONNX_INSTALL, import_optional
@@ -85,17 +84,7 @@ def load_keras_anonymizer(path: str | os.PathLike) -> keras.Model:
         )
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path}: no such anonymizer file (a .keras file)")
-    if os.fspath(path).endswith(".keras") and (problem := not_a_keras_archive(path)):
-        raise ValueError(f"{path}: {problem}")
-    try:
-        model = keras.saving.load_model(os.fspath(path), compile=False)
-    except (ValueError, TypeError) as error:  # TypeError: a class Keras cannot rebuild
-        reason = str(error).strip().splitlines()[0].split(". ")[0].rstrip(".")
-        raise ValueError(f"{path}: not loadable as a Keras anonymizer ({reason})") from error
-    except (OSError, zipfile.BadZipFile) as error:  # a member that does not read back
-        raise ValueError(
-            f"{path}: a damaged .keras archive ({error}): copy it again, or train it again"
-        ) from error
+    model = load_keras_model(path, "Keras anonymizer", "copy it again, or train it again")
     if isinstance(model, StatelessTrainer):
         raise ValueError(
             f"{path}: a saved {type(model).__name__} trainer, not an anonymizer: save its "

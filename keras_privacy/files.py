@@ -131,3 +131,26 @@ def not_a_keras_archive(path: str | os.PathLike) -> str | None:
         f"not a .keras archive ({os.path.getsize(path)} bytes: empty, cut short, or another kind "
         "of file)"
     )
+
+
+def load_keras_model(path: str | os.PathLike, kind: str = "Keras model", remedy: str = ""):
+    """The model saved at `path`, without its compile state. A ValueError names `path` and why
+    it does not load: a `.keras` file that is no zip, a member damaged or missing (`remedy`
+    after it), or a model Keras cannot rebuild as a `kind` (a class it does not know, a
+    Lambda layer, a config that does not parse)."""
+    import keras
+
+    if os.fspath(path).endswith(".keras") and (problem := not_a_keras_archive(path)):
+        raise ValueError(f"{path}: {problem}")
+    try:
+        return keras.saving.load_model(os.fspath(path), compile=False)
+    except (OSError, zipfile.BadZipFile, KeyError) as error:
+        # KeyError: a member the archive lacks ("There is no item named 'config.json' ...").
+        reason = error.args[0] if isinstance(error, KeyError) and error.args else error
+        raise ValueError(
+            f"{path}: a damaged .keras archive ({reason}){f': {remedy}' if remedy else ''}"
+        ) from error
+    except (ValueError, TypeError) as error:  # TypeError: a class Keras cannot rebuild
+        lines = str(error).strip().splitlines() or [type(error).__name__]
+        reason = lines[0].split(". ")[0].rstrip(".")
+        raise ValueError(f"{path}: not loadable as a {kind} ({reason})") from error

@@ -787,7 +787,7 @@ SETTINGS: tuple[Setting, ...] = (
         "SPAct Table 1, supp. C.6; VITA PA-HMDB51-VISPR-exp/utils.py:221-232",
         SPACT,
         "",
-        "no flag: each frame area-averaged down by the factor and bilinearly back up, in front "
+        "each frame area-averaged down by the factor and bilinearly back up, in front "
         "of the target models (`evaluation/baselines.py`, InputDownsample)",
         "ours: area averaging (what a camera's scaler or OpenCV's INTER_AREA does); VITA's "
         "bilinear down-sampling without a filter skips pixels and aliases, leaving sharper "
@@ -805,7 +805,7 @@ SETTINGS: tuple[Setting, ...] = (
         "privacy_training/train_privacy.py:198",
         ("ucf101_vispr_pretrained_targets",),
         "",
-        "no flag: each weight file's own normalisation (ImageNet or Kinetics mean and std, "
+        "each weight file's own normalisation (ImageNet or Kinetics mean and std, "
         "`models/pretrained.py`) in front of the model; --eval_lr=1e-3 as the other targets",
         "ours: the weights see inputs as they were trained on; the authors' [0, 1] inputs "
         "shift every first-layer activation, which fine-tuning must undo",
@@ -2201,7 +2201,7 @@ SETTINGS: tuple[Setting, ...] = (
         "SPAct supp. C.6",
         ("ucf101_vispr", "hmdb_vispr"),
         "",
-        "no flag: OpenCV's HOG people detector and Haar face cascades on 4 keyframes, the "
+        "OpenCV's HOG people detector and Haar face cascades on 4 keyframes, the "
         "union of their boxes on every frame (a PA-HMDB51 or VP test frame takes the boxes of "
         "its frame in its video); --eval_boxes takes a detector's boxes instead",
         "ours: no pretrained detector can be downloaded at run time; HOG misses seated, bent "
@@ -2261,8 +2261,8 @@ SETTINGS: tuple[Setting, ...] = (
         "Meta supp. Tables 1-3, Fig. 1",
         META,
         "",
-        "no flag: report.md's main table gives the first --eval_privacy_model's (ResNet-V1-50) "
-        "cMAP and F1, and a table by architecture each of the ten's",
+        "report.md's main table gives the first --eval_privacy_model's (ResNet-V1-50) "
+        "cMAP and F1, and its table by target architecture a column each for the ten",
         "ours: the report's metrics (cMAP, F1) for each attack model, none combined: compare "
         "with the paper's figure only once its definition (an accuracy, a mean or a maximum "
         "over the ten) is known",

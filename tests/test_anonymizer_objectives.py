@@ -16,8 +16,6 @@ from keras_privacy.methods.spact import SPAct
 from keras_privacy.methods.steps import anonymize_batch, contrastive_views
 from keras_privacy.methods.vita import VITA
 
-pytestmark = pytest.mark.backend_independent  # the methods' loss code is Keras ops
-
 
 def half_identity() -> keras.Model:
     """An f_A without BatchNorm whose output is half its input: it changes the frames (so the

@@ -329,6 +329,8 @@ def test_a_method_specific_flag_at_its_default_or_where_read_is_allowed():
         (["--projection_dim=-5"], "--projection_dim must be at least 1, got -5"),
         (["--projection_hidden=0"], "--projection_hidden must be at least 1, got 0"),
         (["--identity_warmup_epochs=-1"], "--identity_warmup_epochs cannot be negative, got -1"),
+        (["--privacy_weight=-1"], "--privacy_weight cannot be negative, got -1.0 (a negative"),
+        (["--action_weight=-0.5"], "--action_weight cannot be negative, got -0.5 (a negative"),
         (
             ["--eval_warmup_epochs=9", "--eval_action_epochs=20", "--eval_privacy_epochs=8"],
             "--eval_warmup_epochs (9) exceeds --eval_privacy_epochs (8): the target privacy",
@@ -344,6 +346,13 @@ def test_sizes_and_lengths_out_of_their_range_are_named(argv, message):
     # Each would fail inside Keras after the run folder was made, or be silently ignored.
     with pytest.raises(ValueError, match=re.escape(message)):
         parse(*argv).validate()
+
+
+def test_crop_min_side_is_the_action_crops_smallest_side():
+    assert parse("--crop_min_side=0.8").action_augmentation().crop_side == (0.8, 1.0)
+    for bad in ("0", "1.5"):
+        with pytest.raises(ValueError, match=re.escape("--crop_min_side must be in (0, 1], got")):
+            parse(f"--crop_min_side={bad}").validate()
 
 
 SECTIONS = (

@@ -227,6 +227,37 @@ def test_safetensors_and_dataparallel_prefix_are_read(tmp_path):
     np.testing.assert_array_equal(loaded["fc.weight"], tensors["module.fc.weight"])
 
 
+def test_a_safetensors_file_cut_short_or_with_a_damaged_header_is_named(tmp_path):
+    path = tmp_path / "model.safetensors"
+    write_safetensors(path, {"fc.weight": np.ones((4, 3), "float32")})
+    whole = path.read_bytes()
+    (length,) = struct.unpack("<Q", whole[:8])
+
+    def with_header(header) -> bytes:
+        encoded = json.dumps(header).encode()
+        return struct.pack("<Q", len(encoded)) + encoded + whole[8 + length :]
+
+    entry = {"dtype": "F32", "shape": [4, 3], "data_offsets": [0, 48]}
+    cases = [
+        (whole[:-5], "tensor fc.weight (F32 [4, 3]) needs 48 bytes at 0-48 of 43: the file is "),
+        (with_header([entry]), "not a safetensors file (its header is a JSON list, not an "),
+        (
+            with_header({"fc.weight": {"dtype": "F32", "shape": [4, 3]}}),
+            "tensor fc.weight: a header entry without dtype, shape and data_offsets (",
+        ),
+        (with_header({"fc.weight": "F32"}), "tensor fc.weight: a header entry without dtype, "),
+        (
+            with_header({"fc.weight": {**entry, "shape": [5, 3]}}),
+            "tensor fc.weight (F32 [5, 3]) needs 60 bytes at 0-48 of 48: ",
+        ),
+    ]
+    for data, message in cases:
+        path.write_bytes(data)
+        with pytest.raises(ConversionError) as raised:
+            read_state_dict(path)
+        assert str(raised.value).startswith(f"{path}: {message}"), str(raised.value)
+
+
 def small_resnet():
     keras_model = registry.build_image_backbone(
         "resnet18", num_classes=3, widths=WIDTHS, blocks=(1, 1, 1, 1)

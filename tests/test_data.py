@@ -469,6 +469,17 @@ def test_vispr_attribute_vocabulary_written_by_a_spreadsheet_or_by_hand(fixtures
     )
 
 
+def test_an_attribute_vocabulary_without_an_attribute_is_named(fixtures_dir, tmp_path):
+    header = (fixtures_dir / "vispr" / "attributes.tsv").read_text().splitlines()[0]
+    for name, text in (("empty.tsv", ""), ("header.tsv", header + "\n")):
+        path = tmp_path / name
+        path.write_text(text)
+        with pytest.raises(DatasetFormatError) as raised:
+            read_attribute_vocabulary(path)
+        message = "lists no attribute (an empty file, or its header alone)"
+        assert str(raised.value) == f"{path}: {message}"
+
+
 @pytest.mark.parametrize("attributes", ["vispr2", list(VISPR2)])
 def test_vispr2_subset(fixtures_dir, attributes):
     splits = read_vispr(fixtures_dir / "vispr", attributes=attributes)
@@ -592,6 +603,18 @@ def test_a_vispr_list_line_of_more_than_one_path_is_refused(fixtures_dir, tmp_pa
         read_vispr(folder)
     assert str(raised.value) == (
         f"{listed}:1: expected one annotation JSON path, got 'annotations/val2017/val_0.json 1'"
+    )
+
+
+def test_a_vispr_list_line_naming_a_folder_is_refused(fixtures_dir, tmp_path):
+    folder = _vispr_annotations(fixtures_dir, tmp_path, {})
+    listed = folder / "val2017.txt"
+    listed.write_text("annotations/val2017\n")
+    with pytest.raises(DatasetFormatError) as raised:
+        read_vispr(folder)
+    assert str(raised.value) == (
+        f"{listed}:1: 'annotations/val2017' names the folder {folder / 'annotations' / 'val2017'}, "
+        "not an annotation JSON"
     )
 
 

@@ -331,7 +331,7 @@ def test_arrays_start_from_a_finished_runs_models(benchmark, tmp_path, capsys):
     ) in capsys.readouterr().err
     (run / MODEL_FILES["action"]).write_bytes(b"not a zip")
     assert main([*args, "--out", str(tmp_path / "other"), "--models_from", str(run), *flags]) == 2
-    assert f"{run / MODEL_FILES['action']}: not a readable .keras model" in (
+    assert f"{run / MODEL_FILES['action']}: not a .keras archive (9 bytes" in (
         capsys.readouterr().err
     )
     (run / MODEL_FILES["action"]).unlink()

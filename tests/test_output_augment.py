@@ -148,14 +148,19 @@ def test_crop_matches_a_per_pixel_reference_with_the_layers_draws():
         np.testing.assert_allclose(out[i], expected, atol=1e-5)
 
 
-def test_full_crop_keeps_or_mirrors_each_image_and_redraws_per_call():
+def test_full_crop_keeps_or_mirrors_each_image_as_drawn_and_redraws_per_call():
+    """With the whole image kept, each image is itself or its mirror as the call's fourth row
+    of draws says, and every call draws anew (its counter in the draws' key)."""
     layer = RandomResizedCrop(1.0, seed=0)
-    first = keras.ops.convert_to_numpy(layer(IMAGES))
-    for image, result in zip(IMAGES, first):
-        assert np.allclose(result, image, atol=1e-5) or np.allclose(
-            result, image[:, ::-1], atol=1e-5
-        )
-    assert int(layer.calls.numpy()) == 1
+    flips = set()
+    for call in range(4):
+        out = keras.ops.convert_to_numpy(layer(IMAGES))
+        flip = reference_hashed_uniform(0, call, 4 * len(IMAGES)).reshape(4, -1)[3] < 0.5
+        for image, result, mirrored in zip(IMAGES, out, flip, strict=True):
+            np.testing.assert_allclose(result, image[:, ::-1] if mirrored else image, atol=1e-5)
+        flips.add(tuple(flip))
+    assert len(flips) > 1
+    assert int(layer.calls.numpy()) == 4
     assert RandomResizedCrop.from_config(layer.get_config()).get_config() == layer.get_config()
     with pytest.raises(ValueError, match="min_area"):
         RandomResizedCrop(0.0)
@@ -242,6 +247,29 @@ def test_the_augmentations_pass_the_privacy_gradient_to_the_anonymized_frames(au
 
 
 def test_jitter_reaches_the_anonymizer_gradient_and_the_seed_state_is_saved(tmp_path):
+    """L_B's gradient with respect to f_A's weights is taken through the jitter: at the same
+    weights and batch it is not the gradient without the jitter. A trained and reloaded
+    trainer keeps its augmentations' call counters."""
+    from keras_privacy.backend import value_and_gradient
+
+    data = tiny_models.tinted(tiny_models.batch(np.random.default_rng(0)), np.random.default_rng(1))
+    gradients = {}
+    for strength in (0.0, 1.0):
+        trainer = make_trainer(adversary_jitter=strength)
+        tiny_models.deterministic_weights(trainer.anonymizer, 1)
+        tiny_models.deterministic_weights(trainer.privacy_encoder, 3)
+        values = trainer.current_values()
+
+        def privacy_loss(phi, trainer=trainer, values=values):
+            values = {**values, "anonymizer": (phi, values["anonymizer"][1])}
+            _, (first, second), _, _ = trainer._anonymize(values, data, False)
+            return trainer._privacy_term(values, first, second, False)[0]
+
+        _, grads = value_and_gradient(privacy_loss, values["anonymizer"][0])
+        gradients[strength] = np.concatenate([np.ravel(g) for g in grads])
+    assert np.abs(gradients[1.0]).max() > 1e-6
+    assert not np.allclose(gradients[1.0], gradients[0.0], rtol=1e-2, atol=1e-8)
+
     trainer = make_trainer()
     trainer.fit(tiny_models.paired_dataset(2), epochs=1, verbose=0)
     assert np.isfinite(trainer.history.history["anonymizer_privacy_loss"][0])

@@ -1,5 +1,7 @@
 """Starting a model from pretrained weights: partial loads by layer name, with a report."""
 
+import re
+import zipfile
 from pathlib import Path
 
 import keras
@@ -204,6 +206,61 @@ def test_a_damaged_keras_weight_file_is_named(tmp_path):
     assert str(raised.value) == (
         f"{damaged}: a damaged .keras archive (Bad CRC-32 for file 'model.weights.h5')"
     )
+
+
+def rewritten_keras_file(path: Path, out: Path, members: dict) -> Path:
+    """A copy of the `.keras` archive at `path` at `out`, its members replaced by `members`
+    (name: bytes, or None to leave the member out)."""
+    with zipfile.ZipFile(path) as source, zipfile.ZipFile(out, "w") as copy:
+        for name in source.namelist():
+            data = members.get(name, source.read(name))
+            if data is not None:
+                copy.writestr(name, data)
+    return out
+
+
+def test_a_keras_file_that_keras_cannot_rebuild_is_named_with_the_reason(tmp_path):
+    small_r3d(5).save(tmp_path / "source.keras")
+    source = tmp_path / "source.keras"
+    config = zipfile.ZipFile(source).read("config.json").decode()
+    cases = [
+        ("no_config.keras", {"config.json": None}, "a damaged .keras archive (There is no item "),
+        ("bad_json.keras", {"config.json": b"{x"}, "not loadable as a Keras model (Expecting "),
+        (
+            "unknown_class.keras",
+            {"config.json": config.replace('"Functional"', '"NoSuchModel"', 1).encode()},
+            "not loadable as a Keras model (",
+        ),
+    ]
+    for name, members, message in cases:
+        path = rewritten_keras_file(source, tmp_path / name, members)
+        with pytest.raises(WeightsError) as raised:
+            load_pretrained(small_r3d(5), path)
+        assert str(raised.value).startswith(f"{path}: {message}"), str(raised.value)
+    cut = tmp_path / "cut.keras"
+    cut.write_bytes(source.read_bytes()[:100])
+    with pytest.raises(WeightsError, match=f"^{re.escape(str(cut))}: not a .keras archive "):
+        load_pretrained(small_r3d(5), cut)
+
+
+@pytest.mark.parametrize("name", ["diverged.keras", "diverged.weights.h5"])
+def test_weights_that_are_not_finite_are_refused_before_any_is_loaded(tmp_path, name):
+    """A diverged model's file would start a run that stops at its first loss, blaming the
+    learning rates: it is named with its layers, and the model keeps its weights."""
+    source = small_r3d(5)
+    layer = next(layer for layer in source.layers if layer.weights and layer.name != "fc")
+    layer.weights[0].assign(np.full(layer.weights[0].shape, np.nan, "float32"))
+    path = tmp_path / name
+    source.save(path) if name.endswith(".keras") else source.save_weights(path)
+    target = small_r3d(5)
+    before = [np.array(v) for v in target.weights]
+    with pytest.raises(WeightsError, match="non-finite weights .NaN or infinity. in ") as raised:
+        load_pretrained(target, path)
+    # By layer name in a .keras file, by the path Keras saves it under in a .weights.h5 file.
+    named = layer.name if name.endswith(".keras") else "layers/conv3d"
+    assert str(raised.value).startswith(f"{path}: non-finite weights (NaN or infinity) in {named}:")
+    for kept, variable in zip(before, target.weights, strict=True):
+        np.testing.assert_array_equal(np.array(variable), kept)
 
 
 def test_weight_flags_name_a_missing_file_and_a_method_without_f_b(tmp_path):

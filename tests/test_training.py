@@ -31,7 +31,7 @@ from keras_privacy.data.errors import DatasetFormatError
 from keras_privacy.data.examples import Example, Split
 from keras_privacy.evaluation.anonymizations import load_anonymizer
 from keras_privacy.files import LockedError
-from keras_privacy.learning_rates import EpochRates
+from keras_privacy.learning_rates import EpochRates, LinearWarmup
 from keras_privacy.methods.init import IdentityInit
 from keras_privacy.methods.spact import SPAct
 from keras_privacy.methods.trainer import StatelessTrainer
@@ -531,6 +531,26 @@ def test_the_identity_rate_drops_on_a_plateau_only_where_asked(benchmark, tmp_pa
         ExperimentConfig(identity_lr_drop=0.5).validate()
 
 
+def test_without_a_plateau_drop_the_identity_rate_rises_by_step(benchmark, tmp_path):
+    """<identity_warmup_epochs> without <identity_lr_drop>: a schedule of the step, from
+    rate / warmup_steps up to the rate at the warm-up's last step, then the rate; it is
+    saved with the optimizer and read back the same."""
+    config = tiny_config(benchmark, tmp_path, identity_epochs=4, identity_warmup_epochs=2)
+    identity = training.training_phases(config, collections.defaultdict(lambda: None), 4)[0]
+    assert identity.epoch_rates is None
+    optimizer = identity.optimizers()["anonymizer"]
+    schedule = optimizer._learning_rate
+    assert isinstance(schedule, LinearWarmup) and schedule.warmup_steps == 2 * 4
+    rate = config.identity_lr
+    expected = [rate * min(step + 1, 8) / 8 for step in range(11)]
+    assert [float(schedule(step)) for step in range(11)] == pytest.approx(expected)
+    copy = keras.optimizers.deserialize(keras.optimizers.serialize(optimizer))
+    assert [float(copy._learning_rate(step)) for step in (0, 7, 9)] == pytest.approx(
+        [expected[0], expected[7], expected[9]]
+    )
+    assert float(LinearWarmup(rate, 0)(0)) == pytest.approx(rate)  # no warm-up: the rate
+
+
 def test_the_initialisations_rates_drop_on_a_plateau_only_where_asked(benchmark, tmp_path):
     config = tiny_config(
         benchmark, tmp_path, init_lr_drop=10, privacy_backbone="resnet_tiny,resnet_tiny"
@@ -570,6 +590,18 @@ def test_the_initialisations_rates_drop_on_a_plateau_only_where_asked(benchmark,
         ExperimentConfig(init_lr_drop=0.5).validate()
     with pytest.raises(SettingError, match="init_lr_patience"):
         ExperimentConfig(init_lr_patience=-1).validate()
+
+
+def test_meta_recompute_reaches_the_meta_trainer(benchmark, tmp_path):
+    for recompute in (True, False):
+        config = tiny_config(
+            benchmark, tmp_path, method="meta", meta_recompute=recompute, **SUPERVISED
+        )
+        config.validate()
+        models = training.build_models(config, 4, 5)
+        trainer = training.training_phases(config, models, 4)[-1].make_trainer()
+        assert trainer.recompute_anonymizer is recompute
+        assert bool(trainer._anonymizer_blocks) is recompute  # f_A's blocks, to recompute
 
 
 # The rates' plumbing; a rate set per epoch reaches a JAX step in

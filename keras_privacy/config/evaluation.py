@@ -269,7 +269,7 @@ class EvaluationSettings:
         metadata=described(
             "Multi-label actions: f'_T trains with BCE, reported by action cMAP. For P-HVU splits "
             "evaluated from Python (keras_privacy.data.phvu): no command-line action dataset "
-            "has multi-hot labels, so evaluate.py refuses it.",
+            "has multi-hot labels, so train.py and evaluate.py refuse it.",
             "eval",
         ),
     )

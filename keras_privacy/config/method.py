@@ -346,6 +346,12 @@ def validate_method(config: ExperimentConfig) -> None:
     one_of("budget_loss", config.budget_loss, BUDGET_LOSSES)
     if not config.temperature > 0:
         raise SettingError(f"<temperature> must be positive, got {config.temperature}")
+    for name in ("action_weight", "privacy_weight"):
+        if getattr(config, name) < 0:
+            raise SettingError(
+                f"<{name}> cannot be negative, got {getattr(config, name)} (a negative weight "
+                "would train f_A against its own objective)"
+            )
     if config.penalty_weight < 0 or config.penalty_budget < 0:
         raise SettingError("<penalty_weight> and <penalty_budget> cannot be negative")
     if config.method == "penalty" and config.penalty_weight == 0:

@@ -34,6 +34,8 @@ def read_text(path: str | os.PathLike) -> str:
         return Path(path).read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as error:
         raise DatasetFormatError(f"{path}: not UTF-8 text ({error})") from error
+    except OSError as error:  # a folder, or a file this user cannot read
+        raise DatasetFormatError(f"{path}: not readable ({error.strerror or error})") from error
 
 
 def read_json(path: str | os.PathLike, unique_keys: bool = False) -> object:

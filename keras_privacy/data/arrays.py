@@ -17,7 +17,6 @@ reference losses and on a GPU to compare with them.
 from __future__ import annotations
 
 import json
-import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,6 +24,7 @@ import keras
 import numpy as np
 
 from keras_privacy.data.frames import frames_as_uint8
+from keras_privacy.files import load_keras_model
 from keras_privacy.spelling import SettingError
 
 if TYPE_CHECKING:
@@ -103,9 +103,9 @@ def _start_from(model: keras.Model, path: Path) -> None:
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no trained model to start from")
     try:
-        saved = keras.saving.load_model(path, compile=False)
-    except (OSError, ValueError, zipfile.BadZipFile) as error:
-        raise SettingError(f"{path}: not a readable .keras model ({error})") from error
+        saved = load_keras_model(path)
+    except ValueError as error:
+        raise SettingError(str(error)) from error
     shapes = [tuple(weight.shape) for weight in model.weights]
     if [tuple(weight.shape) for weight in saved.weights] != shapes:
         raise SettingError(

@@ -63,6 +63,8 @@ def read_attribute_vocabulary(path: str | os.PathLike) -> list[str]:
                 f"{ids[fields[1]]})"
             )
         ids[fields[1]] = number
+    if not ids:
+        raise DatasetFormatError(f"{path}: lists no attribute (an empty file, or its header alone)")
     return list(ids)
 
 
@@ -127,6 +129,11 @@ def read_vispr(
                 )
             listed.check(line, f"{list_path}:{number}")
             json_path = _find(line, annotations_dir, root)
+            if json_path is not None and Path(json_path).is_dir():
+                raise DatasetFormatError(
+                    f"{list_path}:{number}: {line!r} names the folder {json_path}, not an "
+                    "annotation JSON"
+                )
             if json_path is None and root:
                 missing.append(
                     f"{annotations_dir / line}: annotation JSON not found, image skipped"

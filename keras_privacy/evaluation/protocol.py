@@ -64,7 +64,6 @@ import dataclasses
 import json
 import logging
 import operator
-import zipfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -106,7 +105,7 @@ from keras_privacy.evaluation.targets import (
     train_privacy_target,
     with_anonymizer,
 )
-from keras_privacy.files import not_a_keras_archive, save_atomically
+from keras_privacy.files import load_keras_model, save_atomically
 from keras_privacy.spelling import spell
 
 __all__ = [
@@ -459,12 +458,10 @@ def _raw_attacker(
             raise ValueError(
                 f"{path} was trained with other settings (its {', '.join(differ)} differ): {remedy}"
             )
-        if problem := not_a_keras_archive(path):
-            raise ValueError(f"{path}: {problem}: {remedy}")
         try:
-            return keras.saving.load_model(path, compile=False), record
-        except (OSError, ValueError, zipfile.BadZipFile) as error:
-            raise ValueError(f"{path}: not a readable Keras model ({error}): {remedy}") from error
+            return load_keras_model(path), record
+        except ValueError as error:
+            raise ValueError(f"{error}: {remedy}") from error
     test_epochs = privacy_test_epochs(config, source.privacy_test, names)
     model = train_privacy_target(
         config, source.privacy_train, len(names), None, model_name, test_epochs

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import zipfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -33,6 +32,7 @@ import keras
 import numpy as np
 
 from keras_privacy import convert
+from keras_privacy.files import load_keras_model
 from keras_privacy.models.layers import InputNormalization
 
 NORMALIZATIONS: dict[str, tuple[tuple[float, ...], tuple[float, ...]] | None] = {
@@ -104,9 +104,9 @@ def load_pretrained(
         source = _torch_arrays(model, path, arch)
     elif path.suffix == ".keras":
         try:
-            saved = keras.saving.load_model(path, compile=False)
-        except (OSError, zipfile.BadZipFile) as error:  # a member that does not read back
-            raise WeightsError(f"{path}: a damaged .keras archive ({error})") from error
+            saved = load_keras_model(path)
+        except ValueError as error:
+            raise WeightsError(str(error)) from error
         source = {
             name: [np.asarray(v) for v in layer.weights]
             for name, layer in _leaf_layers(saved).items()
@@ -135,10 +135,31 @@ def load_pretrained(
     hint = f"the file's layers: {', '.join(list(source)[:8])}{', ...' if len(source) > 8 else ''}"
     report = _report(path, model, list(targets), list(source), loaded, mismatched, hint)
     _require_more_than_heads(path, model, [targets[name] for name in loaded], hint)
+    _require_finite(path, {name: _values(source[name]) for name in loaded})
     for variable, array in assignments:
         variable.assign(np.asarray(array).astype(variable.dtype))
     report.normalization = normalization
     return report
+
+
+def _require_finite(path: Path, arrays: dict[str, list]) -> None:
+    """Raise WeightsError naming the layers whose arrays (by layer) hold a NaN or an infinity:
+    the weights of a diverged model, which would stop the run at its first loss with a
+    misleading remedy. Checked before anything is assigned."""
+    bad = [
+        name
+        for name, values in arrays.items()
+        if any(
+            np.issubdtype(np.asarray(a).dtype, np.floating) and not np.isfinite(a).all()
+            for a in values
+        )
+    ]
+    if bad:
+        more = f", ... {len(bad) - 3} more" if len(bad) > 3 else ""
+        raise WeightsError(
+            f"{path}: non-finite weights (NaN or infinity) in {', '.join(bad[:3])}{more}: the "
+            "weights of a diverged model; give another file"
+        )
 
 
 def _require_more_than_heads(
@@ -305,6 +326,7 @@ def _load_h5(model: keras.Model, path: Path) -> LoadReport:
         report = _report(
             path, model, list(own_layers), list(source_layers), loaded, mismatched, hint
         )
+        _require_finite(path, {layer: [source[k] for k in own_layers[layer]] for layer in loaded})
         import h5py
 
         with h5py.File(own_path, "r+") as file:
