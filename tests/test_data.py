@@ -857,6 +857,13 @@ def test_vp_labels_csv_and_json_agree(tmp_path):
         ("a.json", '{"v.avi": {"face": 1}}', ": video 'v.avi'"),
         ("a.json", "[1, 2]", ":"),
         ("a.json", '{"v.avi": [1, 0, 1, 0, 0], "v.avi": [0, 0, 0, 0, 0]}', ": 'v.avi' given twice"),
+        ("a.json", '{" ": [1, 0, 1, 0, 0]}', ": video ' ': no video name"),
+        ("a.csv", "video,face,skin_color,gender,nudity,relationship\n,1,0,1,0,0\n", ":2: no video"),
+        (
+            "a.csv",
+            "video,face,face,skin_color,gender,nudity,relationship\nv.avi,1,0,0,1,0,0\n",
+            ":1: the header names column(s) ['face'] twice",
+        ),
     ],
 )
 def test_vp_labels_malformed_names_file(tmp_path, name, content, where):
@@ -864,6 +871,17 @@ def test_vp_labels_malformed_names_file(tmp_path, name, content, where):
     path.write_text(content)
     with pytest.raises(DatasetFormatError, match=re.escape(f"{path}{where}")):
         read_vp_labels(path)
+
+
+def test_vp_labels_json_keys_neither_read_nor_vps_are_named(tmp_path, caplog):
+    path = tmp_path / "a.json"
+    record = dict(zip(VP_ATTRIBUTES, (1, 0, 1, 0, 0)), hair=1)
+    path.write_text(json.dumps({"v.avi": record}))
+    with caplog.at_level("WARNING"):
+        assert read_vp_labels(path, ["face", "gender"]) == {"v.avi": (1, 1)}
+    assert f"{path}: ignoring the keys 'hair', which are neither the attributes read" in (
+        caplog.text
+    )
 
 
 @pytest.mark.parametrize("name", ["a.csv", "a.json"])

@@ -104,6 +104,9 @@ def _read_csv(
             f"{path}:1: expected a header 'video,<attr>,...' with columns {list(names)}, "
             f"missing {absent or ['video']}"
         )
+    repeated = sorted({name for name in names if header.count(name) > 1})
+    if repeated:
+        raise DatasetFormatError(f"{path}:1: the header names column(s) {repeated} twice")
     columns = [header.index(name) for name in names]
     labels = {}
     for where, row in _data_rows(path, rows):
@@ -159,6 +162,8 @@ def _data_rows(path: Path, rows: list[list[str]]) -> Iterator[tuple[str, list[st
 def _add_once(labels: dict, video: str, values: tuple[int, ...], where: str) -> None:
     """`labels[video] = values`; a video listed again is a format error at `where`."""
     video = video.strip()
+    if not video:
+        raise DatasetFormatError(f"{where}: no video name")
     if video in labels:
         raise DatasetFormatError(f"{where}: video {video!r} listed twice")
     labels[video] = values
@@ -173,20 +178,29 @@ def _read_json(
     labels = {}
     if any(isinstance(record, list) for record in records.values()):
         _warn_list_order(path, list_columns.order)
+    unknown = set()
     for video, record in records.items():
         where = f"{path}: video {video!r}"
         if isinstance(record, dict):
             absent = [name for name in names if name not in record]
             if absent:
                 raise DatasetFormatError(f"{where}: missing attribute(s) {absent}")
-            labels[video] = tuple(_binary(record[name], where) for name in names)
+            unknown |= set(record) - set(list_columns.order) - set(VP_ATTRIBUTES)
+            _add_once(labels, video, tuple(_binary(record[name], where) for name in names), where)
         elif isinstance(record, list) and len(record) == len(list_columns.order):
-            labels[video] = list_columns.pick(record, where)
+            _add_once(labels, video, list_columns.pick(record, where), where)
         else:
             raise DatasetFormatError(
                 f"{where}: expected an object of attributes or a list of "
                 f"{len(list_columns.order)} labels (the list order {list(list_columns.order)})"
             )
+    if unknown:
+        logging.warning(
+            "%s: ignoring the keys %s, which are neither the attributes read (%s) nor VP's",
+            path,
+            ", ".join(sorted(map(repr, unknown))),
+            ", ".join(names),
+        )
     return labels
 
 
