@@ -154,9 +154,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "spact",
         "random erase",
-        "p = 0.25 per clip: a black rectangle, each side 9-18 px of 112, its corner anywhere in "
-        "the frame",
-        _S_ANON + "dl_ft_nov.py:50, 118-119, 133-134, 191, 196-197",
+        "p = 0.25 per clip: a black rectangle, each side 9-18 px of the loaders' 128 (reso_h, "
+        "reso_w of parameters_BL.py), its corner anywhere in the frame",
+        _S_ANON + "dl_ft_nov.py:10, 50, 118-119, 133-134, 191, 196-197; parameters_BL.py:21-22",
         SPACT,
         "erase_probability",
         "0.25",
@@ -258,13 +258,19 @@ SETTINGS: tuple[Setting, ...] = (
         "not stated for the main results (supp. D.2 adds Kinetics-400 starts for target models "
         "only); the authors' code: --kin_pretrained off by default, so the minimax loads their "
         "f_T initialisation's model_50 into an R3D-18 built without weights (that run's start "
-        "is not released), not torchvision's Kinetics-400 weights",
-        "SPAct supp. C.4, D.2; " + _S_ANON + "train_ssl_minimax2.py:393-396, 603; "
-        "model.py:105-106, 137-138",
+        "is not released), not torchvision's Kinetics-400 weights; but the sbatch line left at "
+        "the file's top passes --kin_pretrained (f_T from torchvision's Kinetics-400 R3D-18, "
+        "layer4's first and shortcut convolutions rebuilt at random, a new head, no f_T "
+        "initialisation), beside a commented-out tenth of the rates for it",
+        "SPAct supp. C.4, D.2; " + _S_ANON + "train_ssl_minimax2.py:2, 393-396, 407-410, 603; "
+        "model.py:105-111, 134-138",
         SPACT,
         "action_weights",
         "",
-        "same as the authors' default: random weights (no file), then the f_T initialisation",
+        "same as the authors' default: random weights (no file), then the f_T initialisation; "
+        "their launch line's Kinetics-400 start is --action_weights with a converted "
+        "torchvision R3D-18 (`convert --arch r3d_18`) and --action_init_epochs=0, a stronger "
+        "f_T under f_A than ours if that is how the tables were run",
     ),
     Setting(
         "spact",
@@ -351,8 +357,9 @@ SETTINGS: tuple[Setting, ...] = (
         "identity_epochs",
         "100",
         "same as the paper; the f_A the authors' minimax loads is the checkpoint their identity "
-        "run saved at epoch 20, its best validation loss by then (recon1/"
-        "model_20_bestAcc_0.0100.pth; train_recon.py:259-266 names the files by epoch)",
+        "run saved at epoch 20, its lowest loss by then in the pass the script calls validation, "
+        "which reads the training loader, not the test one it builds (recon1/"
+        "model_20_bestAcc_0.0100.pth; train_recon.py:251-266)",
     ),
     Setting(
         "spact",
@@ -778,6 +785,20 @@ SETTINGS: tuple[Setting, ...] = (
         "epoch's for action top-1 and for the attacker's cMAP alike, so the authors' figures "
         "may stand above ours by that margin on both axes; --eval_action_test_epochs and "
         "--eval_privacy_test_epochs make that choice, for comparison with their tables",
+    ),
+    Setting(
+        "spact",
+        "anonymizer checkpoint evaluated",
+        "not stated; the authors' minimax saves f_A, f_B and f_T every 3rd epoch and its latest "
+        "epoch, and tests f_T(f_A) on UCF101's testlist01 at the epochs of its val_array (every "
+        "epoch from 50), printing the accuracy: the tables' checkpoint may have been chosen by "
+        "it",
+        _S_ANON + "train_ssl_minimax2.py:450, 477-551, 556-575",
+        SPACT,
+        "",
+        "the minimax's last weights",
+        "ours: one anonymizer, the last; nothing is chosen on test scores, so an f_A the "
+        "authors chose by its test accuracy would stand above ours on the action axis",
     ),
     Setting(
         "spact",

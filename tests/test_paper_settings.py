@@ -23,6 +23,7 @@ WITHOUT_FLAG = {
     ("vita", "weight decay"),
     ("penalty", "target models' reported score"),
     ("spact", "target models' reported score"),
+    ("spact", "anonymizer checkpoint evaluated"),
     ("spact", "down-sampling baselines"),
     ("spact", "pretrained target models' input"),
     ("meta", "privacy figure reported"),

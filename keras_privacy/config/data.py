@@ -154,7 +154,7 @@ class DataSettings:
             "brightness, contrast, saturation +-0.2 and hue +-0.05 on 80 % of them; erase 2-20 "
             "% of the frame in a random colour) | spact (SPAct's loaders: each op on its own "
             "12.5-15 % at +-0.1, contrast to each frame's mean, a gamma on grayscale ones; a "
-            "black rectangle of 9-18 px sides at 112, never on a flipped clip) | penalty (the "
+            "black rectangle of 9-18 px sides at 128, never on a flipped clip) | penalty (the "
             "penalty authors' loaders: spact's colour; on clips a crop keeping the frame's "
             "aspect and two black rectangles of 1/6-1/3 of a 240-px-high video's height and "
             "width in pixels at 224 (40-79 x 53-105 px for 4:3), each with probability "

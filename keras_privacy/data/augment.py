@@ -109,7 +109,7 @@ SUPERVISED_SPACT_CODE = dataclasses.replace(
     jitter_each=(0.15, 0.125, 0.15, 0.15),
     gamma=(0.85, 1.15),
     gamma_probability=0.75,
-    erase_side=(9 / 112, 19 / 112),
+    erase_side=(9 / 128, 19 / 128),
     erase_fill=0.0,
     erase_spares_flipped=True,
 )
@@ -117,9 +117,9 @@ SUPERVISED_SPACT_CODE = dataclasses.replace(
 dl_ft_nov.py:117-133, 177-197; dl_vispr.py the same; the penalty code's ucf101_dl.py has the
 same colour and erases more): contrast on 12.5 % of clips (towards each frame's mean
 luminance, as their per-frame PIL ops), hue, saturation and brightness each on 15 %, factors
-in [0.9, 1.1] (hue +-0.05), 10 % grayscale, and a gamma in [0.85, 1.15]
-on 3/4 of those; the erased rectangle black, each side 9-18 px of 112, its corner anywhere in
-the frame, never on a flipped clip (the erase reads the flip's draw, dl_ft_nov.py:191, 196;
+in [0.9, 1.1] (hue +-0.05), 10 % grayscale, and a gamma in [0.85, 1.15] on 3/4 of those; the
+erased rectangle black, each side 9-18 px of their 128 (parameters_BL.py), its corner anywhere
+in the frame, never on a flipped clip (the erase reads the flip's draw, dl_ft_nov.py:191, 196;
 dl_vispr.py:150, 155). The clips' crop is square (dl_ft_nov.py:174); for images see
 SPACT_CODE_IMAGES."""
 
