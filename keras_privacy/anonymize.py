@@ -274,7 +274,9 @@ def summary_line(output: str | os.PathLike, stats: StreamStats) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """CLI: anonymize one video or a folder of videos; 1 if any video failed."""
+    """CLI: anonymize one video, a folder of videos or a live source. Returns 0; 1 when a
+    video failed, a live source stalled or an input or setting was refused; 130 when
+    interrupted (Ctrl-C, SIGTERM); argparse exits with 2 on arguments it cannot parse."""
     parser = argparse.ArgumentParser(
         prog="python -m keras_privacy.anonymize",
         description=__doc__,

@@ -1,4 +1,5 @@
-"""Writing a file so that no reader, and no crash, ever sees a part of it."""
+"""Files written so that no reader, and no crash, ever sees a part of one; `.keras` archives
+read with what is wrong with them named."""
 
 from __future__ import annotations
 
@@ -14,6 +15,10 @@ import uuid
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import keras
 
 _HOST = re.sub(r"[^A-Za-z0-9_.-]", "_", socket.gethostname())
 
@@ -133,7 +138,9 @@ def not_a_keras_archive(path: str | os.PathLike) -> str | None:
     )
 
 
-def load_keras_model(path: str | os.PathLike, kind: str = "Keras model", remedy: str = ""):
+def load_keras_model(
+    path: str | os.PathLike, kind: str = "Keras model", remedy: str = ""
+) -> keras.Model:
     """The model saved at `path`, without its compile state. A ValueError names `path` and why
     it does not load: a `.keras` file that is no zip, a member damaged or missing (`remedy`
     after it), or a model Keras cannot rebuild as a `kind` (a class it does not know, a

@@ -401,6 +401,20 @@ def test_moco_queue_and_momentum_encoder_update_as_specified():
     np.testing.assert_array_equal(new_queue[2:5], queue[2:5])
 
 
+def test_moco_queue_starts_from_the_runs_seed():
+    """The run's seed (SPAct's augment_seed, which train.py gives --seed) draws MoCo's initial
+    queue of unit vectors, as it draws the rest of a run's randomness."""
+    queues = [
+        np.asarray(
+            make_trainer(ssl_adversary="moco", moco_queue_size=16, augment_seed=seed).momentum.queue
+        )
+        for seed in (0, 0, 1)
+    ]
+    np.testing.assert_allclose(np.linalg.norm(queues[0], axis=1), 1.0, rtol=1e-5)
+    np.testing.assert_array_equal(queues[0], queues[1])
+    assert not np.allclose(queues[0], queues[2])
+
+
 def test_moco_anonymizer_update_leaves_the_momentum_state_alone():
     trainer = make_trainer(AnonymizerHalfOnly, ssl_adversary="moco", moco_queue_size=16)
     before = snapshot(trainer.momentum)

@@ -107,7 +107,7 @@ def read_vispr(
     `annotations_dir`, then under `root`. An image is positive for an attribute its `labels`
     list. A JSON not on disk is listed in `Split.missing`. Without `root` (counting the lists,
     as `stats` does) its image is still returned with `privacy=()` (unknown), at the
-    conventional path `images/<subset>/<id>.jpg`. With `root`, images are `root/<image_path>`,
+    conventional path `images/<subset>2017/<id>.jpg`. With `root`, images are `root/<image_path>`,
     and an image without its JSON or not on disk is listed in `missing` instead of returned,
     so every example of a split read with a root has its labels.
     A malformed JSON, an attribute id not in attributes.tsv, or a JSON listed twice (in one

@@ -352,7 +352,9 @@ class Report:
         return "Boxes of the baselines:\n\n" + "\n".join(lines) if lines else ""
 
     def _evaluation_note(self) -> str:
-        """The protocol, datasets and attributes of the results ('' when not recorded)."""
+        """How the results were obtained ('' when not recorded): the protocol, datasets and
+        attributes, the F1 threshold, the test epochs, the files lost or cut short, and the
+        machine and library versions."""
         if not self._evaluation:
             return ""
         record = self._evaluation

@@ -490,7 +490,7 @@ class MetaGeneralization(StatelessTrainer):
         }
 
     @classmethod
-    def from_config(cls, config: dict):
+    def from_config(cls, config: dict) -> MetaGeneralization:
         return cls(**deserialize_models(config, "anonymizer", "action_model", "attack_models"))
 
 

@@ -117,5 +117,5 @@ class MomentumQueue(keras.Model):
         }
 
     @classmethod
-    def from_config(cls, config: dict):
+    def from_config(cls, config: dict) -> MomentumQueue:
         return cls(**deserialize_models(config, "encoder"))

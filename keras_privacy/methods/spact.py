@@ -187,7 +187,7 @@ class SPAct(StatelessTrainer):
         adversary_crop: smallest area of the random resized crop of f_A's outputs before an
             image adversary (`output_augment.RandomResizedCrop`; 0 turns it off); on, both
             sides of a pair are augmentations of one anonymized image.
-        augment_seed: seed of those augmentations' random draws.
+        augment_seed: seed of those augmentations' random draws and of MoCo's initial queue.
         contrastive_views: the positive pairs of an image adversary: "images" (the authors'),
             "frames" or "both" (see the module docstring); `spatiotemporal` uses clips.
     """
@@ -313,7 +313,11 @@ class SPAct(StatelessTrainer):
             )
         if ssl_adversary == "moco":
             self.momentum = MomentumQueue(
-                self.privacy_encoder, moco_queue_size, moco_momentum, name="momentum_queue"
+                self.privacy_encoder,
+                moco_queue_size,
+                moco_momentum,
+                seed=augment_seed + 2,
+                name="momentum_queue",
             )
 
     def groups(self) -> dict[str, keras.Model]:
@@ -543,5 +547,5 @@ class SPAct(StatelessTrainer):
         }
 
     @classmethod
-    def from_config(cls, config: dict):
+    def from_config(cls, config: dict) -> SPAct:
         return cls(**deserialize_models(config, "anonymizer", "action_model", "privacy_encoder"))

@@ -549,7 +549,7 @@ class VITA(StatelessTrainer):
         }
 
     @classmethod
-    def from_config(cls, config: dict):
+    def from_config(cls, config: dict) -> VITA:
         return cls(**deserialize_models(config, "anonymizer", "action_model", "budget_models"))
 
 

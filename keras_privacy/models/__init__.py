@@ -30,7 +30,6 @@ from keras_privacy.models.resnet import (
     privacy_encoder,
     projection_head,
     resnet,
-    resnet50_encoder,
 )
 from keras_privacy.models.unet import apply_per_frame, downsampling_factor, unet
 from keras_privacy.models.unetpp import unet_plus_plus
@@ -61,7 +60,6 @@ __all__ = [
     "r3d_18_spact",
     "r3d_50",
     "resnet",
-    "resnet50_encoder",
     "resnet_v2",
     "unet",
     "unet_plus_plus",

@@ -107,16 +107,6 @@ def resnet(
     return keras.Model(inputs, x, name=name)
 
 
-def resnet50_encoder(
-    widths: Sequence[int] = (64, 128, 256, 512),
-    blocks: Sequence[int] = (3, 4, 6, 3),
-    input_shape: tuple = (None, None, 3),
-    name: str = "resnet50",
-) -> keras.Model:
-    """ResNet-50 without classifier: images -> 2048 pooled features (at default widths)."""
-    return resnet(blocks, widths, bottleneck=True, input_shape=input_shape, name=name)
-
-
 def projection_head(
     input_dim: int, hidden: int = 2048, output: int = 128, name: str = "projection_head"
 ) -> keras.Model:
