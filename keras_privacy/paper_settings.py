@@ -180,7 +180,9 @@ SETTINGS: tuple[Setting, ...] = (
         "draws: the same map here, to 1.5e-6, where every op is linear and keeps the grey "
         "axis; their rounding to bytes and clipping after each op is what the order changes); "
         "as theirs, contrast pulls each frame to its own mean luminance (theirs rounded to a "
-        "whole grey level)",
+        "whole grey level); the hue turns the IQ plane of YIQ, one linear map with the rest, "
+        "where theirs is torchvision's shift of the HSV hue, which is not linear: at their "
+        "+-0.05 of a turn the two differ little",
     ),
     Setting(
         "spact",
@@ -894,10 +896,70 @@ SETTINGS: tuple[Setting, ...] = (
         VITA,
         "anonymizer",
         "vita",
-        "same function: theirs reads frames in 0..255 and writes (tanh + 1) * 127.5, ours "
+        "same function: theirs reads frames in 0..255 in the minimax (its pre-training divides "
+        "them by 255, pretrain_fd.py:124) and writes (tanh + 1) * 127.5, ours "
         "reads and writes [0, 1], its first instance normalisation's epsilon 1e-3 / 255^2 so "
         "that it normalises as theirs does (before 2026-12-06 1e-3, 255^2 times theirs "
         "against the first convolution's variance: it damped dark and low-contrast frames)",
+    ),
+    Setting(
+        "vita",
+        "f_d random start",
+        "not stated; the authors' code: every convolution's weights from a truncated normal of "
+        "standard deviation 0.1 (seed 1)",
+        "VITA modules/degradNet.py:3, 66",
+        VITA,
+        "",
+        "Keras' defaults (Glorot-uniform kernels, zero biases)",
+        "ours: the identity initialisation trains f_d from either start before the minimax "
+        "(theirs as ours)",
+    ),
+    Setting(
+        "vita",
+        "HMDB51 action split",
+        "not stated; the authors' records: PA-HMDB51's privacy split, whose test list is the "
+        "PA-HMDB51 videos (506 names) and whose training list is every other HMDB51 video "
+        "(about 6,260); f_T's threshold is checked, and eval_fT.py's accuracy taken, on those "
+        "test videos",
+        "VITA data-preparation/HMDB51/convert2records.py:77-83; data-preparation/PA_HMDB51/"
+        "privacy_split/privacy_train_test_split.py:20-39; VITA utils.py:140-141, 153-160; "
+        "adversarial_training/eval/eval_fT.py:53-55",
+        ("hmdb_vispr_vita",),
+        "action_split",
+        "1",
+        "ours: HMDB51's official split 1 (about 3,570 training videos, every 10th held out for "
+        "f_T's checks) and its test list, SPAct's protocol, with which SPAct supp. C.6 "
+        "evaluated VITA; the authors' f_T trains on about 1.75 times the videos and is tested "
+        "on others, so their accuracies do not compare with ours",
+    ),
+    Setting(
+        "vita",
+        "clips",
+        "not stated; the authors' records: every run of 16 consecutive frames (no skip) of "
+        "each video, each frame resized to 160 x 120 (bicubic), the centre 112 x 112 cut from "
+        "it (0.93 of the height, 0.7 of the width), no other resize",
+        "VITA data-preparation/HMDB51/VideoReader.py:40-65; convert2records.py:78; VITA "
+        "input_data.py:26-30",
+        VITA,
+        "clip_stride",
+        "2",
+        "ours: the SPAct config's clips (SPAct supp. C.6 ran VITA with SPAct's data): a frame "
+        "skip of 2 (about 1 s of video where theirs cover 0.5 s), one random clip of each "
+        "video a pass (theirs every clip, so a long video weighs more), square crops of frames "
+        "at a 128-px short side resized to 112",
+    ),
+    Setting(
+        "vita",
+        "action metric",
+        "not stated; the authors' eval_fT.py: the clip-level accuracy of the adversarially "
+        "trained f_T over every 16-frame clip of the test videos",
+        "VITA adversarial_training/eval/eval_fT.py:50-55, 84-92",
+        VITA,
+        "eval_clips",
+        "10",
+        "ours: SPAct's video-level top-1 of a fresh f'_T over 10 clips of each test video "
+        "(SPAct supp. C.6's protocol); a clip-level accuracy stands below a video-level one "
+        "of the same model",
     ),
     Setting(
         "vita",
@@ -1344,7 +1406,7 @@ SETTINGS: tuple[Setting, ...] = (
         "supervised_augmentation",
         "penalty",
         "same kinds, rates and ranges, contrast to each frame's mean luminance (the SPAct "
-        "row's note on the order of the ops holds)",
+        "row's notes on the order of the ops and on the hue hold)",
     ),
     Setting(
         "penalty",
@@ -1437,8 +1499,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "penalty",
         "f_A identity data",
-        "not stated; the authors' code: VISPR's training images and 1 % of UCF101's training "
-        "frames, shuffled together, 32 images a batch, as SPAct's",
+        "not stated; the authors' code: VISPR's training images and the first 1 % of a glob "
+        "listing of UCF101's training frames (not a random 1 %: the frames of the folders "
+        "listed first; UCF101's for the HMDB51 runs too), shuffled together, 32 images a "
+        "batch, as SPAct's",
         _PEN + "fa_pretraining/reconstruction_dl.py:17-42; parameters.py:10; "
         "train_reconstruction.py:137-138",
         PENALTY,
@@ -1446,6 +1510,29 @@ SETTINGS: tuple[Setting, ...] = (
         "each batch: two frames of each clip and the two views of each image of the minimax's "
         "batches",
         "our choice, as in the SPAct table",
+    ),
+    Setting(
+        "penalty",
+        "f_A identity checkpoint",
+        "not stated; the authors' identity run keeps the checkpoint of the lowest loss on the "
+        "test split (VISPR's test images and all of UCF101's test frames); their minimax loads "
+        "a file named by hand (fa_recon.pth)",
+        _PEN + "fa_pretraining/train_reconstruction.py:182-199; "
+        "anonymization_training/params_anonymization.py:11",
+        PENALTY,
+        "",
+        "the last identity epoch's f_A",
+        "ours: nothing is chosen on the test split",
+    ),
+    Setting(
+        "penalty",
+        "target action model precision",
+        "not stated; the authors' f'_T trains under float16 autocast with a gradient scaler",
+        _PEN + "action_training/train_anonymized_action.py:8, 66-76, 198",
+        PENALTY,
+        "",
+        "float32, as every target model",
+        "ours: float32 (the same loss, without float16's rounding)",
     ),
     Setting(
         "penalty", "anonymizer epochs", "100", "Penalty Sec. 4.2", PENALTY, "minimax_epochs", "100"
@@ -1862,9 +1949,10 @@ SETTINGS: tuple[Setting, ...] = (
         "eval_action_crop",
         "0.8",
         "same as the paper (its aspect kept as the training crops' is, "
-        "--supervised_augmentation=penalty); the authors' test loader swaps height and width "
-        "(ucf101_dl.py:285 against :93): its 256 x 192 centre crop of a 240 x 320 frame pads "
-        "the height with black and keeps 0.6 of the width, a slip we do not copy",
+        "--supervised_augmentation=penalty); the authors' test loaders swap height and width "
+        "(ucf101_dl.py:285 against :93; hmdb51_dl.py:311, 447): its 256 x 192 centre crop of "
+        "a 240 x 320 frame pads the height with black and keeps 0.6 of the width, a slip we do "
+        "not copy",
     ),
     Setting(
         "penalty",
