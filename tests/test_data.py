@@ -595,27 +595,29 @@ def test_a_vispr_image_listed_twice_is_refused_with_both_lines(fixtures_dir, tmp
     )
 
 
-def test_a_vispr_list_line_of_more_than_one_path_is_refused(fixtures_dir, tmp_path):
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        (
+            "annotations/val2017/val_0.json 1",
+            "expected one annotation JSON path, got 'annotations/val2017/val_0.json 1'",
+        ),
+        (
+            "annotations/val2017",
+            "'annotations/val2017' names the folder {folder}, not an annotation JSON",
+        ),
+    ],
+)
+def test_a_vispr_list_line_that_names_no_annotation_json_is_refused(
+    fixtures_dir, tmp_path, line, message
+):
     folder = _vispr_annotations(fixtures_dir, tmp_path, {})
     listed = folder / "val2017.txt"
-    listed.write_text("annotations/val2017/val_0.json 1\n")
+    listed.write_text(line + "\n")
     with pytest.raises(DatasetFormatError) as raised:
         read_vispr(folder)
-    assert str(raised.value) == (
-        f"{listed}:1: expected one annotation JSON path, got 'annotations/val2017/val_0.json 1'"
-    )
-
-
-def test_a_vispr_list_line_naming_a_folder_is_refused(fixtures_dir, tmp_path):
-    folder = _vispr_annotations(fixtures_dir, tmp_path, {})
-    listed = folder / "val2017.txt"
-    listed.write_text("annotations/val2017\n")
-    with pytest.raises(DatasetFormatError) as raised:
-        read_vispr(folder)
-    assert str(raised.value) == (
-        f"{listed}:1: 'annotations/val2017' names the folder {folder / 'annotations' / 'val2017'}, "
-        "not an annotation JSON"
-    )
+    expected = message.format(folder=folder / "annotations" / "val2017")
+    assert str(raised.value) == f"{listed}:1: {expected}"
 
 
 def test_a_cache_never_holds_an_example_without_its_privacy_labels(tmp_path):
