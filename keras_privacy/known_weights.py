@@ -57,15 +57,26 @@ KNOWN_WEIGHTS: tuple[KnownWeights, ...] = (
         PENALTY,
     ),
     KnownWeights(
-        "weights/r3d_18_kinetics400.keras",
-        "f'_T: torchvision's Kinetics-400 R3D-18 (a new head is built); normalises by "
-        "Kinetics-400's mean / std",
-        f"torchvision video.r3d_18 KINETICS400_V1 ({_TORCHVISION}r3d_18-b3b3357e.pth); SPAct "
-        "supp. D.3, Table 3",
-        "python -m keras_privacy.convert r3d_18-b3b3357e.pth --arch r3d_18 --normalization "
-        "kinetics400 --out weights/r3d_18_kinetics400.keras",
+        "weights/r2plus1d_18_kinetics400.keras",
+        "f'_T: torchvision's Kinetics-400 R(2+1)D-18 (`--eval_action_model=r2plus1d_18`, a new "
+        "head is built); normalises by Kinetics-400's mean / std",
+        f"torchvision video.r2plus1d_18 KINETICS400_V1 ({_TORCHVISION}r2plus1d_18-91a641e6.pth); "
+        "SPAct supp. D.2, Table 3's Kinetics-400 column, and D.4, Table 6",
+        "python -m keras_privacy.convert r2plus1d_18-91a641e6.pth --arch r2plus1d_18 "
+        "--normalization kinetics400 --out weights/r2plus1d_18_kinetics400.keras",
         ("eval_action_weights",),
         PRETRAINED_TARGETS,
+    ),
+    KnownWeights(
+        "weights/r3d_18_kinetics400.keras",
+        "f_T: torchvision's Kinetics-400 R3D-18 (into `r3d_18_spact` or `r3d_18`, a new head "
+        "is built); normalises by Kinetics-400's mean / std",
+        f"torchvision video.r3d_18 KINETICS400_V1 ({_TORCHVISION}r3d_18-b3b3357e.pth); the "
+        "--kin_pretrained of the sbatch line atop SPAct's "
+        "anonymization_training/train_ssl_minimax2.py",
+        "python -m keras_privacy.convert r3d_18-b3b3357e.pth --arch r3d_18 --normalization "
+        "kinetics400 --out weights/r3d_18_kinetics400.keras",
+        ("action_weights",),
     ),
     KnownWeights(
         "weights/resnet50_imagenet.keras",

@@ -692,15 +692,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "spact",
         "target models' start",
-        "not stated for the tables; supp. D.2's study trains target action models both from "
-        "scratch and from Kinetics-400 (its Table 3). SPAct's evaluation code is not released",
+        "not stated for the tables; supp. D.2's study trains target action models from "
+        "scratch (R3D-18, C3D, R(2+1)D-18) and one from Kinetics-400, an R(2+1)D-18 (its "
+        "Table 3; D.4's Table 6 the same). SPAct's evaluation code is not released",
         "SPAct supp. D.2",
         SPACT,
         "eval_action_weights",
         "",
         "ours: random weights (no file), the start of the row above; "
         "`--eval_action_weights` / `--eval_privacy_weights` take converted files for D.2's "
-        "study",
+        "study (ucf101_vispr_pretrained_targets.cfg)",
     ),
     Setting(
         "spact",
@@ -819,10 +820,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "spact",
         "pretrained target models' input",
-        "not stated (supp. D.3: f'_T from Kinetics-400, f'_B from ImageNet); the authors' "
+        "not stated (supp. D.2: f'_T an R(2+1)D-18 from Kinetics-400; D.3: f'_B from "
+        "ImageNet); the authors' "
         "later code feeds them [0, 1] frames without the weights' normalisation and divides "
         "the rate by 5 after the warm-up ('Pretrained drop')",
-        "SPAct supp. D.3, Tables 3, 5; "
+        "SPAct supp. D.2, D.3, Tables 3, 5; "
         + _TED
         + "aux_code/vispr_dl.py:129, model_loaders.py:157-167; "
         "privacy_training/train_privacy.py:198",
