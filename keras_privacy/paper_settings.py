@@ -2206,6 +2206,34 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "meta",
+        "images without a positive in an attribute split",
+        "not stated: steps (2)-(5) place the images whose positives lie in Attr1, in Attr2 or "
+        "in both",
+        "Meta supp. Details of Set Construction",
+        META,
+        "",
+        "as the images with positives in both: --meta_fraction of them to X_1 with Attr2's "
+        "labels unavailable, the others to X_2 with Attr1's (`methods/meta.py`, "
+        "attribute_masks)",
+        "ours: the steps leave them out; as negatives of the kept group they supervise one set, "
+        "as the images of steps (2) and (3) do, and X_1 and X_2 stay disjoint",
+    ),
+    Setting(
+        "meta",
+        "models' modes in the updates",
+        "not stated; Algorithm 1's action-model update uses Eq. 2 of the main paper (not held "
+        "here)",
+        "Meta supp. Algorithm 1",
+        META,
+        "",
+        "the meta loss runs f_T and the attack models in inference mode (f_A with batch "
+        "statistics, the row above); f_T's and the attack models' updates run f_A in inference "
+        "mode on frames it does not receive gradients through",
+        "ours: each update moves its own player only; VITA's code, which the supplement "
+        "follows for T1 and T2, also moves f_A in its f_T update (the VITA rows)",
+    ),
+    Setting(
+        "meta",
         "privacy term",
         "Eq. 1 of the main paper (not held here); gamma follows [1, 2]",
         "Meta supp. Parameter Analysis",
@@ -2314,7 +2342,8 @@ SETTINGS: tuple[Setting, ...] = (
         "",
         "OpenCV's HOG people detector and Haar face cascades on 4 keyframes, the "
         "union of their boxes on every frame (a PA-HMDB51 or VP test frame takes the boxes of "
-        "its frame in its video); --eval_boxes takes a detector's boxes instead",
+        "its frame in its video); --eval_boxes takes a detector's boxes instead (not yet with "
+        "PA-HMDB51's or VP's test frames, which a box file cannot name: refused)",
         "ours: no pretrained detector can be downloaded at run time; HOG misses seated, bent "
         "and small people, so these baselines leak more privacy than SPAct's Table 1 rows "
         "(README, Methods: what HOG misses): give YOLOv5x's boxes with --eval_boxes to match "
@@ -2409,14 +2438,13 @@ SETTINGS: tuple[Setting, ...] = (
         "meta",
         "HMDB51-VISPR training attributes",
         "3: skin colour, nudity, personal relationship",
-        "Meta supp. list of attributes",
+        "Meta supp. list of attributes; VITA repository "
+        "data-preparation/PA_HMDB51/vispr_anno_conversion.py:8-9",
         ("hmdb_vispr_meta",),
         "privacy_attributes",
-        "a17_color,a12_semi_nudity,a64_rel_personal,a65_rel_social",
-        "same attributes, relationship personal or social as PA-HMDB51's "
-        "(keras_privacy/data/pa_hmdb51.py), but as VISPR's 4 label columns: the 60/40 "
-        "attribute split is 2/2 and can put the two relationships on both sides (no flag yet "
-        "merges VISPR's labels onto PA-HMDB51's for training)",
+        "a17_color,a12_semi_nudity,a64_rel_personal",
+        "same: VISPR's columns as VITA maps PA-HMDB51's attributes onto them (relationship "
+        "is a64_rel_personal), split 2/1 at 60/40; before 2026-12-07 a65_rel_social too",
     ),
     Setting(
         "meta",

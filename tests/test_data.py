@@ -68,14 +68,23 @@ def test_ucf101_class_index_crlf(ucf101_lists):
     assert all("\r" not in name and name == name.strip() for name in names)
 
 
-def test_ucf101_class_index_naming_a_class_twice_is_refused_there(ucf101_lists, tmp_path):
+@pytest.mark.parametrize(
+    "name, first",
+    [("ApplyEyeMakeup", "1)"), ("applyeyemakeup", "1, 'ApplyEyeMakeup')")],
+    ids=["same", "other case"],
+)
+def test_ucf101_class_index_naming_a_class_twice_is_refused_there(
+    ucf101_lists, tmp_path, name, first
+):
+    """Also in another case: the lists' class folders are matched whatever their case, so a
+    second spelling would take the first's videos."""
     lines = (ucf101_lists / "classInd.txt").read_text().splitlines()
-    lines[1] = "2 ApplyEyeMakeup"
+    lines[1] = f"2 {name}"
     (tmp_path / "classInd.txt").write_text("\n".join(lines) + "\n")
     with pytest.raises(DatasetFormatError) as raised:
         read_class_index(tmp_path / "classInd.txt")
     assert str(raised.value) == (
-        f"{tmp_path / 'classInd.txt'}:2: class 'ApplyEyeMakeup' again (first as class 1)"
+        f"{tmp_path / 'classInd.txt'}:2: class {name!r} again (first as class {first}"
     )
 
 

@@ -51,6 +51,8 @@ WITHOUT_FLAG = {
     ("meta", "f_A's BatchNorm in the meta update"),
     ("meta", "privacy term"),
     ("meta", "mixed samples' sets"),
+    ("meta", "images without a positive in an attribute split"),
+    ("meta", "models' modes in the updates"),
     ("penalty", "clips into f_A"),
     ("penalty", "target action model dropout"),
     ("penalty", "frames' channel order"),

@@ -96,7 +96,14 @@ class MethodSettings:
     SPAct's variants."""
 
     action_weight: float = field(default=1.0, metadata=described("w_T of L_T for f_A.", "train"))
-    privacy_weight: float = field(default=1.0, metadata=described("w_B of -L_B for f_A.", "train"))
+    privacy_weight: float = field(
+        default=1.0,
+        metadata=described(
+            "Weight of the privacy term in f_A's loss: w_B of -L_B (SPAct), gamma of the "
+            "budget term (VITA, meta).",
+            "train",
+        ),
+    )
     temperature: float = field(default=0.1, metadata=described("NT-Xent temperature.", "train"))
     penalty_weight: float = field(
         default=0.0, metadata=described("lambda of the RMS penalty (0 = off).", "train")
@@ -213,7 +220,9 @@ class MethodSettings:
     meta_fraction: float = field(
         default=0.6,
         metadata=described(
-            "Meta: share of attributes / attack models in support sets.", "adversary"
+            "Meta: share of attributes / attack models in support sets, and of the images "
+            "with positives on both sides of an attribute split that go to the support set.",
+            "adversary",
         ),
     )
     meta_alpha: float = field(

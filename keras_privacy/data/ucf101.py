@@ -22,10 +22,13 @@ def read_class_index(path: str | os.PathLike) -> list[str]:
             raise DatasetFormatError(
                 f"{path}:{number}: class index {parts[0]} out of order (expected {len(names) + 1})"
             )
-        if parts[1] in names:
+        # The lists' class folders are matched whatever their case: so are the names here.
+        first = next((i for i, name in enumerate(names) if name.lower() == parts[1].lower()), None)
+        if first is not None:
             raise DatasetFormatError(
-                f"{path}:{number}: class {parts[1]!r} again (first as class "
-                f"{names.index(parts[1]) + 1})"
+                f"{path}:{number}: class {parts[1]!r} again (first as class {first + 1}"
+                + ("" if names[first] == parts[1] else f", {names[first]!r}")
+                + ")"
             )
         names.append(parts[1])
     return names
