@@ -771,6 +771,35 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "spact",
+        "test image view",
+        "not stated; the authors' VISPR test loader: the centred square of the whole short "
+        "side, resized to 128 (parameters_BL.py's reso_h / reso_w)",
+        _S_ANON + "dl_vispr.py:161-166; parameters_BL.py:20-22",
+        SPACT,
+        "",
+        "the centred square of the whole short side, resized to --image_size "
+        "(`augment.evaluation_clip`; the f'_B tests and the raw-trained attacker's alike)",
+        "same view as the authors' code, at the paper's 112 (the input side row)",
+    ),
+    Setting(
+        "spact",
+        "raw-trained attacker",
+        "a ResNet-50 trained on the raw training images, tested on the anonymized test images "
+        "(D.1; Table 2's raw row is Table 4's from-scratch ResNet-50); D.4's Table 6 reads "
+        "ResNet-18 / 50 / 101 so trained, from scratch",
+        "SPAct supp. D.1, D.4, Tables 2, 4, 6",
+        SPACT,
+        "",
+        "the raw row's f'_B: trained once on the raw images with every f'_B setting "
+        "(architecture, start file, epochs, rate), kept as raw_attacker_<model>.keras in the "
+        "evaluation folder and tested on each method's anonymized test images; with "
+        "--eval_privacy_test_epochs, at its best raw test cMAP",
+        "same (from scratch in these configs); ucf101_vispr_pretrained_targets.cfg's starts "
+        "from ImageNet as its f'_B does: Table 6 is that config with --eval_privacy_weights= "
+        "(its header)",
+    ),
+    Setting(
+        "spact",
         "target models' reported score",
         "not stated; SPAct's evaluation code is not released, but its minimax tests f_T(f_A) "
         "on UCF101's testlist01 at every epoch from 50 and loads checkpoints named by their "
@@ -1939,6 +1968,19 @@ SETTINGS: tuple[Setting, ...] = (
         "ours: HMDB51's and VISPR-1's test sets, as SPAct's hmdb_vispr (its row says why); "
         "--eval_protocol=pa_hmdb51 with --eval_privacy_dataset=pa_hmdb51 and its two paths is "
         "the paper's",
+    ),
+    Setting(
+        "penalty",
+        "test image view",
+        "'we first crop each image to 0.8 of its original scale and then resize it to "
+        "224x224' (said of every input); the authors' VISPR test loader takes the centred "
+        "square of the whole short side, resized to 224",
+        "Penalty Sec. 4.2; " + _PEN + "aux_code/vispr_dl_edit.py:124-130",
+        PENALTY,
+        "",
+        "the centred square of the whole short side, resized to --image_size (224; "
+        "`augment.evaluation_clip`)",
+        "the authors' code; the paper's 0.8 crop is the clips' (the test clip view row)",
     ),
     Setting(
         "penalty",

@@ -17,12 +17,12 @@ How the anonymization is applied:
   `--image_size`, goes down `factor` times per side and back up, for clips and images alike;
 - a people baseline (blur or blackening of detected people) is applied once to every source
   video and image as it is cached (`datasets.cached_data`): people are found on the source
-  frames, blackened at the short side the target models read (`--frame_size`) with the boxes
-  scaled alike, or blurred at the short side where SPAct's supplement C.6 sizes its kernels
-  (`baselines.BLUR_REFERENCE_SIDE`) and then resized, and stored in
-  `out_dir/cache/<method>/`: detection
-  runs once per video, no anonymized video is encoded and decoded again, and an interrupted
-  evaluation keeps the cache shards it finished.
+  frames, blackened at the short side the target models read (`--frame_size`; images at
+  `--privacy_image_side` where set) with the boxes scaled alike, or blurred at the short side
+  where SPAct's supplement C.6 sizes its kernels (`baselines.BLUR_REFERENCE_SIDE`) and then
+  resized, and stored in `out_dir/cache/<method>/`: detection runs once per video, no
+  anonymized video is encoded and decoded again, and an interrupted evaluation keeps the cache
+  shards it finished.
 
 Which data the target models see is `--eval_protocol` (SPAct Sec. 4): `same` trains and tests
 them on the training datasets; `cross_dataset`, `novel_actions` and `novel_attributes` on the
