@@ -87,6 +87,10 @@ DONE_LIST = ".anonymized_videos"
 one a line, added as each is closed (what `--resume` skips)."""
 
 
+MAX_CRF_QUALITY = 10
+"""The largest --quality of a CRF codec: CRF 50, within x264's 0-51 and VP9's 0-63."""
+
+
 def anonymize_video(
     anonymizer: keras.Model | FrameFunction,
     in_path: str | os.PathLike,
@@ -316,10 +320,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--quality",
         type=int,
         default=2,
-        help="qscale of mpeg4, mjpeg, mpeg2video (1 = best); CRF = 5 x this for x264",
+        help="qscale of mpeg4, mjpeg, mpeg2video (1-31, 1 = best); CRF = 5 x this for x264 or "
+        f"VP9 (1-{MAX_CRF_QUALITY})",
     )
     parser.add_argument(
-        "--runtime", choices=RUNTIMES, default="keras", help="keras (.keras) or onnx (.onnx file)"
+        "--runtime",
+        choices=RUNTIMES,
+        default=None,
+        help="keras (.keras) or onnx (.onnx file); default: onnx for an .onnx file, else keras",
     )
     parser.add_argument("--device", default=None, help="cpu, gpu or gpu:N (default: the runtime's)")
     parser.add_argument(
@@ -380,10 +388,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     codec_error = args.codec and _codec_error(args.codec)
     if codec_error:
         parser.error(codec_error)
-    if args.quality < 1 or ((args.codec or "mpeg4") in QUANTISER_CODECS and args.quality > 31):
+    quantiser = (args.codec or "mpeg4") in QUANTISER_CODECS
+    if args.quality < 1 or args.quality > (31 if quantiser else MAX_CRF_QUALITY):
         parser.error(
-            f"--quality must be in 1-31 for {', '.join(QUANTISER_CODECS)}, at least 1 "
-            f"otherwise; got {args.quality}"
+            f"--quality must be in 1-31 for {', '.join(QUANTISER_CODECS)}, 1-{MAX_CRF_QUALITY} "
+            f"otherwise (CRF 5 x this); got {args.quality}"
         )
     if any("=" not in option for option in args.input_option):
         parser.error("--input_option must be KEY=VALUE")
@@ -398,7 +407,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SettingError as error:
         parser.error(str(error))
     model_options = {"--scale": args.scale != 1.0, "--device": args.device is not None}
-    model_options["--runtime"] = args.runtime != "keras"
+    model_options["--runtime"] = args.runtime is not None
     if args.method != "learned" and any(model_options.values()):
         given = ", ".join(option for option, set_ in model_options.items() if set_)
         parser.error(
@@ -416,12 +425,22 @@ def _codec_error(codec: str) -> str:
     return "" if kind == "video" else f"--codec {codec!r} encodes {kind}, not video"
 
 
-def load_frame_function(path: str, runtime: str, device: str | None, scale: float) -> FrameFunction:
-    """The frame function of the anonymizer file at `path` on `runtime` and `device`, run at
-    `scale` of the frames' size."""
+def load_frame_function(
+    path: str, runtime: str | None, device: str | None, scale: float
+) -> FrameFunction:
+    """The frame function of the anonymizer file at `path` on `runtime` (None: onnx for an
+    .onnx file, else keras) and `device`, run at `scale` of the frames' size."""
+    if runtime is None:
+        runtime = "onnx" if Path(path).suffix.lower() == ".onnx" else "keras"
     if runtime == "onnx":
         return scaled(onnx_frames(path, device), scale)
-    from keras_privacy.export import anonymizer_factor, load_keras_anonymizer  # imports Keras
+    try:
+        from keras_privacy.export import anonymizer_factor, load_keras_anonymizer  # Keras
+    except ImportError as error:  # a camera's install: ONNX Runtime without Keras
+        raise ValueError(
+            f"{path}: the keras runtime needs Keras and a backend ({error}); export the model "
+            "with --onnx and run its .onnx file (--runtime onnx) instead"
+        ) from error
 
     model = load_keras_anonymizer(path)
     return scaled(keras_frames(model, anonymizer_factor(model), device), scale)
@@ -435,6 +454,8 @@ def _anonymize(args: argparse.Namespace) -> int:
     if args.resume and not folder:
         raise ValueError(f"--resume: {args.input} is not a folder (it resumes folder runs)")
     if not folder and local_output and not output.is_dir() and not output.parent.is_dir():
+        if output.parent.exists():
+            raise NotADirectoryError(f"{output.parent}: a file, not the output's folder")
         raise FileNotFoundError(f"{output.parent}: the output folder does not exist")
     if args.method == "learned":
         anonymizer = load_frame_function(args.anonymizer, args.runtime, args.device, args.scale)

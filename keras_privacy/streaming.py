@@ -450,7 +450,10 @@ class _Writer:
             self._open(source)
         time_base = self.video.codec_context.time_base
         if source.pts is None or source.time_base is None:
-            stamp = self.last_stamp + 1
+            # A raw elementary stream (H.264 on a pipe) stamps no frame: one frame at the
+            # source's rate after the last (a tick of a millisecond base would be 1 ms).
+            frame_ticks = max(1, round(1 / (self.rate * time_base)))
+            stamp = 0 if self.last_stamp < 0 else self.last_stamp + frame_ticks
         else:
             stamp = round((source.pts * source.time_base - self.origin) / time_base)
         self.last_stamp = stamp

@@ -281,6 +281,19 @@ def test_an_output_that_is_the_input_is_refused_and_the_raw_video_kept(
     assert video.read_bytes() == raw
 
 
+def test_an_output_whose_folder_is_missing_or_a_file_is_named_so(
+    fixtures_dir, model_path, tmp_path, capsys
+):
+    source = str(fixtures_dir / "videos" / "test.avi")
+    (tmp_path / "a_file").write_text("not a folder")
+    for folder, problem in (("missing", "the output folder does not exist"),
+                            ("a_file", "a file, not the output's folder")):  # fmt: skip
+        output = tmp_path / folder / "out.mp4"
+        assert main([source, str(output), "--anonymizer", str(model_path)]) == 1
+        assert f"error: {tmp_path / folder}: {problem}" in capsys.readouterr().err
+    assert sorted(os.listdir(tmp_path)) == ["a_file"]
+
+
 def test_an_anonymizer_with_non_finite_weights_is_refused_by_name(
     fixtures_dir, model_path, tmp_path, capsys
 ):
@@ -370,11 +383,13 @@ def test_the_command_line_hands_its_streaming_options_to_the_video_anonymizer(
         (["--codec", "aac"], "--codec 'aac' encodes audio, not video"),
         (
             ["--quality", "0"],
-            "--quality must be in 1-31 for mpeg4, mjpeg, mpeg2video, at least 1 otherwise; got 0",
+            "--quality must be in 1-31 for mpeg4, mjpeg, mpeg2video, 1-10 otherwise (CRF 5 x "
+            "this); got 0",
         ),
         (["--quality", "32"], "--quality must be in 1-31 for mpeg4"),
         (["--codec", "mjpeg", "--quality", "32"], "--quality must be in 1-31 for mpeg4, mjpeg"),
-        (["--codec", "libx264", "--quality", "0"], "at least 1 otherwise; got 0"),
+        (["--codec", "libx264", "--quality", "0"], "1-10 otherwise (CRF 5 x this); got 0"),
+        (["--codec", "libx264", "--quality", "11"], "1-10 otherwise (CRF 5 x this); got 11"),
     ],
 )
 def test_nonsense_options_are_usage_errors_naming_the_option(model_path, capsys, extra, message):

@@ -286,6 +286,27 @@ def test_input_options_reach_the_demuxer_and_the_opened_source_is_described(tmp_
     assert np.abs(written - expected).mean() < 3
 
 
+@pytest.mark.parametrize("out_name", ["out.mp4", "out.mkv", "out.avi"])
+def test_a_raw_h264_stream_plays_at_its_rate(tmp_path, out_name):
+    """A raw elementary stream stamps no frame: each goes one frame after the last at the
+    source's rate (the demuxer's framerate option), also where the output's time base is a
+    millisecond (MP4, MKV), not one tick of it."""
+    source = tmp_path / "camera.h264"
+    with av.open(os.fspath(source), "w", format="h264") as container:
+        video = container.add_stream("libx264", rate=FPS)
+        video.width, video.height, video.pix_fmt = WIDTH, HEIGHT, "yuv420p"
+        for index in range(12):
+            frame = av.VideoFrame.from_ndarray(_pattern(index), "rgb24")
+            frame.pts = index
+            container.mux(video.encode(frame))
+        container.mux(video.encode())
+    out = tmp_path / out_name
+    options = {"framerate": str(FPS)}
+    stats = transcode(_invert, source, out, input_format="h264", input_options=options)
+    assert stats.frames_written == 12
+    np.testing.assert_allclose(_frame_times(out), np.arange(12) / FPS, atol=1e-3)
+
+
 def test_audio_the_container_cannot_take_is_named(tmp_path):
     """AAC does not go into MPEG-PS with mpeg4 here: the error names the output asked for (not
     its temporary twin) and the codecs."""
@@ -558,9 +579,10 @@ def test_onnx_runtime_matches_keras_and_runs_the_cli(model_path, tmp_path, capsy
     args = [str(source), str(out), "--anonymizer", onnx_path, "--runtime", "onnx"]
     assert main(args + ["--no_progress"]) == 0
     assert "5 frames anonymized" in capsys.readouterr().err
-    # A camera's install: the ONNX runtime path starts with Keras and its backends absent.
+    # A camera's install: the ONNX runtime path starts with Keras and its backends absent; an
+    # .onnx file takes it without --runtime.
     env = without_packages(tmp_path, "keras", "tensorflow", "jax")
-    command = [sys.executable, "-m", "keras_privacy.anonymize", *args, "--no_progress"]
+    command = [sys.executable, "-m", "keras_privacy.anonymize", *args[:-2], "--no_progress"]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "5 frames anonymized" in done.stderr, done.stderr[-2000:]
     keras_args = [str(source), str(out), "--anonymizer", str(model_path)]
@@ -571,7 +593,12 @@ def test_onnx_runtime_matches_keras_and_runs_the_cli(model_path, tmp_path, capsy
         text=True,
         timeout=120,
     )
-    assert done.returncode != 0 and "(blocked by the test)" in done.stderr  # the block works
+    # A .keras file there: one line naming the file, what is missing and what to do instead.
+    assert done.returncode == 1, done.stderr[-2000:]
+    (line,) = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert line.startswith(f"error: {model_path}: the keras runtime needs Keras and a backend")
+    assert "(blocked by the test)" in line and line.endswith("(--runtime onnx) instead")
+    assert "Traceback" not in done.stderr
     import onnx
 
     proto = onnx.load(onnx_path)
