@@ -18,8 +18,9 @@
 # $((budget_left_s - 45)) s. The meta step was timed on 2026-12-04 (`meta 585`), SPAct at 4x the
 # batch on 2026-12-05 (`largest 585`, then `largest 370`: the second loads the autotuning the
 # first cut short). The next lease runs `nhwc 585`, then `nhwc` again with the seconds left
-# (the lead for 40 % of the bf16 peak); later ones `LARGEST_FACTOR=8 ... largest` on an H200
-# and `variants`.
+# (the lead for 40 % of the bf16 peak); the one after, `graphs 585` and `graphs` again (the
+# lead for the GPU's idle time); later ones `LARGEST_FACTOR=8 ... largest` on an H200 and
+# `variants`.
 #   meta        the eight-model meta step (its deciding pass and the meta update's program)
 #               without XLA's fusion autotuner, under autotuning level 1 (convolutions and
 #               matmuls still autotuned, without buffer initialisation or correctness checks):
@@ -36,6 +37,12 @@
 #               8 % of the busy time), the two compiled side by side, then each timed, the
 #               NHWC one's speedup over the plain one in its row. Run again at once with the
 #               seconds left, it loads what the first command compiled or autotuned
+#   graphs      as nhwc, with cuDNN's convolutions recorded into XLA's CUDA graphs (command
+#               buffers) instead of NHWC layouts: the trace's other lead, the GPU idle 13 % of
+#               the step between kernels. By default XLA's graphs hold the fused kernels, not
+#               the convolutions, so the host launches every convolution on its own between
+#               two graphs (docs/gpu.md). With EXTRA_XLA_FLAGS=$NHWC where nhwc found NHWC
+#               faster
 #   largest     SPAct bf16 at LARGEST_FACTOR (default 4) times the paper's batch (24 clips
 #               and 64 image pairs times it), compiled alone, then timed, with meta's flags (level 1,
 #               no fusion autotuner). 1x and 2x are measured on an H200 (2026-11-28, 2026-12-04),
@@ -57,6 +64,9 @@ WHEELS=(keras==3.15.1 optree==0.20.0 namex==0.1.0)
 # Level 0 turns it off with every other autotuning; this flag turns it off alone.
 FUSION_AUTOTUNER_OFF="--xla_gpu_experimental_enable_fusion_autotuner=false"
 NHWC="--xla_gpu_force_conv_nhwc=true"
+# Adds cuDNN convolutions to the kinds XLA records into its command buffers (CUDA graphs); the
+# '+' keeps the default kinds (fusions, cuBLAS, cuBLASLt, custom calls, cuDNN fusions).
+CONV_GRAPHS="--xla_gpu_enable_command_buffer=+CONVOLUTION"
 # XLA's levels: 0 off, 1 on, 2 +init, 3 +reinit, 4 +check (the default: each candidate kernel's
 # output is also checked against a reference, on freshly initialised buffers).
 LEVEL1="--xla_gpu_autotune_level=1"
@@ -88,7 +98,7 @@ gpu_args() {
                 "--timeout $((limit - 10)) --deadline $((limit - 120)) --end $((limit - 10))" ;;
         meta_start)  # outlives the command: its compile and run may take 14 minutes
             echo "--jobs meta:mixed_bfloat16 $common --largest_batch 0 --timeout 840" ;;
-        nhwc)  # twice the paper's batch, plain and NHWC: two compiles side by side
+        nhwc | graphs)  # twice the paper's batch, plain and the variant: two compiles side by side
             echo "--jobs spact:mixed_bfloat16 --clips 48 --images 128 --compile_first 2" \
                 "$common --largest_batch 0" \
                 "--timeout $((limit - 150)) --deadline $((limit - 60)) --end $((limit - 10))" ;;
@@ -109,6 +119,7 @@ mode_flags() {
         variants) echo "|$FUSION_AUTOTUNER_OFF;$NHWC;$LEVEL1" ;;  # the one meta hinges on first
         meta | largest) echo "$LEVEL1 $FUSION_AUTOTUNER_OFF|" ;;
         nhwc) echo "$LEVEL1 $FUSION_AUTOTUNER_OFF|$NHWC" ;;
+        graphs) echo "$LEVEL1 $FUSION_AUTOTUNER_OFF|$CONV_GRAPHS" ;;
         *) echo "|" ;;
     esac
 }
@@ -171,7 +182,7 @@ if [[ $1 == --print ]]; then
     exit 0
 fi
 mode=$1 limit=${2:-420}
-if [[ $mode =~ ^(meta|variants|nhwc|largest)$ ]] && ((limit < 180)); then
+if [[ $mode =~ ^(meta|variants|nhwc|graphs|largest)$ ]] && ((limit < 180)); then
     echo "$mode needs a limit of at least 180 s, got $limit" >&2
     exit 2
 fi

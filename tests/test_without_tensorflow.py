@@ -467,7 +467,9 @@ def test_gpu_benchmark_summarises_a_gpu_trace_by_its_stream_kernels(tmp_path):
 
 
 LEASE = ROOT / "benchmarks" / "gpu_lease.sh"
-LEASE_MODES = ["meta", "variants", "nhwc", "largest", "meta_start", "learning", "learning_highest"]
+LEASE_MODES = [
+    "meta", "variants", "nhwc", "graphs", "largest", "meta_start", "learning", "learning_highest"
+]  # fmt: skip
 
 
 def lease_command(
@@ -518,7 +520,8 @@ def test_every_gpu_lease_mode_runs_a_gpu_benchmark_command_that_parses_within_it
             # Compiles end a minute before the deadline, leaving time to time them.
             assert args.timeout + 60 <= args.deadline
         tuned_fast = f"{level1} {fusion_autotuner_off}"  # meta's compile ended in a command
-        assert env["XLA_FLAGS"] == (tuned_fast if mode in ("meta", "nhwc", "largest") else "")
+        tuned_modes = ("meta", "nhwc", "graphs", "largest")
+        assert env["XLA_FLAGS"] == (tuned_fast if mode in tuned_modes else "")
     _, variants = lease_command("variants", 420)
     assert variants.variant_flags.split(";") == [
         fusion_autotuner_off, "--xla_gpu_force_conv_nhwc=true", level1
@@ -535,6 +538,12 @@ def test_every_gpu_lease_mode_runs_a_gpu_benchmark_command_that_parses_within_it
     _, nhwc = lease_command("nhwc", 585)
     assert nhwc.jobs == "spact:mixed_bfloat16" and (nhwc.clips, nhwc.images) == (48, 128)
     assert nhwc.compile_first == 2 and nhwc.variant_flags == "--xla_gpu_force_conv_nhwc=true"
+    # The idle-time lead, alike: cuDNN's convolutions added to XLA's command buffers.
+    _, graphs = lease_command("graphs", 585)
+    assert vars(graphs) == vars(nhwc) | {
+        "cache": "/tmp/gpu_lease_cache/graphs",
+        "variant_flags": "--xla_gpu_enable_command_buffer=+CONVOLUTION",
+    }
     # One batch compiled alone (three side by side did not finish in 435 s on 2026-12-04).
     _, largest = lease_command("largest", 585)
     assert largest.jobs == "spact:mixed_bfloat16" and largest.compile_first == 1
@@ -548,6 +557,23 @@ def test_every_gpu_lease_mode_runs_a_gpu_benchmark_command_that_parses_within_it
     assert env["XLA_FLAGS"] == f"--xla_gpu_enable_command_buffer= {level1} {fusion_autotuner_off}"
     _, meta = lease_command("meta_start", 585)
     assert meta.jobs == "meta:mixed_bfloat16" and meta.attack_models == 0 and meta.timeout > 600
+
+
+def test_xla_accepts_every_flag_of_the_lease():
+    """XLA parses every flag a lease mode sets, its variants' too, before any GPU option is
+    used: a misspelt value would stop the lease's workers on their first line (XLA_FLAGS are
+    read by a CPU's JAX alike, and a value it does not know makes the process exit)."""
+    flags = set()
+    for mode in LEASE_MODES:
+        env, args = lease_command(mode, 585)
+        flags.update(env.get("XLA_FLAGS", "").split())
+        flags.update(args.variant_flags.replace(";", " ").split() if args.variant_flags else [])
+    assert "--xla_gpu_enable_command_buffer=+CONVOLUTION" in flags
+    check = "import jax.numpy as jnp; print(float(jnp.ones(3).sum()))"
+    for extra in (" ".join(sorted(flags)), "--xla_gpu_enable_command_buffer=+NOT_A_KIND"):
+        env = dict(os.environ, XLA_FLAGS=extra, JAX_PLATFORMS="cpu")
+        done = subprocess.run([sys.executable, "-c", check], env=env, capture_output=True)
+        assert (done.returncode == 0) == ("NOT_A_KIND" not in extra), done.stderr[-500:]
 
 
 def test_gpu_lease_names_a_missing_wheel_and_an_unknown_mode(tmp_path):
