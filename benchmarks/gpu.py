@@ -655,6 +655,9 @@ def train_exported(folder: Path, perturbation_seed: int | None = None) -> dict[s
             value = keras.ops.convert_to_numpy(variable.value)
             noise = 1 + PERTURBATION * rng.standard_normal(value.shape)
             variable.assign((value * noise).astype(value.dtype))
+    # A head the trainer builds itself (a variant's) starts from the same weights on every
+    # machine, as the files' models do.
+    keras.utils.set_random_seed(0)
     trainer = SPAct(*models, **settings["trainer"])
     trainer.compile(
         {group: keras.optimizers.Adam(lr) for group, lr in settings["learning_rates"].items()}
