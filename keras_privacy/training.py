@@ -878,6 +878,30 @@ def _require_process_0s_start(config: ExperimentConfig, state: dict | None) -> N
         )
 
 
+def _require_process_0s_data(data: sources.TrainingData) -> None:
+    """In a multi-process job, raise SettingError in a process whose action videos or privacy
+    images differ from process 0's (a node's copy of the data lacking or adding a file): each
+    process shuffles and counts its own list, so it would read other rows than its share, or
+    take another number of steps and stop in a collective with no word of why."""
+    mine = {
+        "action videos": pipelines.examples_identity(data.videos),
+        "privacy images": pipelines.examples_identity(data.images),
+    }
+    process_0 = json.loads(distribute.process_0s_value("data", json.dumps(mine, sort_keys=True)))
+    differ = [
+        f"{what}: {mine[what]} (process 0: {process_0[what]})"
+        for what in mine
+        if mine[what] != process_0[what]
+    ]
+    if differ:
+        process = distribute.process_position()[0]
+        raise SettingError(
+            f"process {process} reads other data than process 0 ({'; '.join(differ)}): give "
+            "every process the same videos and images (a node's copy of the data that lacks or "
+            "adds a file: its missing files are listed as it starts)"
+        )
+
+
 def _train(config: ExperimentConfig, callbacks: Sequence[keras.callbacks.Callback]) -> TrainResult:
     run_dir = Path(config.run_dir)
     refuse_a_file(run_dir, "--run_dir")
@@ -926,6 +950,7 @@ def _train_holding_the_run(
 
     # Process 0 writes the built-in benchmark and its caches where they are missing.
     data = distribute.chief_first(lambda: training_data(config))
+    _require_process_0s_data(data)
     models = build_models(config, len(data.class_names), len(data.attribute_names))
     embedding_start = embedding_head_start(config, models["action"])
     steps = config.steps_per_epoch or data.steps_per_epoch

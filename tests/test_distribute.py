@@ -366,9 +366,114 @@ def test_num_processes_0_with_a_cluster_it_cannot_read_names_the_flag(monkeypatc
         jax_distribution.join_processes(0, 0, "")
     assert str(raised.value) == (
         "--num_processes=0: reading the job from the cluster's environment failed ((403) "
-        "Forbidden: pods is forbidden); on Kubernetes the pod's service account must be allowed "
-        "to list pods and read jobs"
+        "Forbidden: pods is forbidden); the pod's service account must be allowed to list pods "
+        "and read jobs"
     )
+
+    def not_indexed():
+        raise RuntimeError("jobs must be indexed (completionMode: Indexed)")
+
+    monkeypatch.setattr(jax.distributed, "initialize", not_indexed)
+    with pytest.raises(ValueError) as raised:
+        jax_distribution.join_processes(0, 0, "")
+    assert str(raised.value) == (
+        "--num_processes=0: reading the job from the cluster's environment failed (jobs must be "
+        "indexed (completionMode: Indexed))"
+    )
+
+
+def test_processes_given_their_flags_keep_every_device_whatever_the_cluster(monkeypatch):
+    """Given --num_processes, --process_id and --coordinator_address, JAX would still read
+    SLURM's or Open MPI's environment and give the process the one GPU of its local rank (a
+    process a node, launched by srun, trained on one of its GPUs): the three flags now turn the
+    cluster's detection off."""
+    import jax
+
+    from keras_privacy.backend import jax_distribution
+
+    calls = []
+    monkeypatch.setattr(jax.config, "update", lambda *args: None)
+    monkeypatch.setattr(jax.distributed, "initialize", lambda *a, **k: calls.append((a, k)))
+    monkeypatch.setattr(jax, "process_count", lambda: 2)
+    monkeypatch.setenv("SLURM_JOB_ID", "7")
+    monkeypatch.setenv("SLURM_LOCALID", "0")
+    with socket.socket() as listening:  # process 0's coordinator, for process 1 to reach
+        listening.bind(("localhost", 0))
+        listening.listen()
+        address = f"localhost:{listening.getsockname()[1]}"
+        assert jax_distribution.join_processes(2, 1, address) == 2
+    with socket.socket() as free:
+        free.bind(("", 0))
+        free_port = free.getsockname()[1]
+    assert jax_distribution.join_processes(2, 0, f"node0:{free_port}") == 2
+    for (args, kwargs), process in zip(calls, (1, 0)):
+        assert args[1:] == (2, process) and kwargs["cluster_detection_method"] == "deactivate"
+        assert "local_device_ids" not in kwargs
+
+
+def test_a_coordinator_port_taken_or_unreachable_is_named_by_its_flag(monkeypatch):
+    """JAX ends the process without a Python error where process 0 cannot listen on the port
+    (a crash) or another process cannot reach it (an abort blaming another task, after 300 s):
+    each is now a ValueError naming --coordinator_address."""
+    import jax
+
+    from keras_privacy.backend import jax_distribution
+
+    monkeypatch.setattr(jax.config, "update", lambda *args: None)
+    monkeypatch.setattr(jax.distributed, "initialize", mock.Mock(side_effect=AssertionError))
+    monkeypatch.setattr(jax_distribution, "COORDINATOR_WAIT_SECONDS", 1)
+    with socket.socket() as taken:
+        taken.bind(("", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(ValueError) as raised:
+            jax_distribution.join_processes(2, 0, f"localhost:{port}")
+    assert str(raised.value).startswith(
+        f"--coordinator_address=localhost:{port}: process 0 cannot listen on port {port} ("
+    )
+    assert str(raised.value).endswith("give every process another port")
+    with pytest.raises(ValueError) as raised:  # nothing listens there now
+        jax_distribution.join_processes(2, 1, f"localhost:{port}")
+    assert str(raised.value).startswith(
+        f"--coordinator_address=localhost:{port}: process 0 did not answer there within 1 s ("
+    )
+    jax.distributed.initialize.assert_not_called()
+
+
+@pytest.mark.backend_independent
+def test_a_process_reading_other_data_than_process_0_is_refused_with_both_counts(
+    monkeypatch, tmp_path
+):
+    """Each process shuffles and counts its own list of examples: a node's copy lacking a file
+    would read other rows, or take other steps and stop in a collective, with no word."""
+    from keras_privacy import distribute, training
+    from keras_privacy.data import pipelines
+    from keras_privacy.data.examples import Example, Split
+
+    def split(root: str, names: list[str]) -> Split:
+        return Split([Example(f"{root}/Fencing/{name}", label=0) for name in names], ["Fencing"])
+
+    names = ["v_Fencing_g01_c01.avi", "v_Fencing_g01_c02.avi"]
+    here, there = split("/data", names), split("/mnt/node7/ucf101", names)
+    assert pipelines.examples_identity(here) == pipelines.examples_identity(there)
+    lacking = split("/data", names[:1])
+    assert pipelines.examples_identity(lacking).startswith("1 examples (digest ")
+    images = split("/data", ["2017_10000.jpg"])
+    data = types.SimpleNamespace(videos=lacking, images=images)
+    process_0 = {
+        "action videos": pipelines.examples_identity(here),
+        "privacy images": pipelines.examples_identity(images),
+    }
+    monkeypatch.setattr(distribute, "process_0s_value", lambda name, value: json.dumps(process_0))
+    monkeypatch.setattr(distribute, "process_position", lambda: (1, 2))
+    with pytest.raises(training.SettingError) as raised:
+        training._require_process_0s_data(data)
+    assert str(raised.value).startswith(
+        f"process 1 reads other data than process 0 (action videos: "
+        f"{pipelines.examples_identity(lacking)} (process 0: {process_0['action videos']})): "
+    )
+    data.videos = here
+    training._require_process_0s_data(data)  # the same data: no error
 
 
 @pytest.mark.skipif(os.environ["KERAS_BACKEND"] != "jax", reason="JAX's multi-process jobs")

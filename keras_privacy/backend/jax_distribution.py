@@ -7,6 +7,7 @@ import collections
 import contextlib
 import itertools
 import os
+import socket
 import sys
 import threading
 import time
@@ -22,7 +23,12 @@ import keras
 def join_processes(num_processes: int, process_id: int, coordinator_address: str) -> int:
     """Join process `process_id` of `num_processes` (0: all three from the cluster's
     environment) to one JAX job, CPU devices exchanging through Gloo; the number of processes.
-    With 0 and no cluster found, a ValueError naming `--num_processes` (JAX's names neither)."""
+    With 0 and no cluster found, a ValueError naming `--num_processes` (JAX's names neither).
+    Given all three, the cluster's environment is not read: each process keeps every device it
+    sees, where JAX would otherwise give a process under SLURM or Open MPI the one GPU of its
+    local rank, and a coordinator's port that process 0 cannot take, or that another process
+    cannot reach within JAX's wait, is a ValueError naming `--coordinator_address` (JAX ends
+    the process without a Python error: a crash, or blaming another process)."""
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
     if num_processes == 0:
         try:
@@ -33,15 +39,72 @@ def join_processes(num_processes: int, process_id: int, coordinator_address: str
                 f"Kubernetes with jax[k8s]), and none was found ({error}): give --num_processes, "
                 "--process_id and --coordinator_address"
             ) from error
-        except RuntimeError as error:  # e.g. Kubernetes: no right to list the job's pods
+        except RuntimeError as error:
+            hint = ""
+            if "forbidden" in str(error).lower():  # Kubernetes: no right to list the pods
+                hint = "; the pod's service account must be allowed to list pods and read jobs"
             raise ValueError(
                 f"--num_processes=0: reading the job from the cluster's environment failed "
-                f"({error}); on Kubernetes the pod's service account must be allowed to list "
-                "pods and read jobs"
+                f"({error}){hint}"
             ) from error
     else:
-        jax.distributed.initialize(coordinator_address, num_processes, process_id)
+        host, _, port = coordinator_address.rpartition(":")
+        if process_id == 0:
+            _require_free_port(int(port), coordinator_address)
+        else:
+            _wait_for_coordinator(host, int(port), coordinator_address, COORDINATOR_WAIT_SECONDS)
+        jax.distributed.initialize(
+            coordinator_address,
+            num_processes,
+            process_id,
+            cluster_detection_method="deactivate",
+            initialization_timeout=COORDINATOR_WAIT_SECONDS,
+        )
     return jax.process_count()
+
+
+COORDINATOR_WAIT_SECONDS = 300
+"""How long a process waits for process 0's coordinator, and JAX for every process to join
+(JAX's own default)."""
+
+
+def _require_free_port(port: int, coordinator_address: str) -> None:
+    """Raise ValueError unless this host's `port` can be taken, on every interface, as JAX's
+    coordinator takes it (a port left in TIME_WAIT by an earlier job can, as it can for JAX)."""
+    try:
+        probe = socket.socket(socket.AF_INET6)  # [::], IPv4 too on a dual-stack host
+    except OSError:  # IPv6 turned off
+        probe = socket.socket(socket.AF_INET)
+    with probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("", port))
+        except OSError as error:
+            raise ValueError(
+                f"--coordinator_address={coordinator_address}: process 0 cannot listen on port "
+                f"{port} ({error.strerror or error}): another program (or job) holds it; give "
+                "every process another port"
+            ) from error
+
+
+def _wait_for_coordinator(
+    host: str, port: int, coordinator_address: str, wait_seconds: float
+) -> None:
+    """Return once `host:port` accepts a connection (process 0 started, maybe after this one);
+    a ValueError naming `--coordinator_address` if it does not within `wait_seconds`."""
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        try:
+            with socket.create_connection((host.strip("[]"), port), timeout=5):
+                return
+        except OSError as error:
+            if time.monotonic() >= deadline:
+                raise ValueError(
+                    f"--coordinator_address={coordinator_address}: process 0 did not answer "
+                    f"there within {wait_seconds:.0f} s ({error.strerror or error}): is process "
+                    "0 running, and is that its host, reachable from this one?"
+                ) from error
+            time.sleep(1)
 
 
 def _check_equal_devices(process_of_each_device: list[int]) -> None:

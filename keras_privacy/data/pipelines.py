@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import hashlib
 import logging
 import os
 import threading
@@ -400,6 +401,23 @@ def count_examples(source: Source) -> int:
     if isinstance(source, Split):
         return len(source.examples)
     return int(read_manifest(source)["num_records"])
+
+
+def examples_identity(source: Source) -> str:
+    """What tells a split's or a cache's examples apart wherever their folder lies (the
+    processes of a job may each read a copy of their own): a split's count and a digest of
+    each example's class folder, file name and labels in order; a cache's counts of records
+    and examples (its own fingerprint holds each file's path and modification time, which
+    differ between copies prepared apart)."""
+    if isinstance(source, Split):
+        digest = hashlib.sha256()
+        for example in source.examples:
+            folder, name = os.path.split(example.path)
+            record = [os.path.basename(folder), name, example.label, example.privacy]
+            digest.update(repr(record + [example.actions]).encode())
+        return f"{len(source.examples)} examples (digest {digest.hexdigest()[:12]})"
+    manifest = read_manifest(source)
+    return f"{manifest['num_records']} records of {manifest['num_examples']} examples"
 
 
 def label_names(source: Source, key: str) -> list[str]:
