@@ -28,3 +28,18 @@ def test_time_distributed_and_nested_models_count_every_step():
     x = keras.layers.Conv3D(2, 1)(keras.layers.Concatenate()([x, y]))  # 128 x 2 x 8
     model = keras.Model(clip, x)
     assert forward_flops(model, (2, 8, 8, 3)) == 2 * (2 * 6912 + 2 * 6912 + 2048)
+
+
+def test_a_convolution_strided_and_dilated_counts_as_the_strided_one():
+    """SPAct's R3D-18 layer4 opens with a convolution strided (1, 2, 2) in space and dilated 2
+    in time, which Keras runs at stride 1 and then subsamples: its model FLOPs are the strided
+    convolution's (a quarter of the positions), as PyTorch computes it."""
+    from keras_privacy.models.r3d import conv3x3x3
+
+    clip = keras.Input((4, 8, 8, 3))
+    strided_dilated = keras.Model(clip, conv3x3x3(clip, 4, (1, 2, 2), (2, 1, 1), name="c"))
+    assert strided_dilated.output.shape == (None, 4, 4, 4, 4)
+    multiply_adds = 4 * 4 * 4 * 4 * (27 * 3)  # output positions x channels x window
+    assert forward_flops(strided_dilated, (4, 8, 8, 3)) == 2 * multiply_adds
+    strided = keras.Model(clip, conv3x3x3(clip, 4, (1, 2, 2), (1, 1, 1), name="s"))
+    assert forward_flops(strided, (4, 8, 8, 3)) == forward_flops(strided_dilated, (4, 8, 8, 3))

@@ -6,6 +6,8 @@ import math
 
 import keras
 
+from keras_privacy.models.layers import SpatialSubsample
+
 
 def forward_flops(model: keras.Model, input_shape: tuple[int, ...]) -> int:
     """FLOPs (2 x multiply-adds) of one forward pass of `model` on one input of `input_shape`
@@ -13,10 +15,24 @@ def forward_flops(model: keras.Model, input_shape: tuple[int, ...]) -> int:
     depthwise, separable; inside `TimeDistributed` too), nested models included.
 
     Normalisation, activation and pooling layers are ignored: they are memory-bound and small
-    next to the convolutions.
+    next to the convolutions. A convolution strided in space and dilated in time counts as the
+    strided one, not as the stride-1 one Keras runs for it (`SpatialSubsample`).
     """
     shapes = _output_shapes(model, (1, *input_shape))
     return sum(_layer_flops(layer, *shape) for layer, shape in shapes.items())
+
+
+def _count_subsampled_convolutions_strided(shapes: dict) -> None:
+    """Count a convolution that a `SpatialSubsample` follows (a convolution strided in space and
+    dilated in time, which Keras builds as a stride-1 one, then subsampled: SPAct's R3D-18
+    layer4) at the subsampled outputs: the strided convolution's math, which the model is, not
+    the skipped positions its stride-1 stand-in also computes."""
+    for layer, (_, out_shape) in list(shapes.items()):
+        if not isinstance(layer, SpatialSubsample):
+            continue
+        producer = layer._inbound_nodes[0].input_tensors[0]._keras_history.operation
+        if isinstance(producer, _CONVOLUTIONS) and producer in shapes:
+            shapes[producer] = (shapes[producer][0], out_shape)
 
 
 _CONVOLUTIONS = (keras.layers.Conv1D, keras.layers.Conv2D, keras.layers.Conv3D)
@@ -59,6 +75,7 @@ def _output_shapes(model: keras.Model, batch_shape: tuple[int, ...]) -> dict:
     input of `batch_shape`, found by symbolic tracing."""
     shapes: dict = {}
     _trace(model, keras.KerasTensor(batch_shape), shapes)
+    _count_subsampled_convolutions_strided(shapes)
     return shapes
 
 
