@@ -43,3 +43,15 @@ def test_a_convolution_strided_and_dilated_counts_as_the_strided_one():
     assert forward_flops(strided_dilated, (4, 8, 8, 3)) == 2 * multiply_adds
     strided = keras.Model(clip, conv3x3x3(clip, 4, (1, 2, 2), (1, 1, 1), name="s"))
     assert forward_flops(strided, (4, 8, 8, 3)) == forward_flops(strided_dilated, (4, 8, 8, 3))
+
+
+def test_a_layer_called_twice_counts_both_calls():
+    """A layer shared by two branches (or a nested model called on two inputs) computes twice."""
+    inputs = keras.Input((8, 8, 3))
+    shared = keras.layers.Conv2D(4, 3, padding="same")  # 64 positions x 4 x 27 a call
+    per_image = keras.Model(inputs, keras.layers.Conv2D(2, 1)(inputs))  # 64 x 2 x 3 a call
+    flipped = keras.layers.Lambda(lambda x: keras.ops.flip(x, axis=2))(inputs)
+    x = keras.layers.Concatenate()([shared(inputs), shared(flipped)])
+    y = keras.layers.Concatenate()([per_image(inputs), per_image(flipped)])
+    model = keras.Model(inputs, keras.layers.Concatenate()([x, y]))
+    assert forward_flops(model, (8, 8, 3)) == 2 * (2 * 6912 + 2 * 384)

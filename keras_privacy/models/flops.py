@@ -18,21 +18,8 @@ def forward_flops(model: keras.Model, input_shape: tuple[int, ...]) -> int:
     next to the convolutions. A convolution strided in space and dilated in time counts as the
     strided one, not as the stride-1 one Keras runs for it (`SpatialSubsample`).
     """
-    shapes = _output_shapes(model, (1, *input_shape))
-    return sum(_layer_flops(layer, *shape) for layer, shape in shapes.items())
-
-
-def _count_subsampled_convolutions_strided(shapes: dict) -> None:
-    """Count a convolution that a `SpatialSubsample` follows (a convolution strided in space and
-    dilated in time, which Keras builds as a stride-1 one, then subsampled: SPAct's R3D-18
-    layer4) at the subsampled outputs: the strided convolution's math, which the model is, not
-    the skipped positions its stride-1 stand-in also computes."""
-    for layer, (_, out_shape) in list(shapes.items()):
-        if not isinstance(layer, SpatialSubsample):
-            continue
-        producer = layer._inbound_nodes[0].input_tensors[0]._keras_history.operation
-        if isinstance(producer, _CONVOLUTIONS) and producer in shapes:
-            shapes[producer] = (shapes[producer][0], out_shape)
+    calls = _layer_calls(model, (1, *input_shape))
+    return sum(_layer_flops(layer, in_shape, out_shape) for layer, in_shape, out_shape in calls)
 
 
 _CONVOLUTIONS = (keras.layers.Conv1D, keras.layers.Conv2D, keras.layers.Conv3D)
@@ -70,17 +57,18 @@ def _layer_flops(layer: keras.layers.Layer, in_shape: tuple, out_shape: tuple) -
     return 0
 
 
-def _output_shapes(model: keras.Model, batch_shape: tuple[int, ...]) -> dict:
-    """Input and output shapes of every layer of `model` (recursing into nested models) for an
-    input of `batch_shape`, found by symbolic tracing."""
-    shapes: dict = {}
-    _trace(model, keras.KerasTensor(batch_shape), shapes)
-    _count_subsampled_convolutions_strided(shapes)
-    return shapes
+def _layer_calls(model: keras.Model, batch_shape: tuple[int, ...]) -> list[list]:
+    """[layer, input shape, output shape] of every call of a layer of `model` (recursing into
+    nested models; a layer or a model called twice is there twice) for an input of
+    `batch_shape`, found by symbolic tracing."""
+    calls: list[list] = []
+    _trace(model, keras.KerasTensor(batch_shape), calls)
+    return calls
 
 
-def _trace(model, inputs, shapes):
+def _trace(model, inputs, calls):
     values = {id(model.inputs[0]): inputs}
+    made_by = {}  # id of a layer's output tensor -> its call in `calls`
     for node_layer in model.layers:
         if isinstance(node_layer, keras.layers.InputLayer):
             continue
@@ -90,13 +78,24 @@ def _trace(model, inputs, shapes):
                 continue
             call_inputs = args[0] if len(args) == 1 else args
             if isinstance(node_layer, keras.Model):
-                outputs = _trace(node_layer, call_inputs, shapes)
+                outputs = _trace(node_layer, call_inputs, calls)
             else:
                 outputs = node_layer.compute_output_spec(call_inputs, **node.arguments.kwargs)
-                in_shape = args[0].shape
                 out = outputs[0] if isinstance(outputs, (list, tuple)) else outputs
-                shapes[node_layer] = (in_shape, out.shape)
+                calls.append([node_layer, args[0].shape, out.shape])
+                made_by[id(node.output_tensors[0])] = calls[-1]
+                if isinstance(node_layer, SpatialSubsample):
+                    _count_as_strided(made_by.get(id(node.input_tensors[0])), out.shape)
             out_list = outputs if isinstance(outputs, (list, tuple)) else [outputs]
             for tensor, value in zip(node.output_tensors, out_list):
                 values[id(tensor)] = value
     return values[id(model.outputs[0])]
+
+
+def _count_as_strided(producer: list | None, subsampled_shape: tuple) -> None:
+    """Count a convolution that a `SpatialSubsample` follows (a convolution strided in space and
+    dilated in time, which Keras builds as a stride-1 one, then subsampled: SPAct's R3D-18
+    layer4) at the subsampled outputs: the strided convolution's math, which the model is, not
+    the skipped positions its stride-1 stand-in also computes."""
+    if producer is not None and isinstance(producer[0], _CONVOLUTIONS):
+        producer[2] = subsampled_shape
