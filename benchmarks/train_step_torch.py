@@ -26,13 +26,16 @@ untimed warm-up iteration really ran, counted by the same mode. Efficiency = mod
 as a fraction of a float32 2048 x 2048 matmul measured in the same run. The machine may be
 shared: the load average is printed. `--device cuda` runs it on the GPU (the batch on the device,
 each half timed to its end, `peak_gib` the CUDA allocator's peak), `--bf16` under
-`torch.autocast(dtype=torch.bfloat16)`, as benchmarks/gpu.py compares it. The last line is one
-JSON object.
+`torch.autocast(dtype=torch.bfloat16)`, as benchmarks/gpu.py compares it. cuDNN picks each
+convolution's algorithm by timing them (`cudnn.benchmark`, as the authors' script sets it) in
+the two untimed iterations; the times are medians of `--steps`. Eager PyTorch in NCHW without
+`torch.compile`, as the authors ran it. The last line is one JSON object.
 """
 
 import argparse
 import json
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -158,6 +161,9 @@ def main() -> None:
     device = args.device
     torch.set_num_threads(len(os.sched_getaffinity(0)))
     torch.manual_seed(0)
+    # As the authors' train_ssl_minimax2.py sets it: cuDNN times its algorithms for each
+    # convolution's shapes on first use (the warm-up iterations) and keeps the fastest.
+    torch.backends.cudnn.benchmark = True
 
     backbone = ref.ResNet()
     backbone.fc = nn.Identity()
@@ -194,9 +200,11 @@ def main() -> None:
     executed = counter.get_total_flops()
     iteration()  # a second warm-up: cuDNN's algorithm search, the allocator's pools
     times = [iteration() for _ in range(args.steps)]
-    anonymizer_seconds = sum(a for a, _ in times) / args.steps
-    adversary_seconds = sum(b for _, b in times) / args.steps
-    step_seconds = anonymizer_seconds + adversary_seconds
+    # Medians, as gpu.py times its steps: a step slowed by the machine's other work moves them
+    # less than a mean.
+    anonymizer_seconds = statistics.median(a for a, _ in times)
+    adversary_seconds = statistics.median(b for _, b in times)
+    step_seconds = statistics.median(a + b for a, b in times)
 
     # train_step.py's formula, with the authors' NT-Xent inputs (the 2N views only).
     anonymized, contrastive = c * t + 2 * n, 2 * n

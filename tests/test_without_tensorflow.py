@@ -425,6 +425,43 @@ def test_gpu_benchmark_measures_variant_flags_against_the_default_step(
     assert [cache for w, _, _, cache in calls if w == "spact"] == caches + caches
 
 
+def test_gpu_benchmark_times_the_authors_torch_step_as_written_and_as_lean_as_ours(
+    monkeypatch, capsys
+):
+    """The authors' step computes gradients it discards (1.42x the FLOPs ours needs): its ratio
+    to ours is timed both as they wrote it and without them (`--detach`), for each precision."""
+    gpu = gpu_benchmark()
+
+    def fake_worker(args, timeout, cache=None, xla_flags=None):
+        if args[1] == "matmul":
+            return {"bfloat16_matmul_tflops": 100.0}
+        seconds = 0.2 if "mixed_bfloat16" in args else 0.4
+        return {"seconds_per_step": seconds, "model_tflops_per_second": 1.0}
+
+    peers = []
+
+    def fake_peer(sizes, clips, images, steps, bf16, detach, timeout):
+        peers.append((bf16, detach))
+        seconds = (0.8 if bf16 else 1.2) / (1.4 if detach else 1.0)
+        return {"seconds_per_minimax_step": seconds, "bf16_autocast": bf16, "detach": detach}
+
+    monkeypatch.setattr(gpu, "run_worker", fake_worker)
+    monkeypatch.setattr(gpu, "torch_peer", fake_peer)
+    monkeypatch.setattr(gpu, "gpu_in_use", lambda: None)
+    jobs = "spact:float32,spact:mixed_bfloat16"
+    monkeypatch.setattr(sys, "argv", ["gpu.py", "--jobs", jobs, "--largest_batch", "0"])
+    gpu.main()
+    report = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert peers == [(False, False), (False, True), (True, False), (True, True)]
+    speedups = [(r["bf16_autocast"], r["detach"], r["jax_speedup"]) for r in report["torch"]]
+    assert speedups == [
+        (False, False, 3.0),
+        (False, True, 2.14),
+        (True, False, 4.0),
+        (True, True, 2.86),
+    ]
+
+
 def test_gpu_benchmark_summarises_a_gpu_trace_by_its_stream_kernels(tmp_path):
     def kernel(start, duration, op, thread=7):  # microseconds, as traces count
         return {"ph": "X", "pid": 1, "tid": thread, "ts": start, "dur": duration,
