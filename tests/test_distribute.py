@@ -350,35 +350,34 @@ def test_num_processes_0_off_a_cluster_names_the_flag():
     assert message.endswith("give --num_processes, --process_id and --coordinator_address")
 
 
-def test_num_processes_0_with_a_cluster_it_cannot_read_names_the_flag(monkeypatch):
-    """JAX's Kubernetes detection raises a RuntimeError (no right to list the job's pods), which
-    escaped the one-line error path as a traceback."""
+@pytest.mark.parametrize(
+    "refusal, hint",
+    [
+        (
+            "(403) Forbidden: pods is forbidden",
+            "; the pod's service account must be allowed to list pods and read jobs",
+        ),
+        ("jobs must be indexed (completionMode: Indexed)", ""),
+    ],
+)
+def test_num_processes_0_with_a_cluster_it_cannot_read_names_the_flag(monkeypatch, refusal, hint):
+    """JAX's Kubernetes detection raises a RuntimeError (no right to list the job's pods, a Job
+    not indexed), which escaped the one-line error path as a traceback; the service account is
+    named only where the cluster said forbidden."""
     import jax
 
     from keras_privacy.backend import jax_distribution
 
-    def forbidden():
-        raise RuntimeError("(403) Forbidden: pods is forbidden")
+    def refuse():
+        raise RuntimeError(refusal)
 
     monkeypatch.setattr(jax.config, "update", lambda *args: None)
-    monkeypatch.setattr(jax.distributed, "initialize", forbidden)
+    monkeypatch.setattr(jax.distributed, "initialize", refuse)
     with pytest.raises(ValueError) as raised:
         jax_distribution.join_processes(0, 0, "")
     assert str(raised.value) == (
-        "--num_processes=0: reading the job from the cluster's environment failed ((403) "
-        "Forbidden: pods is forbidden); the pod's service account must be allowed to list pods "
-        "and read jobs"
-    )
-
-    def not_indexed():
-        raise RuntimeError("jobs must be indexed (completionMode: Indexed)")
-
-    monkeypatch.setattr(jax.distributed, "initialize", not_indexed)
-    with pytest.raises(ValueError) as raised:
-        jax_distribution.join_processes(0, 0, "")
-    assert str(raised.value) == (
-        "--num_processes=0: reading the job from the cluster's environment failed (jobs must be "
-        "indexed (completionMode: Indexed))"
+        f"--num_processes=0: reading the job from the cluster's environment failed ({refusal})"
+        + hint
     )
 
 
