@@ -68,8 +68,9 @@ of a lease can end there, and the next command, on the same warm machine with th
 `XLA_FLAGS`, loads and times it (a folder the repository ignores stays between commands).
 
 The authors' PyTorch SPAct step (`benchmarks/train_step_torch.py --device cuda`) runs at the same
-sizes in the same run, float32 and bfloat16 autocast, and the JAX / PyTorch step-time ratio is
-reported.
+sizes in the same run, float32 and bfloat16 autocast, each as the authors wrote it and with
+`--detach` (without the gradients it computes and discards: the work ours does), and the
+PyTorch / JAX step-time ratio of each is reported (`jax_speedup`).
 
 The learning check (`--learning_check DIR`): a SPAct minimax exported on a CPU by
 `python -m keras_privacy.data arrays` (batches, starting models and settings) is trained from
