@@ -43,6 +43,10 @@
 #               the convolutions, so the host launches every convolution on its own between
 #               two graphs (docs/gpu.md). With EXTRA_XLA_FLAGS=$NHWC where nhwc found NHWC
 #               faster
+#   peer        SPAct bf16 at the paper's batch beside the authors' PyTorch step, as they wrote it
+#               and without the gradients it discards (--detach), float32 and bf16 autocast,
+#               cuDNN's algorithm search on: the ratio the 2026-11-26 run (5.0x) overstated
+#               (docs/gpu.md, "The PyTorch peer"); meta's flags for a compile inside the command
 #   largest     SPAct bf16 at LARGEST_FACTOR (default 4) times the paper's batch (24 clips
 #               and 64 image pairs times it), compiled alone, then timed, with meta's flags (level 1,
 #               no fusion autotuner). 1x and 2x are measured on an H200 (2026-11-28, 2026-12-04),
@@ -102,6 +106,9 @@ gpu_args() {
             echo "--jobs spact:mixed_bfloat16 --clips 48 --images 128 --compile_first 2" \
                 "$common --largest_batch 0" \
                 "--timeout $((limit - 150)) --deadline $((limit - 60)) --end $((limit - 10))" ;;
+        peer)  # the PyTorch peer runs only without --no_torch; its four runs are short
+            echo "--jobs spact:mixed_bfloat16 --steps 5 --cache $CACHE/$mode --largest_batch 0" \
+                "--timeout $((limit - 10)) --deadline $((limit - 60)) --end $((limit - 10))" ;;
         largest)  # one batch, compiled alone: the paper's, LARGEST_FACTOR times
             echo "--jobs spact:mixed_bfloat16 --clips $((24 * LARGEST_FACTOR))" \
                 "--images $((64 * LARGEST_FACTOR))" \
@@ -117,7 +124,7 @@ gpu_args() {
 mode_flags() {
     case $1 in
         variants) echo "|$FUSION_AUTOTUNER_OFF;$NHWC;$LEVEL1" ;;  # the one meta hinges on first
-        meta | largest) echo "$LEVEL1 $FUSION_AUTOTUNER_OFF|" ;;
+        meta | largest | peer) echo "$LEVEL1 $FUSION_AUTOTUNER_OFF|" ;;
         nhwc) echo "$LEVEL1 $FUSION_AUTOTUNER_OFF|$NHWC" ;;
         graphs) echo "$LEVEL1 $FUSION_AUTOTUNER_OFF|$CONV_GRAPHS" ;;
         *) echo "|" ;;
@@ -182,7 +189,7 @@ if [[ $1 == --print ]]; then
     exit 0
 fi
 mode=$1 limit=${2:-420}
-if [[ $mode =~ ^(meta|variants|nhwc|graphs|largest)$ ]] && ((limit < 180)); then
+if [[ $mode =~ ^(meta|variants|nhwc|graphs|largest|peer)$ ]] && ((limit < 180)); then
     echo "$mode needs a limit of at least 180 s, got $limit" >&2
     exit 2
 fi

@@ -505,7 +505,8 @@ def test_gpu_benchmark_summarises_a_gpu_trace_by_its_stream_kernels(tmp_path):
 
 LEASE = ROOT / "benchmarks" / "gpu_lease.sh"
 LEASE_MODES = [
-    "meta", "variants", "nhwc", "graphs", "largest", "meta_start", "learning", "learning_highest"
+    "meta", "variants", "nhwc", "graphs", "largest", "peer", "meta_start", "learning",
+    "learning_highest",
 ]  # fmt: skip
 
 
@@ -549,7 +550,8 @@ def test_every_gpu_lease_mode_runs_a_gpu_benchmark_command_that_parses_within_it
                 mode == "learning_highest"
             )
             continue
-        assert args.no_torch and args.steps >= 3
+        # The PyTorch peer runs in its own mode only: the others need every second for XLA.
+        assert args.no_torch == (mode != "peer") and args.steps >= 3
         if mode != "meta_start":
             # A started measurement gets only the time left (--end): the report comes in time.
             assert args.deadline < args.end < 585
@@ -557,7 +559,7 @@ def test_every_gpu_lease_mode_runs_a_gpu_benchmark_command_that_parses_within_it
             # Compiles end a minute before the deadline, leaving time to time them.
             assert args.timeout + 60 <= args.deadline
         tuned_fast = f"{level1} {fusion_autotuner_off}"  # meta's compile ended in a command
-        tuned_modes = ("meta", "nhwc", "graphs", "largest")
+        tuned_modes = ("meta", "nhwc", "graphs", "largest", "peer")
         assert env["XLA_FLAGS"] == (tuned_fast if mode in tuned_modes else "")
     _, variants = lease_command("variants", 420)
     assert variants.variant_flags.split(";") == [
@@ -581,6 +583,11 @@ def test_every_gpu_lease_mode_runs_a_gpu_benchmark_command_that_parses_within_it
         "cache": "/tmp/gpu_lease_cache/graphs",
         "variant_flags": "--xla_gpu_enable_command_buffer=+CONVOLUTION",
     }
+    # The PyTorch peer beside SPAct at the paper's batch (gpu.py's default), one process
+    # compiling and timing it.
+    _, peer = lease_command("peer", 420)
+    assert peer.jobs == "spact:mixed_bfloat16" and (peer.clips, peer.images) == (None, None)
+    assert peer.compile_first == 0 and peer.deadline == 360
     # One batch compiled alone (three side by side did not finish in 435 s on 2026-12-04).
     _, largest = lease_command("largest", 585)
     assert largest.jobs == "spact:mixed_bfloat16" and largest.compile_first == 1
