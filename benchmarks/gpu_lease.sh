@@ -20,7 +20,7 @@
 # first cut short). The next lease runs `nhwc 585`, then `nhwc` again with the seconds left
 # (the lead for 40 % of the bf16 peak); the one after, `graphs 585` and `graphs` again (the
 # lead for the GPU's idle time); later ones `LARGEST_FACTOR=8 ... largest` on an H200, `peer`
-# (it fits beside another mode's first command) and `variants`.
+# (420 s: the second command of a lease whose first takes at most about 400) and `variants`.
 #   meta        the eight-model meta step (its deciding pass and the meta update's program)
 #               without XLA's fusion autotuner, under autotuning level 1 (convolutions and
 #               matmuls still autotuned, without buffer initialisation or correctness checks):
