@@ -883,6 +883,9 @@ def _require_process_0s_data(data: sources.TrainingData) -> None:
     images differ from process 0's (a node's copy of the data lacking or adding a file): each
     process shuffles and counts its own list, so it would read other rows than its share, or
     take another number of steps and stop in a collective with no word of why."""
+    process, processes = distribute.process_position()
+    if processes == 1:
+        return
     mine = {
         "action videos": pipelines.examples_identity(data.videos),
         "privacy images": pipelines.examples_identity(data.images),
@@ -894,7 +897,6 @@ def _require_process_0s_data(data: sources.TrainingData) -> None:
         if mine[what] != process_0[what]
     ]
     if differ:
-        process = distribute.process_position()[0]
         raise SettingError(
             f"process {process} reads other data than process 0 ({'; '.join(differ)}): give "
             "every process the same videos and images (a node's copy of the data that lacks or "
