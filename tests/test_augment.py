@@ -3,6 +3,7 @@
 Every op is checked against a NumPy reference or an exact property on tiny clips.
 """
 
+import colorsys
 import dataclasses
 import math
 import os
@@ -23,7 +24,6 @@ PLAIN = AugmentConfig(
     crop_side=(1.0, 1.0), flip=0.0, jitter=0.0, grayscale=0.0, erase=0.0, erase_area=(0.0, 0.0)
 )
 LUMA = np.array([0.2989, 0.587, 0.114], np.float32)  # tf.image.rgb_to_grayscale's weights
-YIQ_Y = np.array([0.299, 0.587, 0.114], np.float32)
 PRESETS = [
     SUPERVISED,
     CONTRASTIVE,
@@ -373,8 +373,7 @@ def test_evaluation_clip_of_uint8_is_scaled_to_unit_range():
 
 
 def _colour(clip, seed, config):
-    clip = tf.constant(clip, tf.float32)
-    return augment.apply_colour(clip, *augment.colour_transform(clip, _seed(*seed), config)).numpy()
+    return augment.random_colour(tf.constant(clip, tf.float32), _seed(*seed), config).numpy()
 
 
 def test_grayscale_only_is_luminance_in_every_channel():
@@ -440,21 +439,52 @@ def test_jitter_probability_zero_keeps_colours_and_one_changes_them():
         assert not np.allclose(_colour(clip, (seed, 2), always), clip, atol=1e-3)
 
 
-def test_hue_rotation_preserves_luminance():
+def _hsv_shifted(clip: np.ndarray, turns: float) -> np.ndarray:
+    """Each pixel's HSV hue shifted by `turns`, by Python's colorsys (torchvision's adjust_hue)."""
+    pixels = [colorsys.rgb_to_hsv(*rgb) for rgb in clip.reshape(-1, 3)]
+    shifted = [colorsys.hsv_to_rgb((h + turns) % 1.0, s, v) for h, s, v in pixels]
+    return np.array(shifted, np.float32).reshape(clip.shape)
+
+
+def test_hue_is_the_hsv_shift_of_torchvision():
     config = AugmentConfig(
         jitter=1.0, brightness=0.0, contrast=0.0, saturation=0.0, hue=0.5, grayscale=0.0
     )
-    # colours near mid-grey so that no rotated value leaves [0, 1] (nothing is clipped)
-    clip = 0.4 + 0.2 * _random_clip(frames=2, dtype=np.float32)
+    clip = _random_clip(frames=2, dtype=np.float32)
     moved = 0
     for seed in range(8):
-        matrix, offset = augment.colour_transform(clip, _seed(seed, 3), config)
-        unclipped = clip @ matrix.numpy() + offset.numpy()
-        assert unclipped.min() > 0.0 and unclipped.max() < 1.0
+        turns = float(augment.hue_turns(_seed(seed, 3), config))
         out = _colour(clip, (seed, 3), config)
-        np.testing.assert_allclose(out @ YIQ_Y, clip @ YIQ_Y, atol=1e-5)
+        np.testing.assert_allclose(out, _hsv_shifted(clip, turns), atol=1e-5)
         moved += np.abs(out - clip).max() > 0.01
     assert moved >= 6  # the hue did change (the shift is 0 only by chance)
+
+
+def test_hue_comes_first_and_the_linear_ops_read_its_colours():
+    """Hue, then brightness, contrast towards the hue-shifted clip's mean luminance, saturation
+    towards each shifted pixel's luminance: SPAct's loaders' order (hue before saturation and
+    brightness)."""
+    config = AugmentConfig(
+        jitter=1.0, brightness=0.3, contrast=0.3, saturation=0.3, hue=0.3, grayscale=0.0
+    )
+    clip = 0.2 + 0.6 * _random_clip(frames=2, dtype=np.float32)
+    for seed in [(s, 13) for s in range(4)]:
+        turns = float(augment.hue_turns(_seed(*seed), config))
+        factors = [
+            _drawn(seed, stream, 0.3)
+            for stream in (augment._BRIGHTNESS, augment._CONTRAST, augment._SATURATION)
+        ]
+        expected = _reference_jitter(_hsv_shifted(clip, turns), *factors)
+        np.testing.assert_allclose(_colour(clip, seed, config), expected, atol=2e-5)
+
+
+def test_hue_applies_on_its_own_rate_and_only_with_the_jitter():
+    config = dataclasses.replace(augment.SUPERVISED_SPACT_CODE, jitter_each=(0, 0, 0, 0.15))
+    turns = _over_seeds(lambda seed: augment.hue_turns(seed, config), 400, 6)
+    assert abs((turns != 0).mean() - 0.15) < 0.05
+    assert np.abs(turns).max() <= 0.05
+    never = dataclasses.replace(config, jitter=0.0, jitter_each=(0, 0, 0, 1))
+    assert not _over_seeds(lambda seed: augment.hue_turns(seed, never), 50, 6).any()
 
 
 def test_hue_zero_is_identity():
@@ -467,7 +497,7 @@ def test_hue_zero_is_identity():
 
 def test_colour_map_is_shared_by_all_frames():
     # Contrast uses the mean luminance of the WHOLE clip: frame 0 alone is mapped differently.
-    config = dataclasses.replace(CONTRASTIVE, jitter=1.0, grayscale=0.0)
+    config = dataclasses.replace(CONTRASTIVE, jitter=1.0, grayscale=0.0, hue=0.0)
     clip = _random_clip(frames=3, dtype=np.float32)
     clip[1:] *= 0.5
     seed = (7, 7)
@@ -589,7 +619,8 @@ def test_spacts_supervised_colour_changes_as_many_clips_as_its_loaders():
 
     def distance(seed):
         matrix, offset = augment.colour_transform(clip, seed, config)
-        return tf.reduce_sum(tf.abs(matrix - tf.eye(3))) + tf.reduce_sum(tf.abs(offset))
+        hue = tf.abs(augment.hue_turns(seed, config))
+        return tf.reduce_sum(tf.abs(matrix - tf.eye(3))) + tf.reduce_sum(tf.abs(offset)) + hue
 
     changed = _over_seeds(distance, 400, 6) > 1e-6
     assert abs(changed.mean() - (1 - 0.85 * 0.875 * 0.85 * 0.85)) < 0.07

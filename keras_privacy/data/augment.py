@@ -46,7 +46,7 @@ class AugmentConfig:
         brightness, contrast, saturation: Factors drawn from [1 - s, 1 + s].
         contrast_per_frame: Contrast pulls each frame to its own mean luminance (SPAct's
             loaders adjust each frame as a PIL image); False: to the clip's.
-        hue: Hue shift drawn from [-h, h] (fraction of the colour circle).
+        hue: Hue shift drawn from [-h, h] (fraction of the colour circle), in HSV.
         jitter_each: Probability of each of brightness, contrast, saturation and hue (in that
             order), drawn on its own once the jitter applies.
         grayscale: Probability of replacing colour by luminance.
@@ -305,17 +305,8 @@ def maybe_mirror(box: Tensor, seed: Tensor, probability: float) -> Tensor:
     return tf.where(_uniform(seed, _FLIP) < probability, mirrored, box)
 
 
-# RGB luminance weights (ITU-R 601, as tf.image.rgb_to_grayscale) and the RGB <-> YIQ bases,
-# for pixels as row vectors: yiq = rgb @ _RGB_TO_YIQ.
+# RGB luminance weights (ITU-R 601, as tf.image.rgb_to_grayscale), for pixels as row vectors.
 _LUMA = tf.constant([[0.2989], [0.587], [0.114]])
-_RGB_TO_YIQ = tf.constant(
-    [
-        [0.299, 0.59590059, 0.2115],
-        [0.587, -0.27455667, -0.52273617],
-        [0.114, -0.32134392, 0.31119955],
-    ]
-)
-_YIQ_TO_RGB = tf.linalg.inv(_RGB_TO_YIQ)
 
 
 def _affine(matrix, offset=None):
@@ -329,35 +320,54 @@ def _then(first, second):
     return m1 @ m2, tf.linalg.matvec(m2, v1, transpose_a=True) + v2
 
 
-def _hue_rotation(turns):
-    """Hue shift by `turns` of the colour circle as a rotation of the IQ plane of YIQ."""
-    cos, sin = tf.cos(2 * math.pi * turns), tf.sin(2 * math.pi * turns)
-    rotation = tf.stack([[1.0, 0.0, 0.0], [0.0, cos, -sin], [0.0, sin, cos]])
-    return _RGB_TO_YIQ @ rotation @ _YIQ_TO_RGB
+def _drawn(seed: Tensor, config: AugmentConfig, name: str, stream: int, low, high, neutral):
+    """A jitter op's value drawn in [low, high], or `neutral` where its own draw (its rate in
+    `config.jitter_each`) leaves it out."""
+    rate = dict(zip(("brightness", "contrast", "saturation", "hue"), config.jitter_each))[name]
+    value = _uniform(seed, stream, low, high)
+    if rate >= 1:
+        return value
+    return tf.where(_uniform(seed, _EACH[name]) < rate, value, neutral)
+
+
+def hue_turns(seed: Tensor, config: AugmentConfig) -> Tensor:
+    """The clip's hue shift, in turns of the colour circle: drawn in [-hue, hue] where the
+    jitter and the hue's own draw apply, else 0."""
+    turns = _drawn(seed, config, "hue", _HUE, -config.hue, config.hue, 0.0)
+    return tf.where(_uniform(seed, _JITTER) < config.jitter, turns, 0.0)
+
+
+def random_hue(clip: Tensor, seed: Tensor, config: AugmentConfig) -> Tensor:
+    """The clip's hue shifted by `hue_turns` in HSV (`tf.image.adjust_hue`), as torchvision's
+    adjust_hue shifts it in the SPAct authors' loaders and in SimCLR's ColorJitter. Not a
+    linear map of RGB, so a pass of its own before `colour_transform`'s, taken only where the
+    shift is not 0. It keeps each pixel's largest and smallest channel, so the linear ops
+    after it (scalings and blends towards grey) give what they give before it, but for the
+    luminance they read."""
+    if config.hue <= 0:
+        return clip
+    turns = hue_turns(seed, config)
+    return tf.cond(tf.equal(turns, 0.0), lambda: clip, lambda: tf.image.adjust_hue(clip, turns))
 
 
 def colour_transform(clip: Tensor, seed: Tensor, config: AugmentConfig) -> tuple[Tensor, Tensor]:
-    """The clip's colour augmentation as ONE affine map of RGB (3 x 3 matrix, offset), drawn
-    once per clip: with probability `config.jitter` brightness, contrast (towards the clip's
-    mean luminance, or each frame's with `config.contrast_per_frame`: then the offset is
-    (T, 1, 1, 3), one per frame), saturation and a hue rotation in YIQ, each kept with its own
-    probability in `config.jitter_each`, then grayscale with probability `config.grayscale`.
-    One fused map instead of four image passes (the pipeline's hot spot); the result is
-    clipped to [0, 1] once, at the end."""
+    """The clip's linear colour augmentation as ONE affine map of RGB (3 x 3 matrix, offset),
+    drawn once per clip: with probability `config.jitter` brightness, contrast (towards the
+    clip's mean luminance, or each frame's with `config.contrast_per_frame`: then the offset
+    is (T, 1, 1, 3), one per frame) and saturation, each kept with its own probability in
+    `config.jitter_each`, then grayscale with probability `config.grayscale`. One fused map
+    instead of four image passes (the pipeline's hot spot); the result is clipped to [0, 1]
+    once, at the end. The hue is `random_hue`'s, on the clip given here."""
     identity = tf.eye(3)
-    applies = dict(zip(("brightness", "contrast", "saturation", "hue"), config.jitter_each))
-
-    def drawn(name: str, stream: int, low: float, high: float, neutral: float):
-        """The op's value, or `neutral` where its own draw leaves it out."""
-        value = _uniform(seed, stream, low, high)
-        if applies[name] >= 1:
-            return value
-        return tf.where(_uniform(seed, _EACH[name]) < applies[name], value, neutral)
-
-    brightness = drawn("brightness", _BRIGHTNESS, 1 - config.brightness, 1 + config.brightness, 1)
-    contrast = drawn("contrast", _CONTRAST, 1 - config.contrast, 1 + config.contrast, 1)
-    saturation = drawn("saturation", _SATURATION, 1 - config.saturation, 1 + config.saturation, 1)
-    hue = drawn("hue", _HUE, -config.hue, config.hue, 0)
+    brightness = _drawn(
+        seed, config, "brightness", _BRIGHTNESS, 1 - config.brightness, 1 + config.brightness, 1
+    )
+    contrast = _drawn(
+        seed, config, "contrast", _CONTRAST, 1 - config.contrast, 1 + config.contrast, 1
+    )
+    saturation = _drawn(
+        seed, config, "saturation", _SATURATION, 1 - config.saturation, 1 + config.saturation, 1
+    )
     if config.contrast_per_frame:
         mean_luma = tf.reduce_mean(clip, axis=[1, 2], keepdims=True) @ _LUMA  # (T, 1, 1, 1)
     else:
@@ -367,7 +377,6 @@ def colour_transform(clip: Tensor, seed: Tensor, config: AugmentConfig) -> tuple
     jitter = _affine(brightness * identity)
     jitter = _then(jitter, _affine(contrast * identity, (1 - contrast) * mean_luma * tf.ones([3])))
     jitter = _then(jitter, _affine(saturation * identity + (1 - saturation) * gray))
-    jitter = _then(jitter, _affine(_hue_rotation(hue)))
     use_jitter = _uniform(seed, _JITTER) < config.jitter
     matrix, offset = (tf.where(use_jitter, a, b) for a, b in zip(jitter, _affine(identity)))
     use_gray = _uniform(seed, _GRAY) < config.grayscale
@@ -391,6 +400,13 @@ def apply_colour(clip: Tensor, matrix: Tensor, offset: Tensor) -> Tensor:
     """Apply an affine colour map to every pixel of a float clip and clip to [0, 1]."""
     coloured = tf.reshape(tf.reshape(clip, [-1, 3]) @ matrix, tf.shape(clip)) + offset
     return tf.clip_by_value(coloured, 0.0, 1.0)
+
+
+def random_colour(clip: Tensor, seed: Tensor, config: AugmentConfig) -> Tensor:
+    """The clip's colour augmentation: the hue (`random_hue`), then brightness, contrast,
+    saturation and grayscale as one map (`colour_transform`), clipped to [0, 1]."""
+    clip = random_hue(clip, seed, config)
+    return apply_colour(clip, *colour_transform(clip, seed, config))
 
 
 def random_erase(
@@ -456,7 +472,7 @@ def augment_clip(
     width_scale = tf.cast(width, tf.float32) / tf.cast(height, tf.float32)
     box = crop_box(seed, height, width, config, corner)
     clip = crop_and_resize(clip, maybe_mirror(box, seed, config.flip), size)
-    clip = apply_colour(clip, *colour_transform(clip, seed, config))
+    clip = random_colour(clip, seed, config)
     clip = random_gamma(clip, seed, config)
     for rectangle in range(config.erase_count):
         rectangle_seed = (
