@@ -663,17 +663,16 @@ def train(
 
 def backend_note(config: ExperimentConfig) -> str | None:
     """Advice where the run's backend needs far more memory than the other: the second-order
-    meta step on TensorFlow without a GPU, which stores f_A's activations in each derivative
-    pass where JAX recomputes them block by block (`docs/memory.md`)."""
+    meta step on TensorFlow, which stores f_A's activations in each derivative pass where JAX
+    recomputes them block by block (`docs/memory.md`; measured on a CPU, and nothing on a GPU
+    recomputes them either)."""
     if config.method != "meta" or config.meta_first_order or backend.recomputes_checkpoints():
         return None
-    if any("GPU" in device.upper() for device in distribute.data_parallel_devices()):
-        return None
     return (
-        "note: the second-order meta step on TensorFlow on a CPU stores f_A's activations in "
-        "every derivative pass: at the paper's sizes and batch 4 / 8 it passed 21 GiB, against "
-        "11.0 GiB on JAX, which recomputes them (--backend=jax), and 10.3 GiB first order "
-        "(--meta_first_order)"
+        "note: the second-order meta step on TensorFlow stores f_A's activations in every "
+        "derivative pass: at the paper's sizes and batch 4 / 8 it passed 21 GiB on a CPU, "
+        "against 11.0 GiB on JAX, which recomputes them (--backend=jax), and 10.3 GiB first "
+        "order (--meta_first_order)"
     )
 
 
@@ -991,7 +990,12 @@ def _train_holding_the_run(
         )
         trainer.compile(phase.optimizers(), jit_compile=jit_compile)
         if jit_compile and not trainer.jit_compile:
-            why += "; XLA cannot compile a TensorFlow data-parallel step"
+            why += (
+                "; XLA cannot compile a TensorFlow data-parallel step"
+                if config.distribution == "data_parallel"
+                else "; Keras turned it off: TensorFlow's op determinism (TF_DETERMINISTIC_OPS)"
+                " or a layer that XLA cannot compile"
+            )
         print(
             f"phase {phase.name}: XLA {'on' if trainer.jit_compile else 'off'} ({why})", flush=True
         )

@@ -70,6 +70,28 @@ def test_meta_gradient_with_unet_blocks_recomputed_equals_it_without(first_order
     np.testing.assert_allclose(recomputed, nested, rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.parametrize("precision", ["mixed_bfloat16", "mixed_float16"])
+def test_second_order_meta_update_compiles_with_xla_in_16_bits(precision):
+    """XLA compiles the meta update of a max-pooling f_A in 16 bits, as `--jit_compile=auto`
+    compiles it on a TensorFlow GPU: TensorFlow's XLA bridge has the pool's second derivative
+    (MaxPoolGradGrad) in float32 only, so the pools compute in float32."""
+    import tensorflow as tf
+
+    from keras_privacy.distribute import training_scope
+
+    with training_scope("none", precision):
+        trainer = tiny_models.meta_trainer(blocks=True, action_threshold=-1, attack_threshold=-1)
+        trainer.compile({g: keras.optimizers.SGD(1e-2) for g in trainer.groups()}, jit_compile=True)
+        anonymizer = trainer.groups()["anonymizer"]
+        before = [np.array(v.numpy()) for v in anonymizer.trainable_variables]
+        dataset = tf.data.Dataset.from_tensors(tiny_models.meta_batch())
+        history = trainer.fit(dataset, epochs=1, verbose=0).history
+    assert history["meta_updates"] == [1.0]
+    assert all(np.isfinite(history["meta_test_loss"]))
+    after = [np.array(v.numpy()) for v in anonymizer.trainable_variables]
+    assert any(not np.array_equal(b, a) for b, a in zip(before, after))
+
+
 @pytest.mark.skipif(
     keras.backend.backend() != "jax", reason="compares both backends once, from the JAX run"
 )

@@ -1569,7 +1569,7 @@ def test_a_gated_anonymizer_that_never_updated_is_reported(caplog):
         ({"method": "spact"}, False),
     ],
 )
-def test_the_second_order_meta_step_on_a_tensorflow_cpu_advises_jax(overrides, noted):
+def test_the_second_order_meta_step_on_tensorflow_advises_jax(overrides, noted):
     note = training.backend_note(ExperimentConfig(**overrides))
     assert (note is not None) == noted
     if noted:

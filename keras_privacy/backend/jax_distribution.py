@@ -338,7 +338,7 @@ def process_position() -> tuple[int, int]:
     return jax.process_index(), jax.process_count()
 
 
-def keep_input_pipelines_off_the_gpus(tf: ModuleType) -> tuple[int, str]:
+def set_up_tensorflow_gpus(tf: ModuleType) -> tuple[int, str]:
     """Hide every GPU from `tf` (the TensorFlow module of the input pipelines), which on JAX
     only runs `tf.data`, on the CPU: a GPU build of TensorFlow would otherwise reserve most of
     a GPU's memory when its runtime starts. Call before any TensorFlow operation runs. Returns

@@ -63,9 +63,20 @@ def process_position() -> tuple[int, int]:
     return 0, 1
 
 
-def keep_input_pipelines_off_the_gpus(tf: ModuleType) -> tuple[int, str]:
-    """Nothing: TensorFlow trains, on its GPUs. Returns (0, "")."""
-    return 0, ""
+def set_up_tensorflow_gpus(tf: ModuleType) -> tuple[int, str]:
+    """Let each GPU's memory grow as TensorFlow needs it (`set_memory_growth`): TensorFlow
+    trains on its GPUs, and would otherwise map nearly all the memory of every GPU it sees as
+    its runtime starts (all of a machine's GPUs for a one-GPU run, none left for another
+    process or for evaluate.py's ONNX face detector). Call before any TensorFlow operation
+    runs. Returns how many GPUs TensorFlow saw and, where its runtime had already started,
+    why their memory could not be set (else "")."""
+    gpus = tf.config.list_physical_devices("GPU")
+    try:
+        for gpu in gpus:
+            tf.config.experimental.set_memory_growth(gpu, True)
+    except RuntimeError as error:  # the runtime has started: too late
+        return len(gpus), str(error)
+    return len(gpus), ""
 
 
 def accelerator_names() -> list[str]:

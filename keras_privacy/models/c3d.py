@@ -8,6 +8,8 @@ from collections.abc import Sequence
 import keras
 from keras import layers
 
+from keras_privacy.models.layers import max_pooling_3d
+
 
 def c3d(
     num_classes: int = 487,
@@ -45,7 +47,7 @@ def c3d(
             # Zeros pad like PyTorch's -inf here, as the input is post-ReLU (>= 0).
             x = layers.ZeroPadding3D((0, 1, 1), name=f"pool{stage + 1}_pad")(x)
         pool = (1, 2, 2) if stage == 0 else (2, 2, 2)
-        x = layers.MaxPooling3D(pool, name=f"pool{stage + 1}")(x)
+        x = max_pooling_3d(pool, name=f"pool{stage + 1}")(x)
     if flatten:
         x = layers.Flatten(name="flatten")(x)
     else:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import keras
 from keras import layers
 
-from keras_privacy.models.layers import torch_padded_conv
+from keras_privacy.models.layers import max_pooling_3d, torch_padded_conv
 from keras_privacy.models.r3d import BN, bottleneck_block_3d, classification_head
 from keras_privacy.models.resnet import residual_blocks
 
@@ -37,7 +37,7 @@ def i3d_stem(x: keras.KerasTensor, width: int) -> keras.KerasTensor:
     x = torch_padded_conv(x, width, (5, 7, 7), 2, (2, 3, 3), name="stem")
     x = layers.BatchNormalization(**BN, name="stem_bn")(x)
     x = layers.ReLU(name="stem_relu")(x)
-    return layers.MaxPooling3D((2, 3, 3), strides=2, name="stem_pool")(x)
+    return max_pooling_3d((2, 3, 3), strides=2, name="stem_pool")(x)
 
 
 def i3d_r50(
@@ -67,6 +67,6 @@ def i3d_r50(
         kernel = TEMPORAL_KERNELS[block.stage][block.index]
         x = i3d_bottleneck(x, block.width, block.stride, kernel, name=block.name)
         if block.stage == 0 and block.index == blocks[0] - 1:
-            x = layers.MaxPooling3D((2, 1, 1), strides=(2, 1, 1), name="layer1_pool")(x)
+            x = max_pooling_3d((2, 1, 1), strides=(2, 1, 1), name="layer1_pool")(x)
     x = classification_head(x, num_classes, include_top, dropout)
     return keras.Model(inputs, x, name=name)

@@ -21,7 +21,7 @@ from typing import NamedTuple
 import keras
 from keras import layers
 
-from keras_privacy.models.layers import slim_variance_scaling
+from keras_privacy.models.layers import max_pooling_2d, slim_variance_scaling
 
 BN = {"momentum": 0.9997, "epsilon": 1e-3, "scale": False}  # slim's inception_arg_scope
 
@@ -149,7 +149,7 @@ def mixed_block(x: keras.KerasTensor, block: Mixed, starts: Starts) -> keras.Ker
     wide = conv_bn(wide, block.wide[1], 3, f"{name}_2b", stddev=other)
     if block.double:
         wide = conv_bn(wide, block.wide[1], 3, f"{name}_2c", stddev=other)
-    pool_layer = layers.MaxPooling2D if block.pool == "max" else layers.AveragePooling2D
+    pool_layer = max_pooling_2d if block.pool == "max" else layers.AveragePooling2D
     pooled = pool_layer(3, strides=1, padding="same", name=f"{name}_3_pool")(x)
     pooled = conv_bn(pooled, block.pool_width, 1, f"{name}_3", stddev=starts.pool_1x1)
     return layers.Concatenate(name=f"{name}_concat")([single, narrow, wide, pooled])
@@ -163,7 +163,7 @@ def reduction_block(x: keras.KerasTensor, block: Reduction, starts: Starts) -> k
     wide = conv_bn(x, block.wide[0], 1, f"{name}_1a", stddev=reduce)
     wide = conv_bn(wide, block.wide[1], 3, f"{name}_1b", stddev=other)
     wide = conv_bn(wide, block.wide[1], 3, f"{name}_1c", strides=2, stddev=other)
-    pooled = layers.MaxPooling2D(3, strides=2, padding="same", name=f"{name}_2_pool")(x)
+    pooled = max_pooling_2d(3, strides=2, padding="same", name=f"{name}_2_pool")(x)
     return layers.Concatenate(name=f"{name}_concat")([narrow, wide, pooled])
 
 
@@ -196,13 +196,13 @@ def inception_net(
             name="stem_1a_conv",
         )(inputs)
         x = layers.ReLU(name="stem_1a_relu")(x)
-    x = layers.MaxPooling2D(3, strides=2, padding="same", name="stem_2a_pool")(x)
+    x = max_pooling_2d(3, strides=2, padding="same", name="stem_2a_pool")(x)
     x = conv_bn(x, 64, 1, "stem_2b", stddev=starts.stem_1x1)
     x = conv_bn(x, 192, 3, "stem_2c", stddev=starts.other)
-    x = layers.MaxPooling2D(3, strides=2, padding="same", name="stem_3a_pool")(x)
+    x = max_pooling_2d(3, strides=2, padding="same", name="stem_3a_pool")(x)
     for block in INCEPTION_V1 if version == 1 else INCEPTION_V2:
         if isinstance(block, Pool):
-            x = layers.MaxPooling2D(block.size, strides=2, padding="same", name=block.name)(x)
+            x = max_pooling_2d(block.size, strides=2, padding="same", name=block.name)(x)
         elif isinstance(block, Reduction):
             x = reduction_block(x, block, starts)
         else:

@@ -86,6 +86,23 @@ def torch_linear(x: keras.KerasTensor, units: int, name: str, **kwargs) -> keras
     )(x)
 
 
+def max_pooling_2d(*args, **kwargs) -> layers.MaxPooling2D:
+    """`layers.MaxPooling2D(*args, **kwargs)` computing in float32 under any dtype policy.
+
+    TensorFlow's XLA bridge has a max pool's second derivative (MaxPoolGradGrad: meta's
+    Hessian-vector pass, which `--jit_compile=auto` compiles on a TensorFlow GPU) in float32
+    only. A max and the routing of its gradient are exact in any float, so the pool's outputs
+    and gradients are the 16-bit pool's; the layer after it casts them back.
+    """
+    return layers.MaxPooling2D(*args, dtype="float32", **kwargs)
+
+
+def max_pooling_3d(*args, **kwargs) -> layers.MaxPooling3D:
+    """`layers.MaxPooling3D(*args, **kwargs)` computing in float32, as `max_pooling_2d` (its
+    second derivative, MaxPool3DGradGrad, is float32 only in TensorFlow's XLA bridge too)."""
+    return layers.MaxPooling3D(*args, dtype="float32", **kwargs)
+
+
 def torch_padded_conv(
     x: keras.KerasTensor,
     filters: int,

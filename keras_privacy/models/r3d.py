@@ -12,6 +12,7 @@ from keras import layers
 
 from keras_privacy.models.layers import (
     SpatialSubsample,
+    max_pooling_3d,
     redraw_kernels,
     torch_default_weights,
     torch_linear,
@@ -216,7 +217,7 @@ def r3d_50(
     x = layers.ReLU(name="stem_relu")(x)
     # Zeros pad like PyTorch's -inf here, as the input is post-ReLU (>= 0).
     x = layers.ZeroPadding3D(1, name="stem_pool_pad")(x)
-    x = layers.MaxPooling3D(3, strides=2, name="stem_pool")(x)
+    x = max_pooling_3d(3, strides=2, name="stem_pool")(x)
     for block in residual_blocks(widths, blocks):
         x = bottleneck_block_3d(x, block.width, block.stride, name=block.name)
     x = classification_head(x, num_classes, include_top, dropout)

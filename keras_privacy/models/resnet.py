@@ -8,7 +8,7 @@ from typing import NamedTuple
 import keras
 from keras import layers
 
-from keras_privacy.models.layers import L2Normalize, torch_linear, torch_padded_conv
+from keras_privacy.models.layers import L2Normalize, max_pooling_2d, torch_linear, torch_padded_conv
 
 BN = {"momentum": 0.9, "epsilon": 1e-5}  # PyTorch's BatchNorm defaults
 
@@ -97,7 +97,7 @@ def resnet(
         x = conv_bn(inputs, stem_width or widths[0], 7, 2, "stem")
         # Zeros pad like PyTorch's -inf here, as the input is post-ReLU (>= 0).
         x = layers.ZeroPadding2D(1, name="stem_pool_pad")(x)
-        x = layers.MaxPooling2D(3, strides=2, name="stem_pool")(x)
+        x = max_pooling_2d(3, strides=2, name="stem_pool")(x)
     block_fn = bottleneck_block if bottleneck else basic_block
     for block in residual_blocks(widths, blocks):
         x = block_fn(x, block.width, block.stride, name=block.name)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import keras
 from keras import layers
 
-from keras_privacy.models.layers import slim_variance_scaling
+from keras_privacy.models.layers import max_pooling_2d, slim_variance_scaling
 
 BN = {"momentum": 0.997, "epsilon": 1e-5}
 UNITS = {50: (3, 4, 6, 3), 101: (3, 4, 23, 3)}
@@ -48,7 +48,7 @@ def conv_bn(
 def bottleneck_unit(x: keras.KerasTensor, depth: int, stride: int, name: str) -> keras.KerasTensor:
     """1x1 - 3x3 (strided) - 1x1 to `depth` channels, added to the shortcut, then ReLU."""
     if x.shape[-1] == depth:
-        shortcut = x if stride == 1 else layers.MaxPooling2D(1, stride, name=f"{name}_skip")(x)
+        shortcut = x if stride == 1 else max_pooling_2d(1, stride, name=f"{name}_skip")(x)
     else:
         shortcut = conv_bn(x, depth, 1, stride, f"{name}_shortcut", relu=False)
     residual = conv_bn(x, depth // 4, 1, 1, f"{name}_conv1")
@@ -72,7 +72,7 @@ def resnet_v1(
         raise ValueError(f"ResNet-V1 depth {depth} is not one of 50, 101")
     inputs = keras.Input(input_shape, name="images")
     x = conv_bn(inputs, 64, 7, 2, "conv1")
-    x = layers.MaxPooling2D(3, 2, padding="same", name="pool1")(x)
+    x = max_pooling_2d(3, 2, padding="same", name="pool1")(x)
     strides = (2, 2, 2, 1)
     widths = (64, 128, 256, 512)
     for block, (count, width, stride) in enumerate(zip(UNITS[depth], widths, strides), 1):

@@ -9,7 +9,7 @@ from fractions import Fraction
 import keras
 from keras import layers, ops
 
-from keras_privacy.models.layers import BilinearUpSampling2D, SpatialSubsample
+from keras_privacy.models.layers import BilinearUpSampling2D, SpatialSubsample, max_pooling_2d
 from keras_privacy.types import Tensor
 
 BN = {"momentum": 0.9, "epsilon": 1e-5}  # PyTorch's BatchNorm defaults
@@ -52,7 +52,7 @@ def unet(
     x = inputs
     for level, width in enumerate(widths):
         if level > 0:
-            x = layers.MaxPooling2D(2, name=f"down{level}_pool")(x)
+            x = max_pooling_2d(2, name=f"down{level}_pool")(x)
         x = double_conv(x, width, name=f"down{level}")
         skips.append(x)
     for level in range(len(widths) - 2, -1, -1):

@@ -23,7 +23,12 @@ from collections.abc import Sequence
 import keras
 from keras import layers
 
-from keras_privacy.models.layers import NearestUpSampling2D, redraw_kernels, smp_decoder_start
+from keras_privacy.models.layers import (
+    NearestUpSampling2D,
+    max_pooling_2d,
+    redraw_kernels,
+    smp_decoder_start,
+)
 from keras_privacy.models.resnet import basic_block, bottleneck_block, conv_bn
 
 
@@ -64,7 +69,7 @@ def unet_plus_plus(
     features = [x]
     # Zeros pad like PyTorch's -inf here, as the input is post-ReLU (>= 0).
     x = layers.ZeroPadding2D(1, name="encoder_pool_pad")(x)
-    x = layers.MaxPooling2D(3, strides=2, name="encoder_pool")(x)
+    x = max_pooling_2d(3, strides=2, name="encoder_pool")(x)
     block_fn = bottleneck_block if bottleneck else basic_block
     for stage in range(encoder_depth - 1):
         for block in range(encoder_blocks[stage]):
