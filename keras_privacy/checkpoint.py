@@ -1,7 +1,8 @@
 """Epoch checkpoints of a multi-phase run, for an exact resume after a kill.
 
 A checkpoint is a folder `<run_dir>/checkpoints/<phase>-<epoch>/` holding the weights of every
-model (`<name>.weights.h5`), the state of the phase's optimizers (`optimizer.npz`) and, for a
+model (`<name>.weights.h5`) and the state of its random numbers where it draws any (Dropout's:
+`<name>.random.npz`), the state of the phase's optimizers (`optimizer.npz`) and, for a
 trainer that restarts models (VITA's budget models), the weights they go back to
 (`restart_snapshot.npz`, `StatelessTrainer.restart_snapshot`). The file
 `<run_dir>/checkpoints/latest.json` names the newest complete folder; it is replaced atomically
@@ -117,6 +118,8 @@ def save_checkpoint(
         folder.mkdir(parents=True)
         for name, model in models.items():
             model.save_weights(folder / f"{name}.weights.h5")
+            if random_states(model):
+                _save_values(folder / f"{name}.random.npz", random_states(model))
         if optimizer is not None:
             _save_values(folder / "optimizer.npz", optimizer.variables)
         if restart_snapshot:
@@ -340,12 +343,24 @@ def restore_models(state: dict, models: dict[str, keras.Model]) -> None:
             ) from error
         except (OSError, RuntimeError) as error:  # RuntimeError: h5py's, of a damaged file
             raise _damaged(path, error) from error
+        states = Path(state["path"]) / f"{name}.random.npz"
+        if states.exists():
+            _restore_values(states, random_states(model), f"{name!r} random state")
     bad = non_finite_variables(models)
     if bad:
         raise CheckpointError(
             f"checkpoint {state['path']} holds non-finite weights (e.g. {', '.join(bad[:3])}), "
             "written by a version that saved diverged runs: delete the run folder and restart"
         )
+
+
+def random_states(model: keras.Model) -> list[keras.Variable]:
+    """The model's random-number states (its layers' seed generators: Dropout's), which Keras'
+    weight files leave out: a checkpoint keeps them (`<name>.random.npz`), so a resumed run
+    draws the masks an uninterrupted one draws. A checkpoint of an older version has none:
+    the resumed run then draws from the states the models were built with."""
+    weights = {id(variable) for variable in model.weights}
+    return [variable for variable in model.variables if id(variable) not in weights]
 
 
 def restore_optimizer(state: dict, optimizer: keras.optimizers.Optimizer) -> None:

@@ -3,8 +3,9 @@
 `train(config)` builds the models and the data, then runs each phase epoch by epoch. After every
 epoch it writes a checkpoint (models + the phase's optimizer state) and an image of the
 anonymized frames of a fixed clip; a restarted run continues from the last checkpoint with the
-same per-epoch data (each epoch's order and augmentation are seeded by `seed + epoch`), so it ends
-where an uninterrupted run ends. The trained models are saved as `.keras` files at the end.
+same per-epoch data (each epoch's order and augmentation are seeded by `1000 * seed + epoch`)
+and each model's random state (Dropout's), so it ends where an uninterrupted run ends. The
+trained models are saved as `.keras` files at the end.
 """
 
 from __future__ import annotations

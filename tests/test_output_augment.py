@@ -70,7 +70,8 @@ def test_jitter_matches_a_per_pixel_reference(values):
 
 
 def reference_hashed_uniform(seed: int, counter: int, count: int) -> np.ndarray:
-    """The layer's draws in NumPy: lowbias32 of (position ^ key) * golden + key."""
+    """The layer's draws in NumPy: lowbias32 of (position ^ key) * golden + key, the key the
+    hash of the counter plus the seed's hash."""
 
     def mix(x):
         x = x ^ (x >> 16)
@@ -80,7 +81,7 @@ def reference_hashed_uniform(seed: int, counter: int, count: int) -> np.ndarray:
         return x ^ (x >> 16)
 
     with np.errstate(over="ignore"):
-        key = mix(np.uint32(counter) + np.uint32(seed))
+        key = mix(np.uint32(counter) + mix(np.uint32(seed)))
         bits = mix((np.arange(count, dtype=np.uint32) ^ key) * np.uint32(0x9E3779B9) + key)
     return (bits >> 8).astype(np.float32) / 2**24
 
@@ -91,6 +92,15 @@ def test_draws_match_a_numpy_reference_so_both_backends_draw_the_same():
         drawn = keras.ops.convert_to_numpy(hashed_uniform(seed, counter, 1000))
         np.testing.assert_array_equal(drawn, expected)
     assert 0.45 < expected.mean() < 0.55 and expected.min() >= 0 and expected.max() < 1
+
+
+def test_neighbouring_seeds_draw_unrelated_streams():
+    """Seed s + 1 at call c is not seed s at call c + 1 (the crop layer takes the jitter's seed
+    + 1, and --seeds runs neighbouring seeds)."""
+    for counter in range(3):
+        later = keras.ops.convert_to_numpy(hashed_uniform(1, counter + 1, 64))
+        neighbour = keras.ops.convert_to_numpy(hashed_uniform(2, counter, 64))
+        assert not np.allclose(later, neighbour)
 
 
 def test_layer_draws_new_factors_per_image_and_per_call_and_repeats_with_its_seed():

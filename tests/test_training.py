@@ -970,6 +970,35 @@ def test_a_checkpoint_that_cannot_be_written_is_named_and_the_last_one_kept(tmp_
     assert [p.name for p in root.iterdir() if p.is_dir()] == ["identity-0001"]
 
 
+def test_a_resumed_model_draws_the_dropout_masks_an_uninterrupted_one_draws(tmp_path):
+    """Keras' weight files leave a Dropout's seed generator out: the checkpoint keeps it, so
+    the model rebuilt and restored (as a resume rebuilds it) draws the next masks as the
+    model that trained on."""
+
+    def built():
+        keras.utils.set_random_seed(0)
+        inputs = keras.Input((64,))
+        dropped = keras.layers.Dropout(0.5, name="drop")(inputs)
+        return keras.Model(inputs, keras.layers.Dense(2, name="head")(dropped))
+
+    ones = np.ones((4, 64), "float32")
+    model = built()
+    for _ in range(3):  # three masks drawn: the generator's state moved on
+        model(ones, training=True)
+    folder = checkpoint.save_checkpoint(tmp_path, "minimax", 1, {"action": model}, None, {})
+    assert (folder / "action.random.npz").is_file()
+    expected = keras.ops.convert_to_numpy(model(ones, training=True))
+
+    resumed = built()
+    fresh = keras.ops.convert_to_numpy(resumed(ones, training=True))
+    resumed = built()
+    checkpoint.restore_models(checkpoint.latest_checkpoint(tmp_path), {"action": resumed})
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(resumed(ones, training=True)), expected
+    )
+    assert not np.array_equal(fresh, expected)  # without the state: the first mask again
+
+
 def test_a_checkpoint_holding_non_finite_weights_is_refused_by_name(tmp_path):
     # What a version that saved diverged runs left behind: the restart says what to do.
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])

@@ -87,8 +87,11 @@ def _mix(x):
 
 
 def hashed_uniform(seed: int, counter: Tensor, count: int) -> Tensor:
-    """`count` numbers uniform in [0, 1) (24-bit), a function of (seed, counter) only."""
-    key = _mix(ops.cast(counter, "uint32") + ops.convert_to_tensor(seed % 2**32, "uint32"))
+    """`count` numbers uniform in [0, 1) (24-bit), a function of (seed, counter) only. The seed
+    is hashed before the counter is added, so seeds s and s + 1 draw unrelated streams (not
+    one stream shifted by a call)."""
+    seed_key = _mix(ops.convert_to_tensor(seed % 2**32, "uint32"))
+    key = _mix(ops.cast(counter, "uint32") + seed_key)
     golden = ops.convert_to_tensor(0x9E3779B9, "uint32")
     positions = ops.cast(ops.arange(count, dtype="int32"), "uint32")
     bits = _mix(ops.bitwise_xor(positions, key) * golden + key)
