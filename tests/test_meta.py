@@ -74,7 +74,7 @@ def test_meta_gradient_with_unet_blocks_recomputed_equals_it_without(first_order
 def test_second_order_meta_update_compiles_with_xla_in_16_bits(precision):
     """XLA compiles the meta update of a max-pooling f_A in 16 bits, as `--jit_compile=auto`
     compiles it on a TensorFlow GPU: TensorFlow's XLA bridge has the pool's second derivative
-    (MaxPoolGradGrad) in float32 only, so the pools compute in float32."""
+    (MaxPoolGradGrad) in float32 only, so its pools compute in float32 (JAX's in 16 bits)."""
     import tensorflow as tf
 
     from keras_privacy.distribute import training_scope
@@ -83,6 +83,12 @@ def test_second_order_meta_update_compiles_with_xla_in_16_bits(precision):
         trainer = tiny_models.meta_trainer(blocks=True, action_threshold=-1, attack_threshold=-1)
         trainer.compile({g: keras.optimizers.SGD(1e-2) for g in trainer.groups()}, jit_compile=True)
         anonymizer = trainer.groups()["anonymizer"]
+        pools = [layer for layer in anonymizer.layers if "pool" in layer.name]
+        on_tensorflow = keras.backend.backend() == "tensorflow"
+        assert pools and all(
+            pool.compute_dtype == ("float32" if on_tensorflow else precision.split("_")[1])
+            for pool in pools
+        )
         before = [np.array(v.numpy()) for v in anonymizer.trainable_variables]
         dataset = tf.data.Dataset.from_tensors(tiny_models.meta_batch())
         history = trainer.fit(dataset, epochs=1, verbose=0).history

@@ -106,6 +106,13 @@ def recomputes_checkpoints() -> bool:
     return _chosen("step").recomputes_checkpoints()
 
 
+def max_pool_dtype() -> str | None:
+    """The dtype max pools compute in: float32 on TensorFlow, whose XLA bridge differentiates a
+    max pool twice in float32 only; None (the dtype policy's) on JAX. A max and the routing of
+    its gradient are exact in any float, so either gives the same values."""
+    return _chosen("step").max_pool_dtype()
+
+
 def replica_position() -> tuple[Tensor | int, int]:
     """(this replica's index, the number of replicas) inside a TensorFlow data-parallel step;
     (0, 1) elsewhere (one device; JAX, whose step is already global)."""

@@ -519,6 +519,12 @@ def recomputes_checkpoints() -> bool:
     return True
 
 
+def max_pool_dtype() -> None:
+    """None: max pools compute in the dtype policy's dtype (JAX differentiates a 16-bit pool
+    twice)."""
+    return None
+
+
 def replica_position() -> tuple[int, int]:
     """(0, 1): a JAX step is already one program over the global batch."""
     return 0, 1

@@ -299,6 +299,13 @@ def recomputes_checkpoints() -> bool:
     return False
 
 
+def max_pool_dtype() -> str:
+    """ "float32": TensorFlow's XLA bridge has a max pool's second derivative (`MaxPoolGradGrad`,
+    `MaxPool3DGradGrad`) in float32 only, so a 16-bit pool stops the meta step's
+    Hessian-vector pass under XLA (`--jit_compile=auto` on a GPU)."""
+    return "float32"
+
+
 def replica_position() -> tuple[Tensor | int, int]:
     """(this replica's index, the number of replicas) inside a data-parallel step; (0, 1)
     outside one."""

@@ -10,6 +10,8 @@ from collections.abc import Callable, Sequence
 import keras
 from keras import layers, ops
 
+from keras_privacy import backend
+
 
 def kaiming_fan_out() -> keras.initializers.Initializer:
     """torchvision's ResNet convolutions' start (image and video ResNets, and TeD-SPAD's
@@ -87,20 +89,19 @@ def torch_linear(x: keras.KerasTensor, units: int, name: str, **kwargs) -> keras
 
 
 def max_pooling_2d(*args, **kwargs) -> layers.MaxPooling2D:
-    """`layers.MaxPooling2D(*args, **kwargs)` computing in float32 under any dtype policy.
-
-    TensorFlow's XLA bridge has a max pool's second derivative (MaxPoolGradGrad: meta's
+    """`layers.MaxPooling2D(*args, **kwargs)` computing in `backend.max_pool_dtype()`: float32 on
+    TensorFlow, whose XLA bridge has a max pool's second derivative (MaxPoolGradGrad: meta's
     Hessian-vector pass, which `--jit_compile=auto` compiles on a TensorFlow GPU) in float32
-    only. A max and the routing of its gradient are exact in any float, so the pool's outputs
-    and gradients are the 16-bit pool's; the layer after it casts them back.
-    """
-    return layers.MaxPooling2D(*args, dtype="float32", **kwargs)
+    only; the policy's dtype on JAX, where a float32 pool among bf16 layers would only add
+    memory traffic. A max and the routing of its gradient are exact in any float, so the
+    outputs and gradients are the same; the layer after a float32 pool casts them back."""
+    return layers.MaxPooling2D(*args, dtype=backend.max_pool_dtype(), **kwargs)
 
 
 def max_pooling_3d(*args, **kwargs) -> layers.MaxPooling3D:
-    """`layers.MaxPooling3D(*args, **kwargs)` computing in float32, as `max_pooling_2d` (its
-    second derivative, MaxPool3DGradGrad, is float32 only in TensorFlow's XLA bridge too)."""
-    return layers.MaxPooling3D(*args, dtype="float32", **kwargs)
+    """`layers.MaxPooling3D(*args, **kwargs)` computing in `backend.max_pool_dtype()`, as
+    `max_pooling_2d` (TensorFlow's XLA bridge has MaxPool3DGradGrad in float32 only too)."""
+    return layers.MaxPooling3D(*args, dtype=backend.max_pool_dtype(), **kwargs)
 
 
 def torch_padded_conv(
