@@ -3,13 +3,13 @@
     python benchmarks/input_pipeline.py [--videos 48] [--clips 400] [--batch 8]
 
 Writes `--videos` H.264 videos of 64 frames at 128 x 170 (moving noise, so JPEG and H.264 have
-real work), prepares a cache (short side 128), then times the training pipeline (SPAct's
-augmentation, one draw per clip) from each source after one warm-up batch. Peak memory is the
-process's maximum resident set. tf.data parallelises decoding over every core (AUTOTUNE); the
-cache is also timed with its thread pool capped at one thread, so the ratio of the two figures
-shows how throughput scales with cores on this machine, and with tf.data's autotuner on (the
-pipelines turn it off: its thread held each epoch's iterator deletion for seconds), the peer
-of the first figure.
+real work), prepares a cache (short side 128), then times the training pipeline (the default
+supervised augmentation, `augment.SUPERVISED`, one draw per clip) from each source after one
+warm-up batch. Peak memory is the process's maximum resident set. tf.data parallelises decoding
+over every core (AUTOTUNE); the cache is also timed with its thread pool capped at one thread,
+so the ratio of the two figures shows how throughput scales with cores on this machine, and
+with tf.data's autotuner on (the pipelines turn it off: its thread held each epoch's iterator
+deletion for seconds), the peer of the first figure.
 The last line is one JSON object.
 """
 
@@ -84,7 +84,7 @@ def main() -> None:
         json.dumps(
             {
                 "cores": os.cpu_count(),
-                "clip": "16x112x112, stride 2, SPAct supervised augmentation",
+                "clip": "16x112x112, stride 2, the default supervised augmentation",
                 "cache_clips_per_s": round(from_cache, 1),
                 "cache_clips_per_s_autotuned": round(autotuned, 1),
                 "cache_clips_per_s_one_thread": round(one_thread, 1),
