@@ -300,7 +300,7 @@ def recomputes_checkpoints() -> bool:
 
 
 def max_pool_dtype() -> str:
-    """ "float32": TensorFlow's XLA bridge has a max pool's second derivative (`MaxPoolGradGrad`,
+    """Float32: TensorFlow's XLA bridge has a max pool's second derivative (`MaxPoolGradGrad`,
     `MaxPool3DGradGrad`) in float32 only, so a 16-bit pool stops the meta step's
     Hessian-vector pass under XLA (`--jit_compile=auto` on a GPU)."""
     return "float32"
