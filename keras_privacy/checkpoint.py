@@ -118,8 +118,9 @@ def save_checkpoint(
         folder.mkdir(parents=True)
         for name, model in models.items():
             model.save_weights(folder / f"{name}.weights.h5")
-            if random_states(model):
-                _save_values(folder / f"{name}.random.npz", random_states(model))
+            states = random_states(model)
+            if states:
+                _save_values(folder / f"{name}.random.npz", states)
         if optimizer is not None:
             _save_values(folder / "optimizer.npz", optimizer.variables)
         if restart_snapshot:

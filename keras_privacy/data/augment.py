@@ -323,18 +323,24 @@ def _then(first, second):
 def _drawn(seed: Tensor, config: AugmentConfig, name: str, stream: int, low, high, neutral):
     """A jitter op's value drawn in [low, high], or `neutral` where its own draw (its rate in
     `config.jitter_each`) leaves it out."""
-    rate = dict(zip(("brightness", "contrast", "saturation", "hue"), config.jitter_each))[name]
+    rate = config.jitter_each[list(_EACH).index(name)]  # _EACH lists the ops in their order
     value = _uniform(seed, stream, low, high)
     if rate >= 1:
         return value
     return tf.where(_uniform(seed, _EACH[name]) < rate, value, neutral)
 
 
+def _jitters(seed: Tensor, config: AugmentConfig) -> Tensor:
+    """Whether the clip's colour jitter applies at all (probability `config.jitter`): one draw
+    that the hue and the linear ops share."""
+    return _uniform(seed, _JITTER) < config.jitter
+
+
 def hue_turns(seed: Tensor, config: AugmentConfig) -> Tensor:
     """The clip's hue shift, in turns of the colour circle: drawn in [-hue, hue] where the
     jitter and the hue's own draw apply, else 0."""
     turns = _drawn(seed, config, "hue", _HUE, -config.hue, config.hue, 0.0)
-    return tf.where(_uniform(seed, _JITTER) < config.jitter, turns, 0.0)
+    return tf.where(_jitters(seed, config), turns, 0.0)
 
 
 def random_hue(clip: Tensor, seed: Tensor, config: AugmentConfig) -> Tensor:
@@ -377,7 +383,7 @@ def colour_transform(clip: Tensor, seed: Tensor, config: AugmentConfig) -> tuple
     jitter = _affine(brightness * identity)
     jitter = _then(jitter, _affine(contrast * identity, (1 - contrast) * mean_luma * tf.ones([3])))
     jitter = _then(jitter, _affine(saturation * identity + (1 - saturation) * gray))
-    use_jitter = _uniform(seed, _JITTER) < config.jitter
+    use_jitter = _jitters(seed, config)
     matrix, offset = (tf.where(use_jitter, a, b) for a, b in zip(jitter, _affine(identity)))
     use_gray = _uniform(seed, _GRAY) < config.grayscale
     grayed = matrix @ gray, tf.linalg.matvec(gray, offset, transpose_a=True)
