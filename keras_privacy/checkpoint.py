@@ -33,6 +33,7 @@ import keras
 import numpy as np
 
 from keras_privacy.files import write_text_atomically
+from keras_privacy.methods.trainer import random_states
 
 STATE_FILE = "state.json"
 """In each complete checkpoint folder: the content `latest.json` had when it pointed there."""
@@ -353,15 +354,6 @@ def restore_models(state: dict, models: dict[str, keras.Model]) -> None:
             f"checkpoint {state['path']} holds non-finite weights (e.g. {', '.join(bad[:3])}), "
             "written by a version that saved diverged runs: delete the run folder and restart"
         )
-
-
-def random_states(model: keras.Model) -> list[keras.Variable]:
-    """The model's random-number states (its layers' seed generators: Dropout's), which Keras'
-    weight files leave out: a checkpoint keeps them (`<name>.random.npz`), so a resumed run
-    draws the masks an uninterrupted one draws. A checkpoint of an older version has none:
-    the resumed run then draws from the states the models were built with."""
-    weights = {id(variable) for variable in model.weights}
-    return [variable for variable in model.variables if id(variable) not in weights]
 
 
 def restore_optimizer(state: dict, optimizer: keras.optimizers.Optimizer) -> None:

@@ -124,6 +124,25 @@ def test_data_parallel_steps_equal_one_device():
         np.testing.assert_allclose(one["logs"][key], many["logs"][key], rtol=1e-4, err_msg=key)
 
 
+@pytest.mark.skipif(
+    os.environ.get("KERAS_BACKEND") != "tensorflow",
+    reason="TensorFlow's replica steps; JAX's data-parallel step is one program",
+)
+def test_each_replica_draws_dropout_masks_of_its_own():
+    """Under a mirrored strategy every replica read the same seed state, so each drew the
+    same Dropout mask for its rows: the replica's index is folded into the seed, and taken
+    out of the new state, which stays the one every replica moved on to."""
+    result = _run_script("tensorflow", "dropout")
+    seed, draws = result["initial"]
+    for kind in ("run", "triplet"):
+        masks = [tuple(map(tuple, rows)) for rows in result[f"{kind}_masks"]]
+        assert len(masks) == DEVICES
+        assert len(set(masks)) == DEVICES, kind  # no two replicas draw alike
+        assert all(0.3 < np.mean(mask) < 0.7 for mask in masks)
+    assert result["run_states"] == [[seed, draws + 1]] * DEVICES
+    assert result["triplet_states"] == [[seed, draws + 3]] * DEVICES  # three clips in turn
+
+
 def test_global_batch_must_split_over_the_devices():
     from keras_privacy.distribute import check_batch_sizes
 
@@ -606,6 +625,8 @@ def _main(mode: str, *args: str) -> dict:
             return found
 
         return {"found": chief_first(write_once)}
+    if mode == "dropout":
+        return _dropout_masks_by_replica()
     if mode == "failing":
         # One process of a two-process job in which process `failing` raises after a step.
         from keras_privacy.cli import run_command
@@ -653,6 +674,60 @@ def _main(mode: str, *args: str) -> dict:
         out[d] = spact_run(d, jit_compile=jit, **spact_args)
         print(d, time.time() - t, file=sys.stderr)
     return out
+
+
+def _dropout_masks_by_replica() -> dict:
+    """The Dropout masks each replica of a TensorFlow data-parallel step draws for the same two
+    rows through `StatelessTrainer.run` and through SPAct's f_T-with-features call (TeD-SPAD's
+    triplet), and the seed states each returns; with the initial state."""
+    import keras
+    import tensorflow as tf
+    import tiny_models
+
+    from keras_privacy.distribute import training_scope
+    from keras_privacy.methods.spact import SPAct, action_and_triplet
+    from keras_privacy.methods.trainer import random_states
+
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * DEVICES
+    )
+    units = 64
+    with training_scope("data_parallel"):
+        inputs = keras.Input((None, None, None, 3))
+        x = keras.layers.GlobalAveragePooling3D()(inputs)
+        x = keras.layers.Dense(units, kernel_initializer="ones")(x)
+        x = keras.layers.Dropout(0.5, seed=3)(x)
+        logits = keras.layers.Dense(units, kernel_initializer="identity")(x)
+        action = keras.Model(inputs, logits, name="action")
+        trainer = SPAct(
+            tiny_models.anonymizer(), action, tiny_models.privacy_encoder(), triplet_weight=1.0
+        )
+        (state,) = random_states(action)
+        initial = state.numpy().tolist()
+        clips = tf.ones((2, 2, 4, 4, 3))
+        strategy = tf.distribute.get_strategy()
+
+        def replica_step():
+            values = trainer.current_values()
+            outputs, new_states = trainer.run("action", values, clips, training=True)
+            anchors, _, states = action_and_triplet(trainer, values, (clips,) * 3, 1.0, True)
+            where = random_states(action)[0].path
+            position = [v.path for v in action.non_trainable_variables].index(where)
+            return (
+                outputs != 0,
+                new_states[position],
+                anchors != 0,
+                states["action"][position],
+            )
+
+        results = strategy.run(tf.function(replica_step))
+        local = [
+            [np.asarray(value).tolist() for value in strategy.experimental_local_results(part)]
+            for part in results
+        ]
+    names = ("run_masks", "run_states", "triplet_masks", "triplet_states")
+    return {"initial": initial, **dict(zip(names, local))}
 
 
 if __name__ == "__main__":

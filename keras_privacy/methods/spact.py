@@ -135,6 +135,7 @@ def action_and_triplet(
     run once on the three; in training mode three times each, their BatchNorm statistics
     updated in turn, as TeD-SPAD calls its f_T (and the head in it) once per clip."""
     trainable, non_trainable = values["action"]
+    non_trainable = trainer.fold_replica_into_seeds("action", non_trainable)
     trainable_at, non_trainable_at = trainer.feature_positions
     weights = [trainable[i] for i in trainable_at]
     state = [non_trainable[i] for i in non_trainable_at]
@@ -156,7 +157,10 @@ def action_and_triplet(
     return (
         logits[: ops.shape(clips[0])[0]],
         losses.triplet_margin(anchor, positive, negative, margin),
-        {"action": new_state, "embedding": head_state},
+        {
+            "action": trainer.fold_replica_into_seeds("action", new_state, unfold=True),
+            "embedding": head_state,
+        },
     )
 
 

@@ -85,6 +85,10 @@ LOSS_SCALE_INITIAL = 2.0**15
 LOSS_SCALE_GROWTH_STEPS = 2000
 """Finite updates in a row after which the loss scale doubles (LossScaleOptimizer's default)."""
 
+REPLICA_SEED_STRIDE = 7_919_993
+"""What a replica's index adds to the seed of a random state (`fold_replica_into_seeds`): a
+prime, so the replicas' seeds differ modulo TensorFlow's 2**31 - 2 (`tf.random.stateless_*`)."""
+
 GroupValues = dict[str, tuple[list, list]]
 """Per group: (trainable values, non-trainable values), in the order of the group's model."""
 
@@ -361,9 +365,35 @@ class StatelessTrainer(keras.Model):
     ) -> tuple[Tensor, list]:
         """Call the model of `group` statelessly on `inputs`; returns (outputs, non-trainables)."""
         trainable, non_trainable = values[group]
-        return self.groups()[group].stateless_call(
-            trainable, non_trainable, inputs, training=training
+        outputs, new_non_trainable = self.groups()[group].stateless_call(
+            trainable, self.fold_replica_into_seeds(group, non_trainable), inputs, training=training
         )
+        return outputs, self.fold_replica_into_seeds(group, new_non_trainable, unfold=True)
+
+    def fold_replica_into_seeds(
+        self, group: str, non_trainable: list, unfold: bool = False
+    ) -> list:
+        """The non-trainable values of `group` with this replica's index added to the seed of
+        each random state (Dropout's `[seed, draws]`), so each replica of a TensorFlow
+        data-parallel step draws its own masks for its rows, not the same as every other;
+        `unfold` takes it back out of the new states a call returns, which then stay the same
+        on every replica. `non_trainable` itself outside a replicated step (one device; JAX's
+        step, one program over the global batch)."""
+        replica, replicas = backend.replica_position()
+        if replicas == 1:
+            return non_trainable
+        positions = self._random_state_positions(group)
+        values = list(non_trainable)
+        for position in positions:
+            state = values[position]
+            offset = ops.cast(replica, state.dtype) * REPLICA_SEED_STRIDE
+            offset = ops.stack([-offset if unfold else offset, ops.zeros_like(offset)])
+            values[position] = state + offset
+        return values
+
+    def _random_state_positions(self, group: str) -> list[int]:
+        model = self.groups()[group]
+        return variable_positions(model.non_trainable_variables, random_states(model))
 
     def current_values(self) -> GroupValues:
         """The values of every group's variables now (outside a JAX `fit` step)."""
@@ -614,6 +644,15 @@ def variable_positions(variables: Sequence, part: Sequence) -> list[int]:
     values out of a larger model's, or a trainer's."""
     index = {id(variable): i for i, variable in enumerate(variables)}
     return [index[id(variable)] for variable in part]
+
+
+def random_states(model: keras.Model) -> list[keras.Variable]:
+    """The model's random-number states (its layers' seed generators: Dropout's), the
+    variables that are not among its weights: Keras' weight files leave them out, so a
+    checkpoint keeps them beside (`<name>.random.npz`) and a resumed run draws the masks an
+    uninterrupted one draws."""
+    weights = {id(variable) for variable in model.weights}
+    return [variable for variable in model.variables if id(variable) not in weights]
 
 
 def computes_in_float16(models: Iterable[keras.Model]) -> bool:
