@@ -10,6 +10,7 @@ import os
 import re
 import threading
 from pathlib import Path
+from unittest import mock
 
 import av
 import cv2
@@ -212,6 +213,27 @@ def test_a_root_one_folder_too_deep_finds_nothing(tmp_path):
     assert resolve(deep, "images/train2017/x.jpg") == (f"{deep}/images/train2017/x.jpg", False)
     assert resolve(tmp_path, "Images/Train2017/X.JPG")[1] is False  # one folder's case only
     assert resolve(tmp_path, "images/Train2017/X.JPG") == (str(deep / "train2017" / "x.jpg"), True)
+
+
+def test_names_missing_from_one_folder_list_it_once(tmp_path):
+    """A name in another case is found in its folder, a name in none is not (the path as
+    listed); with the listings of a split's read, a folder is listed once for many missing
+    names (1,000 missing of VISPR's 10,000 images cost 1,000 listings of its folder)."""
+    from keras_privacy.data.annotations import resolve
+
+    images = tmp_path / "images"
+    images.mkdir()
+    for i in range(20):
+        (images / f"IMG_{i}.JPG").write_bytes(b"x")
+    listings: dict = {}
+    with mock.patch.object(Path, "iterdir", autospec=True, side_effect=Path.iterdir) as iterdir:
+        assert resolve(tmp_path, "images/img_3.jpg", listings) == (str(images / "IMG_3.JPG"), True)
+        for i in range(100):
+            gone = f"gone_{i}.jpg"
+            assert resolve(tmp_path, f"images/{gone}", listings) == (str(images / gone), False)
+        assert iterdir.call_count == 1
+        assert resolve(tmp_path, "images/gone_0.jpg") == (str(images / "gone_0.jpg"), False)
+        assert iterdir.call_count == 2  # without the read's listings: listed again
 
 
 def test_ucf101_bad_split_number(ucf101_lists):
@@ -1495,6 +1517,57 @@ def test_prepare_refuses_the_cache_of_another_dataset(tmp_path):
     assert read_manifest(out) == kept
     assert {p: p.read_bytes() for p in out.glob("*.tfrecord")} == shards
     assert prepare_image_cache(split, out, short_side=12, source=vispr)["short_side"] == 12
+
+
+def test_a_prepare_with_another_shard_count_removes_the_old_shards_once_done(
+    tmp_path, monkeypatch, caplog
+):
+    """The default shard count grows with the split (a partial download completed): the old
+    count's shards would stay beside the new ones, up to a whole copy of the dataset. They are
+    removed once the new manifest is written, not before (a stopped prepare keeps them), and
+    no file the cache did not write is."""
+    import keras_privacy.data.cache as cache
+
+    images = tmp_path / "images"
+    images.mkdir()
+    examples = []
+    for i in range(4):
+        assert cv2.imwrite(str(images / f"{i}.png"), np.full((16, 16, 3), 50 * i, np.uint8))
+        examples.append(Example(str(images / f"{i}.png"), privacy=(i % 2, 1, 0)))
+    split = Split(examples, attribute_names=list(VISPR1[:3]))
+    out = tmp_path / "cache"
+    old = prepare_image_cache(split, out, short_side=8, num_shards=3)
+    old_files = {p.name for p in out.glob("shard-*-of-00003.*")}
+    assert len(old_files) == 6  # three shards, each with its sidecar
+    kept = [out / "notes.txt", out / "shard-00000-of-00003.tfrecord.bak"]
+    for path in kept:
+        path.write_text("not the cache's")
+
+    real_write = cache._write_shard
+
+    def stopped(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cache, "_write_shard", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        prepare_image_cache(split, out, short_side=8, num_shards=2)
+    assert old_files < {p.name for p in out.iterdir()}
+    monkeypatch.setattr(cache, "_write_shard", real_write)
+
+    with caplog.at_level("INFO"):
+        manifest = prepare_image_cache(split, out, short_side=8, num_shards=2)
+    new = [shard["file"] for shard in manifest["shards"]]
+    assert new == ["shard-00000-of-00002.tfrecord", "shard-00001-of-00002.tfrecord"]
+    sidecars = [name.replace(".tfrecord", ".json") for name in new]
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [*new, *sidecars, "manifest.json", *(path.name for path in kept)]
+    )
+    assert f"{out}: removed 3 old shards that its manifest.json does not list" in caplog.text
+    assert verify_cache(out)["ok"]
+    records = sorted(_records(read_image_cache(out)), key=lambda r: int(r["index"]))
+    assert [r["path"].decode() for r in records] == [e.path for e in examples]
+    assert [list(r["privacy"]) for r in records] == [list(e.privacy) for e in examples]
+    assert manifest["num_records"] == old["num_records"] == 4
 
 
 def test_vp_labels_csv_with_byte_order_mark(tmp_path):

@@ -8,7 +8,9 @@ holds. Building a pipeline traces its functions (about a second), so tests share
 
 import collections
 import dataclasses
+import logging
 import re
+import shutil
 import threading
 
 import cv2
@@ -325,6 +327,41 @@ def test_action_train_holds_out_every_nth_video(data, source):
     # Videos 0, 2, 4 (indices multiple of 2) are VITA's validation clips, 1 and 3 train.
     assert videos(held_out=True) == [0, 2, 4]
     assert videos(held_out=False) == [1, 3]
+
+
+def test_held_out_videos_are_read_from_a_file_of_their_own_beside_the_cache(data, tmp_path, caplog):
+    """VITA's validation clips come from the held-out records alone, which the first read
+    writes to the cache's `held_out/` folder (not from every record of the cache, filtered);
+    later reads take that file; a cache whose folder cannot be written is read whole."""
+    cache = tmp_path / "cache"
+    shutil.copytree(data["video_cache"], cache)
+
+    def held_out_videos(source):
+        dataset = pipelines.action_train_dataset(
+            source, 1, CLIP, STRIDE, SIZE, config=None, hold_out=2, held_out=True, epochs=2
+        )
+        return [(_video_of(record), record["clips"].tobytes()) for record in _numpy(dataset)]
+
+    (cache / "held_out").write_text("")  # a file where the folder goes: it cannot be made
+    with caplog.at_level(logging.WARNING):
+        read_whole = held_out_videos(cache)
+    assert "cannot write the held-out videos' file" in caplog.text
+    assert sorted({video for video, _ in read_whole}) == [0, 2, 4]
+
+    (cache / "held_out").unlink()
+    assert sorted(held_out_videos(cache)) == sorted(read_whole)  # the same clips
+    (written,) = (cache / "held_out").iterdir()
+    assert written.name.startswith("every-2-") and written.suffix == ".tfrecord"
+    indices = [
+        tf.io.parse_single_sequence_example(
+            record, context_features={"index": tf.io.FixedLenFeature([], tf.int64)}
+        )[0]["index"].numpy()
+        for record in tf.data.TFRecordDataset(str(written))
+    ]
+    assert sorted(indices) == [0, 2, 4]
+    stamp = written.stat().st_mtime_ns
+    assert sorted(held_out_videos(cache)) == sorted(read_whole)
+    assert written.stat().st_mtime_ns == stamp  # read again, not written again
 
 
 @_both("video")

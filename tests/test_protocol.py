@@ -582,7 +582,10 @@ def test_frames_of_videos_take_the_boxes_of_their_frame_in_the_whole_video(tmp_p
     # the privacy test frames of the same videos (PA-HMDB51, VP) take those boxes, so that
     # f'_B is scored on the pixels f'_T sees, not on a detection of the frame alone.
     video = tmp_path / "v_0.avi"
-    write_video(video, np.full((9, 16, 24, 3), 200, np.uint8))
+    write_video(
+        video,
+        np.arange(200, 209, dtype=np.uint8)[:, None, None, None] + np.zeros((16, 24, 3), np.uint8),
+    )
     frames = phvu.frame_images(Split([Example(str(video), 0, (1,))]), tmp_path / "frames", 2)
     assert [index for _, index in frames.frame_sources.values()] == [2, 6]
     detector = _BoxPerFrameIndex()
@@ -608,6 +611,38 @@ def test_frames_of_videos_take_the_boxes_of_their_frame_in_the_whole_video(tmp_p
     monkeypatch.setattr(datasets, "prepare_cache", record)
     datasets.cached_data(data, tmp_path, 16, 16, method, ("privacy_test",))
     assert [name for name, key in keys.items() if "in its video" in key] == ["privacy_test"]
+
+
+def test_the_people_baselines_of_an_evaluation_detect_each_file_once(
+    benchmark, tmp_path, monkeypatch
+):
+    """blur_weak, blur_strong and blacken share one detector, which remembers the boxes of each
+    clip it saw: a file is detected once for the three, not once each, and each baseline
+    fills the boxes a detector of its own finds. The face baselines share another."""
+    made = []
+
+    def counting_detector():
+        made.append(_BoxPerFrameIndex())
+        return made[-1]
+
+    monkeypatch.setattr(anonymizations, "PersonOrFaceDetector", counting_detector)
+    names = "raw,blur_weak,blur_strong,blacken,face_blur,face_blacken"
+    methods = anonymizations.methods_of(tiny_config(benchmark, tmp_path, eval_methods=names))
+    people, faces = methods[1:4], methods[4:]
+    assert len({id(method.detector) for method in people}) == 1
+    assert len({id(method.detector) for method in faces}) == 1
+    assert people[0].detector is not faces[0].detector
+    rng = np.random.default_rng(0)
+    clips = [rng.integers(1, 255, (5, 8, 12, 3), np.uint8) for _ in range(2)]
+    for method in people:
+        alone = anonymizations.Anonymization(method.name, baseline=method.name)
+        alone.detector = _BoxPerFrameIndex()
+        for clip in clips:
+            shared = method.frame_transform(None, "video")("v.avi", clip)
+            np.testing.assert_array_equal(
+                shared, alone.frame_transform(None, "video")("v.avi", clip)
+            )
+    assert len(made) == 1 and made[0].clips == len(clips)
 
 
 def test_a_kept_attacker_of_other_attributes_or_of_damaged_files_is_refused(benchmark, tmp_path):

@@ -12,7 +12,8 @@ Preparation is resumable: each shard is written under a temporary name and renam
 complete, with a small JSON sidecar (its count, failures and a fingerprint of the settings and
 of its own files); a restart skips every complete shard whose fingerprint is unchanged, so a
 source file rewritten in place (a re-download) rewrites its shard only, removing the temporary
-file a killed preparation left of it. A file that fails to
+file a killed preparation left of it. Once a new manifest is written, the shards of another
+shard count (a split that gained files) are removed. A file that fails to
 decode, or an example without one privacy label per attribute of its split (a record that
 would not parse back), is skipped and named (file and reason) in the manifest, never fatal.
 """
@@ -23,6 +24,7 @@ import concurrent.futures
 import dataclasses
 import hashlib
 import json
+import logging
 import os
 import re
 import reprlib
@@ -227,6 +229,11 @@ def _shard_name(shard: int, num_shards: int) -> str:
     return f"shard-{shard:05d}-of-{num_shards:05d}.tfrecord"
 
 
+SHARD_FILE = re.compile(r"shard-\d{5,}-of-\d{5,}\.(tfrecord|json)")
+"""The names of the shards (`_shard_name`) and of their sidecars (`_sidecar`) that `prepare`
+writes: no other file of a cache's folder is ever removed as an old shard."""
+
+
 def _sidecar(path: Path) -> Path:
     return path.with_suffix(".json")
 
@@ -389,7 +396,28 @@ def _prepare(
     text = json.dumps(manifest, indent=1)
     if _read_text(out / MANIFEST) != text:  # a finished cache's is left as it is, unwritten
         write_text_atomically(out / MANIFEST, text)
+    _remove_unlisted_shards(out, manifest["shards"])
     return manifest
+
+
+def _remove_unlisted_shards(out: Path, shards: list[dict]) -> None:
+    """Remove the shards (and sidecars) in `out` that the manifest's `shards` do not list:
+    those of a prepare with another shard count (a split that gained files), up to a whole
+    copy of the dataset. Called once the new manifest is written, so that a prepare stopped
+    before it keeps every shard a resume (of either count) reuses."""
+    listed = {
+        name for shard in shards for name in (shard["file"], _sidecar(Path(shard["file"])).name)
+    }
+    unlisted = [
+        path
+        for path in out.iterdir()
+        if SHARD_FILE.fullmatch(path.name) and path.name not in listed
+    ]
+    for path in unlisted:
+        path.unlink(missing_ok=True)
+    if unlisted:
+        count = len({path.stem for path in unlisted})
+        logging.info("%s: removed %d old shards that its %s does not list", out, count, MANIFEST)
 
 
 def _with_label_check(

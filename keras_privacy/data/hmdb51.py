@@ -37,6 +37,7 @@ def read_hmdb51(
     class_names = sorted(files)
     subsets = {"train": ([], []), "test": ([], [])}
     listed = ListedOnce()
+    listings: dict = {}  # the folders listed for names of another case, once each
     for label, name in enumerate(class_names):
         path = files[name]
         for number, line in read_lines(path, listing="video"):
@@ -56,7 +57,7 @@ def read_hmdb51(
             if code == "0":
                 continue
             examples, missing = subsets[SUBSETS[code]]
-            file, exists = resolve(root, f"{name}/{video}")
+            file, exists = resolve(root, f"{name}/{video}", listings)
             if exists:
                 examples.append(Example(path=file, label=label))
             else:

@@ -123,13 +123,14 @@ def read_pa_hmdb51(
         raise FileNotFoundError(f"{annotations_dir}: no PA-HMDB51 '<action>.json' files")
     class_names = sorted(files)
     examples, missing = [], []
+    listings: dict = {}  # the folders listed for names of another case, once each
     for label, action in enumerate(class_names):
         for video, ranges in _read_action_file(files[action]).items():
             privacy = tuple(
                 int(any(v > 0 for *_, values in ranges[name] for v in values))
                 for name in PA_HMDB51_ATTRIBUTES
             )
-            path, exists = resolve(root, f"{action}/{video}")
+            path, exists = resolve(root, f"{action}/{video}", listings)
             if exists:
                 examples.append(Example(path=path, label=label, privacy=privacy))
             else:
@@ -312,8 +313,9 @@ def privacy_images(
             f"e.g. {'; '.join(split.missing[:3])}"
         )
     names = attribute_subset(attributes, scheme)
+    listings: dict = {}  # the folders listed for names of another case, once each
     ranges = {
-        resolve(root, video)[0]: video_ranges
+        resolve(root, video, listings)[0]: video_ranges
         for video, video_ranges in read_frame_ranges(annotations_dir).items()
     }
 

@@ -115,10 +115,11 @@ def read_phvu(
         attribute_names = list(vocab[privacy])
     examples: dict[str, list[Example]] = {}
     missing: dict[str, list[str]] = {}
+    listings: dict = {}  # the folders listed for names of another case, once each
     for _, row in rows:
         actions = _multi_hot(row["actions"], vocab["actions"])
         labels = sum((_multi_hot(row[kind], vocab[kind]) for kind in kinds), ())
-        file, exists = resolve(root, row["video"])
+        file, exists = resolve(root, row["video"], listings)
         examples.setdefault(row["split"], [])
         if exists:
             examples[row["split"]].append(Example(path=file, privacy=labels, actions=actions))

@@ -51,6 +51,7 @@ def read_ucf101(
     annotations_dir = Path(annotations_dir)
     class_names = read_class_index(annotations_dir / "classInd.txt")
     by_lower_name = {name.lower(): i for i, name in enumerate(class_names)}
+    listings: dict = {}  # the folders listed for names of another case, once each
     result, listed = {}, ListedOnce()
     for subset in ("train", "test"):
         list_path = annotations_dir / f"{subset}list0{split}.txt"
@@ -83,7 +84,7 @@ def read_ucf101(
                     f" (class {label + 1})"
                 )
             listed.check(relative, f"{list_path}:{number}")
-            path, exists = resolve(root, relative)
+            path, exists = resolve(root, relative, listings)
             if exists:
                 examples.append(Example(path=path, label=label))
             else:

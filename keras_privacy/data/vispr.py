@@ -119,6 +119,7 @@ def read_vispr(
     chosen = attribute_subset(attributes, vocabulary, source=str(tsv))
     known = set(vocabulary)
     result, listed = {}, ListedOnce()
+    listings: dict = {}  # the folders listed for names of another case, once each
     for subset in SUBSETS:
         examples, missing = [], []
         list_path = annotations_dir / f"{subset}2017.txt"
@@ -128,7 +129,7 @@ def read_vispr(
                     f"{list_path}:{number}: expected one annotation JSON path, got {line!r}"
                 )
             listed.check(line, f"{list_path}:{number}")
-            json_path = _find(line, annotations_dir, root)
+            json_path = _find(line, listings, annotations_dir, root)
             if json_path is not None and Path(json_path).is_dir():
                 raise DatasetFormatError(
                     f"{list_path}:{number}: {line!r} names the folder {json_path}, not an "
@@ -145,7 +146,7 @@ def read_vispr(
             else:
                 image_path, labels = _read_image_annotation(json_path, known)
                 privacy = tuple(int(a in labels) for a in chosen)
-            file, exists = resolve(root, image_path)
+            file, exists = resolve(root, image_path, listings)
             if exists:
                 examples.append(Example(path=file, privacy=privacy))
             else:
@@ -154,12 +155,12 @@ def read_vispr(
     return result
 
 
-def _find(relative: str, *folders: str | os.PathLike | None) -> str | None:
+def _find(relative: str, listings: dict, *folders: str | os.PathLike | None) -> str | None:
     """The first on-disk match of `relative` under the given folders (None or "" ones, no
-    folder given, skipped)."""
+    folder given, skipped); `listings` as `resolve`'s."""
     for folder in folders:
         if folder:
-            path, exists = resolve(folder, relative)
+            path, exists = resolve(folder, relative, listings)
             if exists:
                 return path
     return None
