@@ -154,10 +154,12 @@ class SharedDetector:
 
     @property
     def description(self) -> str:
+        """The detector in words, for the report."""
         with self._lock:
             return self._made().description
 
     def detect_clip(self, clip: np.ndarray) -> list[np.ndarray]:
+        """The boxes of every frame of `clip`: those found before in the same pixels, if any."""
         key = _clip_digest(clip)
         with self._lock:
             if key not in self._found:
