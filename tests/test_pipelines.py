@@ -907,3 +907,16 @@ def test_the_triplet_clips_come_in_the_minimax_batches_only(data):
     assert {"positive_clips", "second_clips"} <= set(minimax)
     assert not {"positive_clips", "second_clips"} & set(init)
     np.testing.assert_array_equal(minimax["clips"], init["clips"])
+
+
+def test_training_from_many_video_files_warns_to_prepare_a_cache(caplog):
+    from keras_privacy.data import sources
+
+    few = Split([Example(f"v{i}.avi", 0) for i in range(sources.MANY_VIDEO_FILES)])
+    many = Split([Example(f"v{i}.avi", 0) for i in range(sources.MANY_VIDEO_FILES + 1)])
+    with caplog.at_level(logging.WARNING):
+        sources.warn_of_many_video_files(few)
+        assert not caplog.records
+        sources.warn_of_many_video_files(many)
+    assert f"training reads {sources.MANY_VIDEO_FILES + 1} videos from their files" in caplog.text
+    assert "keras_privacy.data prepare" in caplog.text

@@ -420,6 +420,7 @@ def training_data(
         require_cache_attributes(privacy.cache, privacy.attributes)
     if isinstance(videos, Split):
         require_decodable(videos, "video", "action_annotations")
+        warn_of_many_video_files(videos)
     if isinstance(images, Split):
         require_decodable(images, "image", "privacy_annotations")
     class_names = pipelines.label_names(actions.cache or action_split, "class_names")
@@ -528,6 +529,24 @@ def require_cache_attributes(cache: str | Path, attributes: str) -> None:
             f"<privacy_cache>={cache}: holds the attributes {', '.join(cached)}, but "
             f"<privacy_attributes>={attributes} names {', '.join(wanted)}; prepare it with "
             f"--attributes {attributes}"
+        )
+
+
+MANY_VIDEO_FILES = 500
+"""Training videos read from their files past which training warns to prepare a cache."""
+
+
+def warn_of_many_video_files(split: Split) -> None:
+    """Warn where training reads more than `MANY_VIDEO_FILES` videos from their files: each clip
+    then decodes its whole video (the decoded videos kept in memory hold a small split only),
+    about 12 clips/s on a 2-core machine against 96 from a cache (100 copies of a real
+    320 x 240 clip), where a GPU step of the paper's SPAct takes 140 a second."""
+    if len(split) > MANY_VIDEO_FILES:
+        logging.warning(
+            "training reads %d videos from their files, decoding a whole video for each clip: "
+            "prepare a cache for speed (`python -m keras_privacy.data prepare`, then "
+            "--action_cache; README, 'A cache for speed')",
+            len(split),
         )
 
 
