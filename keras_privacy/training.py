@@ -64,7 +64,7 @@ class TrainingDivergedError(RuntimeError):
     weights) is kept and a restart resumes from it."""
 
 
-BATCH_KINDS = ("contrastive", "views", "paired", "labelled", "meta")
+BATCH_KINDS = ("contrastive", "pairs", "views", "paired", "labelled", "meta")
 
 
 @dataclasses.dataclass
@@ -79,16 +79,17 @@ class GroupRates:
 
 @dataclasses.dataclass
 class Phase:
-    """One stage of a run: a trainer for `epochs` epochs on batches of one kind:
-    `contrastive` (clips + two views per privacy image), `views` (the views alone, for a
-    phase that reads no clip), `paired` (two such batches per step,
+    """One stage of a run: a trainer for `epochs` epochs on batches of one kind: `contrastive`
+    (clips + two views per privacy image), `pairs` (each clip's NT-Xent pair of frames alone +
+    the views, for a phase that reads no other frame: f_A's identity initialisation), `views`
+    (the views alone, for a phase that reads no clip), `paired` (two such batches per step,
     SPAct's alternation), `labelled` (clips + privacy images with their labels) or `meta`
     (labelled, with the epoch's attribute and model splits, `meta.epoch_splits`);
-    `privacy_batches` privacy batches per step and, with `validation`, a batch of held-out
-    clips (VITA's minimax); `action_batches` more batches of training clips, and as many
-    batches of held-out clips (VITA's fresh f_T update and accuracy check batches);
-    `steps_per_epoch` (0: the run's) its own epoch length; `epoch_rates` (where set) the
-    learning rate of a group's optimizer, set before each epoch."""
+    `privacy_batches` privacy batches per step and, with `validation`, a batch of held-out clips
+    (VITA's minimax); `action_batches` more batches of training clips, and as many batches of
+    held-out clips (VITA's fresh f_T update and accuracy check batches); `steps_per_epoch` (0:
+    the run's) its own epoch length; `epoch_rates` (where set) the learning rate of a group's
+    optimizer, set before each epoch."""
 
     name: str
     epochs: int
@@ -234,6 +235,7 @@ def training_phases(
             config.identity_epochs,
             lambda: IdentityInit(anonymizer),
             lambda: {"anonymizer": adam(identity_rate)},
+            batches="pairs",
             epoch_rates=_plateau_rates(
                 ["anonymizer"],
                 "reconstruction_loss",
@@ -532,6 +534,8 @@ def phase_dataset(
     global batch (`TrainingData.dataset`)."""
     if phase.batches == "contrastive":
         return data.dataset(epoch=epoch, steps=steps, process=process)
+    if phase.batches == "pairs":
+        return data.dataset(epoch=epoch, steps=steps, pairs_only=True, process=process)
     if phase.batches == "views":
         return data.dataset(epoch=epoch, steps=steps, with_clips=False, process=process)
     if phase.batches == "paired":

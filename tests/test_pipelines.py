@@ -329,12 +329,48 @@ def test_action_train_holds_out_every_nth_video(data, source):
     assert videos(held_out=False) == [1, 3]
 
 
+@_both("video")
+@pytest.mark.parametrize("sampler", ["random", "near", "far"])
+def test_pairs_only_gives_each_clips_pair_of_frames_alone(data, source, sampler):
+    """f_A's identity initialisation reads each clip's NT-Xent pair only: decoded and
+    augmented alone, the two frames are the clip's frames at its `frame_pairs` (or the far
+    pair), with the clip's crop, flip, colour, gamma and erase (contrast per frame)."""
+    config = augment.SUPERVISED_SPACT_CODE
+
+    def batches(pairs_only):
+        dataset = pipelines.action_train_dataset(
+            data[source],
+            2,
+            CLIP,
+            STRIDE,
+            SIZE,
+            seed=5,
+            pair_sampler=sampler,
+            config=config,
+            epochs=2,
+            pairs_only=pairs_only,
+        )
+        return _numpy(dataset)
+
+    alone, whole = batches(True), batches(False)
+    assert len(alone) == len(whole) == 5  # 5 videos, 2 epochs, batches of 2
+    for pairs, clips in zip(alone, whole):
+        assert set(pairs) == {"pair_frames", "labels"}
+        np.testing.assert_array_equal(pairs["labels"], clips["labels"])
+        if sampler == "far":
+            expected = clips["pair_frames"]
+        else:
+            rows = np.arange(len(clips["clips"]))[:, None]
+            expected = clips["clips"][rows, clips["frame_pairs"]]
+        np.testing.assert_allclose(pairs["pair_frames"], expected, atol=1e-6)
+
+
 def test_held_out_videos_are_read_from_a_file_of_their_own_beside_the_cache(data, tmp_path, caplog):
     """VITA's validation clips come from the held-out records alone, which the first read
     writes to the cache's `held_out/` folder (not from every record of the cache, filtered);
     later reads take that file; a cache whose folder cannot be written is read whole."""
     cache = tmp_path / "cache"
-    shutil.copytree(data["video_cache"], cache)
+    shutil.copytree(data["video_cache"], cache, ignore=shutil.ignore_patterns("held_out"))
 
     def held_out_videos(source):
         dataset = pipelines.action_train_dataset(

@@ -1478,9 +1478,16 @@ def test_vitas_fresh_f_T_batches_are_read_with_each_step(benchmark, tmp_path):
         assert batch["validation_clips"].shape == (8, 4, 16, 16, 3)
         assert batch["validation_labels"].shape == (8,)
         clips = np.concatenate([batch["clips"], batch["action_clips"], batch["validation_clips"]])
+        labels = np.concatenate(
+            [batch["labels"], batch["action_labels"], batch["validation_labels"]]
+        )
         flat = clips.reshape(len(clips), -1)
         distances = np.abs(flat[:, None] - flat[None]).max(axis=-1)
-        assert (distances + np.eye(len(clips)) > 0).all()  # twenty different clips
+        # Twenty different clips, but that a held-out video (one a class) read in two epochs
+        # may give the same one: its view is the centred one, its start one of six.
+        validation = np.arange(len(clips)) >= len(clips) - len(batch["validation_clips"])
+        again = validation[:, None] & validation[None] & (labels[:, None] == labels[None])
+        assert ((distances > 0) | again | np.eye(len(clips), dtype=bool)).all()
 
 
 @pytest.mark.parametrize("method", ["spact", "vita"])
@@ -1658,8 +1665,10 @@ def test_f_Bs_initialisation_on_image_views_reads_no_clip(benchmark, tmp_path):
 
 
 def test_a_phase_names_an_unknown_kind_of_batches():
-    with pytest.raises(ValueError, match="phase minimax: batches='pairs' is none of contrastive,"):
-        training.Phase("minimax", 1, lambda: None, dict, batches="pairs")
+    with pytest.raises(
+        ValueError, match="phase minimax: batches='couples' is none of contrastive,"
+    ):
+        training.Phase("minimax", 1, lambda: None, dict, batches="couples")
 
 
 @pytest.mark.parametrize(

@@ -591,6 +591,7 @@ def action_train_dataset(
     process: tuple[int, int] = (0, 1),
     batch_parts: tuple[int, ...] = (),
     short_videos: str = "loop",
+    pairs_only: bool = False,
 ) -> tf.data.Dataset:
     """Shuffled, augmented training clips of `epochs` passes (None: endless), last partial
     batch dropped: {"clips" float32 (B, T, size, size, 3) in [0, 1], "labels" int32 (B,),
@@ -609,6 +610,13 @@ def action_train_dataset(
     With `positive_clip`, also "positive_clips" (B, T, size, size, 3): the first clip's frames
     with an augmentation of their own (TeD-SPAD's positive: aux_code/ucf101_dl.py augments the
     same frames twice), decoded once; the first clip is the same as without it.
+
+    With `pairs_only`, each clip's NT-Xent pair alone: "pair_frames" (B, 2, size, size, 3),
+    the two frames of the pair decoded alone and augmented with the clip's draws (the same
+    pixels as the clip's frames at "frame_pairs" where the contrast is per frame; else it is
+    taken about the two frames' mean luminance), and "labels": for a phase that reads no other
+    frame of the clip (f_A's identity initialisation), which decoded and augmented eight
+    times the frames it used.
 
     With `hold_out` = N > 0, only the videos whose index is not a multiple of N (with
     `held_out`: only those whose index is), VITA's validation clips kept out of training.
@@ -633,12 +641,14 @@ def action_train_dataset(
     def kept(index):
         return tf.equal(tf.cast(index, tf.int64) % hold_out == 0, held_out)
 
-    def clip_frames(record, start_seed):
+    def clip_frame_indices(record, start_seed):
         num_frames = record["num_frames"]
         taken = clip_stride(num_frames, clip_length, stride, short_videos)
         start = random_start(start_seed, num_frames, clip_length, taken)
-        indices = clip_indices(num_frames, clip_length, taken, start, short_videos)
-        return take_frames(record["frames"], indices)
+        return clip_indices(num_frames, clip_length, taken, start, short_videos)
+
+    def clip_frames(record, start_seed):
+        return take_frames(record["frames"], clip_frame_indices(record, start_seed))
 
     def augmented(frames, augment_seed):
         return tf.ensure_shape(view(frames, augment_seed), [clip_length, size, size, 3])
@@ -647,6 +657,18 @@ def action_train_dataset(
         element_seed = _element_seed(seed, record["epoch"], record["index"])
         seeds = [tf.random.experimental.stateless_fold_in(element_seed, k) for k in range(6)]
         start_seed, augment_seed, pair_seed, second_start_seed, second_augment_seed = seeds[:5]
+        if pairs_only:
+            if pair_sampler == "far":
+                indices = far_frame_pair(pair_seed, record["num_frames"])
+            else:
+                positions = frame_pair(pair_seed, clip_length, stride, pair_sampler)
+                indices = tf.gather(clip_frame_indices(record, start_seed), positions)
+            pair = view(take_frames(record["frames"], indices), augment_seed)
+            element = {"pair_frames": tf.ensure_shape(pair, [2, size, size, 3])}
+            element["labels"] = record["label"]
+            if "actions" in record:
+                element["actions"] = record["actions"]
+            return element
         frames = clip_frames(record, start_seed)
         element = {"clips": augmented(frames, augment_seed), "labels": record["label"]}
         if positive_clip:

@@ -280,6 +280,7 @@ class TrainingData:
         with_clips: bool = True,
         process: tuple[int, int] = (0, 1),
         minimax: bool = False,
+        pairs_only: bool = False,
     ) -> tf.data.Dataset:
         """`steps` batches of the minimax format for `epoch` (seeded by seed and epoch).
 
@@ -297,7 +298,9 @@ class TrainingData:
         `action_labels` (VITA's f_T updates, a batch each), the clips that follow the step's
         own in the shuffled order; and K batches of held-out clips (its accuracy checks, a
         batch each). Without `with_clips`, the privacy batches alone: no video is read (f_B's
-        initialisation on image views).
+        initialisation on image views). With `pairs_only`, each clip's NT-Xent pair of frames
+        alone, as `pair_frames`, in place of the clip (f_A's identity initialisation, which
+        reads no other frame: `pipelines.action_train_dataset`).
 
         In a job of several processes, `process` = (index, count), every batch holds this
         process's rows of the global batch, and of the K action batches, and only those are
@@ -324,6 +327,7 @@ class TrainingData:
                 held_out=held_out,
                 process=process,
                 batch_parts=batch_parts,
+                pairs_only=pairs_only,
             )
 
         if labelled:

@@ -170,13 +170,15 @@ def pair_inputs(batch: dict, views: str = "images") -> tuple[Tensor, Tensor]:
     """The raw (un-anonymized) two sides of the positive pairs, laid out as
     `contrastive_views` lays out the anonymized ones: phases that only need the pairs run f_A
     on these images instead of on every frame of every clip. Image views need no clips in the
-    batch (the "views" batches of f_B's initialisation)."""
+    batch (the "views" batches of f_B's initialisation), nor frame pairs given as
+    `pair_frames` (the "pairs" batches of f_A's identity initialisation)."""
     images = batch.get("views")
     if images is not None:
         shape = ops.shape(images)
         images = ops.reshape(images, (-1, shape[2], shape[3], shape[4]))
-    frames = None if views == "images" else fold_time(batch["clips"])
-    return contrastive_views(frames, images, batch, views, batch.get("pair_frames"))
+    pairs = batch.get("pair_frames")
+    frames = None if views == "images" or pairs is not None else fold_time(batch["clips"])
+    return contrastive_views(frames, images, batch, views, pairs)
 
 
 def privacy_loss(
