@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import shutil
+from unittest import mock
 
 import pytest
 
@@ -306,6 +307,11 @@ def test_arrays_start_from_a_finished_runs_models(benchmark, tmp_path, capsys):
     assert main([*args, "--out", str(fresh), *flags]) == 0
     with np.load(fresh / "batches.npz") as arrays:
         assert arrays["clips"].shape[:3] == (1, 2, 4)  # epochs, minimax steps (4 / 2), batch
+        assert arrays["clips"].dtype == np.uint8
+        size = sum(arrays[key].nbytes for key in arrays.files)
+    with mock.patch("keras_privacy.data.arrays.LARGEST_EXPORT_BYTES", size - 1):
+        assert main([*args, "--out", str(tmp_path / "large"), *flags]) == 2
+    assert f"the export's 2 batches would take {size / 2**30:.1f} GiB" in capsys.readouterr().err
     run.mkdir()
     rng = np.random.default_rng(0)
     trained = {}

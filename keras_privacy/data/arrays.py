@@ -33,6 +33,10 @@ if TYPE_CHECKING:
 EXPORTED_MODELS = ("anonymizer", "action", "privacy")
 """The models of the export, saved under the names `training.MODEL_FILES` gives them."""
 
+LARGEST_EXPORT_BYTES = 1 << 30
+"""The most the batches may take (uint8, before compression): the export is made to travel to
+a device machine (64 MiB); a paper config's two epochs would take about 90 GB of memory."""
+
 
 def export_minimax_arrays(
     config: ExperimentConfig, out: str | Path, epochs: int, models_from: str | None = None
@@ -70,12 +74,17 @@ def export_minimax_arrays(
             len(models) - 2,
             config.meta_fraction,
         )
-        epoch_batches.append([batch for batch in dataset.as_numpy_iterator()])
+        batches = []
+        for batch in dataset.as_numpy_iterator():
+            batches.append({key: frames_as_uint8(value) for key, value in batch.items()})
+            if not epoch_batches and len(batches) == 1:
+                _require_small(batches[0], epochs * int(dataset.cardinality()))
+        epoch_batches.append(batches)
     stacked = {
         key: np.stack([np.stack([b[key] for b in batches]) for batches in epoch_batches])
         for key in epoch_batches[0][0]
     }
-    np.savez_compressed(out / "batches.npz", **{k: frames_as_uint8(v) for k, v in stacked.items()})
+    np.savez_compressed(out / "batches.npz", **stacked)
     for name in EXPORTED_MODELS:
         models[name].save(out / training.MODEL_FILES[name])
     trainer = minimax.make_trainer()
@@ -95,6 +104,18 @@ def export_minimax_arrays(
     }
     (out / "minimax.json").write_text(json.dumps(settings, indent=1))
     return settings
+
+
+def _require_small(batch: dict, count: int) -> None:
+    """Raise SettingError where `count` batches like `batch` would pass LARGEST_EXPORT_BYTES,
+    before the rest are read."""
+    size = count * sum(value.nbytes for value in batch.values())
+    if size > LARGEST_EXPORT_BYTES:
+        raise SettingError(
+            f"the export's {count} batches would take {size / 2**30:.1f} GiB (at most "
+            f"{LARGEST_EXPORT_BYTES / 2**30:.0f} GiB): it is made to carry a small run to a "
+            "device machine; lower --epochs, --minimax_steps_per_epoch or the batch sizes"
+        )
 
 
 def _start_from(model: keras.Model, path: Path) -> None:
