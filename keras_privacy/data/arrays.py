@@ -35,7 +35,7 @@ EXPORTED_MODELS = ("anonymizer", "action", "privacy")
 
 LARGEST_EXPORT_BYTES = 1 << 30
 """The most the batches may take (uint8, before compression): the export is made to travel to
-a device machine (64 MiB); a paper config's two epochs would take about 90 GB of memory."""
+a device machine (64 MiB); a paper config's two epochs would take tens of GB of memory."""
 
 
 def export_minimax_arrays(
