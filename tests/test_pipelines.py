@@ -12,6 +12,7 @@ import logging
 import re
 import shutil
 import threading
+from unittest import mock
 
 import cv2
 import numpy as np
@@ -398,6 +399,14 @@ def test_held_out_videos_are_read_from_a_file_of_their_own_beside_the_cache(data
     stamp = written.stat().st_mtime_ns
     assert sorted(held_out_videos(cache)) == sorted(read_whole)
     assert written.stat().st_mtime_ns == stamp  # read again, not written again
+
+    written.unlink()  # TensorFlow's writer refuses the folder (a read-only mount)
+    denied = tf.errors.PermissionDeniedError(None, None, "read-only file system")
+    caplog.clear()
+    with mock.patch.object(pipelines._Cache, "_write_every", side_effect=denied):
+        with caplog.at_level(logging.WARNING):
+            assert sorted(held_out_videos(cache)) == sorted(read_whole)
+    assert "read-only file system" in caplog.text and not written.exists()
 
 
 @_both("video")

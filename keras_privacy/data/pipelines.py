@@ -240,13 +240,13 @@ class _Cache:
         out of the whole cache, a VITA step's validation clips (240 with the paper's settings)
         took ten times as many records (3.4 GB on UCF101 at a short side of 128), read and
         parsed to be dropped. Where that folder cannot be written, the whole cache is read
-        and filtered, with a warning."""
+        and filtered, with a warning (a damaged shard is then named as it is read)."""
         digest = hashlib.sha256(Path(self.directory, MANIFEST).read_bytes()).hexdigest()[:16]
         path = Path(self.directory, HELD_OUT_FOLDER, f"every-{nth}-{digest}.tfrecord")
         if not path.is_file():
             try:
                 self._write_every(nth, path)
-            except OSError as error:
+            except (OSError, tf.errors.OpError) as error:
                 logging.warning(
                     "%s: cannot write the held-out videos' file (%s): reading the whole cache "
                     "for them",
@@ -270,10 +270,13 @@ class _Cache:
 
         path.parent.mkdir(exist_ok=True)
         partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
-        with tf.io.TFRecordWriter(str(partial)) as writer:
-            for serialized in tf.data.TFRecordDataset(self.files).filter(kept):
-                writer.write(serialized.numpy())
-        os.replace(partial, path)
+        try:
+            with tf.io.TFRecordWriter(str(partial)) as writer:
+                for serialized in tf.data.TFRecordDataset(self.files).filter(kept):
+                    writer.write(serialized.numpy())
+            os.replace(partial, path)
+        finally:
+            partial.unlink(missing_ok=True)
 
     def parse(self, item) -> dict:
         """A parsed record, its frames or image still JPEG strings."""
