@@ -386,9 +386,10 @@ def test_held_out_videos_are_read_from_a_file_of_their_own_beside_the_cache(data
     assert sorted({video for video, _ in read_whole}) == [0, 2, 4]
 
     (cache / "held_out").unlink()
-    assert sorted(held_out_videos(cache)) == sorted(read_whole)  # the same clips
-    (written,) = (cache / "held_out").iterdir()
-    assert written.name.startswith("every-2-") and written.suffix == ".tfrecord"
+    assert held_out_videos(cache) == read_whole  # the same clips, in the same order
+    written = next((cache / "held_out").glob("*.tfrecord"))
+    assert written.name.startswith("every-2-")
+    assert pipelines._Cache(cache, "video").every(2).files == [str(written)]  # read from it
     indices = [
         tf.io.parse_single_sequence_example(
             record, context_features={"index": tf.io.FixedLenFeature([], tf.int64)}
@@ -397,15 +398,23 @@ def test_held_out_videos_are_read_from_a_file_of_their_own_beside_the_cache(data
     ]
     assert sorted(indices) == [0, 2, 4]
     stamp = written.stat().st_mtime_ns
-    assert sorted(held_out_videos(cache)) == sorted(read_whole)
+    assert held_out_videos(cache) == read_whole
     assert written.stat().st_mtime_ns == stamp  # read again, not written again
 
-    written.unlink()  # TensorFlow's writer refuses the folder (a read-only mount)
+    whole = written.read_bytes()
+    written.write_bytes(whole[: len(whole) // 2])  # cut short by a copy: written again
+    stale = cache / "held_out" / "every-2-0123456789abcdef.tfrecord"  # an earlier manifest's
+    stale.write_bytes(b"old")
+    assert held_out_videos(cache) == read_whole
+    assert written.read_bytes() == whole and not stale.exists()
+
+    for path in (cache / "held_out").iterdir():
+        path.unlink()  # TensorFlow's writer refuses the folder (a read-only mount)
     denied = tf.errors.PermissionDeniedError(None, None, "read-only file system")
     caplog.clear()
     with mock.patch.object(pipelines._Cache, "_write_every", side_effect=denied):
         with caplog.at_level(logging.WARNING):
-            assert sorted(held_out_videos(cache)) == sorted(read_whole)
+            assert held_out_videos(cache) == read_whole
     assert "read-only file system" in caplog.text and not written.exists()
 
 

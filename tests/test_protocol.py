@@ -645,6 +645,24 @@ def test_the_people_baselines_of_an_evaluation_detect_each_file_once(
     assert len(made) == 1 and made[0].clips == len(clips)
 
 
+def test_a_shared_detector_keeps_each_clips_boxes_as_found():
+    """The boxes a shared detector remembers come back as the detector gave them: per frame,
+    one union for every frame, or none for a clip of no frame; face baselines of two
+    thresholds share no detector."""
+    per_frame = [np.array([[1, 2, 3, 4]], np.int32), np.zeros((0, 4), np.int32)]
+    union = np.array([[0, 0, 5, 5], [1, 1, 2, 2]], np.int32)
+    for found in (per_frame, [union] * 3, []):
+        boxes = anonymizations._unpacked(*anonymizations._packed(found))
+        assert len(boxes) == len(found)
+        for got, expected in zip(boxes, found):
+            np.testing.assert_array_equal(got, expected)
+            assert got.dtype == np.int32
+    detectors = {}
+    low = anonymizations.baseline_anonymization("face_blur", None, 0.3, detectors)
+    high = anonymizations.baseline_anonymization("face_blacken", None, 0.9, detectors)
+    assert low.detector is not high.detector
+
+
 def test_a_kept_attacker_of_other_attributes_or_of_damaged_files_is_refused(benchmark, tmp_path):
     """The raw-trained attacker kept in the report folder predicts the attributes it was
     trained on: resumed with others, it would be scored against labels it never learned.

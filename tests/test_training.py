@@ -1495,7 +1495,8 @@ def test_processes_read_their_rows_of_every_phase_batch(benchmark, tmp_path, met
     # Two processes of a multi-process job read batches whose rows, each key's put together
     # in process order, are the batches one process reads: the global batch that
     # data-parallel training splits over their devices (VITA's: with its fresh f_T batches
-    # and held-out clips; SPAct's: its minimax pairs and f_B's image views).
+    # and held-out clips; SPAct's: its minimax pairs and f_B's image views; both: f_A's
+    # identity initialisation, each clip's pair of frames alone).
     supervised = dict(SUPERVISED, action_max_updates=2, action_fresh_clips=True)
     config = tiny_config(
         benchmark,
@@ -1507,7 +1508,8 @@ def test_processes_read_their_rows_of_every_phase_batch(benchmark, tmp_path, met
     data = training.training_data(config)
     models = training.build_models(config, len(data.class_names), len(data.attribute_names))
     phases = {p.name: p for p in training.training_phases(config, models, 4)}
-    read = ["minimax"] + (["privacy_init"] if method == "spact" else [])
+    read = ["minimax", "identity"] + (["privacy_init"] if method == "spact" else [])
+    assert phases["identity"].batches == "pairs"
 
     def batches(name, process):
         dataset = training.phase_dataset(phases[name], data, 1, 4, 2, 0.6, process)
@@ -1518,6 +1520,8 @@ def test_processes_read_their_rows_of_every_phase_batch(benchmark, tmp_path, met
         assert len(alone) == len(halves[0]) == len(halves[1]) >= 2  # SPAct's: pairs of steps
         for whole, first, second in zip(alone, *halves):
             assert whole.keys() == first.keys() == second.keys()
+            if name == "identity":
+                assert "pair_frames" in whole and "clips" not in whole
             for key in whole:
                 assert len(first[key]) == len(whole[key]) // 2, (name, key)
                 together = np.concatenate([first[key], second[key]])

@@ -34,8 +34,9 @@ EXPORTED_MODELS = ("anonymizer", "action", "privacy")
 """The models of the export, saved under the names `training.MODEL_FILES` gives them."""
 
 LARGEST_EXPORT_BYTES = 1 << 30
-"""The most the batches may take (uint8, before compression): the export is made to travel to
-a device machine (64 MiB); a paper config's two epochs would take tens of GB of memory."""
+"""The most the batches may take in memory (uint8, before compression): the export carries a
+small run to a device machine, whose 64 MiB the compressed file must fit; a paper config's two
+epochs would take tens of GB."""
 
 
 def export_minimax_arrays(

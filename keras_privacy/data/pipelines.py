@@ -28,8 +28,10 @@ import collections
 import contextlib
 import copy
 import hashlib
+import json
 import logging
 import os
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -51,6 +53,7 @@ from keras_privacy.data.examples import Split
 from keras_privacy.data.images import read_image
 from keras_privacy.data.tensorflow_runtime import tf
 from keras_privacy.data.video import read_video, warn_if_cut_short
+from keras_privacy.files import write_text_atomically
 from keras_privacy.types import Tensor
 
 PAIR_SAMPLERS = ("random", "near", "far")
@@ -213,15 +216,20 @@ class _Cache:
                 "keras_privacy.data prepare` as before, which writes the missing shards again"
             )
         self.directory = directory
+        self.held_out_every = 0  # `every`'s N: only the records whose index is a multiple
         self.kind = kind
         self.num_attributes = len(self.manifest["attribute_names"])
         self.num_actions = self.manifest.get("num_actions", 0)
 
     def items(self, epoch, seed: int | None) -> tf.data.Dataset:
         """Serialized records of one epoch: in stored order, or (with a seed) shards in a
-        random order, interleaved, then shuffled within windows."""
+        random order, interleaved, then shuffled within windows; with `held_out_every` N, the
+        records whose index is a multiple of N, in stored order, then shuffled within
+        windows (the same order whether they come from their own file or from the shards)."""
         files = tf.constant(self.files)
-        if seed is None:
+        if self.held_out_every:
+            records = tf.data.TFRecordDataset(files).filter(self._index_is_held_out)
+        elif seed is None:
             records = tf.data.TFRecordDataset(files)
         else:
             epoch_seed = tf.stack([tf.constant(seed, tf.int64), tf.cast(epoch, tf.int64)])
@@ -229,23 +237,29 @@ class _Cache:
             records = tf.data.Dataset.from_tensor_slices(files).interleave(
                 tf.data.TFRecordDataset, cycle_length=min(4, len(self.files))
             )
+        if seed is not None:
+            epoch_seed = tf.stack([tf.constant(seed, tf.int64), tf.cast(epoch, tf.int64)])
             window = VIDEO_SHUFFLE_WINDOW if self.kind == "video" else IMAGE_SHUFFLE_WINDOW
             records = _window_shuffle(records, window, epoch_seed)
         return records.map(lambda record: {"serialized": record, "epoch": epoch})
 
     def every(self, nth: int) -> _Cache:
-        """This cache with only the records whose index is a multiple of `nth` (VITA's
-        held-out validation videos), read from a file of their own that the first run writes
-        into the cache's `held_out/` folder, named by `nth` and the manifest's digest. Read
-        out of the whole cache, a VITA step's validation clips (240 with the paper's settings)
-        took ten times as many records (3.4 GB on UCF101 at a short side of 128), read and
-        parsed to be dropped. Where that folder cannot be written, the whole cache is read
-        and filtered, with a warning (a damaged shard is then named as it is read)."""
+        """This cache's records whose index is a multiple of `nth` (VITA's held-out
+        validation videos), read from a file of their own that the first run writes into
+        the cache's `held_out/` folder, named by `nth` and the manifest's digest, with its size
+        beside it (a file of another size, cut short by a copy, is written again; those of an
+        earlier manifest are removed). Read out of the whole cache, a VITA step's validation
+        clips (240 with the paper's settings) took ten times as many records (3.4 GB on
+        UCF101 at a short side of 128), read and parsed to be dropped. Where that folder
+        cannot be written, the whole cache is read and filtered, with a warning (a damaged
+        shard is then named as it is read); the records come in the same order either way."""
+        held_out = copy.copy(self)
+        held_out.held_out_every = nth
         digest = hashlib.sha256(Path(self.directory, MANIFEST).read_bytes()).hexdigest()[:16]
         path = Path(self.directory, HELD_OUT_FOLDER, f"every-{nth}-{digest}.tfrecord")
-        if not path.is_file():
+        if not _written_whole(path):
             try:
-                self._write_every(nth, path)
+                self._write_every(held_out, path)
             except (OSError, tf.errors.OpError) as error:
                 logging.warning(
                     "%s: cannot write the held-out videos' file (%s): reading the whole cache "
@@ -253,30 +267,38 @@ class _Cache:
                     path,
                     error,
                 )
-                return self
-        held_out = copy.copy(self)
+                return held_out
         held_out.files = [str(path)]
         return held_out
 
-    def _write_every(self, nth: int, path: Path) -> None:
-        """Write the records whose index is a multiple of `nth` to `path`, whole or not at all
-        (the processes of a job may write it at once: each writes its own file, then renames
-        it)."""
-        spec = {"index": tf.io.FixedLenFeature([], tf.int64)}
-
-        def kept(serialized):
-            context, _ = tf.io.parse_single_sequence_example(serialized, context_features=spec)
-            return context["index"] % nth == 0
-
+    @staticmethod
+    def _write_every(held_out: _Cache, path: Path) -> None:
+        """Write the records of `held_out` to `path` and its size to `path`'s `.json`, whole
+        or not at all (the processes of a job may write them at once: each writes a file of
+        its own, then renames it); then remove the files of other manifests."""
         path.parent.mkdir(exist_ok=True)
-        partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+        handle, partial = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".partial")
+        os.close(handle)
         try:
-            with tf.io.TFRecordWriter(str(partial)) as writer:
-                for serialized in tf.data.TFRecordDataset(self.files).filter(kept):
+            with tf.io.TFRecordWriter(partial) as writer:
+                for serialized in tf.data.TFRecordDataset(held_out.files).filter(
+                    held_out._index_is_held_out
+                ):
                     writer.write(serialized.numpy())
+            size = os.path.getsize(partial)
             os.replace(partial, path)
         finally:
-            partial.unlink(missing_ok=True)
+            Path(partial).unlink(missing_ok=True)
+        write_text_atomically(path.with_suffix(".json"), json.dumps({"bytes": size}))
+        stem = path.name.rsplit("-", 1)[0]
+        for old in path.parent.glob(f"{stem}-*"):
+            if old.stem != path.stem and old.suffix in (".tfrecord", ".json"):
+                old.unlink(missing_ok=True)
+
+    def _index_is_held_out(self, serialized: Tensor) -> Tensor:
+        spec = {"index": tf.io.FixedLenFeature([], tf.int64)}
+        context, _ = tf.io.parse_single_sequence_example(serialized, context_features=spec)
+        return context["index"] % self.held_out_every == 0
 
     def parse(self, item) -> dict:
         """A parsed record, its frames or image still JPEG strings."""
@@ -290,6 +312,15 @@ class _Cache:
         if self.kind == "video":
             return record
         return record | {"image": tf.io.decode_jpeg(record["image"], channels=3)}
+
+
+def _written_whole(path: Path) -> bool:
+    """Whether `path` is there with the size its `.json` records (`_Cache.every`'s files)."""
+    try:
+        recorded = json.loads(path.with_suffix(".json").read_text())["bytes"]
+        return os.path.getsize(path) == recorded
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
 
 
 class _Files:
@@ -615,11 +646,11 @@ def action_train_dataset(
     same frames twice), decoded once; the first clip is the same as without it.
 
     With `pairs_only`, each clip's NT-Xent pair alone: "pair_frames" (B, 2, size, size, 3),
-    the two frames of the pair decoded alone and augmented with the clip's draws (the same
-    pixels as the clip's frames at "frame_pairs" where the contrast is per frame; else it is
-    taken about the two frames' mean luminance), and "labels": for a phase that reads no other
-    frame of the clip (f_A's identity initialisation), which decoded and augmented eight
-    times the frames it used.
+    the two frames of the pair augmented with the clip's draws (the same pixels as the clip's
+    frames at "frame_pairs" where the contrast is per frame; else it is taken about the two
+    frames' mean luminance), and "labels": for a phase that reads no other frame of the clip
+    (f_A's identity initialisation), which augmented eight times the frames it used, and
+    from a cache decoded them too (from files, the whole video is decoded either way).
 
     With `hold_out` = N > 0, only the videos whose index is not a multiple of N (with
     `held_out`: only those whose index is), VITA's validation clips kept out of training.

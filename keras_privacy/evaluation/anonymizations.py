@@ -186,14 +186,16 @@ def _packed(boxes: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray | int]:
     if boxes and all(frame is boxes[0] for frame in boxes):
         return boxes[0], len(boxes)
     counts = np.array([len(frame) for frame in boxes], np.int64)
-    return np.concatenate(
-        [np.reshape(frame, (-1, 4)) for frame in boxes] or [np.zeros((0, 4))]
-    ), counts
+    if not boxes:
+        return np.zeros((0, 4), np.int32), counts
+    return np.concatenate([np.reshape(frame, (-1, 4)) for frame in boxes]), counts
 
 
 def _unpacked(boxes: np.ndarray, counts: np.ndarray | int) -> list[np.ndarray]:
     if isinstance(counts, int):
         return [boxes] * counts
+    if not len(counts):
+        return []
     return np.split(boxes, np.cumsum(counts)[:-1])
 
 
@@ -237,8 +239,9 @@ def baseline_anonymization(
     """The baseline `name` (see `baselines.BASELINES`): down-sampling as a layer in front of the
     target models, people baselines applied to the files (boxes from `boxes`, else HOG + Haar),
     face baselines too (CenterFace at `face_threshold`, whatever `boxes`); raw data has no
-    anonymization. `detectors` holds the detector of each kind ("people", "faces") that the
-    baselines of an evaluation share: this one's is taken from it, or made and put there."""
+    anonymization. `detectors` holds the detector of each kind ("people", "faces at" a
+    threshold) that the baselines of an evaluation share: this one's is taken from it, or made
+    and put there."""
     detectors = {} if detectors is None else detectors
     if name not in BASELINES:
         raise ValueError(f"unknown method {name!r}; choose {LEARNED} or one of {sorted(BASELINES)}")
@@ -249,7 +252,8 @@ def baseline_anonymization(
         return Anonymization(name, model=InputDownsample(factor, name=name), baseline=name)
     if name in FACE_BASELINES:
         detector = detectors.setdefault(
-            "faces", SharedDetector(lambda: CenterFaceDetector(threshold=face_threshold))
+            f"faces at {face_threshold}",
+            SharedDetector(lambda: CenterFaceDetector(threshold=face_threshold)),
         )
         return Anonymization(name, baseline=name, detector=detector)
     if boxes is not None:
