@@ -227,18 +227,19 @@ class _Cache:
         records whose index is a multiple of N, in stored order, then shuffled within
         windows (the same order whether they come from their own file or from the shards)."""
         files = tf.constant(self.files)
+        epoch_seed = None
+        if seed is not None:
+            epoch_seed = tf.stack([tf.constant(seed, tf.int64), tf.cast(epoch, tf.int64)])
         if self.held_out_every:
             records = tf.data.TFRecordDataset(files).filter(self._index_is_held_out)
-        elif seed is None:
+        elif epoch_seed is None:
             records = tf.data.TFRecordDataset(files)
         else:
-            epoch_seed = tf.stack([tf.constant(seed, tf.int64), tf.cast(epoch, tf.int64)])
             files = tf.gather(files, _permutation(len(self.files), epoch_seed))
             records = tf.data.Dataset.from_tensor_slices(files).interleave(
                 tf.data.TFRecordDataset, cycle_length=min(4, len(self.files))
             )
-        if seed is not None:
-            epoch_seed = tf.stack([tf.constant(seed, tf.int64), tf.cast(epoch, tf.int64)])
+        if epoch_seed is not None:
             window = VIDEO_SHUFFLE_WINDOW if self.kind == "video" else IMAGE_SHUFFLE_WINDOW
             records = _window_shuffle(records, window, epoch_seed)
         return records.map(lambda record: {"serialized": record, "epoch": epoch})
