@@ -599,6 +599,14 @@ def test_frames_of_videos_take_the_boxes_of_their_frame_in_the_whole_video(tmp_p
         assert np.flatnonzero(dark).tolist() == [index]
         assert np.flatnonzero(alone(example.path, image)[0].max(axis=(0, 2)) == 0).tolist() == [0]
     assert detector.clips == 1 + 2  # the video once for its two frames; each frame alone
+    reads = []
+    monkeypatch.setattr(anonymizations, "read_video", lambda path: reads.append(path))
+    sharing = anonymizations.Anonymization("blur_strong", baseline="blur_strong")
+    sharing.detector = method.detector  # as the baselines of one evaluation share it
+    for example in frames.examples:
+        image = cv2.imread(example.path)[None, ..., ::-1]
+        sharing.frame_transform(None, "video", frames.frame_sources)(example.path, image)
+    assert detector.clips == 3 and not reads  # the video neither read nor detected again
 
     # The evaluation's cache gives the frame splits their videos, and no other split.
     keys = {}

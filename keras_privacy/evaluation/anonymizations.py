@@ -58,12 +58,6 @@ class Anonymization:
     baseline: str | None = None
     detector: Detector | None = None
     boxes: BoxesFromFile | None = None
-    _boxes_of_videos: dict[str, list[np.ndarray]] = dataclasses.field(
-        default_factory=dict, init=False, repr=False
-    )
-    _video_boxes_lock: threading.Lock = dataclasses.field(
-        default_factory=threading.Lock, init=False, repr=False
-    )
 
     def clip_fn(self, file_name: str, short_side: int | None, kind: str) -> ClipFn:
         """The people baseline as a function of one uint8 (T, H, W, 3) clip of the file
@@ -96,7 +90,7 @@ class Anonymization:
         def apply(path: str, clip: np.ndarray) -> np.ndarray:
             if by_video:
                 video, index = frame_sources[path]
-                video_boxes = self._video_boxes(video)
+                video_boxes = self._shared_detector().video_boxes(video)
                 detector = KnownBoxes(video_boxes[min(index, len(video_boxes) - 1)])
                 return build_baseline(self.baseline, detector, short_side, kind)(clip)
             return self.clip_fn(Path(path).name, short_side, kind)(clip)
@@ -106,16 +100,6 @@ class Anonymization:
         return FrameTransform(
             apply, key=f"{self.baseline} at {short_side}{scale}, boxes {boxes}{source}"
         )
-
-    def _video_boxes(self, video: str) -> list[np.ndarray]:
-        """The detector's boxes of every frame of the whole `video`, found once for all the
-        frames taken from it (one video at a time: its frames reach the cache's threads
-        together)."""
-        with self._video_boxes_lock:
-            if video not in self._boxes_of_videos:
-                clip = read_video(video)
-                self._boxes_of_videos[video] = self._shared_detector().detect_clip(clip)
-            return self._boxes_of_videos[video]
 
     def boxes_key(self) -> str:
         """What decides the boxes of a people or face baseline: the box file's digest, or the
@@ -151,6 +135,8 @@ class SharedDetector:
         self._detector: Detector | None = None
         self._found: dict[bytes, tuple[np.ndarray, np.ndarray | int]] = {}
         self._lock = threading.Lock()
+        self._videos: dict[str, bytes] = {}
+        self._video_lock = threading.Lock()
 
     @property
     def description(self) -> str:
@@ -160,11 +146,24 @@ class SharedDetector:
 
     def detect_clip(self, clip: np.ndarray) -> list[np.ndarray]:
         """The boxes of every frame of `clip`: those found before in the same pixels, if any."""
+        return _unpacked(*self._found[self._detected(clip)])
+
+    def video_boxes(self, video: str) -> list[np.ndarray]:
+        """The boxes of every frame of the whole `video` file, read and detected once for all
+        the frames taken from it, by every baseline (one video at a time: its frames reach the
+        cache's threads together)."""
+        with self._video_lock:
+            if video not in self._videos:
+                self._videos[video] = self._detected(read_video(video))
+            return _unpacked(*self._found[self._videos[video]])
+
+    def _detected(self, clip: np.ndarray) -> bytes:
+        """The digest under which the boxes of `clip` are remembered, found first if new."""
         key = _clip_digest(clip)
         with self._lock:
             if key not in self._found:
                 self._found[key] = _packed(self._made().detect_clip(clip))
-            return _unpacked(*self._found[key])
+        return key
 
     def _made(self) -> Detector:
         if self._detector is None:
