@@ -688,35 +688,43 @@ def action_train_dataset(
     def augmented(frames, augment_seed):
         return tf.ensure_shape(view(frames, augment_seed), [clip_length, size, size, 3])
 
-    def make(record):
-        element_seed = _element_seed(seed, record["epoch"], record["index"])
-        seeds = [tf.random.experimental.stateless_fold_in(element_seed, k) for k in range(6)]
+    def frame_pair_of(record, indices, augment_seed):
+        """The video's frames `indices`, two, with the clip's augmentation."""
+        pair = view(take_frames(record["frames"], indices), augment_seed)
+        return tf.ensure_shape(pair, [2, size, size, 3])
+
+    def clip_element(record, seeds):
         start_seed, augment_seed, pair_seed, second_start_seed, second_augment_seed = seeds[:5]
-        if pairs_only:
-            if pair_sampler == "far":
-                indices = far_frame_pair(pair_seed, record["num_frames"])
-            else:
-                positions = frame_pair(pair_seed, clip_length, stride, pair_sampler)
-                indices = tf.gather(clip_frame_indices(record, start_seed), positions)
-            pair = view(take_frames(record["frames"], indices), augment_seed)
-            element = {"pair_frames": tf.ensure_shape(pair, [2, size, size, 3])}
-            element["labels"] = record["label"]
-            if "actions" in record:
-                element["actions"] = record["actions"]
-            return element
         frames = clip_frames(record, start_seed)
         element = {"clips": augmented(frames, augment_seed), "labels": record["label"]}
         if positive_clip:
             element["positive_clips"] = augmented(frames, seeds[5])
         if pair_sampler == "far":
             indices = far_frame_pair(pair_seed, record["num_frames"])
-            pair = view(take_frames(record["frames"], indices), augment_seed)
-            element["pair_frames"] = tf.ensure_shape(pair, [2, size, size, 3])
+            element["pair_frames"] = frame_pair_of(record, indices, augment_seed)
         else:
             element["frame_pairs"] = frame_pair(pair_seed, clip_length, stride, pair_sampler)
         if second_clip:
             second = clip_frames(record, second_start_seed)
             element["second_clips"] = augmented(second, second_augment_seed)
+        return element
+
+    def pair_element(record, seeds):
+        start_seed, augment_seed, pair_seed = seeds[:3]
+        if pair_sampler == "far":
+            indices = far_frame_pair(pair_seed, record["num_frames"])
+        else:
+            positions = frame_pair(pair_seed, clip_length, stride, pair_sampler)
+            indices = tf.gather(clip_frame_indices(record, start_seed), positions)
+        return {
+            "pair_frames": frame_pair_of(record, indices, augment_seed),
+            "labels": record["label"],
+        }
+
+    def make(record):
+        element_seed = _element_seed(seed, record["epoch"], record["index"])
+        seeds = [tf.random.experimental.stateless_fold_in(element_seed, k) for k in range(6)]
+        element = pair_element(record, seeds) if pairs_only else clip_element(record, seeds)
         if "actions" in record:
             element["actions"] = record["actions"]
         return element
