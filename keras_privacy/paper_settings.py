@@ -2388,9 +2388,11 @@ SETTINGS: tuple[Setting, ...] = (
         ("ucf101_vispr", "hmdb_vispr"),
         "",
         "OpenCV's HOG people detector and Haar face cascades on 4 keyframes, the "
-        "union of their boxes on every frame (a PA-HMDB51 or VP test frame takes the boxes of "
-        "its frame in its video); --eval_boxes takes a detector's boxes instead (not yet with "
-        "PA-HMDB51's or VP's test frames, which a box file cannot name: refused)",
+        "union of their boxes on every frame; frames larger than 640 px a side (VISPR's "
+        "photographs) are detected reduced to it, YOLOv5's inference size (a PA-HMDB51 or "
+        "VP test frame takes the boxes of its frame in its video); --eval_boxes takes a "
+        "detector's boxes instead (not yet with PA-HMDB51's or VP's test frames, which a box "
+        "file cannot name: refused)",
         "ours: no pretrained detector can be downloaded at run time; HOG misses seated, bent "
         "and small people, so these baselines leak more privacy than SPAct's Table 1 rows "
         "(README, Methods: what HOG misses): give YOLOv5x's boxes with --eval_boxes to match "

