@@ -21,6 +21,8 @@ from test_files import killed_writers_temporary
 
 from keras_privacy.data.cache import (
     FrameTransform,
+    find_prepared,
+    prepare_cache,
     prepare_image_cache,
     prepare_video_cache,
     read_image_cache,
@@ -1405,6 +1407,33 @@ def test_a_source_file_rewritten_in_place_rewrites_its_shard_only(tmp_path, vide
     rewritten = {s["file"] for s in again["shards"] if (out / s["file"]).stat().st_mtime_ns > 1}
     assert rewritten == {_shard_of(out, str(source))}
     assert verify_cache(out)["ok"]
+
+
+def test_a_cache_of_the_same_files_at_the_same_settings_is_found_and_read_not_copied(
+    tmp_path, video_split
+):
+    split, _ = video_split
+    prepared = tmp_path / "prepared" / "train"
+    prepare_video_cache(split, prepared, short_side=32, workers=1)
+    other = tmp_path / "prepared" / "test"
+    prepare_video_cache(Split(split.examples[:2], split.class_names, split.attribute_names), other)
+    folders = [tmp_path / "nowhere", other, prepared]
+    assert find_prepared(split, "video", 32, folders) == prepared
+    assert find_prepared(split, "video", 48, folders) is None
+    assert find_prepared(split, "image", 32, folders) is None
+    copy = tmp_path / "evaluation" / "action_train"
+    assert prepare_cache(split, "video", copy, 32, prepared=folders) == prepared
+    assert not copy.exists()
+    # A changed source file, or a shard gone, and the cache is another's: a copy is written.
+    source = Path(split.examples[0].path)
+    os.utime(source, ns=(source.stat().st_atime_ns, source.stat().st_mtime_ns + 10**9))
+    assert find_prepared(split, "video", 32, folders) is None
+    assert prepare_cache(split, "video", copy, 32, prepared=folders) == copy
+    assert read_manifest(copy)["num_records"] == read_manifest(prepared)["num_records"]
+    prepare_video_cache(split, prepared, short_side=32, workers=1)
+    assert find_prepared(split, "video", 32, [prepared]) == prepared
+    next(prepared.glob("*.tfrecord")).unlink()
+    assert find_prepared(split, "video", 32, [prepared]) is None
 
 
 def test_shards_written_with_the_whole_cache_fingerprint_are_kept(tmp_path, video_split):

@@ -17,9 +17,10 @@ from tiny_models import tiny_config
 from keras_privacy.config import SettingError
 from keras_privacy.data import phvu, pipelines
 from keras_privacy.data.augment import evaluation_clip
-from keras_privacy.data.cache import encode_jpeg, read_manifest, read_video_cache
+from keras_privacy.data.cache import encode_jpeg, prepare_cache, read_manifest, read_video_cache
 from keras_privacy.data.errors import DatasetFormatError
 from keras_privacy.data.examples import Example, Split
+from keras_privacy.data.tensorflow_runtime import tf
 from keras_privacy.data.video import read_video, write_video
 from keras_privacy.evaluation import (
     anonymizations,
@@ -184,7 +185,13 @@ def test_interrupted_evaluation_keeps_finished_methods(benchmark, tmp_path, monk
     assert list(json.loads((out / "report.json").read_text())["methods"]) == ["raw"]
     assert (out / "tradeoff.png").is_file()  # drawn with the finished row
 
-    monkeypatch.setattr(protocol, "cached_data", real_cached_data)
+    caches = []
+
+    def recorded_cached_data(*args, **kwargs):
+        caches.append(real_cached_data(*args, **kwargs))
+        return caches[-1]
+
+    monkeypatch.setattr(protocol, "cached_data", recorded_cached_data)
     trained = []
     real_train = protocol.train_action_target
 
@@ -216,7 +223,7 @@ def test_interrupted_evaluation_keeps_finished_methods(benchmark, tmp_path, monk
     # The images are cached at --privacy_image_side, the raw ones and the baseline's alike.
     images = read_manifest(out / "cache" / "blacken" / "privacy_test")
     assert images["short_side"] == 44 and images["transform"].startswith("blacken at 44, boxes ")
-    assert read_manifest(out / "cache" / "source" / "privacy_train")["short_side"] == 44
+    assert read_manifest(caches[0].privacy_train)["short_side"] == 44
 
     # Another seed's report reads the same cache (nothing in it depends on the seed): its shards
     # are written once.
@@ -537,7 +544,7 @@ def test_a_blur_is_cached_at_the_scale_of_each_splits_source(benchmark, tmp_path
     (method,) = protocol.methods_of(config)
     keys, sides = {}, {}
 
-    def record(split, kind, directory, short_side, transform):
+    def record(split, kind, directory, short_side, transform, prepared=()):
         keys[directory.name] = (kind, transform.key)
         sides[directory.name] = short_side
         return split
@@ -611,7 +618,7 @@ def test_frames_of_videos_take_the_boxes_of_their_frame_in_the_whole_video(tmp_p
     # The evaluation's cache gives the frame splits their videos, and no other split.
     keys = {}
 
-    def record(split, kind, directory, short_side, transform):
+    def record(split, kind, directory, short_side, transform, prepared=()):
         keys[directory.name] = transform.key
         return split
 
@@ -764,6 +771,37 @@ def test_a_damaged_shard_of_the_evaluations_cache_is_named_with_what_to_do(bench
         "shard again and keeps the others",
         str(raised.value),
     )
+
+
+def test_the_evaluation_reads_a_training_cache_of_the_same_files_instead_of_a_copy(
+    benchmark, tmp_path
+):
+    """The built-in benchmark's training cache of the action videos (`--action_cache`'s and
+    the folders beside it alike) holds the evaluation's action_train split at its settings:
+    read there, not copied; a damaged shard of it is named with `prepare`'s remedy."""
+    copy = tmp_path / "benchmark"
+    shutil.copytree(benchmark, copy, ignore=shutil.ignore_patterns("cache"))
+    config = tiny_config(copy, tmp_path, eval_methods="raw")
+    data = protocol.evaluation_data(config)
+    trained = copy / "cache" / f"video_train_{config.frame_size}"
+    prepare_cache(data.action_train, "video", trained, config.frame_size)
+    assert datasets.training_caches(config) == [trained]
+    own = tmp_path / "evaluation" / "cache"
+    prepared = datasets.training_caches(config)
+    source = datasets.cached_data(
+        data, own / "source", config.frame_size, config.image_side(), prepared=prepared
+    )
+    assert source.action_train == trained
+    assert sorted(path.name for path in (own / "source").iterdir()) == [
+        "action_test",
+        "privacy_test",
+        "privacy_train",
+    ]
+    (shard,) = trained.glob("*.tfrecord")
+    shard.write_bytes(shard.read_bytes()[:-64])  # a partial copy
+    with pytest.raises(DatasetFormatError, match=r"then run `python -m keras_privacy.data prepa"):
+        with protocol._damaged_shards_named(source, own):
+            raise tf.errors.DataLossError(None, None, "truncated record")
 
 
 def test_a_baseline_row_of_other_boxes_is_stale(benchmark, tmp_path):

@@ -28,7 +28,7 @@ import logging
 import os
 import re
 import reprlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -52,6 +52,7 @@ from keras_privacy.types import Tensor
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 2
 EXAMPLES_PER_SHARD = 100
+JPEG_QUALITY = 90
 SHARD_ORDER_SEED = 0
 DECODE_ERRORS = (VideoDecodeError, ValueError, cv2.error)
 """What makes a file be skipped (and named in the manifest) instead of stopping the cache."""
@@ -225,6 +226,13 @@ def _shard_fingerprint(settings: list, items: list[tuple[int, Example]]) -> str:
     return digest.hexdigest()[:16]
 
 
+def _shard_count(num_shards: int | None, num_examples: int) -> int:
+    """The shards of a cache of `num_examples`: `num_shards`, or one per `EXAMPLES_PER_SHARD`
+    by default, and never more than the examples."""
+    num_shards = num_shards or max(1, -(-num_examples // EXAMPLES_PER_SHARD))
+    return max(1, min(num_shards, num_examples))
+
+
 def _shard_name(shard: int, num_shards: int) -> str:
     return f"shard-{shard:05d}-of-{num_shards:05d}.tfrecord"
 
@@ -349,8 +357,7 @@ def _prepare(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     encode = _with_label_check(encode, len(split.attribute_names))
-    num_shards = num_shards or max(1, -(-len(split) // EXAMPLES_PER_SHARD))
-    num_shards = max(1, min(num_shards, len(split)))
+    num_shards = _shard_count(num_shards, len(split))
     transform_key = "" if transform is None else transform.key
     settings = _settings(kind, short_side, jpeg_quality, num_shards, transform_key)
     fingerprint = _fingerprint(settings, split)
@@ -448,7 +455,7 @@ def prepare_video_cache(
     out_dir: str | os.PathLike,
     short_side: int | None = 128,
     num_shards: int | None = None,
-    jpeg_quality: int = 90,
+    jpeg_quality: int = JPEG_QUALITY,
     workers: int | None = None,
     transform: FrameTransform | None = None,
     source: dict | None = None,
@@ -494,7 +501,7 @@ def prepare_image_cache(
     out_dir: str | os.PathLike,
     short_side: int | None = 128,
     num_shards: int | None = None,
-    jpeg_quality: int = 90,
+    jpeg_quality: int = JPEG_QUALITY,
     workers: int | None = None,
     transform: FrameTransform | None = None,
     source: dict | None = None,
@@ -524,12 +531,42 @@ def prepare_cache(
     out_dir: str | os.PathLike,
     short_side: int | None,
     transform: FrameTransform | None = None,
+    prepared: Sequence[str | os.PathLike] = (),
 ) -> Path:
     """`split` as a prepared "video" or "image" cache in `out_dir` (written once, resumable),
-    each file changed by `transform` first, if given."""
+    each file changed by `transform` first, if given. Without a `transform`, a finished cache
+    of the same files at the same settings in one of the `prepared` folders is returned
+    instead of a copy written (`find_prepared`)."""
+    if transform is None:
+        found = find_prepared(split, kind, short_side, [out_dir, *prepared])
+        if found is not None:
+            if found != Path(out_dir):
+                logging.info("%s: reading %s, the same files prepared alike", out_dir, found)
+            return found
     prepare = prepare_video_cache if kind == "video" else prepare_image_cache
     prepare(split, out_dir, short_side=short_side, transform=transform)
     return Path(out_dir)
+
+
+def find_prepared(
+    split: Split, kind: str, short_side: int | None, folders: Sequence[str | os.PathLike]
+) -> Path | None:
+    """The first of `folders` holding a finished cache of `split` as `prepare_cache` writes it
+    without a transform (the same files, labels, sizes and modification times, the default
+    shards and JPEG quality, `short_side`), every shard it lists there; else None. So a cache
+    that `python -m keras_privacy.data prepare` wrote for training serves an evaluation."""
+    settings = _settings(kind, short_side, JPEG_QUALITY, _shard_count(None, len(split)), "")
+    fingerprint = _fingerprint(settings, split)
+    for folder in map(Path, folders):
+        try:
+            manifest = read_manifest(folder)
+        except (OSError, DatasetFormatError):
+            continue
+        if manifest["fingerprint"] == fingerprint and all(
+            (folder / shard["file"]).is_file() for shard in manifest["shards"]
+        ):
+            return folder
+    return None
 
 
 def failure_line(failure: dict) -> str:

@@ -8,6 +8,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 
 from keras_privacy import environment
@@ -54,6 +55,7 @@ def cached_data(
     image_side: int,
     baseline: Anonymization | None = None,
     frame_splits: tuple[str, ...] = (),
+    prepared: Sequence[Path] = (),
 ) -> EvaluationData:
     """The four splits of `data` as prepared caches under `directory` (written once, resumable),
     so that target models read their data with TensorFlow ops only: videos at a short side of
@@ -62,7 +64,8 @@ def cached_data(
     blackened at their cache's side, or blurred at the scale of their kind
     (`baselines.BLUR_REFERENCE_SIDE`; the privacy splits named in `frame_splits`, frames of
     videos (`video_frame_splits`), at a video's, with the boxes of the frame in its video) and
-    then resized to it."""
+    then resized to it. Without a baseline, a split that one of the `prepared` folders holds
+    finished, the same files at the same settings (`cache.find_prepared`), is read there."""
 
     def cached(name: str, kind: str) -> pipelines.Source:
         split = getattr(data, name)
@@ -72,7 +75,9 @@ def cached_data(
         transform = (
             None if baseline is None else baseline.frame_transform(short_side, scale, frame_sources)
         )
-        return prepare_cache(split, kind, directory / name, short_side, transform)
+        return prepare_cache(
+            split, kind, directory / name, short_side, transform, prepared=prepared
+        )
 
     return EvaluationData(
         cached("action_train", "video"),
@@ -80,6 +85,18 @@ def cached_data(
         cached("privacy_train", "image"),
         cached("privacy_test", "image"),
     )
+
+
+def training_caches(config: ExperimentConfig) -> list[Path]:
+    """The prepared caches of training that an evaluation may read instead of copies: those
+    of `--action_cache` and `--privacy_cache` with the subsets beside them (`prepare --out`
+    writes one folder per subset), and the built-in benchmark's under `synthetic_dir`.
+    `cached_data` reads one only where it holds a split's very files at its settings."""
+    parents = [Path(cache).parent for cache in (config.action_cache, config.privacy_cache) if cache]
+    if "synthetic" in (config.action_dataset, config.privacy_dataset):
+        parents.append(Path(config.synthetic_dir) / "cache")
+    found = [path.parent for parent in parents for path in sorted(parent.glob(f"*/{MANIFEST}"))]
+    return list(dict.fromkeys(found))
 
 
 def video_frame_splits(config: ExperimentConfig) -> tuple[str, ...]:

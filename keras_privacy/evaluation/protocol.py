@@ -89,6 +89,7 @@ from keras_privacy.evaluation.datasets import (
     examples_used,
     report_dir,
     require_test_positives,
+    training_caches,
     video_frame_splits,
     warn_of_classes_never_trained,
 )
@@ -222,11 +223,17 @@ def evaluate(
     report = Report(out_dir)
     record = evaluation_record(config, data)
     report.set_evaluation(record)
-    source = cached_data(data, cache_dir / "source", config.frame_size, config.image_side())
+    source = cached_data(
+        data,
+        cache_dir / "source",
+        config.frame_size,
+        config.image_side(),
+        prepared=training_caches(config),
+    )
     record["examples"] = examples_used(source)
     report.set_evaluation(record)
     classes, names = len(data.class_names), data.attribute_names
-    with _damaged_shards_named(source), _divergence_explained(report):
+    with _damaged_shards_named(source, cache_dir), _divergence_explained(report):
         attackers = {
             name: _raw_attacker(config, source, names, out_dir, name, record["privacy_dataset"])
             for name in config.eval_privacy_model_names()
@@ -255,7 +262,7 @@ def evaluate(
                 method,
                 frame_splits=video_frame_splits(config),
             )
-        with _damaged_shards_named(seen), _divergence_explained(report):
+        with _damaged_shards_named(seen, cache_dir), _divergence_explained(report):
             result = _target_results(config, seen, method, attackers, classes, names)
         if method.baseline in FILE_BASELINES:
             result["detector"] = method.detector_description()
@@ -304,11 +311,19 @@ def _divergence_explained(report: Report) -> Iterator[None]:
         ) from error
 
 
-def _damaged_shards_named(cached: EvaluationData) -> contextlib.AbstractContextManager:
-    """`pipelines.damaged_shards_named` over the four caches of `cached`, which evaluate.py
-    wrote: run again, it writes a removed shard again."""
-    splits = (getattr(cached, name) for name in SPLITS)
-    return pipelines.damaged_shards_named(*splits, rerun="run evaluate.py again")
+def _damaged_shards_named(
+    cached: EvaluationData, cache_dir: Path
+) -> contextlib.AbstractContextManager:
+    """`pipelines.damaged_shards_named` over the four caches of `cached`, each with the command
+    that writes its shard again: evaluate.py for its own (under `cache_dir`), `prepare` for a
+    training cache it reads (`datasets.training_caches`)."""
+    caches = [getattr(cached, name) for name in SPLITS]
+    own = [cache for cache in caches if Path(cache).is_relative_to(cache_dir)]
+    stack = contextlib.ExitStack()
+    stack.enter_context(pipelines.damaged_shards_named(*own, rerun="run evaluate.py again"))
+    reused = [cache for cache in caches if cache not in own]
+    stack.enter_context(pipelines.damaged_shards_named(*reused))
+    return stack
 
 
 def _stale_row(reported: dict, method: Anonymization) -> str | None:
