@@ -193,6 +193,7 @@ class _CentreBox(FrameDetector):
         return np.array([[width // 4, height // 4, 3 * width // 4, 3 * height // 4]], np.int32)
 
 
+@pytest.mark.backend_independent  # NumPy and OpenCV
 def test_frames_larger_than_max_side_are_detected_reduced_and_boxed_in_their_pixels():
     clip = np.zeros((2, 1000, 2000, 3), np.uint8)
     detector = _CentreBox(keyframes=1, max_side=640)
@@ -208,6 +209,7 @@ def test_frames_larger_than_max_side_are_detected_reduced_and_boxed_in_their_pix
     assert unbounded.shape == (1000, 2000, 3)
 
 
+@pytest.mark.backend_independent  # NumPy and OpenCV
 def test_a_large_photograph_is_boxed_where_its_reduced_copy_is(clip):
     # test.avi's frame blown up 8x (2560 x 1920, as a camera photograph of VISPR): detected
     # reduced to 640 pixels, the face lands in the head region at 8x its coordinates.

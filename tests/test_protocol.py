@@ -773,6 +773,7 @@ def test_a_damaged_shard_of_the_evaluations_cache_is_named_with_what_to_do(bench
     )
 
 
+@pytest.mark.backend_independent  # the protocol's bookkeeping
 def test_the_evaluation_reads_a_training_cache_of_the_same_files_instead_of_a_copy(
     benchmark, tmp_path
 ):
