@@ -661,9 +661,9 @@ def test_the_people_baselines_of_an_evaluation_detect_each_file_once(
 
 
 def test_a_shared_detector_keeps_each_clips_boxes_as_found():
-    """The boxes a shared detector remembers come back as the detector gave them: per frame,
-    one union for every frame, or none for a clip of no frame; face baselines of two
-    thresholds share no detector."""
+    """The boxes a shared detector remembers come back as the detector gave them, read-only:
+    per frame, one union for every frame, or none for a clip of no frame; face baselines of
+    two thresholds share no detector."""
     per_frame = [np.array([[1, 2, 3, 4]], np.int32), np.zeros((0, 4), np.int32)]
     union = np.array([[0, 0, 5, 5], [1, 1, 2, 2]], np.int32)
     for found in (per_frame, [union] * 3, []):
@@ -672,6 +672,8 @@ def test_a_shared_detector_keeps_each_clips_boxes_as_found():
         for got, expected in zip(boxes, found):
             np.testing.assert_array_equal(got, expected)
             assert got.dtype == np.int32
+            with pytest.raises(ValueError, match="read-only"):
+                got[:] = 0  # shared by every baseline: a change would reach the others
     detectors = {}
     low = anonymizations.baseline_anonymization("face_blur", None, 0.3, detectors)
     high = anonymizations.baseline_anonymization("face_blacken", None, 0.9, detectors)

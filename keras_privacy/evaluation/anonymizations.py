@@ -181,13 +181,20 @@ def _clip_digest(clip: np.ndarray) -> bytes:
 
 def _packed(boxes: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray | int]:
     """A clip's per-frame boxes in little memory: (the boxes, the frame count) where every frame
-    has the same boxes (the keyframes' union), else (all boxes, the count of each frame's)."""
+    has the same boxes (the keyframes' union), else (all boxes, the count of each frame's).
+    The boxes are a read-only copy: every baseline is given them, so none may change them."""
     if boxes and all(frame is boxes[0] for frame in boxes):
-        return boxes[0], len(boxes)
+        return _read_only(np.reshape(boxes[0], (-1, 4))), len(boxes)
     counts = np.array([len(frame) for frame in boxes], np.int64)
     if not boxes:
-        return np.zeros((0, 4), np.int32), counts
-    return np.concatenate([np.reshape(frame, (-1, 4)) for frame in boxes]), counts
+        return _read_only(np.zeros((0, 4), np.int32)), counts
+    return _read_only(np.concatenate([np.reshape(frame, (-1, 4)) for frame in boxes])), counts
+
+
+def _read_only(boxes: np.ndarray) -> np.ndarray:
+    boxes = np.array(boxes)
+    boxes.flags.writeable = False
+    return boxes
 
 
 def _unpacked(boxes: np.ndarray, counts: np.ndarray | int) -> list[np.ndarray]:
