@@ -25,7 +25,7 @@ and keeps each frame's own boxes.
 Large images: a frame whose longer side exceeds `max_side` (640 pixels, the inference size of
 YOLOv5's `detect.py`, SPAct's detector) is area-reduced to it before detection and its boxes are
 scaled back: a 4000 x 3000 image (test.avi's frame blown up) took ~20 s with HOG and Haar at
-full size on 2 cores (and boxed noise a few pixels wide), ~0.8 s at 640; UCF101's and
+full size on 2 cores (with spurious small HOG boxes), ~0.8 s at 640; UCF101's and
 HMDB51's frames are smaller and detected as they are.
 
 Known limits, measured on test.avi (a face filling a 320 x 240 frame, eyes closed, a hand over
