@@ -781,16 +781,17 @@ def test_the_evaluation_reads_a_training_cache_of_the_same_files_instead_of_a_co
 ):
     """The built-in benchmark's training cache of the action videos (`--action_cache`'s and
     the folders beside it alike) holds the evaluation's action_train split at its settings:
-    read there, not copied; a damaged shard of it is named with `prepare`'s remedy."""
+    read there, not copied; a damaged shard of it is named with the command that wrote it:
+    train.py for the benchmark's, `prepare` for one the flags give."""
     copy = tmp_path / "benchmark"
     shutil.copytree(benchmark, copy, ignore=shutil.ignore_patterns("cache"))
     config = tiny_config(copy, tmp_path, eval_methods="raw")
     data = protocol.evaluation_data(config)
     trained = copy / "cache" / f"video_train_{config.frame_size}"
     prepare_cache(data.action_train, "video", trained, config.frame_size)
-    assert datasets.training_caches(config) == [trained]
-    own = tmp_path / "evaluation" / "cache"
     prepared = datasets.training_caches(config)
+    assert prepared == [trained]
+    own = tmp_path / "evaluation" / "cache"
     source = datasets.cached_data(
         data, own / "source", config.frame_size, config.image_side(), prepared=prepared
     )
@@ -802,9 +803,11 @@ def test_the_evaluation_reads_a_training_cache_of_the_same_files_instead_of_a_co
     ]
     (shard,) = trained.glob("*.tfrecord")
     shard.write_bytes(shard.read_bytes()[:-64])  # a partial copy
-    with pytest.raises(DatasetFormatError, match=r"then run `python -m keras_privacy.data prepa"):
-        with protocol._damaged_shards_named(source, own):
-            raise tf.errors.DataLossError(None, None, "truncated record")
+    given = dataclasses.replace(config, synthetic_dir=str(tmp_path / "elsewhere"))
+    for settings, remedy in ((config, "run train.py again"), (given, "run `python -m")):
+        with pytest.raises(DatasetFormatError, match=rf"then {re.escape(remedy)}"):
+            with protocol._damaged_shards_named(source, own, settings):
+                raise tf.errors.DataLossError(None, None, "truncated record")
 
 
 def test_a_baseline_row_of_other_boxes_is_stale(benchmark, tmp_path):

@@ -233,7 +233,7 @@ def evaluate(
     record["examples"] = examples_used(source)
     report.set_evaluation(record)
     classes, names = len(data.class_names), data.attribute_names
-    with _damaged_shards_named(source, cache_dir), _divergence_explained(report):
+    with _damaged_shards_named(source, cache_dir, config), _divergence_explained(report):
         attackers = {
             name: _raw_attacker(config, source, names, out_dir, name, record["privacy_dataset"])
             for name in config.eval_privacy_model_names()
@@ -262,7 +262,7 @@ def evaluate(
                 method,
                 frame_splits=video_frame_splits(config),
             )
-        with _damaged_shards_named(seen, cache_dir), _divergence_explained(report):
+        with _damaged_shards_named(seen, cache_dir, config), _divergence_explained(report):
             result = _target_results(config, seen, method, attackers, classes, names)
         if method.baseline in FILE_BASELINES:
             result["detector"] = method.detector_description()
@@ -312,17 +312,24 @@ def _divergence_explained(report: Report) -> Iterator[None]:
 
 
 def _damaged_shards_named(
-    cached: EvaluationData, cache_dir: Path
+    cached: EvaluationData, cache_dir: Path, config: ExperimentConfig
 ) -> contextlib.AbstractContextManager:
     """`pipelines.damaged_shards_named` over the four caches of `cached`, each with the command
-    that writes its shard again: evaluate.py for its own (under `cache_dir`), `prepare` for a
-    training cache it reads (`datasets.training_caches`)."""
-    caches = [getattr(cached, name) for name in SPLITS]
-    own = [cache for cache in caches if Path(cache).is_relative_to(cache_dir)]
+    that writes its shard again, as training names them: evaluate.py for its own (under
+    `cache_dir`), train.py for the built-in benchmark's training cache, `prepare` for a cache
+    the flags give (`datasets.training_caches`)."""
+    caches = [Path(getattr(cached, name)) for name in SPLITS]
+    own = [cache for cache in caches if cache.is_relative_to(cache_dir)]
+    built = [
+        cache
+        for cache in caches
+        if cache not in own and cache.is_relative_to(Path(config.synthetic_dir) / "cache")
+    ]
+    given = [cache for cache in caches if cache not in own + built]
     stack = contextlib.ExitStack()
     stack.enter_context(pipelines.damaged_shards_named(*own, rerun="run evaluate.py again"))
-    reused = [cache for cache in caches if cache not in own]
-    stack.enter_context(pipelines.damaged_shards_named(*reused))
+    stack.enter_context(pipelines.damaged_shards_named(*built, rerun="run train.py again"))
+    stack.enter_context(pipelines.damaged_shards_named(*given))
     return stack
 
 
